@@ -1,0 +1,103 @@
+// Package cmd holds kandev's cobra commands. Commands are thin: parse
+// flags, call core through one client, print text or --json. Data goes to
+// stdout; status and errors go to stderr.
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+)
+
+// Version is set at build time (-ldflags "-X github.com/kandev/kandev/cmd.Version=...").
+var Version = "dev"
+
+// IOStreams are the process's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Factory carries what every command needs, built once per process.
+type Factory struct {
+	IO   IOStreams
+	Home string // --home
+	JSON bool   // --json
+	// Executable is the kandev binary (it starts the daemon).
+	Executable string
+	Getenv     func(string) string
+
+	mu     sync.Mutex
+	client *daemon.Client
+}
+
+// NewFactory builds the factory for the running process.
+func NewFactory() *Factory {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, Executable: exe, Getenv: os.Getenv}
+}
+
+// ResolveHome applies --home, $KANDEV_HOME, $XDG_DATA_HOME.
+func (f *Factory) ResolveHome() (core.Home, error) {
+	return core.ResolveHome(f.Home)
+}
+
+// Client connects to the home's daemon, starting it if needed.
+func (f *Factory) Client(ctx context.Context) (*daemon.Client, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.client != nil {
+		return f.client, nil
+	}
+	home, err := f.ResolveHome()
+	if err != nil {
+		return nil, err
+	}
+	c, err := daemon.Connect(ctx, home, f.Executable)
+	if err != nil {
+		return nil, err
+	}
+	f.client = c
+	return c, nil
+}
+
+// printJSON writes v as indented JSON to stdout.
+func (f *Factory) printJSON(v any) error {
+	enc := json.NewEncoder(f.IO.Out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// UsageError marks a mistake in how a command was invoked (exit code 2).
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error to the process exit code: 0 success, 1 failure,
+// 2 usage error.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}

@@ -1,0 +1,278 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/mockagent"
+)
+
+// --- profile ----------------------------------------------------------------
+
+// NewCmdProfile groups the profile verbs.
+func NewCmdProfile(f *Factory) *cobra.Command {
+	c := &cobra.Command{Use: "profile", Short: "Manage agent profiles", Args: cobra.NoArgs}
+	c.AddCommand(newCmdProfileAdd(f), newCmdProfileList(f), newCmdProfileShow(f), newCmdProfileRemove(f))
+	return c
+}
+
+func newCmdProfileAdd(f *Factory) *cobra.Command {
+	var p core.Profile
+	var noMCP bool
+	c := &cobra.Command{
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp]",
+		Short: "Add (or replace) an agent profile",
+		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
+  kandev profile add plain --command my-agent --no-mcp`,
+		Args: exactArgs(1, "the profile NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			p.Name = args[0]
+			p.MCP = !noMCP
+			if strings.TrimSpace(p.Command) == "" {
+				return usagef("--command is required")
+			}
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			saved, err := client.AddProfile(c.Context(), p)
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				return f.printJSON(saved)
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Saved profile %s (%s)\n", saved.Name, saved.Source)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&p.Command, "command", "", "the ACP agent executable")
+	c.Flags().StringArrayVar(&p.Args, "arg", nil, "an argument (repeat)")
+	c.Flags().StringArrayVar(&p.Env, "env", nil, "an environment entry KEY=VALUE (repeat)")
+	c.Flags().BoolVar(&noMCP, "no-mcp", false, "the agent cannot take an injected MCP server (no autopilot)")
+	return c
+}
+
+func newCmdProfileList(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List profiles",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			ps, err := client.ListProfiles(c.Context())
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				return f.printJSON(ps)
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tMCP\tSOURCE\tCOMMAND")
+			for _, p := range ps {
+				fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", p.Name, p.MCP, p.Source, p.CommandLine())
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func newCmdProfileShow(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show one profile",
+		Args:  exactArgs(1, "the profile NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			p, err := client.GetProfile(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				return f.printJSON(p)
+			}
+			fmt.Fprintf(f.IO.Out, "name:     %s\nsource:   %s\ncommand:  %s\nmcp:      %v\n", p.Name, p.Source, p.CommandLine(), p.MCP)
+			for _, e := range p.Env {
+				fmt.Fprintf(f.IO.Out, "env:      %s\n", e)
+			}
+			return nil
+		},
+	}
+}
+
+func newCmdProfileRemove(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a user profile (an override's built-in comes back)",
+		Args:  exactArgs(1, "the profile NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			p, err := client.RemoveProfile(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				return f.printJSON(p)
+			}
+			fmt.Fprintf(f.IO.ErrOut, "Removed profile %s\n", p.Name)
+			return nil
+		},
+	}
+}
+
+// --- serve ------------------------------------------------------------------
+
+// ServeOptions are `serve`'s inputs.
+type ServeOptions struct {
+	F          *Factory
+	Background bool
+}
+
+// NewCmdServe builds `kandev serve`.
+func NewCmdServe(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{F: f}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the kandev daemon in the foreground",
+		Long: `Run the kandev daemon in the foreground (for systemd and the like). Clients start it in
+the background on their own when it is not running. SIGTERM or Ctrl-C stops it cleanly:
+agents are stopped and their sessions marked interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			home, err := f.ResolveHome()
+			if err != nil {
+				return err
+			}
+			level := slog.LevelInfo
+			if os.Getenv("KANDEV_DEBUG") != "" {
+				level = slog.LevelDebug
+			}
+			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
+			return daemon.Serve(c.Context(), daemon.ServeOptions{Home: home, Version: Version, Logger: log, SelfExe: f.Executable})
+		},
+	}
+	c.Flags().BoolVar(&opts.Background, "background", false, "started by a client (logs go to the home's daemon.log)")
+	_ = c.Flags().MarkHidden("background")
+	return c
+}
+
+// --- events -----------------------------------------------------------------
+
+// EventsOptions are `events`' inputs.
+type EventsOptions struct {
+	F      *Factory
+	TaskID string
+}
+
+// NewCmdEvents builds `kandev events`.
+func NewCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
+	opts := &EventsOptions{F: f}
+	c := &cobra.Command{
+		Use:   "events",
+		Short: "Tail the daemon's event stream",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			ch, err := client.Events(c.Context(), core.EventsInput{TaskID: opts.TaskID})
+			if err != nil {
+				return err
+			}
+			for ev := range ch {
+				if f.JSON {
+					b, _ := json.Marshal(ev)
+					fmt.Fprintln(f.IO.Out, string(b))
+					continue
+				}
+				fmt.Fprintln(f.IO.Out, describeEvent(ev))
+			}
+			if c.Context().Err() == nil {
+				return core.Errorf(core.CodeUnavailable, "the daemon closed the event stream")
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&opts.TaskID, "task", "", "only this task's events")
+	return c
+}
+
+func describeEvent(ev core.Event) string {
+	s := fmt.Sprintf("%6d %s %-16s", ev.Seq, ev.At.Local().Format("15:04:05.000"), ev.Type)
+	switch {
+	case ev.Task != nil:
+		s += fmt.Sprintf(" %s %s %q", ev.Task.ID, ev.Task.Status, truncate(ev.Task.Title, 50))
+	case ev.Session != nil:
+		s += fmt.Sprintf(" %s session %s %s", ev.TaskID, ev.Session.ID, ev.Session.State)
+	case ev.Message != nil:
+		s += fmt.Sprintf(" %s #%d %s %q", ev.TaskID, ev.Message.Seq, ev.Message.Kind, truncate(strings.ReplaceAll(ev.Message.Text, "\n", " "), 60))
+	case ev.Question != nil:
+		s += fmt.Sprintf(" %s question %s %s", ev.TaskID, ev.Question.ID, ev.Question.Status)
+	case ev.Profile != nil:
+		s += " profile " + ev.Profile.Name
+	}
+	return s
+}
+
+// --- version ----------------------------------------------------------------
+
+// NewCmdVersion builds `kandev version`.
+func NewCmdVersion(f *Factory, runF func(*Factory) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print kandev's version",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(f)
+			}
+			v := core.VersionInfo{Version: Version, SchemaVersion: schemaVersion()}
+			if f.JSON {
+				return f.printJSON(v)
+			}
+			fmt.Fprintf(f.IO.Out, "kandev %s (schema %d)\n", v.Version, v.SchemaVersion)
+			return nil
+		},
+	}
+}
+
+// --- mock agent ---------------------------------------------------------------
+
+// NewCmdMockAgent builds the hidden `kandev mock-agent`: the scripted ACP
+// agent behind the built-in mock profile.
+func NewCmdMockAgent(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:    "mock-agent",
+		Short:  "Run the scripted mock ACP agent (used by tests and the demo)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return mockagent.Run(context.WithoutCancel(c.Context()), f.IO.In, f.IO.Out, f.IO.ErrOut, f.Getenv)
+		},
+	}
+}

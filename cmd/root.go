@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+)
+
+// NewCmdRoot builds the command tree.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kandev",
+		Short: "Coordinate a team of AI coding agents from the terminal",
+		Long: `kandev runs agent CLIs (Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode) on a tree
+of tasks, gives each agent kandev's MCP tools to delegate, ask and steer, and shows the
+live tree in a terminal UI. Run kandev with no arguments for the UI.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+		Args:          cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			return runTUI(c.Context(), f)
+		},
+	}
+	root.SetIn(f.IO.In)
+	root.SetOut(f.IO.Out)
+	root.SetErr(f.IO.ErrOut)
+	root.PersistentFlags().StringVar(&f.Home, "home", "", "kandev home directory (default $KANDEV_HOME, else $XDG_DATA_HOME/kandev, else ~/.local/share/kandev)")
+	root.PersistentFlags().BoolVar(&f.JSON, "json", false, "print JSON instead of text")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	root.AddCommand(
+		NewCmdTask(f),
+		NewCmdProfile(f),
+		NewCmdServe(f, nil),
+		NewCmdEvents(f, nil),
+		NewCmdVersion(f, nil),
+		NewCmdMCP(f),
+		NewCmdMockAgent(f),
+		NewCmdDemo(f, nil),
+	)
+	return root
+}
+
+// Main runs kandev and returns the exit code.
+func Main() int {
+	f := NewFactory()
+	root := NewCmdRoot(f)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil {
+		printError(f, cmd, err)
+	}
+	return ExitCode(err)
+}
+
+func printError(f *Factory, c *cobra.Command, err error) {
+	var ue *UsageError
+	if !errors.As(err, &ue) && isCobraUsage(err) {
+		err = &UsageError{Err: err}
+	}
+	if f.JSON {
+		b, _ := json.Marshal(map[string]any{"error": core.AsError(unwrapUsage(err))})
+		fmt.Fprintln(f.IO.ErrOut, string(b))
+		return
+	}
+	fmt.Fprintln(f.IO.ErrOut, "kandev: "+err.Error())
+	if errors.As(err, &ue) && c != nil {
+		fmt.Fprintf(f.IO.ErrOut, "Run '%s --help' for usage.\n", c.CommandPath())
+	}
+}
+
+func unwrapUsage(err error) error {
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return core.Errorf(core.CodeValidation, "%s", ue.Err.Error())
+	}
+	return err
+}
+
+// isCobraUsage recognises cobra's own argument errors, which it does not
+// route through the flag error func.
+func isCobraUsage(err error) bool {
+	s := err.Error()
+	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "invalid argument"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// exactArgs is cobra.ExactArgs with a usage error that names the arguments.
+func exactArgs(n int, names string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s takes %s (got %d arguments)", c.CommandPath(), names, len(args))
+		}
+		return nil
+	}
+}

@@ -1,0 +1,67 @@
+package agent
+
+import (
+	"context"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// client is kandev's side of the ACP connection. kandev advertises no file
+// system or terminal capability, so agents use their own tools for those;
+// the methods below refuse politely if an agent calls them anyway.
+type client struct{ run *Run }
+
+var _ acp.Client = (*client)(nil)
+
+func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	c.run.handler.Update(ctx, n)
+	return nil
+}
+
+func (c *client) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	return c.run.handler.Permission(ctx, req), nil
+}
+
+func (c *client) ReadTextFile(context.Context, acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	return acp.ReadTextFileResponse{}, acp.NewMethodNotFound("fs/read_text_file")
+}
+
+func (c *client) WriteTextFile(context.Context, acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	return acp.WriteTextFileResponse{}, acp.NewMethodNotFound("fs/write_text_file")
+}
+
+func (c *client) CreateTerminal(context.Context, acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
+	return acp.CreateTerminalResponse{}, acp.NewMethodNotFound("terminal/create")
+}
+
+func (c *client) KillTerminal(context.Context, acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
+	return acp.KillTerminalResponse{}, acp.NewMethodNotFound("terminal/kill")
+}
+
+func (c *client) TerminalOutput(context.Context, acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
+	return acp.TerminalOutputResponse{}, acp.NewMethodNotFound("terminal/output")
+}
+
+func (c *client) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
+	return acp.ReleaseTerminalResponse{}, acp.NewMethodNotFound("terminal/release")
+}
+
+func (c *client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
+	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound("terminal/wait_for_exit")
+}
+
+// AllowPermission picks the first allow option, the "default allow" policy.
+// It returns the chosen option id ("" when the agent offered none to allow,
+// in which case the request is answered cancelled).
+func AllowPermission(req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, string) {
+	for _, kind := range []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways} {
+		for _, o := range req.Options {
+			if o.Kind == kind {
+				return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+					Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}, string(o.OptionId)
+			}
+		}
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+		Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, ""
+}

@@ -1,0 +1,115 @@
+package capability
+
+// Argument structs, one per tool that takes arguments. The daemon decodes a
+// call's arguments into these with unknown fields refused; a test keeps
+// their JSON fields equal to the schema's parameters.
+
+// CreateTaskArgs are create_task_kandev's arguments.
+type CreateTaskArgs struct {
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Prompt      string `json:"prompt"`
+	ParentID    string `json:"parent_id"`
+	Autopilot   bool   `json:"autopilot"`
+	Profile     string `json:"profile"`
+	Start       *bool  `json:"start"`
+}
+
+// ListTasksArgs are list_tasks_kandev's arguments.
+type ListTasksArgs struct {
+	RootID          string `json:"root_id"`
+	IncludeArchived bool   `json:"include_archived"`
+}
+
+// TaskIDArgs name one task (get_task_kandev).
+type TaskIDArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+// ConversationArgs are get_task_conversation_kandev's arguments.
+type ConversationArgs struct {
+	TaskID string `json:"task_id"`
+	After  int64  `json:"after"`
+	Limit  int    `json:"limit"`
+}
+
+// MessageTaskArgs are message_task_kandev's arguments.
+type MessageTaskArgs struct {
+	TaskID            string `json:"task_id"`
+	Prompt            string `json:"prompt"`
+	DeliveryMode      string `json:"delivery_mode"`
+	ReplyToQuestionID string `json:"reply_to_question_id"`
+}
+
+// StopTaskArgs are stop_task_kandev's arguments.
+type StopTaskArgs struct {
+	TaskID string `json:"task_id"`
+}
+
+// SaveProfileArgs are save_profile_kandev's arguments.
+type SaveProfileArgs struct {
+	Name    string   `json:"name"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env"`
+	MCP     *bool    `json:"mcp"`
+}
+
+// NameArgs name one profile (remove_profile_kandev).
+type NameArgs struct {
+	Name string `json:"name"`
+}
+
+// SetTitleArgs are set_task_title_kandev's arguments.
+type SetTitleArgs struct {
+	Title string `json:"title"`
+}
+
+// QuestionArgs are the shared arguments of both question tools.
+type QuestionArgs struct {
+	Questions []QuestionItemArgs `json:"questions"`
+	Context   string             `json:"context"`
+}
+
+// QuestionItemArgs is one question.
+type QuestionItemArgs struct {
+	Prompt  string              `json:"prompt"`
+	Options []QuestionOptionArg `json:"options"`
+}
+
+// QuestionOptionArg is one choice.
+type QuestionOptionArg struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}
+
+// NoArgs is for tools without parameters.
+type NoArgs struct{}
+
+// ArgsFor returns a pointer to a fresh argument struct for a tool.
+func ArgsFor(name string) any {
+	switch name {
+	case "create_task_kandev":
+		return &CreateTaskArgs{}
+	case "list_tasks_kandev":
+		return &ListTasksArgs{}
+	case "get_task_kandev":
+		return &TaskIDArgs{}
+	case "get_task_conversation_kandev":
+		return &ConversationArgs{}
+	case "message_task_kandev":
+		return &MessageTaskArgs{}
+	case "stop_task_kandev":
+		return &StopTaskArgs{}
+	case "save_profile_kandev":
+		return &SaveProfileArgs{}
+	case "remove_profile_kandev":
+		return &NameArgs{}
+	case "set_task_title_kandev":
+		return &SetTitleArgs{}
+	case AskUser, AskParent:
+		return &QuestionArgs{}
+	default:
+		return &NoArgs{}
+	}
+}

@@ -1,0 +1,195 @@
+package capability
+
+// Tool is one MCP tool: its contract with the model (description, schema,
+// annotations) and which surfaces or group carry it.
+type Tool struct {
+	Name        string
+	Title       string
+	Description string
+	Params      []Param
+	// Annotations, set truthfully: agents such as Codex refuse unannotated
+	// tools when running unattended. No kandev tool reaches the open world.
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+	// Waits: the call may block until a person acts (progress is reported).
+	Waits bool
+
+	// Exactly one of Surfaces (base tools) or Group (additive tools).
+	Surfaces []Surface
+	Group    Group
+}
+
+// Param is one argument of a tool.
+type Param struct {
+	Name        string
+	Type        string // string, boolean, integer, array, object
+	Description string
+	Required    bool
+	Enum        []string
+	Default     any
+	Min, Max    *int   // integer bounds, or array length bounds
+	Items       *Param // array element
+	Props       []Param
+}
+
+func intp(i int) *int { return &i }
+
+var (
+	taskSurfaces = []Surface{KanbanTask, OfficeTask}
+	allTaskish   = []Surface{KanbanTask, OfficeTask, Configuration}
+)
+
+var questionParams = []Param{
+	{Name: "questions", Type: "array", Required: true, Min: intp(1), Max: intp(4),
+		Description: "One to four questions. Give options when the choice is between known alternatives; leave them out for a free-text answer.",
+		Items: &Param{Type: "object", Props: []Param{
+			{Name: "prompt", Type: "string", Required: true, Description: "The question, answerable on its own."},
+			{Name: "options", Type: "array", Min: intp(2), Max: intp(6),
+				Description: "Two to six choices.",
+				Items: &Param{Type: "object", Props: []Param{
+					{Name: "label", Type: "string", Required: true, Description: "Short label of the choice."},
+					{Name: "description", Type: "string", Description: "What choosing it implies."},
+				}}},
+		}}},
+	{Name: "context", Type: "string", Description: "What you have done and why you need the answer, so it can be given without reading your whole conversation."},
+}
+
+// registry is the one table of every kandev tool.
+var registry = []Tool{
+	{
+		Name:  "create_task_kandev",
+		Title: "Create task",
+		Description: "Create a task, by default a subtask of your own task, and start its agent. " +
+			"Use it to delegate a well-scoped piece of work. Returns the new task.",
+		Params: []Param{
+			{Name: "title", Type: "string", Required: true, Description: "Short title of the new task."},
+			{Name: "description", Type: "string", Description: "What the task is about: goal, constraints, where to look."},
+			{Name: "prompt", Type: "string", Description: "The first message its agent receives. Defaults to the description."},
+			{Name: "parent_id", Type: "string", Description: "Parent task id. Defaults to your own task (on the external surface: no parent)."},
+			{Name: "autopilot", Type: "boolean", Default: false,
+				Description: "Run the new task on autopilot: its agent works without asking the operator and sends any question to its parent task (you). " +
+					"Fixed at creation, never changed later, and never inherited: a child of an autopilot task is not on autopilot unless you set this."},
+			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile."},
+			{Name: "start", Type: "boolean", Default: true, Description: "Start the task's agent at once. When false the task waits in todo."},
+		},
+		Surfaces: []Surface{KanbanTask, OfficeTask, External},
+	},
+	{
+		Name:        "list_tasks_kandev",
+		Title:       "List tasks",
+		Description: "List a task and its descendants (default: your own task's subtree; on the external surface, every task) with status, autopilot and pending questions.",
+		Params: []Param{
+			{Name: "root_id", Type: "string", Description: "List this task and its descendants instead."},
+			{Name: "include_archived", Type: "boolean", Default: false, Description: "Include archived tasks."},
+		},
+		ReadOnly: true, Idempotent: true,
+		Surfaces: []Surface{KanbanTask, OfficeTask, Configuration, External},
+	},
+	{
+		Name:        "get_task_kandev",
+		Title:       "Get task",
+		Description: "Get one task: fields, status, latest session and pending question.",
+		Params: []Param{
+			{Name: "task_id", Type: "string", Description: "Task id. Defaults to your own task."},
+		},
+		ReadOnly: true, Idempotent: true,
+		Surfaces: []Surface{KanbanTask, OfficeTask, Configuration, External},
+	},
+	{
+		Name:        "get_task_conversation_kandev",
+		Title:       "Read a task's conversation",
+		Description: "Read a task's conversation (prompts, agent output, tool calls, questions, answers) in order, one page at a time. Pass the returned next cursor as after to read on.",
+		Params: []Param{
+			{Name: "task_id", Type: "string", Description: "Task id. Defaults to your own task."},
+			{Name: "after", Type: "integer", Min: intp(0), Default: 0, Description: "Return entries after this sequence number (the previous page's next)."},
+			{Name: "limit", Type: "integer", Min: intp(1), Max: intp(200), Default: 50, Description: "Entries per page, 1-200."},
+		},
+		ReadOnly: true, Idempotent: true,
+		Surfaces: []Surface{KanbanTask, OfficeTask, External},
+	},
+	{
+		Name:  "message_task_kandev",
+		Title: "Message a task",
+		Description: "Send a message to another task's agent. delivery_mode queued (default) waits for its current turn to end; " +
+			"interrupt cancels its running turn and delivers this message instead, and is allowed only to the task's direct parent. " +
+			"To answer a child's question, pass the question's id as reply_to_question_id.",
+		Params: []Param{
+			{Name: "task_id", Type: "string", Required: true, Description: "The task to message."},
+			{Name: "prompt", Type: "string", Required: true, Description: "The message."},
+			{Name: "delivery_mode", Type: "string", Enum: []string{"queued", "interrupt"}, Default: "queued",
+				Description: "queued: deliver as its next turn. interrupt (direct parent only): cancel its running turn and deliver this now."},
+			{Name: "reply_to_question_id", Type: "string", Description: "Answer this pending question of your child task."},
+		},
+		Surfaces: taskSurfaces,
+	},
+	{
+		Name:  "stop_task_kandev",
+		Title: "Stop a child task",
+		Description: "Halt your direct child task: its running agent is stopped and the task waits in review with its work and queued messages kept. " +
+			"Returns stopped, or not_running when nothing was running. Only the direct parent may stop a task.",
+		Params: []Param{
+			{Name: "task_id", Type: "string", Required: true, Description: "Your direct child task to stop."},
+		},
+		Destructive: true, Idempotent: true,
+		Surfaces: taskSurfaces,
+	},
+	{
+		Name:        "list_profiles_kandev",
+		Title:       "List profiles",
+		Description: "List the agent profiles tasks can run with: command, and whether each accepts kandev's MCP server (needed for autopilot).",
+		ReadOnly:    true, Idempotent: true,
+		Surfaces: allTaskish,
+	},
+	{
+		Name:        "save_profile_kandev",
+		Title:       "Save a profile",
+		Description: "Add an agent profile, or replace the one of that name (a built-in name overrides the built-in).",
+		Params: []Param{
+			{Name: "name", Type: "string", Required: true, Description: "Profile name: lowercase letters, digits, '.', '_' or '-'."},
+			{Name: "command", Type: "string", Required: true, Description: "The ACP agent executable."},
+			{Name: "args", Type: "array", Items: &Param{Type: "string"}, Description: "Arguments."},
+			{Name: "env", Type: "array", Items: &Param{Type: "string"}, Description: "Environment entries, KEY=VALUE."},
+			{Name: "mcp", Type: "boolean", Default: true, Description: "The agent accepts an injected MCP server. Autopilot tasks need it."},
+		},
+		Idempotent: true,
+		Surfaces:   []Surface{Configuration},
+	},
+	{
+		Name:        "remove_profile_kandev",
+		Title:       "Remove a profile",
+		Description: "Remove a user profile (removing an override brings the built-in back).",
+		Params: []Param{
+			{Name: "name", Type: "string", Required: true, Description: "Profile name."},
+		},
+		Destructive: true, Idempotent: true,
+		Surfaces: []Surface{Configuration},
+	},
+	{
+		Name:        "set_task_title_kandev",
+		Title:       "Set your task's title",
+		Description: "Your task's title is a placeholder: set a short title (under 80 characters) that says what the task is.",
+		Params: []Param{
+			{Name: "title", Type: "string", Required: true, Description: "The new title."},
+		},
+		Idempotent: true,
+		Group:      GroupTitle,
+	},
+	{
+		Name:  AskUser,
+		Title: "Ask the operator",
+		Description: "Ask the operator (the person running kandev) a question and wait for the answer. " +
+			"Use it only when a wrong guess would waste real work. If the wait is cut off, the answer arrives as your next message.",
+		Params: questionParams,
+		Waits:  true,
+		Group:  GroupQuestion,
+	},
+	{
+		Name:  AskParent,
+		Title: "Ask your parent task",
+		Description: "Ask your direct parent task a question. It does not wait: it records the question and returns its id. " +
+			"This must be the last action of your turn: end your turn right after it. The answer arrives as your next message.",
+		Params: questionParams,
+		Group:  GroupQuestion,
+	},
+}

@@ -1,0 +1,170 @@
+package core
+
+import "context"
+
+// Client is the one interface every front end uses: the CLI and the TUI call
+// it through the daemon's socket, tests call the engine in process. The
+// caller's identity rides in the context (WithActor); without one the
+// operator acts.
+type Client interface {
+	CreateTask(ctx context.Context, in CreateTaskInput) (Task, error)
+	ListTasks(ctx context.Context, in ListTasksInput) ([]Task, error)
+	GetTask(ctx context.Context, id string) (Task, error)
+	EditTask(ctx context.Context, id string, in EditTaskInput) (Task, error)
+	ArchiveTask(ctx context.Context, id string) (Task, error)
+	SetTaskStatus(ctx context.Context, id string, status Status) (Task, error)
+
+	ListProfiles(ctx context.Context) ([]Profile, error)
+	GetProfile(ctx context.Context, name string) (Profile, error)
+	AddProfile(ctx context.Context, p Profile) (Profile, error)
+	RemoveProfile(ctx context.Context, name string) (Profile, error)
+
+	// StartTask starts (or resumes) the task's agent; a prompt, if given,
+	// is queued first and delivered as the turn.
+	StartTask(ctx context.Context, id string, in StartTaskInput) (Task, error)
+	MessageTask(ctx context.Context, id string, in MessageInput) (MessageResult, error)
+	StopTask(ctx context.Context, id string) (StopResult, error)
+	AnswerQuestion(ctx context.Context, id string, in AnswerInput) (AnswerResult, error)
+	Conversation(ctx context.Context, id string, in ConversationInput) (ConversationPage, error)
+
+	// Events streams changes until ctx ends. The channel closes when the
+	// stream ends; a resync event means events were missed.
+	Events(ctx context.Context, in EventsInput) (<-chan Event, error)
+
+	Version(ctx context.Context) (VersionInfo, error)
+}
+
+// CreateTaskInput is what a new task needs. Autopilot is decided here, once.
+type CreateTaskInput struct {
+	Title       string `json:"title"`
+	Description string `json:"description,omitempty"`
+	ParentID    string `json:"parent_id,omitempty"`
+	Profile     string `json:"profile,omitempty"`
+	Autopilot   bool   `json:"autopilot,omitempty"`
+	CWD         string `json:"cwd,omitempty"`
+	// Prompt is queued as the task's first turn.
+	Prompt string `json:"prompt,omitempty"`
+	// Start launches the agent at once.
+	Start bool `json:"start,omitempty"`
+}
+
+// ListTasksInput narrows a listing.
+type ListTasksInput struct {
+	All  bool   `json:"all,omitempty"`  // include archived tasks
+	Root string `json:"root,omitempty"` // only this task and its descendants
+}
+
+// EditTaskInput changes a task's text. Autopilot is a pointer only so that a
+// request that names it at all can be refused: it is fixed at creation.
+type EditTaskInput struct {
+	Title       *string `json:"title,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Autopilot   *bool   `json:"autopilot,omitempty"`
+}
+
+// StartTaskInput optionally carries the prompt for the turn.
+type StartTaskInput struct {
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// Delivery says how a message reaches a task.
+type Delivery string
+
+const (
+	// DeliveryQueued waits for the current turn to end.
+	DeliveryQueued Delivery = "queued"
+	// DeliveryInterrupt cancels the running turn and delivers this instead.
+	DeliveryInterrupt Delivery = "interrupt"
+)
+
+// MessageInput is a message to a task's agent.
+type MessageInput struct {
+	Text     string   `json:"text"`
+	Delivery Delivery `json:"delivery,omitempty"`
+	// ReplyTo answers a parent question of the target task.
+	ReplyTo string `json:"reply_to_question_id,omitempty"`
+}
+
+// MessageResult says what became of a message.
+type MessageResult struct {
+	TaskID string `json:"task_id"`
+	// Status: "started" (a turn began with it), "queued", "interrupted"
+	// (the running turn was cancelled for it), "answered", "already_answered".
+	Status     string `json:"status"`
+	QueueID    int64  `json:"queue_id,omitempty"`
+	Position   int    `json:"position,omitempty"`
+	QuestionID string `json:"question_id,omitempty"`
+}
+
+// StopResult is the outcome of a stop: "stopped" or "not_running".
+type StopResult struct {
+	TaskID   string   `json:"task_id"`
+	Result   string   `json:"result"`
+	Sessions []string `json:"sessions,omitempty"`
+}
+
+// AnswerInput answers the task's pending user question: per item, an option
+// number (1-based) or free text.
+type AnswerInput struct {
+	QuestionID string   `json:"question_id,omitempty"`
+	Option     int      `json:"option,omitempty"`
+	Text       string   `json:"text,omitempty"`
+	Answers    []string `json:"answers,omitempty"`
+}
+
+// AnswerResult reports how the answer was taken.
+type AnswerResult struct {
+	TaskID     string `json:"task_id"`
+	QuestionID string `json:"question_id"`
+	// Status: "answered" or "already_answered".
+	Status string `json:"status"`
+	// Delivered: "waiting_call" (the agent's blocked call got it) or
+	// "next_turn" (queued as the task's next turn).
+	Delivered string `json:"delivered,omitempty"`
+}
+
+// ConversationInput pages a conversation by sequence number.
+type ConversationInput struct {
+	After int64 `json:"after,omitempty"`
+	Limit int   `json:"limit,omitempty"`
+}
+
+// ConversationPage is one page of messages; Next is the cursor for the next.
+type ConversationPage struct {
+	TaskID   string    `json:"task_id"`
+	Messages []Message `json:"messages"`
+	Next     int64     `json:"next"`
+	More     bool      `json:"more"`
+}
+
+// EventsInput filters the event stream.
+type EventsInput struct {
+	TaskID string `json:"task_id,omitempty"`
+}
+
+// VersionInfo describes the running kandev.
+type VersionInfo struct {
+	Version       string `json:"version"`
+	SchemaVersion int    `json:"schema_version"`
+	PID           int    `json:"pid,omitempty"`
+	Home          string `json:"home,omitempty"`
+}
+
+// ToolHost serves the MCP tools of kandev's sessions. The daemon puts the
+// caller's identity in the context (an agent derived from its session
+// token, or the external actor); no tool takes a sender id.
+type ToolHost interface {
+	ToolSurface(ctx context.Context) (ToolSurface, error)
+	CallTool(ctx context.Context, name string, args []byte) (any, error)
+}
+
+// ToolSurface is what one MCP bridge may register.
+type ToolSurface struct {
+	Surface   string   `json:"surface"`
+	Groups    []string `json:"groups"`
+	Question  string   `json:"question_tool"`
+	Tools     []string `json:"tools"`
+	TaskID    string   `json:"task_id,omitempty"`
+	SessionID string   `json:"session_id,omitempty"`
+	Autopilot bool     `json:"autopilot"`
+}

@@ -1,0 +1,315 @@
+package daemon
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+)
+
+// Client speaks to a daemon over its socket. It implements core.Client and
+// core.ToolHost; with a token it calls as that agent session.
+type Client struct {
+	socket string
+	token  string
+	http   *http.Client
+}
+
+var (
+	_ core.Client   = (*Client)(nil)
+	_ core.ToolHost = (*Client)(nil)
+)
+
+// Dial returns a client of the daemon at socket. It does not connect yet.
+func Dial(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+		MaxIdleConns:        16,
+		MaxIdleConnsPerHost: 16,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+}
+
+// WithToken returns a copy that authenticates as an agent session.
+func (c *Client) WithToken(token string) *Client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Ping checks that a daemon answers.
+func (c *Client) Ping(ctx context.Context) error {
+	_, err := c.Version(ctx)
+	return err
+}
+
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	resp, err := c.send(ctx, method, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return core.Errorf(core.CodeInternal, "read daemon reply to %s %s: %v", method, path, err)
+	}
+	return nil
+}
+
+// send performs a request and turns error replies into *core.Error.
+func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://kandev"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &core.Error{Code: core.CodeUnavailable, Message: fmt.Sprintf("cannot reach the kandev daemon at %s: %v", c.socket, unwrapNet(err))}
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		var eb errorBody
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if json.Unmarshal(b, &eb) == nil && eb.Error != nil {
+			return nil, eb.Error
+		}
+		return nil, core.Errorf(core.CodeInternal, "daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return resp, nil
+}
+
+func unwrapNet(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}
+
+func esc(s string) string { return url.PathEscape(s) }
+
+// Version implements core.Client.
+func (c *Client) Version(ctx context.Context) (core.VersionInfo, error) {
+	var v core.VersionInfo
+	return v, c.do(ctx, "GET", "/v1/version", nil, &v)
+}
+
+// CreateTask implements core.Client.
+func (c *Client) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "POST", "/v1/tasks", in, &t)
+}
+
+// ListTasks implements core.Client.
+func (c *Client) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	var ts []core.Task
+	return ts, c.do(ctx, "GET", listPath(in), nil, &ts)
+}
+
+// ListTasksRaw streams the daemon's JSON array of tasks unchanged, for
+// `task list --json`: no decode and re-encode on the way through.
+func (c *Client) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.Writer) error {
+	resp, err := c.send(ctx, "GET", listPath(in), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+func listPath(in core.ListTasksInput) string {
+	q := url.Values{}
+	if in.All {
+		q.Set("all", "1")
+	}
+	if in.Root != "" {
+		q.Set("root", in.Root)
+	}
+	if len(q) == 0 {
+		return "/v1/tasks"
+	}
+	return "/v1/tasks?" + q.Encode()
+}
+
+// GetTask implements core.Client.
+func (c *Client) GetTask(ctx context.Context, id string) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "GET", "/v1/tasks/"+esc(id), nil, &t)
+}
+
+// EditTask implements core.Client.
+func (c *Client) EditTask(ctx context.Context, id string, in core.EditTaskInput) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "PATCH", "/v1/tasks/"+esc(id), in, &t)
+}
+
+// ArchiveTask implements core.Client.
+func (c *Client) ArchiveTask(ctx context.Context, id string) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/archive", nil, &t)
+}
+
+// SetTaskStatus implements core.Client.
+func (c *Client) SetTaskStatus(ctx context.Context, id string, status core.Status) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/status", map[string]any{"status": status}, &t)
+}
+
+// ListProfiles implements core.Client.
+func (c *Client) ListProfiles(ctx context.Context) ([]core.Profile, error) {
+	var ps []core.Profile
+	return ps, c.do(ctx, "GET", "/v1/profiles", nil, &ps)
+}
+
+// GetProfile implements core.Client.
+func (c *Client) GetProfile(ctx context.Context, name string) (core.Profile, error) {
+	var p core.Profile
+	return p, c.do(ctx, "GET", "/v1/profiles/"+esc(name), nil, &p)
+}
+
+// AddProfile implements core.Client.
+func (c *Client) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
+	var out core.Profile
+	return out, c.do(ctx, "PUT", "/v1/profiles/"+esc(p.Name), p, &out)
+}
+
+// RemoveProfile implements core.Client.
+func (c *Client) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
+	var out core.Profile
+	return out, c.do(ctx, "DELETE", "/v1/profiles/"+esc(name), nil, &out)
+}
+
+// StartTask implements core.Client.
+func (c *Client) StartTask(ctx context.Context, id string, in core.StartTaskInput) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/start", in, &t)
+}
+
+// MessageTask implements core.Client.
+func (c *Client) MessageTask(ctx context.Context, id string, in core.MessageInput) (core.MessageResult, error) {
+	var r core.MessageResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/message", in, &r)
+}
+
+// StopTask implements core.Client.
+func (c *Client) StopTask(ctx context.Context, id string) (core.StopResult, error) {
+	var r core.StopResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/stop", nil, &r)
+}
+
+// AnswerQuestion implements core.Client.
+func (c *Client) AnswerQuestion(ctx context.Context, id string, in core.AnswerInput) (core.AnswerResult, error) {
+	var r core.AnswerResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/answer", in, &r)
+}
+
+// Conversation implements core.Client.
+func (c *Client) Conversation(ctx context.Context, id string, in core.ConversationInput) (core.ConversationPage, error) {
+	var p core.ConversationPage
+	path := "/v1/tasks/" + esc(id) + "/conversation?after=" + strconv.FormatInt(in.After, 10)
+	if in.Limit > 0 {
+		path += "&limit=" + strconv.Itoa(in.Limit)
+	}
+	return p, c.do(ctx, "GET", path, nil, &p)
+}
+
+// Events implements core.Client: it follows the daemon's SSE stream until
+// ctx ends or the daemon goes away, then closes the channel.
+func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
+	path := "/v1/events"
+	if in.TaskID != "" {
+		path += "?task=" + url.QueryEscape(in.TaskID)
+	}
+	// The stream has no deadline: it lives as long as ctx.
+	resp, err := c.send(ctx, "GET", path, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan core.Event, 256)
+	go func() {
+		defer close(out)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64*1024), 64<<20)
+		var data []byte
+		for sc.Scan() {
+			line := sc.Bytes()
+			switch {
+			case len(line) == 0:
+				if len(data) > 0 {
+					var ev core.Event
+					if json.Unmarshal(data, &ev) == nil {
+						select {
+						case out <- ev:
+						case <-ctx.Done():
+							return
+						}
+					}
+					data = data[:0]
+				}
+			case bytes.HasPrefix(line, []byte("data: ")):
+				data = append(data, line[len("data: "):]...)
+			}
+		}
+	}()
+	return out, nil
+}
+
+// ToolSurface implements core.ToolHost.
+func (c *Client) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
+	var s core.ToolSurface
+	return s, c.do(ctx, "GET", "/v1/mcp/surface", nil, &s)
+}
+
+// CallTool implements core.ToolHost. The result is the tool's JSON result.
+func (c *Client) CallTool(ctx context.Context, name string, args []byte) (any, error) {
+	if len(args) == 0 {
+		args = []byte("{}")
+	}
+	var out struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := c.do(ctx, "POST", "/v1/mcp/call", MCPCall{Tool: name, Arguments: args}, &out); err != nil {
+		return nil, err
+	}
+	return out.Result, nil
+}

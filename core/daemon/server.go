@@ -1,0 +1,468 @@
+// Package daemon runs kandev's engine behind a unix socket (HTTP+JSON with
+// a server-sent-events stream), and gives clients the same core.Client over
+// that socket, starting the daemon in the background when needed.
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/engine"
+	"github.com/kandev/kandev/store"
+)
+
+// ErrRunning: another daemon holds this home.
+var ErrRunning = errors.New("a kandev daemon is already running for this home")
+
+// ServeOptions configure a daemon.
+type ServeOptions struct {
+	Home    core.Home
+	Version string
+	Logger  *slog.Logger
+	// SelfExe overrides the kandev executable agents are given.
+	SelfExe string
+	// Ready is called once the socket accepts connections.
+	Ready func()
+	Grace agent.Grace
+}
+
+// Serve runs the daemon until ctx ends, then shuts down: stop taking work,
+// stop agent process groups, mark their sessions interrupted, exit.
+func Serve(ctx context.Context, o ServeOptions) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	log := o.Logger
+	if err := o.Home.Ensure(); err != nil {
+		return err
+	}
+	unlock, err := lockHome(o.Home)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+
+	db, err := store.Open(ctx, o.Home.DB())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
+		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
+		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE")})
+	if err != nil {
+		return err
+	}
+	if err := eng.Recover(ctx); err != nil {
+		eng.Close()
+		return err
+	}
+
+	// We hold the lock, so a socket file left here is stale.
+	_ = os.Remove(o.Home.Socket())
+	ln, err := net.Listen("unix", o.Home.Socket())
+	if err != nil {
+		eng.Close()
+		return fmt.Errorf("listen on %s: %w", o.Home.Socket(), err)
+	}
+	if err := os.Chmod(o.Home.Socket(), 0o600); err != nil {
+		ln.Close()
+		eng.Close()
+		return fmt.Errorf("secure socket: %w", err)
+	}
+	srv := &http.Server{Handler: NewHandler(eng, log), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("kandev daemon listening", "socket", o.Home.Socket(), "pid", os.Getpid(), "version", o.Version)
+	if o.Ready != nil {
+		o.Ready()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}
+	log.Info("kandev daemon shutting down")
+	// Refuse new requests first, then end the engine (which ends the event
+	// streams and the agents), then let in-flight requests finish.
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go srv.Shutdown(shutdownCtx)
+	eng.Close()
+	srv.Close()
+	_ = os.Remove(o.Home.Socket())
+	log.Info("kandev daemon stopped")
+	return nil
+}
+
+func durationEnv(name string) time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(name))
+	return d
+}
+
+// lockHome takes the home's lock file so only one daemon serves it.
+func lockHome(h core.Home) (func(), error) {
+	f, err := os.OpenFile(h.Lock(), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock %s: %w", h.Lock(), err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (%s)", ErrRunning, h.Dir)
+		}
+		return nil, fmt.Errorf("lock %s: %w", h.Lock(), err)
+	}
+	_ = f.Truncate(0)
+	_, _ = f.WriteString(strconv.Itoa(os.Getpid()) + "\n")
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// Handler serves the engine over HTTP.
+type Handler struct {
+	eng *engine.Engine
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// NewHandler routes every client call to the engine.
+func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
+	h := &Handler{eng: eng, log: log, mux: http.NewServeMux()}
+	m := h.mux
+	m.HandleFunc("GET /v1/version", h.version)
+	m.HandleFunc("GET /v1/tasks", h.listTasks)
+	m.HandleFunc("POST /v1/tasks", h.createTask)
+	m.HandleFunc("GET /v1/tasks/{id}", h.getTask)
+	m.HandleFunc("PATCH /v1/tasks/{id}", h.editTask)
+	m.HandleFunc("POST /v1/tasks/{id}/archive", h.archiveTask)
+	m.HandleFunc("POST /v1/tasks/{id}/status", h.setStatus)
+	m.HandleFunc("POST /v1/tasks/{id}/start", h.startTask)
+	m.HandleFunc("POST /v1/tasks/{id}/message", h.messageTask)
+	m.HandleFunc("POST /v1/tasks/{id}/stop", h.stopTask)
+	m.HandleFunc("POST /v1/tasks/{id}/answer", h.answer)
+	m.HandleFunc("GET /v1/tasks/{id}/conversation", h.conversation)
+	m.HandleFunc("GET /v1/profiles", h.listProfiles)
+	m.HandleFunc("GET /v1/profiles/{name}", h.getProfile)
+	m.HandleFunc("PUT /v1/profiles/{name}", h.putProfile)
+	m.HandleFunc("DELETE /v1/profiles/{name}", h.deleteProfile)
+	m.HandleFunc("GET /v1/events", h.events)
+	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
+	m.HandleFunc("POST /v1/mcp/call", h.mcpCall)
+	return h
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The CLI and the TUI act as the operator. MCP routes derive their actor
+	// from the session token instead.
+	if !strings.HasPrefix(r.URL.Path, "/v1/mcp/") {
+		r = r.WithContext(core.WithActor(r.Context(), core.OperatorActor()))
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// statusOf maps an error code to an HTTP status, once.
+func statusOf(code core.Code) int {
+	switch code {
+	case core.CodeValidation:
+		return http.StatusBadRequest
+	case core.CodeNotFound:
+		return http.StatusNotFound
+	case core.CodeForbidden:
+		return http.StatusForbidden
+	case core.CodeConflict:
+		return http.StatusConflict
+	case core.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+type errorBody struct {
+	Error *core.Error `json:"error"`
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	ce := core.AsError(err)
+	writeJSON(w, statusOf(ce.Code), errorBody{Error: ce})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// decode reads a JSON body strictly.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return core.Errorf(core.CodeValidation, "bad request body: %v", err)
+	}
+	return nil
+}
+
+func (h *Handler) version(w http.ResponseWriter, r *http.Request) {
+	v, err := h.eng.Version(r.Context())
+	reply(w, v, err)
+}
+
+func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	tasks, err := h.eng.ListTasks(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = writeTaskArray(w, tasks)
+}
+
+func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
+	var in core.CreateTaskInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := h.eng.CreateTask(r.Context(), in)
+	reply(w, t, err)
+}
+
+func (h *Handler) getTask(w http.ResponseWriter, r *http.Request) {
+	t, err := h.eng.GetTask(r.Context(), r.PathValue("id"))
+	reply(w, t, err)
+}
+
+func (h *Handler) editTask(w http.ResponseWriter, r *http.Request) {
+	var in core.EditTaskInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := h.eng.EditTask(r.Context(), r.PathValue("id"), in)
+	reply(w, t, err)
+}
+
+func (h *Handler) archiveTask(w http.ResponseWriter, r *http.Request) {
+	t, err := h.eng.ArchiveTask(r.Context(), r.PathValue("id"))
+	reply(w, t, err)
+}
+
+func (h *Handler) setStatus(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Status core.Status `json:"status"`
+	}
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := h.eng.SetTaskStatus(r.Context(), r.PathValue("id"), in.Status)
+	reply(w, t, err)
+}
+
+func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) {
+	var in core.StartTaskInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := h.eng.StartTask(r.Context(), r.PathValue("id"), in)
+	reply(w, t, err)
+}
+
+func (h *Handler) messageTask(w http.ResponseWriter, r *http.Request) {
+	var in core.MessageInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.MessageTask(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
+}
+
+func (h *Handler) stopTask(w http.ResponseWriter, r *http.Request) {
+	res, err := h.eng.StopTask(r.Context(), r.PathValue("id"))
+	reply(w, res, err)
+}
+
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
+	var in core.AnswerInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.AnswerQuestion(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
+}
+
+func (h *Handler) conversation(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var in core.ConversationInput
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeErr(w, core.Errorf(core.CodeValidation, "after: %q is not a number", v))
+			return
+		}
+		in.After = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			writeErr(w, core.Errorf(core.CodeValidation, "limit: %q is not a number", v))
+			return
+		}
+		in.Limit = n
+	}
+	page, err := h.eng.Conversation(r.Context(), r.PathValue("id"), in)
+	reply(w, page, err)
+}
+
+func (h *Handler) listProfiles(w http.ResponseWriter, r *http.Request) {
+	ps, err := h.eng.ListProfiles(r.Context())
+	reply(w, ps, err)
+}
+
+func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
+	p, err := h.eng.GetProfile(r.Context(), r.PathValue("name"))
+	reply(w, p, err)
+}
+
+func (h *Handler) putProfile(w http.ResponseWriter, r *http.Request) {
+	var p core.Profile
+	if err := decode(r, &p); err != nil {
+		writeErr(w, err)
+		return
+	}
+	p.Name = r.PathValue("name")
+	saved, err := h.eng.AddProfile(r.Context(), p)
+	reply(w, saved, err)
+}
+
+func (h *Handler) deleteProfile(w http.ResponseWriter, r *http.Request) {
+	p, err := h.eng.RemoveProfile(r.Context(), r.PathValue("name"))
+	reply(w, p, err)
+}
+
+// events streams the bus as server-sent events, with a comment line every
+// 15 s so idle connections stay open through proxies and timeouts.
+func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeErr(w, core.Errorf(core.CodeInternal, "streaming unsupported"))
+		return
+	}
+	ch, cancel := h.eng.Bus().Subscribe(r.URL.Query().Get("task"))
+	defer cancel()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, ": kandev events from seq %d\n\n", h.eng.Bus().Seq())
+	fl.Flush()
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			fl.Flush()
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				h.log.Error("encode event", "err", err)
+				continue
+			}
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, b)
+			// Deliver bursts in one flush.
+			for len(ch) > 0 {
+				ev, ok = <-ch
+				if !ok {
+					break
+				}
+				if b, err := json.Marshal(ev); err == nil {
+					fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Type, b)
+				}
+			}
+			fl.Flush()
+		}
+	}
+}
+
+// mcpActor derives the caller from its bearer token (none: external).
+func (h *Handler) mcpActor(r *http.Request) (context.Context, error) {
+	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	actor, err := h.eng.Authenticate(r.Context(), strings.TrimSpace(token))
+	if err != nil {
+		return nil, err
+	}
+	return core.WithActor(r.Context(), actor), nil
+}
+
+func (h *Handler) mcpSurface(w http.ResponseWriter, r *http.Request) {
+	ctx, err := h.mcpActor(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	s, err := h.eng.ToolSurface(ctx)
+	reply(w, s, err)
+}
+
+// MCPCall is the body of a tool call forwarded by the bridge.
+type MCPCall struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (h *Handler) mcpCall(w http.ResponseWriter, r *http.Request) {
+	ctx, err := h.mcpActor(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var call MCPCall
+	if err := decode(r, &call); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.CallTool(ctx, call.Tool, call.Arguments)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"result": res})
+}

@@ -1,0 +1,449 @@
+// Package engine is kandev's service layer and orchestrator: it owns the
+// store, the live agent runs and the event bus, enforces the coordination
+// rules, and implements core.Client for every front end.
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/store"
+)
+
+// Options configure an Engine.
+type Options struct {
+	Home core.Home
+	DB   *store.DB
+	// SelfExe is the kandev executable: it runs the mock agent and is the
+	// MCP bridge command injected into every session.
+	SelfExe string
+	// Socket is the daemon socket the MCP bridge dials.
+	Socket string
+	Logger *slog.Logger
+	// Version is reported by Version.
+	Version string
+	// Grace paces process teardown.
+	Grace agent.Grace
+	// StartTimeout bounds an agent's initialize and session setup.
+	StartTimeout time.Duration
+	// QueueCap is the most messages a task may have waiting.
+	QueueCap int
+	// QuestionTurnGrace is how long an agent may keep its turn after
+	// ask_parent_question_kandev returned before the engine ends it.
+	QuestionTurnGrace time.Duration
+	// ProgressInterval paces keep-alives of waiting question calls.
+	ProgressInterval time.Duration
+}
+
+// Engine implements core.Client over the store and the agent runtime.
+type Engine struct {
+	opts Options
+	db   *store.DB
+	log  *slog.Logger
+	bus  *Bus
+
+	cacheMu  sync.RWMutex
+	tasks    map[string]*core.Task
+	order    []string
+	children map[string][]string
+
+	rtMu     sync.Mutex
+	runtimes map[string]*taskRuntime
+	sessions map[string]*liveRun // by session id
+
+	waitMu  sync.Mutex
+	waiters map[string]chan answerDelivery // user questions with a blocked call, by question id
+
+	closing bool
+	wg      sync.WaitGroup // turn loops
+	procWG  sync.WaitGroup // process teardowns and timers
+	baseCtx context.Context
+	cancel  context.CancelFunc
+}
+
+var _ core.Client = (*Engine)(nil)
+
+// New opens an engine over an open store and loads the task cache.
+func New(ctx context.Context, opts Options) (*Engine, error) {
+	if opts.DB == nil {
+		return nil, errors.New("engine: no store")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.QueueCap <= 0 {
+		opts.QueueCap = 10
+	}
+	if opts.Grace == (agent.Grace{}) {
+		opts.Grace = agent.DefaultGrace
+	}
+	if opts.QuestionTurnGrace <= 0 {
+		opts.QuestionTurnGrace = time.Second
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = 10 * time.Second
+	}
+	if opts.SelfExe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("engine: find own executable: %w", err)
+		}
+		opts.SelfExe = exe
+	}
+	base, cancel := context.WithCancel(context.Background())
+	e := &Engine{
+		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
+		tasks: map[string]*core.Task{}, children: map[string][]string{},
+		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{},
+		waiters: map[string]chan answerDelivery{},
+		baseCtx: base, cancel: cancel,
+	}
+	views, err := e.db.TaskViews(ctx, nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("engine: load tasks: %w", err)
+	}
+	for _, v := range views {
+		t := taskFromView(v)
+		e.tasks[t.ID] = &t
+		e.order = append(e.order, t.ID)
+		if t.ParentID != "" {
+			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
+		}
+	}
+	return e, nil
+}
+
+// Bus exposes the event bus (the daemon serves it as SSE).
+func (e *Engine) Bus() *Bus { return e.bus }
+
+// Close stops taking work, tears down every agent process group, marks
+// their sessions interrupted and waits for turn goroutines to end.
+func (e *Engine) Close() error {
+	e.rtMu.Lock()
+	if e.closing {
+		e.rtMu.Unlock()
+		return nil
+	}
+	e.closing = true
+	var runs []*liveRun
+	for _, r := range e.sessions {
+		runs = append(runs, r)
+	}
+	e.rtMu.Unlock()
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func(r *liveRun) {
+			defer wg.Done()
+			e.interruptRun(r, "interrupted: the kandev daemon shut down")
+		}(r)
+	}
+	wg.Wait()
+	e.cancel()
+	e.wg.Wait()
+	e.procWG.Wait()
+	return nil
+}
+
+func (e *Engine) isClosing() bool {
+	e.rtMu.Lock()
+	defer e.rtMu.Unlock()
+	return e.closing
+}
+
+// --- task cache -----------------------------------------------------------
+
+// refresh reloads a task's view from the store into the cache and publishes
+// it. Every mutation ends with a refresh of what it touched.
+func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
+	v, err := e.db.TaskView(context.WithoutCancel(ctx), id)
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+id)
+	}
+	t := taskFromView(v)
+	e.cacheMu.Lock()
+	_, existed := e.tasks[id]
+	e.tasks[id] = &t
+	if !existed {
+		e.order = append(e.order, id)
+		if t.ParentID != "" {
+			e.children[t.ParentID] = append(e.children[t.ParentID], id)
+		}
+	}
+	e.cacheMu.Unlock()
+	typ := core.EventTaskUpdated
+	if !existed {
+		typ = core.EventTaskCreated
+	}
+	tc := t
+	e.bus.Publish(core.Event{Type: typ, TaskID: id, Task: &tc})
+	return t, nil
+}
+
+func (e *Engine) refreshQuiet(id string) {
+	if _, err := e.refresh(context.Background(), id); err != nil {
+		e.log.Error("refresh task", "task", id, "err", err)
+	}
+}
+
+// cached returns a copy of a cached task.
+func (e *Engine) cached(id string) (core.Task, bool) {
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	t, ok := e.tasks[id]
+	if !ok {
+		return core.Task{}, false
+	}
+	return *t, true
+}
+
+// resolveID accepts an exact id or a unique prefix of one.
+func (e *Engine) resolveID(ctx context.Context, ref string) (string, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return "", core.Errorf(core.CodeValidation, "task id is required")
+	}
+	if _, ok := e.cached(ref); ok {
+		return ref, nil
+	}
+	if len(ref) >= 2 && len(ref) < core.IDLength {
+		ids, err := e.db.TaskIDsWithPrefix(ctx, ref, 6)
+		if err != nil {
+			return "", mapStoreErr(err, "task "+ref)
+		}
+		switch len(ids) {
+		case 1:
+			return ids[0], nil
+		case 0:
+		default:
+			return "", core.Errorf(core.CodeValidation, "task id %q is ambiguous: it could be %s", ref, strings.Join(ids, ", "))
+		}
+	}
+	return "", core.Errorf(core.CodeNotFound, "task %s not found", ref)
+}
+
+func (e *Engine) task(ctx context.Context, ref string) (core.Task, error) {
+	id, err := e.resolveID(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	t, ok := e.cached(id)
+	if !ok {
+		return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", ref)
+	}
+	return t, nil
+}
+
+// --- conversions ------------------------------------------------------------
+
+func taskFromView(v store.TaskView) core.Task {
+	t := core.Task{
+		ID: v.ID, Title: v.Title, Description: v.Description, ParentID: v.ParentID,
+		Status: core.Status(v.Status), Autopilot: v.Autopilot, Profile: v.Profile, CWD: v.CWD,
+		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
+		TitlePending: v.TitlePending,
+	}
+	if v.Session != nil {
+		s := sessionInfo(*v.Session)
+		t.Session = &s
+	}
+	if v.Question != nil {
+		if q, err := questionInfo(*v.Question); err == nil {
+			t.PendingQuestion = &q
+		}
+	}
+	return t
+}
+
+func sessionInfo(s store.Session) core.SessionInfo {
+	return core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Profile: s.Profile, State: core.SessionState(s.State),
+		AgentSessionID: s.AgentSessionID, PID: s.PID, Error: s.Error, Turns: s.Turns,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+func messageFromStore(m store.Message) core.Message {
+	cm := core.Message{Seq: m.Seq, TaskID: m.TaskID, SessionID: m.SessionID, Kind: core.MessageKind(m.Kind),
+		Author: m.Author, Text: m.Text, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+	if m.Meta != "" && m.Meta != "{}" {
+		cm.Meta = json.RawMessage(m.Meta)
+	}
+	return cm
+}
+
+// mapStoreErr turns store errors into core errors once, here.
+func mapStoreErr(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return core.Errorf(core.CodeNotFound, "%s not found", what)
+	case errors.Is(err, store.ErrConflict):
+		return core.Errorf(core.CodeConflict, "%s already exists", what)
+	case errors.Is(err, store.ErrConstraint):
+		return core.Errorf(core.CodeConflict, "%s: %v", what, err)
+	}
+	return &core.Error{Code: core.CodeInternal, Message: fmt.Sprintf("%s: %v", what, err)}
+}
+
+// --- profiles -------------------------------------------------------------
+
+// profile resolves a profile name: a user profile wins over a built-in.
+func (e *Engine) profile(ctx context.Context, name string) (core.Profile, error) {
+	p, err := e.db.GetProfile(ctx, name)
+	if err == nil {
+		cp := profileFromStore(p)
+		if _, ok := core.BuiltinProfile(name); ok {
+			cp.Source = "override"
+		}
+		return cp, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return core.Profile{}, mapStoreErr(err, "profile "+name)
+	}
+	if b, ok := core.BuiltinProfile(name); ok {
+		return b, nil
+	}
+	return core.Profile{}, core.Errorf(core.CodeNotFound, "profile %s not found (see kandev profile list)", name)
+}
+
+func profileFromStore(p store.Profile) core.Profile {
+	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP, Source: "user"}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// ListProfiles implements core.Client.
+func (e *Engine) ListProfiles(ctx context.Context) ([]core.Profile, error) {
+	user, err := e.db.ListProfiles(ctx)
+	if err != nil {
+		return nil, mapStoreErr(err, "profiles")
+	}
+	ps := make([]core.Profile, len(user))
+	for i, p := range user {
+		ps[i] = profileFromStore(p)
+	}
+	out := core.MergeProfiles(ps)
+	for i := range out {
+		out[i].Args, out[i].Env = nonNil(out[i].Args), nonNil(out[i].Env)
+	}
+	return out, nil
+}
+
+// GetProfile implements core.Client.
+func (e *Engine) GetProfile(ctx context.Context, name string) (core.Profile, error) {
+	p, err := e.profile(ctx, name)
+	if err != nil {
+		return core.Profile{}, err
+	}
+	p.Args, p.Env = nonNil(p.Args), nonNil(p.Env)
+	return p, nil
+}
+
+// AddProfile implements core.Client: add or replace a user profile.
+func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
+	if a := core.ActorFrom(ctx); a.Kind == core.ActorExternal {
+		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
+	}
+	if err := core.ValidateProfile(p); err != nil {
+		return core.Profile{}, err
+	}
+	if p.Command == core.SelfCommand {
+		return core.Profile{}, core.Errorf(core.CodeValidation, "profile %s: %s is reserved for built-in profiles", p.Name, core.SelfCommand)
+	}
+	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP, CreatedAt: time.Now()})
+	if err != nil {
+		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
+	}
+	saved, err := e.GetProfile(ctx, p.Name)
+	if err == nil {
+		sp := saved
+		e.bus.Publish(core.Event{Type: core.EventProfileChanged, Profile: &sp})
+		e.profileChanged(p.Name)
+	}
+	return saved, err
+}
+
+// RemoveProfile implements core.Client. Removing an override restores the
+// built-in; a built-in itself cannot be removed.
+func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
+	if a := core.ActorFrom(ctx); a.Kind == core.ActorExternal {
+		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
+	}
+	p, err := e.profile(ctx, name)
+	if err != nil {
+		return core.Profile{}, err
+	}
+	if p.Source == "builtin" {
+		return core.Profile{}, core.Errorf(core.CodeValidation, "profile %s is built in and cannot be removed (add a profile of that name to override it)", name)
+	}
+	if err := e.db.DeleteProfile(ctx, name); err != nil {
+		return core.Profile{}, mapStoreErr(err, "profile "+name)
+	}
+	rp := p
+	e.bus.Publish(core.Event{Type: core.EventProfileChanged, Profile: &rp})
+	e.profileChanged(name)
+	return p, nil
+}
+
+// Version implements core.Client.
+func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
+	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir}, nil
+}
+
+// Events implements core.Client.
+func (e *Engine) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
+	src, cancel := e.bus.Subscribe(in.TaskID)
+	out := make(chan core.Event, 64)
+	go func() {
+		defer close(out)
+		defer cancel()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-src:
+				if !ok {
+					return
+				}
+				select {
+				case out <- ev:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

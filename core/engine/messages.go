@@ -1,0 +1,366 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+// StartTask implements core.Client: queue the prompt (or a kickoff when
+// there is nothing to say), lift a stop, and start the turn loop.
+func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
+	actor := core.ActorFrom(ctx)
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if actor.Kind == core.ActorAgent && !e.isAncestor(actor.TaskID, t.ID) {
+		return core.Task{}, core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
+	}
+	if err := e.deliverable(t); err != nil {
+		return core.Task{}, err
+	}
+	text := strings.TrimSpace(in.Prompt)
+	rt := e.runtime(t.ID)
+	rt.mu.Lock()
+	now := time.Now().UTC()
+	post := func() {}
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if text != "" {
+			var err error
+			if post, err = e.supersedeTx(ctx, tx, t, actor); err != nil {
+				return err
+			}
+			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemMessage,
+				Sender: actor.String(), Text: text, CreatedAt: now}); err != nil {
+				return err
+			}
+		} else if rt.run == nil && !rt.busy && t.Queued == 0 && t.PendingQuestion == nil {
+			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemKickoff,
+				Sender: actor.String(), Text: "Start work on the task.", CreatedAt: now}); err != nil {
+				return err
+			}
+		}
+		if t.Halted {
+			return tx.SetTaskHalted(ctx, t.ID, false, now)
+		}
+		return nil
+	})
+	rt.mu.Unlock()
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	if post != nil {
+		post()
+	}
+	if _, err := e.refresh(ctx, t.ID); err != nil {
+		return core.Task{}, err
+	}
+	e.kick(t.ID)
+	return e.task(ctx, t.ID)
+}
+
+// deliverable refuses input to tasks that cannot take a turn.
+func (e *Engine) deliverable(t core.Task) error {
+	switch {
+	case t.Archived:
+		return core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
+	case t.Status == core.StatusCancelled:
+		return core.Errorf(core.CodeConflict, "task %s is cancelled; reopen it first (kandev task status %s todo)", t.ID, t.ID)
+	}
+	return nil
+}
+
+// MessageTask implements core.Client.
+func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
+	actor := core.ActorFrom(ctx)
+	text := strings.TrimSpace(in.Text)
+	if text == "" {
+		return core.MessageResult{}, core.Errorf(core.CodeValidation, "message text is required")
+	}
+	delivery := in.Delivery
+	if delivery == "" {
+		delivery = core.DeliveryQueued
+	}
+	if delivery != core.DeliveryQueued && delivery != core.DeliveryInterrupt {
+		return core.MessageResult{}, core.Errorf(core.CodeValidation, "delivery_mode %q: want queued or interrupt", delivery)
+	}
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.MessageResult{}, err
+	}
+	if actor.Kind == core.ActorExternal {
+		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot message tasks")
+	}
+	if in.ReplyTo != "" {
+		return e.replyToQuestion(ctx, t, in.ReplyTo, text)
+	}
+	if actor.Kind == core.ActorAgent && actor.TaskID == t.ID {
+		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
+	}
+	explicit := actor.Kind == core.ActorPerson || (actor.Kind == core.ActorAgent && t.ParentID == actor.TaskID)
+	if delivery == core.DeliveryInterrupt && !explicit {
+		return core.MessageResult{}, e.notDirectParent(t, "interrupt")
+	}
+	if err := e.deliverable(t); err != nil {
+		return core.MessageResult{}, err
+	}
+
+	rt := e.runtime(t.ID)
+	rt.mu.Lock()
+	queue, err := e.db.Queue(ctx, t.ID)
+	if err != nil {
+		rt.mu.Unlock()
+		return core.MessageResult{}, mapStoreErr(err, "queue of "+t.ID)
+	}
+	if n := countMessages(queue); n >= e.opts.QueueCap {
+		rt.mu.Unlock()
+		return core.MessageResult{}, core.Errorf(core.CodeConflict,
+			"task %s already has %d messages queued (the cap is %d); wait for it to take them", t.ID, n, e.opts.QueueCap).
+			WithDetails(map[string]any{"queued": describeQueue(queue)})
+	}
+	priority := priorityNormal
+	if delivery == core.DeliveryInterrupt {
+		priority = priorityFront
+	}
+	now := time.Now().UTC()
+	var item store.QueueItem
+	post := func() {}
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if explicit {
+			var err error
+			if post, err = e.supersedeTx(ctx, tx, t, actor); err != nil {
+				return err
+			}
+			if t.Halted {
+				if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
+					return err
+				}
+			}
+		}
+		var err error
+		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priority, Kind: itemMessage,
+			Sender: actor.String(), Text: text, Meta: metaJSON(map[string]any{"delivery_mode": string(delivery)}), CreatedAt: now})
+		return err
+	})
+	if err != nil {
+		rt.mu.Unlock()
+		return core.MessageResult{}, mapStoreErr(err, "message to "+t.ID)
+	}
+	if post != nil {
+		post()
+	}
+	res := core.MessageResult{TaskID: t.ID, Status: "queued", QueueID: item.ID}
+	switch {
+	case delivery == core.DeliveryInterrupt && rt.turn != nil:
+		// One step under the task lock: the message is first in line and the
+		// running turn is cancelled, so the next turn is this message.
+		rt.turn.interrupted = true
+		run := rt.turn.run
+		e.procWG.Add(1)
+		go func() {
+			defer e.procWG.Done()
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = run.proc.Cancel(cctx)
+		}()
+		res.Status = "interrupted"
+	case !rt.busy && (explicit || !t.Halted) && e.held(withoutQuestionIfExplicit(t, explicit)) == "" && len(queue) == 0:
+		res.Status = "started"
+	default:
+		res.Position = positionOf(queue, priority) + 1
+	}
+	rt.mu.Unlock()
+	if _, err := e.refresh(ctx, t.ID); err != nil {
+		return core.MessageResult{}, err
+	}
+	e.kick(t.ID)
+	return res, nil
+}
+
+func withoutQuestionIfExplicit(t core.Task, explicit bool) core.Task {
+	if explicit {
+		t.PendingQuestion = nil
+		t.Halted = false
+	}
+	return t
+}
+
+func positionOf(queue []store.QueueItem, priority int) int {
+	n := 0
+	for _, it := range queue {
+		if it.Priority <= priority {
+			n++
+		}
+	}
+	return n
+}
+
+func countMessages(queue []store.QueueItem) int {
+	n := 0
+	for _, it := range queue {
+		if it.Kind == itemMessage {
+			n++
+		}
+	}
+	return n
+}
+
+func describeQueue(queue []store.QueueItem) []map[string]any {
+	out := make([]map[string]any, 0, len(queue))
+	for _, it := range queue {
+		out = append(out, map[string]any{"id": it.ID, "kind": it.Kind, "sender": it.Sender,
+			"text": truncateRunes(it.Text, 80), "queued_at": it.CreatedAt})
+	}
+	return out
+}
+
+// notDirectParent is the refusal for interrupt and stop by anyone but the
+// task's direct parent (or a person).
+func (e *Engine) notDirectParent(t core.Task, what string) error {
+	if t.ParentID == "" {
+		return core.Errorf(core.CodeForbidden, "only the operator may %s task %s: it is a root task and has no parent", what, t.ID)
+	}
+	return core.Errorf(core.CodeForbidden, "only task %s, the direct parent of task %s, may %s it", t.ParentID, t.ID, what)
+}
+
+// StopTask implements core.Client: halt-only, direct-parent-only (or a
+// person), idempotent.
+func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, error) {
+	actor := core.ActorFrom(ctx)
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.StopResult{}, err
+	}
+	switch actor.Kind {
+	case core.ActorPerson:
+	case core.ActorAgent:
+		if t.ParentID == "" || t.ParentID != actor.TaskID {
+			return core.StopResult{}, e.notDirectParent(t, "stop")
+		}
+	default:
+		return core.StopResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot stop tasks")
+	}
+	stopped, sessions := e.halt(ctx, t.ID, "stopped by "+actor.String(), true)
+	if !stopped {
+		return core.StopResult{TaskID: t.ID, Result: "not_running"}, nil
+	}
+	now := time.Now().UTC()
+	if cur, ok := e.cached(t.ID); ok && (cur.Status == core.StatusInProgress || cur.Status == core.StatusTodo) {
+		if err := e.db.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now); err != nil {
+			e.log.Error("stop: move to review", "task", t.ID, "err", err)
+		}
+	}
+	e.staleQuestion(ctx, t.ID, "the task was stopped")
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "stopped by "+actor.String(), map[string]any{"sessions": sessions})
+	if _, err := e.refresh(ctx, t.ID); err != nil {
+		return core.StopResult{}, err
+	}
+	return core.StopResult{TaskID: t.ID, Result: "stopped", Sessions: sessions}, nil
+}
+
+// halt bumps the task's stop fence and ends its live run, if any. It
+// reports whether anything was live (a run, or a turn loop about to launch
+// one) and which sessions it ended. With markHalted, the queue then waits
+// for explicit input.
+func (e *Engine) halt(ctx context.Context, taskID, why string, markHalted bool) (bool, []string) {
+	rt := e.runtime(taskID)
+	rt.mu.Lock()
+	rt.fence++
+	live := rt.busy || rt.run != nil
+	var sessions []string
+	if run := rt.run; run != nil {
+		sessions = append(sessions, run.sessionID)
+		e.endRunLocked(run, core.SessionCancelled, why)
+	}
+	if markHalted && live {
+		if err := e.db.SetTaskHalted(ctx, taskID, true, time.Now().UTC()); err != nil {
+			e.log.Error("halt task", "task", taskID, "err", err)
+		}
+	}
+	rt.mu.Unlock()
+	return live, sessions
+}
+
+// failRun ends a misbehaving run (it wrote garbage) as failed.
+func (e *Engine) failRun(run *liveRun, reason string) {
+	rt := run.rt
+	rt.mu.Lock()
+	if run.ended {
+		rt.mu.Unlock()
+		return
+	}
+	e.endRunLocked(run, core.SessionFailed, reason)
+	rt.mu.Unlock()
+	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
+	e.afterTurn(rt.id, turnOutcome{failed: true, err: reason})
+	e.refreshQuiet(rt.id)
+}
+
+// Conversation implements core.Client.
+func (e *Engine) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.ConversationPage{}, err
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	if limit > 1000 {
+		limit = 1000
+	}
+	if in.After < 0 {
+		return core.ConversationPage{}, core.Errorf(core.CodeValidation, "after must be 0 or more")
+	}
+	rows, err := e.db.Messages(ctx, t.ID, in.After, limit+1)
+	if err != nil {
+		return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
+	}
+	page := core.ConversationPage{TaskID: t.ID, Messages: []core.Message{}, Next: in.After}
+	if len(rows) > limit {
+		rows, page.More = rows[:limit], true
+	}
+	for _, m := range rows {
+		page.Messages = append(page.Messages, messageFromStore(m))
+		page.Next = m.Seq
+	}
+	return page, nil
+}
+
+func metaJSON(m map[string]any) string {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+// setUnserved shows on the task why its queue cannot start.
+func (e *Engine) setUnserved(taskID, reason string) {
+	e.note(context.Background(), taskID, "", core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
+	e.log.Warn("task cannot start", "task", taskID, "reason", reason)
+	e.refreshQuiet(taskID)
+}
+
+func (e *Engine) clearUnserved(taskID string) {}
+
+// profileChanged retries tasks that wait on a profile that may now run.
+func (e *Engine) profileChanged(name string) {
+	e.cacheMu.RLock()
+	var ids []string
+	for _, id := range e.order {
+		t := e.tasks[id]
+		if t.Profile == name && t.Queued > 0 && !t.Archived {
+			ids = append(ids, id)
+		}
+	}
+	e.cacheMu.RUnlock()
+	for _, id := range ids {
+		e.kick(id)
+	}
+}

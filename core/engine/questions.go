@@ -1,0 +1,662 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/store"
+)
+
+// questionMeta is a question's state. It lives in the question message's
+// meta, its single source of truth.
+type questionMeta struct {
+	QuestionID   string              `json:"question_id"`
+	Kind         core.QuestionKind   `json:"kind"`
+	Status       core.QuestionStatus `json:"status"`
+	Questions    []core.QuestionItem `json:"questions"`
+	Context      string              `json:"context,omitempty"`
+	AskedSession string              `json:"asked_session"`
+	AskedAt      time.Time           `json:"asked_at"`
+	ParentTaskID string              `json:"parent_task_id,omitempty"`
+	// Delivery, for user questions: "waiting_call" while the agent's call
+	// waits, "next_turn" once it was cut off.
+	Delivery   string      `json:"delivery,omitempty"`
+	Answer     *answerMeta `json:"answer,omitempty"`
+	Resolution string      `json:"resolution,omitempty"`
+	ResolvedAt *time.Time  `json:"resolved_at,omitempty"`
+}
+
+type answerMeta struct {
+	Text    string    `json:"text"`
+	Answers []string  `json:"answers,omitempty"`
+	By      string    `json:"by"`
+	At      time.Time `json:"at"`
+}
+
+// answerDelivery is what a waiting ask_user_question_kandev call receives.
+type answerDelivery struct {
+	status  core.QuestionStatus
+	answers []string
+	text    string
+	reason  string
+}
+
+func parseQuestion(m store.Message) (questionMeta, error) {
+	var q questionMeta
+	if err := json.Unmarshal([]byte(m.Meta), &q); err != nil {
+		return q, fmt.Errorf("question %s: %w", m.Ref, err)
+	}
+	return q, nil
+}
+
+func questionInfo(m store.Message) (core.QuestionInfo, error) {
+	q, err := parseQuestion(m)
+	if err != nil {
+		return core.QuestionInfo{}, err
+	}
+	return core.QuestionInfo{ID: q.QuestionID, Kind: q.Kind, Status: q.Status, Text: m.Text, AskedAt: q.AskedAt,
+		ParentTaskID: q.ParentTaskID, Questions: q.Questions}, nil
+}
+
+// validateQuestions checks the shared question shape beyond the schema.
+func validateQuestions(a capability.QuestionArgs) ([]core.QuestionItem, error) {
+	if len(a.Questions) < 1 || len(a.Questions) > 4 {
+		return nil, core.Errorf(core.CodeValidation, "questions: give 1 to 4 questions, not %d", len(a.Questions))
+	}
+	items := make([]core.QuestionItem, 0, len(a.Questions))
+	for i, q := range a.Questions {
+		p := strings.TrimSpace(q.Prompt)
+		if p == "" {
+			return nil, core.Errorf(core.CodeValidation, "questions[%d].prompt is empty", i)
+		}
+		if n := len(q.Options); n != 0 && (n < 2 || n > 6) {
+			return nil, core.Errorf(core.CodeValidation, "questions[%d].options: give 2 to 6 options or none (free text), not %d", i, n)
+		}
+		item := core.QuestionItem{Prompt: p}
+		for j, o := range q.Options {
+			l := strings.TrimSpace(o.Label)
+			if l == "" {
+				return nil, core.Errorf(core.CodeValidation, "questions[%d].options[%d].label is empty", i, j)
+			}
+			item.Options = append(item.Options, core.QuestionOption{Label: l, Description: strings.TrimSpace(o.Description)})
+		}
+		items = append(items, item)
+	}
+	return items, nil
+}
+
+func renderQuestions(items []core.QuestionItem, context string) string {
+	var b strings.Builder
+	for i, q := range items {
+		if len(items) > 1 {
+			fmt.Fprintf(&b, "%d. ", i+1)
+		}
+		b.WriteString(q.Prompt)
+		for j, o := range q.Options {
+			fmt.Fprintf(&b, "\n   %d) %s", j+1, o.Label)
+			if o.Description != "" {
+				b.WriteString(" — " + o.Description)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if context != "" {
+		b.WriteString("Context: " + context + "\n")
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// recordQuestion writes a new pending question entry.
+func (e *Engine) recordQuestion(ctx context.Context, tx *store.Tx, taskID, sessionID string, q questionMeta) (store.Message, error) {
+	b, err := json.Marshal(q)
+	if err != nil {
+		return store.Message{}, err
+	}
+	now := time.Now().UTC()
+	return tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgQuestion),
+		Author: "task:" + taskID, Text: renderQuestions(q.Questions, q.Context), Meta: string(b), Ref: q.QuestionID,
+		CreatedAt: now, UpdatedAt: now})
+}
+
+// resolveQuestion moves a pending question to a final state exactly once
+// (compare-and-set on its status). It reports whether this call did it.
+func (e *Engine) resolveQuestion(ctx context.Context, tx *store.Tx, m store.Message, to core.QuestionStatus, reason string, ans *answerMeta) (bool, error) {
+	q, err := parseQuestion(m)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now().UTC()
+	q.Status, q.Resolution, q.ResolvedAt, q.Answer = to, reason, &now, ans
+	b, err := json.Marshal(q)
+	if err != nil {
+		return false, err
+	}
+	return tx.CompareAndSetMeta(ctx, m.Seq, "$.status", string(core.QuestionPending), string(b), now)
+}
+
+// afterResolve tells a waiting call and withdraws an undelivered question
+// prompt from the parent's queue.
+func (e *Engine) afterResolve(ctx context.Context, tx *store.Tx, m store.Message, d answerDelivery) error {
+	q, err := parseQuestion(m)
+	if err != nil {
+		return err
+	}
+	if q.Kind == core.QuestionParent && q.ParentTaskID != "" && d.status != core.QuestionAnswered {
+		items, err := tx.Queue(ctx, q.ParentTaskID)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			if it.Kind == itemQuestion && strings.Contains(it.Meta, `"question_id":"`+q.QuestionID+`"`) {
+				if err := tx.DeleteQueueItem(ctx, it.ID); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *Engine) hasWaiter(questionID string) bool {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	_, ok := e.waiters[questionID]
+	return ok
+}
+
+// notifyWaiter hands d to a blocked ask_user call; false when none waits.
+func (e *Engine) notifyWaiter(questionID string, d answerDelivery) bool {
+	e.waitMu.Lock()
+	defer e.waitMu.Unlock()
+	ch, ok := e.waiters[questionID]
+	if !ok {
+		return false
+	}
+	delete(e.waiters, questionID)
+	ch <- d
+	return true
+}
+
+// supersedeTx: explicit new input (the operator's, or the direct parent's)
+// supersedes the task's pending question. The returned func tells whoever
+// waits on it; run it after the transaction commits.
+func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor) (func(), error) {
+	m, err := tx.PendingQuestion(ctx, t.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	reason := "new input from " + actor.String() + " superseded it"
+	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionSuperseded, reason, nil)
+	if err != nil || !ok {
+		return func() {}, err
+	}
+	q, _ := parseQuestion(m)
+	d := answerDelivery{status: core.QuestionSuperseded, reason: reason}
+	if err := e.afterResolve(ctx, tx, m, d); err != nil {
+		return nil, err
+	}
+	return func() {
+		e.notifyWaiter(q.QuestionID, d)
+		e.publishQuestion(m.Seq)
+		if q.ParentTaskID != "" {
+			e.refreshQuiet(q.ParentTaskID)
+		}
+	}, nil
+}
+
+// staleQuestion: the task (or its session) reached a terminal state, so
+// its pending question can no longer be answered.
+func (e *Engine) staleQuestion(ctx context.Context, taskID, why string) {
+	var m store.Message
+	var q questionMeta
+	resolved := false
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		m, err = tx.PendingQuestion(ctx, taskID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+		if err != nil || !ok {
+			return err
+		}
+		resolved = true
+		q, _ = parseQuestion(m)
+		return e.afterResolve(ctx, tx, m, answerDelivery{status: core.QuestionStale, reason: why})
+	})
+	if err != nil {
+		e.log.Error("make question stale", "task", taskID, "err", err)
+		return
+	}
+	if resolved {
+		e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
+		e.publishQuestion(m.Seq)
+		if q.ParentTaskID != "" {
+			e.refreshQuiet(q.ParentTaskID)
+		}
+	}
+}
+
+func (e *Engine) publishQuestion(seq int64) {
+	m, err := e.db.GetMessage(context.Background(), seq)
+	if err != nil {
+		return
+	}
+	e.publishMessage(core.EventMessageUpdated, m)
+	if info, err := questionInfo(m); err == nil {
+		e.bus.Publish(core.Event{Type: core.EventQuestionUpdated, TaskID: m.TaskID, Question: &info})
+	}
+}
+
+// replyToQuestion answers a child's parent question: only the recorded
+// direct parent may, exactly once.
+func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text string) (core.MessageResult, error) {
+	actor := core.ActorFrom(ctx)
+	m, err := e.db.MessageByRef(ctx, qid)
+	if err != nil || m.Kind != string(core.MsgQuestion) {
+		return core.MessageResult{}, core.Errorf(core.CodeNotFound, "question %s not found", qid)
+	}
+	if m.TaskID != child.ID {
+		return core.MessageResult{}, core.Errorf(core.CodeValidation, "question %s belongs to task %s, not %s", qid, m.TaskID, child.ID)
+	}
+	q, err := parseQuestion(m)
+	if err != nil {
+		return core.MessageResult{}, mapStoreErr(err, "question "+qid)
+	}
+	if q.Kind != core.QuestionParent {
+		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "question %s is for the operator (kandev task answer %s); agents cannot answer it", qid, child.ID)
+	}
+	if actor.Kind != core.ActorAgent || actor.TaskID != q.ParentTaskID {
+		return core.MessageResult{}, core.Errorf(core.CodeForbidden,
+			"only task %s, the direct parent that was asked, may answer question %s; to give task %s new input instead, send a message without reply_to_question_id",
+			q.ParentTaskID, qid, child.ID)
+	}
+	switch q.Status {
+	case core.QuestionAnswered:
+		return core.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
+	case core.QuestionSuperseded, core.QuestionStale:
+		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", qid, q.Status, q.Resolution).
+			WithDetails(map[string]any{"question_id": qid, "status": q.Status, "resolution": q.Resolution})
+	}
+	now := time.Now().UTC()
+	claimed := false
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, By: actor.String(), At: now})
+		if err != nil || !ok {
+			return err
+		}
+		claimed = true
+		body := fmt.Sprintf("[kandev:answer] Your parent task %s answered your question %s:\n\n%s\n\nquestion_id: %s", q.ParentTaskID, qid, text, qid)
+		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: child.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
+			Text: body, Meta: metaJSON(map[string]any{"question_id": qid, "session_id": q.AskedSession}), CreatedAt: now})
+		return err
+	})
+	if err != nil {
+		return core.MessageResult{}, mapStoreErr(err, "answer to "+qid)
+	}
+	if !claimed {
+		// Lost the race to another resolution; report what won.
+		cur, err := e.db.GetMessage(ctx, m.Seq)
+		if err == nil {
+			if cq, err := parseQuestion(cur); err == nil && cq.Status == core.QuestionAnswered {
+				return core.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
+			} else if err == nil {
+				return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s; it can no longer be answered", qid, cq.Status)
+			}
+		}
+		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
+	}
+	e.note(ctx, child.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": qid})
+	e.publishQuestion(m.Seq)
+	e.refreshQuiet(child.ID)
+	e.kick(child.ID)
+	return core.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
+}
+
+// AnswerQuestion implements core.Client: the operator answers a task's
+// pending user question.
+func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
+	actor := core.ActorFrom(ctx)
+	if actor.Kind != core.ActorPerson {
+		return core.AnswerResult{}, core.Errorf(core.CodeForbidden, "only a person answers user questions")
+	}
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.AnswerResult{}, err
+	}
+	m, err := e.db.PendingQuestion(ctx, t.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		if last, lerr := e.db.LastMessageOfKind(ctx, t.ID, string(core.MsgQuestion)); lerr == nil {
+			if q, perr := parseQuestion(last); perr == nil && (in.QuestionID == "" || in.QuestionID == q.QuestionID) {
+				if q.Status == core.QuestionAnswered {
+					return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+				}
+				return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
+			}
+		}
+		return core.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
+	}
+	if err != nil {
+		return core.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
+	}
+	q, err := parseQuestion(m)
+	if err != nil {
+		return core.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
+	}
+	if in.QuestionID != "" && in.QuestionID != q.QuestionID {
+		return core.AnswerResult{}, core.Errorf(core.CodeConflict, "task %s's pending question is %s, not %s", t.ID, q.QuestionID, in.QuestionID)
+	}
+	if q.Kind == core.QuestionParent {
+		return core.AnswerResult{}, core.Errorf(core.CodeForbidden,
+			"question %s is for task %s, the parent of task %s; only it may answer. To give task %s new input instead, send a message (kandev task message %s TEXT), which supersedes the question",
+			q.QuestionID, q.ParentTaskID, t.ID, t.ID, t.ID)
+	}
+	answers, err := answerTexts(q.Questions, in)
+	if err != nil {
+		return core.AnswerResult{}, err
+	}
+	text := strings.Join(answers, "\n")
+	if len(answers) > 1 {
+		var b strings.Builder
+		for i, a := range answers {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, a)
+		}
+		text = strings.TrimRight(b.String(), "\n")
+	}
+	now := time.Now().UTC()
+	claimed := false
+	delivered := "next_turn"
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
+		if err != nil || !ok {
+			return err
+		}
+		claimed = true
+		if e.hasWaiter(q.QuestionID) {
+			delivered = "waiting_call"
+			return nil
+		}
+		body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", q.QuestionID, text, q.QuestionID)
+		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
+			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID}), CreatedAt: now})
+		return err
+	})
+	if err != nil {
+		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
+	}
+	if !claimed {
+		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+	}
+	if delivered == "waiting_call" && !e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text}) {
+		// The call was cut off between the claim and now: next turn it is.
+		delivered = "next_turn"
+		e.queueLateAnswer(t.ID, q.QuestionID, text)
+	}
+	e.note(ctx, t.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": q.QuestionID, "delivered": delivered})
+	e.publishQuestion(m.Seq)
+	e.refreshQuiet(t.ID)
+	e.kick(t.ID)
+	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+}
+
+// answerTexts turns the operator's input into one answer per question:
+// an option number picks that option's label, anything else is free text.
+func answerTexts(items []core.QuestionItem, in core.AnswerInput) ([]string, error) {
+	raw := in.Answers
+	if len(raw) == 0 {
+		switch {
+		case in.Option > 0 && in.Text != "":
+			return nil, core.Errorf(core.CodeValidation, "give either an option number or free text, not both")
+		case in.Option > 0:
+			raw = []string{strconv.Itoa(in.Option)}
+		case strings.TrimSpace(in.Text) != "":
+			raw = []string{in.Text}
+		default:
+			return nil, core.Errorf(core.CodeValidation, "an answer is required: --option N or TEXT")
+		}
+	}
+	if len(raw) != len(items) {
+		return nil, core.Errorf(core.CodeValidation, "the question has %d parts; give %d answers, one per part", len(items), len(items))
+	}
+	out := make([]string, len(items))
+	for i, a := range raw {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, core.Errorf(core.CodeValidation, "answer %d is empty", i+1)
+		}
+		if n, err := strconv.Atoi(a); err == nil && len(items[i].Options) > 0 {
+			if n < 1 || n > len(items[i].Options) {
+				return nil, core.Errorf(core.CodeValidation, "option %d does not exist: question %d has options 1-%d", n, i+1, len(items[i].Options))
+			}
+			out[i] = items[i].Options[n-1].Label
+			continue
+		}
+		out[i] = a
+	}
+	return out, nil
+}
+
+// askUser records (or re-attaches to) the task's user question and waits
+// for the operator. A cut-off wait leaves the question pending; the answer
+// then arrives as the task's next turn.
+func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.QuestionArgs) (any, error) {
+	items, err := validateQuestions(args)
+	if err != nil {
+		return nil, err
+	}
+	var m store.Message
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		existing, err := tx.PendingQuestion(ctx, actor.TaskID)
+		if err == nil {
+			m = existing
+			q, _ := parseQuestion(existing)
+			q.Delivery = "waiting_call"
+			b, _ := json.Marshal(q)
+			_, err := tx.CompareAndSetMeta(ctx, existing.Seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC())
+			return err
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		m, err = e.recordQuestion(ctx, tx, actor.TaskID, actor.SessionID, questionMeta{
+			QuestionID: "q" + core.NewID(), Kind: core.QuestionUser, Status: core.QuestionPending, Questions: items,
+			Context: strings.TrimSpace(args.Context), AskedSession: actor.SessionID, AskedAt: time.Now().UTC(), Delivery: "waiting_call"})
+		return err
+	})
+	if err != nil {
+		return nil, mapStoreErr(err, "question")
+	}
+	q, _ := parseQuestion(m)
+	if q.Kind != core.QuestionUser {
+		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "kind": q.Kind}, nil
+	}
+	ch := make(chan answerDelivery, 1)
+	e.waitMu.Lock()
+	if old, ok := e.waiters[q.QuestionID]; ok {
+		old <- answerDelivery{status: core.QuestionPending, reason: "a newer call re-asked the same question"}
+	}
+	e.waiters[q.QuestionID] = ch
+	e.waitMu.Unlock()
+	e.publishMessage(core.EventMessageAdded, m)
+	e.publishQuestion(m.Seq)
+	e.refreshQuiet(actor.TaskID)
+
+	select {
+	case d := <-ch:
+		return questionResult(q.QuestionID, d)
+	case <-ctx.Done():
+	case <-e.baseCtx.Done():
+	}
+	// Cut off. If an answer raced in, it must still reach the agent.
+	e.waitMu.Lock()
+	_, still := e.waiters[q.QuestionID]
+	if still && e.waiters[q.QuestionID] == ch {
+		delete(e.waiters, q.QuestionID)
+	}
+	e.waitMu.Unlock()
+	if !still {
+		select {
+		case d := <-ch:
+			if d.status == core.QuestionAnswered {
+				e.queueLateAnswer(actor.TaskID, q.QuestionID, d.text)
+			}
+		default:
+		}
+	} else {
+		e.markNextTurn(m.Seq)
+	}
+	return nil, core.Errorf(core.CodeInternal, "the wait for the operator was cut off; question %s stays pending and its answer will arrive as your next message", q.QuestionID)
+}
+
+func questionResult(qid string, d answerDelivery) (any, error) {
+	switch d.status {
+	case core.QuestionAnswered:
+		return map[string]any{"question_id": qid, "status": "answered", "answers": d.answers, "answer": d.text}, nil
+	case core.QuestionPending:
+		return nil, core.Errorf(core.CodeConflict, "question %s: %s", qid, d.reason)
+	default:
+		return map[string]any{"question_id": qid, "status": string(d.status),
+			"message": "The question will not be answered (" + d.reason + "). Read your next message and continue from it."}, nil
+	}
+}
+
+func (e *Engine) markNextTurn(seq int64) {
+	ctx := context.Background()
+	m, err := e.db.GetMessage(ctx, seq)
+	if err != nil {
+		return
+	}
+	q, err := parseQuestion(m)
+	if err != nil || q.Status != core.QuestionPending {
+		return
+	}
+	q.Delivery = "next_turn"
+	b, _ := json.Marshal(q)
+	if ok, _ := e.db.CompareAndSetMeta(ctx, seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC()); ok {
+		e.publishQuestion(seq)
+	}
+}
+
+func (e *Engine) queueLateAnswer(taskID, qid, text string) {
+	ctx := context.Background()
+	body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", qid, text, qid)
+	if _, err := e.db.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemAnswer,
+		Sender: core.OperatorActor().String(), Text: body, Meta: metaJSON(map[string]any{"question_id": qid}), CreatedAt: time.Now().UTC()}); err != nil {
+		e.log.Error("queue late answer", "task", taskID, "err", err)
+		return
+	}
+	e.refreshQuiet(taskID)
+	e.kick(taskID)
+}
+
+// askParent records an autopilot child's question for its direct parent,
+// queues it there, and has the engine end the child's turn.
+func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capability.QuestionArgs) (any, error) {
+	child, ok := e.cached(actor.TaskID)
+	if !ok {
+		return nil, core.Errorf(core.CodeNotFound, "task %s not found", actor.TaskID)
+	}
+	if child.ParentID == "" {
+		return nil, core.Errorf(core.CodeForbidden, "no parent to ask: task %s is an autopilot root; decide with your best judgment and state your assumptions", child.ID)
+	}
+	if !child.Autopilot {
+		return nil, core.Errorf(core.CodeForbidden, "task %s is not on autopilot; ask the operator with %s", child.ID, capability.AskUser)
+	}
+	items, err := validateQuestions(args)
+	if err != nil {
+		return nil, err
+	}
+	parentID := child.ParentID
+	var m store.Message
+	existing := false
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if cur, err := tx.PendingQuestion(ctx, child.ID); err == nil {
+			m, existing = cur, true
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		now := time.Now().UTC()
+		q := questionMeta{QuestionID: "q" + core.NewID(), Kind: core.QuestionParent, Status: core.QuestionPending,
+			Questions: items, Context: strings.TrimSpace(args.Context), AskedSession: actor.SessionID, AskedAt: now, ParentTaskID: parentID}
+		var err error
+		m, err = e.recordQuestion(ctx, tx, child.ID, actor.SessionID, q)
+		if err != nil {
+			return err
+		}
+		body := fmt.Sprintf("[kandev:question] Your autopilot child task %s (%s) asks you:\n\n%s\n\n"+
+			"question_id: %s\nchild_task_id: %s\n\n"+
+			"Answer with message_task_kandev(task_id: %q, prompt: <your answer>, reply_to_question_id: %q). "+
+			"Only you can answer; the child waits until you do.",
+			child.ID, child.Title, renderQuestions(items, q.Context), q.QuestionID, child.ID, child.ID, q.QuestionID)
+		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
+			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID}), CreatedAt: now})
+		return err
+	})
+	if err != nil {
+		return nil, mapStoreErr(err, "question")
+	}
+	q, _ := parseQuestion(m)
+	if existing {
+		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "parent_task_id": q.ParentTaskID,
+			"message": "You already have a pending question; end your turn now and wait for the answer."}, nil
+	}
+	e.publishMessage(core.EventMessageAdded, m)
+	e.publishQuestion(m.Seq)
+	e.refreshQuiet(child.ID)
+	e.refreshQuiet(parentID)
+	e.kick(parentID)
+	e.endTurnForQuestion(actor.SessionID)
+	return map[string]any{"question_id": q.QuestionID, "status": "waiting_for_parent", "parent_task_id": parentID,
+		"message": "Question recorded and sent to your parent task. End your turn now: the answer arrives as your next message."}, nil
+}
+
+// endTurnForQuestion ends the asking turn shortly after the tool result is
+// back with the agent, unless the agent ends it first.
+func (e *Engine) endTurnForQuestion(sessionID string) {
+	e.rtMu.Lock()
+	run := e.sessions[sessionID]
+	e.rtMu.Unlock()
+	if run == nil {
+		return
+	}
+	rt := run.rt
+	rt.mu.Lock()
+	turn := rt.turn
+	if turn == nil || turn.run != run {
+		rt.mu.Unlock()
+		return
+	}
+	turn.forQuestion = true
+	rt.mu.Unlock()
+	e.procWG.Add(1)
+	go func() {
+		defer e.procWG.Done()
+		select {
+		case <-time.After(e.opts.QuestionTurnGrace):
+		case <-e.baseCtx.Done():
+			return
+		}
+		rt.mu.Lock()
+		still := rt.turn == turn
+		rt.mu.Unlock()
+		if still {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = run.proc.Cancel(cctx)
+		}
+	}()
+}

@@ -1,0 +1,247 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/store"
+)
+
+// recorder writes everything an agent sends into the task's conversation,
+// in order, before the turn's end is recorded (the ACP SDK hands it every
+// notification sent before the prompt response). Streamed text chunks merge
+// into one message; tool call updates rewrite their call's entry.
+type recorder struct {
+	e         *Engine
+	taskID    string
+	sessionID string
+	run       *liveRun
+
+	mu sync.Mutex
+	// the entry streamed chunks are appended to, while nothing else came
+	// in between
+	streamSeq  int64
+	streamKind core.MessageKind
+	streamText strings.Builder
+	tools      map[string]toolEntry
+}
+
+type toolEntry struct {
+	seq  int64
+	meta map[string]any
+	text string
+}
+
+var _ agent.Handler = (*recorder)(nil)
+
+func newRecorder(e *Engine, taskID, sessionID string, run *liveRun) *recorder {
+	return &recorder{e: e, taskID: taskID, sessionID: sessionID, run: run, tools: map[string]toolEntry{}}
+}
+
+func (r *recorder) resetTurn() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.streamSeq = 0
+}
+
+// Update implements agent.Handler.
+func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := n.Update
+	switch {
+	case u.AgentMessageChunk != nil:
+		r.stream(core.MsgAgent, contentText(u.AgentMessageChunk.Content))
+	case u.AgentThoughtChunk != nil:
+		r.stream(core.MsgThought, contentText(u.AgentThoughtChunk.Content))
+	case u.UserMessageChunk != nil:
+		// Replays of the user's own prompt (session/load): already recorded.
+	case u.ToolCall != nil:
+		tc := u.ToolCall
+		meta := map[string]any{"tool_call_id": string(tc.ToolCallId), "title": tc.Title, "kind": string(tc.Kind),
+			"status": string(tc.Status)}
+		if tc.RawInput != nil {
+			meta["raw_input"] = tc.RawInput
+		}
+		if tc.RawOutput != nil {
+			meta["raw_output"] = tc.RawOutput
+		}
+		if meta["status"] == "" {
+			meta["status"] = "pending"
+		}
+		r.streamSeq = 0
+		m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tc.ToolCallId))
+		r.tools[string(tc.ToolCallId)] = toolEntry{seq: m.Seq, meta: meta}
+	case u.ToolCallUpdate != nil:
+		tu := u.ToolCallUpdate
+		ent, ok := r.tools[string(tu.ToolCallId)]
+		if !ok {
+			meta := map[string]any{"tool_call_id": string(tu.ToolCallId), "status": "pending"}
+			r.streamSeq = 0
+			m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tu.ToolCallId))
+			ent = toolEntry{seq: m.Seq, meta: meta}
+		}
+		if tu.Status != nil {
+			ent.meta["status"] = string(*tu.Status)
+		}
+		if tu.Title != nil {
+			ent.meta["title"] = *tu.Title
+		}
+		if tu.Kind != nil {
+			ent.meta["kind"] = string(*tu.Kind)
+		}
+		if tu.RawInput != nil {
+			ent.meta["raw_input"] = tu.RawInput
+		}
+		if tu.RawOutput != nil {
+			ent.meta["raw_output"] = tu.RawOutput
+		}
+		if txt := toolContentText(tu.Content); txt != "" {
+			ent.meta["output"] = txt
+		}
+		r.tools[string(tu.ToolCallId)] = ent
+		r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+	case u.Plan != nil:
+		var lines []string
+		entries := make([]map[string]any, 0, len(u.Plan.Entries))
+		for _, p := range u.Plan.Entries {
+			lines = append(lines, fmt.Sprintf("[%s] %s", p.Status, p.Content))
+			entries = append(entries, map[string]any{"content": p.Content, "status": string(p.Status), "priority": string(p.Priority)})
+		}
+		r.streamSeq = 0
+		r.insert(core.MsgPlan, strings.Join(lines, "\n"), map[string]any{"entries": entries}, "")
+	}
+}
+
+// Permission implements agent.Handler: the default policy allows, and the
+// request and the answer are recorded.
+func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+	resp, chosen := agent.AllowPermission(req)
+	title := ""
+	if req.ToolCall.Title != nil {
+		title = *req.ToolCall.Title
+	}
+	opts := make([]map[string]string, 0, len(req.Options))
+	for _, o := range req.Options {
+		opts = append(opts, map[string]string{"id": string(o.OptionId), "kind": string(o.Kind), "name": o.Name})
+	}
+	outcome := "allowed (" + chosen + ")"
+	if chosen == "" {
+		outcome = "cancelled: no allow option offered"
+	}
+	r.mu.Lock()
+	r.streamSeq = 0
+	r.insert(core.MsgPermission, fmt.Sprintf("permission for %q: %s by policy allow", title, outcome),
+		map[string]any{"tool_call_id": string(req.ToolCall.ToolCallId), "title": title, "options": opts,
+			"selected": chosen, "policy": "allow"}, "")
+	r.mu.Unlock()
+	return resp
+}
+
+// Garbage implements agent.Handler: output that is not ACP fails the run.
+func (r *recorder) Garbage(line string) {
+	go r.e.failRun(r.run, fmt.Sprintf("agent wrote output that is not ACP: %q", truncateRunes(line, 200)))
+}
+
+func (r *recorder) stream(kind core.MessageKind, text string) {
+	if text == "" {
+		return
+	}
+	if r.streamSeq != 0 && r.streamKind == kind {
+		r.streamText.WriteString(text)
+		r.rewrite(r.streamSeq, r.streamText.String(), nil)
+		return
+	}
+	r.streamText.Reset()
+	r.streamText.WriteString(text)
+	m := r.insert(kind, text, nil, "")
+	r.streamSeq, r.streamKind = m.Seq, kind
+}
+
+func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]any, ref string) store.Message {
+	metaJSON := "{}"
+	if meta != nil {
+		b, _ := json.Marshal(meta)
+		metaJSON = string(b)
+	}
+	now := time.Now().UTC()
+	m, err := r.e.db.InsertMessage(context.Background(), store.Message{TaskID: r.taskID, SessionID: r.sessionID,
+		Kind: string(kind), Author: "task:" + r.taskID, Text: text, Meta: metaJSON, Ref: ref, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
+		return store.Message{}
+	}
+	r.e.publishMessage(core.EventMessageAdded, m)
+	return m
+}
+
+func (r *recorder) rewrite(seq int64, text string, meta map[string]any) {
+	if seq == 0 {
+		return
+	}
+	ctx := context.Background()
+	m, err := r.e.db.GetMessage(ctx, seq)
+	if err != nil {
+		return
+	}
+	metaJSON := m.Meta
+	if meta != nil {
+		b, _ := json.Marshal(meta)
+		metaJSON = string(b)
+	}
+	now := time.Now().UTC()
+	if err := r.e.db.UpdateMessage(ctx, seq, text, metaJSON, now); err != nil {
+		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
+		return
+	}
+	m.Text, m.Meta, m.UpdatedAt = text, metaJSON, now
+	r.e.publishMessage(core.EventMessageUpdated, m)
+}
+
+func contentText(c acp.ContentBlock) string {
+	switch {
+	case c.Text != nil:
+		return c.Text.Text
+	case c.ResourceLink != nil:
+		return "[" + c.ResourceLink.Name + "](" + c.ResourceLink.Uri + ")"
+	case c.Image != nil:
+		return "[image]"
+	case c.Audio != nil:
+		return "[audio]"
+	case c.Resource != nil:
+		return "[resource]"
+	}
+	return ""
+}
+
+func toolContentText(cs []acp.ToolCallContent) string {
+	var parts []string
+	for _, c := range cs {
+		if c.Content != nil {
+			if t := contentText(c.Content.Content); t != "" {
+				parts = append(parts, t)
+			}
+		}
+		if c.Diff != nil {
+			parts = append(parts, "diff "+c.Diff.Path)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func toolText(meta map[string]any) string {
+	title, _ := meta["title"].(string)
+	if title == "" {
+		title, _ = meta["tool_call_id"].(string)
+	}
+	status, _ := meta["status"].(string)
+	return fmt.Sprintf("%s [%s]", title, status)
+}

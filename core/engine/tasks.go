@@ -1,0 +1,311 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+// maxTitle keeps titles to what a tree row can show.
+const maxTitle = 200
+
+// CreateTask implements core.Client. Autopilot is decided here and never
+// again: it is not inherited from the parent, and the profile must be able to
+// take the injected MCP server.
+func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+	actor := core.ActorFrom(ctx)
+	title := strings.TrimSpace(in.Title)
+	titlePending := false
+	if title == "" {
+		first := firstLine(in.Prompt)
+		if first == "" {
+			first = firstLine(in.Description)
+		}
+		if first == "" {
+			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
+		}
+		title, titlePending = truncateRunes(first, 60), true
+	}
+	if utf8.RuneCountInString(title) > maxTitle {
+		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it under %d", utf8.RuneCountInString(title), maxTitle)
+	}
+
+	var parent core.Task
+	if in.ParentID != "" {
+		var err error
+		parent, err = e.task(ctx, in.ParentID)
+		if err != nil {
+			if core.CodeOf(err) == core.CodeNotFound {
+				return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s does not exist", in.ParentID)
+			}
+			return core.Task{}, err
+		}
+		if parent.Archived {
+			return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s is archived; unarchived tasks only can take children", parent.ID)
+		}
+	}
+
+	profileName := strings.TrimSpace(in.Profile)
+	if profileName == "" {
+		profileName = parent.Profile
+	}
+	if profileName == "" {
+		profileName = core.DefaultProfile
+	}
+	prof, err := e.profile(ctx, profileName)
+	if err != nil {
+		if core.CodeOf(err) == core.CodeNotFound {
+			return core.Task{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", profileName)
+		}
+		return core.Task{}, err
+	}
+	if in.Autopilot {
+		if err := core.CheckAutopilotProfile(prof); err != nil {
+			return core.Task{}, err
+		}
+	}
+
+	cwd := in.CWD
+	if cwd == "" {
+		cwd = parent.CWD
+	}
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return core.Task{}, core.Errorf(core.CodeInternal, "working directory: %v", err)
+		}
+	}
+	if !filepath.IsAbs(cwd) {
+		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %q must be an absolute path", cwd)
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %s does not exist or is not a directory", cwd)
+	}
+
+	now := time.Now().UTC()
+	row := store.Task{
+		Title: title, Description: strings.TrimSpace(in.Description), ParentID: parent.ID, CWD: filepath.Clean(cwd),
+		Profile: prof.Name, Status: string(core.StatusTodo), Autopilot: in.Autopilot, CreatedBy: actor.String(),
+		CreatedAt: now, UpdatedAt: now, TitlePending: titlePending,
+	}
+	prompt := strings.TrimSpace(in.Prompt)
+	for attempt := 0; ; attempt++ {
+		row.ID = core.NewID()
+		err = e.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := tx.InsertTask(ctx, row); err != nil {
+				return err
+			}
+			if prompt != "" {
+				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemMessage,
+					Sender: actor.String(), Text: prompt, CreatedAt: now})
+				return err
+			}
+			return nil
+		})
+		if errors.Is(err, store.ErrConflict) && attempt < 5 {
+			continue // id collision: draw again
+		}
+		break
+	}
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task")
+	}
+	t, err := e.refresh(ctx, row.ID)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if in.Start {
+		return e.StartTask(ctx, t.ID, core.StartTaskInput{})
+	}
+	return t, nil
+}
+
+// ListTasks implements core.Client: tasks in creation order, so a parent
+// always precedes its children.
+func (e *Engine) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	var root string
+	if in.Root != "" {
+		id, err := e.resolveID(ctx, in.Root)
+		if err != nil {
+			return nil, err
+		}
+		root = id
+	}
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	if root != "" {
+		var out []core.Task
+		var walk func(id string)
+		walk = func(id string) {
+			t := e.tasks[id]
+			if t == nil || (t.Archived && !in.All) {
+				return
+			}
+			out = append(out, *t)
+			for _, c := range e.children[id] {
+				walk(c)
+			}
+		}
+		walk(root)
+		return out, nil
+	}
+	out := make([]core.Task, 0, len(e.order))
+	for _, id := range e.order {
+		t := e.tasks[id]
+		if t.Archived && !in.All {
+			continue
+		}
+		out = append(out, *t)
+	}
+	return out, nil
+}
+
+// GetTask implements core.Client.
+func (e *Engine) GetTask(ctx context.Context, id string) (core.Task, error) {
+	return e.task(ctx, id)
+}
+
+// EditTask implements core.Client. Naming autopilot at all is refused.
+func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput) (core.Task, error) {
+	if in.Autopilot != nil {
+		return core.Task{}, core.Errorf(core.CodeValidation, "autopilot is fixed at creation and cannot be changed; create a new task to change it")
+	}
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if err := e.mayEdit(ctx, t); err != nil {
+		return core.Task{}, err
+	}
+	if in.Title == nil && in.Description == nil {
+		return core.Task{}, core.Errorf(core.CodeValidation, "nothing to change: give --title or --description")
+	}
+	title, desc := t.Title, t.Description
+	if in.Title != nil {
+		title = strings.TrimSpace(*in.Title)
+		if title == "" {
+			return core.Task{}, core.Errorf(core.CodeValidation, "title cannot be empty")
+		}
+		if utf8.RuneCountInString(title) > maxTitle {
+			return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it under %d", utf8.RuneCountInString(title), maxTitle)
+		}
+	}
+	if in.Description != nil {
+		desc = strings.TrimSpace(*in.Description)
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if in.Title != nil {
+			if err := tx.SetTaskTitle(ctx, t.ID, title, now); err != nil {
+				return err
+			}
+		}
+		return tx.UpdateTaskText(ctx, t.ID, title, desc, now)
+	})
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	return e.refresh(ctx, t.ID)
+}
+
+// mayEdit allows the operator everything and an agent its own subtree.
+func (e *Engine) mayEdit(ctx context.Context, t core.Task) error {
+	a := core.ActorFrom(ctx)
+	if a.Kind != core.ActorAgent {
+		return nil
+	}
+	if a.TaskID == t.ID || e.isAncestor(a.TaskID, t.ID) {
+		return nil
+	}
+	return core.Errorf(core.CodeForbidden, "task %s is not yours or a descendant of yours", t.ID)
+}
+
+// isAncestor reports whether anc is a proper ancestor of id.
+func (e *Engine) isAncestor(anc, id string) bool {
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	for cur := e.tasks[id]; cur != nil && cur.ParentID != ""; cur = e.tasks[cur.ParentID] {
+		if cur.ParentID == anc {
+			return true
+		}
+	}
+	return false
+}
+
+// ArchiveTask implements core.Client. Archiving is idempotent; it halts a
+// running agent and makes a pending question stale.
+func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error) {
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if err := e.mayEdit(ctx, t); err != nil {
+		return core.Task{}, err
+	}
+	if t.Archived {
+		return t, nil
+	}
+	e.halt(ctx, t.ID, "archived", false)
+	if err := e.db.ArchiveTask(ctx, t.ID, time.Now().UTC()); err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	e.staleQuestion(ctx, t.ID, "the task was archived")
+	return e.refresh(ctx, t.ID)
+}
+
+// SetTaskStatus implements core.Client: a move the transition table
+// allows. Done and cancelled halt the task's agent and make its question
+// stale.
+func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Status) (core.Task, error) {
+	if _, err := core.ParseStatus(string(status)); err != nil {
+		return core.Task{}, err
+	}
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if err := e.mayEdit(ctx, t); err != nil {
+		return core.Task{}, err
+	}
+	if err := core.CheckTransition(t.Status, status); err != nil {
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s: %s", t.ID, err.Error())
+	}
+	if t.Status == status {
+		return t, nil
+	}
+	if status.Terminal() {
+		e.halt(ctx, t.ID, "marked "+string(status), false)
+	}
+	if err := e.db.SetTaskStatus(ctx, t.ID, string(status), time.Now().UTC()); err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	if status.Terminal() {
+		e.staleQuestion(ctx, t.ID, "the task was marked "+string(status))
+	}
+	e.note(ctx, t.ID, "", core.MsgStatus, core.ActorFrom(ctx).String(), "status: "+string(t.Status)+" → "+string(status), nil)
+	return e.refresh(ctx, t.ID)
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(l)
+		if l != "" && !strings.HasPrefix(l, "mock:") {
+			return l
+		}
+	}
+	return ""
+}
+
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,601 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/prompt"
+	"github.com/kandev/kandev/store"
+)
+
+// Queue priorities: front-of-line items (interrupts, redeliveries) go first.
+const (
+	priorityFront  = 0
+	priorityNormal = 1
+)
+
+// Queue item kinds. Each kind renders its own prompt at delivery.
+const (
+	itemMessage   = "message"   // a message from the operator or another task
+	itemKickoff   = "kickoff"   // start with nothing to say: work on the task
+	itemRedeliver = "redeliver" // a prompt whose turn a daemon exit cut short
+	itemQuestion  = "question"  // a child's question, delivered to its parent
+	itemAnswer    = "answer"    // the answer to this task's own question
+)
+
+// taskRuntime is the live, in-memory side of one task. mu serialises every
+// lifecycle decision for the task; fence is the stop fence: a stop bumps it,
+// and a launch or delivery that sees it changed gives up.
+type taskRuntime struct {
+	id    string
+	mu    sync.Mutex
+	busy  bool
+	run   *liveRun
+	turn  *turnState
+	fence uint64
+}
+
+type turnState struct {
+	run         *liveRun
+	interrupted bool // cancelled to make way for an interrupt message
+	forQuestion bool // ended by the engine after ask_parent_question_kandev
+}
+
+// liveRun is one agent process and its session row.
+type liveRun struct {
+	rt        *taskRuntime
+	sessionID string
+	role      string
+	profile   string
+	proc      *agent.Run
+	set       capability.Set
+	rec       *recorder
+	prompts   int
+	ended     bool
+}
+
+var (
+	errFenced    = errors.New("stopped while starting")
+	errRunFailed = errors.New("agent run failed")
+)
+
+// unservedError: the profile cannot start at all (missing, command not
+// found). The queue waits; it is not a failed run.
+type unservedError struct{ reason string }
+
+func (u *unservedError) Error() string { return u.reason }
+
+func (e *Engine) runtime(id string) *taskRuntime {
+	e.rtMu.Lock()
+	defer e.rtMu.Unlock()
+	rt := e.runtimes[id]
+	if rt == nil {
+		rt = &taskRuntime{id: id}
+		e.runtimes[id] = rt
+	}
+	return rt
+}
+
+// kick starts the task's turn loop unless one is running. It never blocks.
+func (e *Engine) kick(id string) {
+	rt := e.runtime(id)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.busy {
+		return
+	}
+	e.rtMu.Lock()
+	if e.closing {
+		e.rtMu.Unlock()
+		return
+	}
+	e.wg.Add(1)
+	e.rtMu.Unlock()
+	rt.busy = true
+	go e.turnLoop(rt)
+}
+
+// turnLoop delivers queued items one turn at a time until nothing is
+// deliverable.
+func (e *Engine) turnLoop(rt *taskRuntime) {
+	defer e.wg.Done()
+	for {
+		item, run, fence, ok := e.nextTurn(rt)
+		if !ok {
+			return
+		}
+		e.runTurn(rt, run, item, fence)
+	}
+}
+
+// held says why a task's queue may not be delivered now, or "".
+func (e *Engine) held(t core.Task) string {
+	switch {
+	case t.Archived:
+		return "archived"
+	case t.Halted:
+		return "stopped"
+	case t.Status == core.StatusCancelled:
+		return "cancelled"
+	case t.PendingQuestion != nil:
+		return "waiting on question " + t.PendingQuestion.ID
+	}
+	return ""
+}
+
+// nextTurn picks the next item and makes sure a run exists to take it.
+// When it returns false the loop is over and rt.busy is cleared.
+func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, bool) {
+	ctx := e.baseCtx
+	rt.mu.Lock()
+	stop := func() (store.QueueItem, *liveRun, uint64, bool) {
+		rt.busy = false
+		rt.mu.Unlock()
+		return store.QueueItem{}, nil, 0, false
+	}
+	if e.isClosing() {
+		return stop()
+	}
+	t, ok := e.cached(rt.id)
+	if !ok || e.held(t) != "" {
+		return stop()
+	}
+	items, err := e.db.Queue(ctx, rt.id)
+	if err != nil {
+		e.log.Error("read queue", "task", rt.id, "err", err)
+		return stop()
+	}
+	if len(items) == 0 {
+		return stop()
+	}
+	item, fence, run := items[0], rt.fence, rt.run
+	rt.mu.Unlock()
+
+	if run == nil {
+		run, err = e.launch(rt, fence)
+		if err != nil {
+			rt.mu.Lock()
+			rt.busy = false
+			rt.mu.Unlock()
+			var un *unservedError
+			if errors.As(err, &un) {
+				e.setUnserved(rt.id, un.reason)
+			}
+			return store.QueueItem{}, nil, 0, false
+		}
+	}
+	return item, run, fence, true
+}
+
+// launch spawns the task's agent and opens (or resumes) its session.
+func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
+	ctx := e.baseCtx
+	t, ok := e.cached(rt.id)
+	if !ok {
+		return nil, errFenced
+	}
+	prof, err := e.profile(ctx, t.Profile)
+	if err != nil {
+		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", t.Profile, err.Error())}
+	}
+	command := prof.Command
+	if command == core.SelfCommand {
+		command = e.opts.SelfExe
+	} else if path, err := exec.LookPath(command); err != nil {
+		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: command %s not found in PATH", prof.Name, prof.Command)}
+	} else {
+		command = path
+	}
+	e.clearUnserved(rt.id)
+	role := prof.Name
+	var resumeID string
+	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role); err == nil {
+		resumeID = prev.AgentSessionID
+	}
+	set := e.capabilitySet(t)
+	token, hash, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	sessionID := "s" + core.NewID()
+
+	rt.mu.Lock()
+	if rt.fence != fence || e.isClosing() {
+		rt.mu.Unlock()
+		return nil, errFenced
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.InsertSession(ctx, store.Session{ID: sessionID, TaskID: t.ID, Role: role, Profile: prof.Name,
+			State: string(core.SessionStarting), CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		return tx.InsertToken(ctx, store.Token{Hash: hash, SessionID: sessionID, TaskID: t.ID, CreatedAt: now})
+	})
+	if err != nil {
+		rt.mu.Unlock()
+		e.log.Error("record session", "task", t.ID, "err", err)
+		return nil, errRunFailed
+	}
+	run := &liveRun{rt: rt, sessionID: sessionID, role: role, profile: prof.Name, set: set}
+	run.rec = newRecorder(e, t.ID, sessionID, run)
+	env := append(append([]string{}, prof.Env...),
+		"KANDEV_HOME="+e.opts.Home.Dir, "KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
+	spec := agent.Spec{
+		Command: command, Args: prof.Args, Env: env, Dir: t.CWD,
+		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
+		StartTimeout: e.opts.StartTimeout, Logger: e.log.With("session", sessionID),
+		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
+			Name: "kandev", Command: e.opts.SelfExe, Args: []string{"mcp"},
+			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
+		}}},
+	}
+	proc, err := agent.Start(spec, run.rec)
+	if err != nil {
+		e.finishSession(sessionID, core.SessionFailed, err.Error())
+		rt.mu.Unlock()
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "agent failed to start: "+err.Error(), nil)
+		e.refreshQuiet(t.ID)
+		return nil, errRunFailed
+	}
+	run.proc = proc
+	rt.run = run
+	e.rtMu.Lock()
+	e.sessions[sessionID] = run
+	e.rtMu.Unlock()
+	pid := proc.PID()
+	e.updateSession(sessionID, store.SessionUpdate{PID: &pid})
+	rt.mu.Unlock()
+	e.refreshQuiet(t.ID)
+
+	openErr := proc.Open(ctx)
+
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.run != run {
+		return nil, errFenced // a stop (or shutdown) took it meanwhile
+	}
+	if openErr != nil {
+		reason := "agent failed to start: " + openErr.Error()
+		e.endRunLocked(run, core.SessionFailed, reason)
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		e.refreshQuiet(t.ID)
+		return nil, errRunFailed
+	}
+	agentSID := proc.SessionID()
+	state := string(core.SessionWaitingForInput)
+	e.updateSession(sessionID, store.SessionUpdate{AgentSessionID: &agentSID, State: &state})
+	how := "started a new agent session"
+	if proc.Resumed() {
+		how = "resumed agent session " + agentSID
+	} else if resumeID != "" {
+		how = "could not resume agent session " + resumeID + "; started a new one"
+	}
+	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("agent %s (pid %d): %s", prof.Name, pid, how),
+		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
+	return run, nil
+}
+
+// runTurn delivers one item as a turn and records how it ended.
+func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fence uint64) {
+	ctx := e.baseCtx
+	rt.mu.Lock()
+	if rt.fence != fence || rt.run != run {
+		rt.mu.Unlock()
+		return
+	}
+	t, _ := e.cached(rt.id)
+	now := time.Now().UTC()
+	body := e.renderItem(ctx, t, item)
+	var added store.Message
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
+			return err
+		}
+		meta, _ := json.Marshal(map[string]any{"delivery": item.Kind, "queue_id": item.ID, "rendered": body})
+		var err error
+		added, err = tx.InsertMessage(ctx, store.Message{TaskID: t.ID, SessionID: run.sessionID, Kind: string(core.MsgPrompt),
+			Author: item.Sender, Text: item.Text, Meta: mergeMeta(string(meta), item.Meta), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		running := string(core.SessionRunning)
+		if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &running, AddTurn: true}, now); err != nil {
+			return err
+		}
+		if core.CheckTransition(t.Status, core.StatusInProgress) == nil && t.Status != core.StatusInProgress {
+			return tx.SetTaskStatus(ctx, t.ID, string(core.StatusInProgress), now)
+		}
+		return nil
+	})
+	if err != nil {
+		rt.mu.Unlock()
+		e.log.Error("deliver queued message", "task", t.ID, "err", err)
+		return
+	}
+	rt.turn = &turnState{run: run}
+	run.rec.resetTurn()
+	rt.mu.Unlock()
+	e.publishMessage(core.EventMessageAdded, added)
+	e.publishSession(run.sessionID)
+	e.refreshQuiet(t.ID)
+
+	text := body
+	if run.prompts == 0 {
+		if pre, err := e.preamble(t, run.set); err == nil {
+			text = pre + "\n" + body
+		} else {
+			e.log.Error("render preamble", "task", t.ID, "err", err)
+		}
+	}
+	run.prompts++
+	stopReason, promptErr := run.proc.Prompt(ctx, text)
+
+	rt.mu.Lock()
+	turn := rt.turn
+	rt.turn = nil
+	if rt.run != run {
+		// Stopped, failed or shut down while the turn ran; whoever ended
+		// the run recorded why.
+		rt.mu.Unlock()
+		e.recordTurnEnd(t.ID, run.sessionID, "cancelled", "")
+		return
+	}
+	if promptErr != nil {
+		reason := "turn failed: " + promptErr.Error()
+		e.endRunLocked(run, core.SessionFailed, reason)
+		rt.mu.Unlock()
+		e.recordTurnEnd(t.ID, run.sessionID, "error", promptErr.Error())
+		e.afterTurn(t.ID, turnOutcome{failed: true, err: promptErr.Error()})
+		return
+	}
+	waiting := string(core.SessionWaitingForInput)
+	e.updateSession(run.sessionID, store.SessionUpdate{State: &waiting})
+	rt.mu.Unlock()
+	reason := string(stopReason)
+	if turn != nil && turn.forQuestion && stopReason == acp.StopReasonCancelled {
+		reason = "ended_for_question"
+	}
+	e.recordTurnEnd(t.ID, run.sessionID, reason, "")
+	e.afterTurn(t.ID, turnOutcome{interrupted: turn != nil && turn.interrupted})
+}
+
+// turnOutcome is what the end of a turn tells the rules that run after it.
+type turnOutcome struct {
+	failed      bool
+	err         string
+	interrupted bool
+}
+
+// afterTurn settles the task once a turn ended: a task with nothing more to
+// deliver waits in review for whoever must act next.
+func (e *Engine) afterTurn(taskID string, out turnOutcome) {
+	ctx := e.baseCtx
+	t, ok := e.cached(taskID)
+	if !ok {
+		return
+	}
+	if out.interrupted {
+		return // the interrupt message is next in line
+	}
+	if t.Status == core.StatusInProgress {
+		if err := e.db.SetTaskStatus(ctx, taskID, string(core.StatusReview), time.Now().UTC()); err != nil {
+			e.log.Error("settle task", "task", taskID, "err", err)
+		}
+		e.refreshQuiet(taskID)
+	}
+}
+
+// endRunLocked ends a live run: session state and reason recorded, token
+// revoked, process group torn down in the background. rt.mu must be held.
+func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason string) {
+	if run.ended {
+		return
+	}
+	run.ended = true
+	if run.rt.run == run {
+		run.rt.run = nil
+	}
+	e.rtMu.Lock()
+	delete(e.sessions, run.sessionID)
+	e.rtMu.Unlock()
+	e.finishSession(run.sessionID, state, reason)
+	if run.proc != nil {
+		e.procWG.Add(1)
+		go func() {
+			defer e.procWG.Done()
+			run.proc.Terminate(e.opts.Grace)
+		}()
+	}
+}
+
+// finishSession records a session's terminal state and revokes its token.
+func (e *Engine) finishSession(sessionID string, state core.SessionState, reason string) {
+	ctx := context.Background()
+	st := string(state)
+	now := time.Now().UTC()
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+			return err
+		}
+		return tx.RevokeSessionTokens(ctx, sessionID, now)
+	})
+	if err != nil {
+		e.log.Error("finish session", "session", sessionID, "err", err)
+	}
+	e.publishSession(sessionID)
+}
+
+// interruptRun ends a run because the daemon is going away. The prompt of a
+// turn it cut short is queued again at the front, so nothing is lost.
+func (e *Engine) interruptRun(run *liveRun, reason string) {
+	rt := run.rt
+	rt.mu.Lock()
+	inTurn := rt.turn != nil && rt.turn.run == run
+	if inTurn {
+		e.requeueOpenPrompt(context.Background(), rt.id, run.sessionID)
+	}
+	e.endRunLocked(run, core.SessionCancelled, reason)
+	rt.mu.Unlock()
+	e.procWG.Wait()
+	e.refreshQuiet(rt.id)
+}
+
+// requeueOpenPrompt puts the last prompt of a session back at the front of
+// the queue when its turn never ended.
+func (e *Engine) requeueOpenPrompt(ctx context.Context, taskID, sessionID string) {
+	last, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
+	if err != nil || last.SessionID != sessionID {
+		return
+	}
+	if end, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
+		return
+	}
+	var meta struct {
+		Delivery string `json:"delivery"`
+	}
+	_ = json.Unmarshal([]byte(last.Meta), &meta)
+	redeliver, _ := json.Marshal(map[string]any{"original_kind": meta.Delivery, "original_seq": last.Seq})
+	_, err = e.db.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
+		Sender: last.Author, Text: last.Text, Meta: string(redeliver), CreatedAt: time.Now().UTC()})
+	if err != nil {
+		e.log.Error("requeue interrupted prompt", "task", taskID, "err", err)
+	}
+}
+
+func (e *Engine) recordTurnEnd(taskID, sessionID, stopReason, errText string) {
+	text := "turn ended: " + stopReason
+	if errText != "" {
+		text += ": " + errText
+	}
+	e.note(context.Background(), taskID, sessionID, core.MsgTurnEnd, "kandev", text,
+		map[string]any{"stop_reason": stopReason, "error": errText})
+}
+
+// renderItem turns a queue item into the text the agent reads.
+func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem) string {
+	switch it.Kind {
+	case itemKickoff:
+		return "[kandev:task] Start work on your task."
+	case itemRedeliver:
+		return "[kandev:message] kandev restarted before your turn on this message ended; here it is again.\n\n" +
+			e.describeSender(it.Sender) + ":\n\n" + it.Text
+	case itemQuestion, itemAnswer:
+		return it.Text
+	default:
+		return "[kandev:message] " + e.describeSender(it.Sender) + ":\n\n" + it.Text
+	}
+}
+
+func (e *Engine) describeSender(sender string) string {
+	a := core.ParseActor(sender)
+	switch a.Kind {
+	case core.ActorPerson:
+		if a.Name == core.Operator {
+			return "From the operator"
+		}
+		return "From " + a.Name
+	case core.ActorAgent:
+		if t, ok := e.cached(a.TaskID); ok {
+			return fmt.Sprintf("From task %s (%s)", t.ID, t.Title)
+		}
+		return "From task " + a.TaskID
+	default:
+		return "From an external agent"
+	}
+}
+
+// capabilitySet derives a session's tools from persisted task fields.
+func (e *Engine) capabilitySet(t core.Task) capability.Set {
+	return capability.Resolve(capability.Case{
+		Surface: capability.KanbanTask, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
+		TitlePending: t.TitlePending,
+	})
+}
+
+func (e *Engine) preamble(t core.Task, set capability.Set) (string, error) {
+	return prompt.Preamble(prompt.TaskInfo{ID: t.ID, Title: t.Title, Description: t.Description,
+		ParentID: t.ParentID, CWD: t.CWD, Autopilot: t.Autopilot}, set)
+}
+
+func (e *Engine) updateSession(id string, u store.SessionUpdate) {
+	if err := e.db.UpdateSession(context.Background(), id, u, time.Now().UTC()); err != nil {
+		e.log.Error("update session", "session", id, "err", err)
+	}
+	e.publishSession(id)
+}
+
+func (e *Engine) publishSession(id string) {
+	s, err := e.db.GetSession(context.Background(), id)
+	if err != nil {
+		return
+	}
+	info := sessionInfo(s)
+	e.bus.Publish(core.Event{Type: core.EventSessionUpdated, TaskID: s.TaskID, Session: &info})
+}
+
+func (e *Engine) publishMessage(typ core.EventType, m store.Message) {
+	cm := messageFromStore(m)
+	e.bus.Publish(core.Event{Type: typ, TaskID: m.TaskID, Message: &cm})
+}
+
+// note appends an engine-written entry to a task's conversation.
+func (e *Engine) note(ctx context.Context, taskID, sessionID string, kind core.MessageKind, author, text string, meta map[string]any) {
+	metaJSON := "{}"
+	if meta != nil {
+		b, _ := json.Marshal(meta)
+		metaJSON = string(b)
+	}
+	now := time.Now().UTC()
+	m, err := e.db.InsertMessage(context.WithoutCancel(ctx), store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(kind),
+		Author: author, Text: text, Meta: metaJSON, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		e.log.Error("record note", "task", taskID, "err", err)
+		return
+	}
+	e.publishMessage(core.EventMessageAdded, m)
+}
+
+func newToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("mint token: %w", err)
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, hashToken(token), nil
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// mergeMeta lays extra JSON object fields over base.
+func mergeMeta(base, extra string) string {
+	if extra == "" || extra == "{}" {
+		return base
+	}
+	var a, b map[string]any
+	if json.Unmarshal([]byte(base), &a) != nil || json.Unmarshal([]byte(extra), &b) != nil {
+		return base
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	out, _ := json.Marshal(a)
+	return string(out)
+}

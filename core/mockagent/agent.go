@@ -1,0 +1,307 @@
+package mockagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// agent implements acp.Agent (and acp.AgentLoader) for one connection.
+type agent struct {
+	conn   *acp.AgentSideConnection
+	base   context.Context // ends when Run returns
+	out    *guardedWriter
+	errOut io.Writer
+	logger *slog.Logger
+	exit   func(int)
+	store  store
+
+	initDelay time.Duration
+	resume    bool // advertise sessionCapabilities.resume
+	load      bool // advertise loadSession
+
+	handlers *tracker
+
+	mu       sync.Mutex
+	sessions map[string]*session
+}
+
+var (
+	_ acp.Agent       = (*agent)(nil)
+	_ acp.AgentLoader = (*agent)(nil)
+)
+
+func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Writer, logger *slog.Logger) (*agent, error) {
+	a := &agent{
+		base:     ctx,
+		out:      out,
+		errOut:   errOut,
+		logger:   logger,
+		exit:     cfg.exit,
+		store:    store{dir: stateDir(cfg.getenv)},
+		handlers: newTracker(),
+		sessions: map[string]*session{},
+	}
+	switch mode := cfg.getenv("KANDEV_MOCK_RESUME"); mode {
+	case "", "resume":
+		a.resume = true
+	case "load":
+		a.load = true
+	case "both":
+		a.resume, a.load = true, true
+	case "none":
+	default:
+		return nil, fmt.Errorf("KANDEV_MOCK_RESUME=%q: want resume, load, both or none", mode)
+	}
+	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
+		delay, err := time.ParseDuration(d)
+		if err != nil {
+			return nil, fmt.Errorf("KANDEV_MOCK_INIT_DELAY: %w", err)
+		}
+		a.initDelay = delay
+	}
+	return a, nil
+}
+
+// errShuttingDown answers requests that arrive while Run is returning.
+var errShuttingDown = errors.New("mock agent is shutting down")
+
+// track wraps every handler so that Run can wait for it to finish.
+func (a *agent) track() (done func(), err error) {
+	if !a.handlers.enter() {
+		return nil, errShuttingDown
+	}
+	return a.handlers.leave, nil
+}
+
+// scope derives a handler's context: the SDK cancels reqCtx on
+// session/cancel and on disconnect, and Run's own context must end long
+// waits too.
+func (a *agent) scope(reqCtx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(reqCtx)
+	stop := context.AfterFunc(a.base, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// shutdown waits for handlers and stops every MCP server.
+func (a *agent) shutdown() {
+	a.handlers.closeAndWait()
+	a.mu.Lock()
+	sessions := a.sessions
+	a.sessions = map[string]*session{}
+	a.mu.Unlock()
+	for _, s := range sessions {
+		s.closeMCP()
+	}
+}
+
+func (a *agent) Initialize(ctx context.Context, _ acp.InitializeRequest) (acp.InitializeResponse, error) {
+	done, err := a.track()
+	if err != nil {
+		return acp.InitializeResponse{}, err
+	}
+	defer done()
+	ctx, cancel := a.scope(ctx)
+	defer cancel()
+	if err := sleep(ctx, a.initDelay); err != nil {
+		return acp.InitializeResponse{}, fmt.Errorf("initialize: %w", err)
+	}
+	caps := acp.AgentCapabilities{LoadSession: a.load}
+	if a.resume {
+		caps.SessionCapabilities.Resume = &acp.SessionResumeCapabilities{}
+	}
+	return acp.InitializeResponse{
+		ProtocolVersion:   acp.ProtocolVersionNumber,
+		AgentCapabilities: caps,
+		AgentInfo:         &acp.Implementation{Name: "kandev-mock-agent", Title: acp.Ptr("kandev mock agent"), Version: "1"},
+		AuthMethods:       []acp.AuthMethod{},
+	}, nil
+}
+
+func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	done, err := a.track()
+	if err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	defer done()
+	id, err := newSessionID()
+	if err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	s := a.newSession(sessionState{SessionID: id, Cwd: req.Cwd}, req.McpServers)
+	if err := a.store.save(s.state); err != nil {
+		s.closeMCP()
+		return acp.NewSessionResponse{}, fmt.Errorf("new session: %w", err)
+	}
+	a.addSession(s)
+	return acp.NewSessionResponse{SessionId: acp.SessionId(id)}, nil
+}
+
+func (a *agent) ResumeSession(_ context.Context, req acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	done, err := a.track()
+	if err != nil {
+		return acp.ResumeSessionResponse{}, err
+	}
+	defer done()
+	if !a.resume {
+		return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
+	}
+	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
+		return acp.ResumeSessionResponse{}, fmt.Errorf("resume session: %w", err)
+	}
+	return acp.ResumeSessionResponse{}, nil
+}
+
+func (a *agent) LoadSession(_ context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	done, err := a.track()
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	defer done()
+	if !a.load {
+		return acp.LoadSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionLoad)
+	}
+	// session/load would replay the conversation; the mock keeps no
+	// transcript, so it restores state silently like session/resume.
+	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
+		return acp.LoadSessionResponse{}, fmt.Errorf("load session: %w", err)
+	}
+	return acp.LoadSessionResponse{}, nil
+}
+
+// reopen makes a persisted (or live) session current with the MCP servers
+// of the new request.
+func (a *agent) reopen(id, cwd string, servers []acp.McpServer) error {
+	if s := a.session(id); s != nil {
+		s.setServers(servers)
+		return nil
+	}
+	st, err := a.store.load(id)
+	if err != nil {
+		return err
+	}
+	if cwd != "" {
+		st.Cwd = cwd
+	}
+	s := a.newSession(st, servers)
+	if prev := a.addSession(s); prev != nil {
+		// Another request reopened it meanwhile; keep that one.
+		s.closeMCP()
+	}
+	return nil
+}
+
+func (a *agent) newSession(st sessionState, servers []acp.McpServer) *session {
+	return &session{
+		state: st,
+		turn:  make(chan struct{}, 1),
+		mcp:   newMCPConn(servers, a.errOut, a.logger),
+	}
+}
+
+// addSession registers s unless a session with its id exists; it returns
+// the existing one in that case.
+func (a *agent) addSession(s *session) *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if prev, ok := a.sessions[s.state.SessionID]; ok {
+		return prev
+	}
+	a.sessions[s.state.SessionID] = s
+	return nil
+}
+
+func (a *agent) session(id string) *session {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.sessions[id]
+}
+
+func (a *agent) Prompt(reqCtx context.Context, req acp.PromptRequest) (acp.PromptResponse, error) {
+	done, err := a.track()
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	defer done()
+	s := a.session(string(req.SessionId))
+	if s == nil {
+		return acp.PromptResponse{}, acp.NewInvalidParams(map[string]any{"error": fmt.Sprintf("unknown session %q", req.SessionId)})
+	}
+	ctx, cancel := a.scope(reqCtx)
+	defer cancel()
+	return a.runTurn(ctx, s, promptText(req.Prompt))
+}
+
+// promptText joins the prompt's text blocks; the interpreter reads lines.
+func promptText(blocks []acp.ContentBlock) string {
+	var parts []string
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.Resource != nil && b.Resource.Resource.TextResourceContents != nil:
+			parts = append(parts, b.Resource.Resource.TextResourceContents.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Cancel needs no work: the SDK already cancels the turn's context.
+func (a *agent) Cancel(context.Context, acp.CancelNotification) error { return nil }
+
+func (a *agent) CloseSession(_ context.Context, req acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	done, err := a.track()
+	if err != nil {
+		return acp.CloseSessionResponse{}, err
+	}
+	defer done()
+	a.mu.Lock()
+	s := a.sessions[string(req.SessionId)]
+	delete(a.sessions, string(req.SessionId))
+	a.mu.Unlock()
+	if s != nil {
+		s.closeMCP()
+	}
+	return acp.CloseSessionResponse{}, nil
+}
+
+func (a *agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionList)
+}
+
+func (a *agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetMode)
+}
+
+func (a *agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionSetConfigOption)
+}
+
+// sleep waits for d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,158 @@
+package mockagent
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// garbageLine is what `mock: garbage` puts on the ACP stream: a line that is
+// not JSON-RPC, to exercise the client's parser.
+const garbageLine = "this is not json\n"
+
+// crashExitCode is the status `mock: crash` exits with.
+const crashExitCode = 3
+
+// exec runs one directive (the text after "mock:"). It returns non-nil only
+// to end the turn; mistakes in a directive are reported in the transcript
+// and the script goes on.
+func (t *turn) exec(d string) error {
+	if err := t.ctx.Err(); err != nil {
+		return err
+	}
+	verb, arg := splitVerb(d)
+	if verb != "on" {
+		// A reaction's directive is expanded when it fires, with the
+		// variables of the prompt that fires it.
+		arg = expand(arg, t.vars)
+	}
+	switch verb {
+	case "say":
+		t.say(arg)
+	case "think":
+		t.update(acp.UpdateAgentThoughtText(arg))
+	case "call":
+		return t.call(arg)
+	case "tools":
+		return t.tools()
+	case "sleep":
+		return t.sleep(arg)
+	case "fail":
+		return t.fail(arg)
+	case "crash":
+		return t.crash()
+	case "hang":
+		<-t.ctx.Done()
+		return t.ctx.Err()
+	case "garbage":
+		if _, err := t.a.out.Write([]byte(garbageLine)); err != nil {
+			t.a.logger.Debug("write garbage", "err", err)
+		}
+	case "stderr":
+		fmt.Fprintln(t.a.errOut, arg)
+	case "echo":
+		t.say("echo: " + t.script.text)
+	case "history":
+		t.sayf("history: session %s turn %d; earlier: %s", t.sid, t.number, strings.Join(t.earlier, "; "))
+	case "permission":
+		return t.permission(arg)
+	case "tool":
+		t.localTool(arg)
+	case "plan":
+		t.plan(arg)
+	case "on":
+		t.on(arg)
+	default:
+		t.sayf("error mock: unknown directive %q", d)
+	}
+	return nil
+}
+
+func (t *turn) sleep(arg string) error {
+	d, err := time.ParseDuration(arg)
+	if err != nil || d < 0 {
+		t.sayf("error mock: sleep: invalid duration %q", arg)
+		return nil
+	}
+	return sleep(t.ctx, d)
+}
+
+// fail ends the turn with a JSON-RPC error carrying the text as message.
+func (t *turn) fail(text string) error {
+	if text == "" {
+		text = "mock failure"
+	}
+	return &acp.RequestError{Code: -32603, Message: text}
+}
+
+// crash stops all output first so that, whatever the exit hook does,
+// nothing more reaches the client.
+func (t *turn) crash() error {
+	t.a.out.sever()
+	t.a.exit(crashExitCode)
+	return errCrashed
+}
+
+func (t *turn) permission(title string) error {
+	id := t.nextToolCallID()
+	resp, err := t.a.conn.RequestPermission(t.ctx, acp.RequestPermissionRequest{
+		SessionId: t.sid,
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title)},
+		Options: []acp.PermissionOption{
+			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
+			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
+		},
+	})
+	if err != nil {
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error permission: %v", err)
+		return nil
+	}
+	if sel := resp.Outcome.Selected; sel != nil {
+		t.sayf("permission: %s", sel.OptionId)
+	} else {
+		t.say("permission: cancelled")
+	}
+	return nil
+}
+
+// localTool reports a tool call the agent "ran" itself, without MCP.
+func (t *turn) localTool(title string) {
+	if title == "" {
+		title = "mock tool"
+	}
+	id := t.nextToolCallID()
+	t.update(acp.StartToolCall(id, title,
+		acp.WithStartKind(acp.ToolKindExecute),
+		acp.WithStartStatus(acp.ToolCallStatusInProgress)))
+	t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+}
+
+func (t *turn) plan(arg string) {
+	entries := []acp.PlanEntry{}
+	for _, e := range strings.Split(arg, "|") {
+		if e = strings.TrimSpace(e); e != "" {
+			entries = append(entries, acp.PlanEntry{
+				Content:  e,
+				Priority: acp.PlanEntryPriorityMedium,
+				Status:   acp.PlanEntryStatusPending,
+			})
+		}
+	}
+	// Built by hand: UpdatePlan() with no entries would send null.
+	t.update(acp.SessionUpdate{Plan: &acp.SessionUpdatePlan{Entries: entries}})
+}
+
+// on registers a reaction; it is saved with the session at the turn's end.
+func (t *turn) on(arg string) {
+	r, ok := parseReaction(arg)
+	if !ok {
+		t.sayf("error mock: on: want %q, got %q", "on KIND: DIRECTIVE", arg)
+		return
+	}
+	t.s.state.Reactions = append(t.s.state.Reactions, r)
+}

@@ -1,0 +1,153 @@
+package mockagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// kandevServerName is the MCP server kandev hands every agent.
+const kandevServerName = "kandev"
+
+// mcpClientName is how the mock agent introduces itself to MCP servers.
+const mcpClientName = "kandev-mock-agent"
+
+// errClosed is returned by an MCP connection used after shutdown.
+var errClosed = errors.New("mcp client closed")
+
+// mcpConn is a lazily started MCP client for one session's kandev server.
+// It starts the server on first use, as real agents do, so that sessions
+// whose prompts never call a tool never spawn a process.
+type mcpConn struct {
+	server *acp.McpServerStdio // nil when the session has no kandev server
+	stderr io.Writer
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	client *client.Client
+	closed bool
+}
+
+func newMCPConn(servers []acp.McpServer, stderr io.Writer, logger *slog.Logger) *mcpConn {
+	return &mcpConn{server: findKandevServer(servers), stderr: stderr, logger: logger}
+}
+
+// findKandevServer picks the stdio server named "kandev"; kandev offers no
+// other transport to agents.
+func findKandevServer(servers []acp.McpServer) *acp.McpServerStdio {
+	for _, s := range servers {
+		if s.Stdio != nil && s.Stdio.Name == kandevServerName {
+			return s.Stdio
+		}
+	}
+	return nil
+}
+
+// get returns an initialised client, starting the server if needed.
+func (m *mcpConn) get(ctx context.Context) (*client.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errClosed
+	}
+	if m.client != nil {
+		return m.client, nil
+	}
+	if m.server == nil {
+		return nil, fmt.Errorf("no stdio MCP server named %q in this session", kandevServerName)
+	}
+	c, err := m.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.client = c
+	return c, nil
+}
+
+func (m *mcpConn) start(ctx context.Context) (*client.Client, error) {
+	env := make([]string, 0, len(m.server.Env))
+	for _, e := range m.server.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	// The server's stderr goes to our stderr, never to the ACP stream.
+	t := transport.NewStdioWithOptions(m.server.Command, env, m.server.Args,
+		transport.WithCommandStderrWriter(m.stderr),
+		transport.WithCommandLogger(m.logger))
+	// The process must outlive the turn that starts it, so it is not tied to
+	// ctx; close stops it.
+	if err := t.Start(context.Background()); err != nil {
+		_ = t.Close() // releases the pipes made before the spawn failed
+		return nil, fmt.Errorf("start MCP server %s: %w", m.server.Command, err)
+	}
+	// Pin the initialize handshake: it is what real agents speak and it
+	// tells the server our client name.
+	c := client.NewClient(t, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
+	if err := c.Start(context.Background()); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("start MCP client: %w", err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	req.Params.ClientInfo = mcp.Implementation{Name: mcpClientName, Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("initialize MCP server %s: %w", m.server.Command, err)
+	}
+	return c, nil
+}
+
+func (m *mcpConn) callTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+	c, err := m.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.RawArguments = args
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("tools/call %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// listTools returns the server's tool names, sorted.
+func (m *mcpConn) listTools(ctx context.Context) ([]string, error) {
+	c, err := m.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("tools/list: %w", err)
+	}
+	names := make([]string, 0, len(res.Tools))
+	for _, t := range res.Tools {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// close stops the server process, if one was started. Later calls fail.
+func (m *mcpConn) close() {
+	m.mu.Lock()
+	c := m.client
+	m.client = nil
+	m.closed = true
+	m.mu.Unlock()
+	if c != nil {
+		if err := c.Close(); err != nil {
+			m.logger.Debug("close MCP client", "err", err)
+		}
+	}
+}

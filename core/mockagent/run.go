@@ -1,0 +1,160 @@
+package mockagent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// Run serves ACP on in/out until the client disconnects (EOF on in) or ctx
+// ends. It returns nil on EOF and ctx's error when ctx ends first. Every MCP
+// server process it started is closed before it returns.
+//
+// When ctx ends, Run closes in if it is an io.Closer so that the SDK's
+// reader stops too; otherwise that one reader lingers until in hits EOF.
+func Run(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer, getenv func(string) string) error {
+	return run(ctx, config{in: in, out: out, errOut: errOut, getenv: getenv, exit: os.Exit})
+}
+
+// config carries Run's arguments plus the process-exit hook, which tests
+// replace to observe `mock: crash` without dying.
+type config struct {
+	in     io.Reader
+	out    io.Writer
+	errOut io.Writer
+	getenv func(string) string
+	exit   func(code int)
+}
+
+func run(ctx context.Context, cfg config) error {
+	if cfg.getenv == nil {
+		cfg.getenv = func(string) string { return "" }
+	}
+	if cfg.errOut == nil {
+		cfg.errOut = io.Discard
+	}
+	if cfg.exit == nil {
+		cfg.exit = os.Exit
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	out := &guardedWriter{w: cfg.out}
+	errOut := &guardedWriter{w: cfg.errOut}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	a, err := newAgent(ctx, cfg, out, errOut, logger)
+	if err != nil {
+		return err
+	}
+	// The SDK starts reading as soon as the connection exists, and SetLogger
+	// is not synchronised with its reader, so hold reads back until the
+	// logger and a.conn are in place.
+	ready := make(chan struct{})
+	conn := acp.NewAgentSideConnection(a, out, gatedReader{r: cfg.in, ready: ready})
+	conn.SetLogger(logger)
+	a.conn = conn
+	close(ready)
+
+	var runErr error
+	select {
+	case <-conn.Done():
+	case <-ctx.Done():
+		runErr = ctx.Err()
+		if c, ok := cfg.in.(io.Closer); ok {
+			_ = c.Close()
+			<-conn.Done()
+		}
+	}
+	cancel() // ends turns that are not tied to the connection's lifetime
+	a.shutdown()
+	return runErr
+}
+
+// gatedReader blocks reads until ready is closed.
+type gatedReader struct {
+	r     io.Reader
+	ready <-chan struct{}
+}
+
+func (g gatedReader) Read(p []byte) (int, error) {
+	<-g.ready
+	return g.r.Read(p)
+}
+
+// errSevered is what writes fail with after `mock: crash`.
+var errSevered = errors.New("mock agent crashed")
+
+// guardedWriter serialises writes from the SDK and from `mock: garbage` so
+// that lines never interleave, and can be severed so that nothing more
+// reaches the client after `mock: crash`.
+type guardedWriter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	severed bool
+}
+
+func (g *guardedWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.severed {
+		return 0, errSevered
+	}
+	return g.w.Write(p)
+}
+
+func (g *guardedWriter) sever() {
+	g.mu.Lock()
+	g.severed = true
+	g.mu.Unlock()
+}
+
+// tracker counts running ACP handlers so that Run can wait for them: the
+// SDK runs each request on its own goroutine and never joins them.
+type tracker struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      int
+	closed bool
+}
+
+func newTracker() *tracker {
+	t := &tracker{}
+	t.cond = sync.NewCond(&t.mu)
+	return t
+}
+
+// enter registers a handler; it reports false once shutdown has begun.
+func (t *tracker) enter() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) leave() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// closeAndWait refuses new handlers and waits for running ones.
+func (t *tracker) closeAndWait() {
+	t.mu.Lock()
+	t.closed = true
+	for t.n > 0 {
+		t.cond.Wait()
+	}
+	t.mu.Unlock()
+}

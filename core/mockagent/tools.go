@@ -1,0 +1,131 @@
+package mockagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	acp "github.com/coder/acp-go-sdk"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// call runs `mock: call TOOL {json args}` as a real MCP tools/call and
+// reports it the way real agents do: a tool_call, its update, then a line
+// of text the test can match.
+func (t *turn) call(arg string) error {
+	tool, rawArgs := splitVerb(arg)
+	if tool == "" {
+		t.say("error mock: call needs a tool name")
+		return nil
+	}
+	args, err := parseArgs(rawArgs)
+	if err != nil {
+		t.sayf("error %s: VALIDATION_ERROR: mock could not parse arguments: %v", tool, err)
+		return nil
+	}
+
+	id := t.nextToolCallID()
+	t.update(acp.StartToolCall(id, "kandev: "+tool,
+		acp.WithStartKind(acp.ToolKindOther),
+		acp.WithStartStatus(acp.ToolCallStatusInProgress),
+		acp.WithStartRawInput(json.RawMessage(args))))
+
+	res, err := t.s.client().callTool(t.ctx, tool, args)
+	// The closing update goes out even when the turn was cancelled, so the
+	// client never keeps a tool call spinning.
+	finish := context.WithoutCancel(t.ctx)
+	if err != nil {
+		t.updateCtx(finish, acp.UpdateToolCall(id,
+			acp.WithUpdateStatus(acp.ToolCallStatusFailed),
+			acp.WithUpdateRawOutput(map[string]string{"error": err.Error()})))
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error %s: INTERNAL_ERROR: %v", tool, err)
+		return nil
+	}
+	status := acp.ToolCallStatusCompleted
+	if res.IsError {
+		status = acp.ToolCallStatusFailed
+	}
+	t.updateCtx(finish, acp.UpdateToolCall(id,
+		acp.WithUpdateStatus(status),
+		acp.WithUpdateRawOutput(res)))
+	if res.IsError {
+		t.sayf("error %s: %s", tool, resultText(res))
+	} else {
+		t.sayf("result %s: %s", tool, resultJSON(res))
+	}
+	return nil
+}
+
+// tools runs `mock: tools`: the sorted tool names of the kandev server.
+func (t *turn) tools() error {
+	names, err := t.s.client().listTools(t.ctx)
+	if err != nil {
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error tools: INTERNAL_ERROR: %v", err)
+		return nil
+	}
+	t.say("tools: " + strings.Join(names, ", "))
+	return nil
+}
+
+// parseArgs checks that raw is a JSON object ("{}" when empty) and
+// returns it compacted.
+func parseArgs(raw string) ([]byte, error) {
+	if raw == "" {
+		raw = "{}"
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &obj); err != nil {
+		return nil, err
+	}
+	if obj == nil {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(raw)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// resultJSON renders a successful result: the structured content if any,
+// else the text content, compacted when it is JSON.
+func resultJSON(res *mcp.CallToolResult) string {
+	if len(res.RawStructuredContent) > 0 {
+		return compact(res.RawStructuredContent)
+	}
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(b)
+		}
+	}
+	return compact([]byte(resultText(res)))
+}
+
+// resultText joins the text blocks of a result; kandev's bridge puts
+// "CODE: message" there for errors.
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// compact returns b compacted if it is JSON, else unchanged.
+func compact(b []byte) string {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return string(b)
+	}
+	return buf.String()
+}

@@ -1,0 +1,102 @@
+package core
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// SelfCommand stands for the running kandev executable in a profile's
+// command; the runtime swaps in os.Executable() at launch.
+const SelfCommand = "@kandev"
+
+// DefaultProfile runs when a task names none.
+const DefaultProfile = "mock"
+
+// BuiltinProfiles are the agents kandev knows out of the box. A user profile
+// of the same name overrides one; removing it brings the built-in back.
+func BuiltinProfiles() []Profile {
+	return []Profile{
+		{Name: "mock", Command: SelfCommand, Args: []string{"mock-agent"}, MCP: true, Source: "builtin"},
+		{Name: "claude", Command: "claude-agent-acp", MCP: true, Source: "builtin"},
+		{Name: "codex", Command: "codex-acp", MCP: true, Source: "builtin"},
+		{Name: "gemini", Command: "gemini", Args: []string{"--acp"}, MCP: true, Source: "builtin"},
+		{Name: "qwen", Command: "qwen", Args: []string{"--acp"}, MCP: true, Source: "builtin"},
+		{Name: "opencode", Command: "opencode", Args: []string{"acp"}, MCP: true, Source: "builtin"},
+	}
+}
+
+// BuiltinProfile returns the built-in of that name.
+func BuiltinProfile(name string) (Profile, bool) {
+	for _, p := range BuiltinProfiles() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Profile{}, false
+}
+
+var (
+	profileNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+	envKeyRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// ValidateProfile checks a profile a user wants to add.
+func ValidateProfile(p Profile) error {
+	if !profileNameRE.MatchString(p.Name) {
+		return Errorf(CodeValidation, "profile name %q: use 1-32 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", p.Name)
+	}
+	if strings.TrimSpace(p.Command) == "" {
+		return Errorf(CodeValidation, "profile %s: --command is required", p.Name)
+	}
+	for _, kv := range p.Env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !envKeyRE.MatchString(k) {
+			return Errorf(CodeValidation, "profile %s: env %q must be KEY=VALUE with a shell-style KEY", p.Name, kv)
+		}
+	}
+	return nil
+}
+
+// CheckAutopilotProfile enforces rule 1's last clause: an autopilot agent
+// coordinates only through kandev's MCP tools, so a profile that cannot take
+// an injected MCP server cannot run an autopilot task.
+func CheckAutopilotProfile(p Profile) error {
+	if !p.MCP {
+		return Errorf(CodeValidation,
+			"profile %s cannot run an autopilot task: it does not accept an injected MCP server (mcp: false), "+
+				"so its agent could not reach kandev's coordination tools; pick a profile with mcp: true or drop --autopilot", p.Name)
+	}
+	return nil
+}
+
+// MergeProfiles lays user profiles over the built-ins, sorted by name.
+func MergeProfiles(user []Profile) []Profile {
+	byName := map[string]Profile{}
+	for _, p := range BuiltinProfiles() {
+		byName[p.Name] = p
+	}
+	for _, p := range user {
+		if _, ok := byName[p.Name]; ok {
+			p.Source = "override"
+		} else {
+			p.Source = "user"
+		}
+		byName[p.Name] = p
+	}
+	out := make([]Profile, 0, len(byName))
+	for _, p := range byName {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// CommandLine renders the profile's command as a person would type it.
+func (p Profile) CommandLine() string {
+	cmd := p.Command
+	if cmd == SelfCommand {
+		cmd = "kandev"
+	}
+	return strings.Join(append([]string{cmd}, p.Args...), " ")
+}

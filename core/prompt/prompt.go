@@ -1,0 +1,85 @@
+// Package prompt writes the instructions kandev places at the start of each
+// agent session's first prompt. It is filled from the same capability set
+// that decides the session's tools, so the two cannot disagree.
+package prompt
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/kandev/kandev/core/capability"
+)
+
+//go:embed preamble.tmpl
+var preambleText string
+
+var preamble = template.Must(template.New("preamble").Parse(preambleText))
+
+// TaskInfo is the task identity the prompt shows.
+type TaskInfo struct {
+	ID          string
+	Title       string
+	Description string
+	ParentID    string
+	CWD         string
+	Autopilot   bool
+}
+
+// coordinationSummaries explain each coordination tool in one line. Every
+// tool a task surface can grant, other than the question and title tools
+// that have their own sections, must appear here (a test checks it).
+var coordinationSummaries = map[string]string{
+	"create_task_kandev":           "create a subtask and start its agent (autopilot is decided here, once, and never inherited)",
+	"list_tasks_kandev":            "list your task's subtree with status and pending questions",
+	"get_task_kandev":              "read one task",
+	"get_task_conversation_kandev": "read a task's conversation, page by page",
+	"message_task_kandev":          "send a message to a task (queued by default; delivery_mode \"interrupt\" for your direct children)",
+	"stop_task_kandev":             "halt your direct child task; its work and queued messages are kept",
+	"list_profiles_kandev":         "list the agent profiles a task can run with",
+	"save_profile_kandev":          "add or replace an agent profile",
+	"remove_profile_kandev":        "remove a user profile",
+}
+
+// Coordination is one explained tool.
+type Coordination struct{ Name, Summary string }
+
+type data struct {
+	Task         TaskInfo
+	Set          capability.Set
+	Coordination []Coordination
+	HasStop      bool
+	HasAnswer    bool
+	TitlePending bool
+}
+
+// Preamble renders the session instructions for a task and its set.
+func Preamble(task TaskInfo, set capability.Set) (string, error) {
+	d := data{Task: task, Set: set}
+	for _, t := range set.Tools {
+		switch {
+		case t.Group == capability.GroupQuestion:
+		case t.Group == capability.GroupTitle:
+			d.TitlePending = true
+		default:
+			s, ok := coordinationSummaries[t.Name]
+			if !ok {
+				return "", fmt.Errorf("prompt: no summary for tool %s", t.Name)
+			}
+			d.Coordination = append(d.Coordination, Coordination{Name: t.Name, Summary: s})
+			if t.Name == "stop_task_kandev" {
+				d.HasStop = true
+			}
+			if t.Name == "message_task_kandev" {
+				d.HasAnswer = true
+			}
+		}
+	}
+	var b bytes.Buffer
+	if err := preamble.Execute(&b, d); err != nil {
+		return "", fmt.Errorf("prompt: %w", err)
+	}
+	return strings.TrimSpace(b.String()) + "\n", nil
+}

@@ -1,0 +1,243 @@
+package core
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Task is a task as every client sees it (CLI --json, HTTP, MCP, TUI).
+type Task struct {
+	ID          string    `json:"id"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	ParentID    string    `json:"parent_id"`
+	Status      Status    `json:"status"`
+	Autopilot   bool      `json:"autopilot"`
+	Profile     string    `json:"profile"`
+	CWD         string    `json:"cwd"`
+	CreatedBy   string    `json:"created_by"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Archived    bool      `json:"archived"`
+	ArchivedAt  time.Time `json:"archived_at"`
+
+	// Halted: a stop left the task; queued messages wait for an explicit start.
+	Halted bool `json:"halted"`
+	// TitlePending: the title is a placeholder the task's agent should set.
+	TitlePending bool `json:"title_pending"`
+	// Session is the task's latest agent run, if it ever ran.
+	Session *SessionInfo `json:"session"`
+	// PendingQuestion is the question the task waits on, if any.
+	PendingQuestion *QuestionInfo `json:"pending_question"`
+	// Queued counts messages waiting for the task's next turns.
+	Queued int `json:"queued"`
+}
+
+// taskJSON is the wire shape: a root's parent_id and a live task's
+// archived_at are null rather than "" or the zero time.
+type taskJSON struct {
+	ID              string        `json:"id"`
+	Title           string        `json:"title"`
+	Description     string        `json:"description"`
+	ParentID        *string       `json:"parent_id"`
+	Status          Status        `json:"status"`
+	Autopilot       bool          `json:"autopilot"`
+	Profile         string        `json:"profile"`
+	CWD             string        `json:"cwd"`
+	CreatedBy       string        `json:"created_by"`
+	CreatedAt       time.Time     `json:"created_at"`
+	UpdatedAt       time.Time     `json:"updated_at"`
+	Archived        bool          `json:"archived"`
+	ArchivedAt      *time.Time    `json:"archived_at"`
+	Halted          bool          `json:"halted"`
+	TitlePending    bool          `json:"title_pending"`
+	Queued          int           `json:"queued"`
+	Session         *SessionInfo  `json:"session"`
+	PendingQuestion *QuestionInfo `json:"pending_question"`
+}
+
+// MarshalJSON writes the wire shape.
+func (t Task) MarshalJSON() ([]byte, error) {
+	j := taskJSON{ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status,
+		Autopilot: t.Autopilot, Profile: t.Profile, CWD: t.CWD, CreatedBy: t.CreatedBy,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
+		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion}
+	if t.ParentID != "" {
+		j.ParentID = &t.ParentID
+	}
+	if !t.ArchivedAt.IsZero() {
+		j.ArchivedAt = &t.ArchivedAt
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the wire shape.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	var j taskJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*t = Task{ID: j.ID, Title: j.Title, Description: j.Description, Status: j.Status,
+		Autopilot: j.Autopilot, Profile: j.Profile, CWD: j.CWD, CreatedBy: j.CreatedBy,
+		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
+		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion}
+	if j.ParentID != nil {
+		t.ParentID = *j.ParentID
+	}
+	if j.ArchivedAt != nil {
+		t.ArchivedAt = *j.ArchivedAt
+	}
+	return nil
+}
+
+// Profile names an agent: how to run it over ACP and whether it accepts the
+// injected kandev MCP server.
+type Profile struct {
+	Name    string   `json:"name"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env"`
+	// MCP: the agent accepts an MCP server injected through session/new.
+	// Autopilot needs it, since an autopilot agent coordinates through tools.
+	MCP bool `json:"mcp"`
+	// Source is "builtin", "user", or "override" (a user profile that
+	// replaces a built-in of the same name).
+	Source string `json:"source"`
+}
+
+// SessionState is where one agent run stands.
+type SessionState string
+
+const (
+	SessionCreated         SessionState = "created"
+	SessionStarting        SessionState = "starting"
+	SessionRunning         SessionState = "running"
+	SessionWaitingForInput SessionState = "waiting_for_input"
+	SessionCompleted       SessionState = "completed"
+	SessionFailed          SessionState = "failed"
+	SessionCancelled       SessionState = "cancelled"
+)
+
+// Live reports whether the run may still have a process.
+func (s SessionState) Live() bool {
+	switch s {
+	case SessionCreated, SessionStarting, SessionRunning, SessionWaitingForInput:
+		return true
+	}
+	return false
+}
+
+// SessionInfo summarises one agent run.
+type SessionInfo struct {
+	ID             string       `json:"id"`
+	TaskID         string       `json:"task_id"`
+	Profile        string       `json:"profile"`
+	State          SessionState `json:"state"`
+	AgentSessionID string       `json:"agent_session_id"`
+	PID            int          `json:"pid"`
+	Error          string       `json:"error"`
+	Turns          int          `json:"turns"`
+	CreatedAt      time.Time    `json:"created_at"`
+	UpdatedAt      time.Time    `json:"updated_at"`
+}
+
+// MessageKind classifies a conversation entry.
+type MessageKind string
+
+const (
+	MsgPrompt     MessageKind = "prompt"      // input delivered to the agent as a turn
+	MsgAgent      MessageKind = "agent"       // the agent's text (chunks merged)
+	MsgThought    MessageKind = "thought"     // the agent's reasoning text
+	MsgToolCall   MessageKind = "tool_call"   // a tool call; status updated in place
+	MsgPlan       MessageKind = "plan"        // the agent's plan entries
+	MsgPermission MessageKind = "permission"  // a permission request and kandev's answer
+	MsgQuestion   MessageKind = "question"    // a question the task's agent asked
+	MsgAnswer     MessageKind = "answer"      // the answer to a question
+	MsgStatus     MessageKind = "status"      // engine notes: turn ended, failed, stopped
+	MsgHandoff    MessageKind = "handoff"     // the task changed hands
+	MsgTurnEnd    MessageKind = "turn_end"    // a turn's end and stop reason
+	MsgUserNotice MessageKind = "user_notice" // misc operator-facing notes
+)
+
+// Message is one durable, ordered entry of a task's conversation.
+type Message struct {
+	Seq       int64           `json:"seq"`
+	TaskID    string          `json:"task_id"`
+	SessionID string          `json:"session_id,omitempty"`
+	Kind      MessageKind     `json:"kind"`
+	Author    string          `json:"author,omitempty"`
+	Text      string          `json:"text"`
+	Meta      json.RawMessage `json:"meta,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// QuestionKind says who must answer: the operator or the parent task.
+type QuestionKind string
+
+const (
+	QuestionUser   QuestionKind = "user"
+	QuestionParent QuestionKind = "parent"
+)
+
+// QuestionStatus is a question's lifecycle state.
+type QuestionStatus string
+
+const (
+	QuestionPending    QuestionStatus = "pending"
+	QuestionAnswered   QuestionStatus = "answered"
+	QuestionSuperseded QuestionStatus = "superseded"
+	QuestionStale      QuestionStatus = "stale"
+)
+
+// QuestionInfo summarises a question for task views.
+type QuestionInfo struct {
+	ID           string         `json:"id"`
+	Kind         QuestionKind   `json:"kind"`
+	Status       QuestionStatus `json:"status"`
+	Text         string         `json:"text"`
+	AskedAt      time.Time      `json:"asked_at"`
+	ParentTaskID string         `json:"parent_task_id,omitempty"`
+	Questions    []QuestionItem `json:"questions,omitempty"`
+}
+
+// QuestionItem is one prompt of a question, with optional choices.
+type QuestionItem struct {
+	Prompt  string           `json:"prompt"`
+	Options []QuestionOption `json:"options,omitempty"`
+}
+
+// QuestionOption is one choice of a question item.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
+}
+
+// EventType names what changed.
+type EventType string
+
+const (
+	EventTaskCreated     EventType = "task.created"
+	EventTaskUpdated     EventType = "task.updated"
+	EventSessionUpdated  EventType = "session.updated"
+	EventMessageAdded    EventType = "message.added"
+	EventMessageUpdated  EventType = "message.updated"
+	EventQuestionUpdated EventType = "question.updated"
+	EventProfileChanged  EventType = "profile.changed"
+	// EventResync tells a subscriber it missed events and must reload.
+	EventResync EventType = "resync"
+)
+
+// Event is one change, in the order the daemon made it. Seq increases by
+// one per event for the daemon's lifetime.
+type Event struct {
+	Seq      int64         `json:"seq"`
+	Type     EventType     `json:"type"`
+	TaskID   string        `json:"task_id,omitempty"`
+	At       time.Time     `json:"at"`
+	Task     *Task         `json:"task,omitempty"`
+	Session  *SessionInfo  `json:"session,omitempty"`
+	Message  *Message      `json:"message,omitempty"`
+	Question *QuestionInfo `json:"question,omitempty"`
+	Profile  *Profile      `json:"profile,omitempty"`
+}

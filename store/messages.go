@@ -1,0 +1,146 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Message is one conversation entry.
+type Message struct {
+	Seq       int64
+	TaskID    string
+	SessionID string
+	Kind      string
+	Author    string
+	Text      string
+	Meta      string // JSON object
+	Ref       string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+const messageColumns = `seq, task_id, COALESCE(session_id, ''), kind, author, text, meta, ref, created_at, updated_at`
+
+func scanMessage(s scanner) (Message, error) {
+	var m Message
+	var created, updated int64
+	if err := s.Scan(&m.Seq, &m.TaskID, &m.SessionID, &m.Kind, &m.Author, &m.Text, &m.Meta, &m.Ref,
+		&created, &updated); err != nil {
+		return Message{}, err
+	}
+	m.CreatedAt, m.UpdatedAt = fromNanos(created), fromNanos(updated)
+	return m, nil
+}
+
+// InsertMessage appends to a task's conversation and returns the entry
+// with its sequence number.
+func (q Queries) InsertMessage(ctx context.Context, m Message) (Message, error) {
+	if m.Meta == "" {
+		m.Meta = "{}"
+	}
+	res, err := q.q.ExecContext(ctx, `INSERT INTO messages (task_id, session_id, kind, author, text, meta, ref, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		m.TaskID, nullable(m.SessionID), m.Kind, m.Author, m.Text, m.Meta, m.Ref, nanos(m.CreatedAt), nanos(m.UpdatedAt))
+	if err != nil {
+		return Message{}, fmt.Errorf("append message to %s: %w", m.TaskID, mapErr(err))
+	}
+	m.Seq, err = res.LastInsertId()
+	return m, err
+}
+
+// GetMessage reads one entry.
+func (q Queries) GetMessage(ctx context.Context, seq int64) (Message, error) {
+	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE seq = ?`, seq))
+	if err != nil {
+		return Message{}, fmt.Errorf("message %d: %w", seq, mapErr(err))
+	}
+	return m, nil
+}
+
+// MessageByRef finds the entry a tool call id or question id names.
+func (q Queries) MessageByRef(ctx context.Context, ref string) (Message, error) {
+	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE ref = ? ORDER BY seq DESC LIMIT 1`, ref))
+	if err != nil {
+		return Message{}, fmt.Errorf("message %s: %w", ref, mapErr(err))
+	}
+	return m, nil
+}
+
+// UpdateMessage rewrites an entry's text and meta.
+func (q Queries) UpdateMessage(ctx context.Context, seq int64, text, meta string, now time.Time) error {
+	return q.execOne(ctx, fmt.Sprintf("update message %d", seq),
+		`UPDATE messages SET text = ?, meta = ?, updated_at = ? WHERE seq = ?`, text, meta, nanos(now), seq)
+}
+
+// CompareAndSetMeta rewrites meta only while the JSON value at path still
+// equals want, and reports whether it did: the atomic claim that makes a
+// question's pending → answered transition happen exactly once.
+func (q Queries) CompareAndSetMeta(ctx context.Context, seq int64, path, want, meta string, now time.Time) (bool, error) {
+	res, err := q.q.ExecContext(ctx, `UPDATE messages SET meta = ?, updated_at = ?
+		WHERE seq = ? AND json_extract(meta, ?) = ?`, meta, nanos(now), seq, path, want)
+	if err != nil {
+		return false, fmt.Errorf("update message %d: %w", seq, mapErr(err))
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Messages pages a task's conversation after a sequence number.
+func (q Queries) Messages(ctx context.Context, taskID string, after int64, limit int) ([]Message, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+		taskID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("conversation of %s: %w", taskID, mapErr(err))
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, m)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// LastMessageOfKind returns a task's newest entry of a kind.
+func (q Queries) LastMessageOfKind(ctx context.Context, taskID, kind string) (Message, error) {
+	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE task_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1`, taskID, kind))
+	if err != nil {
+		return Message{}, mapErr(err)
+	}
+	return m, nil
+}
+
+// PendingQuestion returns the task's pending question entry.
+func (q Queries) PendingQuestion(ctx context.Context, taskID string) (Message, error) {
+	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE task_id = ? AND kind = 'question' AND json_extract(meta, '$.status') = 'pending'
+		ORDER BY seq DESC LIMIT 1`, taskID))
+	if err != nil {
+		return Message{}, mapErr(err)
+	}
+	return m, nil
+}
+
+// PendingQuestions lists every pending question, oldest first.
+func (q Queries) PendingQuestions(ctx context.Context) ([]Message, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE kind = 'question' AND json_extract(meta, '$.status') = 'pending' ORDER BY seq`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, m)
+	}
+	return out, mapErr(rows.Err())
+}

@@ -1,0 +1,96 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Profile is a user-defined profile row.
+type Profile struct {
+	Name      string
+	Command   string
+	Args      []string
+	Env       []string // KEY=VALUE
+	MCP       bool
+	CreatedAt time.Time
+}
+
+// UpsertProfile adds a profile or replaces the one of that name.
+func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
+	args, err := json.Marshal(nonNil(p.Args))
+	if err != nil {
+		return err
+	}
+	env, err := json.Marshal(nonNil(p.Env))
+	if err != nil {
+		return err
+	}
+	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
+			env = excluded.env, mcp = excluded.mcp`,
+		p.Name, p.Command, string(args), string(env), p.MCP, nanos(p.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
+	}
+	return nil
+}
+
+// GetProfile reads one user profile.
+func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
+	p, err := scanProfile(q.q.QueryRowContext(ctx,
+		`SELECT name, command, args, env, mcp, created_at FROM profiles WHERE name = ?`, name))
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
+	}
+	return p, nil
+}
+
+// ListProfiles returns the user profiles by name.
+func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, created_at FROM profiles ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list profiles: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var ps []Profile
+	for rows.Next() {
+		p, err := scanProfile(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list profiles: %w", mapErr(err))
+		}
+		ps = append(ps, p)
+	}
+	return ps, mapErr(rows.Err())
+}
+
+// DeleteProfile removes a user profile. ErrNotFound when there is none.
+func (q Queries) DeleteProfile(ctx context.Context, name string) error {
+	return q.execOne(ctx, "remove profile "+name, `DELETE FROM profiles WHERE name = ?`, name)
+}
+
+func scanProfile(s scanner) (Profile, error) {
+	var p Profile
+	var args, env string
+	var created int64
+	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &created); err != nil {
+		return Profile{}, err
+	}
+	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {
+		return Profile{}, fmt.Errorf("profile %s args: %w", p.Name, err)
+	}
+	if err := json.Unmarshal([]byte(env), &p.Env); err != nil {
+		return Profile{}, fmt.Errorf("profile %s env: %w", p.Name, err)
+	}
+	p.CreatedAt = fromNanos(created)
+	return p, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// QueueItem is a message waiting for a task's next turn.
+type QueueItem struct {
+	ID        int64
+	TaskID    string
+	Priority  int
+	Kind      string
+	Sender    string
+	Text      string
+	Meta      string
+	CreatedAt time.Time
+}
+
+const queueColumns = `id, task_id, priority, kind, sender, text, meta, created_at`
+
+func scanQueue(s scanner) (QueueItem, error) {
+	var it QueueItem
+	var created int64
+	if err := s.Scan(&it.ID, &it.TaskID, &it.Priority, &it.Kind, &it.Sender, &it.Text, &it.Meta, &created); err != nil {
+		return QueueItem{}, err
+	}
+	it.CreatedAt = fromNanos(created)
+	return it, nil
+}
+
+// Enqueue adds an item and returns it with its id.
+func (q Queries) Enqueue(ctx context.Context, it QueueItem) (QueueItem, error) {
+	if it.Meta == "" {
+		it.Meta = "{}"
+	}
+	res, err := q.q.ExecContext(ctx, `INSERT INTO queue (task_id, priority, kind, sender, text, meta, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, it.TaskID, it.Priority, it.Kind, it.Sender, it.Text, it.Meta, nanos(it.CreatedAt))
+	if err != nil {
+		return QueueItem{}, fmt.Errorf("queue message for %s: %w", it.TaskID, mapErr(err))
+	}
+	it.ID, err = res.LastInsertId()
+	return it, err
+}
+
+// Queue lists a task's waiting items in delivery order.
+func (q Queries) Queue(ctx context.Context, taskID string) ([]QueueItem, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT `+queueColumns+` FROM queue WHERE task_id = ? ORDER BY priority, id`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("queue of %s: %w", taskID, mapErr(err))
+	}
+	defer rows.Close()
+	var out []QueueItem
+	for rows.Next() {
+		it, err := scanQueue(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, it)
+	}
+	return out, mapErr(rows.Err())
+}
+
+// DeleteQueueItem removes an item once it is delivered (or withdrawn).
+func (q Queries) DeleteQueueItem(ctx context.Context, id int64) error {
+	return q.execOne(ctx, fmt.Sprintf("dequeue %d", id), `DELETE FROM queue WHERE id = ?`, id)
+}
+
+// QueuedTaskIDs lists tasks with anything queued.
+func (q Queries) QueuedTaskIDs(ctx context.Context) ([]string, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT DISTINCT task_id FROM queue ORDER BY task_id`)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, id)
+	}
+	return out, mapErr(rows.Err())
+}

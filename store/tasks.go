@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Task is a row of the tasks table.
+type Task struct {
+	ID          string
+	Title       string
+	Description string
+	ParentID    string // "" for a root
+	CWD         string
+	Profile     string
+	Status      string
+	Autopilot   bool
+	CreatedBy   string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	ArchivedAt  time.Time // zero when not archived
+
+	Halted       bool
+	SessionID    string // latest session
+	TitlePending bool
+}
+
+// Archived reports whether the task is archived.
+func (t Task) Archived() bool { return !t.ArchivedAt.IsZero() }
+
+const taskColumns = `id, title, description, COALESCE(parent_id, ''), cwd, profile, status,
+	autopilot, created_by, created_at, updated_at, COALESCE(archived_at, 0),
+	halted, COALESCE(session_id, ''), title_pending`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanTask(s scanner) (Task, error) {
+	var t Task
+	var created, updated, archived int64
+	err := s.Scan(&t.ID, &t.Title, &t.Description, &t.ParentID, &t.CWD, &t.Profile, &t.Status,
+		&t.Autopilot, &t.CreatedBy, &created, &updated, &archived,
+		&t.Halted, &t.SessionID, &t.TitlePending)
+	if err != nil {
+		return Task{}, err
+	}
+	t.CreatedAt = fromNanos(created)
+	t.UpdatedAt = fromNanos(updated)
+	t.ArchivedAt = fromNanos(archived)
+	return t, nil
+}
+
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// InsertTask writes a new task. ErrConflict means the id is taken.
+func (q Queries) InsertTask(ctx context.Context, t Task) error {
+	_, err := q.q.ExecContext(ctx, `INSERT INTO tasks
+		(id, title, description, parent_id, cwd, profile, status, autopilot, created_by, created_at, updated_at, title_pending)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.Title, t.Description, nullable(t.ParentID), t.CWD, t.Profile, t.Status, t.Autopilot,
+		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending)
+	if err != nil {
+		return fmt.Errorf("insert task %s: %w", t.ID, mapErr(err))
+	}
+	return nil
+}
+
+// GetTask reads one task by exact id.
+func (q Queries) GetTask(ctx context.Context, id string) (Task, error) {
+	t, err := scanTask(q.q.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE id = ?`, id))
+	if err != nil {
+		return Task{}, fmt.Errorf("task %s: %w", id, mapErr(err))
+	}
+	return t, nil
+}
+
+// TaskIDsWithPrefix returns up to limit ids that start with prefix, for
+// resolving the short forms people type.
+func (q Queries) TaskIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
+	// The range form uses the primary key index; LIKE would not.
+	rows, err := q.q.QueryContext(ctx, `SELECT id FROM tasks WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
+		prefix, prefix+"\xff", limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, mapErr(rows.Err())
+}
+
+// TaskFilter narrows ListTasks.
+type TaskFilter struct {
+	IncludeArchived bool
+	// Root, when set, limits the list to that task and its descendants.
+	Root string
+}
+
+// ListTasks returns tasks in creation order (parents always precede their
+// children, since a parent must exist first).
+func (q Queries) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
+	var sb strings.Builder
+	var args []any
+	if f.Root != "" {
+		sb.WriteString(`WITH RECURSIVE sub(id) AS (SELECT id FROM tasks WHERE id = ?
+			UNION ALL SELECT t.id FROM tasks t JOIN sub ON t.parent_id = sub.id)
+			SELECT ` + taskColumns + ` FROM tasks WHERE id IN (SELECT id FROM sub)`)
+		args = append(args, f.Root)
+	} else {
+		sb.WriteString(`SELECT ` + taskColumns + ` FROM tasks WHERE 1=1`)
+	}
+	if !f.IncludeArchived {
+		sb.WriteString(` AND archived_at IS NULL`)
+	}
+	sb.WriteString(` ORDER BY created_at, id`)
+	rows, err := q.q.QueryContext(ctx, sb.String(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", mapErr(err))
+	}
+	defer rows.Close()
+	tasks := make([]Task, 0, 64)
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", mapErr(err))
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, mapErr(rows.Err())
+}
+
+// Children returns the direct children of a task, archived included.
+func (q Queries) Children(ctx context.Context, parentID string) ([]Task, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE parent_id = ? ORDER BY created_at, id`, parentID)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var tasks []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, mapErr(rows.Err())
+}
+
+// UpdateTaskText sets title and description.
+func (q Queries) UpdateTaskText(ctx context.Context, id, title, description string, now time.Time) error {
+	return q.execOne(ctx, "update task "+id,
+		`UPDATE tasks SET title = ?, description = ?, updated_at = ? WHERE id = ?`,
+		title, description, nanos(now), id)
+}
+
+// SetTaskStatus sets the status unconditionally; core guards transitions.
+func (q Queries) SetTaskStatus(ctx context.Context, id, status string, now time.Time) error {
+	return q.execOne(ctx, "set status of task "+id,
+		`UPDATE tasks SET status = ?, updated_at = ? WHERE id = ?`, status, nanos(now), id)
+}
+
+// ArchiveTask marks a task archived; archiving an archived task keeps its
+// first archive time.
+func (q Queries) ArchiveTask(ctx context.Context, id string, now time.Time) error {
+	return q.execOne(ctx, "archive task "+id,
+		`UPDATE tasks SET archived_at = COALESCE(archived_at, ?), updated_at = ? WHERE id = ?`,
+		nanos(now), nanos(now), id)
+}
+
+// SetTaskAutopilot exists only so tests can prove the schema refuses it.
+func (q Queries) SetTaskAutopilot(ctx context.Context, id string, autopilot bool) error {
+	return q.execOne(ctx, "set autopilot of task "+id, `UPDATE tasks SET autopilot = ? WHERE id = ?`, autopilot, id)
+}
+
+// SetTaskParent exists only so tests can prove the schema refuses it.
+func (q Queries) SetTaskParent(ctx context.Context, id, parent string) error {
+	return q.execOne(ctx, "set parent of task "+id, `UPDATE tasks SET parent_id = ? WHERE id = ?`, nullable(parent), id)
+}
+
+// SetTaskHalted records whether a stop holds the task's queue.
+func (q Queries) SetTaskHalted(ctx context.Context, id string, halted bool, now time.Time) error {
+	return q.execOne(ctx, "set halted of task "+id,
+		`UPDATE tasks SET halted = ?, updated_at = ? WHERE id = ?`, halted, nanos(now), id)
+}
+
+// SetTaskTitle sets an agent-chosen title and clears the pending flag.
+func (q Queries) SetTaskTitle(ctx context.Context, id, title string, now time.Time) error {
+	return q.execOne(ctx, "set title of task "+id,
+		`UPDATE tasks SET title = ?, title_pending = 0, updated_at = ? WHERE id = ?`, title, nanos(now), id)
+}
+
+// TouchTask bumps updated_at.
+func (q Queries) TouchTask(ctx context.Context, id string, now time.Time) error {
+	return q.execOne(ctx, "touch task "+id, `UPDATE tasks SET updated_at = ? WHERE id = ?`, nanos(now), id)
+}
+
+// CountTasks counts all tasks, archived included.
+func (q Queries) CountTasks(ctx context.Context) (int, error) {
+	var n int
+	err := q.q.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n)
+	return n, mapErr(err)
+}
+
+// execOne runs a write that must touch exactly one row.
+func (q Queries) execOne(ctx context.Context, what, query string, args ...any) error {
+	res, err := q.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, mapErr(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// TaskView is a task with what its summary needs: latest session, pending
+// question and queue length, read in one query.
+type TaskView struct {
+	Task
+	Session  *Session
+	Question *Message
+	Queued   int
+}
+
+const taskViewQuery = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
+	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
+	t.halted, COALESCE(t.session_id, ''), t.title_pending,
+	COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
+	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
+	COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),
+	(SELECT count(*) FROM queue WHERE queue.task_id = t.id),
+	COALESCE((SELECT seq FROM messages m WHERE m.task_id = t.id AND m.kind = 'question'
+		AND json_extract(m.meta, '$.status') = 'pending' ORDER BY seq DESC LIMIT 1), 0)
+FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
+
+// TaskViews loads views of the given tasks, or of every task when ids is
+// nil, in creation order.
+func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error) {
+	query := taskViewQuery
+	var args []any
+	if ids != nil {
+		if len(ids) == 0 {
+			return nil, nil
+		}
+		query += ` WHERE t.id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+		for _, id := range ids {
+			args = append(args, id)
+		}
+	}
+	query += ` ORDER BY t.created_at, t.id`
+	rows, err := q.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+	}
+	var views []TaskView
+	var questionSeqs []int64
+	var questionAt []int
+	for rows.Next() {
+		var v TaskView
+		var s Session
+		var created, updated, archived, sCreated, sUpdated, qseq int64
+		err := rows.Scan(&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
+			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
+			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns, &sCreated, &sUpdated,
+			&v.Queued, &qseq)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+		}
+		v.CreatedAt, v.UpdatedAt, v.ArchivedAt = fromNanos(created), fromNanos(updated), fromNanos(archived)
+		if s.ID != "" {
+			s.TaskID = v.ID
+			s.CreatedAt, s.UpdatedAt = fromNanos(sCreated), fromNanos(sUpdated)
+			v.Session = &s
+		}
+		if qseq != 0 {
+			questionSeqs = append(questionSeqs, qseq)
+			questionAt = append(questionAt, len(views))
+		}
+		views = append(views, v)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, mapErr(err)
+	}
+	for i, seq := range questionSeqs {
+		m, err := q.GetMessage(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		views[questionAt[i]].Question = &m
+	}
+	return views, nil
+}
+
+// TaskView loads one task's view.
+func (q Queries) TaskView(ctx context.Context, id string) (TaskView, error) {
+	vs, err := q.TaskViews(ctx, []string{id})
+	if err != nil {
+		return TaskView{}, err
+	}
+	if len(vs) == 0 {
+		return TaskView{}, fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	return vs[0], nil
+}
