@@ -1,0 +1,284 @@
+// Package daemontest runs the real kandev binary for integration tests: it
+// builds it once per test process, starts daemons in private homes, and
+// runs CLI commands against them.
+package daemontest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+	binDir  string
+)
+
+// Main wraps a package's TestMain: it removes the built binary afterwards.
+func Main(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// Binary builds ./cmd/kandev once and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir, err = os.MkdirTemp("", "kandev-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(binDir, "kandev")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/kandev")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("build kandev: %v", binErr)
+	}
+	return binPath
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+}
+
+// Daemon is a running `kandev serve` in its own home.
+type Daemon struct {
+	t      testing.TB
+	Bin    string
+	Home   core.Home
+	Env    []string
+	Client *daemon.Client
+	cmd    *exec.Cmd
+	log    *bytes.Buffer
+	logMu  *sync.Mutex
+	done   chan struct{}
+}
+
+// Option adjusts a daemon before it starts.
+type Option func(*Daemon)
+
+// WithEnv adds KEY=VALUE entries to the daemon's (and CLI's) environment.
+func WithEnv(kv ...string) Option { return func(d *Daemon) { d.Env = append(d.Env, kv...) } }
+
+// WithHome uses an existing home (for restarts).
+func WithHome(dir string) Option { return func(d *Daemon) { d.Home = core.Home{Dir: dir} } }
+
+// Start builds kandev if needed and starts a daemon in a fresh home. The
+// daemon is stopped (SIGTERM, then waited for) when the test ends.
+func Start(t testing.TB, opts ...Option) *Daemon {
+	t.Helper()
+	d := &Daemon{t: t, Bin: Binary(t)}
+	for _, o := range opts {
+		o(d)
+	}
+	if d.Home.Dir == "" {
+		d.Home = core.Home{Dir: shortTempDir(t)}
+	}
+	d.Env = append([]string{
+		"KANDEV_HOME=" + d.Home.Dir,
+		"KANDEV_MOCK_STATE_DIR=" + filepath.Join(d.Home.Dir, "mock-state"),
+		"KANDEV_QUESTION_TURN_GRACE=300ms",
+	}, d.Env...)
+	d.start()
+	t.Cleanup(d.Stop)
+	return d
+}
+
+// shortTempDir keeps unix socket paths under the 108-byte limit.
+func shortTempDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "kd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func (d *Daemon) environ() []string {
+	return append(os.Environ(), d.Env...)
+}
+
+func (d *Daemon) start() {
+	d.t.Helper()
+	d.log, d.logMu = &bytes.Buffer{}, &sync.Mutex{}
+	cmd := exec.Command(d.Bin, "serve", "--home", d.Home.Dir)
+	cmd.Env = d.environ()
+	w := &lockedWriter{mu: d.logMu, buf: d.log}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		d.t.Fatalf("start daemon: %v", err)
+	}
+	d.cmd = cmd
+	d.done = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(d.done) }()
+	d.Client = daemon.Dial(d.Home.Socket())
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := d.Client.Ping(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-d.done:
+			d.t.Fatalf("daemon exited during start:\n%s", d.Log())
+		default:
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("daemon did not answer within 15s: %v\n%s", err, d.Log())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Log is what the daemon printed so far.
+func (d *Daemon) Log() string {
+	d.logMu.Lock()
+	defer d.logMu.Unlock()
+	return d.log.String()
+}
+
+// PID is the daemon's process id.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
+
+// Stop sends SIGTERM and waits for a clean exit.
+func (d *Daemon) Stop() {
+	if d.cmd == nil {
+		return
+	}
+	select {
+	case <-d.done:
+	default:
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(20 * time.Second):
+			_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+			<-d.done
+			d.t.Errorf("daemon did not stop within 20s of SIGTERM:\n%s", d.Log())
+		}
+	}
+	d.Client.Close()
+}
+
+// Kill9 kills the daemon with SIGKILL, as a crash would, leaving its
+// agents and state behind.
+func (d *Daemon) Kill9() {
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.done
+	d.Client.Close()
+}
+
+// Restart starts a new daemon on the same home (after Stop or Kill9).
+func (d *Daemon) Restart() {
+	d.t.Helper()
+	d.start()
+}
+
+// Result is a finished CLI run.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run runs `kandev ARGS...` against this daemon's home.
+func (d *Daemon) Run(args ...string) Result {
+	d.t.Helper()
+	return d.RunIn("", "", args...)
+}
+
+// RunIn runs kandev in dir with stdin.
+func (d *Daemon) RunIn(dir, stdin string, args ...string) Result {
+	d.t.Helper()
+	cmd := exec.Command(d.Bin, args...)
+	cmd.Env = d.environ()
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			d.t.Fatalf("run kandev %v: %v", args, err)
+		}
+		code = ee.ExitCode()
+	}
+	return Result{Stdout: out.String(), Stderr: errb.String(), Code: code}
+}
+
+// MustRun runs kandev and fails the test on a non-zero exit.
+func (d *Daemon) MustRun(args ...string) string {
+	d.t.Helper()
+	r := d.Run(args...)
+	if r.Code != 0 {
+		d.t.Fatalf("kandev %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	return r.Stdout
+}
+
+// Eventually polls cond until it holds or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
