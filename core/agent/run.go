@@ -152,6 +152,16 @@ func (r *Run) ExitReason() string {
 	return b.String()
 }
 
+// ExitedCleanly reports an exit with status 0.
+func (r *Run) ExitedCleanly() bool {
+	select {
+	case <-r.exited:
+		return r.exitErr == nil
+	default:
+		return false
+	}
+}
+
 // GarbageLine is the first non-ACP line the agent wrote, if any.
 func (r *Run) GarbageLine() string {
 	r.mu.Lock()
@@ -308,11 +318,11 @@ func (r *Run) wrap(ctx context.Context, step string, err error) error {
 	if g := r.GarbageLine(); g != "" {
 		return fmt.Errorf("%s: agent wrote output that is not ACP: %q", step, truncate(g, 200))
 	}
-	if errors.Is(context.Cause(ctx), errExited) {
-		// Give Wait a moment to record the exit status.
+	if errors.Is(context.Cause(ctx), errExited) || r.disconnected() {
+		// The output closed: give Wait a moment to record the exit status.
 		select {
 		case <-r.exited:
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(2 * time.Second):
 		}
 		if reason := r.ExitReason(); reason != "" {
 			return fmt.Errorf("%s: %s", step, reason)
@@ -323,6 +333,17 @@ func (r *Run) wrap(ctx context.Context, step string, err error) error {
 		return fmt.Errorf("%s: agent did not answer in time", step)
 	}
 	return fmt.Errorf("%s: %w", step, err)
+}
+
+func (r *Run) disconnected() bool {
+	select {
+	case <-r.conn.Done():
+		return true
+	case <-r.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // lineGuard passes ACP's line-delimited JSON through and reports the first

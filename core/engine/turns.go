@@ -259,6 +259,8 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 	e.rtMu.Unlock()
 	pid := proc.PID()
 	e.updateSession(sessionID, store.SessionUpdate{PID: &pid})
+	e.procWG.Add(1)
+	go e.watchExit(run)
 	rt.mu.Unlock()
 	e.refreshQuiet(t.ID)
 
@@ -288,6 +290,29 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("agent %s (pid %d): %s", prof.Name, pid, how),
 		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
 	return run, nil
+}
+
+// watchExit notices an agent that exits between turns, so the next
+// message relaunches it instead of being handed to a dead process.
+func (e *Engine) watchExit(run *liveRun) {
+	defer e.procWG.Done()
+	<-run.proc.Exited()
+	rt := run.rt
+	rt.mu.Lock()
+	if run.ended || (rt.turn != nil && rt.turn.run == run) {
+		// Ended on purpose, or a turn is running and will report the exit.
+		rt.mu.Unlock()
+		return
+	}
+	reason := "agent exited between turns: " + run.proc.ExitReason()
+	state := core.SessionFailed
+	if run.proc.ExitedCleanly() {
+		state = core.SessionCompleted
+	}
+	e.endRunLocked(run, state, reason)
+	rt.mu.Unlock()
+	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", reason+"; the next message starts it again", nil)
+	e.refreshQuiet(rt.id)
 }
 
 // runTurn delivers one item as a turn and records how it ended.

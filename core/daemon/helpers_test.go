@@ -1,0 +1,155 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+// wait is generous: these tests wait for real processes, they never time
+// them.
+const wait = 30 * time.Second
+
+func create(t *testing.T, d *daemontest.Daemon, in core.CreateTaskInput) core.Task {
+	t.Helper()
+	if in.CWD == "" {
+		in.CWD = os.TempDir()
+	}
+	task, err := d.Client.CreateTask(context.Background(), in)
+	if err != nil {
+		t.Fatalf("create task %q: %v", in.Title, err)
+	}
+	return task
+}
+
+func get(t *testing.T, d *daemontest.Daemon, id string) core.Task {
+	t.Helper()
+	task, err := d.Client.GetTask(context.Background(), id)
+	if err != nil {
+		t.Fatalf("get task %s: %v", id, err)
+	}
+	return task
+}
+
+func conversation(t *testing.T, d *daemontest.Daemon, id string) []core.Message {
+	t.Helper()
+	var all []core.Message
+	var after int64
+	for {
+		page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{After: after, Limit: 500})
+		if err != nil {
+			t.Fatalf("conversation of %s: %v", id, err)
+		}
+		all = append(all, page.Messages...)
+		after = page.Next
+		if !page.More {
+			return all
+		}
+	}
+}
+
+// said returns what the agent said on a task, one entry per agent message.
+func said(t *testing.T, d *daemontest.Daemon, id string) []string {
+	t.Helper()
+	var out []string
+	for _, m := range conversation(t, d, id) {
+		if m.Kind == core.MsgAgent {
+			out = append(out, strings.TrimSpace(m.Text))
+		}
+	}
+	return out
+}
+
+func saidContains(t *testing.T, d *daemontest.Daemon, id, sub string) bool {
+	t.Helper()
+	for _, s := range said(t, d, id) {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitSaid waits until the task's agent said something containing sub.
+func waitSaid(t *testing.T, d *daemontest.Daemon, id, sub string) {
+	t.Helper()
+	daemontest.Eventually(t, wait, "task "+id+" agent to say "+sub, func() bool { return saidContains(t, d, id, sub) })
+}
+
+func waitState(t *testing.T, d *daemontest.Daemon, id string, want core.SessionState) core.Task {
+	t.Helper()
+	var task core.Task
+	daemontest.Eventually(t, wait, "task "+id+" session "+string(want), func() bool {
+		task = get(t, d, id)
+		return task.Session != nil && task.Session.State == want
+	})
+	return task
+}
+
+func waitStatus(t *testing.T, d *daemontest.Daemon, id string, want core.Status) core.Task {
+	t.Helper()
+	var task core.Task
+	daemontest.Eventually(t, wait, "task "+id+" status "+string(want), func() bool {
+		task = get(t, d, id)
+		return task.Status == want
+	})
+	return task
+}
+
+// waitIdle waits until the task's session waits for input with nothing
+// queued: every turn it had is over.
+func waitIdle(t *testing.T, d *daemontest.Daemon, id string) core.Task {
+	t.Helper()
+	var task core.Task
+	daemontest.Eventually(t, wait, "task "+id+" to go idle", func() bool {
+		task = get(t, d, id)
+		return task.Session != nil && task.Session.State == core.SessionWaitingForInput && task.Queued == 0 && task.Status != core.StatusInProgress
+	})
+	return task
+}
+
+func message(t *testing.T, d *daemontest.Daemon, id, text string) core.MessageResult {
+	t.Helper()
+	res, err := d.Client.MessageTask(context.Background(), id, core.MessageInput{Text: text})
+	if err != nil {
+		t.Fatalf("message %s: %v", id, err)
+	}
+	return res
+}
+
+// processAlive reports whether a process (or, for a negative pid, any
+// process of the group) still exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || err == syscall.EPERM
+}
+
+// groupGone waits until no process of the group is left.
+func groupGone(t *testing.T, pgid int) {
+	t.Helper()
+	daemontest.Eventually(t, wait, "process group to be gone", func() bool { return !processAlive(-pgid) })
+}
+
+func prompts(msgs []core.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Kind == core.MsgPrompt {
+			out = append(out, m.Text)
+		}
+	}
+	return out
+}
+
+func metaField(m core.Message, key string) string {
+	var meta map[string]any
+	_ = json.Unmarshal(m.Meta, &meta)
+	s, _ := meta[key].(string)
+	return s
+}
