@@ -99,5 +99,9 @@ func ExitCode(err error) int {
 	if errors.As(err, &ue) {
 		return 2
 	}
+	var we *WaitExit
+	if errors.As(err, &we) {
+		return we.Code
+	}
 	return 1
 }

@@ -55,10 +55,32 @@ func badges(t core.Task) []string {
 	if t.Queued > 0 {
 		b = append(b, fmt.Sprintf("queued:%d", t.Queued))
 	}
+	if t.Stalled != nil {
+		b = append(b, "escalated")
+	}
+	if t.Waiting != "" {
+		b = append(b, "waiting")
+	}
+	if t.YourTurn {
+		b = append(b, "your-turn")
+	}
 	if t.Archived {
 		b = append(b, "archived")
 	}
 	return b
+}
+
+func assigneeLabel(t core.Task) string {
+	if t.Assignee == nil {
+		return t.Profile
+	}
+	if t.Assignee.Kind == "person" {
+		return "@" + t.Assignee.Name
+	}
+	if t.Assignee.Name == t.Profile {
+		return t.Profile
+	}
+	return t.Assignee.Name + "(" + t.Profile + ")"
 }
 
 // writeTree prints tasks as a tree. Tasks whose parent is not in the list
@@ -84,7 +106,7 @@ func writeTree(w io.Writer, tasks []core.Task) {
 	walk = func(i int, prefix, branch string) {
 		t := tasks[i]
 		line := fmt.Sprintf("%s%s%s %-11s %s %s", prefix, branch, statusGlyph(t.Status), t.Status, t.ID, t.Title)
-		extra := append([]string{t.Profile}, badges(t)...)
+		extra := append([]string{assigneeLabel(t)}, badges(t)...)
 		fmt.Fprintf(bw, "%s  [%s]\n", line, strings.Join(extra, " "))
 		kids := children[t.ID]
 		next := prefix
@@ -114,6 +136,21 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	row("status", statusGlyph(t.Status)+" "+string(t.Status))
 	row("autopilot", fmt.Sprintf("%v", t.Autopilot))
 	row("profile", t.Profile)
+	if t.Assignee != nil {
+		row("assignee", t.Assignee.Kind+" "+t.Assignee.Name)
+	}
+	if t.HandedBy != nil {
+		row("handed by", t.HandedBy.Kind+" "+t.HandedBy.Name)
+	}
+	if t.Stalled != nil {
+		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime))
+	}
+	if t.Waiting != "" {
+		row("waiting", t.Waiting)
+	}
+	if len(t.BlockedBy) > 0 {
+		row("blocked by", strings.Join(t.BlockedBy, ", "))
+	}
 	if t.ParentID != "" {
 		row("parent", t.ParentID)
 	} else {

@@ -42,6 +42,9 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 	root.AddCommand(
 		NewCmdTask(f),
 		NewCmdProfile(f),
+		NewCmdRole(f),
+		NewCmdPerson(f),
+		NewCmdWait(f),
 		NewCmdServe(f, nil),
 		NewCmdEvents(f, nil),
 		NewCmdVersion(f, nil),
@@ -59,7 +62,8 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil {
+	var we *WaitExit
+	if err != nil && !errors.As(err, &we) {
 		printError(f, cmd, err)
 	}
 	return ExitCode(err)

@@ -28,6 +28,8 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskStop(f, nil),
 		NewCmdTaskAnswer(f, nil),
 		NewCmdTaskLog(f, nil),
+		NewCmdTaskHandoff(f),
+		NewCmdTaskBlock(f),
 	)
 	return c
 }
@@ -90,6 +92,9 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory)")
 	fl.StringVar(&opts.Input.Prompt, "prompt", "", "first message for the task's agent")
 	fl.BoolVar(&opts.Input.Start, "start", false, "start the task's agent at once")
+	fl.StringVar(&opts.Input.Assignee, "assignee", "", "a role or person (default: the profile's own role)")
+	fl.StringArrayVar(&opts.Input.BlockedBy, "blocked-by", nil, "a task this one waits on (repeat)")
+	fl.StringVar(&opts.Input.Surface, "surface", "", "MCP surface of its sessions: kanban-task, office-task or configuration (default: from the assignee)")
 	return c
 }
 

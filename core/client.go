@@ -1,6 +1,9 @@
 package core
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Client is the one interface every front end uses: the CLI and the TUI call
 // it through the daemon's socket, tests call the engine in process. The
@@ -26,6 +29,18 @@ type Client interface {
 	StopTask(ctx context.Context, id string) (StopResult, error)
 	AnswerQuestion(ctx context.Context, id string, in AnswerInput) (AnswerResult, error)
 	Conversation(ctx context.Context, id string, in ConversationInput) (ConversationPage, error)
+	// HandoffTask gives the task to a role (its agent runs) or a person.
+	HandoffTask(ctx context.Context, id string, in HandoffInput) (HandoffResult, error)
+	// BlockTask makes a task wait on others (or, with Remove, stop waiting).
+	BlockTask(ctx context.Context, id string, in BlockInput) (Task, error)
+
+	ListRoles(ctx context.Context) ([]Role, error)
+	GetRole(ctx context.Context, name string) (Role, error)
+	AddRole(ctx context.Context, in RoleInput) (Role, error)
+	EditRole(ctx context.Context, name string, in RoleInput) (Role, error)
+	RemoveRole(ctx context.Context, name string) (Role, error)
+	ListPersons(ctx context.Context) ([]Person, error)
+	AddPerson(ctx context.Context, name string) (Person, error)
 
 	// Events streams changes until ctx ends. The channel closes when the
 	// stream ends; a resync event means events were missed.
@@ -46,6 +61,12 @@ type CreateTaskInput struct {
 	Prompt string `json:"prompt,omitempty"`
 	// Start launches the agent at once.
 	Start bool `json:"start,omitempty"`
+	// Assignee is a role or person name; default: the profile's own role.
+	Assignee string `json:"assignee,omitempty"`
+	// BlockedBy lists tasks this one waits on.
+	BlockedBy []string `json:"blocked_by,omitempty"`
+	// Surface overrides the MCP surface (e.g. "configuration").
+	Surface string `json:"surface,omitempty"`
 }
 
 // ListTasksInput narrows a listing.
@@ -135,6 +156,55 @@ type ConversationPage struct {
 	Messages []Message `json:"messages"`
 	Next     int64     `json:"next"`
 	More     bool      `json:"more"`
+}
+
+// HandoffInput names who gets the task: a role, a person, or "back" (whoever
+// handed it to its current assignee).
+type HandoffInput struct {
+	To      string `json:"to"`
+	Message string `json:"message,omitempty"`
+}
+
+// HandoffResult says where the task went.
+type HandoffResult struct {
+	TaskID string   `json:"task_id"`
+	From   Assignee `json:"from"`
+	To     Assignee `json:"to"`
+	// Status: "handed_off"; Delivered says how the new assignee hears of it:
+	// "turn" (its agent runs on the task), "waiting" (a person), or
+	// "sign_off" (the delegating task's agent is woken to sign it off).
+	Status    string `json:"status"`
+	Delivered string `json:"delivered"`
+}
+
+// BlockInput adds (or removes) blockers.
+type BlockInput struct {
+	On     []string `json:"on"`
+	Remove bool     `json:"remove,omitempty"`
+}
+
+// Role is a named agent identity: a profile and an optional manager.
+type Role struct {
+	Name      string    `json:"name"`
+	Profile   string    `json:"profile"`
+	ReportsTo *Assignee `json:"reports_to"`
+	// Implicit roles stand for a bare profile (tasks created with --profile).
+	Implicit  bool      `json:"implicit"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// RoleInput creates or edits a role. Empty fields stay as they are on edit;
+// ReportsTo "-" clears the manager.
+type RoleInput struct {
+	Name      string `json:"name,omitempty"`
+	Profile   string `json:"profile,omitempty"`
+	ReportsTo string `json:"reports_to,omitempty"`
+}
+
+// Person is a human who can be assigned tasks.
+type Person struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // EventsInput filters the event stream.

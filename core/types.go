@@ -31,6 +31,38 @@ type Task struct {
 	PendingQuestion *QuestionInfo `json:"pending_question"`
 	// Queued counts messages waiting for the task's next turns.
 	Queued int `json:"queued"`
+
+	// Assignee moves the task forward: a role (its agent runs) or a person.
+	Assignee *Assignee `json:"assignee"`
+	// HandedBy is who handed the task to its assignee ("back" goes there).
+	HandedBy *Assignee `json:"handed_by"`
+	// Surface is the MCP surface its sessions get.
+	Surface string `json:"surface"`
+	// Stalled is set while the task is escalated after a stall.
+	Stalled *Stall `json:"stalled"`
+	// Waiting says why the assignee's agent cannot start (no stall).
+	Waiting string `json:"waiting"`
+	// YourTurn: the operator must act (assigned to them, or their question).
+	YourTurn bool `json:"your_turn"`
+	// BlockedBy lists unfinished tasks this one waits on.
+	BlockedBy []string `json:"blocked_by"`
+}
+
+// Assignee is a role or a person.
+type Assignee struct {
+	Kind string `json:"kind"` // "role" or "person"
+	Name string `json:"name"`
+}
+
+// String is "role:NAME" or "person:NAME".
+func (a Assignee) String() string { return a.Kind + ":" + a.Name }
+
+// Stall records why and from whom a task was escalated.
+type Stall struct {
+	Reason string    `json:"reason"`
+	From   string    `json:"from"`
+	Detail string    `json:"detail"`
+	At     time.Time `json:"at"`
 }
 
 // taskJSON is the wire shape: a root's parent_id and a live task's
@@ -54,6 +86,13 @@ type taskJSON struct {
 	Queued          int           `json:"queued"`
 	Session         *SessionInfo  `json:"session"`
 	PendingQuestion *QuestionInfo `json:"pending_question"`
+	Assignee        *Assignee     `json:"assignee"`
+	HandedBy        *Assignee     `json:"handed_by"`
+	Surface         string        `json:"surface"`
+	Stalled         *Stall        `json:"stalled"`
+	Waiting         string        `json:"waiting"`
+	YourTurn        bool          `json:"your_turn"`
+	BlockedBy       []string      `json:"blocked_by"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -61,7 +100,12 @@ func (t Task) MarshalJSON() ([]byte, error) {
 	j := taskJSON{ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status,
 		Autopilot: t.Autopilot, Profile: t.Profile, CWD: t.CWD, CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
-		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion}
+		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
+		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
+		YourTurn: t.YourTurn, BlockedBy: t.BlockedBy}
+	if j.BlockedBy == nil {
+		j.BlockedBy = []string{}
+	}
 	if t.ParentID != "" {
 		j.ParentID = &t.ParentID
 	}
@@ -80,7 +124,9 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 	*t = Task{ID: j.ID, Title: j.Title, Description: j.Description, Status: j.Status,
 		Autopilot: j.Autopilot, Profile: j.Profile, CWD: j.CWD, CreatedBy: j.CreatedBy,
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
-		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion}
+		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
+		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
+		YourTurn: j.YourTurn, BlockedBy: j.BlockedBy}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID
 	}
@@ -131,6 +177,7 @@ func (s SessionState) Live() bool {
 type SessionInfo struct {
 	ID             string       `json:"id"`
 	TaskID         string       `json:"task_id"`
+	Role           string       `json:"role"`
 	Profile        string       `json:"profile"`
 	State          SessionState `json:"state"`
 	AgentSessionID string       `json:"agent_session_id"`

@@ -25,6 +25,13 @@ type Task struct {
 	Halted       bool
 	SessionID    string // latest session
 	TitlePending bool
+
+	Assignee   string // "role:NAME" or "person:NAME"
+	HandedBy   string
+	Surface    string
+	Stalled    string // JSON, '' when not escalated
+	NeedsCheck bool
+	Waiting    string
 }
 
 // Archived reports whether the task is archived.
@@ -32,7 +39,7 @@ func (t Task) Archived() bool { return !t.ArchivedAt.IsZero() }
 
 const taskColumns = `id, title, description, COALESCE(parent_id, ''), cwd, profile, status,
 	autopilot, created_by, created_at, updated_at, COALESCE(archived_at, 0),
-	halted, COALESCE(session_id, ''), title_pending`
+	halted, COALESCE(session_id, ''), title_pending, assignee, handed_by, surface, stalled, needs_check, waiting`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -41,7 +48,7 @@ func scanTask(s scanner) (Task, error) {
 	var created, updated, archived int64
 	err := s.Scan(&t.ID, &t.Title, &t.Description, &t.ParentID, &t.CWD, &t.Profile, &t.Status,
 		&t.Autopilot, &t.CreatedBy, &created, &updated, &archived,
-		&t.Halted, &t.SessionID, &t.TitlePending)
+		&t.Halted, &t.SessionID, &t.TitlePending, &t.Assignee, &t.HandedBy, &t.Surface, &t.Stalled, &t.NeedsCheck, &t.Waiting)
 	if err != nil {
 		return Task{}, err
 	}
@@ -75,10 +82,11 @@ func nullable(s string) any {
 // InsertTask writes a new task. ErrConflict means the id is taken.
 func (q Queries) InsertTask(ctx context.Context, t Task) error {
 	_, err := q.q.ExecContext(ctx, `INSERT INTO tasks
-		(id, title, description, parent_id, cwd, profile, status, autopilot, created_by, created_at, updated_at, title_pending)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		(id, title, description, parent_id, cwd, profile, status, autopilot, created_by, created_at, updated_at, title_pending,
+		 assignee, handed_by, surface)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Title, t.Description, nullable(t.ParentID), t.CWD, t.Profile, t.Status, t.Autopilot,
-		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending)
+		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending, t.Assignee, t.HandedBy, t.Surface)
 	if err != nil {
 		return fmt.Errorf("insert task %s: %w", t.ID, mapErr(err))
 	}
@@ -219,6 +227,57 @@ func (q Queries) SetTaskTitle(ctx context.Context, id, title string, now time.Ti
 // TouchTask bumps updated_at.
 func (q Queries) TouchTask(ctx context.Context, id string, now time.Time) error {
 	return q.execOne(ctx, "touch task "+id, `UPDATE tasks SET updated_at = ? WHERE id = ?`, nanos(now), id)
+}
+
+// Assign hands a task to a new assignee, recording who handed it, and the
+// profile that will run it (unchanged when profile is "").
+func (q Queries) Assign(ctx context.Context, id, assignee, handedBy, profile string, now time.Time) error {
+	return q.execOne(ctx, "assign task "+id, `UPDATE tasks SET assignee = ?, handed_by = ?,
+		profile = CASE WHEN ? = '' THEN profile ELSE ? END, updated_at = ? WHERE id = ?`,
+		assignee, handedBy, profile, profile, nanos(now), id)
+}
+
+// SetStalled records (or, with "", clears) the escalation in force.
+func (q Queries) SetStalled(ctx context.Context, id, stalledJSON string, now time.Time) error {
+	return q.execOne(ctx, "set stalled of task "+id, `UPDATE tasks SET stalled = ?, updated_at = ? WHERE id = ?`,
+		stalledJSON, nanos(now), id)
+}
+
+// SetNeedsCheck raises or clears the stall-check outbox flag.
+func (q Queries) SetNeedsCheck(ctx context.Context, id string, on bool) error {
+	return q.execOne(ctx, "flag task "+id, `UPDATE tasks SET needs_check = ? WHERE id = ?`, on, id)
+}
+
+// SetWaiting records why a task's agent cannot start ("" clears it).
+func (q Queries) SetWaiting(ctx context.Context, id, why string, now time.Time) error {
+	return q.execOne(ctx, "set waiting of task "+id, `UPDATE tasks SET waiting = ?, updated_at = ? WHERE id = ?`, why, nanos(now), id)
+}
+
+// TasksNeedingCheck lists tasks whose stall check a crash interrupted.
+func (q Queries) TasksNeedingCheck(ctx context.Context) ([]string, error) {
+	return q.ids(ctx, `SELECT id FROM tasks WHERE needs_check = 1 ORDER BY created_at, id`)
+}
+
+// WaitingTasks lists tasks whose agent could not start.
+func (q Queries) WaitingTasks(ctx context.Context) ([]string, error) {
+	return q.ids(ctx, `SELECT id FROM tasks WHERE waiting != '' AND archived_at IS NULL ORDER BY created_at, id`)
+}
+
+func (q Queries) ids(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := q.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, id)
+	}
+	return out, mapErr(rows.Err())
 }
 
 // CountTasks counts all tasks, archived included.

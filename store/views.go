@@ -13,17 +13,21 @@ type TaskView struct {
 	Session  *Session
 	Question *Message
 	Queued   int
+	// OpenBlockers are unfinished tasks this one waits on.
+	OpenBlockers []string
 }
 
 const taskViewQuery = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
 	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
-	t.halted, COALESCE(t.session_id, ''), t.title_pending,
+	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
 	COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
 	COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),
 	(SELECT count(*) FROM queue WHERE queue.task_id = t.id),
 	COALESCE((SELECT seq FROM messages m WHERE m.task_id = t.id AND m.kind = 'question'
-		AND json_extract(m.meta, '$.status') = 'pending' ORDER BY seq DESC LIMIT 1), 0)
+		AND json_extract(m.meta, '$.status') = 'pending' ORDER BY seq DESC LIMIT 1), 0),
+	COALESCE((SELECT group_concat(b.blocker_id) FROM blockers b JOIN tasks bt ON bt.id = b.blocker_id
+		WHERE b.task_id = t.id AND bt.status NOT IN ('done', 'cancelled') AND bt.archived_at IS NULL), '')
 FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
 
 // TaskViews loads views of the given tasks, or of every task when ids is
@@ -52,15 +56,20 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		var v TaskView
 		var s Session
 		var created, updated, archived, sCreated, sUpdated, qseq int64
+		var blockers string
 		err := rows.Scan(&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
+			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
 			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns, &sCreated, &sUpdated,
-			&v.Queued, &qseq)
+			&v.Queued, &qseq, &blockers)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
 		}
 		v.CreatedAt, v.UpdatedAt, v.ArchivedAt = fromNanos(created), fromNanos(updated), fromNanos(archived)
+		if blockers != "" {
+			v.OpenBlockers = strings.Split(blockers, ",")
+		}
 		if s.ID != "" {
 			s.TaskID = v.ID
 			s.CreatedAt, s.UpdatedAt = fromNanos(sCreated), fromNanos(sUpdated)

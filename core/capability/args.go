@@ -83,6 +83,19 @@ type QuestionOptionArg struct {
 	Description string `json:"description"`
 }
 
+// HandoffArgs are handoff_task_kandev's arguments.
+type HandoffArgs struct {
+	To      string `json:"to"`
+	Message string `json:"message"`
+	TaskID  string `json:"task_id"`
+}
+
+// SetStatusArgs are set_task_status_kandev's arguments.
+type SetStatusArgs struct {
+	TaskID string `json:"task_id"`
+	Status string `json:"status"`
+}
+
 // NoArgs is for tools without parameters.
 type NoArgs struct{}
 
@@ -109,6 +122,10 @@ func ArgsFor(name string) any {
 		return &SetTitleArgs{}
 	case AskUser, AskParent:
 		return &QuestionArgs{}
+	case "handoff_task_kandev":
+		return &HandoffArgs{}
+	case "set_task_status_kandev":
+		return &SetStatusArgs{}
 	default:
 		return &NoArgs{}
 	}

@@ -135,6 +135,38 @@ var registry = []Tool{
 		Surfaces: taskSurfaces,
 	},
 	{
+		Name:  "handoff_task_kandev",
+		Title: "Hand a task on",
+		Description: "Give a task to a role (its agent takes over on the task) or a person (the task waits for them). " +
+			"to \"back\" returns it to whoever handed it to you. End each turn with a handoff: hand the task on when your part is done, " +
+			"hand it to whoever must answer when you need something. The role that hands a task away stops working it.",
+		Params: []Param{
+			{Name: "to", Type: "string", Required: true, Description: "A role name, a person name, or \"back\"."},
+			{Name: "message", Type: "string", Description: "What the next holder needs to know: what you did, what is left, what you need."},
+			{Name: "task_id", Type: "string", Description: "The task to hand on. Defaults to your own task; may be a task in your subtree."},
+		},
+		Surfaces: taskSurfaces,
+	},
+	{
+		Name:  "set_task_status_kandev",
+		Title: "Set a task's status",
+		Description: "Move a task in your subtree to todo, in_progress, review, done or cancelled. " +
+			"No role marks its own task done: hand it on for sign-off instead; sign off (done) the subtasks handed back to you.",
+		Params: []Param{
+			{Name: "task_id", Type: "string", Required: true, Description: "The task (not your own, for done)."},
+			{Name: "status", Type: "string", Required: true, Enum: []string{"todo", "in_progress", "review", "done", "cancelled"}, Description: "The new status."},
+		},
+		Idempotent: true,
+		Surfaces:   taskSurfaces,
+	},
+	{
+		Name:        "list_roles_kandev",
+		Title:       "List roles and people",
+		Description: "List the roles (with their profile and manager) and the people a task can be handed to.",
+		ReadOnly:    true, Idempotent: true,
+		Surfaces: []Surface{OfficeTask, Configuration},
+	},
+	{
 		Name:        "list_profiles_kandev",
 		Title:       "List profiles",
 		Description: "List the agent profiles tasks can run with: command, and whether each accepts kandev's MCP server (needed for autopilot).",

@@ -252,6 +252,60 @@ func (c *Client) Conversation(ctx context.Context, id string, in core.Conversati
 	return p, c.do(ctx, "GET", path, nil, &p)
 }
 
+// HandoffTask implements core.Client.
+func (c *Client) HandoffTask(ctx context.Context, id string, in core.HandoffInput) (core.HandoffResult, error) {
+	var r core.HandoffResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/handoff", in, &r)
+}
+
+// BlockTask implements core.Client.
+func (c *Client) BlockTask(ctx context.Context, id string, in core.BlockInput) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/block", in, &t)
+}
+
+// ListRoles implements core.Client.
+func (c *Client) ListRoles(ctx context.Context) ([]core.Role, error) {
+	var rs []core.Role
+	return rs, c.do(ctx, "GET", "/v1/roles", nil, &rs)
+}
+
+// GetRole implements core.Client.
+func (c *Client) GetRole(ctx context.Context, name string) (core.Role, error) {
+	var r core.Role
+	return r, c.do(ctx, "GET", "/v1/roles/"+esc(name), nil, &r)
+}
+
+// AddRole implements core.Client.
+func (c *Client) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
+	var r core.Role
+	return r, c.do(ctx, "POST", "/v1/roles", in, &r)
+}
+
+// EditRole implements core.Client.
+func (c *Client) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
+	var r core.Role
+	return r, c.do(ctx, "PATCH", "/v1/roles/"+esc(name), in, &r)
+}
+
+// RemoveRole implements core.Client.
+func (c *Client) RemoveRole(ctx context.Context, name string) (core.Role, error) {
+	var r core.Role
+	return r, c.do(ctx, "DELETE", "/v1/roles/"+esc(name), nil, &r)
+}
+
+// ListPersons implements core.Client.
+func (c *Client) ListPersons(ctx context.Context) ([]core.Person, error) {
+	var ps []core.Person
+	return ps, c.do(ctx, "GET", "/v1/persons", nil, &ps)
+}
+
+// AddPerson implements core.Client.
+func (c *Client) AddPerson(ctx context.Context, name string) (core.Person, error) {
+	var p core.Person
+	return p, c.do(ctx, "POST", "/v1/persons", map[string]string{"name": name}, &p)
+}
+
 // Events implements core.Client: it follows the daemon's SSE stream until
 // ctx ends or the daemon goes away, then closes the channel.
 func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {

@@ -22,7 +22,7 @@ func TestTurnEndToEnd(t *testing.T) {
 	}
 	daemontest.Eventually(t, 20*time.Second, "turn to end", func() bool {
 		tk, _ := d.Client.GetTask(ctx, task.ID)
-		return tk.Status == core.StatusReview
+		return tk.Session != nil && !tk.Session.State.Live() && tk.Status != core.StatusInProgress
 	})
 	page, err := d.Client.Conversation(ctx, task.ID, core.ConversationInput{})
 	if err != nil {

@@ -103,14 +103,33 @@ func waitStatus(t *testing.T, d *daemontest.Daemon, id string, want core.Status)
 	return task
 }
 
-// waitIdle waits until the task's session waits for input with nothing
-// queued: every turn it had is over.
+// waitIdle waits until the task's agent waits for input with nothing
+// queued: every turn it had is over and its run is still alive (the task is
+// held, for instance by an open subtask).
 func waitIdle(t *testing.T, d *daemontest.Daemon, id string) core.Task {
 	t.Helper()
 	var task core.Task
 	daemontest.Eventually(t, wait, "task "+id+" to go idle", func() bool {
 		task = get(t, d, id)
 		return task.Session != nil && task.Session.State == core.SessionWaitingForInput && task.Queued == 0 && task.Status != core.StatusInProgress
+	})
+	return task
+}
+
+// waitSettled waits until no turn runs or waits to run on the task.
+func waitSettled(t *testing.T, d *daemontest.Daemon, id string) core.Task {
+	t.Helper()
+	var task core.Task
+	daemontest.Eventually(t, wait, "task "+id+" to settle", func() bool {
+		task = get(t, d, id)
+		if task.Session == nil || task.Queued > 0 || task.Status == core.StatusInProgress {
+			return false
+		}
+		switch task.Session.State {
+		case core.SessionStarting, core.SessionRunning, core.SessionCreated:
+			return false
+		}
+		return true
 	})
 	return task
 }

@@ -45,7 +45,7 @@ func TestRestartRecoveryAfterKill9(t *testing.T) {
 	}
 	message(t, d, task.ID, "mock: history")
 	waitSaid(t, d, task.ID, "history:")
-	final := waitIdle(t, d, task.ID)
+	final := waitSettled(t, d, task.ID)
 	if final.Session.AgentSessionID != before.Session.AgentSessionID {
 		t.Fatalf("agent session %s, want %s resumed", final.Session.AgentSessionID, before.Session.AgentSessionID)
 	}

@@ -160,6 +160,15 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("POST /v1/tasks/{id}/stop", h.stopTask)
 	m.HandleFunc("POST /v1/tasks/{id}/answer", h.answer)
 	m.HandleFunc("GET /v1/tasks/{id}/conversation", h.conversation)
+	m.HandleFunc("POST /v1/tasks/{id}/handoff", h.handoff)
+	m.HandleFunc("POST /v1/tasks/{id}/block", h.block)
+	m.HandleFunc("GET /v1/roles", h.listRoles)
+	m.HandleFunc("POST /v1/roles", h.addRole)
+	m.HandleFunc("GET /v1/roles/{name}", h.getRole)
+	m.HandleFunc("PATCH /v1/roles/{name}", h.editRole)
+	m.HandleFunc("DELETE /v1/roles/{name}", h.removeRole)
+	m.HandleFunc("GET /v1/persons", h.listPersons)
+	m.HandleFunc("POST /v1/persons", h.addPerson)
 	m.HandleFunc("GET /v1/profiles", h.listProfiles)
 	m.HandleFunc("GET /v1/profiles/{name}", h.getProfile)
 	m.HandleFunc("PUT /v1/profiles/{name}", h.putProfile)
@@ -345,6 +354,78 @@ func (h *Handler) conversation(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := h.eng.Conversation(r.Context(), r.PathValue("id"), in)
 	reply(w, page, err)
+}
+
+func (h *Handler) handoff(w http.ResponseWriter, r *http.Request) {
+	var in core.HandoffInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.HandoffTask(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
+}
+
+func (h *Handler) block(w http.ResponseWriter, r *http.Request) {
+	var in core.BlockInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	t, err := h.eng.BlockTask(r.Context(), r.PathValue("id"), in)
+	reply(w, t, err)
+}
+
+func (h *Handler) listRoles(w http.ResponseWriter, r *http.Request) {
+	rs, err := h.eng.ListRoles(r.Context())
+	reply(w, rs, err)
+}
+
+func (h *Handler) addRole(w http.ResponseWriter, r *http.Request) {
+	var in core.RoleInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	role, err := h.eng.AddRole(r.Context(), in)
+	reply(w, role, err)
+}
+
+func (h *Handler) getRole(w http.ResponseWriter, r *http.Request) {
+	role, err := h.eng.GetRole(r.Context(), r.PathValue("name"))
+	reply(w, role, err)
+}
+
+func (h *Handler) editRole(w http.ResponseWriter, r *http.Request) {
+	var in core.RoleInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	role, err := h.eng.EditRole(r.Context(), r.PathValue("name"), in)
+	reply(w, role, err)
+}
+
+func (h *Handler) removeRole(w http.ResponseWriter, r *http.Request) {
+	role, err := h.eng.RemoveRole(r.Context(), r.PathValue("name"))
+	reply(w, role, err)
+}
+
+func (h *Handler) listPersons(w http.ResponseWriter, r *http.Request) {
+	ps, err := h.eng.ListPersons(r.Context())
+	reply(w, ps, err)
+}
+
+func (h *Handler) addPerson(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	p, err := h.eng.AddPerson(r.Context(), in.Name)
+	reply(w, p, err)
 }
 
 func (h *Handler) listProfiles(w http.ResponseWriter, r *http.Request) {

@@ -26,7 +26,7 @@ func TestQueueOrder(t *testing.T) {
 	if q := get(t, d, task.ID).Queued; q != 3 {
 		t.Fatalf("queued = %d, want 3", q)
 	}
-	waitIdle(t, d, task.ID)
+	waitSettled(t, d, task.ID)
 	// Chunks of one turn merge into one message; compare the lines.
 	got := strings.Split(strings.Join(said(t, d, task.ID), "\n"), "\n")
 	want := []string{"first", "first done", "one", "two", "three"}
@@ -49,15 +49,48 @@ func TestQueueOrder(t *testing.T) {
 	}
 }
 
-// An idle message starts a turn at once.
+// A message to a task whose agent is idle starts a turn at once.
 func TestMessageToIdleTaskStarts(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "idle", Prompt: "mock: say ready", Start: true})
-	waitIdle(t, d, task.ID)
+	task := heldParent(t, d, "mock: say ready")
 	if res := message(t, d, task.ID, "mock: say again"); res.Status != "started" {
 		t.Fatalf("message to idle task: %s, want started", res.Status)
 	}
 	waitSaid(t, d, task.ID, "again")
+}
+
+// heldParent creates a task with an open subtask and runs its first turn:
+// the open subtask holds it (rule 4), so its agent stays up, idle.
+func heldParent(t *testing.T, d *daemontest.Daemon, prompt string) core.Task {
+	t.Helper()
+	p := create(t, d, core.CreateTaskInput{Title: "parent"})
+	create(t, d, core.CreateTaskInput{Title: "open subtask", ParentID: p.ID})
+	if _, err := d.Client.StartTask(context.Background(), p.ID, core.StartTaskInput{Prompt: prompt}); err != nil {
+		t.Fatal(err)
+	}
+	return waitIdle(t, d, p.ID)
+}
+
+// A task with a person: a message from that person hands it back to the
+// role that worked it, which continues its own agent session.
+func TestMessageHandsBackFromPerson(t *testing.T) {
+	d := daemontest.Start(t)
+	task := create(t, d, core.CreateTaskInput{Title: "chat", Prompt: "mock: say hello", Start: true})
+	first := waitSettled(t, d, task.ID)
+	if first.Assignee == nil || first.Assignee.Kind != "person" || !first.YourTurn {
+		t.Fatalf("after a turn with no handoff the task should be the operator's: %+v", first.Assignee)
+	}
+	if res := message(t, d, task.ID, "mock: history"); res.Status != "handed_back" {
+		t.Fatalf("message: %s, want handed_back", res.Status)
+	}
+	waitSaid(t, d, task.ID, "history:")
+	got := waitSettled(t, d, task.ID)
+	if got.Session.AgentSessionID != first.Session.AgentSessionID || got.Session.ID == first.Session.ID {
+		t.Fatalf("want a new run continuing agent session %s, got run %s agent session %s", first.Session.AgentSessionID, got.Session.ID, got.Session.AgentSessionID)
+	}
+	if !saidContains(t, d, task.ID, "turn 2") {
+		t.Fatalf("the agent did not continue its session: %q", said(t, d, task.ID))
+	}
 }
 
 // When the agent's process is gone, the next message relaunches it and
@@ -66,8 +99,7 @@ func TestResumeAfterAgentExit(t *testing.T) {
 	for _, mode := range []string{"resume", "load"} {
 		t.Run(mode, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME="+mode))
-			task := create(t, d, core.CreateTaskInput{Title: "resume", Prompt: "mock: say one", Start: true})
-			task = waitIdle(t, d, task.ID)
+			task := heldParent(t, d, "mock: say one")
 			first := task.Session
 			if err := syscall.Kill(-first.PID, syscall.SIGKILL); err != nil {
 				t.Fatalf("kill agent: %v", err)
@@ -101,8 +133,8 @@ func TestResumeAfterAgentExit(t *testing.T) {
 // An agent that cannot resume gets a new session; the turn still runs.
 func TestNoResumeStartsNewSession(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME=none"))
-	task := create(t, d, core.CreateTaskInput{Title: "noresume", Prompt: "mock: say one", Start: true})
-	first := waitIdle(t, d, task.ID).Session
+	task := heldParent(t, d, "mock: say one")
+	first := task.Session
 	syscall.Kill(-first.PID, syscall.SIGKILL)
 	daemontest.Eventually(t, wait, "exit noticed", func() bool { return !get(t, d, task.ID).Session.State.Live() })
 	message(t, d, task.ID, "mock: say two")

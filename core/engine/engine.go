@@ -18,6 +18,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/store"
 )
 
@@ -114,8 +115,17 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cancel()
 		return nil, fmt.Errorf("engine: load tasks: %w", err)
 	}
+	roles, err := e.db.ListRoles(ctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("engine: load roles: %w", err)
+	}
+	explicit := map[string]bool{}
+	for _, r := range roles {
+		explicit[r.Name] = !r.Implicit
+	}
 	for _, v := range views {
-		t := taskFromView(v)
+		t := taskFromView(v, explicit[strings.TrimPrefix(v.Assignee, "role:")])
 		e.tasks[t.ID] = &t
 		e.order = append(e.order, t.ID)
 		if t.ParentID != "" {
@@ -172,7 +182,13 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+id)
 	}
-	t := taskFromView(v)
+	explicitRole := false
+	if a := parseRef(v.Assignee); a != nil && a.Kind == "role" {
+		if r, err := e.db.GetRole(context.WithoutCancel(ctx), a.Name); err == nil {
+			explicitRole = !r.Implicit
+		}
+	}
+	t := taskFromView(v, explicitRole)
 	e.cacheMu.Lock()
 	_, existed := e.tasks[id]
 	e.tasks[id] = &t
@@ -248,13 +264,31 @@ func (e *Engine) task(ctx context.Context, ref string) (core.Task, error) {
 
 // --- conversions ------------------------------------------------------------
 
-func taskFromView(v store.TaskView) core.Task {
+// taskFromView builds the client view of a task. explicitRole says whether
+// its assignee is a named role (office work) rather than a bare profile.
+func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 	t := core.Task{
 		ID: v.ID, Title: v.Title, Description: v.Description, ParentID: v.ParentID,
 		Status: core.Status(v.Status), Autopilot: v.Autopilot, Profile: v.Profile, CWD: v.CWD,
 		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
-		TitlePending: v.TitlePending,
+		TitlePending: v.TitlePending, Assignee: parseRef(v.Assignee), HandedBy: parseRef(v.HandedBy),
+		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface,
+	}
+	if t.BlockedBy == nil {
+		t.BlockedBy = []string{}
+	}
+	if t.Surface == "" {
+		t.Surface = string(capability.KanbanTask)
+		if explicitRole {
+			t.Surface = string(capability.OfficeTask)
+		}
+	}
+	if v.Stalled != "" {
+		var st core.Stall
+		if json.Unmarshal([]byte(v.Stalled), &st) == nil {
+			t.Stalled = &st
+		}
 	}
 	if v.Session != nil {
 		s := sessionInfo(*v.Session)
@@ -265,11 +299,14 @@ func taskFromView(v store.TaskView) core.Task {
 			t.PendingQuestion = &q
 		}
 	}
+	active := !t.Archived && !t.Status.Terminal()
+	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.Kind == "person" && t.Assignee.Name == core.Operator) ||
+		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser))
 	return t
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {
-	return core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Profile: s.Profile, State: core.SessionState(s.State),
+	return core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Role: s.Role, Profile: s.Profile, State: core.SessionState(s.State),
 		AgentSessionID: s.AgentSessionID, PID: s.PID, Error: s.Error, Turns: s.Turns,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }

@@ -109,6 +109,9 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if err := e.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
+	if actor.Kind == core.ActorPerson && t.Assignee != nil && t.Assignee.Kind == "person" && delivery == core.DeliveryQueued {
+		return e.handBackWithMessage(ctx, t, actor, text)
+	}
 
 	rt := e.runtime(t.ID)
 	rt.mu.Lock()
@@ -180,6 +183,21 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	}
 	e.kick(t.ID)
 	return res, nil
+}
+
+// handBackWithMessage: a person's message to a task that waits on a person
+// hands it back to the role that last worked it, with the message.
+func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
+	target := core.Assignee{Kind: "role", Name: t.Profile}
+	if t.HandedBy != nil && t.HandedBy.Kind == "role" {
+		target = *t.HandedBy
+	} else if t.Session != nil && t.Session.Role != "" {
+		target = core.Assignee{Kind: "role", Name: t.Session.Role}
+	}
+	if _, err := e.handoff(ctx, t, target, personRef(actor.Name), text, ""); err != nil {
+		return core.MessageResult{}, err
+	}
+	return core.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil
 }
 
 func withoutQuestionIfExplicit(t core.Task, explicit bool) core.Task {
@@ -340,14 +358,30 @@ func metaJSON(m map[string]any) string {
 	return string(b)
 }
 
-// setUnserved shows on the task why its queue cannot start.
+// setUnserved shows on the task why its agent cannot start. It is not a
+// failed run and never escalates; the task starts by itself once the
+// profile can run (profile edited, daemon restarted with the CLI present).
 func (e *Engine) setUnserved(taskID, reason string) {
-	e.note(context.Background(), taskID, "", core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
+	ctx := context.Background()
+	if t, ok := e.cached(taskID); ok && t.Waiting == reason {
+		return
+	}
+	if err := e.db.SetWaiting(ctx, taskID, reason, time.Now().UTC()); err != nil {
+		e.log.Error("record waiting reason", "task", taskID, "err", err)
+	}
+	e.note(ctx, taskID, "", core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
 	e.log.Warn("task cannot start", "task", taskID, "reason", reason)
 	e.refreshQuiet(taskID)
 }
 
-func (e *Engine) clearUnserved(taskID string) {}
+func (e *Engine) clearUnserved(taskID string) {
+	if t, ok := e.cached(taskID); ok && t.Waiting != "" {
+		if err := e.db.SetWaiting(context.Background(), taskID, "", time.Now().UTC()); err != nil {
+			e.log.Error("clear waiting reason", "task", taskID, "err", err)
+		}
+		e.refreshQuiet(taskID)
+	}
+}
 
 // profileChanged retries tasks that wait on a profile that may now run.
 func (e *Engine) profileChanged(name string) {
@@ -355,7 +389,7 @@ func (e *Engine) profileChanged(name string) {
 	var ids []string
 	for _, id := range e.order {
 		t := e.tasks[id]
-		if t.Profile == name && t.Queued > 0 && !t.Archived {
+		if (t.Profile == name || t.Waiting != "") && t.Queued > 0 && !t.Archived {
 			ids = append(ids, id)
 		}
 	}

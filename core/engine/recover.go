@@ -49,7 +49,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 			e.markNextTurn(m.Seq)
 		}
 	}
-	return nil
+	return e.sweep(ctx)
 }
 
 // killOrphan kills the process group of a session's agent if it is still

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/store"
 )
 
@@ -88,18 +89,69 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %s does not exist or is not a directory", cwd)
 	}
 
+	// The assignee: a named role or person, else the profile's own role.
+	assignee := core.Assignee{Kind: "role", Name: prof.Name}
+	if strings.TrimSpace(in.Assignee) != "" {
+		if assignee, err = e.lookupAssignee(ctx, in.Assignee); err != nil {
+			return core.Task{}, err
+		}
+		if assignee.Kind == "role" {
+			r, err := e.roleOf(ctx, assignee.Name)
+			if err != nil {
+				return core.Task{}, core.Errorf(core.CodeNotFound, "%v", err)
+			}
+			if in.Profile != "" && r.Profile != prof.Name {
+				return core.Task{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, not %s; drop --profile or pick another assignee", r.Name, r.Profile, prof.Name)
+			}
+			if prof, err = e.profile(ctx, r.Profile); err != nil {
+				return core.Task{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
+			}
+			if in.Autopilot {
+				if err := core.CheckAutopilotProfile(prof); err != nil {
+					return core.Task{}, err
+				}
+			}
+		}
+	}
+	if in.Surface != "" {
+		if _, err := capability.ParseSurface(in.Surface); err != nil || in.Surface == string(capability.External) {
+			return core.Task{}, core.Errorf(core.CodeValidation, "surface %q: a task's sessions take kanban-task, office-task or configuration", in.Surface)
+		}
+	}
+	var blockers []string
+	for _, b := range in.BlockedBy {
+		bt, err := e.task(ctx, b)
+		if err != nil {
+			return core.Task{}, core.Errorf(core.CodeValidation, "blocker %s: %s", b, err.Error())
+		}
+		blockers = append(blockers, bt.ID)
+	}
+	// Who handed it over: the person who created it, or the role of the
+	// agent session that did ("back" returns it there).
+	handedBy := e.handerOf(actor)
 	now := time.Now().UTC()
 	row := store.Task{
 		Title: title, Description: strings.TrimSpace(in.Description), ParentID: parent.ID, CWD: filepath.Clean(cwd),
 		Profile: prof.Name, Status: string(core.StatusTodo), Autopilot: in.Autopilot, CreatedBy: actor.String(),
 		CreatedAt: now, UpdatedAt: now, TitlePending: titlePending,
+		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
 	}
 	prompt := strings.TrimSpace(in.Prompt)
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
 		err = e.db.Tx(ctx, func(tx *store.Tx) error {
+			if assignee.Kind == "role" && assignee.Name == prof.Name {
+				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
+					return err
+				}
+			}
 			if err := tx.InsertTask(ctx, row); err != nil {
 				return err
+			}
+			for _, b := range blockers {
+				if err := tx.AddBlocker(ctx, row.ID, b); err != nil {
+					return err
+				}
 			}
 			if prompt != "" {
 				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemMessage,
@@ -273,6 +325,10 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	if err := e.mayEdit(ctx, t); err != nil {
 		return core.Task{}, err
 	}
+	if a := core.ActorFrom(ctx); a.Kind == core.ActorAgent && a.TaskID == t.ID && status == core.StatusDone {
+		return core.Task{}, core.Errorf(core.CodeForbidden,
+			"no role marks its own task done: hand task %s on for sign-off (handoff_task_kandev to \"back\")", t.ID)
+	}
 	if err := core.CheckTransition(t.Status, status); err != nil {
 		return core.Task{}, core.Errorf(core.CodeConflict, "task %s: %s", t.ID, err.Error())
 	}
@@ -289,7 +345,14 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 		e.staleQuestion(ctx, t.ID, "the task was marked "+string(status))
 	}
 	e.note(ctx, t.ID, "", core.MsgStatus, core.ActorFrom(ctx).String(), "status: "+string(t.Status)+" → "+string(status), nil)
-	return e.refresh(ctx, t.ID)
+	nt, err := e.refresh(ctx, t.ID)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if status.Terminal() {
+		e.finished(ctx, nt)
+	}
+	return nt, nil
 }
 
 func firstLine(s string) string {

@@ -141,10 +141,22 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 			return e.askUser(ctx, actor, *a)
 		}
 		return e.askParent(ctx, actor, *a)
+	case *capability.HandoffArgs:
+		return e.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
+	case *capability.SetStatusArgs:
+		return e.SetTaskStatus(ctx, a.TaskID, core.Status(a.Status))
 	case *capability.NoArgs:
-		if name == "list_profiles_kandev" {
+		switch name {
+		case "list_profiles_kandev":
 			ps, err := e.ListProfiles(ctx)
 			return map[string]any{"profiles": ps}, err
+		case "list_roles_kandev":
+			rs, err := e.ListRoles(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ps, err := e.ListPersons(ctx)
+			return map[string]any{"roles": rs, "people": ps}, err
 		}
 	}
 	return nil, core.Errorf(core.CodeInternal, "tool %s has no handler", name)

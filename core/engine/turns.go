@@ -53,6 +53,7 @@ type turnState struct {
 	run         *liveRun
 	interrupted bool // cancelled to make way for an interrupt message
 	forQuestion bool // ended by the engine after ask_parent_question_kandev
+	handedOff   bool // the task changed hands during the turn
 }
 
 // liveRun is one agent process and its session row.
@@ -133,6 +134,8 @@ func (e *Engine) held(t core.Task) string {
 		return "cancelled"
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
+	case t.Assignee == nil || t.Assignee.Kind != "role":
+		return "with a person"
 	}
 	return ""
 }
@@ -163,6 +166,11 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, b
 		return stop()
 	}
 	item, fence, run := items[0], rt.fence, rt.run
+	if run != nil && run.role != t.Assignee.Name {
+		// The task changed hands: the old role's run ends, its session kept.
+		e.endRunLocked(run, core.SessionCompleted, "the task was handed to role "+t.Assignee.Name)
+		run = nil
+	}
 	rt.mu.Unlock()
 
 	if run == nil {
@@ -185,12 +193,16 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, b
 func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 	ctx := e.baseCtx
 	t, ok := e.cached(rt.id)
-	if !ok {
+	if !ok || t.Assignee == nil || t.Assignee.Kind != "role" {
 		return nil, errFenced
 	}
-	prof, err := e.profile(ctx, t.Profile)
+	role, err := e.roleOf(ctx, t.Assignee.Name)
 	if err != nil {
-		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", t.Profile, err.Error())}
+		return nil, &unservedError{reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
+	}
+	prof, err := e.profile(ctx, role.Profile)
+	if err != nil {
+		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
 	command := prof.Command
 	if command == core.SelfCommand {
@@ -201,9 +213,8 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 		command = path
 	}
 	e.clearUnserved(rt.id)
-	role := prof.Name
 	var resumeID string
-	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role); err == nil {
+	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role.Name); err == nil {
 		resumeID = prev.AgentSessionID
 	}
 	set := e.capabilitySet(t)
@@ -220,7 +231,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 	}
 	now := time.Now().UTC()
 	err = e.db.Tx(ctx, func(tx *store.Tx) error {
-		if err := tx.InsertSession(ctx, store.Session{ID: sessionID, TaskID: t.ID, Role: role, Profile: prof.Name,
+		if err := tx.InsertSession(ctx, store.Session{ID: sessionID, TaskID: t.ID, Role: role.Name, Profile: prof.Name,
 			State: string(core.SessionStarting), CreatedAt: now, UpdatedAt: now}); err != nil {
 			return err
 		}
@@ -231,7 +242,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 		e.log.Error("record session", "task", t.ID, "err", err)
 		return nil, errRunFailed
 	}
-	run := &liveRun{rt: rt, sessionID: sessionID, role: role, profile: prof.Name, set: set}
+	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
 	env := append(append([]string{}, prof.Env...),
 		"KANDEV_HOME="+e.opts.Home.Dir, "KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
@@ -287,7 +298,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 	} else if resumeID != "" {
 		how = "could not resume agent session " + resumeID + "; started a new one"
 	}
-	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("agent %s (pid %d): %s", prof.Name, pid, how),
+	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", role.Name, prof.Name, pid, how),
 		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
 	return run, nil
 }
@@ -377,52 +388,98 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		// Stopped, failed or shut down while the turn ran; whoever ended
 		// the run recorded why.
 		rt.mu.Unlock()
-		e.recordTurnEnd(t.ID, run.sessionID, "cancelled", "")
+		e.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
 		return
 	}
 	if promptErr != nil {
 		reason := "turn failed: " + promptErr.Error()
+		e.endTurn(t.ID, run.sessionID, "error", promptErr.Error(), nil, true)
 		e.endRunLocked(run, core.SessionFailed, reason)
 		rt.mu.Unlock()
-		e.recordTurnEnd(t.ID, run.sessionID, "error", promptErr.Error())
-		e.afterTurn(t.ID, turnOutcome{failed: true, err: promptErr.Error()})
+		e.afterTurn(t.ID, turnOutcome{role: run.role, failed: true, err: promptErr.Error()})
 		return
 	}
-	waiting := string(core.SessionWaitingForInput)
-	e.updateSession(run.sessionID, store.SessionUpdate{State: &waiting})
-	rt.mu.Unlock()
 	reason := string(stopReason)
 	if turn != nil && turn.forQuestion && stopReason == acp.StopReasonCancelled {
 		reason = "ended_for_question"
 	}
-	e.recordTurnEnd(t.ID, run.sessionID, reason, "")
-	e.afterTurn(t.ID, turnOutcome{interrupted: turn != nil && turn.interrupted})
+	waiting := string(core.SessionWaitingForInput)
+	interrupted := turn != nil && turn.interrupted
+	e.endTurn(t.ID, run.sessionID, reason, "", &waiting, !interrupted)
+	if cur, ok := e.cached(t.ID); (turn != nil && turn.handedOff) || (ok && (cur.Assignee == nil || cur.Assignee.Kind != "role" || cur.Assignee.Name != run.role)) {
+		e.endRunLocked(run, core.SessionCompleted, "the task was handed on")
+	}
+	rt.mu.Unlock()
+	e.afterTurn(t.ID, turnOutcome{role: run.role, interrupted: interrupted, sessionID: run.sessionID})
+}
+
+// endTurn records a turn's end, the session's new state and, when the
+// stall check must follow, the outbox flag, in one transaction: a crash
+// between the turn's end and its check leaves the flag for the sweep.
+func (e *Engine) endTurn(taskID, sessionID, stopReason, errText string, state *string, check bool) {
+	ctx := context.Background()
+	text := "turn ended: " + stopReason
+	if errText != "" {
+		text += ": " + errText
+	}
+	now := time.Now().UTC()
+	var m store.Message
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		m, err = tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgTurnEnd),
+			Author: "kandev", Text: text, Meta: metaJSON(map[string]any{"stop_reason": stopReason, "error": errText}),
+			CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		if state != nil {
+			if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: state}, now); err != nil {
+				return err
+			}
+		}
+		if check {
+			return tx.SetNeedsCheck(ctx, taskID, true)
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Error("record turn end", "task", taskID, "err", err)
+		return
+	}
+	e.publishMessage(core.EventMessageAdded, m)
+	if state != nil {
+		e.publishSession(sessionID)
+	}
 }
 
 // turnOutcome is what the end of a turn tells the rules that run after it.
 type turnOutcome struct {
+	role        string
+	sessionID   string
 	failed      bool
 	err         string
 	interrupted bool
 }
 
-// afterTurn settles the task once a turn ended: a task with nothing more to
-// deliver waits in review for whoever must act next.
+// afterTurn settles the task once a turn ended: it waits in review for
+// whoever must act next, then the stall check (rule 4) runs.
 func (e *Engine) afterTurn(taskID string, out turnOutcome) {
-	ctx := e.baseCtx
-	t, ok := e.cached(taskID)
-	if !ok {
-		return
-	}
+	ctx := context.Background()
 	if out.interrupted {
 		return // the interrupt message is next in line
 	}
-	if t.Status == core.StatusInProgress {
+	if t, ok := e.cached(taskID); ok && t.Status == core.StatusInProgress {
 		if err := e.db.SetTaskStatus(ctx, taskID, string(core.StatusReview), time.Now().UTC()); err != nil {
 			e.log.Error("settle task", "task", taskID, "err", err)
 		}
-		e.refreshQuiet(taskID)
 	}
+	e.refreshQuiet(taskID)
+	detail := out.err
+	if !out.failed {
+		detail = e.lastWords(ctx, taskID, out.sessionID)
+	}
+	e.stallCheck(ctx, taskID, out.role, out.failed, detail)
+	e.refreshQuiet(taskID)
 }
 
 // endRunLocked ends a live run: session state and reason recorded, token
@@ -502,15 +559,6 @@ func (e *Engine) requeueOpenPrompt(ctx context.Context, taskID, sessionID string
 	}
 }
 
-func (e *Engine) recordTurnEnd(taskID, sessionID, stopReason, errText string) {
-	text := "turn ended: " + stopReason
-	if errText != "" {
-		text += ": " + errText
-	}
-	e.note(context.Background(), taskID, sessionID, core.MsgTurnEnd, "kandev", text,
-		map[string]any{"stop_reason": stopReason, "error": errText})
-}
-
 // renderItem turns a queue item into the text the agent reads.
 func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem) string {
 	switch it.Kind {
@@ -519,7 +567,7 @@ func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem
 	case itemRedeliver:
 		return "[kandev:message] kandev restarted before your turn on this message ended; here it is again.\n\n" +
 			e.describeSender(it.Sender) + ":\n\n" + it.Text
-	case itemQuestion, itemAnswer:
+	case itemQuestion, itemAnswer, itemHandoff, itemStalled, itemWake:
 		return it.Text
 	default:
 		return "[kandev:message] " + e.describeSender(it.Sender) + ":\n\n" + it.Text
@@ -546,8 +594,12 @@ func (e *Engine) describeSender(sender string) string {
 
 // capabilitySet derives a session's tools from persisted task fields.
 func (e *Engine) capabilitySet(t core.Task) capability.Set {
+	surface, err := capability.ParseSurface(t.Surface)
+	if err != nil || surface == capability.External {
+		surface = capability.KanbanTask
+	}
 	return capability.Resolve(capability.Case{
-		Surface: capability.KanbanTask, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
+		Surface: surface, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
 		TitlePending: t.TitlePending,
 	})
 }

@@ -38,6 +38,9 @@ var coordinationSummaries = map[string]string{
 	"get_task_conversation_kandev": "read a task's conversation, page by page",
 	"message_task_kandev":          "send a message to a task (queued by default; delivery_mode \"interrupt\" for your direct children)",
 	"stop_task_kandev":             "halt your direct child task; its work and queued messages are kept",
+	"handoff_task_kandev":          "hand a task to a role, a person, or back to whoever handed it to you",
+	"set_task_status_kandev":       "set the status of a task in your subtree (sign off subtasks handed back to you)",
+	"list_roles_kandev":            "list the roles and people a task can be handed to",
 	"list_profiles_kandev":         "list the agent profiles a task can run with",
 	"save_profile_kandev":          "add or replace an agent profile",
 	"remove_profile_kandev":        "remove a user profile",
@@ -52,6 +55,7 @@ type data struct {
 	Coordination []Coordination
 	HasStop      bool
 	HasAnswer    bool
+	HasHandoff   bool
 	TitlePending bool
 }
 
@@ -74,6 +78,9 @@ func Preamble(task TaskInfo, set capability.Set) (string, error) {
 			}
 			if t.Name == "message_task_kandev" {
 				d.HasAnswer = true
+			}
+			if t.Name == "handoff_task_kandev" {
+				d.HasHandoff = true
 			}
 		}
 	}

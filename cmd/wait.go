@@ -1,0 +1,149 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+)
+
+// Wait outcomes and their exit codes: each outcome exits differently so a
+// script (or an agent) can branch on it.
+var waitOutcomes = []struct {
+	Name string
+	Code int
+	Doc  string
+}{
+	{"done", 0, "the task is done"},
+	{"failed", 13, "its agent's run failed"},
+	{"cancelled", 14, "the task was cancelled"},
+	{"question", 11, "it asks you a question"},
+	{"escalated", 12, "it stalled and was escalated"},
+	{"person", 10, "it was handed to a person"},
+	{"timeout", 124, "--timeout passed first"},
+}
+
+func waitCode(outcome string) int {
+	for _, o := range waitOutcomes {
+		if o.Name == outcome {
+			return o.Code
+		}
+	}
+	return 1
+}
+
+// WaitExit carries a wait outcome's exit code out of the command.
+type WaitExit struct {
+	Outcome string
+	Code    int
+}
+
+func (w *WaitExit) Error() string { return "wait: " + w.Outcome }
+
+// waitOutcome says whether the task needs someone now, and why.
+func waitOutcome(t core.Task) (string, string) {
+	switch {
+	case t.Status == core.StatusDone:
+		return "done", "task is done"
+	case t.Status == core.StatusCancelled:
+		return "cancelled", "task was cancelled"
+	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
+		return "failed", "run failed: " + t.Session.Error
+	case t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser:
+		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
+	case t.Stalled != nil:
+		to := ""
+		if t.Assignee != nil {
+			to = " to " + t.Assignee.Kind + " " + t.Assignee.Name
+		}
+		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From + to
+	case t.Assignee != nil && t.Assignee.Kind == "person":
+		return "person", "handed to " + t.Assignee.Name
+	}
+	return "", ""
+}
+
+// NewCmdWait builds `kandev wait`.
+func NewCmdWait(f *Factory) *cobra.Command {
+	var timeout time.Duration
+	c := &cobra.Command{
+		Use:   "wait ID [--timeout D]",
+		Short: "Block until a task needs someone, and say why",
+		Long: `Block until the task needs someone — done, handed to a person, a question for you,
+escalated, failed or cancelled — then print why. Exit codes:
+  0 done, 10 handed to a person, 11 a question for you, 12 escalated,
+  13 failed, 14 cancelled, 124 timeout, 1 error, 2 usage.`,
+		Args: exactArgs(1, "one task ID"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ctx := c.Context()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			client, err := f.Client(ctx)
+			if err != nil {
+				return err
+			}
+			// Subscribe first so no change falls between the read and the wait.
+			events, err := client.Events(ctx, core.EventsInput{TaskID: args[0]})
+			if err != nil {
+				return err
+			}
+			t, err := client.GetTask(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			if t.ID != args[0] {
+				events, err = client.Events(ctx, core.EventsInput{TaskID: t.ID})
+				if err != nil {
+					return err
+				}
+			}
+			for {
+				if outcome, why := waitOutcome(t); outcome != "" {
+					return f.waitResult(t, outcome, why)
+				}
+				select {
+				case <-ctx.Done():
+					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+						return f.waitResult(t, "timeout", fmt.Sprintf("still %s after %s", t.Status, timeout))
+					}
+					return ctx.Err()
+				case ev, ok := <-events:
+					if !ok {
+						if ctx.Err() != nil {
+							continue
+						}
+						return core.Errorf(core.CodeUnavailable, "the daemon closed the event stream")
+					}
+					if ev.Task != nil {
+						t = *ev.Task
+					} else if ev.Type == core.EventSessionUpdated || ev.Type == core.EventQuestionUpdated || ev.Type == core.EventResync {
+						if t, err = client.GetTask(ctx, t.ID); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		},
+	}
+	c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 124)")
+	return c
+}
+
+func (f *Factory) waitResult(t core.Task, outcome, why string) error {
+	if f.JSON {
+		_ = f.printJSON(map[string]any{"task_id": t.ID, "outcome": outcome, "reason": why, "exit_code": waitCode(outcome), "task": t})
+	} else {
+		fmt.Fprintf(f.IO.Out, "%s %s: %s\n", t.ID, outcome, why)
+	}
+	if code := waitCode(outcome); code != 0 {
+		return &WaitExit{Outcome: outcome, Code: code}
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+// stallCheck applies rule 4 after a role's turn on a task ended, or its run
+// failed: whoever is assigned a task moves it forward. A task its role
+// left without a handoff, a pending question, open subtasks or blockers,
+// or a next turn already queued, is stalled and goes up the chain.
+// It runs at those moments and in the startup sweep, never on a timer.
+func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed bool, detail string) {
+	defer func() {
+		if err := e.db.SetNeedsCheck(ctx, taskID, false); err != nil {
+			e.log.Error("clear stall check", "task", taskID, "err", err)
+		}
+	}()
+	t, ok := e.cached(taskID)
+	if !ok || t.Archived || t.Status.Terminal() || t.Halted {
+		return
+	}
+	if t.Assignee == nil || t.Assignee.Kind != "role" || t.Assignee.Name != role {
+		return // handed on during the turn
+	}
+	if t.PendingQuestion != nil {
+		return // held by its question
+	}
+	if len(t.BlockedBy) > 0 || e.openSubtasks(taskID) > 0 {
+		return // waits on subtasks or blockers; their finishing wakes it
+	}
+	if !failed && t.Queued > 0 {
+		return // its next turn is already queued
+	}
+	if failed {
+		detail = "run failed: " + detail
+	}
+	e.escalate(ctx, t, role, detail)
+}
+
+func (e *Engine) openSubtasks(taskID string) int {
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	n := 0
+	for _, c := range e.children[taskID] {
+		if ct := e.tasks[c]; ct != nil && !ct.Archived && !ct.Status.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// escalate hands a stalled task up: to the role's manager; without one, to
+// the person who last handed it over, else its creator when a person; for a
+// task an agent created, the creating task's assignee is woken with the
+// report (see docs/decisions/0003-escalation-targets.md). With none of
+// these the task stays where it is and the daemon logs it.
+func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string) {
+	var target *core.Assignee
+	if r, err := e.roleOf(ctx, role); err == nil {
+		target = parseRef(r.Manager)
+	}
+	if target == nil && t.HandedBy != nil && t.HandedBy.Kind == "person" {
+		target = t.HandedBy
+	}
+	creator := core.ParseActor(t.CreatedBy)
+	if target == nil && creator.Kind == core.ActorPerson {
+		target = &core.Assignee{Kind: "person", Name: creator.Name}
+	}
+	if target != nil {
+		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, "Stalled"); err != nil {
+			e.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
+		}
+		return
+	}
+	if creator.Kind == core.ActorAgent {
+		if p, ok := e.cached(creator.TaskID); ok && !p.Archived && !p.Status.Terminal() {
+			e.reportStallToCreator(ctx, t, p, role, detail)
+			return
+		}
+	}
+	e.log.Warn("stalled task has nowhere to go; it stays where it is", "task", t.ID, "role", role)
+	e.note(ctx, t.ID, "", core.MsgStatus, "kandev",
+		fmt.Sprintf("stalled: role %s left the task without handing it on, and there is no manager, hander or creator to escalate to", role), nil)
+}
+
+// reportStallToCreator marks a stalled agent-created task and wakes the
+// creating task's assignee with the report. The task stays with its role.
+func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string) {
+	now := time.Now().UTC()
+	stalled := metaJSON(map[string]any{"reason": "Stalled", "from": roleRef(role), "detail": truncateRunes(detail, 2000), "at": now})
+	what := "left it without handing it on. Its last words:"
+	if strings.HasPrefix(detail, "run failed: ") {
+		what = "failed on it:"
+	}
+	body := fmt.Sprintf("[kandev:stalled] Your subtask %s (%s) stalled: its role %s %s\n\n%s\n\nchild_task_id: %s\n\n"+
+		"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off.",
+		t.ID, t.Title, role, what, orNone(detail), t.ID)
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
+			return err
+		}
+		_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
+			Sender: roleRef(role), Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
+		return err
+	})
+	if err != nil {
+		e.log.Error("report stall", "task", t.ID, "err", err)
+		return
+	}
+	e.note(ctx, t.ID, "", core.MsgHandoff, "kandev", fmt.Sprintf("Stalled: reported to task %s, which created it", creator.ID),
+		map[string]any{"reason": "Stalled", "reported_to": creator.ID})
+	e.refreshQuiet(t.ID)
+	e.refreshQuiet(creator.ID)
+	e.kick(creator.ID)
+}
+
+// finished wakes whoever waits on a task that just reached done or
+// cancelled: its parent (when the parent has been worked) and every task it
+// blocked. Each gets a turn of its own.
+func (e *Engine) finished(ctx context.Context, t core.Task) {
+	var wake []string
+	if t.ParentID != "" {
+		if p, ok := e.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {
+			wake = append(wake, p.ID)
+		}
+	}
+	if ids, err := e.db.BlockedBy(ctx, t.ID); err == nil {
+		for _, id := range ids {
+			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() {
+				wake = append(wake, id)
+			}
+		}
+	}
+	summary := e.lastWords(ctx, t.ID, "")
+	now := time.Now().UTC()
+	for _, id := range wake {
+		rel := "subtask"
+		if id != t.ParentID {
+			rel = "blocker"
+		}
+		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s",
+			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID)
+		if _, err := e.db.Enqueue(ctx, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
+			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now}); err != nil {
+			e.log.Error("wake", "task", id, "err", err)
+			continue
+		}
+		e.refreshQuiet(id)
+		e.kick(id)
+	}
+	// Tasks it blocked may now be free of blockers: refresh their views.
+	for _, id := range wake {
+		e.refreshQuiet(id)
+	}
+}
+
+// lastWords is what a task's agent said last (in a session, if given).
+func (e *Engine) lastWords(ctx context.Context, taskID, sessionID string) string {
+	m, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgAgent))
+	if err != nil || (sessionID != "" && m.SessionID != sessionID) {
+		if h, herr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgHandoff)); herr == nil {
+			return h.Text
+		}
+		return ""
+	}
+	return truncateRunes(m.Text, 2000)
+}
+
+// sweep runs the stall checks a crash cut short, once at startup.
+func (e *Engine) sweep(ctx context.Context) error {
+	ids, err := e.db.TasksNeedingCheck(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	for _, id := range ids {
+		t, ok := e.cached(id)
+		if !ok || t.Session == nil {
+			_ = e.db.SetNeedsCheck(ctx, id, false)
+			continue
+		}
+		failed := t.Session.State == core.SessionFailed
+		detail := t.Session.Error
+		if !failed {
+			detail = e.lastWords(ctx, id, t.Session.ID)
+		}
+		e.log.Info("startup sweep: checking a task whose check was interrupted", "task", id)
+		e.stallCheck(ctx, id, t.Session.Role, failed, detail)
+	}
+	// Runs that could not start may be runnable now (a CLI installed).
+	waiting, err := e.db.WaitingTasks(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	for _, id := range waiting {
+		e.kick(id)
+	}
+	return nil
+}

@@ -1,0 +1,311 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+// Queue item kinds added by the reporting chain.
+const (
+	itemHandoff = "handoff" // the task was handed to this role
+	itemStalled = "stalled" // an escalation report
+	itemWake    = "wake"    // a subtask or blocker finished
+)
+
+// handerOf is the assignee reference of whoever acts: a person as
+// themselves, an agent as the role its session serves.
+func (e *Engine) handerOf(actor core.Actor) string {
+	switch actor.Kind {
+	case core.ActorPerson:
+		return personRef(actor.Name)
+	case core.ActorAgent:
+		e.rtMu.Lock()
+		run := e.sessions[actor.SessionID]
+		e.rtMu.Unlock()
+		if run != nil {
+			return roleRef(run.role)
+		}
+		if s, err := e.db.GetSession(context.Background(), actor.SessionID); err == nil {
+			return roleRef(s.Role)
+		}
+	}
+	return ""
+}
+
+// HandoffTask implements core.Client.
+func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInput) (core.HandoffResult, error) {
+	actor := core.ActorFrom(ctx)
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.HandoffResult{}, err
+	}
+	switch actor.Kind {
+	case core.ActorPerson:
+	case core.ActorAgent:
+		if t.ID != actor.TaskID && !e.isAncestor(actor.TaskID, t.ID) {
+			return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
+		}
+	default:
+		return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot hand tasks on")
+	}
+	if err := e.deliverable(t); err != nil {
+		return core.HandoffResult{}, err
+	}
+	if t.Status == core.StatusDone {
+		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is done; reopen it first (kandev task status %s todo)", t.ID, t.ID)
+	}
+	to := strings.TrimSpace(in.To)
+	if to == "" {
+		return core.HandoffResult{}, core.Errorf(core.CodeValidation, "say whom to hand the task to: a role, a person, or back")
+	}
+	var target core.Assignee
+	if to == "back" {
+		if t.HandedBy == nil {
+			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
+		}
+		target = *t.HandedBy
+	} else if target, err = e.lookupAssignee(ctx, to); err != nil {
+		return core.HandoffResult{}, err
+	}
+	hander := e.handerOf(actor)
+	if hander == "" {
+		return core.HandoffResult{}, core.Errorf(core.CodeInternal, "cannot tell who is handing task %s over", t.ID)
+	}
+	return e.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), "")
+}
+
+// handoff moves a task to target. reason is "" for a plain handoff and
+// "Stalled" for an escalation (whose record stays on the task until the
+// next handoff).
+func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee, hander, message, reason string) (core.HandoffResult, error) {
+	from := core.Assignee{}
+	if t.Assignee != nil {
+		from = *t.Assignee
+	}
+	if from == target && reason == "" {
+		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", t.ID, target.Kind, target.Name)
+	}
+	profile := ""
+	if target.Kind == "role" {
+		r, err := e.roleOf(ctx, target.Name)
+		if err != nil {
+			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
+		}
+		prof, err := e.profile(ctx, r.Profile)
+		if err != nil {
+			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
+		}
+		if t.Autopilot {
+			if err := core.CheckAutopilotProfile(prof); err != nil {
+				return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s is on autopilot and role %s cannot run it: %s", t.ID, r.Name, err.Error())
+			}
+		}
+		profile = prof.Name
+	}
+	// Handing a delegated task to the role that delegated it is a request
+	// for sign-off: that role hears of it on its own task.
+	var signOff *core.Task
+	if target.Kind == "role" {
+		if creator := core.ParseActor(t.CreatedBy); creator.Kind == core.ActorAgent {
+			if p, ok := e.cached(creator.TaskID); ok && p.Assignee != nil && *p.Assignee == target && roleRef(target.Name) != hander && !p.Archived && !p.Status.Terminal() {
+				signOff = &p
+			}
+		}
+	}
+	delivered := "turn"
+	status := core.StatusTodo
+	switch {
+	case target.Kind == "person":
+		delivered, status = "waiting", core.StatusReview
+	case signOff != nil:
+		delivered, status = "sign_off", core.StatusReview
+	}
+	if reason != "" {
+		status = core.StatusTodo
+	}
+	now := time.Now().UTC()
+	by := core.ParseActor(hander)
+	post := func() {}
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.Assign(ctx, t.ID, target.String(), hander, profile, now); err != nil {
+			return err
+		}
+		if core.CheckTransition(t.Status, status) == nil && t.Status != status {
+			if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
+				return err
+			}
+		}
+		stalled := ""
+		if reason != "" {
+			stalled = metaJSON(map[string]any{"reason": reason, "from": from.String(), "detail": truncateRunes(message, 2000), "at": now})
+		}
+		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
+			return err
+		}
+		if t.Halted {
+			if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
+				return err
+			}
+		}
+		if from != target {
+			var err error
+			if post, err = e.supersedeTx(ctx, tx, t, by); err != nil {
+				return err
+			}
+		}
+		switch {
+		case signOff != nil:
+			body := fmt.Sprintf("[kandev:handoff] Your subtask %s (%s) was handed to you for sign-off by %s.\n\n%s\n\n"+
+				"child_task_id: %s\n\nReview it, then mark it done with set_task_status_kandev(task_id: %q, status: \"done\"), "+
+				"or hand it back with guidance: handoff_task_kandev(task_id: %q, to: \"back\", message: ...).",
+				t.ID, t.Title, describeRef(hander), orNone(message), t.ID, t.ID, t.ID)
+			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
+				Sender: hander, Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
+			return err
+		case target.Kind == "role":
+			kind, body := itemHandoff, ""
+			if reason != "" {
+				kind = itemStalled
+				body = fmt.Sprintf("[kandev:stalled] Task %s (%s) stalled and was escalated to you, %s's manager. %s\n\n%s\n\n"+
+					"Hand it back with guidance (handoff_task_kandev to: \"back\"), hand it on, or work it yourself.",
+					t.ID, t.Title, from.Name, stallCause(message), orNone(message))
+			} else {
+				body = fmt.Sprintf("[kandev:handoff] Task %s (%s) was handed to you, role %s, by %s.\n\n%s",
+					t.ID, t.Title, target.Name, describeRef(hander), orNone(message))
+			}
+			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
+				Text: body, Meta: metaJSON(map[string]any{"from": from.String(), "to": target.String()}), CreatedAt: now})
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return core.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
+	}
+	post()
+	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
+	if reason != "" {
+		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
+	}
+	if message != "" {
+		text += ": " + message
+	}
+	e.note(ctx, t.ID, "", core.MsgHandoff, hander, text, map[string]any{"from": from, "to": target, "by": hander,
+		"message": message, "reason": reason, "delivered": delivered})
+	e.releaseRun(t.ID, target)
+	if _, err := e.refresh(ctx, t.ID); err != nil {
+		return core.HandoffResult{}, err
+	}
+	switch {
+	case signOff != nil:
+		e.refreshQuiet(signOff.ID)
+		e.kick(signOff.ID)
+	case target.Kind == "role":
+		e.kick(t.ID)
+	}
+	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
+}
+
+// releaseRun ends the run of a role that no longer holds the task: at once
+// when it is idle, after its turn when the turn is still running (its own
+// handoff), or by cancelling the turn when someone else took the task.
+func (e *Engine) releaseRun(taskID string, to core.Assignee) {
+	rt := e.runtime(taskID)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	run := rt.run
+	if run == nil || (to.Kind == "role" && run.role == to.Name) {
+		return
+	}
+	if rt.turn != nil && rt.turn.run == run {
+		rt.turn.handedOff = true
+		return // runTurn ends the run when the turn is over
+	}
+	e.endRunLocked(run, core.SessionCompleted, "the task was handed to "+to.String())
+}
+
+func describeRef(ref string) string {
+	if a := parseRef(ref); a != nil {
+		return a.Kind + " " + a.Name
+	}
+	return ref
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(no message)"
+	}
+	return s
+}
+
+func stallCause(detail string) string {
+	if strings.HasPrefix(detail, "run failed: ") {
+		return "Its run failed:"
+	}
+	return "Its turn ended without handing the task on. Its last words:"
+}
+
+// BlockTask implements core.Client.
+func (e *Engine) BlockTask(ctx context.Context, ref string, in core.BlockInput) (core.Task, error) {
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if err := e.mayEdit(ctx, t); err != nil {
+		return core.Task{}, err
+	}
+	if len(in.On) == 0 {
+		return core.Task{}, core.Errorf(core.CodeValidation, "name the task(s) it waits on")
+	}
+	for _, o := range in.On {
+		b, err := e.task(ctx, o)
+		if err != nil {
+			return core.Task{}, err
+		}
+		if in.Remove {
+			if err := e.db.RemoveBlocker(ctx, t.ID, b.ID); err != nil {
+				return core.Task{}, mapStoreErr(err, "blocker "+b.ID+" of "+t.ID)
+			}
+			continue
+		}
+		if b.ID == t.ID {
+			return core.Task{}, core.Errorf(core.CodeValidation, "a task cannot wait on itself")
+		}
+		if e.blocks(ctx, t.ID, b.ID) {
+			return core.Task{}, core.Errorf(core.CodeValidation, "task %s already waits on %s (directly or not): that would be a cycle", b.ID, t.ID)
+		}
+		if err := e.db.AddBlocker(ctx, t.ID, b.ID); err != nil {
+			return core.Task{}, mapStoreErr(err, "blocker")
+		}
+	}
+	return e.refresh(ctx, t.ID)
+}
+
+// blocks reports whether a waits, directly or through others, on b... i.e.
+// whether b is reachable from a by blocker edges reversed: does b wait on a?
+func (e *Engine) blocks(ctx context.Context, a, b string) bool {
+	seen := map[string]bool{}
+	stack := []string{b}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if cur == a {
+			return true
+		}
+		if seen[cur] {
+			continue
+		}
+		seen[cur] = true
+		bs, err := e.db.Blockers(ctx, cur)
+		if err != nil {
+			return false
+		}
+		stack = append(stack, bs...)
+	}
+	return false
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
+
+func validName(kind, name string) error {
+	if !nameRE.MatchString(name) {
+		return core.Errorf(core.CodeValidation, "%s name %q: use 1-32 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", kind, name)
+	}
+	if name == "back" {
+		return core.Errorf(core.CodeValidation, "%q is reserved: handoffs use it for whoever handed the task over", name)
+	}
+	return nil
+}
+
+// ref forms of assignees as stored: "role:NAME" / "person:NAME".
+func roleRef(name string) string   { return "role:" + name }
+func personRef(name string) string { return "person:" + name }
+
+func parseRef(s string) *core.Assignee {
+	kind, name, ok := strings.Cut(s, ":")
+	if !ok || name == "" || (kind != "role" && kind != "person") {
+		return nil
+	}
+	return &core.Assignee{Kind: kind, Name: name}
+}
+
+func roleFromStore(r store.Role) core.Role {
+	return core.Role{Name: r.Name, Profile: r.Profile, ReportsTo: parseRef(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
+}
+
+// lookupAssignee resolves a name to the role or person it names.
+func (e *Engine) lookupAssignee(ctx context.Context, name string) (core.Assignee, error) {
+	name = strings.TrimSpace(name)
+	if _, err := e.db.GetRole(ctx, name); err == nil {
+		return core.Assignee{Kind: "role", Name: name}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return core.Assignee{}, mapStoreErr(err, "role "+name)
+	}
+	if _, err := e.db.GetPerson(ctx, name); err == nil {
+		return core.Assignee{Kind: "person", Name: name}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return core.Assignee{}, mapStoreErr(err, "person "+name)
+	}
+	// A profile's own role exists as soon as it is named.
+	if _, err := e.profile(ctx, name); err == nil {
+		if err := e.db.EnsureImplicitRole(ctx, name, time.Now().UTC()); err != nil {
+			return core.Assignee{}, mapStoreErr(err, "role "+name)
+		}
+		return core.Assignee{Kind: "role", Name: name}, nil
+	}
+	return core.Assignee{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
+}
+
+// ListRoles implements core.Client.
+func (e *Engine) ListRoles(ctx context.Context) ([]core.Role, error) {
+	rs, err := e.db.ListRoles(ctx)
+	if err != nil {
+		return nil, mapStoreErr(err, "roles")
+	}
+	out := make([]core.Role, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, roleFromStore(r))
+	}
+	return out, nil
+}
+
+// GetRole implements core.Client.
+func (e *Engine) GetRole(ctx context.Context, name string) (core.Role, error) {
+	r, err := e.db.GetRole(ctx, name)
+	if err != nil {
+		return core.Role{}, mapStoreErr(err, "role "+name)
+	}
+	return roleFromStore(r), nil
+}
+
+// AddRole implements core.Client.
+func (e *Engine) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
+	if err := e.personOnly(ctx, "add roles"); err != nil {
+		return core.Role{}, err
+	}
+	if err := validName("role", in.Name); err != nil {
+		return core.Role{}, err
+	}
+	if _, err := e.profile(ctx, in.Name); err == nil {
+		return core.Role{}, core.Errorf(core.CodeValidation, "%s is a profile name: tasks created with --profile %s already belong to the role %s; choose another name", in.Name, in.Name, in.Name)
+	}
+	if _, err := e.db.GetPerson(ctx, in.Name); err == nil {
+		return core.Role{}, core.Errorf(core.CodeConflict, "%s is already a person; roles and people share names", in.Name)
+	}
+	if strings.TrimSpace(in.Profile) == "" {
+		return core.Role{}, core.Errorf(core.CodeValidation, "role %s needs --profile", in.Name)
+	}
+	if _, err := e.profile(ctx, in.Profile); err != nil {
+		return core.Role{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", in.Profile)
+	}
+	manager, err := e.managerRef(ctx, in.Name, in.ReportsTo)
+	if err != nil {
+		return core.Role{}, err
+	}
+	r := store.Role{Name: in.Name, Profile: in.Profile, Manager: manager, CreatedAt: time.Now().UTC()}
+	if err := e.db.InsertRole(ctx, r); err != nil {
+		return core.Role{}, mapStoreErr(err, "role "+in.Name)
+	}
+	return roleFromStore(r), nil
+}
+
+// EditRole implements core.Client.
+func (e *Engine) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
+	if err := e.personOnly(ctx, "edit roles"); err != nil {
+		return core.Role{}, err
+	}
+	r, err := e.db.GetRole(ctx, name)
+	if err != nil {
+		return core.Role{}, mapStoreErr(err, "role "+name)
+	}
+	if in.Profile != "" {
+		if r.Implicit && in.Profile != r.Name {
+			return core.Role{}, core.Errorf(core.CodeValidation, "role %s stands for the profile %s; its profile cannot change", name, name)
+		}
+		if _, err := e.profile(ctx, in.Profile); err != nil {
+			return core.Role{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", in.Profile)
+		}
+		r.Profile = in.Profile
+	}
+	switch in.ReportsTo {
+	case "":
+	case "-":
+		r.Manager = ""
+	default:
+		if r.Manager, err = e.managerRef(ctx, name, in.ReportsTo); err != nil {
+			return core.Role{}, err
+		}
+	}
+	if err := e.db.UpdateRole(ctx, r); err != nil {
+		return core.Role{}, mapStoreErr(err, "role "+name)
+	}
+	e.refreshAssigned(ctx, roleRef(name))
+	return roleFromStore(r), nil
+}
+
+// RemoveRole implements core.Client. A role that still has work, or that
+// someone reports to, stays.
+func (e *Engine) RemoveRole(ctx context.Context, name string) (core.Role, error) {
+	if err := e.personOnly(ctx, "remove roles"); err != nil {
+		return core.Role{}, err
+	}
+	r, err := e.db.GetRole(ctx, name)
+	if err != nil {
+		return core.Role{}, mapStoreErr(err, "role "+name)
+	}
+	if ids, err := e.db.TasksAssignedTo(ctx, roleRef(name)); err == nil && len(ids) > 0 {
+		return core.Role{}, core.Errorf(core.CodeConflict, "role %s still has tasks (%s); hand them on first", name, strings.Join(ids, ", "))
+	}
+	if rs, err := e.db.RolesReportingTo(ctx, roleRef(name)); err == nil && len(rs) > 0 {
+		return core.Role{}, core.Errorf(core.CodeConflict, "roles %s report to %s; change their manager first", strings.Join(rs, ", "), name)
+	}
+	if err := e.db.DeleteRole(ctx, name); err != nil {
+		return core.Role{}, mapStoreErr(err, "role "+name)
+	}
+	return roleFromStore(r), nil
+}
+
+// ListPersons implements core.Client.
+func (e *Engine) ListPersons(ctx context.Context) ([]core.Person, error) {
+	ps, err := e.db.ListPersons(ctx)
+	if err != nil {
+		return nil, mapStoreErr(err, "people")
+	}
+	out := make([]core.Person, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, core.Person{Name: p.Name, CreatedAt: p.CreatedAt})
+	}
+	return out, nil
+}
+
+// AddPerson implements core.Client.
+func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error) {
+	if err := e.personOnly(ctx, "add people"); err != nil {
+		return core.Person{}, err
+	}
+	if err := validName("person", name); err != nil {
+		return core.Person{}, err
+	}
+	if _, err := e.db.GetRole(ctx, name); err == nil {
+		return core.Person{}, core.Errorf(core.CodeConflict, "%s is already a role; roles and people share names", name)
+	}
+	if _, err := e.profile(ctx, name); err == nil {
+		return core.Person{}, core.Errorf(core.CodeConflict, "%s is a profile (and so a role) name; choose another", name)
+	}
+	p := store.Person{Name: name, CreatedAt: time.Now().UTC()}
+	if err := e.db.InsertPerson(ctx, p); err != nil {
+		return core.Person{}, mapStoreErr(err, "person "+name)
+	}
+	return core.Person{Name: p.Name, CreatedAt: p.CreatedAt}, nil
+}
+
+func (e *Engine) personOnly(ctx context.Context, what string) error {
+	if a := core.ActorFrom(ctx); a.Kind != core.ActorPerson {
+		return core.Errorf(core.CodeForbidden, "only a person may %s", what)
+	}
+	return nil
+}
+
+// managerRef resolves --reports-to and refuses a chain that would loop.
+func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error) {
+	to = strings.TrimSpace(to)
+	if to == "" {
+		return "", nil
+	}
+	if to == role {
+		return "", core.Errorf(core.CodeValidation, "role %s cannot report to itself", role)
+	}
+	a, err := e.lookupAssignee(ctx, to)
+	if err != nil {
+		return "", err
+	}
+	if a.Kind == "person" {
+		return personRef(a.Name), nil
+	}
+	chain := []string{role, a.Name}
+	seen := map[string]bool{role: true}
+	for cur := a.Name; ; {
+		if seen[cur] {
+			return "", core.Errorf(core.CodeValidation, "reporting cycle: %s", strings.Join(chain, " → "))
+		}
+		seen[cur] = true
+		r, err := e.db.GetRole(ctx, cur)
+		if err != nil {
+			break
+		}
+		m := parseRef(r.Manager)
+		if m == nil || m.Kind != "role" {
+			break
+		}
+		chain = append(chain, m.Name)
+		cur = m.Name
+	}
+	return roleRef(a.Name), nil
+}
+
+// refreshAssigned reloads the views of an assignee's tasks.
+func (e *Engine) refreshAssigned(ctx context.Context, ref string) {
+	ids, err := e.db.TasksAssignedTo(ctx, ref)
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		e.refreshQuiet(id)
+	}
+}
+
+// roleOf returns a role, its profile name, and whether it is explicit.
+func (e *Engine) roleOf(ctx context.Context, name string) (store.Role, error) {
+	r, err := e.db.GetRole(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, perr := e.profile(ctx, name); perr == nil {
+			return store.Role{Name: name, Profile: name, Implicit: true}, nil
+		}
+		return store.Role{}, fmt.Errorf("role %s no longer exists", name)
+	}
+	return r, err
+}
