@@ -308,5 +308,3 @@ func NewCmdTaskBlock(f *Factory) *cobra.Command {
 	c.Flags().BoolVar(&in.Remove, "remove", false, "stop waiting on them")
 	return c
 }
-
-
