@@ -62,7 +62,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	defer db.Close()
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
-		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE")})
+		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log)})
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,19 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	_ = os.Remove(o.Home.Socket())
 	log.Info("kandev daemon stopped")
 	return nil
+}
+
+// failpoint lets tests crash the daemon at a chosen moment:
+// KANDEV_FAILPOINT=exit-after-turn-end exits right after a turn's end is
+// recorded, before its stall check, as a kill -9 there would.
+func failpoint(log *slog.Logger) func(string) {
+	if os.Getenv("KANDEV_FAILPOINT") != "exit-after-turn-end" {
+		return nil
+	}
+	return func(taskID string) {
+		log.Warn("failpoint: exiting after a turn end", "task", taskID)
+		os.Exit(70)
+	}
 }
 
 func durationEnv(name string) time.Duration {

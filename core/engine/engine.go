@@ -45,6 +45,9 @@ type Options struct {
 	QuestionTurnGrace time.Duration
 	// ProgressInterval paces keep-alives of waiting question calls.
 	ProgressInterval time.Duration
+	// AfterTurnEnd, when set, runs once a turn's end is recorded and before
+	// its stall check: a failpoint for tests of the startup sweep.
+	AfterTurnEnd func(taskID string)
 }
 
 // Engine implements core.Client over the store and the agent runtime.

@@ -99,12 +99,12 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if in.ReplyTo != "" {
 		return e.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
-	if actor.Kind == core.ActorAgent && actor.TaskID == t.ID {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
-	}
 	explicit := actor.Kind == core.ActorPerson || (actor.Kind == core.ActorAgent && t.ParentID == actor.TaskID)
 	if delivery == core.DeliveryInterrupt && !explicit {
 		return core.MessageResult{}, e.notDirectParent(t, "interrupt")
+	}
+	if actor.Kind == core.ActorAgent && actor.TaskID == t.ID {
+		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
 	}
 	if err := e.deliverable(t); err != nil {
 		return core.MessageResult{}, err
@@ -288,8 +288,10 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 func (e *Engine) halt(ctx context.Context, taskID, why string, markHalted bool) (bool, []string) {
 	rt := e.runtime(taskID)
 	rt.mu.Lock()
+	// Live: a run exists, or a turn loop acting under the current fence may
+	// be about to launch one.
+	live := rt.run != nil || (rt.busy && rt.loopFence == rt.fence)
 	rt.fence++
-	live := rt.busy || rt.run != nil
 	var sessions []string
 	if run := rt.run; run != nil {
 		sessions = append(sessions, run.sessionID)

@@ -47,6 +47,9 @@ type taskRuntime struct {
 	run   *liveRun
 	turn  *turnState
 	fence uint64
+	// loopFence is the fence the turn loop last acted under; a loop whose
+	// fence is stale is winding down after a stop and will launch nothing.
+	loopFence uint64
 }
 
 type turnState struct {
@@ -107,6 +110,7 @@ func (e *Engine) kick(id string) {
 	e.wg.Add(1)
 	e.rtMu.Unlock()
 	rt.busy = true
+	rt.loopFence = rt.fence
 	go e.turnLoop(rt)
 }
 
@@ -166,6 +170,7 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, b
 		return stop()
 	}
 	item, fence, run := items[0], rt.fence, rt.run
+	rt.loopFence = fence
 	if run != nil && run.role != t.Assignee.Name {
 		// The task changed hands: the old role's run ends, its session kept.
 		e.endRunLocked(run, core.SessionCompleted, "the task was handed to role "+t.Assignee.Name)
@@ -410,6 +415,9 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.endRunLocked(run, core.SessionCompleted, "the task was handed on")
 	}
 	rt.mu.Unlock()
+	if e.opts.AfterTurnEnd != nil {
+		e.opts.AfterTurnEnd(t.ID)
+	}
 	e.afterTurn(t.ID, turnOutcome{role: run.role, interrupted: interrupted, sessionID: run.sessionID})
 }
 
@@ -542,6 +550,11 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 func (e *Engine) requeueOpenPrompt(ctx context.Context, taskID, sessionID string) {
 	last, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
 	if err != nil || last.SessionID != sessionID {
+		return
+	}
+	// A turn cut short while it waited on the operator's answer continues
+	// with that answer; repeating its prompt would only ask again.
+	if q, err := e.db.PendingQuestion(ctx, taskID); err == nil && q.SessionID == sessionID {
 		return
 	}
 	if end, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {

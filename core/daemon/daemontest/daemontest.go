@@ -211,6 +211,21 @@ func (d *Daemon) Kill9() {
 	d.Client.Close()
 }
 
+// Exited closes when the daemon process has exited.
+func (d *Daemon) Exited() <-chan struct{} { return d.done }
+
+// SetEnv replaces (or adds) KEY=VALUE in the environment used from the next
+// Restart or Run on.
+func (d *Daemon) SetEnv(key, value string) {
+	for i, kv := range d.Env {
+		if strings.HasPrefix(kv, key+"=") {
+			d.Env[i] = key + "=" + value
+			return
+		}
+	}
+	d.Env = append(d.Env, key+"="+value)
+}
+
 // Restart starts a new daemon on the same home (after Stop or Kill9).
 func (d *Daemon) Restart() {
 	d.t.Helper()
