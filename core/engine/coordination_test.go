@@ -251,4 +251,3 @@ func TestSignOffGuard(t *testing.T) {
 		t.Fatalf("parent sign-off: %+v %v", res, err)
 	}
 }
-
