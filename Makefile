@@ -4,7 +4,7 @@ BIN     ?= bin/kandev
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kandev/kandev/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint bench demo install clean
+.PHONY: all build test lint bench demo install clean inspector
 
 all: build
 
@@ -13,13 +13,24 @@ build:
 
 ## test: everything the README promises: unit, integration (real daemon,
 ## kandev mcp and mock agent processes), CLI scripts and TUI tests.
-test: lint
+test: lint inspector
 	$(GO) test -race -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## inspector: the pinned MCP Inspector CLI that mcpserve's tests run
+## against a live kandev mcp. Without npm it is skipped, except in CI.
+INSPECTOR := mcpserve/testdata/inspector
+inspector: $(INSPECTOR)/node_modules/.package-lock.json
+
+$(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPECTOR)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  cd $(INSPECTOR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error; \
+	elif [ -n "$$CI" ]; then echo "make inspector: npm is required in CI" >&2; exit 1; \
+	else echo "make inspector: npm not found; the MCP Inspector test will skip" >&2; fi
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -14,13 +14,14 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/mockagent"
+	"github.com/kandev/kandev/store"
 )
 
 // --- profile ----------------------------------------------------------------
 
 // NewCmdProfile groups the profile verbs.
 func NewCmdProfile(f *Factory) *cobra.Command {
-	c := &cobra.Command{Use: "profile", Short: "Manage agent profiles", Args: cobra.NoArgs}
+	c := group("profile", "Manage agent profiles", "")
 	c.AddCommand(newCmdProfileAdd(f), newCmdProfileList(f), newCmdProfileShow(f), newCmdProfileRemove(f))
 	return c
 }
@@ -276,3 +277,5 @@ func NewCmdMockAgent(f *Factory) *cobra.Command {
 		},
 	}
 }
+
+func schemaVersion() int { return store.SchemaVersion() }

@@ -11,14 +11,10 @@ import (
 
 // NewCmdRole groups the role verbs.
 func NewCmdRole(f *Factory) *cobra.Command {
-	c := &cobra.Command{
-		Use:   "role",
-		Short: "Manage roles: named agents with a profile and a manager",
-		Long: `A role is a named agent identity: a profile plus an optional manager (a role or a person).
+	c := group("role", "Manage roles: named agents with a profile and a manager",
+		`A role is a named agent identity: a profile plus an optional manager (a role or a person).
 When a role leaves a task without handing it on, the task is escalated to its manager, up
-the chain to a person. Every profile is also a role of the same name with no manager.`,
-		Args: cobra.NoArgs,
-	}
+the chain to a person. Every profile is also a role of the same name with no manager.`)
 	c.AddCommand(newCmdRoleAdd(f), newCmdRoleList(f), newCmdRoleShow(f), newCmdRoleEdit(f), newCmdRoleRemove(f))
 	return c
 }
@@ -198,7 +194,7 @@ func newCmdRoleRemove(f *Factory) *cobra.Command {
 
 // NewCmdPerson groups the person verbs.
 func NewCmdPerson(f *Factory) *cobra.Command {
-	c := &cobra.Command{Use: "person", Short: "Manage people (humans who can be handed tasks)", Args: cobra.NoArgs}
+	c := group("person", "Manage people (humans who can be handed tasks)", "")
 	c.AddCommand(&cobra.Command{
 		Use:   "add NAME",
 		Short: "Add a person",

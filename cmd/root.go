@@ -62,6 +62,7 @@ func Main() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, err := root.ExecuteContextC(ctx)
+	err = classify(err)
 	var we *WaitExit
 	if err != nil && !errors.As(err, &we) {
 		printError(f, cmd, err)
@@ -69,11 +70,18 @@ func Main() int {
 	return ExitCode(err)
 }
 
+// classify marks cobra's own argument errors as usage errors, once, so the
+// message and the exit code agree.
+func classify(err error) error {
+	var ue *UsageError
+	if err != nil && !errors.As(err, &ue) && isCobraUsage(err) {
+		return &UsageError{Err: err}
+	}
+	return err
+}
+
 func printError(f *Factory, c *cobra.Command, err error) {
 	var ue *UsageError
-	if !errors.As(err, &ue) && isCobraUsage(err) {
-		err = &UsageError{Err: err}
-	}
 	if f.JSON {
 		b, _ := json.Marshal(map[string]any{"error": core.AsError(unwrapUsage(err))})
 		fmt.Fprintln(f.IO.ErrOut, string(b))
@@ -93,16 +101,34 @@ func unwrapUsage(err error) error {
 	return err
 }
 
-// isCobraUsage recognises cobra's own argument errors, which it does not
-// route through the flag error func.
+// isCobraUsage recognises cobra's own argument errors (flag errors go
+// through the flag error func already). They are matched by how cobra
+// starts them, so a runtime error that merely mentions such words is not
+// mistaken for one.
 func isCobraUsage(err error) bool {
 	s := err.Error()
-	for _, p := range []string{"unknown command", "accepts ", "requires at least", "requires at most", "unknown flag", "unknown shorthand", "invalid argument"} {
-		if strings.Contains(s, p) {
+	for _, p := range []string{"unknown command ", "accepts ", "requires at least ", "requires at most ",
+		"accepts at most ", "accepts between ", "invalid argument "} {
+		if strings.HasPrefix(s, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// group builds a command that only holds subcommands: run bare it shows
+// help; run with an unknown subcommand it is a usage error.
+func group(use, short, long string) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Long: long,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usagef("unknown command %q for %q", args[0], c.CommandPath())
+			}
+			return c.Help()
+		},
+	}
 }
 
 // exactArgs is cobra.ExactArgs with a usage error that names the arguments.

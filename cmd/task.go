@@ -15,7 +15,7 @@ import (
 
 // NewCmdTask groups the task verbs.
 func NewCmdTask(f *Factory) *cobra.Command {
-	c := &cobra.Command{Use: "task", Short: "Create, inspect and steer tasks", Args: cobra.NoArgs}
+	c := group("task", "Create, inspect and steer tasks", "")
 	c.AddCommand(
 		NewCmdTaskCreate(f, nil),
 		NewCmdTaskList(f, nil),

@@ -138,27 +138,39 @@ func (db *DB) MigrateTo(ctx context.Context, version int) error {
 	if version < 0 || version > len(ms) {
 		version = len(ms)
 	}
-	var current int
-	if err := db.sql.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
-		return fmt.Errorf("read schema version of %s: %w", db.path, err)
-	}
-	if current > len(ms) {
-		return fmt.Errorf("%w: %s is at schema version %d, this kandev knows up to %d; upgrade kandev",
-			ErrSchemaTooNew, db.path, current, len(ms))
-	}
-	for _, m := range ms[current:version] {
+	for {
+		// Each step reads the version inside its own write transaction, so
+		// two processes opening a new database never apply a step twice.
+		applied := false
 		err := db.tx(ctx, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
-				return err
+			var current int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
+				return fmt.Errorf("read schema version of %s: %w", db.path, err)
 			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version))
-			return err
+			if current > len(ms) {
+				return fmt.Errorf("%w: %s is at schema version %d, this kandev knows up to %d; upgrade kandev",
+					ErrSchemaTooNew, db.path, current, len(ms))
+			}
+			if current >= version {
+				return nil
+			}
+			m := ms[current]
+			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", m.version)); err != nil {
+				return fmt.Errorf("apply migration %s: %w", m.name, err)
+			}
+			applied = true
+			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("apply migration %s: %w", m.name, err)
+			return err
+		}
+		if !applied {
+			return nil
 		}
 	}
-	return nil
 }
 
 // Tx runs fn in one write transaction: all of it lands or none of it.

@@ -13,6 +13,7 @@ type CreateTaskArgs struct {
 	Autopilot   bool   `json:"autopilot"`
 	Profile     string `json:"profile"`
 	Start       *bool  `json:"start"`
+	CWD         string `json:"cwd"`
 }
 
 // ListTasksArgs are list_tasks_kandev's arguments.

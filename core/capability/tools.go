@@ -72,6 +72,7 @@ var registry = []Tool{
 					"Fixed at creation, never changed later, and never inherited: a child of an autopilot task is not on autopilot unless you set this."},
 			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile."},
 			{Name: "start", Type: "boolean", Default: true, Description: "Start the task's agent at once. When false the task waits in todo."},
+			{Name: "cwd", Type: "string", Description: "Absolute workspace directory. Defaults to the parent's (on the external surface, to where your agent runs)."},
 		},
 		Surfaces: []Surface{KanbanTask, OfficeTask, External},
 	},

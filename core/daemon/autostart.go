@@ -28,14 +28,19 @@ func Connect(ctx context.Context, home core.Home, exe string) (*Client, error) {
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
+	if err := CheckSocketPath(home.Socket()); err != nil {
+		return nil, err
+	}
 	if err := home.Ensure(); err != nil {
 		return nil, err
 	}
-	if err := spawn(home, exe); err != nil {
+	exited, err := spawn(home, exe)
+	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(StartTimeout)
 	wait := 5 * time.Millisecond
+	var exitedAt time.Time
 	for time.Now().Before(deadline) {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := c.Ping(pctx)
@@ -46,6 +51,18 @@ func Connect(ctx context.Context, home core.Home, exe string) (*Client, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		select {
+		case <-exited:
+			// It may have lost the lock to another client's daemon, which
+			// then answers shortly; otherwise it failed: say why now.
+			if exitedAt.IsZero() {
+				exitedAt = time.Now()
+			} else if time.Since(exitedAt) > 2*time.Second {
+				return nil, &core.Error{Code: core.CodeUnavailable, Message: fmt.Sprintf(
+					"the kandev daemon exited during start; its log %s says: %s", home.DaemonLog(), logTail(home.DaemonLog()))}
+			}
+		default:
+		}
 		time.Sleep(wait)
 		if wait < 100*time.Millisecond {
 			wait *= 2
@@ -55,17 +72,29 @@ func Connect(ctx context.Context, home core.Home, exe string) (*Client, error) {
 		"the kandev daemon did not start within %s; its log %s says: %s", StartTimeout, home.DaemonLog(), logTail(home.DaemonLog()))}
 }
 
+// maxSocketPath is the longest unix socket path Linux accepts.
+const maxSocketPath = 107
+
+// CheckSocketPath refuses a home whose socket path the kernel would refuse.
+func CheckSocketPath(path string) error {
+	if len(path) > maxSocketPath {
+		return core.Errorf(core.CodeValidation, "the kandev home is too deep: its socket path %s is %d bytes, and unix sockets allow %d; use a shorter --home or KANDEV_HOME",
+			path, len(path), maxSocketPath)
+	}
+	return nil
+}
+
 // spawn starts `kandev serve` detached from this process's session and
-// terminal, logging to the home's daemon log.
-func spawn(home core.Home, exe string) error {
+// terminal, logging to the home's daemon log. The channel closes if it exits.
+func spawn(home core.Home, exe string) (<-chan struct{}, error) {
 	logf, err := os.OpenFile(home.DaemonLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return fmt.Errorf("open daemon log: %w", err)
+		return nil, fmt.Errorf("open daemon log: %w", err)
 	}
 	defer logf.Close()
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer devnull.Close()
 	cmd := exec.Command(exe, "serve", "--home", home.Dir, "--background")
@@ -73,12 +102,13 @@ func spawn(home core.Home, exe string) error {
 	cmd.Dir = home.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start the kandev daemon: %w", err)
+		return nil, fmt.Errorf("start the kandev daemon: %w", err)
 	}
 	// The daemon outlives us; reap it in the background if it exits early
 	// (for instance because another client's daemon won the lock).
-	go func() { _ = cmd.Wait() }()
-	return nil
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return exited, nil
 }
 
 func logTail(path string) string {

@@ -46,6 +46,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	log := o.Logger
+	if err := CheckSocketPath(o.Home.Socket()); err != nil {
+		return err
+	}
 	if err := o.Home.Ensure(); err != nil {
 		return err
 	}
@@ -259,14 +262,14 @@ func (h *Handler) version(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	tasks, err := h.eng.ListTasks(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_ = writeTaskArray(w, tasks)
+	_ = writeTaskPtrs(w, tasks)
 }
 
 func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {

@@ -65,6 +65,9 @@ type Engine struct {
 	rtMu     sync.Mutex
 	runtimes map[string]*taskRuntime
 	sessions map[string]*liveRun // by session id
+	// tokens maps the hashes of live sessions' tokens to their callers, so
+	// the hot path of every MCP call needs no database read.
+	tokens map[string]core.Actor
 
 	waitMu  sync.Mutex
 	waiters map[string]chan answerDelivery // user questions with a blocked call, by question id
@@ -109,7 +112,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e := &Engine{
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
 		tasks: map[string]*core.Task{}, children: map[string][]string{},
-		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{},
+		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
 		waiters: map[string]chan answerDelivery{},
 		baseCtx: base, cancel: cancel,
 	}

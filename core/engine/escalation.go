@@ -144,8 +144,8 @@ func (e *Engine) finished(ctx context.Context, t core.Task) {
 		if id != t.ParentID {
 			rel = "blocker"
 		}
-		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s",
-			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID)
+		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
+			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, e.openSubtasks(id))
 		if _, err := e.db.Enqueue(ctx, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
 			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now}); err != nil {
 			e.log.Error("wake", "task", id, "err", err)

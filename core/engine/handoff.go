@@ -107,15 +107,15 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 		}
 		profile = prof.Name
 	}
-	// Handing a delegated task to the role that delegated it is a request
-	// for sign-off: that role hears of it on its own task.
+	// Handing a task back to the task that delegated it asks that task's
+	// agent to sign it off.
 	var signOff *core.Task
-	if target.Kind == "role" {
-		if creator := core.ParseActor(t.CreatedBy); creator.Kind == core.ActorAgent {
-			if p, ok := e.cached(creator.TaskID); ok && p.Assignee != nil && *p.Assignee == target && roleRef(target.Name) != hander && !p.Archived && !p.Status.Terminal() {
-				signOff = &p
-			}
+	if target.Kind == "task" {
+		p, ok := e.cached(target.Name)
+		if !ok || p.Archived || p.Status.Terminal() {
+			return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s, which delegated %s, is no longer open; hand it to a role or a person", target.Name, t.ID)
 		}
+		signOff = &p
 	}
 	delivered := "turn"
 	status := core.StatusTodo
@@ -161,7 +161,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 		switch {
 		case signOff != nil:
 			body := fmt.Sprintf("[kandev:handoff] Your subtask %s (%s) was handed to you for sign-off by %s.\n\n%s\n\n"+
-				"child_task_id: %s\n\nReview it, then mark it done with set_task_status_kandev(task_id: %q, status: \"done\"), "+
+				"child_task_id: %s\n\nReview it, then sign it off with set_task_status_kandev(task_id: %q, status: \"done\"), "+
 				"or hand it back with guidance: handoff_task_kandev(task_id: %q, to: \"back\", message: ...).",
 				t.ID, t.Title, describeRef(hander), orNone(message), t.ID, t.ID, t.ID)
 			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,

@@ -294,6 +294,12 @@ func (e *Engine) halt(ctx context.Context, taskID, why string, markHalted bool) 
 	rt.fence++
 	var sessions []string
 	if run := rt.run; run != nil {
+		// A run finishing the turn in which it handed the task on ends by
+		// itself; only an explicit stop cuts it short.
+		if !markHalted && rt.turn != nil && rt.turn.run == run && rt.turn.handedOff {
+			rt.mu.Unlock()
+			return false, nil
+		}
 		sessions = append(sessions, run.sessionID)
 		e.endRunLocked(run, core.SessionCancelled, why)
 	}

@@ -24,13 +24,15 @@ func validName(kind, name string) error {
 	return nil
 }
 
-// ref forms of assignees as stored: "role:NAME" / "person:NAME".
+// ref forms of assignees as stored: "role:NAME" / "person:NAME", and
+// "task:ID" for a task handed back to the task that delegated it, whose
+// agent signs it off.
 func roleRef(name string) string   { return "role:" + name }
 func personRef(name string) string { return "person:" + name }
 
 func parseRef(s string) *core.Assignee {
 	kind, name, ok := strings.Cut(s, ":")
-	if !ok || name == "" || (kind != "role" && kind != "person") {
+	if !ok || name == "" || (kind != "role" && kind != "person" && kind != "task") {
 		return nil
 	}
 	return &core.Assignee{Kind: kind, Name: name}

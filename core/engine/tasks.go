@@ -35,7 +35,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		title, titlePending = truncateRunes(first, 60), true
 	}
 	if utf8.RuneCountInString(title) > maxTitle {
-		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it under %d", utf8.RuneCountInString(title), maxTitle)
+		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
 	}
 
 	var parent core.Task
@@ -49,7 +49,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			return core.Task{}, err
 		}
 		if parent.Archived {
-			return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s is archived; unarchived tasks only can take children", parent.ID)
+			return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s is archived; only a task that is not archived can take children", parent.ID)
 		}
 	}
 
@@ -126,9 +126,12 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		}
 		blockers = append(blockers, bt.ID)
 	}
-	// Who handed it over: the person who created it, or the role of the
-	// agent session that did ("back" returns it there).
+	// Who handed it over ("back" returns it there): the person who created
+	// it, or the task whose agent created it, which then signs it off.
 	handedBy := e.handerOf(actor)
+	if actor.Kind == core.ActorAgent {
+		handedBy = "task:" + actor.TaskID
+	}
 	now := time.Now().UTC()
 	row := store.Task{
 		Title: title, Description: strings.TrimSpace(in.Description), ParentID: parent.ID, CWD: filepath.Clean(cwd),
@@ -181,6 +184,21 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 // ListTasks implements core.Client: tasks in creation order, so a parent
 // always precedes its children.
 func (e *Engine) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	ptrs, err := e.TaskSnapshot(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.Task, len(ptrs))
+	for i, p := range ptrs {
+		out[i] = *p
+	}
+	return out, nil
+}
+
+// TaskSnapshot is ListTasks without the copies: the cache never changes a
+// task in place (a change stores a new value), so the pointers stay valid
+// and unchanging after the lock is released. For large listings.
+func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
 	var root string
 	if in.Root != "" {
 		id, err := e.resolveID(ctx, in.Root)
@@ -192,14 +210,14 @@ func (e *Engine) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.
 	e.cacheMu.RLock()
 	defer e.cacheMu.RUnlock()
 	if root != "" {
-		var out []core.Task
+		var out []*core.Task
 		var walk func(id string)
 		walk = func(id string) {
 			t := e.tasks[id]
 			if t == nil || (t.Archived && !in.All) {
 				return
 			}
-			out = append(out, *t)
+			out = append(out, t)
 			for _, c := range e.children[id] {
 				walk(c)
 			}
@@ -207,13 +225,13 @@ func (e *Engine) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.
 		walk(root)
 		return out, nil
 	}
-	out := make([]core.Task, 0, len(e.order))
+	out := make([]*core.Task, 0, len(e.order))
 	for _, id := range e.order {
 		t := e.tasks[id]
 		if t.Archived && !in.All {
 			continue
 		}
-		out = append(out, *t)
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -235,6 +253,9 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 	if err := e.mayEdit(ctx, t); err != nil {
 		return core.Task{}, err
 	}
+	if t.Archived {
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
+	}
 	if in.Title == nil && in.Description == nil {
 		return core.Task{}, core.Errorf(core.CodeValidation, "nothing to change: give --title or --description")
 	}
@@ -245,7 +266,7 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 			return core.Task{}, core.Errorf(core.CodeValidation, "title cannot be empty")
 		}
 		if utf8.RuneCountInString(title) > maxTitle {
-			return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it under %d", utf8.RuneCountInString(title), maxTitle)
+			return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
 		}
 	}
 	if in.Description != nil {
@@ -324,6 +345,9 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	}
 	if err := e.mayEdit(ctx, t); err != nil {
 		return core.Task{}, err
+	}
+	if t.Archived {
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
 	}
 	if a := core.ActorFrom(ctx); a.Kind == core.ActorAgent && a.TaskID == t.ID && status == core.StatusDone {
 		return core.Task{}, core.Errorf(core.CodeForbidden,

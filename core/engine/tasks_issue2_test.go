@@ -426,7 +426,7 @@ func TestTitleRules(t *testing.T) {
 		t.Fatalf("description edit: %+v %v", edited, err)
 	}
 	edited, err = env.eng.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: i2Ptr(" better ")})
-	if err != nil || edited.Title != "better" || edited.Description != "new" || !edited.UpdatedAt.After(task.UpdatedAt) {
+	if err != nil || edited.Title != "better" || edited.Description != "new" || edited.UpdatedAt.Before(task.UpdatedAt) {
 		t.Fatalf("title edit: %+v %v", edited, err)
 	}
 }

@@ -21,7 +21,14 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (core.Actor, er
 	if token == "" {
 		return core.Actor{Kind: core.ActorExternal}, nil
 	}
-	tok, err := e.db.GetToken(ctx, hashToken(token))
+	hash := hashToken(token)
+	e.rtMu.Lock()
+	actor, live := e.tokens[hash]
+	e.rtMu.Unlock()
+	if live {
+		return actor, nil
+	}
+	tok, err := e.db.GetToken(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return core.Actor{}, core.Errorf(core.CodeForbidden, "unknown session token")
 	}
@@ -198,7 +205,7 @@ func nonNilTasks(ts []core.Task) []core.Task {
 
 func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
 	in := core.CreateTaskInput{Title: a.Title, Description: a.Description, Prompt: a.Prompt, ParentID: a.ParentID,
-		Profile: a.Profile, Autopilot: a.Autopilot, Start: true}
+		Profile: a.Profile, Autopilot: a.Autopilot, Start: true, CWD: a.CWD}
 	if a.Start != nil {
 		in.Start = *a.Start
 	}
@@ -230,7 +237,7 @@ func (e *Engine) toolSetTitle(ctx context.Context, actor core.Actor, title strin
 		return nil, core.Errorf(core.CodeValidation, "title cannot be empty")
 	}
 	if len([]rune(title)) > maxTitle {
-		return nil, core.Errorf(core.CodeValidation, "title is too long; keep it under %d characters", maxTitle)
+		return nil, core.Errorf(core.CodeValidation, "title is too long; keep it to %d characters at most", maxTitle)
 	}
 	if err := e.db.SetTaskTitle(ctx, actor.TaskID, title, time.Now().UTC()); err != nil {
 		return nil, mapStoreErr(err, "task "+actor.TaskID)

@@ -139,7 +139,7 @@ func (e *Engine) held(t core.Task) string {
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
 	case t.Assignee == nil || t.Assignee.Kind != "role":
-		return "with a person"
+		return "waiting on someone else"
 	}
 	return ""
 }
@@ -269,10 +269,20 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
 		return nil, errRunFailed
 	}
 	run.proc = proc
-	rt.run = run
+	// Register under the engine lock with the closing check, so a shutdown
+	// that already took its list of runs cannot miss this one.
 	e.rtMu.Lock()
+	if e.closing {
+		e.rtMu.Unlock()
+		e.finishSession(sessionID, core.SessionCancelled, "interrupted: the kandev daemon shut down")
+		rt.mu.Unlock()
+		proc.Terminate(e.opts.Grace)
+		return nil, errFenced
+	}
 	e.sessions[sessionID] = run
+	e.tokens[hash] = core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: sessionID}
 	e.rtMu.Unlock()
+	rt.run = run
 	pid := proc.PID()
 	e.updateSession(sessionID, store.SessionUpdate{PID: &pid})
 	e.procWG.Add(1)
@@ -502,6 +512,11 @@ func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason stri
 	}
 	e.rtMu.Lock()
 	delete(e.sessions, run.sessionID)
+	for h, a := range e.tokens {
+		if a.SessionID == run.sessionID {
+			delete(e.tokens, h)
+		}
+	}
 	e.rtMu.Unlock()
 	e.finishSession(run.sessionID, state, reason)
 	if run.proc != nil {
@@ -541,7 +556,6 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 	}
 	e.endRunLocked(run, core.SessionCancelled, reason)
 	rt.mu.Unlock()
-	e.procWG.Wait()
 	e.refreshQuiet(rt.id)
 }
 

@@ -458,3 +458,20 @@ func TestRunStopsDuringSlowInitialize(t *testing.T) {
 	}
 	_ = pw.Close() // lets the SDK's reader go
 }
+
+// TestConditional runs a directive only when a prompt variable matches.
+func TestConditional(t *testing.T) {
+	leakCheck(t)
+	h := newHarness(t, nil)
+	sid := h.newSession()
+	h.mustPrompt(sid, "mock: on wake: if open_subtasks=0: say all done after ${finished_task_id}")
+	if got := h.mustPrompt(sid, "[kandev:wake]\nfinished_task_id: a1\nopen_subtasks: 1"); got != "" {
+		t.Errorf("with a subtask open it said %q", got)
+	}
+	if got := h.mustPrompt(sid, "[kandev:wake]\nfinished_task_id: b2\nopen_subtasks: 0"); got != "all done after b2\n" {
+		t.Errorf("with none open it said %q", got)
+	}
+	if got := h.mustPrompt(sid, "mock: if broken"); !strings.Contains(got, "error mock: if") {
+		t.Errorf("malformed if said %q", got)
+	}
+}

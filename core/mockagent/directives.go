@@ -37,6 +37,8 @@ func (t *turn) exec(d string) error {
 		return t.call(arg)
 	case "tools":
 		return t.tools()
+	case "mcpenv":
+		t.mcpenv(arg)
 	case "sleep":
 		return t.sleep(arg)
 	case "fail":
@@ -64,6 +66,8 @@ func (t *turn) exec(d string) error {
 		t.plan(arg)
 	case "on":
 		t.on(arg)
+	case "if":
+		return t.cond(arg)
 	default:
 		t.sayf("error mock: unknown directive %q", d)
 	}
@@ -147,6 +151,22 @@ func (t *turn) plan(arg string) {
 	t.update(acp.SessionUpdate{Plan: &acp.SessionUpdatePlan{Entries: entries}})
 }
 
+// cond runs `if KEY=VALUE: DIRECTIVE`: the directive runs only when the
+// prompt's variable KEY equals VALUE (a reaction that must branch, such as
+// handing back once no subtask is open, uses it).
+func (t *turn) cond(arg string) error {
+	test, rest, ok := strings.Cut(arg, ": ")
+	key, want, ok2 := strings.Cut(test, "=")
+	if !ok || !ok2 || strings.TrimSpace(rest) == "" {
+		t.sayf("error mock: if: want %q, got %q", "if KEY=VALUE: DIRECTIVE", arg)
+		return nil
+	}
+	if t.vars[strings.TrimSpace(key)] != strings.TrimSpace(want) {
+		return nil
+	}
+	return t.exec(rest)
+}
+
 // on registers a reaction; it is saved with the session at the turn's end.
 func (t *turn) on(arg string) {
 	r, ok := parseReaction(arg)
@@ -155,4 +175,22 @@ func (t *turn) on(arg string) {
 		return
 	}
 	t.s.state.Reactions = append(t.s.state.Reactions, r)
+}
+
+// mcpenv says one environment value of the kandev MCP server the session
+// was given: `mcpenv NAME: VALUE`. It exists for tests (it can reveal the
+// session token).
+func (t *turn) mcpenv(name string) {
+	srv := t.s.client().server
+	if srv == nil {
+		t.say("error mcpenv: this session has no kandev MCP server")
+		return
+	}
+	for _, e := range srv.Env {
+		if e.Name == name {
+			t.sayf("mcpenv %s: %s", name, e.Value)
+			return
+		}
+	}
+	t.sayf("error mcpenv: the kandev MCP server has no %s in its environment", name)
 }

@@ -134,8 +134,16 @@ func shortTempDir(t testing.TB) string {
 	return dir
 }
 
+// environ is the test process's environment without kandev variables it
+// may have inherited (a test run from inside a kandev agent), plus ours.
 func (d *Daemon) environ() []string {
-	return append(os.Environ(), d.Env...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KANDEV_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, d.Env...)
 }
 
 func (d *Daemon) start() {

@@ -1,0 +1,166 @@
+package core
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinProfiles(t *testing.T) {
+	want := map[string]string{
+		"mock":     "kandev mock-agent",
+		"claude":   "claude-agent-acp",
+		"codex":    "codex-acp",
+		"gemini":   "gemini --acp",
+		"qwen":     "qwen --acp",
+		"opencode": "opencode acp",
+	}
+	got := BuiltinProfiles()
+	if len(got) != len(want) {
+		t.Fatalf("%d built-ins, want %d", len(got), len(want))
+	}
+	for _, p := range got {
+		line, ok := want[p.Name]
+		if !ok {
+			t.Errorf("unexpected built-in %s", p.Name)
+			continue
+		}
+		if p.CommandLine() != line {
+			t.Errorf("%s runs %q, want %q", p.Name, p.CommandLine(), line)
+		}
+		if !p.MCP || p.Source != "builtin" {
+			t.Errorf("%s: mcp %v source %q", p.Name, p.MCP, p.Source)
+		}
+		if err := ValidateProfile(p); err != nil {
+			t.Errorf("built-in %s is invalid: %v", p.Name, err)
+		}
+		if b, ok := BuiltinProfile(p.Name); !ok || b.Name != p.Name {
+			t.Errorf("BuiltinProfile(%s) = %v, %v", p.Name, b, ok)
+		}
+	}
+	if _, ok := BuiltinProfile("nope"); ok {
+		t.Error("BuiltinProfile found a profile that does not exist")
+	}
+	if _, ok := BuiltinProfile(DefaultProfile); !ok {
+		t.Errorf("the default profile %s is not built in", DefaultProfile)
+	}
+	// Callers may modify what they get without changing the built-ins.
+	ps := BuiltinProfiles()
+	ps[0].Name = "changed"
+	ps[0].Args = append(ps[0].Args, "x")
+	if BuiltinProfiles()[0].Name == "changed" {
+		t.Error("BuiltinProfiles returns shared state")
+	}
+}
+
+func TestValidateProfile(t *testing.T) {
+	ok := []Profile{
+		{Name: "a", Command: "x"},
+		{Name: "claude-opus", Command: "claude-agent-acp", Env: []string{"ANTHROPIC_MODEL=opus"}},
+		{Name: "v1.2_beta-3", Command: "/usr/bin/agent", Args: []string{"--acp", ""}},
+		{Name: "0day", Command: "x", Env: []string{"EMPTY=", "K=a=b", "_U=1"}},
+		{Name: strings.Repeat("a", 32), Command: "x"},
+	}
+	for _, p := range ok {
+		if err := ValidateProfile(p); err != nil {
+			t.Errorf("%+v refused: %v", p, err)
+		}
+	}
+	bad := []struct {
+		p    Profile
+		says string
+	}{
+		{Profile{Name: "", Command: "x"}, "profile name"},
+		{Profile{Name: "Claude", Command: "x"}, "lowercase"},
+		{Profile{Name: "-dash", Command: "x"}, "starting with"},
+		{Profile{Name: ".dot", Command: "x"}, "starting with"},
+		{Profile{Name: "has space", Command: "x"}, "profile name"},
+		{Profile{Name: "slash/x", Command: "x"}, "profile name"},
+		{Profile{Name: strings.Repeat("a", 33), Command: "x"}, "1-32"},
+		{Profile{Name: "nocmd", Command: ""}, "--command is required"},
+		{Profile{Name: "blank", Command: "   "}, "--command is required"},
+		{Profile{Name: "env1", Command: "x", Env: []string{"NOEQUALS"}}, "KEY=VALUE"},
+		{Profile{Name: "env2", Command: "x", Env: []string{"=v"}}, "KEY=VALUE"},
+		{Profile{Name: "env3", Command: "x", Env: []string{"1K=v"}}, "KEY=VALUE"},
+		{Profile{Name: "env4", Command: "x", Env: []string{"K-Y=v"}}, "KEY=VALUE"},
+	}
+	for _, c := range bad {
+		err := ValidateProfile(c.p)
+		if err == nil {
+			t.Errorf("%+v accepted", c.p)
+			continue
+		}
+		if CodeOf(err) != CodeValidation || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v (code %s), want a validation error saying %q", c.p, err, CodeOf(err), c.says)
+		}
+	}
+}
+
+func TestCheckAutopilotProfile(t *testing.T) {
+	if err := CheckAutopilotProfile(Profile{Name: "claude", Command: "claude-agent-acp", MCP: true}); err != nil {
+		t.Fatalf("an MCP-capable profile was refused: %v", err)
+	}
+	err := CheckAutopilotProfile(Profile{Name: "plain", Command: "x", MCP: false})
+	if err == nil {
+		t.Fatal("a profile without MCP may run autopilot")
+	}
+	if CodeOf(err) != CodeValidation {
+		t.Fatalf("code %s", CodeOf(err))
+	}
+	for _, want := range []string{"plain", "autopilot", "mcp: false", "MCP server"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+func TestMergeProfiles(t *testing.T) {
+	names := func(ps []Profile) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	base := MergeProfiles(nil)
+	if !slices.IsSorted(names(base)) || len(base) != len(BuiltinProfiles()) {
+		t.Fatalf("built-ins alone: %v", names(base))
+	}
+	for _, p := range base {
+		if p.Source != "builtin" {
+			t.Errorf("%s: source %q", p.Name, p.Source)
+		}
+	}
+	merged := MergeProfiles([]Profile{
+		{Name: "claude", Command: "my-claude", MCP: false, Source: "whatever"},
+		{Name: "aaa", Command: "first", MCP: true},
+		{Name: "zeta", Command: "last"},
+	})
+	got := names(merged)
+	if !slices.IsSorted(got) {
+		t.Fatalf("not sorted by name: %v", got)
+	}
+	if len(merged) != len(base)+2 {
+		t.Fatalf("merged %v", got)
+	}
+	by := map[string]Profile{}
+	for _, p := range merged {
+		by[p.Name] = p
+	}
+	if c := by["claude"]; c.Source != "override" || c.Command != "my-claude" || c.MCP {
+		t.Errorf("override: %+v", c)
+	}
+	if a := by["aaa"]; a.Source != "user" || a.Command != "first" {
+		t.Errorf("user profile: %+v", a)
+	}
+	if z := by["zeta"]; z.Source != "user" {
+		t.Errorf("user profile: %+v", z)
+	}
+	if g := by["gemini"]; g.Source != "builtin" || g.Command != "gemini" {
+		t.Errorf("untouched built-in: %+v", g)
+	}
+	// Merging did not change the built-ins.
+	if b, _ := BuiltinProfile("claude"); b.Command != "claude-agent-acp" || b.Source != "builtin" {
+		t.Errorf("built-in claude changed: %+v", b)
+	}
+}

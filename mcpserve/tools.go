@@ -1,0 +1,269 @@
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
+)
+
+// bridge is one `kandev mcp` process's server: the session's tools, each
+// forwarding to the daemon.
+type bridge struct {
+	host     core.ToolHost
+	surface  core.ToolSurface
+	srv      *server.MCPServer
+	progress time.Duration
+	log      *slog.Logger
+	tr       *transport
+}
+
+func newBridge(host core.ToolHost, surface core.ToolSurface, version string, progress time.Duration, log *slog.Logger) *bridge {
+	b := &bridge{host: host, surface: surface, progress: progress, log: log}
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
+		asCodedError(req, result)
+	})
+	sopts := []server.ServerOption{
+		server.WithToolCapabilities(false),
+		server.WithInputSchemaValidation(),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions(instructions(surface)),
+	}
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		sopts = append(sopts, server.WithLogger(log))
+	}
+	b.srv = server.NewMCPServer("kandev", version, sopts...)
+	var tools []server.ServerTool
+	for _, name := range surface.Tools {
+		t, ok := capability.Lookup(name)
+		if !ok {
+			// A daemon newer than this binary: its tool has no schema here.
+			log.Debug("kandev mcp: skipping a tool this binary does not know", "tool", name)
+			continue
+		}
+		mt, err := Definition(t)
+		if err != nil {
+			log.Debug("kandev mcp: skipping tool", "tool", name, "err", err)
+			continue
+		}
+		tools = append(tools, server.ServerTool{Tool: mt, Handler: b.handler(t)})
+	}
+	b.srv.AddTools(tools...)
+	return b
+}
+
+// instructions is the short server description clients may show a model.
+func instructions(s core.ToolSurface) string {
+	if s.TaskID != "" {
+		return fmt.Sprintf("kandev coordination tools for task %s (surface %s). Your task's instructions explain when to use them.", s.TaskID, s.Surface)
+	}
+	return fmt.Sprintf("kandev tools (surface %s): create and follow tasks that kandev's agents work on.", s.Surface)
+}
+
+// Definition is a registry tool as MCP declares it: its JSON Schema, title,
+// description and truthful annotations. No kandev tool reaches outside
+// kandev, so openWorldHint is false throughout.
+func Definition(t capability.Tool) (mcp.Tool, error) {
+	schema, err := json.Marshal(t.InputSchema())
+	if err != nil {
+		return mcp.Tool{}, fmt.Errorf("schema of %s: %w", t.Name, err)
+	}
+	mt := mcp.NewToolWithRawSchema(t.Name, t.Description, schema)
+	mt.Title = t.Title
+	mt.Annotations = mcp.ToolAnnotation{
+		Title:           t.Title,
+		ReadOnlyHint:    mcp.ToBoolPtr(t.ReadOnly),
+		DestructiveHint: mcp.ToBoolPtr(t.Destructive),
+		IdempotentHint:  mcp.ToBoolPtr(t.Idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(false),
+	}
+	return mt, nil
+}
+
+// handler forwards one tool's calls to the daemon.
+func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := []byte(req.Params.RawArguments)
+		if len(args) == 0 && req.Params.Arguments != nil {
+			var err error
+			if args, err = json.Marshal(req.Params.Arguments); err != nil {
+				return errorResult(core.Errorf(core.CodeValidation, "arguments of %s are not JSON: %v", t.Name, err)), nil
+			}
+		}
+		if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
+			args = []byte("{}")
+		}
+		if t.Name == "create_task_kandev" && b.surface.TaskID == "" {
+			args = withDefaultCWD(args)
+		}
+		if t.Waits {
+			var stop func()
+			ctx, stop = b.waiting(ctx, req)
+			defer stop()
+		}
+		res, err := b.host.CallTool(ctx, t.Name, args)
+		if err != nil {
+			if ctx.Err() != nil {
+				if t.Waits {
+					return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cut off before an answer came; "+
+						"a question it recorded stays pending and its answer arrives as your next message", t.Name)), nil
+				}
+				return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cancelled before kandev answered", t.Name)), nil
+			}
+			return errorResult(core.AsError(err)), nil
+		}
+		return successResult(res), nil
+	}
+}
+
+// withDefaultCWD gives a task created on the external surface the
+// directory the person's agent runs in, unless the call names one.
+func withDefaultCWD(args []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return args // the daemon reports the bad arguments
+	}
+	if _, ok := m["cwd"]; ok {
+		return args
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return args
+	}
+	m["cwd"], _ = json.Marshal(wd)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return args
+	}
+	return out
+}
+
+// waiting prepares a call that may block until a person acts: it ends when
+// the client goes away (stdin EOF), and it reports progress while it
+// waits when the client gave a progress token. stop must be called before
+// the handler returns, so that no progress follows the result.
+func (b *bridge) waiting(ctx context.Context, req mcp.CallToolRequest) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	unhook := context.AfterFunc(b.tr.eof, cancel)
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
+	}
+	if token == nil {
+		return ctx, func() { unhook(); cancel() }
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(b.progress)
+		defer tick.Stop()
+		start := time.Now()
+		for n := 1; ; n++ {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				secs := int(time.Since(start).Round(time.Second) / time.Second)
+				b.tr.notify("notifications/progress", map[string]any{
+					"progressToken": token,
+					"progress":      n,
+					"message":       fmt.Sprintf("still waiting for an answer (%ds)", secs),
+				})
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		<-finished
+		unhook()
+		cancel()
+	}
+}
+
+// successResult carries the daemon's JSON result: as structured content
+// when it is an object, and always as text.
+func successResult(v any) *mcp.CallToolResult {
+	raw, ok := v.(json.RawMessage)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return errorResult(core.Errorf(core.CodeInternal, "encode result: %v", err))
+		}
+		raw = b
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}}
+	if raw[0] == '{' {
+		res.RawStructuredContent = raw
+	}
+	return res
+}
+
+// errorBody is the structured content of a failed call.
+type errorBody struct {
+	Error *core.Error `json:"error"`
+}
+
+// errorResult is a tool error a model can act on: "CODE: message" as
+// text, and {"error": {code, message, details}} as structured content.
+func errorResult(e *core.Error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(e.Code) + ": " + e.Message)},
+		StructuredContent: errorBody{Error: e},
+		IsError:           true,
+	}
+}
+
+// asCodedError rewrites the results mcp-go writes itself (a call refused
+// by input schema validation) into kandev's error shape, worded for the
+// model. kandev's own results always carry structured content, so these
+// are the ones without.
+func asCodedError(req *mcp.CallToolRequest, result any) {
+	r, ok := result.(*mcp.CallToolResult)
+	if !ok || r == nil || !r.IsError || r.StructuredContent != nil || len(r.RawStructuredContent) > 0 {
+		return
+	}
+	var msg string
+	if req != nil {
+		if t, ok := capability.Lookup(req.Params.Name); ok {
+			args := []byte(req.Params.RawArguments)
+			if len(args) == 0 && req.Params.Arguments != nil {
+				args, _ = json.Marshal(req.Params.Arguments)
+			}
+			if why := explainInvalid(t, args); why != "" {
+				msg = "invalid arguments for " + t.Name + ": " + why
+			}
+		}
+	}
+	if msg == "" {
+		var parts []string
+		for _, c := range r.Content {
+			if tc, ok := mcp.AsTextContent(c); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		msg = strings.Join(parts, "\n")
+	}
+	if msg == "" {
+		msg = "invalid arguments"
+	}
+	*r = *errorResult(core.Errorf(core.CodeValidation, "%s", msg))
+}
