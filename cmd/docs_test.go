@@ -1,0 +1,91 @@
+package cmd
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"text/template"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+var updateDocs = flag.Bool("update", false, "rewrite docs/cli.md")
+
+// TestCLIDocs keeps docs/cli.md equal to the command tree.
+func TestCLIDocs(t *testing.T) {
+	root := NewCmdRoot(NewFactory())
+	var b strings.Builder
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Hidden || c.Name() == "help" || c.Name() == "completion" {
+			return
+		}
+		if c.Runnable() {
+			writeCommandDoc(&b, c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	tmpl := template.Must(template.ParseFiles(filepath.Join("testdata", "cli.md.tmpl")))
+	var out bytes.Buffer
+	if err := tmpl.Execute(&out, map[string]string{"Commands": strings.TrimRight(b.String(), "\n")}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "docs", "cli.md")
+	if *updateDocs {
+		if err := os.WriteFile(path, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	have, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (regenerate: go test ./cmd -run TestCLIDocs -update)", err)
+	}
+	if !bytes.Equal(have, out.Bytes()) {
+		t.Fatal("docs/cli.md is out of date: go test ./cmd -run TestCLIDocs -update")
+	}
+}
+
+func writeCommandDoc(b *strings.Builder, c *cobra.Command) {
+	fmt.Fprintf(b, "## %s\n\n", c.CommandPath())
+	fmt.Fprintf(b, "```\n%s\n```\n\n", strings.TrimSpace(c.UseLine()))
+	text := c.Long
+	if text == "" {
+		text = c.Short
+	}
+	fmt.Fprintf(b, "%s\n\n", strings.TrimSpace(text))
+	if c.Example != "" {
+		fmt.Fprintf(b, "```\n%s\n```\n\n", strings.TrimRight(c.Example, "\n"))
+	}
+	var flags []string
+	c.NonInheritedFlags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden || f.Name == "help" {
+			return
+		}
+		name := "--" + f.Name
+		if f.Shorthand != "" {
+			name = "-" + f.Shorthand + ", " + name
+		}
+		if f.Value.Type() != "bool" {
+			name += " " + strings.ToUpper(f.Value.Type())
+		}
+		line := fmt.Sprintf("| `%s` | %s", name, strings.ReplaceAll(f.Usage, "|", "\\|"))
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0" && f.DefValue != "0s" {
+			line += fmt.Sprintf(" (default `%s`)", f.DefValue)
+		}
+		flags = append(flags, line+" |")
+	})
+	if len(flags) > 0 {
+		b.WriteString("| flag | meaning |\n|---|---|\n")
+		b.WriteString(strings.Join(flags, "\n"))
+		b.WriteString("\n\n")
+	}
+}
