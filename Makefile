@@ -14,7 +14,7 @@ build:
 ## test: everything the README promises: unit, integration (real daemon,
 ## kandev mcp and mock agent processes), CLI scripts and TUI tests.
 test: lint inspector
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
