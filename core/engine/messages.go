@@ -25,6 +25,20 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 		return core.Task{}, err
 	}
 	text := strings.TrimSpace(in.Prompt)
+	if t.Assignee != nil && t.Assignee.Kind != "role" {
+		// Starting a task that waits on you hands it back to its agent.
+		if actor.Kind == core.ActorPerson && t.Assignee.Kind == "person" && t.Assignee.Name == actor.Name && t.Session != nil {
+			if text == "" {
+				text = "Continue work on the task."
+			}
+			if _, err := e.handBackWithMessage(ctx, t, actor, text); err != nil {
+				return core.Task{}, err
+			}
+			return e.task(ctx, t.ID)
+		}
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s is with %s %s, not an agent; hand it to a role to start it (kandev task handoff %s --to ROLE)",
+			t.ID, t.Assignee.Kind, t.Assignee.Name, t.ID)
+	}
 	rt := e.runtime(t.ID)
 	rt.mu.Lock()
 	now := time.Now().UTC()

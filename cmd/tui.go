@@ -1,0 +1,42 @@
+package cmd
+
+import (
+	"context"
+	"os"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/tui"
+)
+
+// runTUI is `kandev` with no arguments: connect (starting the daemon if
+// needed) and open the terminal UI.
+func runTUI(ctx context.Context, f *Factory) error {
+	if !isTerminal(f.IO.In) || !isTerminal(f.IO.Out) {
+		return usagef("kandev's UI needs a terminal; for scripts use the commands (kandev task list --json, kandev --help)")
+	}
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	return tui.Run(ctx, client, tui.Options{
+		CWD: cwd,
+		In:  f.IO.In,
+		Out: f.IO.Out,
+		Reconnect: func(ctx context.Context) (core.Client, error) {
+			return daemon.Connect(ctx, home, f.Executable)
+		},
+	})
+}
+
+func isTerminal(v any) bool {
+	file, ok := v.(*os.File)
+	return ok && term.IsTerminal(file.Fd())
+}

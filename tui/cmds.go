@@ -1,0 +1,259 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+// Every call to the daemon happens here, inside a tea.Cmd; Update only
+// reads the messages these produce.
+
+// streamOpenMsg: the event stream is up (gen counts connections).
+type streamOpenMsg struct {
+	gen    int
+	client core.Client
+	events <-chan core.Event
+	cancel context.CancelFunc
+}
+
+// streamFailedMsg: connecting failed; try again after a pause.
+type streamFailedMsg struct {
+	gen int
+	err error
+}
+
+// eventsMsg carries the events that were ready at once (a burst arrives
+// as one message, so the tree is laid out once per burst). closed: the
+// stream ended after them.
+type eventsMsg struct {
+	gen    int
+	events []core.Event
+	closed bool
+}
+
+type reconnectMsg struct{ gen int }
+
+type tasksMsg struct {
+	gen   int
+	tasks []core.Task
+	err   error
+}
+
+type profilesMsg struct {
+	profiles []core.Profile
+	err      error
+}
+
+type convoPageMsg struct {
+	gen    int // detail generation
+	taskID string
+	page   core.ConversationPage
+	err    error
+}
+
+type convoLoadMsg struct{ gen int }
+
+type tickMsg time.Time
+
+// opKind names an operator action.
+type opKind int
+
+const (
+	opCreate opKind = iota
+	opAnswer
+	opMessage
+	opStop
+	opStart
+	opArchive
+)
+
+func (o opKind) String() string {
+	return [...]string{"create", "answer", "message", "stop", "start", "archive"}[o]
+}
+
+// opDoneMsg is an action's outcome: text to show, or the engine's refusal.
+type opDoneMsg struct {
+	op     opKind
+	dialog int // the dialog that asked, if any
+	taskID string
+	text   string
+	task   *core.Task // a created task, to select it
+	err    error
+}
+
+// maxBurst caps how many queued events one message carries.
+const maxBurst = 1024
+
+func connectCmd(ctx context.Context, gen int, client core.Client, reconnect func(context.Context) (core.Client, error)) tea.Cmd {
+	return func() tea.Msg {
+		c := client
+		if reconnect != nil {
+			nc, err := reconnect(ctx)
+			if err != nil {
+				return streamFailedMsg{gen: gen, err: err}
+			}
+			c = nc
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		ch, err := c.Events(sctx, core.EventsInput{})
+		if err != nil {
+			cancel()
+			return streamFailedMsg{gen: gen, err: err}
+		}
+		return streamOpenMsg{gen: gen, client: c, events: ch, cancel: cancel}
+	}
+}
+
+func waitEventsCmd(gen int, ch <-chan core.Event) tea.Cmd {
+	return func() tea.Msg {
+		ev, ok := <-ch
+		if !ok {
+			return eventsMsg{gen: gen, closed: true}
+		}
+		evs := []core.Event{ev}
+		for len(evs) < maxBurst {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					return eventsMsg{gen: gen, events: evs, closed: true}
+				}
+				evs = append(evs, ev)
+			default:
+				return eventsMsg{gen: gen, events: evs}
+			}
+		}
+		return eventsMsg{gen: gen, events: evs}
+	}
+}
+
+func reconnectAfter(gen int, d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return reconnectMsg{gen: gen} })
+}
+
+func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
+	return func() tea.Msg {
+		ts, err := c.ListTasks(ctx, core.ListTasksInput{})
+		return tasksMsg{gen: gen, tasks: ts, err: err}
+	}
+}
+
+func loadProfilesCmd(ctx context.Context, c core.Client) tea.Cmd {
+	return func() tea.Msg {
+		ps, err := c.ListProfiles(ctx)
+		return profilesMsg{profiles: ps, err: err}
+	}
+}
+
+// convoPageSize is how many entries one conversation request fetches.
+const convoPageSize = 500
+
+func loadConvoCmd(ctx context.Context, c core.Client, gen int, taskID string, after int64) tea.Cmd {
+	return func() tea.Msg {
+		p, err := c.Conversation(ctx, taskID, core.ConversationInput{After: after, Limit: convoPageSize})
+		return convoPageMsg{gen: gen, taskID: taskID, page: p, err: err}
+	}
+}
+
+func debounceConvo(gen int, d time.Duration) tea.Cmd {
+	if d <= 0 {
+		return func() tea.Msg { return convoLoadMsg{gen: gen} }
+	}
+	return tea.Tick(d, func(time.Time) tea.Msg { return convoLoadMsg{gen: gen} })
+}
+
+func tickCmd(d time.Duration) tea.Cmd {
+	return tea.Tick(d, func(t time.Time) tea.Msg { return tickMsg(t) })
+}
+
+func createCmd(ctx context.Context, c core.Client, dialog int, in core.CreateTaskInput) tea.Cmd {
+	return func() tea.Msg {
+		t, err := c.CreateTask(ctx, in)
+		if err != nil {
+			return opDoneMsg{op: opCreate, dialog: dialog, err: err}
+		}
+		text := fmt.Sprintf("created task %s: %s", t.ID, oneLine(t.Title))
+		if in.Start {
+			text += " (started)"
+		}
+		return opDoneMsg{op: opCreate, dialog: dialog, taskID: t.ID, text: text, task: &t}
+	}
+}
+
+func answerCmd(ctx context.Context, c core.Client, dialog int, id string, in core.AnswerInput) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.AnswerQuestion(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, err: err}
+		}
+		text := fmt.Sprintf("answered question %s of task %s", r.QuestionID, id)
+		switch {
+		case r.Status == "already_answered":
+			text = fmt.Sprintf("question %s of task %s was already answered", r.QuestionID, id)
+		case r.Delivered == "waiting_call":
+			text += "; the agent continues"
+		case r.Delivered == "next_turn":
+			text += "; it is the task's next turn"
+		}
+		return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+func messageCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MessageInput) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.MessageTask(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opMessage, dialog: dialog, taskID: id, err: err}
+		}
+		var text string
+		switch r.Status {
+		case "started":
+			text = fmt.Sprintf("message to %s started a turn", id)
+		case "interrupted":
+			text = fmt.Sprintf("message to %s interrupted the running turn", id)
+		case "queued":
+			text = fmt.Sprintf("message to %s queued (position %d)", id, r.Position)
+		default:
+			text = fmt.Sprintf("message to %s: %s", id, r.Status)
+		}
+		return opDoneMsg{op: opMessage, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+func stopCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.StopTask(ctx, id)
+		if err != nil {
+			return opDoneMsg{op: opStop, dialog: dialog, taskID: id, err: err}
+		}
+		text := fmt.Sprintf("stopped task %s", id)
+		if r.Result == "not_running" {
+			text = fmt.Sprintf("task %s was not running; nothing to stop", id)
+		}
+		return opDoneMsg{op: opStop, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+func startCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+	return func() tea.Msg {
+		t, err := c.StartTask(ctx, id, core.StartTaskInput{})
+		if err != nil {
+			return opDoneMsg{op: opStart, taskID: id, err: err}
+		}
+		return opDoneMsg{op: opStart, taskID: id, text: fmt.Sprintf("started task %s (%s)", t.ID, t.Status)}
+	}
+}
+
+func archiveCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		t, err := c.ArchiveTask(ctx, id)
+		if err != nil {
+			return opDoneMsg{op: opArchive, dialog: dialog, taskID: id, err: err}
+		}
+		return opDoneMsg{op: opArchive, dialog: dialog, taskID: id, text: fmt.Sprintf("archived task %s (kandev task list --all still shows it)", t.ID), task: &t}
+	}
+}

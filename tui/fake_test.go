@@ -1,0 +1,460 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/kandev/kandev/core"
+)
+
+// fakeClient is an in-memory core.Client. The embedded interface is nil:
+// a method the TUI should never call panics.
+type fakeClient struct {
+	core.Client
+
+	mu       sync.Mutex
+	tasks    []core.Task
+	profiles []core.Profile
+	convo    map[string][]core.Message
+	streams  []chan core.Event
+	calls    []string
+	errs     map[string]error // by method name
+
+	created  []core.CreateTaskInput
+	answers  []core.AnswerInput
+	messages []core.MessageInput
+	stopRes  string
+}
+
+func newFake(tasks ...core.Task) *fakeClient {
+	return &fakeClient{
+		tasks: tasks,
+		profiles: []core.Profile{
+			{Name: "claude", MCP: true}, {Name: "mock", MCP: true}, {Name: "plain", MCP: false},
+		},
+		convo:   map[string][]core.Message{},
+		errs:    map[string]error{},
+		stopRes: "stopped",
+	}
+}
+
+func (f *fakeClient) record(call string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, call)
+	name, _, _ := strings.Cut(call, " ")
+	return f.errs[name]
+}
+
+func (f *fakeClient) setErr(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[method] = err
+}
+
+func (f *fakeClient) callCount(prefix string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeClient) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	if err := f.record("ListTasks"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.Task(nil), f.tasks...), nil
+}
+
+func (f *fakeClient) ListProfiles(ctx context.Context) ([]core.Profile, error) {
+	if err := f.record("ListProfiles"); err != nil {
+		return nil, err
+	}
+	return f.profiles, nil
+}
+
+func (f *fakeClient) Conversation(ctx context.Context, id string, in core.ConversationInput) (core.ConversationPage, error) {
+	if err := f.record("Conversation " + id); err != nil {
+		return core.ConversationPage{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := core.ConversationPage{TaskID: id, Next: in.After}
+	for _, m := range f.convo[id] {
+		if m.Seq <= in.After {
+			continue
+		}
+		if in.Limit > 0 && len(p.Messages) == in.Limit {
+			p.More = true
+			break
+		}
+		p.Messages = append(p.Messages, m)
+		p.Next = m.Seq
+	}
+	return p, nil
+}
+
+// Events opens a stream the test feeds with push and ends with endStream.
+func (f *fakeClient) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
+	if err := f.record("Events"); err != nil {
+		return nil, err
+	}
+	ch := make(chan core.Event, 64)
+	f.mu.Lock()
+	f.streams = append(f.streams, ch)
+	f.mu.Unlock()
+	return ch, nil
+}
+
+func (f *fakeClient) stream() chan core.Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.streams) == 0 {
+		return nil
+	}
+	return f.streams[len(f.streams)-1]
+}
+
+func (f *fakeClient) push(evs ...core.Event) {
+	ch := f.stream()
+	for _, ev := range evs {
+		ch <- ev
+	}
+}
+
+func (f *fakeClient) endStream() { close(f.stream()) }
+
+func (f *fakeClient) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+	f.mu.Lock()
+	f.created = append(f.created, in)
+	f.mu.Unlock()
+	if err := f.record("CreateTask"); err != nil {
+		return core.Task{}, err
+	}
+	t := core.Task{ID: fmt.Sprintf("new%03d", len(f.created)), Title: in.Title, ParentID: in.ParentID, Profile: in.Profile,
+		Autopilot: in.Autopilot, Status: core.StatusTodo, CreatedAt: testNow, UpdatedAt: testNow}
+	f.mu.Lock()
+	f.tasks = append(f.tasks, t)
+	f.mu.Unlock()
+	return t, nil
+}
+
+func (f *fakeClient) AnswerQuestion(ctx context.Context, id string, in core.AnswerInput) (core.AnswerResult, error) {
+	f.mu.Lock()
+	f.answers = append(f.answers, in)
+	f.mu.Unlock()
+	if err := f.record("AnswerQuestion " + id); err != nil {
+		return core.AnswerResult{}, err
+	}
+	return core.AnswerResult{TaskID: id, QuestionID: in.QuestionID, Status: "answered", Delivered: "waiting_call"}, nil
+}
+
+func (f *fakeClient) MessageTask(ctx context.Context, id string, in core.MessageInput) (core.MessageResult, error) {
+	f.mu.Lock()
+	f.messages = append(f.messages, in)
+	f.mu.Unlock()
+	if err := f.record("MessageTask " + id); err != nil {
+		return core.MessageResult{}, err
+	}
+	st := "queued"
+	if in.Delivery == core.DeliveryInterrupt {
+		st = "interrupted"
+	}
+	return core.MessageResult{TaskID: id, Status: st, Position: 1}, nil
+}
+
+func (f *fakeClient) StopTask(ctx context.Context, id string) (core.StopResult, error) {
+	if err := f.record("StopTask " + id); err != nil {
+		return core.StopResult{}, err
+	}
+	return core.StopResult{TaskID: id, Result: f.stopRes}, nil
+}
+
+func (f *fakeClient) StartTask(ctx context.Context, id string, in core.StartTaskInput) (core.Task, error) {
+	if err := f.record("StartTask " + id); err != nil {
+		return core.Task{}, err
+	}
+	return core.Task{ID: id, Status: core.StatusInProgress}, nil
+}
+
+func (f *fakeClient) ArchiveTask(ctx context.Context, id string) (core.Task, error) {
+	if err := f.record("ArchiveTask " + id); err != nil {
+		return core.Task{}, err
+	}
+	return core.Task{ID: id, Archived: true}, nil
+}
+
+// ---- fixtures ----
+
+var testNow = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
+
+func ago(d time.Duration) time.Time { return testNow.Add(-d) }
+
+func session(taskID string, state core.SessionState, at time.Time) *core.SessionInfo {
+	return &core.SessionInfo{ID: "s-" + taskID, TaskID: taskID, Profile: "mock", State: state, PID: 4242, Turns: 1, CreatedAt: at, UpdatedAt: at}
+}
+
+func userQuestion(id string, items ...core.QuestionItem) *core.QuestionInfo {
+	return &core.QuestionInfo{ID: id, Kind: core.QuestionUser, Status: core.QuestionPending, Text: items[0].Prompt, Questions: items, AskedAt: ago(time.Minute)}
+}
+
+func parentQuestion(id, parent string) *core.QuestionInfo {
+	return &core.QuestionInfo{ID: id, Kind: core.QuestionParent, Status: core.QuestionPending, Text: "Which colour?", ParentTaskID: parent,
+		Questions: []core.QuestionItem{{Prompt: "Which colour?"}}, AskedAt: ago(time.Minute)}
+}
+
+var dbQuestion = core.QuestionItem{Prompt: "Which DB?", Options: []core.QuestionOption{{Label: "sqlite"}, {Label: "postgres", Description: "the big one"}}}
+
+// demoTasks is the demo's shape: an autopilot root with children (one
+// running, one asking its parent, one failed), a normal task asking the
+// operator, and a stopped task.
+func demoTasks() []core.Task {
+	return []core.Task{
+		{ID: "root01", Title: "Split the auth module", Status: core.StatusInProgress, Autopilot: true, Profile: "claude",
+			CreatedAt: ago(time.Hour), UpdatedAt: ago(40 * time.Minute), Session: session("root01", core.SessionWaitingForInput, ago(40*time.Minute))},
+		{ID: "kid001", Title: "Extract the token store", ParentID: "root01", Status: core.StatusInProgress, Autopilot: true, Profile: "mock",
+			CreatedAt: ago(50 * time.Minute), UpdatedAt: ago(3 * time.Minute), Session: session("kid001", core.SessionRunning, ago(3*time.Minute))},
+		{ID: "kid002", Title: "Pick a colour for the login page", ParentID: "root01", Status: core.StatusInProgress, Autopilot: true, Profile: "mock",
+			CreatedAt: ago(45 * time.Minute), UpdatedAt: ago(2 * time.Minute), Session: session("kid002", core.SessionWaitingForInput, ago(2*time.Minute)),
+			PendingQuestion: parentQuestion("q-par", "root01")},
+		{ID: "kid003", Title: "Write the migration", ParentID: "root01", Status: core.StatusReview, Profile: "mock",
+			Assignee: &core.Assignee{Kind: "person", Name: core.Operator}, YourTurn: true,
+			Stalled:   &core.Stall{Reason: "Stalled", From: "role:mock", Detail: "agent exited with status 3", At: ago(30 * time.Minute)},
+			CreatedAt: ago(44 * time.Minute), UpdatedAt: ago(30 * time.Minute), Session: &core.SessionInfo{ID: "s-kid003", TaskID: "kid003", State: core.SessionFailed, Error: "agent exited with status 3", CreatedAt: ago(31 * time.Minute), UpdatedAt: ago(30 * time.Minute)}},
+		{ID: "ask001", Title: "Choose the database for the audit log, which needs a long title to show truncation", Status: core.StatusInProgress, Profile: "mock",
+			CreatedAt: ago(20 * time.Minute), UpdatedAt: ago(5 * time.Minute), Session: session("ask001", core.SessionRunning, ago(5*time.Minute)),
+			PendingQuestion: userQuestion("q-usr", dbQuestion)},
+		{ID: "stop01", Title: "Benchmark the cache", Status: core.StatusReview, Profile: "mock", Halted: true,
+			CreatedAt: ago(10 * time.Minute), UpdatedAt: ago(8 * time.Minute), Session: session("stop01", core.SessionCancelled, ago(8*time.Minute))},
+		{ID: "done01", Title: "Ship v0.1 — 日本語のタイトル", Status: core.StatusDone, Profile: "mock",
+			CreatedAt: ago(48 * time.Hour), UpdatedAt: ago(26 * time.Hour)},
+	}
+}
+
+func demoConvo() map[string][]core.Message {
+	msg := func(seq int64, task string, kind core.MessageKind, author, text, meta string) core.Message {
+		m := core.Message{Seq: seq, TaskID: task, Kind: kind, Author: author, Text: text, CreatedAt: ago(5 * time.Minute), UpdatedAt: ago(5 * time.Minute)}
+		if meta != "" {
+			m.Meta = []byte(meta)
+		}
+		return m
+	}
+	return map[string][]core.Message{
+		"ask001": {
+			msg(1, "ask001", core.MsgStatus, "kandev", "agent mock (pid 4242): started a new agent session", ""),
+			msg(2, "ask001", core.MsgPrompt, "person:operator", "Pick the audit log's database.", ""),
+			msg(3, "ask001", core.MsgAgent, "task:ask001", "Looking at the \x1b[1;31mschema\x1b[0m…\tdone\r\n", ""),
+			msg(4, "ask001", core.MsgToolCall, "task:ask001", "kandev: ask_user_question_kandev [in_progress]", `{"status":"in_progress","title":"kandev: ask_user_question_kandev"}`),
+			msg(5, "ask001", core.MsgQuestion, "task:ask001", "Which DB?\n   1) sqlite\n   2) postgres — the big one", `{"question_id":"q-usr","kind":"user","status":"pending"}`),
+		},
+	}
+}
+
+// ---- driver ----
+
+// driver runs the model as bubbletea would, without a terminal: it feeds
+// every message the commands produce back into Update. Commands that
+// block (the event stream's wait) keep running in the background and
+// deliver when something arrives.
+type driver struct {
+	t    *testing.T
+	m    *Model
+	f    *fakeClient
+	msgs chan tea.Msg
+	quit bool
+	ctx  context.Context
+}
+
+func testStyles() styles {
+	r := lipgloss.NewRenderer(nil)
+	r.SetColorProfile(termenv.Ascii)
+	return newStyles(r, false)
+}
+
+func newDriver(t *testing.T, f *fakeClient, w, h int, opts ...func(*Options)) *driver {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	o := Options{Now: func() time.Time { return testNow }, Location: time.UTC, CWD: "/work"}
+	for _, fn := range opts {
+		fn(&o)
+	}
+	m := newModel(ctx, f, o, testStyles())
+	m.tickEvery, m.debounce, m.backoff = 0, 0, time.Millisecond
+	d := &driver{t: t, m: m, f: f, msgs: make(chan tea.Msg, 1024), ctx: ctx}
+	d.send(tea.WindowSizeMsg{Width: w, Height: h})
+	d.run(m.Init())
+	d.settle()
+	return d
+}
+
+func (d *driver) run(cmd tea.Cmd) {
+	if cmd == nil {
+		return
+	}
+	go func() {
+		msg := cmd()
+		select {
+		case d.msgs <- msg:
+		case <-d.ctx.Done():
+		}
+	}()
+}
+
+func (d *driver) send(msg tea.Msg) {
+	d.t.Helper()
+	switch msg := msg.(type) {
+	case nil:
+		return
+	case tea.BatchMsg:
+		for _, c := range msg {
+			d.run(c)
+		}
+		return
+	case tea.QuitMsg:
+		d.quit = true
+		return
+	}
+	_, cmd := d.m.Update(msg)
+	d.run(cmd)
+}
+
+// settleIdle is how long settle waits for another message; the fake
+// client answers at once, so this is long.
+const settleIdle = 20 * time.Millisecond
+
+// settle processes messages until none arrives for a short while.
+func (d *driver) settle() {
+	d.t.Helper()
+	for {
+		select {
+		case msg := <-d.msgs:
+			d.send(msg)
+		case <-time.After(settleIdle):
+			return
+		}
+	}
+}
+
+// eventually settles until cond holds, for at most two seconds.
+func (d *driver) eventually(what string, cond func() bool) {
+	d.t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			d.t.Fatalf("timed out waiting for %s:\n%s", what, d.view())
+		}
+		d.settle()
+	}
+}
+
+// keys sends key presses ("j", "enter", "ctrl+c", or text) and settles.
+func (d *driver) keys(keys ...string) {
+	d.t.Helper()
+	for _, k := range keys {
+		d.send(keyMsg(k))
+		d.settle()
+	}
+}
+
+// typeText sends each rune as a key press.
+func (d *driver) typeText(s string) {
+	d.t.Helper()
+	for _, r := range s {
+		d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+	d.settle()
+}
+
+func keyMsg(k string) tea.KeyMsg {
+	switch k {
+	case "enter":
+		return tea.KeyMsg{Type: tea.KeyEnter}
+	case "esc":
+		return tea.KeyMsg{Type: tea.KeyEsc}
+	case "tab":
+		return tea.KeyMsg{Type: tea.KeyTab}
+	case "shift+tab":
+		return tea.KeyMsg{Type: tea.KeyShiftTab}
+	case "up":
+		return tea.KeyMsg{Type: tea.KeyUp}
+	case "down":
+		return tea.KeyMsg{Type: tea.KeyDown}
+	case "left":
+		return tea.KeyMsg{Type: tea.KeyLeft}
+	case "right":
+		return tea.KeyMsg{Type: tea.KeyRight}
+	case "pgdown":
+		return tea.KeyMsg{Type: tea.KeyPgDown}
+	case "pgup":
+		return tea.KeyMsg{Type: tea.KeyPgUp}
+	case "ctrl+c":
+		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case " ", "space":
+		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
+func (d *driver) view() string { return d.m.View() }
+
+// select moves the cursor to the task with the id.
+func (d *driver) selectTask(id string) {
+	d.t.Helper()
+	d.keys("g")
+	for i := 0; i < len(d.m.tree.rows); i++ {
+		if d.m.tree.selected == id {
+			d.settle()
+			return
+		}
+		d.keys("j")
+	}
+	d.t.Fatalf("task %s is not in the tree; rows: %v", id, d.m.tree.rows)
+}
+
+func (d *driver) mustShow(want ...string) {
+	d.t.Helper()
+	v := d.view()
+	for _, w := range want {
+		if !strings.Contains(v, w) {
+			d.t.Fatalf("screen lacks %q:\n%s", w, v)
+		}
+	}
+}
+
+func (d *driver) mustNotShow(unwanted ...string) {
+	d.t.Helper()
+	v := d.view()
+	for _, w := range unwanted {
+		if strings.Contains(v, w) {
+			d.t.Fatalf("screen shows %q:\n%s", w, v)
+		}
+	}
+}
+
+// rowOf is the screen line of the task's tree row.
+func (d *driver) rowOf(id string) string {
+	d.t.Helper()
+	for _, l := range strings.Split(d.view(), "\n") {
+		if strings.Contains(l, " "+id+" ") {
+			return l
+		}
+	}
+	d.t.Fatalf("no row for %s:\n%s", id, d.view())
+	return ""
+}

@@ -1,0 +1,181 @@
+package tui
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest"
+
+	"github.com/kandev/kandev/core"
+)
+
+// The golden screens run the real bubbletea program (teatest) against the
+// fake client, with a fixed clock, no animation and no color, at a fixed
+// size, so every frame is the same on every machine. Update them with
+// `go test ./tui -run Golden -update`.
+
+// probe wraps the model to publish each frame after its Update, so a test
+// can wait for a state rather than for bytes in the output stream.
+type probe struct {
+	m    *Model
+	mu   sync.Mutex
+	last string
+}
+
+func (p *probe) Init() tea.Cmd { return p.m.Init() }
+
+func (p *probe) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := p.m.Update(msg)
+	v := p.m.View()
+	p.mu.Lock()
+	p.last = v
+	p.mu.Unlock()
+	return p, cmd
+}
+
+func (p *probe) View() string { return p.m.View() }
+
+func (p *probe) frame() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+type goldenRun struct {
+	t  *testing.T
+	tm *teatest.TestModel
+	p  *probe
+}
+
+func goldenProgram(t *testing.T, f *fakeClient, w, h int) *goldenRun {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	m := newModel(ctx, f, Options{Now: func() time.Time { return testNow }, Location: time.UTC, CWD: "/work"}, testStyles())
+	m.tickEvery, m.debounce = 0, 0
+	p := &probe{m: m}
+	return &goldenRun{t: t, p: p, tm: teatest.NewTestModel(t, p, teatest.WithInitialTermSize(w, h))}
+}
+
+// waitScreen waits until the latest frame shows all of want and no
+// conversation is still loading.
+func (g *goldenRun) waitScreen(want ...string) {
+	g.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f := g.p.frame()
+		ok := !strings.Contains(f, "loading…") && !strings.Contains(f, "working…")
+		for _, w := range want {
+			ok = ok && strings.Contains(f, w)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			g.t.Fatalf("screen never showed %q; last frame:\n%s", want, f)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (g *goldenRun) keys(keys ...string) {
+	for _, k := range keys {
+		g.tm.Send(keyMsg(k))
+	}
+}
+
+func (g *goldenRun) typeText(s string) {
+	for _, r := range s {
+		g.tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+}
+
+// finalScreen quits and returns the last frame the program drew; the
+// output stream must also have carried it to the terminal.
+func (g *goldenRun) finalScreen() []byte {
+	g.t.Helper()
+	g.tm.Send(tea.KeyMsg{Type: tea.KeyCtrlC})
+	p := g.tm.FinalModel(g.t, teatest.WithFinalTimeout(5*time.Second)).(*probe)
+	out, err := io.ReadAll(g.tm.FinalOutput(g.t))
+	if err != nil || len(out) == 0 {
+		g.t.Fatalf("the program wrote nothing to its terminal (%v)", err)
+	}
+	return []byte(p.View() + "\n")
+}
+
+func TestGoldenTree(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.convo = demoConvo()
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks", "done01")
+	g.keys("j", "j", "j", "j")
+	g.waitScreen("[pending: press a to answer]")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenTreeWide(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.convo = demoConvo()
+	g := goldenProgram(t, f, 200, 50)
+	g.waitScreen("7 tasks", "done01")
+	g.keys("j", "j", "j", "j")
+	g.waitScreen("[pending: press a to answer]")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenAnswerDialog(t *testing.T) {
+	tasks := demoTasks()
+	tasks[4].PendingQuestion = userQuestion("q-usr", dbQuestion, core.QuestionItem{Prompt: "Name the table?"})
+	f := newFake(tasks...)
+	f.convo = demoConvo()
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("w", "w") // kid003 (escalated to you), then ask001 (asks you)
+	g.waitScreen("[pending: press a to answer]")
+	g.keys("a", "down")
+	g.waitScreen("Answer task ask001", "2/2", "> 2) postgres")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenStopConfirm(t *testing.T) {
+	f := newFake(demoTasks()...)
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "s")
+	g.waitScreen("Stop task kid001?")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenEngineErrorInDialog(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("CreateTask", &core.Error{Code: core.CodeValidation,
+		Message: `profile plain cannot run an autopilot task: it does not take an injected MCP server, and an autopilot agent coordinates through kandev's tools`})
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("n")
+	g.waitScreen("New task", "‹ claude ›")
+	g.typeText("Autopilot on plain")
+	// The dialog starts on the selected task's profile (claude); plain is
+	// two to the right.
+	g.keys("tab", "tab", "tab", "right", "right", "tab", "space", "enter")
+	g.waitScreen("refused")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenEngineErrorInStatusBar(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("StartTask", &core.Error{Code: core.CodeConflict, Message: "task done01 is cancelled; reopen it first (kandev task status done01 todo)"})
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("G")
+	g.waitScreen("never ran")
+	g.keys("r")
+	g.waitScreen("refused")
+	golden.RequireEqual(t, g.finalScreen())
+}

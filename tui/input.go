@@ -1,0 +1,275 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+// The operator's keys on the main screen; dialogs handle their own.
+
+func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
+	if isCtrlC(msg) {
+		return m.quit()
+	}
+	if m.dialog != nil {
+		return m.dialog.update(m, msg)
+	}
+	if m.typing {
+		return m.onFilterKey(msg)
+	}
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Quit):
+		return m.quit()
+	case key.Matches(msg, k.Help):
+		m.openDialog(&helpDialog{base: base{id: m.nextDialogID()}})
+	case key.Matches(msg, k.Focus):
+		m.focusLog = !m.focusLog
+	case key.Matches(msg, k.Cancel):
+		switch {
+		case m.status != "":
+			m.setStatus("", false)
+		case m.filter.active():
+			m.filter = filter{}
+			m.filterInput.SetValue("")
+			m.needLayout = true
+		case m.focusLog:
+			m.focusLog = false
+		}
+	case key.Matches(msg, k.New):
+		m.setStatus("", false)
+		m.openDialog(newNewTaskDialog(m, m.nextDialogID()))
+	case key.Matches(msg, k.Answer):
+		m.answer()
+	case key.Matches(msg, k.Message):
+		if t := m.needTask("message"); t != nil {
+			m.setStatus("", false)
+			m.openDialog(newMessageDialog(m, m.nextDialogID(), t))
+		}
+	case key.Matches(msg, k.Stop):
+		if t := m.needTask("stop"); t != nil {
+			m.setStatus("", false)
+			body := []string{oneLine(t.Title), "", "The agent's run is cancelled and the task goes to review. Its worktree and queued messages are kept; r resumes it."}
+			if !isRunning(t) && (t.Session == nil || !t.Session.State.Live()) {
+				body = append(body, "", "(It does not look like it is running; the engine will say.)")
+			}
+			m.openDialog(&confirmDialog{base: base{id: m.nextDialogID()}, op: opStop, taskID: t.ID, title: "Stop task " + t.ID + "?", body: body})
+		}
+	case key.Matches(msg, k.Archive):
+		if t := m.needTask("archive"); t != nil {
+			m.setStatus("", false)
+			body := []string{oneLine(t.Title), "", "It leaves the tree; kandev task list --all still shows it."}
+			m.openDialog(&confirmDialog{base: base{id: m.nextDialogID()}, op: opArchive, taskID: t.ID, title: "Archive task " + t.ID + "?", body: body})
+		}
+	case key.Matches(msg, k.Start):
+		if t := m.needTask("start"); t != nil {
+			m.setStatus("starting task "+t.ID+"…", false)
+			return startCmd(m.ctx, m.client, t.ID)
+		}
+	case key.Matches(msg, k.NextWaiting):
+		m.nextWaiting()
+	case key.Matches(msg, k.Filter):
+		m.typing = true
+		m.filterInput.SetValue(m.filter.text)
+		m.filterInput.CursorEnd()
+		return m.filterInput.Focus()
+	case key.Matches(msg, k.State):
+		m.filter.state = (m.filter.state + 1) % numStateFilters
+		m.needLayout = true
+	default:
+		if m.focusLog {
+			m.onLogKey(msg)
+		} else {
+			m.onTreeKey(msg)
+		}
+	}
+	return nil
+}
+
+func (m *Model) quit() tea.Cmd {
+	if m.cancel != nil {
+		m.cancel()
+		m.cancel = nil
+	}
+	return tea.Quit
+}
+
+// needTask returns the selected task, or says why there is none.
+func (m *Model) needTask(what string) *core.Task {
+	t := m.selectedTask()
+	if t == nil {
+		m.setStatus("select a task to "+what, true)
+	}
+	return t
+}
+
+func (m *Model) answer() {
+	t := m.needTask("answer")
+	if t == nil {
+		return
+	}
+	q := t.PendingQuestion
+	switch {
+	case q == nil || q.Status != core.QuestionPending:
+		m.setStatus(fmt.Sprintf("task %s has no pending question (w jumps to the next task waiting on you)", t.ID), true)
+	case q.Kind == core.QuestionParent:
+		m.setStatus(fmt.Sprintf("question %s is for task %s, the parent of %s: only it answers. m sends new input instead, which supersedes the question", q.ID, q.ParentTaskID, t.ID), true)
+	default:
+		m.setStatus("", false)
+		m.openDialog(newAnswerDialog(m, m.nextDialogID(), t))
+	}
+}
+
+func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
+	switch msg.Type {
+	case tea.KeyEsc:
+		m.typing = false
+		m.filterInput.Blur()
+		m.filter.text = ""
+		m.filterInput.SetValue("")
+		m.needLayout = true
+		return nil
+	case tea.KeyEnter:
+		m.typing = false
+		m.filterInput.Blur()
+		return nil
+	}
+	var cmd tea.Cmd
+	m.filterInput, cmd = m.filterInput.Update(msg)
+	if v := strings.ToLower(strings.TrimSpace(m.filterInput.Value())); v != m.filter.text {
+		m.filter.text = v
+		m.needLayout = true
+	}
+	return cmd
+}
+
+func (m *Model) onTreeKey(msg tea.KeyMsg) {
+	k := m.keys
+	tp := &m.tree
+	page := max(1, m.layout().treeH-1)
+	switch {
+	case key.Matches(msg, k.Up):
+		tp.move(tp.cursor - 1)
+	case key.Matches(msg, k.Down):
+		tp.move(tp.cursor + 1)
+	case key.Matches(msg, k.PageUp):
+		tp.move(tp.cursor - page)
+	case key.Matches(msg, k.PageDown):
+		tp.move(tp.cursor + page)
+	case key.Matches(msg, k.Top):
+		tp.move(0)
+	case key.Matches(msg, k.Bottom):
+		tp.move(len(tp.rows) - 1)
+	case key.Matches(msg, k.Collapse):
+		if len(tp.rows) == 0 {
+			return
+		}
+		r := tp.rows[tp.cursor]
+		if r.kids > 0 && !r.folded {
+			tp.collapsed[r.id] = true
+			m.needLayout = true
+		} else if t := m.tasks.get(r.id); t != nil && !m.tasks.isRoot(t) {
+			tp.selected = t.ParentID
+			m.needLayout = true
+		}
+	case key.Matches(msg, k.Expand):
+		if len(tp.rows) == 0 {
+			return
+		}
+		r := tp.rows[tp.cursor]
+		if r.folded {
+			delete(tp.collapsed, r.id)
+			m.needLayout = true
+		} else if r.kids > 0 {
+			tp.move(tp.cursor + 1)
+		}
+	}
+}
+
+func (m *Model) onLogKey(msg tea.KeyMsg) {
+	k := m.keys
+	h := m.logHeight()
+	d := &m.detail
+	switch {
+	case key.Matches(msg, k.Up):
+		d.scroll(-1, h)
+	case key.Matches(msg, k.Down):
+		d.scroll(1, h)
+	case key.Matches(msg, k.PageUp):
+		d.scroll(-max(1, h-1), h)
+	case key.Matches(msg, k.PageDown):
+		d.scroll(max(1, h-1), h)
+	case key.Matches(msg, k.Top):
+		d.follow, d.offset = false, 0
+	case key.Matches(msg, k.Bottom):
+		d.toBottom()
+	}
+}
+
+// nextWaiting selects the next task (in tree order, after the selected
+// one, wrapping) that waits on the operator (its question, or it is
+// assigned to them), unfolding and unfiltering as needed to show it.
+func (m *Model) nextWaiting() {
+	if m.tasks.counts.yours == 0 {
+		m.setStatus("no task is waiting on you", false)
+		return
+	}
+	order := m.treeOrder()
+	at := -1
+	for i, id := range order {
+		if id == m.tree.selected {
+			at = i
+			break
+		}
+	}
+	for n := 1; n <= len(order); n++ {
+		id := order[(at+n+len(order))%len(order)]
+		t := m.tasks.get(id)
+		if t == nil || !waitsOnYou(t) {
+			continue
+		}
+		for p := t.ParentID; p != ""; {
+			delete(m.tree.collapsed, p)
+			pt := m.tasks.get(p)
+			if pt == nil {
+				break
+			}
+			p = pt.ParentID
+		}
+		if m.filter.active() && !m.filter.match(t) {
+			m.filter = filter{}
+			m.filterInput.SetValue("")
+			m.setStatus("filter cleared to show task "+id, false)
+		}
+		m.tree.selected = id
+		m.focusLog = false
+		m.needLayout = true
+		return
+	}
+}
+
+// treeOrder is every task in tree order, ignoring folds and the filter.
+func (m *Model) treeOrder() []string {
+	s := m.tasks
+	out := make([]string, 0, s.len())
+	var visit func(id string)
+	visit = func(id string) {
+		out = append(out, id)
+		for _, k := range s.kids[id] {
+			if s.byID[k] != nil {
+				visit(k)
+			}
+		}
+	}
+	for _, id := range s.order {
+		if e := s.byID[id]; e != nil && s.isRoot(&e.t) {
+			visit(id)
+		}
+	}
+	return out
+}

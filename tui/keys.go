@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// keyMap is every key the UI answers to, in one place. Dialogs use the
+// dialog group; the rest act on the tree and the selected task.
+type keyMap struct {
+	Up, Down, PageUp, PageDown, Top, Bottom key.Binding
+	Collapse, Expand, Focus                 key.Binding
+	NextWaiting                             key.Binding
+
+	New, Answer, Message, Stop, Start, Archive key.Binding
+	Filter, State, Help, Quit, Cancel          key.Binding
+
+	// Dialog keys.
+	Submit, NextField, PrevField, Toggle, Left, Right key.Binding
+	Yes, No                                           key.Binding
+	Interrupt                                         key.Binding
+}
+
+func newKeyMap() keyMap {
+	b := func(help string, desc string, keys ...string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys...), key.WithHelp(help, desc))
+	}
+	return keyMap{
+		Up:          b("↑/k", "up", "up", "k"),
+		Down:        b("↓/j", "down", "down", "j"),
+		PageUp:      b("pgup", "page up", "pgup", "ctrl+u"),
+		PageDown:    b("pgdn", "page down", "pgdown", "ctrl+d"),
+		Top:         b("g", "top", "g", "home"),
+		Bottom:      b("G", "bottom/follow", "G", "end"),
+		Collapse:    b("←/h", "fold/parent", "left", "h"),
+		Expand:      b("→/l", "unfold/child", "right", "l"),
+		Focus:       b("tab", "tree ⇄ log", "tab"),
+		NextWaiting: b("w", "next waiting", "w"),
+
+		New:     b("n", "new task", "n"),
+		Answer:  b("a", "answer", "a"),
+		Message: b("m", "message", "m"),
+		Stop:    b("s", "stop", "s"),
+		Start:   b("r", "start/resume", "r"),
+		Archive: b("x", "archive", "x"),
+		Filter:  b("/", "filter", "/"),
+		State:   b("f", "state filter", "f"),
+		Help:    b("?", "help", "?"),
+		Quit:    b("q", "quit", "q", "ctrl+c"),
+		Cancel:  b("esc", "close/clear", "esc"),
+
+		Submit:    b("enter", "submit", "enter"),
+		NextField: b("tab", "next field", "tab", "down"),
+		PrevField: b("shift+tab", "previous field", "shift+tab", "up"),
+		Toggle:    b("space", "toggle", " "),
+		Left:      b("←", "previous choice", "left"),
+		Right:     b("→", "next choice", "right"),
+		Yes:       b("y", "yes", "y", "Y"),
+		No:        b("n", "no", "n", "N", "esc"),
+		Interrupt: b("tab", "interrupt on/off", "tab"),
+	}
+}
+
+// barItem is a key as the help bar shows it: shorter than in full help.
+type barItem struct {
+	b     key.Binding
+	label string
+}
+
+// shortHelp is the help bar of the main screen, most useful first; "?
+// help" is always shown.
+func (k keyMap) shortHelp() []barItem {
+	return []barItem{
+		{k.New, "new"}, {k.Answer, "answer"}, {k.Message, "msg"}, {k.Stop, "stop"}, {k.Start, "start"},
+		{k.Archive, "archive"}, {k.NextWaiting, "waiting"}, {k.Filter, "filter"}, {k.State, "state"},
+		{k.Focus, "log"}, {k.Quit, "quit"}, {k.Help, "help"},
+	}
+}
+
+// fullHelp is the `?` screen, in columns.
+func (k keyMap) fullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
+		{k.New, k.Answer, k.Message, k.Stop, k.Start, k.Archive, k.NextWaiting},
+		{k.Filter, k.State, k.Cancel, k.Help, k.Quit},
+	}
+}
+
+// isCtrlC is the one key that quits from anywhere, dialogs included.
+func isCtrlC(msg tea.KeyMsg) bool { return msg.Type == tea.KeyCtrlC }
+
+// helpLine renders items as "key label" pairs that fit in w cells. The
+// last item is kept whatever else has to go.
+func helpLine(st styles, items []barItem, w int) string {
+	if len(items) == 0 {
+		return ""
+	}
+	text := func(it barItem) string {
+		k := it.b.Help().Key
+		if k == "q" || k == "ctrl+c" {
+			k = "q"
+		}
+		return k + " " + it.label
+	}
+	last := items[len(items)-1]
+	room := w - width(text(last)) - 2
+	var parts []barItem
+	used := 0
+	for _, it := range items[:len(items)-1] {
+		n := width(text(it))
+		if used > 0 {
+			n += 2
+		}
+		if used+n > room {
+			break
+		}
+		parts = append(parts, it)
+		used += n
+	}
+	parts = append(parts, last)
+	var b strings.Builder
+	for i, it := range parts {
+		if i > 0 {
+			b.WriteString("  ")
+		}
+		k := it.b.Help().Key
+		b.WriteString(st.helpKey.Render(k))
+		b.WriteString(" ")
+		b.WriteString(st.helpDesc.Render(it.label))
+	}
+	return truncate(b.String(), w)
+}
+
+// items turns dialog bindings into bar items with their own help text.
+func items(bs ...key.Binding) []barItem {
+	out := make([]barItem, len(bs))
+	for i, b := range bs {
+		out[i] = barItem{b, b.Help().Desc}
+	}
+	return out
+}

@@ -1,0 +1,411 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+// connState is where the link to the daemon stands.
+type connState int
+
+const (
+	connConnecting connState = iota
+	connLive
+	connLost
+)
+
+// Timings. Tests zero tickEvery and debounce to make frames deterministic.
+const (
+	spinEvery     = 120 * time.Millisecond
+	clockEvery    = time.Second
+	convoDebounce = 60 * time.Millisecond
+	maxBackoff    = 5 * time.Second
+	firstBackoff  = 250 * time.Millisecond
+)
+
+// Model is the one top-level bubbletea model. Its children (tree, detail,
+// dialogs) are plain structs it owns; all I/O runs in tea.Cmds (cmds.go).
+type Model struct {
+	ctx    context.Context
+	client core.Client
+	opts   Options
+	st     styles
+	keys   keyMap
+
+	w, h  int
+	now   time.Time
+	frame int
+	// tickEvery > 0 animates spinners and refreshes ages; debounce delays
+	// loading a conversation while the cursor moves.
+	tickEvery time.Duration
+	debounce  time.Duration
+	backoff   time.Duration // the first reconnect pause; it doubles
+
+	// The daemon link. gen counts connections; messages of an older
+	// connection are dropped.
+	gen      int
+	conn     connState
+	connErr  string
+	cancel   context.CancelFunc
+	events   <-chan core.Event
+	attempt  int
+	retryIn  time.Duration
+	loading  bool         // a task listing is in flight
+	buffered []core.Event // task events that arrived during it
+	// reloadAgain: a resync came while a listing was in flight.
+	reloadAgain bool
+	connected   bool // a connection ever came up
+
+	tasks    *taskStore
+	tree     treePane
+	detail   detailPane
+	profiles []core.Profile
+
+	filter      filter
+	filterInput textinput.Model
+	typing      bool // the filter input has the keyboard
+
+	focusLog   bool
+	dialog     dialog
+	dialogSeq  int
+	status     string
+	statusErr  bool
+	needLayout bool
+}
+
+func newModel(ctx context.Context, client core.Client, opts Options, st styles) *Model {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Location == nil {
+		opts.Location = time.Local
+	}
+	m := &Model{
+		ctx: ctx, client: client, opts: opts, st: st, keys: newKeyMap(),
+		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff,
+		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
+	}
+	m.detail.follow = true
+	m.filterInput = newInput(m, "title, id or profile", 30)
+	return m
+}
+
+// Init connects: the event stream first, then the listing, so nothing
+// falls between them.
+func (m *Model) Init() tea.Cmd {
+	m.gen = 1
+	cmds := []tea.Cmd{connectCmd(m.ctx, m.gen, m.client, nil)}
+	if m.tickEvery > 0 {
+		cmds = append(cmds, tickCmd(m.tickEvery))
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update handles one message; after it, sync brings derived state (tree
+// rows, scroll positions, the detail's task and lines) up to date.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmds []tea.Cmd
+	add := func(c tea.Cmd) {
+		if c != nil {
+			cmds = append(cmds, c)
+		}
+	}
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+		m.needLayout = true
+	case tea.KeyMsg:
+		// Keys typed faster than the program reads them (key repeat, or
+		// tmux send-keys) arrive as one message with several runes: take
+		// them one by one. A paste stays whole.
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+			for _, r := range msg.Runes {
+				add(m.onKey(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}, Alt: msg.Alt}))
+			}
+			break
+		}
+		add(m.onKey(msg))
+	case streamOpenMsg:
+		add(m.onStreamOpen(msg))
+	case streamFailedMsg:
+		if msg.gen == m.gen {
+			add(m.lost(errorText(msg.err)))
+		}
+	case eventsMsg:
+		add(m.onEvents(msg))
+	case reconnectMsg:
+		if msg.gen == m.gen {
+			m.gen++
+			m.conn = connConnecting
+			add(connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect))
+		}
+	case tasksMsg:
+		add(m.onTasks(msg))
+	case profilesMsg:
+		if msg.err != nil {
+			m.setStatus("list profiles: "+errorText(msg.err), true)
+		} else {
+			m.profiles = msg.profiles
+			if d, ok := m.dialog.(*newTaskDialog); ok {
+				d.setProfiles(m.profiles)
+			}
+		}
+	case convoLoadMsg:
+		if msg.gen == m.detail.gen && m.detail.convo.taskID != "" {
+			add(loadConvoCmd(m.ctx, m.client, m.detail.gen, m.detail.convo.taskID, 0))
+		}
+	case convoPageMsg:
+		add(m.onConvoPage(msg))
+	case opDoneMsg:
+		m.onOpDone(msg)
+	case tickMsg:
+		m.now = m.opts.Now()
+		m.frame++
+		add(tickCmd(m.tickInterval()))
+	}
+	add(m.sync())
+	return m, tea.Batch(cmds...)
+}
+
+func (m *Model) tickInterval() time.Duration {
+	if m.tasks.counts.running > 0 {
+		return min(spinEvery, m.tickEvery)
+	}
+	return m.tickEvery
+}
+
+// sync recomputes what depends on the state that changed.
+func (m *Model) sync() tea.Cmd {
+	if m.needLayout {
+		m.tree.flatten(m.tasks, m.filter)
+		m.needLayout = false
+	}
+	lay := m.layout()
+	m.tree.scrollTo(lay.treeH)
+	var cmd tea.Cmd
+	if m.tree.selected != m.detail.convo.taskID {
+		m.detail.switchTo(m.tree.selected)
+		if m.tree.selected != "" {
+			cmd = debounceConvo(m.detail.gen, m.debounce)
+		}
+	}
+	before := len(m.detail.convo.lines)
+	m.detail.convo.render(m.st, lay.detailW, m.opts.Location)
+	if grew := len(m.detail.convo.lines) - before; grew > 0 && !m.detail.follow && !m.detail.loading {
+		m.detail.unseen += grew
+	}
+	return cmd
+}
+
+// ---- connection and data ----
+
+func (m *Model) onStreamOpen(msg streamOpenMsg) tea.Cmd {
+	if msg.gen != m.gen {
+		msg.cancel()
+		return nil
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	m.client, m.cancel, m.events = msg.client, msg.cancel, msg.events
+	if m.connected && m.conn != connLive {
+		m.setStatus("reconnected to the daemon; reloaded", false)
+	}
+	m.conn, m.connErr, m.attempt, m.connected = connLive, "", 0, true
+	return tea.Batch(waitEventsCmd(m.gen, msg.events), m.reload(), loadProfilesCmd(m.ctx, m.client))
+}
+
+// reload lists the tasks again (and the shown conversation); task events
+// that arrive meanwhile wait in buffered and replay on top.
+func (m *Model) reload() tea.Cmd {
+	m.loading, m.buffered = true, m.buffered[:0]
+	cmds := []tea.Cmd{loadTasksCmd(m.ctx, m.client, m.gen)}
+	if id := m.detail.convo.taskID; id != "" {
+		m.detail.gen++
+		m.detail.loading = true
+		cmds = append(cmds, loadConvoCmd(m.ctx, m.client, m.detail.gen, id, 0))
+	}
+	return tea.Batch(cmds...)
+}
+
+// lost: the stream ended or could not start; retry with backoff.
+func (m *Model) lost(why string) tea.Cmd {
+	if m.cancel != nil {
+		m.cancel()
+		m.cancel = nil
+	}
+	m.conn, m.connErr = connLost, why
+	m.attempt++
+	d := m.backoff << min(m.attempt-1, 5)
+	m.retryIn = min(d, maxBackoff)
+	return reconnectAfter(m.gen, m.retryIn)
+}
+
+func (m *Model) onEvents(msg eventsMsg) tea.Cmd {
+	if msg.gen != m.gen || m.conn != connLive {
+		return nil // a stream already given up
+	}
+	var cmds []tea.Cmd
+	for _, ev := range msg.events {
+		cmds = append(cmds, m.apply(ev))
+	}
+	if msg.closed {
+		cmds = append(cmds, m.lost("the event stream ended (daemon stopped or restarted)"))
+	} else {
+		cmds = append(cmds, waitEventsCmd(m.gen, m.events))
+	}
+	return tea.Batch(cmds...)
+}
+
+func (m *Model) apply(ev core.Event) tea.Cmd {
+	switch ev.Type {
+	case core.EventMessageAdded, core.EventMessageUpdated:
+		if ev.Message != nil {
+			m.detail.convo.upsert(*ev.Message)
+		}
+		return nil
+	case core.EventProfileChanged:
+		return loadProfilesCmd(m.ctx, m.client)
+	case core.EventResync:
+		if m.loading {
+			// The listing in flight may predate what was missed.
+			m.reloadAgain = true
+			return nil
+		}
+		return m.reload()
+	}
+	if m.loading {
+		m.buffered = append(m.buffered, ev)
+		return nil
+	}
+	m.applyTask(ev)
+	return nil
+}
+
+// applyTask applies a task, session or question change to the store.
+func (m *Model) applyTask(ev core.Event) {
+	shape := false
+	switch ev.Type {
+	case core.EventTaskCreated, core.EventTaskUpdated:
+		if ev.Task != nil {
+			shape = m.tasks.upsert(*ev.Task)
+		}
+	case core.EventSessionUpdated:
+		if s := ev.Session; s != nil {
+			m.tasks.update(s.TaskID, func(t *core.Task) {
+				if t.Session == nil || t.Session.ID == s.ID || !s.CreatedAt.Before(t.Session.CreatedAt) {
+					cp := *s
+					t.Session = &cp
+				}
+			})
+		}
+	case core.EventQuestionUpdated:
+		if q := ev.Question; q != nil {
+			m.tasks.update(ev.TaskID, func(t *core.Task) {
+				switch {
+				case q.Status == core.QuestionPending:
+					cp := *q
+					t.PendingQuestion = &cp
+				case t.PendingQuestion != nil && t.PendingQuestion.ID == q.ID:
+					t.PendingQuestion = nil
+				}
+			})
+		}
+	}
+	// Under a filter any change may move a task in or out of view.
+	if shape || m.filter.active() {
+		m.needLayout = true
+	}
+}
+
+func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
+	if msg.gen != m.gen {
+		return nil
+	}
+	if msg.err != nil {
+		m.loading = false
+		return m.lost("list tasks: " + errorText(msg.err))
+	}
+	m.tasks.reset(msg.tasks)
+	for _, ev := range m.buffered {
+		m.applyTask(ev)
+	}
+	m.buffered, m.loading = m.buffered[:0], false
+	m.needLayout = true
+	if m.reloadAgain {
+		m.reloadAgain = false
+		return m.reload()
+	}
+	return nil
+}
+
+func (m *Model) onConvoPage(msg convoPageMsg) tea.Cmd {
+	d := &m.detail
+	if msg.gen != d.gen || msg.taskID != d.convo.taskID {
+		return nil
+	}
+	if msg.err != nil {
+		d.loading, d.err = false, errorText(msg.err)
+		return nil
+	}
+	for _, mm := range msg.page.Messages {
+		d.convo.upsert(mm)
+	}
+	if msg.page.More {
+		return loadConvoCmd(m.ctx, m.client, d.gen, msg.taskID, msg.page.Next)
+	}
+	d.loading = false
+	return nil
+}
+
+func (m *Model) onOpDone(msg opDoneMsg) {
+	d := m.dialog
+	mine := d != nil && msg.dialog != 0 && d.dialogID() == msg.dialog
+	if msg.err != nil {
+		if mine {
+			d.failed(msg.err)
+			return
+		}
+		what := msg.op.String()
+		if msg.taskID != "" {
+			what += " " + msg.taskID
+		}
+		m.setStatus(what+" refused: "+errorText(msg.err), true)
+		return
+	}
+	if mine {
+		m.dialog = nil
+	}
+	m.setStatus(msg.text, false)
+	switch {
+	case msg.op == opCreate && msg.task != nil:
+		t := *msg.task
+		if m.tasks.get(t.ID) == nil {
+			m.tasks.upsert(t)
+		}
+		delete(m.tree.collapsed, t.ParentID)
+		m.tree.selected = t.ID
+		m.needLayout = true
+	case msg.op == opArchive && msg.task != nil && msg.task.Archived:
+		m.tasks.upsert(*msg.task)
+		m.needLayout = true
+	}
+}
+
+func (m *Model) setStatus(s string, isErr bool) {
+	m.status, m.statusErr = s, isErr
+}
+
+func (m *Model) selectedTask() *core.Task { return m.tasks.get(m.tree.selected) }
+
+func (m *Model) openDialog(d dialog) { m.dialog = d }
+
+func (m *Model) nextDialogID() int {
+	m.dialogSeq++
+	return m.dialogSeq
+}

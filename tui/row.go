@@ -1,0 +1,312 @@
+package tui
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/kandev/kandev/core"
+)
+
+// badgeKind names a marker on a task row. Every badge is text, so rows
+// read the same with NO_COLOR.
+type badgeKind int
+
+const (
+	badgeAuto      badgeKind = iota // autopilot task
+	badgeAskYou                     // pending question for the operator
+	badgeAskParent                  // pending question for the parent task
+	badgeFailed                     // the last run failed
+	badgeStopped                    // halted by a stop
+	badgeEscalated                  // it stalled and went up the reporting chain
+	badgeWaiting                    // its assignee's agent cannot start
+	badgeBlocked                    // it waits on unfinished tasks
+)
+
+var badgeText = [...]string{
+	badgeAuto:      "AUTO",
+	badgeAskYou:    "?you",
+	badgeAskParent: "?parent",
+	badgeFailed:    "FAILED",
+	badgeStopped:   "STOPPED",
+	badgeEscalated: "ESCALATED",
+	badgeWaiting:   "WAITING",
+	badgeBlocked:   "BLOCKED",
+}
+
+func (k badgeKind) style(st styles) lipgloss.Style {
+	switch k {
+	case badgeAuto:
+		return st.badgeAuto
+	case badgeAskYou:
+		return st.badgeYou
+	case badgeAskParent:
+		return st.badgePar
+	case badgeFailed:
+		return st.badgeBad
+	case badgeStopped, badgeBlocked:
+		return st.badgeStop
+	default:
+		return st.badgeWarn
+	}
+}
+
+// glyphKind picks the status glyph's style.
+type glyphKind int
+
+const (
+	glyphTodo glyphKind = iota
+	glyphBusy
+	glyphSpin
+	glyphReview
+	glyphDone
+	glyphFail
+)
+
+// spinnerFrames animate a running task's glyph.
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// rowModel is what one tree row says about a task, before layout.
+type rowModel struct {
+	glyph     string
+	glyphKind glyphKind
+	title     string
+	id        string
+	// who moves the task forward: its assignee (@you, @person, a role)
+	// or, for a task assigned to its profile's own role, the profile.
+	who     string
+	elapsed string
+	badges  []badgeKind
+}
+
+func rowFor(t *core.Task, now time.Time, frame int) rowModel {
+	r := rowModel{title: oneLine(t.Title), id: t.ID, who: assigneeLabel(t), elapsed: shortDuration(now.Sub(lastChange(t)))}
+	switch {
+	case isRunning(t):
+		r.glyph, r.glyphKind = spinnerFrames[frame%len(spinnerFrames)], glyphSpin
+	default:
+		r.glyph, r.glyphKind = statusGlyph(t.Status)
+	}
+	if t.Autopilot {
+		r.badges = append(r.badges, badgeAuto)
+	}
+	if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending {
+		if q.Kind == core.QuestionParent {
+			r.badges = append(r.badges, badgeAskParent)
+		} else {
+			r.badges = append(r.badges, badgeAskYou)
+		}
+	}
+	if t.Session != nil && t.Session.State == core.SessionFailed {
+		r.badges = append(r.badges, badgeFailed)
+	}
+	if t.Halted {
+		r.badges = append(r.badges, badgeStopped)
+	}
+	if t.Stalled != nil {
+		r.badges = append(r.badges, badgeEscalated)
+	}
+	if t.Waiting != "" {
+		r.badges = append(r.badges, badgeWaiting)
+	}
+	if len(t.BlockedBy) > 0 {
+		r.badges = append(r.badges, badgeBlocked)
+	}
+	return r
+}
+
+// assigneeLabel names who holds the task, short: "@you" for the
+// operator, "@name" for another person, the role's name when it is not
+// just the profile's own role, else the profile.
+func assigneeLabel(t *core.Task) string {
+	a := t.Assignee
+	switch {
+	case a == nil:
+		return t.Profile
+	case a.Kind == "person" && a.Name == core.Operator:
+		return "@you"
+	case a.Kind == "person":
+		return "@" + a.Name
+	case a.Name == t.Profile || a.Name == "":
+		return t.Profile
+	}
+	return a.Name
+}
+
+func statusGlyph(s core.Status) (string, glyphKind) {
+	switch s {
+	case core.StatusTodo:
+		return "○", glyphTodo
+	case core.StatusInProgress:
+		return "●", glyphBusy
+	case core.StatusReview:
+		return "◐", glyphReview
+	case core.StatusDone:
+		return "✓", glyphDone
+	case core.StatusCancelled:
+		return "✗", glyphFail
+	}
+	return "?", glyphTodo
+}
+
+func (k glyphKind) style(st styles) lipgloss.Style {
+	switch k {
+	case glyphBusy:
+		return st.glyphBusy
+	case glyphSpin:
+		return st.spinner
+	case glyphReview:
+		return st.glyphRev
+	case glyphDone:
+		return st.glyphDone
+	case glyphFail:
+		return st.glyphFail
+	}
+	return st.glyphTodo
+}
+
+// lastChange is when the task last changed state: its own update or its
+// session's, whichever is later.
+func lastChange(t *core.Task) time.Time {
+	at := t.UpdatedAt
+	if t.Session != nil && t.Session.UpdatedAt.After(at) {
+		at = t.Session.UpdatedAt
+	}
+	return at
+}
+
+// shortDuration is a compact age: 42s, 7m, 3h, 12d.
+func shortDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+}
+
+// Column widths of a row's right side.
+const (
+	idCol      = 6
+	elapsedCol = 4
+	minTitle   = 8
+)
+
+// render lays the row out in w cells:
+//
+//	> ├─● Title that may be cut…  AUTO ?you     k3f9qa mock      12m
+//
+// The title gives way first; then the profile, the age and the id columns
+// drop, narrowest screen last. Badges always stay.
+func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) string {
+	marker := "  "
+	if selected {
+		marker = "> "
+	}
+	fold := ""
+	if fr.folded {
+		fold = fmt.Sprintf(" [+%d]", fr.kids)
+	}
+	badgeW := 0
+	for _, b := range r.badges {
+		badgeW += 1 + width(badgeText[b])
+	}
+	whoCol := 8
+	if w >= 110 {
+		whoCol = 12
+	}
+	showWho, showAge, showID := true, true, true
+	right := func() int {
+		n := 0
+		if showID {
+			n += 1 + idCol
+		}
+		if showWho {
+			n += 1 + whoCol
+		}
+		if showAge {
+			n += 1 + elapsedCol
+		}
+		return n
+	}
+	prefix := fr.prefix
+	if max3 := w / 3; width(prefix) > max3 {
+		// A very deep task: keep the branches nearest to it.
+		r := []rune(prefix)
+		prefix = "…" + string(r[len(r)-max3+1:])
+	}
+	left := width(marker) + width(prefix) + 2
+	titleW := w - left - badgeW - width(fold) - right()
+	for _, drop := range []*bool{&showWho, &showAge, &showID} {
+		if titleW >= minTitle {
+			break
+		}
+		*drop = false
+		titleW = w - left - badgeW - width(fold) - right()
+	}
+	title := truncate(r.title, max(titleW, 1))
+	pad := max(0, titleW-width(title))
+
+	plain := !selected && !fr.context
+	var b strings.Builder
+	b.Grow(w + 64)
+	b.WriteString(marker)
+	b.WriteString(prefix)
+	if plain {
+		b.WriteString(r.glyphKind.style(st).Render(r.glyph))
+	} else {
+		b.WriteString(r.glyph)
+	}
+	b.WriteByte(' ')
+	b.WriteString(title)
+	b.WriteString(fold)
+	for _, k := range r.badges {
+		b.WriteByte(' ')
+		if plain {
+			b.WriteString(k.style(st).Render(badgeText[k]))
+		} else {
+			b.WriteString(badgeText[k])
+		}
+	}
+	b.WriteString(strings.Repeat(" ", pad))
+	col := func(s string, style lipgloss.Style) {
+		b.WriteByte(' ')
+		if plain {
+			b.WriteString(style.Render(s))
+		} else {
+			b.WriteString(s)
+		}
+	}
+	if showID {
+		col(fit(r.id, idCol), st.id)
+	}
+	if showWho {
+		col(fit(r.who, whoCol), st.who)
+	}
+	if showAge {
+		col(padLeft(r.elapsed, elapsedCol), st.elapsed)
+	}
+	line := b.String()
+	if gap := w - width(line); gap > 0 {
+		line += strings.Repeat(" ", gap)
+	} else if gap < 0 {
+		line = truncate(line, w)
+	}
+	switch {
+	case selected && focused:
+		return st.selected.Render(line)
+	case selected:
+		return st.unfocused.Render(line)
+	case fr.context:
+		return st.context.Render(line)
+	}
+	return line
+}

@@ -1,0 +1,256 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/kandev/kandev/core"
+)
+
+// taskStore holds the tasks the UI knows, indexed for the tree: by id, by
+// parent, and in creation order (a parent always precedes its children).
+// Archived tasks are not kept.
+type taskStore struct {
+	byID  map[string]*entry
+	order []string            // creation order; may hold removed ids until compacted
+	kids  map[string][]string // parent id -> children, in creation order
+	dead  int                 // removed ids still in order
+
+	counts counts
+}
+
+type entry struct {
+	t core.Task
+	// Set by flatten: the row index (-1 when not shown), whether the task
+	// matches the filter, and whether it or a descendant does.
+	row         int
+	match, keep bool
+}
+
+// counts are the totals the status bar shows, kept up to date on every
+// change so nothing scans the whole store to show them.
+type counts struct {
+	total, running, askYou, askParent, yours int
+}
+
+func (c *counts) add(t *core.Task, d int) {
+	c.total += d
+	if isRunning(t) {
+		c.running += d
+	}
+	if waitsOnYou(t) {
+		c.yours += d
+	}
+	if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending {
+		if q.Kind == core.QuestionParent {
+			c.askParent += d
+		} else {
+			c.askYou += d
+		}
+	}
+}
+
+func newTaskStore() *taskStore {
+	return &taskStore{byID: map[string]*entry{}, kids: map[string][]string{}}
+}
+
+// reset replaces everything with a fresh listing (creation order).
+func (s *taskStore) reset(tasks []core.Task) {
+	*s = taskStore{byID: make(map[string]*entry, len(tasks)), kids: map[string][]string{}, order: make([]string, 0, len(tasks))}
+	for i := range tasks {
+		if tasks[i].Archived {
+			continue
+		}
+		s.insert(tasks[i])
+	}
+}
+
+func (s *taskStore) get(id string) *core.Task {
+	if e := s.byID[id]; e != nil {
+		return &e.t
+	}
+	return nil
+}
+
+func (s *taskStore) len() int { return len(s.byID) }
+
+func (s *taskStore) insert(t core.Task) {
+	e := &entry{t: t, row: -1}
+	s.byID[t.ID] = e
+	s.order = append(s.order, t.ID)
+	s.kids[t.ParentID] = append(s.kids[t.ParentID], t.ID)
+	s.counts.add(&e.t, 1)
+}
+
+// upsert applies a task as the engine reported it. It reports whether the
+// tree's shape changed (a task appeared, left or moved).
+func (s *taskStore) upsert(t core.Task) (structural bool) {
+	e := s.byID[t.ID]
+	if t.Archived {
+		if e == nil {
+			return false
+		}
+		s.remove(t.ID)
+		return true
+	}
+	if e == nil {
+		s.insert(t)
+		return true
+	}
+	s.counts.add(&e.t, -1)
+	moved := e.t.ParentID != t.ParentID
+	if moved {
+		s.kids[e.t.ParentID] = without(s.kids[e.t.ParentID], t.ID)
+		s.kids[t.ParentID] = append(s.kids[t.ParentID], t.ID)
+	}
+	e.t = t
+	s.counts.add(&e.t, 1)
+	return moved
+}
+
+func (s *taskStore) remove(id string) {
+	e := s.byID[id]
+	if e == nil {
+		return
+	}
+	s.counts.add(&e.t, -1)
+	delete(s.byID, id)
+	s.kids[e.t.ParentID] = without(s.kids[e.t.ParentID], id)
+	s.dead++
+	if s.dead > 64 && s.dead > len(s.order)/2 {
+		live := s.order[:0]
+		for _, id := range s.order {
+			if s.byID[id] != nil {
+				live = append(live, id)
+			}
+		}
+		s.order, s.dead = live, 0
+	}
+}
+
+// update changes one task in place through fn, keeping the counts right.
+func (s *taskStore) update(id string, fn func(t *core.Task)) bool {
+	e := s.byID[id]
+	if e == nil {
+		return false
+	}
+	s.counts.add(&e.t, -1)
+	fn(&e.t)
+	s.counts.add(&e.t, 1)
+	return true
+}
+
+func without(ids []string, id string) []string {
+	for i, x := range ids {
+		if x == id {
+			return append(ids[:i:i], ids[i+1:]...)
+		}
+	}
+	return ids
+}
+
+// isRoot: no parent, or a parent the UI does not show (archived).
+func (s *taskStore) isRoot(t *core.Task) bool {
+	return t.ParentID == "" || s.byID[t.ParentID] == nil
+}
+
+// isRunning: an agent turn is under way or about to be.
+func isRunning(t *core.Task) bool {
+	if t.Session == nil {
+		return false
+	}
+	switch t.Session.State {
+	case core.SessionRunning, core.SessionStarting:
+		return true
+	}
+	return false
+}
+
+// asksYou: the task waits on the operator's answer.
+func asksYou(t *core.Task) bool {
+	q := t.PendingQuestion
+	return q != nil && q.Status == core.QuestionPending && q.Kind != core.QuestionParent
+}
+
+// waitsOnYou: the operator must act: answer its question, or take it
+// (it is assigned to them, for instance after an escalation).
+func waitsOnYou(t *core.Task) bool { return asksYou(t) || t.YourTurn }
+
+// stateFilter narrows the tree by what the tasks are doing.
+type stateFilter int
+
+const (
+	stateAll stateFilter = iota
+	stateNeedsYou
+	stateRunning
+	stateActive
+	stateProblem
+	stateDone
+	numStateFilters
+)
+
+func (f stateFilter) String() string {
+	return [...]string{"all", "waiting on you", "running", "active", "failed/stopped/escalated", "done"}[f]
+}
+
+func (f stateFilter) match(t *core.Task) bool {
+	switch f {
+	case stateNeedsYou:
+		return waitsOnYou(t)
+	case stateRunning:
+		return isRunning(t)
+	case stateActive:
+		return t.Status.Active()
+	case stateProblem:
+		return t.Halted || t.Stalled != nil || (t.Session != nil && t.Session.State == core.SessionFailed)
+	case stateDone:
+		return t.Status.Terminal()
+	}
+	return true
+}
+
+// filter is what the operator narrowed the tree to: text (in the title,
+// id or profile) and a state.
+type filter struct {
+	text  string // lower case
+	state stateFilter
+}
+
+func (f filter) active() bool { return f.text != "" || f.state != stateAll }
+
+func (f filter) match(t *core.Task) bool {
+	if !f.state.match(t) {
+		return false
+	}
+	if f.text == "" {
+		return true
+	}
+	return containsFold(t.Title, f.text) || strings.Contains(t.ID, f.text) || containsFold(t.Profile, f.text)
+}
+
+// containsFold reports whether s contains the lower-case needle, without
+// allocating for ASCII text.
+func containsFold(s, lowerNeedle string) bool {
+	n := len(lowerNeedle)
+	if n == 0 {
+		return true
+	}
+	for i := 0; i+n <= len(s); i++ {
+		j := 0
+		for ; j < n; j++ {
+			c := s[i+j]
+			if c >= 0x80 {
+				return strings.Contains(strings.ToLower(s), lowerNeedle)
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lowerNeedle[j] {
+				break
+			}
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,343 @@
+package tui_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
+
+// tmuxSession drives the real kandev binary in a detached tmux session:
+// keys go in with send-keys, the screen comes back with capture-pane.
+type tmuxSession struct {
+	t    *testing.T
+	sock string
+	env  []string
+	d    *daemontest.Daemon
+}
+
+func needTmux(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skip("tmux is not installed (CI installs it; this test then runs)")
+		}
+		t.Fatal("tmux is required in CI: " + err.Error())
+	}
+}
+
+func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string) *tmuxSession {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	s := &tmuxSession{t: t, sock: filepath.Join(dir, "tmux.sock"), d: d}
+	s.env = append(append(os.Environ(), d.Env...), extraEnv...)
+	// The shell keeps the pane open after kandev exits, so a crash shows.
+	envArgs := strings.Join(quoteAll(append(d.Env, extraEnv...)), " ")
+	script := fmt.Sprintf("env %s %s; echo \"kandev exited with status $?\"; sleep 600", envArgs, shellQuote(d.Bin))
+	s.tmux("new-session", "-d", "-s", "kandev", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) tmux(args ...string) string {
+	s.t.Helper()
+	cmd := exec.Command("tmux", append([]string{"-S", s.sock, "-f", os.DevNull}, args...)...)
+	cmd.Env = s.env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) screen() string { return s.tmux("capture-pane", "-p", "-t", "kandev") }
+
+// keys sends tmux key names (Enter, Escape, Tab, j, ...).
+func (s *tmuxSession) keys(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		s.tmux("send-keys", "-t", "kandev", k)
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// text types literally.
+func (s *tmuxSession) text(txt string) {
+	s.t.Helper()
+	s.tmux("send-keys", "-t", "kandev", "-l", txt)
+	time.Sleep(40 * time.Millisecond)
+}
+
+// waitFor polls the screen until cond holds.
+func (s *tmuxSession) waitFor(what string, cond func(screen string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		scr := s.screen()
+		if cond(scr) {
+			return scr
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out waiting for %s; screen:\n%s\ndaemon log:\n%s", what, scr, s.d.Log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *tmuxSession) waitText(want ...string) string {
+	s.t.Helper()
+	return s.waitFor(fmt.Sprintf("%q", want), func(scr string) bool {
+		for _, w := range want {
+			if !strings.Contains(scr, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// row is a task's tree row on the screen: the id column is followed by
+// the profile and the age (the detail pane's header has "id · status").
+func row(scr, id string) string {
+	re := regexp.MustCompile(`^.*\s` + regexp.QuoteMeta(id) + `\s+\S+\s+\d+[smhd]`)
+	for _, l := range strings.Split(scr, "\n") {
+		if m := re.FindString(l); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+func (s *tmuxSession) waitRow(id string, want ...string) string {
+	s.t.Helper()
+	return s.waitFor(fmt.Sprintf("row %s with %q", id, want), func(scr string) bool {
+		r := row(scr, id)
+		if r == "" {
+			return false
+		}
+		for _, w := range want {
+			if !strings.Contains(r, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// selectRow moves the cursor onto the task's row.
+func (s *tmuxSession) selectRow(id string) {
+	s.t.Helper()
+	s.keys("g")
+	for i := 0; i < 30; i++ {
+		if strings.HasPrefix(row(s.screen(), id), ">") {
+			return
+		}
+		s.keys("j")
+	}
+	s.t.Fatalf("could not select %s:\n%s", id, s.screen())
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = shellQuote(s)
+	}
+	return out
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func createTask(t *testing.T, d *daemontest.Daemon, in core.CreateTaskInput) core.Task {
+	t.Helper()
+	in.CWD = os.TempDir()
+	task, err := d.Client.CreateTask(context.Background(), in)
+	if err != nil {
+		t.Fatalf("create %q: %v", in.Title, err)
+	}
+	return task
+}
+
+// colorSGR matches escape sequences that set a color (not bold, faint,
+// reverse or the default-color resets).
+var colorSGR = regexp.MustCompile(`\x1b\[[0-9;]*(3[0-7]|38;[0-9;]+|4[0-7]|48;[0-9;]+|9[0-7]|10[0-7])m`)
+
+// TestTmuxDemoScenario runs the demo's scenario as a new user would, in a
+// real terminal: the tree fills live, autopilot badges, a pending parent
+// question on a child and a user question on a normal task; the user
+// question is answered from the UI and the agent continues; a running
+// child is stopped; then the terminal grows to 200×50 and the daemon
+// restarts under the UI, which says so and reconnects.
+func TestTmuxDemoScenario(t *testing.T) {
+	needTmux(t)
+	d := daemontest.Start(t)
+	s := startTmux(t, d, 80, 24, "NO_COLOR=1")
+	s.waitText("● live", "0 tasks")
+
+	root := createTask(t, d, core.CreateTaskInput{Title: "Ship the release", Autopilot: true})
+	s.waitRow(root.ID, "Ship the release", "AUTO")
+	asker := createTask(t, d, core.CreateTaskInput{Title: "Pick the login colour", ParentID: root.ID, Autopilot: true, Start: true,
+		Prompt: `mock: call ask_parent_question_kandev {"questions":[{"prompt":"Which colour?"}]}`})
+	hanger := createTask(t, d, core.CreateTaskInput{Title: "Run the long build", ParentID: root.ID, Start: true, Prompt: "mock: hang"})
+	normal := createTask(t, d, core.CreateTaskInput{Title: "Choose the database", Start: true,
+		Prompt: "mock: call ask_user_question_kandev {\"questions\":[{\"prompt\":\"Which DB?\",\"options\":[{\"label\":\"sqlite\"},{\"label\":\"postgres\"}]}]}\nmock: say going with the answer"})
+
+	scr := s.waitRow(asker.ID, "AUTO", "?parent")
+	s.waitRow(normal.ID, "?you")
+	if r := row(scr, hanger.ID); !strings.Contains(r, "└─") || strings.Contains(r, "AUTO") {
+		t.Fatalf("the hanging child should sit under the root without AUTO: %q\n%s", r, scr)
+	}
+	s.waitText("?you 1", "?parent 1")
+	if esc := s.tmux("capture-pane", "-p", "-e", "-t", "kandev"); colorSGR.MatchString(esc) {
+		t.Fatalf("NO_COLOR is set but the screen has color: %q", colorSGR.FindString(esc))
+	}
+
+	// Answer the user question from the UI; the agent continues.
+	s.keys("w")
+	s.waitFor("the asking task selected", func(scr string) bool { return strings.HasPrefix(row(scr, normal.ID), ">") })
+	s.keys("a")
+	s.waitText("Answer task "+normal.ID, "Which DB?", "2) postgres")
+	s.keys("2", "Enter")
+	s.waitText("answered question", "the agent continues")
+	s.waitText("?you 0")
+	daemontest.Eventually(t, 20*time.Second, "the agent to continue after the answer", func() bool {
+		return agentSaid(t, d, normal.ID, "going with the answer")
+	})
+	if r := row(s.screen(), normal.ID); strings.Contains(r, "?you") {
+		t.Fatalf("the answered task still shows ?you: %q", r)
+	}
+	tk, err := d.Client.GetTask(context.Background(), normal.ID)
+	if err != nil || tk.PendingQuestion != nil {
+		t.Fatalf("engine still has a pending question: %+v %v", tk.PendingQuestion, err)
+	}
+
+	// Stop the running child, with confirmation.
+	s.selectRow(hanger.ID)
+	s.keys("s")
+	s.waitText("Stop task " + hanger.ID + "?")
+	s.keys("y")
+	s.waitText("stopped task " + hanger.ID)
+	s.waitRow(hanger.ID, "STOPPED")
+	s.waitText("stopped by person:operator")
+	tk, err = d.Client.GetTask(context.Background(), hanger.ID)
+	if err != nil || !tk.Halted || tk.Session == nil || tk.Session.State != core.SessionCancelled {
+		t.Fatalf("engine state after stop: %+v %v", tk, err)
+	}
+
+	// An engine refusal is shown, not swallowed: answering a parent question.
+	s.selectRow(asker.ID)
+	s.keys("a")
+	s.waitText("only it answers")
+	s.keys("Escape")
+
+	// A bigger terminal: panes side by side, everything still in place.
+	s.tmux("resize-window", "-t", "kandev", "-x", "200", "-y", "50")
+	scr = s.waitFor("the wide layout", func(scr string) bool {
+		lines := strings.Split(strings.TrimRight(scr, "\n"), "\n")
+		return len(lines) >= 45 && strings.Contains(lines[0], "│")
+	})
+	for _, id := range []string{root.ID, asker.ID, hanger.ID, normal.ID} {
+		if row(scr, id) == "" {
+			t.Fatalf("row %s missing at 200×50:\n%s", id, scr)
+		}
+	}
+	if r := row(scr, asker.ID); !strings.Contains(r, "?parent") || !strings.Contains(r, "AUTO") {
+		t.Fatalf("badges at 200×50: %q", r)
+	}
+
+	// The daemon goes away: the UI says so and reconnects (starting a new
+	// daemon, as any client does), then follows the new stream.
+	d.Stop()
+	s.waitText("daemon connection lost")
+	s.waitText("● live", "reconnected to the daemon")
+	t.Cleanup(func() { stopSpawnedDaemon(t, d) })
+	late := createTask(t, d, core.CreateTaskInput{Title: "Created after the restart"})
+	s.waitRow(late.ID, "Created after the restart")
+
+	s.keys("q")
+	s.waitText("kandev exited with status 0")
+}
+
+// TestTmuxNewTaskAndMessage creates a task from the UI (with an engine
+// refusal shown inline first) and messages it.
+func TestTmuxNewTaskAndMessage(t *testing.T) {
+	needTmux(t)
+	d := daemontest.Start(t)
+	d.MustRun("profile", "add", "plain", "--command", "true", "--no-mcp")
+	s := startTmux(t, d, 80, 24)
+	s.waitText("● live", "0 tasks")
+
+	s.keys("n")
+	s.waitText("New task", "‹ mock ›")
+	s.text("Greeter")
+	s.keys("Tab")
+	s.text("mock: say hello from the tui")
+	// Autopilot on a profile without MCP: the engine refuses, inline.
+	s.keys("Tab", "Tab")
+	for i := 0; i < 8 && !strings.Contains(s.screen(), "‹ plain ›"); i++ {
+		s.keys("Right")
+	}
+	s.keys("Tab", "Space", "Enter")
+	s.waitText("refused", "autopilot")
+	// Back to the mock profile, without autopilot: created and started.
+	s.keys("Up")
+	for i := 0; i < 8 && !strings.Contains(s.screen(), "‹ mock ›"); i++ {
+		s.keys("Right")
+	}
+	s.keys("Down", "Space", "Enter")
+	s.waitText("created task", "agent › hello from the tui")
+
+	s.keys("m")
+	s.waitText("Message task")
+	s.text("mock: say second turn")
+	s.keys("Enter")
+	s.waitText("agent › second turn")
+	s.keys("q")
+	s.waitText("kandev exited with status 0")
+}
+
+func agentSaid(t *testing.T, d *daemontest.Daemon, id, text string) bool {
+	page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{Limit: 1000})
+	if err != nil {
+		t.Fatalf("conversation of %s: %v", id, err)
+	}
+	for _, m := range page.Messages {
+		if m.Kind == core.MsgAgent && strings.Contains(m.Text, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopSpawnedDaemon ends the daemon the UI started when it reconnected.
+func stopSpawnedDaemon(t *testing.T, d *daemontest.Daemon) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := d.Client.Version(ctx)
+	if err != nil || v.PID == 0 {
+		return
+	}
+	_ = syscall.Kill(v.PID, syscall.SIGTERM)
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(v.PID, 0) != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Errorf("the daemon the UI started (pid %d) did not stop", v.PID)
+}

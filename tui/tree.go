@@ -1,0 +1,175 @@
+package tui
+
+import (
+	"strings"
+	"time"
+)
+
+// treePane is the task tree: the flattened visible rows, the cursor and
+// the scroll offset. It is rebuilt (flatten) only when the tree's shape,
+// the collapsed set or the filter change; drawing touches visible rows only.
+type treePane struct {
+	rows      []flatRow
+	cursor    int
+	offset    int
+	selected  string // the selected task's id; survives rebuilds
+	collapsed map[string]bool
+}
+
+// flatRow is one visible line of the tree.
+type flatRow struct {
+	id      string
+	prefix  string // tree branches drawn before the glyph
+	kids    int    // children shown under it (when expanded) or hidden
+	folded  bool   // collapsed, with children
+	context bool   // shown only because a descendant matches the filter
+}
+
+func newTreePane() treePane { return treePane{collapsed: map[string]bool{}} }
+
+// flatten lays the store out as rows under the filter and collapsed set,
+// and keeps the selection on the same task when it is still shown.
+func (tp *treePane) flatten(s *taskStore, f filter) {
+	tp.rows = tp.rows[:0]
+	filtering := f.active()
+	if filtering {
+		// Children come after their parents in creation order, so one
+		// backwards pass decides which tasks (or descendants) match.
+		for _, e := range s.byID {
+			e.keep = false
+		}
+		for i := len(s.order) - 1; i >= 0; i-- {
+			e := s.byID[s.order[i]]
+			if e == nil {
+				continue
+			}
+			e.match = f.match(&e.t)
+			if e.match {
+				e.keep = true
+			}
+			if e.keep && e.t.ParentID != "" {
+				if p := s.byID[e.t.ParentID]; p != nil {
+					p.keep = true
+				}
+			}
+		}
+	}
+	for _, e := range s.byID {
+		e.row = -1
+	}
+	var kidBuf []string
+	var visit func(id, pre string, last, root bool)
+	visit = func(id, pre string, last, root bool) {
+		e := s.byID[id]
+		row := flatRow{id: id, context: filtering && !e.match}
+		cont := pre
+		if !root {
+			if last {
+				row.prefix, cont = pre+"└─", pre+"  "
+			} else {
+				row.prefix, cont = pre+"├─", pre+"│ "
+			}
+		}
+		start := len(kidBuf)
+		for _, k := range s.kids[id] {
+			if ke := s.byID[k]; ke != nil && (!filtering || ke.keep) {
+				kidBuf = append(kidBuf, k)
+			}
+		}
+		kids := kidBuf[start:]
+		row.kids = len(kids)
+		row.folded = len(kids) > 0 && tp.collapsed[id]
+		e.row = len(tp.rows)
+		tp.rows = append(tp.rows, row)
+		if !row.folded {
+			for i, k := range kids {
+				visit(k, cont, i == len(kids)-1, false)
+			}
+		}
+		kidBuf = kidBuf[:start]
+	}
+	for _, id := range s.order {
+		e := s.byID[id]
+		if e == nil || !s.isRoot(&e.t) || (filtering && !e.keep) {
+			continue
+		}
+		visit(id, "", true, true)
+	}
+	tp.reselect(s)
+}
+
+// reselect moves the cursor to the selected task's row, or keeps the row
+// index when the task is gone.
+func (tp *treePane) reselect(s *taskStore) {
+	if e := s.byID[tp.selected]; e != nil && e.row >= 0 {
+		tp.cursor = e.row
+		return
+	}
+	tp.cursor = clamp(tp.cursor, 0, len(tp.rows)-1)
+	if len(tp.rows) == 0 {
+		tp.cursor, tp.selected = 0, ""
+		return
+	}
+	tp.selected = tp.rows[tp.cursor].id
+}
+
+// move puts the cursor on row i and reports whether the selection changed.
+func (tp *treePane) move(i int) bool {
+	if len(tp.rows) == 0 {
+		return false
+	}
+	i = clamp(i, 0, len(tp.rows)-1)
+	tp.cursor = i
+	id := tp.rows[i].id
+	changed := id != tp.selected
+	tp.selected = id
+	return changed
+}
+
+// scrollTo keeps the cursor within the h visible rows.
+func (tp *treePane) scrollTo(h int) {
+	if h < 1 {
+		h = 1
+	}
+	if tp.cursor < tp.offset {
+		tp.offset = tp.cursor
+	}
+	if tp.cursor >= tp.offset+h {
+		tp.offset = tp.cursor - h + 1
+	}
+	tp.offset = clamp(tp.offset, 0, max(0, len(tp.rows)-h))
+}
+
+// view draws h rows of w cells: only the visible ones are rendered.
+func (tp *treePane) view(st styles, s *taskStore, w, h int, now time.Time, frame int, focused bool) []string {
+	out := make([]string, 0, h)
+	if len(tp.rows) == 0 {
+		out = append(out, st.dim.Render(fit("  no tasks here — press n to create one", w)))
+	}
+	end := min(len(tp.rows), tp.offset+h)
+	for i := tp.offset; i < end; i++ {
+		r := tp.rows[i]
+		e := s.byID[r.id]
+		if e == nil {
+			out = append(out, strings.Repeat(" ", w))
+			continue
+		}
+		rm := rowFor(&e.t, now, frame)
+		sel := i == tp.cursor
+		out = append(out, rm.render(st, r, w, sel, focused))
+	}
+	for len(out) < h {
+		out = append(out, strings.Repeat(" ", w))
+	}
+	return out
+}
+
+func clamp(v, lo, hi int) int {
+	if v > hi {
+		v = hi
+	}
+	if v < lo {
+		v = lo
+	}
+	return v
+}

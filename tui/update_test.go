@@ -1,0 +1,668 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+func TestLoadShowsTreeWithBadges(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	if n := d.f.callCount("Events"); n != 1 {
+		t.Fatalf("Events called %d times", n)
+	}
+	d.mustShow("● live", "7 tasks · 2 running · ?you 1 · ?parent 1")
+	for id, want := range map[string][]string{
+		"root01": {"AUTO"},
+		"kid001": {"AUTO", "├─"},
+		"kid002": {"AUTO", "?parent"},
+		"kid003": {"FAILED", "└─"},
+		"ask001": {"?you", "…"},
+		"stop01": {"STOPPED"},
+		"done01": {"✓", "日本語"},
+	} {
+		row := d.rowOf(id)
+		for _, w := range want {
+			if !strings.Contains(row, w) {
+				t.Errorf("row of %s lacks %q: %q", id, w, row)
+			}
+		}
+	}
+	if row := d.rowOf("root01"); strings.Contains(row, "?you") || strings.Contains(row, "?parent") {
+		t.Errorf("root row has a question badge: %q", row)
+	}
+}
+
+func TestEveryLineFitsTheScreen(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {100, 30}, {200, 50}, {120, 40}} {
+		f := newFake(demoTasks()...)
+		f.convo = demoConvo()
+		d := newDriver(t, f, size[0], size[1])
+		d.selectTask("ask001")
+		check := func(what string) {
+			lines := strings.Split(d.view(), "\n")
+			if len(lines) != size[1] {
+				t.Fatalf("%dx%d %s: %d lines, want %d:\n%s", size[0], size[1], what, len(lines), size[1], d.view())
+			}
+			for i, l := range lines {
+				if w := width(l); w > size[0] {
+					t.Fatalf("%dx%d %s: line %d is %d cells wide: %q", size[0], size[1], what, i, w, l)
+				}
+				if strings.ContainsAny(l, "\x1b\r\t") {
+					t.Fatalf("%dx%d %s: line %d has control characters: %q", size[0], size[1], what, i, l)
+				}
+			}
+		}
+		check("tree")
+		for _, k := range []string{"a", "esc", "s", "n", "esc", "m", "esc", "?"} {
+			d.keys(k)
+			check("after " + k)
+		}
+	}
+}
+
+func TestResizeRelayouts(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	if d.m.layout().wide {
+		t.Fatal("80 columns should stack the panes")
+	}
+	d.send(resize(200, 50))
+	d.settle()
+	if !d.m.layout().wide {
+		t.Fatal("200 columns should put the panes side by side")
+	}
+	if got := len(strings.Split(d.view(), "\n")); got != 50 {
+		t.Fatalf("%d lines after resize", got)
+	}
+	d.send(resize(30, 8))
+	d.mustShow("bigger", "80×24")
+}
+
+func TestLiveEventsUpdateTree(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 100, 30)
+	nt := core.Task{ID: "live01", Title: "Appeared live", ParentID: "root01", Status: core.StatusTodo, Autopilot: true, Profile: "mock", CreatedAt: testNow, UpdatedAt: testNow}
+	d.f.push(core.Event{Type: core.EventTaskCreated, TaskID: nt.ID, Task: &nt})
+	d.settle()
+	row := d.rowOf("live01")
+	if !strings.Contains(row, "AUTO") || !strings.Contains(row, "└─") {
+		t.Fatalf("new child row: %q", row)
+	}
+	// A user question arrives on it, then it starts running.
+	q := userQuestion("q9", core.QuestionItem{Prompt: "Proceed?"})
+	d.f.push(core.Event{Type: core.EventQuestionUpdated, TaskID: "live01", Question: q})
+	d.settle()
+	if !strings.Contains(d.rowOf("live01"), "?you") {
+		t.Fatalf("question badge missing: %q", d.rowOf("live01"))
+	}
+	d.mustShow("?you 2")
+	s := session("live01", core.SessionRunning, testNow)
+	d.f.push(core.Event{Type: core.EventSessionUpdated, TaskID: "live01", Session: s})
+	d.settle()
+	d.mustShow("3 running")
+	// The question is answered, the task is archived.
+	aq := *q
+	aq.Status = core.QuestionAnswered
+	d.f.push(core.Event{Type: core.EventQuestionUpdated, TaskID: "live01", Question: &aq})
+	d.settle()
+	d.mustShow("?you 1")
+	arch := nt
+	arch.Archived = true
+	d.f.push(core.Event{Type: core.EventTaskUpdated, TaskID: "live01", Task: &arch})
+	d.settle()
+	d.mustNotShow("live01")
+}
+
+func TestResyncReloads(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	f.mu.Lock()
+	f.tasks = append(f.tasks, core.Task{ID: "missed", Title: "Missed while lagging", Status: core.StatusTodo, CreatedAt: testNow, UpdatedAt: testNow})
+	f.mu.Unlock()
+	f.push(core.Event{Type: core.EventResync})
+	d.settle()
+	if n := f.callCount("ListTasks"); n != 2 {
+		t.Fatalf("ListTasks called %d times, want 2", n)
+	}
+	d.keys("G")
+	d.rowOf("missed")
+}
+
+func TestResyncDuringLoadReloadsAgain(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	// A listing is in flight when the resync arrives.
+	d.m.loading = true
+	d.send(eventsMsg{gen: d.m.gen, events: []core.Event{{Type: core.EventResync}}})
+	if f.callCount("ListTasks") != 1 {
+		t.Fatal("no second listing while one is in flight")
+	}
+	d.send(tasksMsg{gen: d.m.gen, tasks: demoTasks()})
+	d.settle()
+	if n := f.callCount("ListTasks"); n != 2 {
+		t.Fatalf("ListTasks called %d times, want 2", n)
+	}
+}
+
+func TestReconnectsWhenStreamEnds(t *testing.T) {
+	f := newFake(demoTasks()...)
+	reconnects := 0
+	d := newDriver(t, f, 80, 24, func(o *Options) {
+		o.Reconnect = func(ctx context.Context) (core.Client, error) {
+			reconnects++
+			if reconnects == 1 {
+				return nil, &core.Error{Code: core.CodeUnavailable, Message: "cannot reach the kandev daemon"}
+			}
+			return f, nil
+		}
+	})
+	d.m.backoff = 40 * time.Millisecond
+	f.endStream()
+	d.settle()
+	d.mustShow("daemon connection lost")
+	d.eventually("the second reconnect", func() bool { return d.m.conn == connLive })
+	if reconnects != 2 {
+		t.Fatalf("reconnected %d times", reconnects)
+	}
+	d.mustShow("● live", "reconnected to the daemon")
+	if n := f.callCount("ListTasks"); n != 2 {
+		t.Fatalf("ListTasks called %d times, want 2 (reload after reconnect)", n)
+	}
+	// The new stream is followed.
+	nt := core.Task{ID: "after1", Title: "After restart", Status: core.StatusTodo, CreatedAt: testNow, UpdatedAt: testNow}
+	f.push(core.Event{Type: core.EventTaskCreated, Task: &nt})
+	d.settle()
+	d.keys("G")
+	d.rowOf("after1")
+}
+
+func TestNavigationAndFolding(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	if d.m.tree.selected != "root01" {
+		t.Fatalf("first selection %q", d.m.tree.selected)
+	}
+	d.keys("j", "j")
+	if d.m.tree.selected != "kid002" {
+		t.Fatalf("after jj: %q", d.m.tree.selected)
+	}
+	d.keys("k")
+	if d.m.tree.selected != "kid001" {
+		t.Fatalf("after k: %q", d.m.tree.selected)
+	}
+	d.keys("h") // a leaf: go to the parent
+	if d.m.tree.selected != "root01" {
+		t.Fatalf("h on a leaf: %q", d.m.tree.selected)
+	}
+	d.keys("h") // fold
+	d.mustShow("[+3]")
+	d.mustNotShow("kid001")
+	d.keys("l") // unfold
+	d.mustShow("kid001")
+	d.keys("l") // into the first child
+	if d.m.tree.selected != "kid001" {
+		t.Fatalf("l on an open parent: %q", d.m.tree.selected)
+	}
+	d.keys("G")
+	if d.m.tree.selected != "done01" {
+		t.Fatalf("G: %q", d.m.tree.selected)
+	}
+	d.keys("g")
+	if d.m.tree.selected != "root01" {
+		t.Fatalf("g: %q", d.m.tree.selected)
+	}
+	d.keys("pgdown")
+	if d.m.tree.cursor == 0 {
+		t.Fatal("pgdown did not move")
+	}
+}
+
+func TestRunesTypedTogetherAreSeparateKeys(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("jjj")})
+	d.settle()
+	if d.m.tree.selected != "kid003" {
+		t.Fatalf("jjj in one message selected %q", d.m.tree.selected)
+	}
+	// A paste into an input stays whole.
+	d.keys("m")
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("pasted text"), Paste: true})
+	d.settle()
+	d.mustShow("pasted text")
+}
+
+func TestNextWaitingJumpsIntoFoldsAndFilters(t *testing.T) {
+	tasks := demoTasks()
+	tasks = append(tasks, core.Task{ID: "deep01", Title: "Deep asker", ParentID: "kid001", Status: core.StatusInProgress, Profile: "mock",
+		CreatedAt: testNow, UpdatedAt: testNow, PendingQuestion: userQuestion("q-deep", core.QuestionItem{Prompt: "ok?"})})
+	d := newDriver(t, newFake(tasks...), 80, 24)
+	d.keys("h") // fold root01
+	d.keys("f") // state filter: waiting on you
+	d.keys("f") // running: the askers are filtered out...
+	d.keys("w")
+	if d.m.tree.selected != "deep01" {
+		t.Fatalf("w selected %q, want deep01 (first asker in tree order)", d.m.tree.selected)
+	}
+	d.mustShow("filter cleared", "deep01")
+	d.keys("w")
+	if d.m.tree.selected != "kid003" {
+		t.Fatalf("second w selected %q, want kid003 (escalated to you)", d.m.tree.selected)
+	}
+	d.keys("w")
+	if d.m.tree.selected != "ask001" {
+		t.Fatalf("third w selected %q", d.m.tree.selected)
+	}
+	d.keys("w")
+	if d.m.tree.selected != "deep01" {
+		t.Fatalf("w should wrap around, selected %q", d.m.tree.selected)
+	}
+}
+
+func TestNextWaitingWithNone(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()[:3]...), 80, 24)
+	d.keys("w")
+	d.mustShow("no task is waiting on you")
+}
+
+func TestTextAndStateFilters(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	d.keys("/")
+	d.typeText("colour")
+	if !d.m.typing {
+		t.Fatal("filter input should have the keyboard")
+	}
+	d.mustShow("filter / colour", "kid002", "root01")
+	d.mustNotShow("kid001", "ask001")
+	d.keys("enter")
+	d.mustShow(`filter: "colour"`)
+	d.keys("esc") // clears the filter
+	d.mustShow("kid001", "ask001")
+
+	d.keys("f")
+	d.mustShow("[waiting on you]", "ask001")
+	d.mustNotShow("kid001")
+	d.keys("f")
+	d.mustShow("[running]", "kid001", "ask001")
+	d.mustNotShow("stop01")
+	d.keys("f", "f")
+	d.mustShow("[failed/stopped/escalated]", "stop01", "kid003")
+	d.mustNotShow("ask001")
+	d.keys("f")
+	d.mustShow("[done]", "done01")
+	d.keys("f")
+	d.mustNotShow("filter:")
+
+	d.keys("/")
+	d.typeText("zzz")
+	d.mustShow("no tasks here")
+	d.keys("esc")
+	d.mustShow("root01")
+}
+
+func TestNewTask(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001")
+	d.keys("n")
+	d.mustShow("New task", "kid001 Extract the token store", "‹ mock ›")
+	d.typeText("Add rate limits")
+	d.keys("tab")
+	d.typeText("mock: say hi")
+	d.keys("tab", "tab", "right", "tab", "space", "tab", "tab", "space")
+	d.keys("enter")
+	if len(f.created) != 1 {
+		t.Fatalf("CreateTask calls: %d", len(f.created))
+	}
+	got := f.created[0]
+	want := core.CreateTaskInput{Title: "Add rate limits", Prompt: "mock: say hi", ParentID: "kid001", Profile: "plain", Autopilot: true, Start: false, CWD: "/work"}
+	if got.Title != want.Title || got.Prompt != want.Prompt || got.ParentID != want.ParentID || got.Profile != want.Profile ||
+		got.Autopilot != want.Autopilot || got.Start != want.Start || got.CWD != want.CWD {
+		t.Fatalf("CreateTask input %+v, want %+v", got, want)
+	}
+	if d.m.dialog != nil {
+		t.Fatal("dialog should close on success")
+	}
+	if d.m.tree.selected != "new001" {
+		t.Fatalf("new task not selected: %q", d.m.tree.selected)
+	}
+	d.mustShow("created task new001")
+}
+
+func TestNewTaskRootAndRefusalInline(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("CreateTask", &core.Error{Code: core.CodeValidation, Message: `profile "plain" cannot run autopilot tasks: it does not accept an injected MCP server`})
+	d := newDriver(t, f, 80, 24)
+	d.keys("n")
+	d.typeText("Auto thing")
+	d.keys("tab", "tab", "tab", "left", "tab", "space", "tab", "space") // profile ‹ plain ›? no: left from the default
+	d.keys("enter")
+	if len(f.created) != 1 {
+		t.Fatalf("CreateTask calls: %d", len(f.created))
+	}
+	if f.created[0].ParentID != "" {
+		t.Fatalf("parent toggled off, got %q", f.created[0].ParentID)
+	}
+	if d.m.dialog == nil {
+		t.Fatal("the dialog must stay open to show the refusal")
+	}
+	d.mustShow("New task", "refused", "cannot run autopilot")
+	d.keys("esc")
+	if d.m.dialog != nil {
+		t.Fatal("esc closes the dialog")
+	}
+}
+
+func TestAnswerWithOption(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("ask001")
+	d.keys("a")
+	d.mustShow("Answer task ask001", "Which DB?", "> 1) sqlite", "2) postgres", "other:")
+	d.keys("down")
+	d.mustShow("> 2) postgres")
+	d.keys("enter")
+	if len(f.answers) != 1 {
+		t.Fatalf("AnswerQuestion calls %d", len(f.answers))
+	}
+	if a := f.answers[0]; a.QuestionID != "q-usr" || len(a.Answers) != 1 || a.Answers[0] != "2" {
+		t.Fatalf("answer %+v", a)
+	}
+	d.mustShow("answered question q-usr of task ask001; the agent continues")
+	if d.m.dialog != nil {
+		t.Fatal("dialog should close")
+	}
+}
+
+func TestAnswerMultiPartWithFreeText(t *testing.T) {
+	tasks := demoTasks()
+	tasks[4].PendingQuestion = userQuestion("q-multi", dbQuestion, core.QuestionItem{Prompt: "Table name?"},
+		core.QuestionItem{Prompt: "Region?", Options: []core.QuestionOption{{Label: "eu"}, {Label: "us"}}})
+	f := newFake(tasks...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("ask001")
+	d.keys("a")
+	d.mustShow("1/3  Which DB?", "2/3  Table name?", "3/3  Region?")
+	d.keys("2", "enter") // part 1: option 2, next part
+	d.typeText("audit_log")
+	d.keys("enter")          // part 3
+	d.keys("up")             // wraps to "other"
+	d.typeText("ap-south-1") // free text instead of an option
+	d.keys("enter")
+	if len(f.answers) != 1 {
+		t.Fatalf("AnswerQuestion calls %d", len(f.answers))
+	}
+	got := strings.Join(f.answers[0].Answers, "|")
+	if got != "2|audit_log|ap-south-1" {
+		t.Fatalf("answers %q", got)
+	}
+}
+
+func TestAnswerRefusals(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid002")
+	d.keys("a")
+	if d.m.dialog != nil {
+		t.Fatal("a parent question must not open the answer dialog")
+	}
+	d.mustShow("is for task root01", "only it answers")
+	d.selectTask("stop01")
+	d.keys("a")
+	d.mustShow("has no pending question")
+
+	f.setErr("AnswerQuestion", &core.Error{Code: core.CodeConflict, Message: "question q-usr is stale (the task was stopped); it can no longer be answered"})
+	d.selectTask("ask001")
+	d.keys("a", "enter")
+	if d.m.dialog == nil {
+		t.Fatal("dialog should stay open on refusal")
+	}
+	d.mustShow("refused", "question q-usr is stale")
+}
+
+func TestMessageWithInterrupt(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001")
+	d.keys("m")
+	d.mustShow("Message task kid001", "[ ] interrupt")
+	d.typeText("use the v2 API")
+	d.keys("tab")
+	d.mustShow("[x] interrupt", "cancels the running turn")
+	d.keys("enter")
+	if len(f.messages) != 1 || f.messages[0].Text != "use the v2 API" || f.messages[0].Delivery != core.DeliveryInterrupt {
+		t.Fatalf("messages %+v", f.messages)
+	}
+	d.mustShow("interrupted the running turn")
+
+	// Queued, to an idle task.
+	d.selectTask("stop01")
+	d.keys("m")
+	d.typeText("carry on")
+	d.keys("tab", "tab", "enter")
+	if f.messages[1].Delivery != core.DeliveryQueued {
+		t.Fatalf("second message %+v", f.messages[1])
+	}
+	d.mustShow("queued (position 1)")
+}
+
+func TestMessageRefusedInline(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("MessageTask", &core.Error{Code: core.CodeValidation, Message: "message text is required"})
+	d := newDriver(t, f, 80, 24)
+	d.keys("m", "enter")
+	d.mustShow("refused", "message text is required")
+}
+
+func TestMayInterrupt(t *testing.T) {
+	child := &core.Task{ID: "c", ParentID: "p"}
+	root := &core.Task{ID: "p"}
+	if !mayInterrupt(core.OperatorActor(), child) || !mayInterrupt(core.OperatorActor(), root) {
+		t.Fatal("the operator may interrupt any task")
+	}
+	if !mayInterrupt(core.Actor{Kind: core.ActorAgent, TaskID: "p"}, child) {
+		t.Fatal("a direct parent may interrupt")
+	}
+	if mayInterrupt(core.Actor{Kind: core.ActorAgent, TaskID: "x"}, child) || mayInterrupt(core.Actor{Kind: core.ActorAgent, TaskID: "p"}, root) {
+		t.Fatal("only the direct parent may")
+	}
+	if mayInterrupt(core.Actor{Kind: core.ActorExternal}, child) {
+		t.Fatal("the external surface may not")
+	}
+}
+
+func TestStopConfirms(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001")
+	d.keys("s")
+	d.mustShow("Stop task kid001?", "y stop")
+	d.keys("n")
+	if d.m.dialog != nil || f.callCount("StopTask") != 0 {
+		t.Fatal("n must cancel without stopping")
+	}
+	d.keys("s", "y")
+	if f.callCount("StopTask kid001") != 1 {
+		t.Fatalf("calls %v", f.calls)
+	}
+	d.mustShow("stopped task kid001")
+
+	f.stopRes = "not_running"
+	d.selectTask("done01")
+	d.keys("s", "y")
+	d.mustShow("done01 was not running")
+
+	f.setErr("StopTask", &core.Error{Code: core.CodeForbidden, Message: "only task root01, the direct parent of task kid001, may stop it"})
+	d.selectTask("kid001")
+	d.keys("s", "y")
+	d.mustShow("refused", "only task root01")
+	if d.m.dialog == nil {
+		t.Fatal("the confirmation stays open to show the refusal")
+	}
+	d.keys("esc")
+	if d.m.dialog != nil {
+		t.Fatal("esc closes it")
+	}
+}
+
+func TestStartAndRefusalInStatusBar(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("stop01")
+	d.keys("r")
+	if f.callCount("StartTask stop01") != 1 {
+		t.Fatalf("calls %v", f.calls)
+	}
+	d.mustShow("started task stop01")
+	f.setErr("StartTask", &core.Error{Code: core.CodeConflict, Message: "task done01 is cancelled; reopen it first (kandev task status done01 todo)"})
+	d.selectTask("done01")
+	d.keys("r")
+	d.mustShow("✗ start done01 refused: task done01 is cancelled; reopen it first")
+	d.keys("esc")
+	d.mustNotShow("refused")
+}
+
+func TestArchive(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("done01")
+	d.keys("x")
+	d.mustShow("Archive task done01?")
+	d.keys("y")
+	if f.callCount("ArchiveTask done01") != 1 {
+		t.Fatalf("calls %v", f.calls)
+	}
+	d.mustNotShow("done01 mock")
+	d.mustShow("archived task done01")
+	if d.m.tree.selected == "done01" || d.m.tree.selected == "" {
+		t.Fatalf("selection after archive: %q", d.m.tree.selected)
+	}
+
+	f.setErr("ArchiveTask", &core.Error{Code: core.CodeConflict, Message: "task kid001 has a live session; stop it first"})
+	d.selectTask("kid001")
+	d.keys("x", "y")
+	d.mustShow("refused", "stop it first")
+}
+
+func TestHelpAndQuit(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.keys("?")
+	d.mustShow("kandev — keys", "w      next waiting", "@you assigned to you")
+	d.keys("j")
+	if d.m.dialog != nil {
+		t.Fatal("any key closes help")
+	}
+	if d.m.tree.selected != "root01" {
+		t.Fatal("the key that closes help does nothing else")
+	}
+	d.keys("q")
+	if !d.quit {
+		t.Fatal("q should quit")
+	}
+	if d.m.cancel != nil {
+		t.Fatal("quitting ends the event stream")
+	}
+}
+
+func TestCtrlCQuitsFromADialog(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	d.keys("n", "ctrl+c")
+	if !d.quit {
+		t.Fatal("ctrl+c should quit from a dialog")
+	}
+}
+
+func TestUnreachableDaemonIsShown(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("Events", &core.Error{Code: core.CodeUnavailable, Message: "cannot reach the kandev daemon at /x/kandev.sock: connection refused"})
+	d := newDriver(t, f, 80, 24, func(o *Options) {
+		o.Reconnect = func(context.Context) (core.Client, error) { return f, nil }
+	})
+	d.m.backoff = time.Hour
+	d.settle()
+	d.mustShow("daemon connection lost", "cannot reach the kandev daemon")
+}
+
+func TestListErrorsAreShown(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("ListProfiles", errors.New("boom"))
+	d := newDriver(t, f, 80, 24)
+	d.mustShow("list profiles: INTERNAL_ERROR: boom")
+}
+
+func TestConversationLoadsAndFollows(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.convo = demoConvo()
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("ask001")
+	d.mustShow("Looking at the schema…    done", "? for you › Which DB?", "[pending: press a to answer]")
+	d.mustNotShow("\x1b", "[1;31m")
+	// Live output is followed.
+	for i := 0; i < 30; i++ {
+		m := core.Message{Seq: int64(10 + i), TaskID: "ask001", Kind: core.MsgAgent, Text: "line " + itoa(i), CreatedAt: testNow, UpdatedAt: testNow}
+		f.push(core.Event{Type: core.EventMessageAdded, TaskID: "ask001", Message: &m})
+	}
+	d.settle()
+	d.mustShow("line 29")
+	// Scrolling up stops following; new output is counted, G follows again.
+	d.keys("tab", "pgup", "pgup")
+	d.mustNotShow("line 29")
+	m := core.Message{Seq: 50, TaskID: "ask001", Kind: core.MsgAgent, Text: "fresh", CreatedAt: testNow, UpdatedAt: testNow}
+	f.push(core.Event{Type: core.EventMessageAdded, TaskID: "ask001", Message: &m})
+	d.settle()
+	d.mustShow("1 new lines below (G follows)")
+	d.mustNotShow("fresh")
+	d.keys("G")
+	d.mustShow("fresh")
+	// A streamed update replaces the entry in place.
+	m2 := m
+	m2.Text, m2.UpdatedAt = "fresh and longer", testNow.Add(time.Second)
+	f.push(core.Event{Type: core.EventMessageUpdated, TaskID: "ask001", Message: &m2})
+	d.settle()
+	d.mustShow("fresh and longer")
+	// Another task's messages do not show here.
+	other := core.Message{Seq: 51, TaskID: "kid001", Kind: core.MsgAgent, Text: "elsewhere", CreatedAt: testNow, UpdatedAt: testNow}
+	f.push(core.Event{Type: core.EventMessageAdded, TaskID: "kid001", Message: &other})
+	d.settle()
+	d.mustNotShow("elsewhere")
+}
+
+func TestConversationPages(t *testing.T) {
+	f := newFake(demoTasks()...)
+	var msgs []core.Message
+	for i := 1; i <= convoPageSize*2+10; i++ {
+		msgs = append(msgs, core.Message{Seq: int64(i), TaskID: "kid001", Kind: core.MsgAgent, Text: "entry " + itoa(i), CreatedAt: testNow, UpdatedAt: testNow})
+	}
+	f.convo["kid001"] = msgs
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001")
+	if n := f.callCount("Conversation kid001"); n != 3 {
+		t.Fatalf("Conversation pages fetched: %d", n)
+	}
+	d.mustShow("entry 1010")
+}
+
+func TestConversationErrorShown(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("Conversation", &core.Error{Code: core.CodeNotFound, Message: "task zzz not found"})
+	d := newDriver(t, f, 80, 24)
+	d.mustShow("log: task zzz not found")
+}
+
+func TestStaleConversationPageIgnored(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	old := d.m.detail.gen
+	d.selectTask("kid001")
+	d.send(convoPageMsg{gen: old, taskID: "root01", page: core.ConversationPage{Messages: []core.Message{{Seq: 1, TaskID: "root01", Kind: core.MsgAgent, Text: "stale"}}}})
+	d.mustNotShow("stale")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func resize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }

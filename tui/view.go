@@ -1,0 +1,196 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Layout and drawing. View does work only for what is visible.
+
+type layout struct {
+	wide            bool
+	bodyH           int
+	treeW, treeH    int
+	detailW, detail int
+	statusLines     []string
+}
+
+// minWidth and minHeight: below these the screen only says it is too small.
+const (
+	minWidth  = 40
+	minHeight = 10
+)
+
+func (m *Model) layout() layout {
+	var l layout
+	l.statusLines = m.statusLines(m.w)
+	l.bodyH = max(1, m.h-len(l.statusLines)-1)
+	l.wide = m.w >= 120
+	if l.wide {
+		l.treeW = m.w * 11 / 20
+		l.detailW = m.w - l.treeW - 1
+		l.treeH, l.detail = l.bodyH, l.bodyH
+	} else {
+		l.treeW, l.detailW = m.w, m.w
+		l.treeH = max(3, l.bodyH*2/5)
+		l.detail = max(1, l.bodyH-l.treeH-1)
+	}
+	return l
+}
+
+func (m *Model) logHeight() int {
+	l := m.layout()
+	return logHeight(len(detailHeader(m.st, m.selectedTask(), l.detailW)), l.detail)
+}
+
+func (m *Model) dialogWidth() int { return clamp(m.w-6, 30, 76) }
+
+// View draws the screen; it does work only for what is visible.
+func (m *Model) View() string {
+	if m.w == 0 || m.h == 0 {
+		return ""
+	}
+	if m.w < minWidth || m.h < minHeight {
+		lines := wrap(fmt.Sprintf("kandev needs a bigger terminal: at least 80×24 (this one is %d×%d)", m.w, m.h), m.w)
+		return strings.Join(lines[:min(len(lines), m.h)], "\n")
+	}
+	l := m.layout()
+	body := m.viewBody(l)
+	if m.dialog != nil {
+		body = m.overlay(body, l)
+	}
+	out := make([]string, 0, m.h)
+	out = append(out, body...)
+	out = append(out, l.statusLines...)
+	out = append(out, m.helpBar())
+	return strings.Join(out, "\n")
+}
+
+func (m *Model) viewBody(l layout) []string {
+	task := m.selectedTask()
+	tree := m.tree.view(m.st, m.tasks, l.treeW, l.treeH, m.now, m.frame, !m.focusLog)
+	det := m.detail.view(m.st, task, l.detailW, l.detail, m.focusLog)
+	if l.wide {
+		sep := m.st.divider.Render("│")
+		out := make([]string, l.bodyH)
+		for i := range out {
+			out[i] = tree[i] + sep + det[i]
+		}
+		return out
+	}
+	out := make([]string, 0, l.bodyH)
+	out = append(out, tree...)
+	out = append(out, m.st.divider.Render(strings.Repeat("─", m.w)))
+	out = append(out, det...)
+	return out[:l.bodyH]
+}
+
+// overlay draws the open dialog's box centered over the body.
+func (m *Model) overlay(body []string, l layout) []string {
+	dw := m.dialogWidth()
+	box := m.st.box.Width(dw - 2).Render(m.dialog.view(m, dw-4))
+	lines := strings.Split(box, "\n")
+	if len(lines) > len(body) {
+		lines = lines[:len(body)]
+	}
+	bw := 0
+	for _, ln := range lines {
+		bw = max(bw, width(ln))
+	}
+	x := max(0, (m.w-bw)/2)
+	y := max(0, (len(body)-len(lines))/2)
+	for i, ln := range lines {
+		row := body[y+i]
+		left := ansi.Truncate(row, x, "")
+		if pad := x - width(left); pad > 0 {
+			left += strings.Repeat(" ", pad)
+		}
+		right := ansi.Cut(row, x+bw, m.w)
+		body[y+i] = left + m.st.reset + ln + m.st.reset + right
+	}
+	return body
+}
+
+func (m *Model) statusLines(w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	st := m.st
+	var left string
+	switch m.conn {
+	case connConnecting:
+		left = st.dim.Render("○ connecting to the daemon…")
+	case connLive:
+		left = st.live.Render("● live")
+	case connLost:
+		left = st.lost.Render("✗ daemon connection lost") + fmt.Sprintf(" — %s; reconnecting (try %d, every %s)", m.connErr, m.attempt, m.retryIn)
+	}
+	c := m.tasks.counts
+	segs := []string{fmt.Sprintf("%d tasks", c.total), fmt.Sprintf("%d running", c.running),
+		fmt.Sprintf("?you %d", c.askYou), fmt.Sprintf("?parent %d", c.askParent)}
+	if extra := c.yours - c.askYou; extra > 0 {
+		segs = append(segs, fmt.Sprintf("@you %d", extra))
+	}
+	if m.typing {
+		left = "filter / " + m.filterInput.View()
+	} else if m.filter.active() {
+		f := "filter:"
+		if m.filter.text != "" {
+			f += " \"" + m.filter.text + "\""
+		}
+		if m.filter.state != stateAll {
+			f += " [" + m.filter.state.String() + "]"
+		}
+		segs = append([]string{f}, segs...)
+	}
+	// The counts give way, last first, when the line is full.
+	right := strings.Join(segs, " · ")
+	for len(segs) > 1 && width(left)+width(right)+2 > w {
+		segs = segs[:len(segs)-1]
+		right = strings.Join(segs, " · ")
+	}
+	var first string
+	if gap := w - width(left) - width(right); gap >= 2 {
+		first = left + strings.Repeat(" ", gap) + right
+	} else {
+		first = fit(left, w)
+	}
+	out := []string{fit(first, w)}
+	if m.status != "" {
+		prefix := "· "
+		if m.statusErr {
+			prefix = "✗ "
+		}
+		lines := wrap(prefix+oneLine(m.status), w)
+		if len(lines) > 3 {
+			lines = append(lines[:2], truncate(lines[2]+" "+strings.Join(lines[3:], " "), w))
+		}
+		for i, ln := range lines {
+			if m.statusErr {
+				ln = st.errText.Render(ln)
+			} else {
+				ln = st.okText.Render(ln)
+			}
+			if i < 3 {
+				out = append(out, ln)
+			}
+		}
+	}
+	return out
+}
+
+func (m *Model) helpBar() string {
+	bs := m.keys.shortHelp()
+	if m.dialog != nil {
+		bs = items(m.dialog.help(m.keys)...)
+	} else if m.typing {
+		bs = items(m.keys.Submit, m.keys.Cancel)
+	}
+	line := helpLine(m.st, bs, m.w)
+	if gap := m.w - width(line); gap > 0 {
+		line += strings.Repeat(" ", gap)
+	}
+	return line
+}
