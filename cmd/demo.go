@@ -76,7 +76,9 @@ func demoScript() string {
 		"mock: tool go test ./session/...",
 		mockCall("handoff_task_kandev", map[string]any{"to": "back", "message": "Session storage in place; tests pass."}),
 	}, "\n")
-	on := func(kind, directive string) string { return "mock: on " + kind + ": " + strings.TrimPrefix(directive, "mock: ") }
+	on := func(kind, directive string) string {
+		return "mock: on " + kind + ": " + strings.TrimPrefix(directive, "mock: ")
+	}
 	return strings.Join([]string{
 		"Ship the login feature.",
 		"mock: say I will split this into two subtasks and coordinate them.",

@@ -20,7 +20,6 @@ package cmd_test
 // with a string's text, or with the compact JSON of any other value
 // ("true", "null", "3").
 
-
 import (
 	"encoding/json"
 	"errors"

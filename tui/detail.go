@@ -62,7 +62,13 @@ func detailHeader(st styles, t *core.Task, w int) []string {
 		}
 		add(line)
 		if s.Error != "" {
-			add(st.errText.Render("error: ") + oneLine(s.Error))
+			// A failed run's error is an error; any other ended run just says
+			// why it ended.
+			if s.State == core.SessionFailed {
+				add(st.errText.Render("error: ") + oneLine(s.Error))
+			} else {
+				add("ended: " + oneLine(s.Error))
+			}
 		}
 	} else {
 		line := "never ran (r starts it)"

@@ -14,11 +14,27 @@ import (
 func waitAssignee(t *testing.T, d *daemontest.Daemon, id, kind, name string) core.Task {
 	t.Helper()
 	var task core.Task
-	daemontest.Eventually(t, wait, "task "+id+" to go to "+kind+" "+name, func() bool {
+	deadline := time.Now().Add(wait)
+	for {
 		task = get(t, d, id)
-		return task.Assignee != nil && task.Assignee.Kind == kind && task.Assignee.Name == name
-	})
-	return task
+		if task.Assignee != nil && task.Assignee.Kind == kind && task.Assignee.Name == name {
+			return task
+		}
+		if time.Now().After(deadline) {
+			dump(t, d, id)
+			t.Fatalf("timed out waiting for task %s to go to %s %s; it is with %+v", id, kind, name, task.Assignee)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dump logs a task's conversation and the daemon's log, for failures.
+func dump(t *testing.T, d *daemontest.Daemon, id string) {
+	t.Helper()
+	for _, m := range conversation(t, d, id) {
+		t.Logf("  #%d %s %s: %s", m.Seq, m.Kind, m.Author, m.Text)
+	}
+	t.Logf("daemon log:\n%s", d.Log())
 }
 
 func setupChain(t *testing.T, d *daemontest.Daemon) {
