@@ -144,18 +144,25 @@ type AnswerResult struct {
 	Delivered string `json:"delivered,omitempty"`
 }
 
-// ConversationInput pages a conversation by sequence number.
+// ConversationInput pages a conversation by sequence number: forward from
+// After, or, with Before set, the newest entries before it (Before -1: the
+// conversation's tail).
 type ConversationInput struct {
-	After int64 `json:"after,omitempty"`
-	Limit int   `json:"limit,omitempty"`
+	After  int64 `json:"after,omitempty"`
+	Before int64 `json:"before,omitempty"`
+	Limit  int   `json:"limit,omitempty"`
 }
 
-// ConversationPage is one page of messages; Next is the cursor for the next.
+// ConversationPage is one page of messages in order. Next is the cursor to
+// read on (After), More says there is more after it; First is the cursor to
+// read back (Before), Older says there is more before it.
 type ConversationPage struct {
 	TaskID   string    `json:"task_id"`
 	Messages []Message `json:"messages"`
 	Next     int64     `json:"next"`
 	More     bool      `json:"more"`
+	First    int64     `json:"first"`
+	Older    bool      `json:"older"`
 }
 
 // HandoffInput names who gets the task: a role, a person, or "back" (whoever

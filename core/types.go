@@ -184,8 +184,10 @@ type SessionInfo struct {
 	PID            int          `json:"pid"`
 	Error          string       `json:"error"`
 	Turns          int          `json:"turns"`
-	CreatedAt      time.Time    `json:"created_at"`
-	UpdatedAt      time.Time    `json:"updated_at"`
+	// TurnStartedAt is when the current (or last) turn began.
+	TurnStartedAt time.Time `json:"turn_started_at"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // MessageKind classifies a conversation entry.

@@ -105,6 +105,29 @@ func (q Queries) Messages(ctx context.Context, taskID string, after int64, limit
 	return out, mapErr(rows.Err())
 }
 
+// MessagesBefore returns the newest limit entries of a task before a
+// sequence number, in order.
+func (q Queries) MessagesBefore(ctx context.Context, taskID string, before int64, limit int) ([]Message, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE task_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+		taskID, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("conversation of %s: %w", taskID, mapErr(err))
+	}
+	defer rows.Close()
+	var out []Message
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, m)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, mapErr(rows.Err())
+}
+
 // LastMessageOfKind returns a task's newest entry of a kind.
 func (q Queries) LastMessageOfKind(ctx context.Context, taskID, kind string) (Message, error) {
 	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages

@@ -17,28 +17,29 @@ type Session struct {
 	PID            int
 	Error          string
 	Turns          int
+	TurnStartedAt  time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
 
-const sessionColumns = `id, task_id, role, profile, state, agent_session_id, pid, error, turns, created_at, updated_at`
+const sessionColumns = `id, task_id, role, profile, state, agent_session_id, pid, error, turns, turn_started_at, created_at, updated_at`
 
 func scanSession(s scanner) (Session, error) {
 	var ss Session
-	var created, updated int64
+	var turnStarted, created, updated int64
 	if err := s.Scan(&ss.ID, &ss.TaskID, &ss.Role, &ss.Profile, &ss.State, &ss.AgentSessionID,
-		&ss.PID, &ss.Error, &ss.Turns, &created, &updated); err != nil {
+		&ss.PID, &ss.Error, &ss.Turns, &turnStarted, &created, &updated); err != nil {
 		return Session{}, err
 	}
-	ss.CreatedAt, ss.UpdatedAt = fromNanos(created), fromNanos(updated)
+	ss.TurnStartedAt, ss.CreatedAt, ss.UpdatedAt = fromNanos(turnStarted), fromNanos(created), fromNanos(updated)
 	return ss, nil
 }
 
 // InsertSession records a new run and makes it the task's latest.
 func (q Queries) InsertSession(ctx context.Context, s Session) error {
-	_, err := q.q.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.q.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.TaskID, s.Role, s.Profile, s.State, s.AgentSessionID, s.PID, s.Error, s.Turns,
-		nanos(s.CreatedAt), nanos(s.UpdatedAt))
+		nanos(s.TurnStartedAt), nanos(s.CreatedAt), nanos(s.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("insert session %s: %w", s.ID, mapErr(err))
 	}
@@ -72,9 +73,10 @@ func (q Queries) UpdateSession(ctx context.Context, id string, u SessionUpdate, 
 		pid = COALESCE(?, pid),
 		error = COALESCE(?, error),
 		turns = turns + ?,
+		turn_started_at = CASE WHEN ? = 1 THEN ? ELSE turn_started_at END,
 		updated_at = ?
 		WHERE id = ?`,
-		ptr(u.State), ptr(u.AgentSessionID), ptr(u.PID), ptr(u.Error), boolInt(u.AddTurn), nanos(now), id)
+		ptr(u.State), ptr(u.AgentSessionID), ptr(u.PID), ptr(u.Error), boolInt(u.AddTurn), boolInt(u.AddTurn), nanos(now), nanos(now), id)
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", id, mapErr(err))
 	}

@@ -22,7 +22,7 @@ const taskViewQuery = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id
 	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
 	COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
-	COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),
+	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),
 	(SELECT count(*) FROM queue WHERE queue.task_id = t.id),
 	COALESCE((SELECT seq FROM messages m WHERE m.task_id = t.id AND m.kind = 'question'
 		AND json_extract(m.meta, '$.status') = 'pending' ORDER BY seq DESC LIMIT 1), 0),
@@ -55,12 +55,12 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 	for rows.Next() {
 		var v TaskView
 		var s Session
-		var created, updated, archived, sCreated, sUpdated, qseq int64
+		var created, updated, archived, sTurn, sCreated, sUpdated, qseq int64
 		var blockers string
 		err := rows.Scan(&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
 			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns, &sCreated, &sUpdated,
+			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns, &sTurn, &sCreated, &sUpdated,
 			&v.Queued, &qseq, &blockers)
 		if err != nil {
 			rows.Close()
@@ -72,7 +72,7 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		}
 		if s.ID != "" {
 			s.TaskID = v.ID
-			s.CreatedAt, s.UpdatedAt = fromNanos(sCreated), fromNanos(sUpdated)
+			s.TurnStartedAt, s.CreatedAt, s.UpdatedAt = fromNanos(sTurn), fromNanos(sCreated), fromNanos(sUpdated)
 			v.Session = &s
 		}
 		if qseq != 0 {

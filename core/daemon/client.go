@@ -246,6 +246,9 @@ func (c *Client) AnswerQuestion(ctx context.Context, id string, in core.AnswerIn
 func (c *Client) Conversation(ctx context.Context, id string, in core.ConversationInput) (core.ConversationPage, error) {
 	var p core.ConversationPage
 	path := "/v1/tasks/" + esc(id) + "/conversation?after=" + strconv.FormatInt(in.After, 10)
+	if in.Before != 0 {
+		path += "&before=" + strconv.FormatInt(in.Before, 10)
+	}
 	if in.Limit > 0 {
 		path += "&limit=" + strconv.Itoa(in.Limit)
 	}

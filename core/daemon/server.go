@@ -360,6 +360,14 @@ func (h *Handler) conversation(w http.ResponseWriter, r *http.Request) {
 		}
 		in.After = n
 	}
+	if v := q.Get("before"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			writeErr(w, core.Errorf(core.CodeValidation, "before: %q is not a number", v))
+			return
+		}
+		in.Before = n
+	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {

@@ -313,7 +313,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 
 func sessionInfo(s store.Session) core.SessionInfo {
 	return core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Role: s.Role, Profile: s.Profile, State: core.SessionState(s.State),
-		AgentSessionID: s.AgentSessionID, PID: s.PID, Error: s.Error, Turns: s.Turns,
+		AgentSessionID: s.AgentSessionID, PID: s.PID, Error: s.Error, Turns: s.Turns, TurnStartedAt: s.TurnStartedAt,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 

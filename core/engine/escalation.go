@@ -120,44 +120,41 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 	e.kick(creator.ID)
 }
 
-// finished wakes whoever waits on a task that just reached done or
-// cancelled: its parent (when the parent has been worked) and every task it
-// blocked. Each gets a turn of its own.
-func (e *Engine) finished(ctx context.Context, t core.Task) {
-	var wake []string
+// wakesFor builds the wakes a task reaching done or cancelled causes: one
+// for its parent (when the parent has been worked) and one for every task it
+// blocked. Each is a turn of its own.
+func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
+	var targets []string
 	if t.ParentID != "" {
 		if p, ok := e.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {
-			wake = append(wake, p.ID)
+			targets = append(targets, p.ID)
 		}
 	}
 	if ids, err := e.db.BlockedBy(ctx, t.ID); err == nil {
 		for _, id := range ids {
 			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() {
-				wake = append(wake, id)
+				targets = append(targets, id)
 			}
 		}
 	}
 	summary := e.lastWords(ctx, t.ID, "")
 	now := time.Now().UTC()
-	for _, id := range wake {
+	var items []store.QueueItem
+	for _, id := range targets {
 		rel := "subtask"
 		if id != t.ParentID {
 			rel = "blocker"
 		}
-		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
-			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, e.openSubtasks(id))
-		if _, err := e.db.Enqueue(ctx, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
-			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now}); err != nil {
-			e.log.Error("wake", "task", id, "err", err)
-			continue
+		open := e.openSubtasks(id)
+		if rel == "subtask" && open > 0 {
+			open-- // this one, finishing now
 		}
-		e.refreshQuiet(id)
-		e.kick(id)
+		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
+			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, open)
+		items = append(items, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
+			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
 	}
-	// Tasks it blocked may now be free of blockers: refresh their views.
-	for _, id := range wake {
-		e.refreshQuiet(id)
-	}
+	return items
 }
 
 // lastWords is what a task's agent said last (in a session, if given).

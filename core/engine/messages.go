@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"time"
 
@@ -354,20 +355,42 @@ func (e *Engine) Conversation(ctx context.Context, ref string, in core.Conversat
 	if limit > 1000 {
 		limit = 1000
 	}
-	if in.After < 0 {
-		return core.ConversationPage{}, core.Errorf(core.CodeValidation, "after must be 0 or more")
+	if in.After < 0 || in.Before < -1 {
+		return core.ConversationPage{}, core.Errorf(core.CodeValidation, "after must be 0 or more; before must be a sequence number or -1 for the tail")
 	}
-	rows, err := e.db.Messages(ctx, t.ID, in.After, limit+1)
-	if err != nil {
-		return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
+	if in.After > 0 && in.Before != 0 {
+		return core.ConversationPage{}, core.Errorf(core.CodeValidation, "give after or before, not both")
 	}
 	page := core.ConversationPage{TaskID: t.ID, Messages: []core.Message{}, Next: in.After}
-	if len(rows) > limit {
-		rows, page.More = rows[:limit], true
+	var rows []store.Message
+	if in.Before != 0 {
+		before := in.Before
+		if before == -1 {
+			before = math.MaxInt64
+		}
+		rows, err = e.db.MessagesBefore(ctx, t.ID, before, limit+1)
+		if err != nil {
+			return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
+		}
+		if len(rows) > limit {
+			rows, page.Older = rows[1:], true
+		}
+	} else {
+		rows, err = e.db.Messages(ctx, t.ID, in.After, limit+1)
+		if err != nil {
+			return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
+		}
+		if len(rows) > limit {
+			rows, page.More = rows[:limit], true
+		}
+		page.Older = in.After > 0
 	}
-	for _, m := range rows {
+	for i, m := range rows {
 		page.Messages = append(page.Messages, messageFromStore(m))
 		page.Next = m.Seq
+		if i == 0 {
+			page.First = m.Seq
+		}
 	}
 	return page, nil
 }

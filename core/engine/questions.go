@@ -164,13 +164,6 @@ func (e *Engine) afterResolve(ctx context.Context, tx *store.Tx, m store.Message
 	return nil
 }
 
-func (e *Engine) hasWaiter(questionID string) bool {
-	e.waitMu.Lock()
-	defer e.waitMu.Unlock()
-	_, ok := e.waiters[questionID]
-	return ok
-}
-
 // notifyWaiter hands d to a blocked ask_user call; false when none waits.
 func (e *Engine) notifyWaiter(questionID string, d answerDelivery) bool {
 	e.waitMu.Lock()
@@ -378,19 +371,19 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	}
 	now := time.Now().UTC()
 	claimed := false
-	delivered := "next_turn"
+	var item store.QueueItem
+	// The answer is queued in the same transaction that claims the question,
+	// so there is never a moment with the question answered and nothing to
+	// deliver. When the agent's call still waits, it takes the answer and
+	// the queued copy is withdrawn.
 	err = e.db.Tx(ctx, func(tx *store.Tx) error {
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
 		if err != nil || !ok {
 			return err
 		}
 		claimed = true
-		if e.hasWaiter(q.QuestionID) {
-			delivered = "waiting_call"
-			return nil
-		}
 		body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", q.QuestionID, text, q.QuestionID)
-		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
+		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
 			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID}), CreatedAt: now})
 		return err
 	})
@@ -400,10 +393,12 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	if !claimed {
 		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 	}
-	if delivered == "waiting_call" && !e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text}) {
-		// The call was cut off between the claim and now: next turn it is.
-		delivered = "next_turn"
-		e.queueLateAnswer(t.ID, q.QuestionID, text)
+	delivered := "next_turn"
+	if e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text}) {
+		delivered = "waiting_call"
+		if err := e.db.DeleteQueueItem(ctx, item.ID); err != nil {
+			e.log.Error("withdraw an answer the waiting call took", "task", t.ID, "err", err)
+		}
 	}
 	e.note(ctx, t.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": q.QuestionID, "delivered": delivered})
 	e.publishQuestion(m.Seq)

@@ -359,11 +359,32 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	if t.Status == status {
 		return t, nil
 	}
+	var wakes []store.QueueItem
 	if status.Terminal() {
 		e.halt(ctx, t.ID, "marked "+string(status), false)
+		finishedTask := t
+		finishedTask.Status = status
+		wakes = e.wakesFor(ctx, finishedTask)
 	}
-	if err := e.db.SetTaskStatus(ctx, t.ID, string(status), time.Now().UTC()); err != nil {
+	// The status and the wakes it causes land together: a waiting task
+	// never sees its subtask finished without the wake already queued, so
+	// its stall check cannot run in between (rule 4).
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetTaskStatus(ctx, t.ID, string(status), time.Now().UTC()); err != nil {
+			return err
+		}
+		for _, w := range wakes {
+			if _, err := tx.Enqueue(ctx, w); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	for _, w := range wakes {
+		e.refreshQuiet(w.TaskID)
 	}
 	if status.Terminal() {
 		e.staleQuestion(ctx, t.ID, "the task was marked "+string(status))
@@ -373,8 +394,8 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	if err != nil {
 		return core.Task{}, err
 	}
-	if status.Terminal() {
-		e.finished(ctx, nt)
+	for _, w := range wakes {
+		e.kick(w.TaskID)
 	}
 	return nt, nil
 }
