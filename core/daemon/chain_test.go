@@ -28,6 +28,27 @@ func waitAssignee(t *testing.T, d *daemontest.Daemon, id, kind, name string) cor
 	}
 }
 
+// waitEscalation waits for the handoff entry recording an escalation from
+// one assignee to another and returns its text. (The chain may move on
+// before a poll sees the intermediate assignee, so the record is checked.)
+func waitEscalation(t *testing.T, d *daemontest.Daemon, id, from, to string) string {
+	t.Helper()
+	want := "escalated from " + from + " to " + to
+	deadline := time.Now().Add(wait)
+	for {
+		for _, m := range conversation(t, d, id) {
+			if m.Kind == core.MsgHandoff && strings.Contains(m.Text, want) {
+				return m.Text
+			}
+		}
+		if time.Now().After(deadline) {
+			dump(t, d, id)
+			t.Fatalf("timed out waiting for task %s: %s", id, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // dump logs a task's conversation and the daemon's log, for failures.
 func dump(t *testing.T, d *daemontest.Daemon, id string) {
 	t.Helper()
@@ -117,8 +138,14 @@ func TestCrashEscalatesWithError(t *testing.T) {
 	d := daemontest.Start(t)
 	setupChain(t, d)
 	task := create(t, d, core.CreateTaskInput{Title: "crashy", Assignee: "engineer", Start: true, Prompt: "mock: crash"})
-	got := waitAssignee(t, d, task.ID, "role", "lead")
-	if got.Stalled == nil || !strings.Contains(got.Stalled.Detail, "run failed") || !strings.Contains(got.Stalled.Detail, "exit status 3") {
+	text := waitEscalation(t, d, task.ID, "role:engineer", "role:lead")
+	if !strings.Contains(text, "run failed") || !strings.Contains(text, "exit status 3") {
+		t.Fatalf("escalation record %q", text)
+	}
+	// The lead's mock has nothing to say to a crash: it stalls too, so the
+	// chain ends with the person.
+	got := waitAssignee(t, d, task.ID, "person", "alice")
+	if got.Stalled == nil || got.Stalled.From != "role:lead" {
 		t.Fatalf("stall record %+v", got.Stalled)
 	}
 }
@@ -217,9 +244,8 @@ func TestStartupSweepAfterKill9(t *testing.T) {
 	}
 	d.SetEnv("KANDEV_FAILPOINT", "")
 	d.Restart()
-	got := waitAssignee(t, d, task.ID, "role", "lead")
-	if got.Stalled == nil || !strings.Contains(got.Stalled.Detail, "my last words") {
-		t.Fatalf("stall record %+v", got.Stalled)
+	if text := waitEscalation(t, d, task.ID, "role:engineer", "role:lead"); !strings.Contains(text, "my last words") {
+		t.Fatalf("escalation record %q", text)
 	}
 	if !strings.Contains(d.Log(), "startup sweep") {
 		t.Fatalf("daemon log:\n%s", d.Log())
