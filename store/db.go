@@ -223,3 +223,24 @@ func mapErr(err error) error {
 	}
 	return err
 }
+
+// collect scans every row of a query with scan, closing the rows. what
+// names the query in errors.
+func collect[T any](rows *sql.Rows, err error, what string, scan func(scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, mapErr(err))
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, mapErr(err))
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, mapErr(err))
+	}
+	return out, nil
+}

@@ -90,19 +90,7 @@ func (q Queries) CompareAndSetMeta(ctx context.Context, seq int64, path, want, m
 func (q Queries) Messages(ctx context.Context, taskID string, after int64, limit int) ([]Message, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		taskID, after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("conversation of %s: %w", taskID, mapErr(err))
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, m)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, err, "conversation of "+taskID, scanMessage)
 }
 
 // MessagesBefore returns the newest limit entries of a task before a
@@ -110,22 +98,11 @@ func (q Queries) Messages(ctx context.Context, taskID string, after int64, limit
 func (q Queries) MessagesBefore(ctx context.Context, taskID string, before int64, limit int) ([]Message, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE task_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
 		taskID, before, limit)
-	if err != nil {
-		return nil, fmt.Errorf("conversation of %s: %w", taskID, mapErr(err))
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, m)
-	}
+	out, err := collect(rows, err, "conversation of "+taskID, scanMessage)
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
-	return out, mapErr(rows.Err())
+	return out, err
 }
 
 // LastMessageOfKind returns a task's newest entry of a kind.
@@ -153,17 +130,5 @@ func (q Queries) PendingQuestion(ctx context.Context, taskID string) (Message, e
 func (q Queries) PendingQuestions(ctx context.Context) ([]Message, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages
 		WHERE kind = 'question' AND json_extract(meta, '$.status') = 'pending' ORDER BY seq`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []Message
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, m)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, err, "pending questions", scanMessage)
 }

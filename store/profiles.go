@@ -51,19 +51,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, created_at FROM profiles ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list profiles: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var ps []Profile
-	for rows.Next() {
-		p, err := scanProfile(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list profiles: %w", mapErr(err))
-		}
-		ps = append(ps, p)
-	}
-	return ps, mapErr(rows.Err())
+	return collect(rows, err, "list profiles", scanProfile)
 }
 
 // DeleteProfile removes a user profile. ErrNotFound when there is none.

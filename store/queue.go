@@ -47,19 +47,7 @@ func (q Queries) Enqueue(ctx context.Context, it QueueItem) (QueueItem, error) {
 // Queue lists a task's waiting items in delivery order.
 func (q Queries) Queue(ctx context.Context, taskID string) ([]QueueItem, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT `+queueColumns+` FROM queue WHERE task_id = ? ORDER BY priority, id`, taskID)
-	if err != nil {
-		return nil, fmt.Errorf("queue of %s: %w", taskID, mapErr(err))
-	}
-	defer rows.Close()
-	var out []QueueItem
-	for rows.Next() {
-		it, err := scanQueue(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, it)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, err, "queue of "+taskID, scanQueue)
 }
 
 // DeleteQueueItem removes an item once it is delivered (or withdrawn).
@@ -69,18 +57,5 @@ func (q Queries) DeleteQueueItem(ctx context.Context, id int64) error {
 
 // QueuedTaskIDs lists tasks with anything queued.
 func (q Queries) QueuedTaskIDs(ctx context.Context) ([]string, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT DISTINCT task_id FROM queue ORDER BY task_id`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, id)
-	}
-	return out, mapErr(rows.Err())
+	return q.ids(ctx, `SELECT DISTINCT task_id FROM queue ORDER BY task_id`)
 }

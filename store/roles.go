@@ -60,21 +60,13 @@ func (q Queries) GetRole(ctx context.Context, name string) (Role, error) {
 // ListRoles returns every role by name.
 func (q Queries) ListRoles(ctx context.Context) ([]Role, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT name, profile, manager, implicit, created_at FROM roles ORDER BY name`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []Role
-	for rows.Next() {
+	return collect(rows, err, "list roles", func(s scanner) (Role, error) {
 		var r Role
 		var created int64
-		if err := rows.Scan(&r.Name, &r.Profile, &r.Manager, &r.Implicit, &created); err != nil {
-			return nil, mapErr(err)
-		}
+		err := s.Scan(&r.Name, &r.Profile, &r.Manager, &r.Implicit, &created)
 		r.CreatedAt = fromNanos(created)
-		out = append(out, r)
-	}
-	return out, mapErr(rows.Err())
+		return r, err
+	})
 }
 
 // DeleteRole removes a role.
@@ -106,21 +98,13 @@ func (q Queries) GetPerson(ctx context.Context, name string) (Person, error) {
 // ListPersons returns every person by name.
 func (q Queries) ListPersons(ctx context.Context) ([]Person, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT name, created_at FROM persons ORDER BY name`)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []Person
-	for rows.Next() {
+	return collect(rows, err, "list people", func(s scanner) (Person, error) {
 		var p Person
 		var created int64
-		if err := rows.Scan(&p.Name, &created); err != nil {
-			return nil, mapErr(err)
-		}
+		err := s.Scan(&p.Name, &created)
 		p.CreatedAt = fromNanos(created)
-		out = append(out, p)
-	}
-	return out, mapErr(rows.Err())
+		return p, err
+	})
 }
 
 // TasksAssignedTo lists unarchived, unfinished tasks of an assignee.

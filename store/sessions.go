@@ -107,19 +107,7 @@ func (q Queries) LatestAgentSession(ctx context.Context, taskID, role string) (S
 
 func (q Queries) listSessions(ctx context.Context, query string, args ...any) ([]Session, error) {
 	rows, err := q.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", mapErr(err))
-	}
-	defer rows.Close()
-	var out []Session
-	for rows.Next() {
-		s, err := scanSession(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, s)
-	}
-	return out, mapErr(rows.Err())
+	return collect(rows, err, "list sessions", scanSession)
 }
 
 func ptr[T any](p *T) any {

@@ -106,21 +106,7 @@ func (q Queries) GetTask(ctx context.Context, id string) (Task, error) {
 // resolving the short forms people type.
 func (q Queries) TaskIDsWithPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
 	// The range form uses the primary key index; LIKE would not.
-	rows, err := q.q.QueryContext(ctx, `SELECT id FROM tasks WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`,
-		prefix, prefix+"\xff", limit)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, mapErr(err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, mapErr(rows.Err())
+	return q.ids(ctx, `SELECT id FROM tasks WHERE id >= ? AND id < ? ORDER BY id LIMIT ?`, prefix, prefix+"\xff", limit)
 }
 
 // TaskFilter narrows ListTasks.
@@ -148,37 +134,17 @@ func (q Queries) ListTasks(ctx context.Context, f TaskFilter) ([]Task, error) {
 	}
 	sb.WriteString(` ORDER BY created_at, id`)
 	rows, err := q.q.QueryContext(ctx, sb.String(), args...)
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", mapErr(err))
+	tasks, err := collect(rows, err, "list tasks", scanTask)
+	if tasks == nil && err == nil {
+		tasks = []Task{}
 	}
-	defer rows.Close()
-	tasks := make([]Task, 0, 64)
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", mapErr(err))
-		}
-		tasks = append(tasks, t)
-	}
-	return tasks, mapErr(rows.Err())
+	return tasks, err
 }
 
 // Children returns the direct children of a task, archived included.
 func (q Queries) Children(ctx context.Context, parentID string) ([]Task, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE parent_id = ? ORDER BY created_at, id`, parentID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var tasks []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		tasks = append(tasks, t)
-	}
-	return tasks, mapErr(rows.Err())
+	return collect(rows, err, "children of "+parentID, scanTask)
 }
 
 // UpdateTaskText sets title and description.
@@ -265,19 +231,10 @@ func (q Queries) WaitingTasks(ctx context.Context) ([]string, error) {
 
 func (q Queries) ids(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := q.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
+	return collect(rows, err, "list ids", func(s scanner) (string, error) {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, id)
-	}
-	return out, mapErr(rows.Err())
+		return id, s.Scan(&id)
+	})
 }
 
 // CountTasks counts all tasks, archived included.

@@ -184,17 +184,10 @@ func (e *Engine) isClosing() bool {
 // refresh reloads a task's view from the store into the cache and publishes
 // it. Every mutation ends with a refresh of what it touched.
 func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
-	v, err := e.db.TaskView(context.WithoutCancel(ctx), id)
+	t, err := e.storedTask(ctx, id)
 	if err != nil {
-		return core.Task{}, mapStoreErr(err, "task "+id)
+		return core.Task{}, err
 	}
-	explicitRole := false
-	if a := parseRef(v.Assignee); a != nil && a.Kind == "role" {
-		if r, err := e.db.GetRole(context.WithoutCancel(ctx), a.Name); err == nil {
-			explicitRole = !r.Implicit
-		}
-	}
-	t := taskFromView(v, explicitRole)
 	e.cacheMu.Lock()
 	_, existed := e.tasks[id]
 	e.tasks[id] = &t
@@ -212,6 +205,23 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 	tc := t
 	e.bus.Publish(core.Event{Type: typ, TaskID: id, Task: &tc})
 	return t, nil
+}
+
+// storedTask reads a task's view from the store: the authority, where the
+// cache may lag a commit by a moment.
+func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
+	ctx = context.WithoutCancel(ctx)
+	v, err := e.db.TaskView(ctx, id)
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+id)
+	}
+	explicitRole := false
+	if a := parseRef(v.Assignee); a != nil && a.Kind == "role" {
+		if r, err := e.db.GetRole(ctx, a.Name); err == nil {
+			explicitRole = !r.Implicit
+		}
+	}
+	return taskFromView(v, explicitRole), nil
 }
 
 func (e *Engine) refreshQuiet(id string) {

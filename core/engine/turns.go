@@ -119,11 +119,11 @@ func (e *Engine) kick(id string) {
 func (e *Engine) turnLoop(rt *taskRuntime) {
 	defer e.wg.Done()
 	for {
-		item, run, fence, ok := e.nextTurn(rt)
+		item, run, fence, t, ok := e.nextTurn(rt)
 		if !ok {
 			return
 		}
-		e.runTurn(rt, run, item, fence)
+		e.runTurn(rt, run, item, fence, t)
 	}
 }
 
@@ -146,19 +146,22 @@ func (e *Engine) held(t core.Task) string {
 
 // nextTurn picks the next item and makes sure a run exists to take it.
 // When it returns false the loop is over and rt.busy is cleared.
-func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, bool) {
+func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, core.Task, bool) {
 	ctx := e.baseCtx
 	rt.mu.Lock()
-	stop := func() (store.QueueItem, *liveRun, uint64, bool) {
+	stop := func() (store.QueueItem, *liveRun, uint64, core.Task, bool) {
 		rt.busy = false
 		rt.mu.Unlock()
-		return store.QueueItem{}, nil, 0, false
+		return store.QueueItem{}, nil, 0, core.Task{}, false
 	}
 	if e.isClosing() {
 		return stop()
 	}
-	t, ok := e.cached(rt.id)
-	if !ok || e.held(t) != "" {
+	// The store, not the cache, decides: every change commits before the
+	// cache is refreshed, and a stop, a handoff or a question committed a
+	// moment ago must hold this turn.
+	t, err := e.storedTask(ctx, rt.id)
+	if err != nil || e.held(t) != "" {
 		return stop()
 	}
 	items, err := e.db.Queue(ctx, rt.id)
@@ -179,7 +182,7 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, b
 	rt.mu.Unlock()
 
 	if run == nil {
-		run, err = e.launch(rt, fence)
+		run, err = e.launch(rt, fence, t)
 		if err != nil {
 			rt.mu.Lock()
 			rt.busy = false
@@ -188,17 +191,16 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, b
 			if errors.As(err, &un) {
 				e.setUnserved(rt.id, un.reason)
 			}
-			return store.QueueItem{}, nil, 0, false
+			return store.QueueItem{}, nil, 0, core.Task{}, false
 		}
 	}
-	return item, run, fence, true
+	return item, run, fence, t, true
 }
 
 // launch spawns the task's agent and opens (or resumes) its session.
-func (e *Engine) launch(rt *taskRuntime, fence uint64) (*liveRun, error) {
+func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, error) {
 	ctx := e.baseCtx
-	t, ok := e.cached(rt.id)
-	if !ok || t.Assignee == nil || t.Assignee.Kind != "role" {
+	if t.Assignee == nil || t.Assignee.Kind != "role" {
 		return nil, errFenced
 	}
 	role, err := e.roleOf(ctx, t.Assignee.Name)
@@ -342,14 +344,13 @@ func (e *Engine) watchExit(run *liveRun) {
 }
 
 // runTurn delivers one item as a turn and records how it ended.
-func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fence uint64) {
+func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fence uint64, t core.Task) {
 	ctx := e.baseCtx
 	rt.mu.Lock()
 	if rt.fence != fence || rt.run != run {
 		rt.mu.Unlock()
 		return
 	}
-	t, _ := e.cached(rt.id)
 	now := time.Now().UTC()
 	body := e.renderItem(ctx, t, item)
 	var added store.Message
