@@ -185,3 +185,98 @@ func BenchmarkEvent(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConversation is the log's work, each to the next frame: the
+// tail arriving (one page), a page read back, scrolling a full window,
+// and one live update (an agent streaming into its last entry) on a full
+// window, followed and scrolled back.
+func BenchmarkConversation(b *testing.B) {
+	tasks := benchForest(benchTasks)
+	id := tasks[0].ID
+	long := "a line of agent output that is long enough to wrap at least once in the log pane of an 80 column terminal"
+	msgs := make([]core.Message, maxConversation+convoPageSize)
+	for i := range msgs {
+		msgs[i] = core.Message{Seq: int64(i + 1), TaskID: id, Kind: core.MsgAgent, Text: fmt.Sprintf("%d: %s", i+1, long), CreatedAt: testNow, UpdatedAt: testNow}
+	}
+	tail := msgs[len(msgs)-convoPageSize:]
+	// withConvo is a model showing the task with the newest n entries loaded.
+	withConvo := func(b *testing.B, n int) *Model {
+		m := loadedModel(b, 80, 24, tasks)
+		m.Update(convoLoadMsg{gen: m.detail.gen})
+		win := msgs[len(msgs)-n:]
+		m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageTail,
+			page: core.ConversationPage{TaskID: id, Messages: win, First: win[0].Seq, Next: win[len(win)-1].Seq, Older: true}})
+		m.detail.convo.olderBusy = true // no read back in these
+		_ = m.View()
+		return m
+	}
+	b.Run("tail/80x24", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			m := loadedModel(b, 80, 24, tasks)
+			m.Update(convoLoadMsg{gen: m.detail.gen})
+			b.StartTimer()
+			m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageTail,
+				page: core.ConversationPage{TaskID: id, Messages: tail, First: tail[0].Seq, Next: tail[len(tail)-1].Seq, Older: true}})
+			sink = m.View()
+		}
+	})
+	for _, n := range []int{convoPageSize, maxConversation - convoPageSize} {
+		b.Run(fmt.Sprintf("older-page/window=%d/80x24", n), func(b *testing.B) {
+			win := msgs[len(msgs)-n:]
+			older := msgs[len(msgs)-n-convoPageSize : len(msgs)-n]
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				m := withConvo(b, n)
+				m.focusLog = true
+				m.Update(keyMsg("g"))
+				b.StartTimer()
+				m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageOlder, cursor: win[0].Seq,
+					page: core.ConversationPage{TaskID: id, Messages: older, First: older[0].Seq, Next: older[len(older)-1].Seq, Older: true}})
+				sink = m.View()
+			}
+		})
+	}
+	b.Run("scroll-full-window/80x24", func(b *testing.B) {
+		m := withConvo(b, maxConversation)
+		m.focusLog = true
+		up, down := keyMsg("pgup"), keyMsg("pgdown")
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			k := up
+			if (i/200)%2 == 1 {
+				k = down
+			}
+			i++
+			m.Update(k)
+			sink = m.View()
+		}
+	})
+	for _, follow := range []bool{true, false} {
+		b.Run(fmt.Sprintf("live-update/follow=%v/80x24", follow), func(b *testing.B) {
+			m := withConvo(b, maxConversation)
+			if !follow {
+				m.focusLog = true
+				m.Update(keyMsg("pgup"))
+			}
+			last := msgs[len(msgs)-1]
+			base := last.Text
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if i%200 == 0 {
+					last.Text = base // a streamed entry grows, within reason
+				}
+				last.Text += " more"
+				last.UpdatedAt = testNow.Add(time.Duration(i))
+				ev := last
+				m.Update(eventsMsg{gen: 1, events: []core.Event{{Type: core.EventMessageUpdated, TaskID: id, Message: &ev}}})
+				sink = m.View()
+			}
+		})
+	}
+}

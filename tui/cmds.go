@@ -49,9 +49,20 @@ type profilesMsg struct {
 	err      error
 }
 
+// pageKind says which part of a conversation a page request reads.
+type pageKind int
+
+const (
+	pageTail  pageKind = iota // the newest entries (Before -1)
+	pageOlder                 // back from the window's first entry (Before)
+	pageNewer                 // forward from inside the window (After)
+)
+
 type convoPageMsg struct {
 	gen    int // detail generation
 	taskID string
+	kind   pageKind
+	cursor int64 // Before for pageOlder, After for pageNewer
 	page   core.ConversationPage
 	err    error
 }
@@ -152,10 +163,19 @@ func loadProfilesCmd(ctx context.Context, c core.Client) tea.Cmd {
 // convoPageSize is how many entries one conversation request fetches.
 const convoPageSize = 500
 
-func loadConvoCmd(ctx context.Context, c core.Client, gen int, taskID string, after int64) tea.Cmd {
+func loadConvoCmd(ctx context.Context, c core.Client, gen int, taskID string, kind pageKind, cursor int64) tea.Cmd {
+	in := core.ConversationInput{Limit: convoPageSize}
+	switch kind {
+	case pageTail:
+		in.Before = -1
+	case pageOlder:
+		in.Before = cursor
+	case pageNewer:
+		in.After = cursor
+	}
 	return func() tea.Msg {
-		p, err := c.Conversation(ctx, taskID, core.ConversationInput{After: after, Limit: convoPageSize})
-		return convoPageMsg{gen: gen, taskID: taskID, page: p, err: err}
+		p, err := c.Conversation(ctx, taskID, in)
+		return convoPageMsg{gen: gen, taskID: taskID, kind: kind, cursor: cursor, page: p, err: err}
 	}
 }
 

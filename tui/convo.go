@@ -2,6 +2,7 @@ package tui
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -9,38 +10,81 @@ import (
 	"github.com/kandev/kandev/core"
 )
 
-// maxConversation bounds how many entries the detail pane keeps; older
-// ones give way (the CLI's `task log` has them all).
+// maxConversation bounds how many entries of a conversation the detail
+// pane holds at once. The pane shows a window of the conversation: it
+// starts at the tail, grows backwards as the operator scrolls up (a page
+// at a time) and gives up entries at the far end when it is full.
 const maxConversation = 5000
 
-// conversation is the selected task's messages, ordered by sequence, and
-// their rendered lines for the current width. Entries merge by sequence
-// number, newest UpdatedAt wins, so a page and the live events may arrive
-// in any order.
+// conversation is a window of the selected task's messages, ordered by
+// sequence, and their rendered lines for the current width. Entries merge
+// by sequence number, newest UpdatedAt wins, so pages and live events may
+// arrive in any order.
+//
+// The window is contiguous: it holds every entry from msgs[0] to the last
+// one. older says the server has entries before it; newer says the window
+// was cut at its newest end (the operator is reading far back), so live
+// entries after it wait in stash until a page joins the window to them.
 type conversation struct {
-	taskID  string
-	msgs    []core.Message
-	cache   [][]string // rendered lines per message; nil = stale
-	lines   []string   // all rendered lines, in order
-	width   int
-	dirty   bool
-	dropped int // entries dropped off the front
+	taskID string
+	msgs   []core.Message
+	cache  [][]string // rendered lines per message; nil = stale
+	starts []int      // the first line of each message in lines
+	lines  []string   // the markers and all rendered lines, in order
+	head   int        // marker lines before the first message
+	end    int        // lines up to the end of the last message
+	width  int
+	dirty  bool
+	marks  [2]string // the top and bottom markers last rendered
+
+	loaded bool // the tail arrived
+	older  bool // the server has entries before msgs[0]
+	newer  bool // the window stops short of the newest entry
+
+	// Page requests in flight, and the last failure, of each direction.
+	olderBusy, newerBusy bool
+	olderErr, newerErr   string
+
+	// stash keeps live entries past the window while newer is set, newest
+	// version per sequence number. stashLost: it overflowed and entries
+	// were dropped; the next page request starts it afresh.
+	stash     map[int64]core.Message
+	stashLost bool
+}
+
+// logPos is a place in the log that survives entries arriving, leaving
+// and growing: a line of the entry with sequence number seq (a negative
+// line counts the marker lines above the first entry).
+type logPos struct {
+	seq  int64
+	line int
 }
 
 func (c *conversation) reset(taskID string) {
 	*c = conversation{taskID: taskID, dirty: true}
 }
 
-// upsert merges one message and reports whether anything changed.
-func (c *conversation) upsert(m core.Message) bool {
-	if m.TaskID != c.taskID {
-		return false
+func (c *conversation) last() int64 {
+	if len(c.msgs) == 0 {
+		return 0
 	}
+	return c.msgs[len(c.msgs)-1].Seq
+}
+
+func (c *conversation) first() int64 {
+	if len(c.msgs) == 0 {
+		return 0
+	}
+	return c.msgs[0].Seq
+}
+
+// merge puts one entry in its place (or replaces an older version of it)
+// and reports whether anything changed.
+func (c *conversation) merge(m core.Message) bool {
 	n := len(c.msgs)
 	if n == 0 || m.Seq > c.msgs[n-1].Seq {
 		c.msgs = append(c.msgs, m)
 		c.cache = append(c.cache, nil)
-		c.trim()
 		c.dirty = true
 		return true
 	}
@@ -54,26 +98,249 @@ func (c *conversation) upsert(m core.Message) bool {
 		c.dirty = true
 		return true
 	}
-	if i == 0 && c.dropped > 0 {
-		return false // older than what we keep
-	}
 	c.msgs = append(c.msgs, core.Message{})
 	copy(c.msgs[i+1:], c.msgs[i:])
 	c.msgs[i] = m
 	c.cache = append(c.cache, nil)
 	copy(c.cache[i+1:], c.cache[i:])
 	c.cache[i] = nil
-	c.trim()
 	c.dirty = true
 	return true
 }
 
-func (c *conversation) trim() {
-	if over := len(c.msgs) - maxConversation; over > 0 {
+// live merges an entry from the event stream. Entries before the window
+// are left for the page that reads back to them; entries past a cut
+// window wait in the stash. keepFront: the operator is not following the
+// newest output, so a full window gives up its newest end, not the part
+// being read.
+func (c *conversation) live(m core.Message, keepFront bool) {
+	if m.TaskID != c.taskID || c.taskID == "" {
+		return
+	}
+	if len(c.msgs) > 0 {
+		if c.newer && m.Seq > c.last() {
+			c.stashEntry(m)
+			return
+		}
+		if c.older && m.Seq < c.first() {
+			return
+		}
+	}
+	if c.merge(m) {
+		c.bound(keepFront)
+	}
+}
+
+func (c *conversation) stashEntry(m core.Message) {
+	if c.stashLost {
+		return
+	}
+	if old, ok := c.stash[m.Seq]; ok && m.UpdatedAt.Before(old.UpdatedAt) {
+		return
+	}
+	if c.stash == nil {
+		c.stash = map[int64]core.Message{}
+	}
+	if _, ok := c.stash[m.Seq]; !ok && len(c.stash) >= maxConversation {
+		c.stash, c.stashLost = nil, true
+		return
+	}
+	c.stash[m.Seq] = m
+}
+
+// drainStash merges the stashed entries the window now reaches (all of
+// them once it reaches the newest end).
+func (c *conversation) drainStash() {
+	if len(c.stash) == 0 {
+		return
+	}
+	seqs := make([]int64, 0, len(c.stash))
+	for seq := range c.stash {
+		if !c.newer || seq <= c.last() {
+			seqs = append(seqs, seq)
+		}
+	}
+	// In order, so entries past the window append rather than insert.
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		c.merge(c.stash[seq])
+		delete(c.stash, seq)
+	}
+	if len(c.stash) == 0 {
+		c.stash = nil
+	}
+}
+
+// bound keeps the window within maxConversation entries, giving up the
+// newest end (keepFront) or the oldest.
+func (c *conversation) bound(keepFront bool) {
+	over := len(c.msgs) - maxConversation
+	if over <= 0 {
+		return
+	}
+	if keepFront {
+		n := len(c.msgs) - over
+		clear(c.msgs[n:])
+		clear(c.cache[n:])
+		c.msgs, c.cache = c.msgs[:n], c.cache[:n]
+		if !c.newer {
+			c.newer, c.stash, c.stashLost = true, nil, false
+		}
+	} else {
 		c.msgs = append(c.msgs[:0:0], c.msgs[over:]...)
 		c.cache = append(c.cache[:0:0], c.cache[over:]...)
-		c.dropped += over
+		c.older = true
 	}
+	c.dirty = true
+}
+
+// addTail takes the conversation's newest page. Entries the window held
+// from before it (events that arrived first, or a window that fell behind
+// while events were missed) are dropped when the page does not reach
+// back to them: they may be stale, and reading back fetches them fresh.
+func (c *conversation) addTail(p core.ConversationPage) {
+	if p.Older && len(p.Messages) > 0 {
+		i := sort.Search(len(c.msgs), func(i int) bool { return c.msgs[i].Seq >= p.First })
+		if i > 0 {
+			c.msgs = append(c.msgs[:0:0], c.msgs[i:]...)
+			c.cache = append(c.cache[:0:0], c.cache[i:]...)
+		}
+	}
+	for _, m := range p.Messages {
+		c.merge(m)
+	}
+	c.older = p.Older && len(p.Messages) > 0
+	c.loaded, c.dirty = true, true
+	c.bound(false)
+}
+
+// addOlder takes a page read back from before the window. keepFront: the
+// window gives up its newest end when full (the operator is reading back).
+func (c *conversation) addOlder(before int64, p core.ConversationPage, keepFront bool) {
+	if len(c.msgs) == 0 || c.first() != before {
+		return // the window moved meanwhile; the page no longer joins it
+	}
+	// A page comes in order: the part before the window goes in front of
+	// it in one go. (Anything else merges entry by entry.)
+	page := p.Messages
+	for i := range page {
+		if page[i].Seq >= before || (i > 0 && page[i].Seq <= page[i-1].Seq) {
+			page = nil
+			break
+		}
+	}
+	if page != nil {
+		c.msgs = append(append(make([]core.Message, 0, len(page)+len(c.msgs)), page...), c.msgs...)
+		c.cache = append(make([][]string, len(page), len(page)+len(c.cache)), c.cache...)
+	} else {
+		for _, m := range p.Messages {
+			if m.Seq < before {
+				c.merge(m)
+			}
+		}
+	}
+	c.older = p.Older && len(p.Messages) > 0
+	c.dirty = true
+	c.bound(keepFront)
+}
+
+// addNewer takes a page read forward from after, a sequence number inside
+// (or just before) the window; it reports whether it joined the window.
+// When it reaches the newest entry the stash joins too and the window
+// follows live events again, unless the stash lost entries meanwhile.
+func (c *conversation) addNewer(after int64, p core.ConversationPage, keepFront bool) bool {
+	if len(c.msgs) == 0 || after > c.last() {
+		return false // the window was cut below the cursor meanwhile
+	}
+	for _, m := range p.Messages {
+		if c.older && m.Seq < c.first() {
+			continue
+		}
+		c.merge(m)
+	}
+	if c.newer && !p.More && !c.stashLost {
+		c.newer = false
+	}
+	c.drainStash()
+	c.dirty = true
+	c.bound(keepFront)
+	return true
+}
+
+// startNewer prepares for a forward page request: the stash starts
+// afresh if it lost entries (the page will carry them).
+func (c *conversation) startNewer() {
+	if c.stashLost {
+		c.stash, c.stashLost = nil, false
+	}
+}
+
+// posOf is the place of line i of the log.
+func (c *conversation) posOf(i int) logPos {
+	if len(c.msgs) == 0 {
+		return logPos{line: i}
+	}
+	if i < c.head {
+		return logPos{seq: c.msgs[0].Seq, line: i - c.head}
+	}
+	k := sort.Search(len(c.starts), func(k int) bool { return c.starts[k] > i }) - 1
+	k = max(k, 0)
+	return logPos{seq: c.msgs[k].Seq, line: i - c.starts[k]}
+}
+
+// lineOf is where a place is in the log now: the same line of the same
+// entry, or the next entry's first line when that entry left the window.
+func (c *conversation) lineOf(p logPos) int {
+	if len(c.msgs) == 0 {
+		return clamp(p.line, 0, len(c.lines))
+	}
+	k := sort.Search(len(c.msgs), func(k int) bool { return c.msgs[k].Seq >= p.seq })
+	switch {
+	case k == len(c.msgs):
+		return c.end
+	case c.msgs[k].Seq != p.seq:
+		return c.starts[k]
+	}
+	return clamp(c.starts[k]+p.line, 0, len(c.lines))
+}
+
+// linesFrom counts the lines of the entries from seq on.
+func (c *conversation) linesFrom(seq int64) int {
+	k := sort.Search(len(c.msgs), func(k int) bool { return c.msgs[k].Seq >= seq })
+	if k == len(c.msgs) {
+		return 0
+	}
+	return c.end - c.starts[k]
+}
+
+// markers are the log's first and last lines: whether there is more to
+// read back (and whether it is loading), or the conversation's start; and
+// whether newer entries wait below a cut window.
+func (c *conversation) markers() (top, bottom string) {
+	if !c.loaded || len(c.msgs) == 0 {
+		return "", ""
+	}
+	switch {
+	case !c.older:
+		top = "── beginning of conversation ──"
+	case c.olderErr != "":
+		top = "↑ older entries: " + c.olderErr + " (↑ retries)"
+	case c.olderBusy:
+		top = "↑ loading older…"
+	default:
+		top = "↑ older entries (scroll up to load)"
+	}
+	if c.newer {
+		switch {
+		case c.newerErr != "":
+			bottom = "↓ newer entries: " + c.newerErr + " (↓ retries, G jumps to the newest)"
+		case c.newerBusy:
+			bottom = "↓ loading newer…"
+		default:
+			bottom = "↓ newer entries (scroll down to load, G jumps to the newest)"
+		}
+	}
+	return top, bottom
 }
 
 // render brings the rendered lines up to date for width w. Only changed
@@ -85,18 +352,29 @@ func (c *conversation) render(st styles, w int, loc *time.Location) {
 		}
 		c.width, c.dirty = w, true
 	}
+	top, bottom := c.markers()
+	if top != c.marks[0] || bottom != c.marks[1] {
+		c.marks, c.dirty = [2]string{top, bottom}, true
+	}
 	if !c.dirty {
 		return
 	}
 	c.lines = c.lines[:0]
-	if c.dropped > 0 {
-		c.lines = append(c.lines, st.dim.Render(truncate("… earlier entries not shown (kandev task log "+c.taskID+")", w)))
+	c.starts = c.starts[:0]
+	if top != "" {
+		c.lines = append(c.lines, st.dim.Render(truncate(top, w)))
 	}
+	c.head = len(c.lines)
 	for i := range c.msgs {
 		if c.cache[i] == nil {
 			c.cache[i] = renderMessage(st, c.msgs[i], w, loc)
 		}
+		c.starts = append(c.starts, len(c.lines))
 		c.lines = append(c.lines, c.cache[i]...)
+	}
+	c.end = len(c.lines)
+	if bottom != "" {
+		c.lines = append(c.lines, st.dim.Render(truncate(bottom, w)))
 	}
 	c.dirty = false
 }

@@ -3,20 +3,32 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/kandev/kandev/core"
 )
 
 // detailPane shows the selected task's fields and its live conversation.
-// It follows new output unless the operator scrolled up.
+// It follows new output unless the operator scrolled up; then it keeps
+// its place (pos) whatever arrives, is read back or leaves the window.
 type detailPane struct {
 	convo   conversation
-	gen     int  // bumps on every task switch; stale pages are dropped
-	loading bool // the first page has not arrived yet
+	gen     int  // bumps on every task switch and reload; stale pages are dropped
+	loading bool // the tail (or a reload) has not arrived yet
 	err     string
-	offset  int  // first conversation line shown, when not following
-	follow  bool // stick to the newest output
-	unseen  int  // lines added below while not following
+	pos     logPos // the first line shown, when not following
+	follow  bool   // stick to the newest output
+	// While not following: the newest entry when the operator scrolled
+	// away, the lines from it on when last rendered, and the lines added
+	// below since.
+	seenSeq  int64
+	seenTail int
+	unseen   int
+	// refreshTo: a reload reads the window again forward, up to this
+	// sequence number.
+	refreshTo int64
 }
 
 func (d *detailPane) switchTo(id string) {
@@ -24,17 +36,32 @@ func (d *detailPane) switchTo(id string) {
 	d.gen++
 	d.loading = id != ""
 	d.err = ""
-	d.offset, d.follow, d.unseen = 0, true, 0
+	d.pos, d.follow, d.unseen, d.refreshTo = logPos{}, true, 0, 0
 }
 
-// header renders the task's fields in w cells.
-func detailHeader(st styles, t *core.Task, w int) []string {
+// afterRender counts the lines added below while the operator reads
+// further up (not on a width change, which renders everything again).
+func (d *detailPane) afterRender(widthChanged bool) {
+	if d.follow {
+		return
+	}
+	t := d.convo.linesFrom(d.seenSeq)
+	if !widthChanged && !d.loading && t > d.seenTail {
+		d.unseen += t - d.seenTail
+	}
+	d.seenTail = t
+}
+
+// header renders the task's fields in w cells, within the pane's height h:
+// the title and the description wrap, the other fields take a line each.
+// The header takes at most half the pane (more only when its one-line
+// fields need it); a title or description that does not fit ends in "…".
+func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 	if t == nil {
 		return []string{st.dim.Render(fit("no task selected", w))}
 	}
-	var out []string
-	add := func(s string) { out = append(out, truncate(s, w)) }
-	add(st.title.Render(truncate(oneLine(t.Title), w)))
+	var fields []string
+	add := func(s string) { fields = append(fields, truncate(s, w)) }
 	glyph, _ := statusGlyph(t.Status)
 	parts := []string{t.ID, glyph + " " + string(t.Status), "profile " + t.Profile}
 	if t.Autopilot {
@@ -50,7 +77,11 @@ func detailHeader(st styles, t *core.Task, w int) []string {
 	}
 	add(strings.Join(parts, " · "))
 	if s := t.Session; s != nil {
-		line := fmt.Sprintf("session %s %s · turns %d", s.ID, strings.ReplaceAll(string(s.State), "_", " "), s.Turns)
+		line := fmt.Sprintf("session %s %s", s.ID, strings.ReplaceAll(string(s.State), "_", " "))
+		if at := turnStart(t); !at.IsZero() {
+			line += " · this turn " + longDuration(now.Sub(at))
+		}
+		line += fmt.Sprintf(" · turns %d", s.Turns)
 		if s.PID > 0 && s.State.Live() {
 			line += fmt.Sprintf(" · pid %d", s.PID)
 		}
@@ -98,10 +129,75 @@ func detailHeader(st styles, t *core.Task, w int) []string {
 			add(st.badgeYou.Render("?you") + " asks you (a to answer): " + ask)
 		}
 	}
-	if d := oneLine(t.Description); d != "" {
-		add(st.dim.Render(truncate(d, w)))
+
+	title := wrap(oneLine(t.Title), w)
+	desc := paragraphs(t.Description, w)
+	hasDesc := min(len(desc), 1)
+	budget := max(h/2, len(fields)+1+hasDesc)
+	room := budget - len(fields)
+	title = clipLines(title, max(1, room-hasDesc), w)
+	desc = clipLines(desc, room-len(title), w)
+
+	out := make([]string, 0, len(title)+len(fields)+len(desc))
+	for _, l := range title {
+		out = append(out, st.title.Render(l))
+	}
+	out = append(out, fields...)
+	for _, l := range desc {
+		out = append(out, st.dim.Render(l))
 	}
 	return out
+}
+
+// paragraphs wraps a description in w cells, dropping blank lines (the
+// header has little room).
+func paragraphs(s string, w int) []string {
+	var out []string
+	for _, l := range strings.Split(sanitize(s), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, wrap(l, w)...)
+		}
+	}
+	return out
+}
+
+// clipLines keeps at most n of lines, ending the last kept one with "…"
+// when some went.
+func clipLines(lines []string, n, w int) []string {
+	if n <= 0 {
+		return nil
+	}
+	if len(lines) <= n {
+		return lines
+	}
+	lines = lines[:n]
+	lines[n-1] = ansi.Truncate(lines[n-1], max(0, w-1), "") + "…"
+	return lines
+}
+
+// turnStart is when the task's running turn began, or zero when no turn
+// is running (or the engine did not say).
+func turnStart(t *core.Task) time.Time {
+	if isRunning(t) && !t.Session.TurnStartedAt.IsZero() {
+		return t.Session.TurnStartedAt
+	}
+	return time.Time{}
+}
+
+// longDuration is an elapsed time to the second (or minute): 42s, 4m05s,
+// 1h07m, 3d04h.
+func longDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
 func firstPrompt(q *core.QuestionInfo) string {
@@ -124,24 +220,37 @@ func (d *detailPane) start(h int) int {
 	if d.follow {
 		return max(0, total-h)
 	}
-	return clamp(d.offset, 0, max(0, total-h))
+	return clamp(d.convo.lineOf(d.pos), 0, max(0, total-h))
 }
 
-// scroll moves the log by delta lines; reaching the bottom follows again.
+// scroll moves the log by delta lines.
 func (d *detailPane) scroll(delta, h int) {
-	total := len(d.convo.lines)
-	d.offset = clamp(d.start(h)+delta, 0, max(0, total-h))
-	d.follow = d.offset >= total-h
-	if d.follow {
-		d.unseen = 0
+	d.setStart(d.start(h)+delta, h)
+}
+
+// setStart shows the log from line s; reaching the bottom follows again
+// (unless the window was cut before the newest entries).
+func (d *detailPane) setStart(s, h int) {
+	c := &d.convo
+	total := len(c.lines)
+	s = clamp(s, 0, max(0, total-h))
+	if s >= total-h && !c.newer {
+		d.toBottom()
+		return
 	}
+	if d.follow {
+		d.follow = false
+		d.seenSeq, d.unseen = c.last(), 0
+		d.seenTail = c.linesFrom(d.seenSeq)
+	}
+	d.pos = c.posOf(s)
 }
 
 func (d *detailPane) toBottom() { d.follow, d.unseen = true, 0 }
 
 // view draws the pane in w×h cells.
-func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool) []string {
-	out := detailHeader(st, t, w)
+func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool, now time.Time) []string {
+	out := detailHeader(st, t, w, h, now)
 	if len(out) > h {
 		out = out[:h]
 	}
@@ -153,6 +262,8 @@ func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool) []str
 			label = " log: " + d.err + " "
 		case d.loading:
 			label = " log (loading…) "
+		case !d.follow && d.convo.newer:
+			label = " log · scrolled back (G jumps to the newest) "
 		case !d.follow && d.unseen > 0:
 			label = fmt.Sprintf(" log · %d new lines below (G follows) ", d.unseen)
 		case !d.follow:
@@ -170,9 +281,7 @@ func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool) []str
 		lines := d.convo.lines
 		s := d.start(lh)
 		end := min(len(lines), s+lh)
-		for _, l := range lines[s:end] {
-			out = append(out, l)
-		}
+		out = append(out, lines[s:end]...)
 	}
 	for i := range out {
 		if gap := w - width(out[i]); gap > 0 {

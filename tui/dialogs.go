@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textarea"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -565,7 +566,7 @@ type messageDialog struct {
 	base
 	taskID    string
 	title     string
-	input     textinput.Model
+	input     textarea.Model
 	interrupt bool
 	// canInterrupt: the operator may interrupt this task (mayInterrupt).
 	canInterrupt bool
@@ -589,9 +590,39 @@ func mayInterrupt(actor core.Actor, t *core.Task) bool {
 func newMessageDialog(m *Model, id int, t *core.Task) *messageDialog {
 	d := &messageDialog{base: base{id: id}, taskID: t.ID, title: oneLine(t.Title),
 		canInterrupt: mayInterrupt(core.OperatorActor(), t), running: isRunning(t)}
-	d.input = newInput(m, "message to the agent", m.dialogWidth()-8)
+	d.input = newTextArea(m, "message to the agent", m.keys.Newline)
+	d.resize(m)
 	d.input.Focus()
 	return d
+}
+
+// resize fits the text box to the dialog: the dialog's width, and as many
+// lines as the screen leaves room for (up to messageRows; more scroll).
+func (d *messageDialog) resize(m *Model) {
+	d.input.SetWidth(m.dialogWidth() - 6)
+	d.input.SetHeight(clamp(m.h-19, 1, messageRows))
+}
+
+// messageRows is the most lines the message box shows at once.
+const messageRows = 5
+
+// newTextArea is a multi-line input in the UI's styles (the cursor in
+// reverse video, nothing else styled). Enter is left to the dialog; the
+// newline binding breaks lines.
+func newTextArea(m *Model, placeholder string, newline key.Binding) textarea.Model {
+	ta := textarea.New()
+	ta.Prompt = ""
+	ta.ShowLineNumbers = false
+	ta.Placeholder = placeholder
+	ta.CharLimit, ta.MaxHeight, ta.MaxWidth = 0, 0, 0
+	plain := m.st.r.NewStyle()
+	style := textarea.Style{Base: plain, CursorLine: plain, CursorLineNumber: plain, EndOfBuffer: plain,
+		LineNumber: plain, Placeholder: m.st.dim, Prompt: plain, Text: plain}
+	ta.FocusedStyle, ta.BlurredStyle = style, style
+	ta.Cursor.SetMode(cursor.CursorStatic)
+	ta.Cursor.Style = m.st.cursor
+	ta.KeyMap.InsertNewline = newline
+	return ta
 }
 
 func (d *messageDialog) update(m *Model, msg tea.KeyMsg) tea.Cmd {
@@ -622,7 +653,15 @@ func (d *messageDialog) update(m *Model, msg tea.KeyMsg) tea.Cmd {
 
 func (d *messageDialog) view(m *Model, w int) string {
 	st := m.st
-	lines := []string{st.boxTitle.Render(truncate("Message task "+d.taskID+" · "+d.title, w)), "", "> " + d.input.View(), ""}
+	lines := []string{st.boxTitle.Render(truncate("Message task "+d.taskID+" · "+d.title, w)), ""}
+	for i, row := range strings.Split(d.input.View(), "\n") {
+		mark := "  "
+		if i == 0 {
+			mark = "> "
+		}
+		lines = append(lines, truncate(mark+row, w))
+	}
+	lines = append(lines, "")
 	if d.canInterrupt {
 		note := "queued: delivered when the current turn ends"
 		if d.interrupt {
@@ -633,7 +672,10 @@ func (d *messageDialog) view(m *Model, w int) string {
 		}
 		lines = append(lines, truncate(checkbox(d.interrupt)+" interrupt (tab) — "+note, w))
 	}
-	lines = append(lines, st.dim.Render(truncate("a new message supersedes a pending question · enter send · esc cancel", w)))
+	hint := "enter send · " + m.keys.Newline.Help().Key + " new line · esc cancel · a new message supersedes a pending question"
+	for _, l := range wrap(hint, w) {
+		lines = append(lines, st.dim.Render(l))
+	}
 	if f := d.footer(m, w); f != "" {
 		lines = append(lines, "", f)
 	}
@@ -641,5 +683,5 @@ func (d *messageDialog) view(m *Model, w int) string {
 }
 
 func (d *messageDialog) help(k keyMap) []key.Binding {
-	return []key.Binding{k.Submit, k.Interrupt, k.Cancel}
+	return []key.Binding{k.Submit, k.Newline, k.Interrupt, k.Cancel}
 }

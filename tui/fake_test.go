@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +25,9 @@ type fakeClient struct {
 	mu       sync.Mutex
 	tasks    []core.Task
 	profiles []core.Profile
-	convo    map[string][]core.Message
+	convo    map[string][]core.Message           // by task, in sequence order
+	convoIns map[string][]core.ConversationInput // by task
+	gate     chan struct{}                       // when set, Conversation waits for it
 	streams  []chan core.Event
 	calls    []string
 	errs     map[string]error // by method name
@@ -88,25 +92,71 @@ func (f *fakeClient) ListProfiles(ctx context.Context) ([]core.Profile, error) {
 	return f.profiles, nil
 }
 
+// Conversation pages like the engine: forward from After (Next, More),
+// or the newest entries before Before (-1: the tail) with First and Older.
+// A test may hold every call at gate until it lets it through.
 func (f *fakeClient) Conversation(ctx context.Context, id string, in core.ConversationInput) (core.ConversationPage, error) {
 	if err := f.record("Conversation " + id); err != nil {
 		return core.ConversationPage{}, err
 	}
 	f.mu.Lock()
+	if f.convoIns == nil {
+		f.convoIns = map[string][]core.ConversationInput{}
+	}
+	f.convoIns[id] = append(f.convoIns[id], in)
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return core.ConversationPage{}, ctx.Err()
+		}
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := core.ConversationPage{TaskID: id, Next: in.After}
-	for _, m := range f.convo[id] {
-		if m.Seq <= in.After {
-			continue
+	all := f.convo[id]
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	p := core.ConversationPage{TaskID: id, Messages: []core.Message{}, Next: in.After}
+	if in.Before != 0 {
+		before := in.Before
+		if before == -1 {
+			before = math.MaxInt64
 		}
-		if in.Limit > 0 && len(p.Messages) == in.Limit {
-			p.More = true
-			break
+		i := sort.Search(len(all), func(i int) bool { return all[i].Seq >= before })
+		j := max(0, i-limit)
+		p.Messages = append(p.Messages, all[j:i]...)
+		p.Older = j > 0
+	} else {
+		i := sort.Search(len(all), func(i int) bool { return all[i].Seq > in.After })
+		j := min(len(all), i+limit)
+		p.Messages = append(p.Messages, all[i:j]...)
+		p.More, p.Older = j < len(all), in.After > 0
+	}
+	for k, m := range p.Messages {
+		if k == 0 {
+			p.First = m.Seq
 		}
-		p.Messages = append(p.Messages, m)
 		p.Next = m.Seq
 	}
 	return p, nil
+}
+
+// conversationCalls is what each Conversation call for the task asked for.
+func (f *fakeClient) conversationCalls(id string) []core.ConversationInput {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.ConversationInput(nil), f.convoIns[id]...)
+}
+
+// addMessages appends entries to a task's stored conversation.
+func (f *fakeClient) addMessages(id string, ms ...core.Message) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.convo[id] = append(f.convo[id], ms...)
 }
 
 // Events opens a stream the test feeds with push and ends with endStream.
@@ -220,15 +270,22 @@ func parentQuestion(id, parent string) *core.QuestionInfo {
 
 var dbQuestion = core.QuestionItem{Prompt: "Which DB?", Options: []core.QuestionOption{{Label: "sqlite"}, {Label: "postgres", Description: "the big one"}}}
 
+// turnFrom marks a session's current turn as begun at.
+func turnFrom(s *core.SessionInfo, at time.Time) *core.SessionInfo {
+	s.TurnStartedAt = at
+	return s
+}
+
 // demoTasks is the demo's shape: an autopilot root with children (one
 // running, one asking its parent, one failed), a normal task asking the
-// operator, and a stopped task.
+// operator, and a stopped task. The running ones say when their turn
+// began.
 func demoTasks() []core.Task {
 	return []core.Task{
 		{ID: "root01", Title: "Split the auth module", Status: core.StatusInProgress, Autopilot: true, Profile: "claude",
 			CreatedAt: ago(time.Hour), UpdatedAt: ago(40 * time.Minute), Session: session("root01", core.SessionWaitingForInput, ago(40*time.Minute))},
 		{ID: "kid001", Title: "Extract the token store", ParentID: "root01", Status: core.StatusInProgress, Autopilot: true, Profile: "mock",
-			CreatedAt: ago(50 * time.Minute), UpdatedAt: ago(3 * time.Minute), Session: session("kid001", core.SessionRunning, ago(3*time.Minute))},
+			CreatedAt: ago(50 * time.Minute), UpdatedAt: ago(3 * time.Minute), Session: turnFrom(session("kid001", core.SessionRunning, ago(3*time.Minute)), ago(3*time.Minute))},
 		{ID: "kid002", Title: "Pick a colour for the login page", ParentID: "root01", Status: core.StatusInProgress, Autopilot: true, Profile: "mock",
 			CreatedAt: ago(45 * time.Minute), UpdatedAt: ago(2 * time.Minute), Session: session("kid002", core.SessionWaitingForInput, ago(2*time.Minute)),
 			PendingQuestion: parentQuestion("q-par", "root01")},
@@ -237,7 +294,7 @@ func demoTasks() []core.Task {
 			Stalled:   &core.Stall{Reason: "Stalled", From: "role:mock", Detail: "agent exited with status 3", At: ago(30 * time.Minute)},
 			CreatedAt: ago(44 * time.Minute), UpdatedAt: ago(30 * time.Minute), Session: &core.SessionInfo{ID: "s-kid003", TaskID: "kid003", State: core.SessionFailed, Error: "agent exited with status 3", CreatedAt: ago(31 * time.Minute), UpdatedAt: ago(30 * time.Minute)}},
 		{ID: "ask001", Title: "Choose the database for the audit log, which needs a long title to show truncation", Status: core.StatusInProgress, Profile: "mock",
-			CreatedAt: ago(20 * time.Minute), UpdatedAt: ago(5 * time.Minute), Session: session("ask001", core.SessionRunning, ago(5*time.Minute)),
+			CreatedAt: ago(20 * time.Minute), UpdatedAt: ago(5 * time.Minute), Session: turnFrom(session("ask001", core.SessionRunning, ago(5*time.Minute)), ago(5*time.Minute+5*time.Second)),
 			PendingQuestion: userQuestion("q-usr", dbQuestion)},
 		{ID: "stop01", Title: "Benchmark the cache", Status: core.StatusReview, Profile: "mock", Halted: true,
 			CreatedAt: ago(10 * time.Minute), UpdatedAt: ago(8 * time.Minute), Session: session("stop01", core.SessionCancelled, ago(8*time.Minute))},
@@ -405,6 +462,14 @@ func keyMsg(k string) tea.KeyMsg {
 		return tea.KeyMsg{Type: tea.KeyPgUp}
 	case "ctrl+c":
 		return tea.KeyMsg{Type: tea.KeyCtrlC}
+	case "ctrl+j":
+		return tea.KeyMsg{Type: tea.KeyCtrlJ}
+	case "alt+enter":
+		return tea.KeyMsg{Type: tea.KeyEnter, Alt: true}
+	case "home":
+		return tea.KeyMsg{Type: tea.KeyHome}
+	case "end":
+		return tea.KeyMsg{Type: tea.KeyEnd}
 	case " ", "space":
 		return tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}}
 	}

@@ -179,3 +179,35 @@ func TestGoldenEngineErrorInStatusBar(t *testing.T) {
 	g.waitScreen("refused")
 	golden.RequireEqual(t, g.finalScreen())
 }
+
+func TestGoldenMessageMultiLine(t *testing.T) {
+	f := newFake(demoTasks()...)
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "m")
+	g.waitScreen("Message task kid001")
+	g.typeText("Use the v2 token API.")
+	g.keys("ctrl+j")
+	g.typeText("Keep the old one behind a flag;")
+	g.keys("alt+enter")
+	g.typeText("remove it next release.")
+	g.keys("tab")
+	g.waitScreen("remove it next release.", "[x] interrupt")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenLogLoadingOlder(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.convo["kid001"] = entries("kid001", 1, 600)
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j")
+	g.waitScreen("entry 600")
+	// The read back waits, so the screen shows it loading.
+	f.mu.Lock()
+	f.gate = make(chan struct{})
+	f.mu.Unlock()
+	g.keys("tab", "g")
+	g.waitScreen("↑ loading older…", "entry 101", "log · scrolled (G follows)")
+	golden.RequireEqual(t, g.finalScreen())
+}

@@ -83,10 +83,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		m.needLayout = true
 	default:
 		if m.focusLog {
-			m.onLogKey(msg)
-		} else {
-			m.onTreeKey(msg)
+			return m.onLogKey(msg)
 		}
+		m.onTreeKey(msg)
 	}
 	return nil
 }
@@ -191,24 +190,36 @@ func (m *Model) onTreeKey(msg tea.KeyMsg) {
 	}
 }
 
-func (m *Model) onLogKey(msg tea.KeyMsg) {
+// onLogKey scrolls the log. Scrolling towards an edge whose read failed
+// tries it again; G on a window cut short of the newest entries reads the
+// tail afresh.
+func (m *Model) onLogKey(msg tea.KeyMsg) tea.Cmd {
 	k := m.keys
 	h := m.logHeight()
 	d := &m.detail
 	switch {
 	case key.Matches(msg, k.Up):
+		d.convo.olderErr = ""
 		d.scroll(-1, h)
 	case key.Matches(msg, k.Down):
+		d.convo.newerErr = ""
 		d.scroll(1, h)
 	case key.Matches(msg, k.PageUp):
+		d.convo.olderErr = ""
 		d.scroll(-max(1, h-1), h)
 	case key.Matches(msg, k.PageDown):
+		d.convo.newerErr = ""
 		d.scroll(max(1, h-1), h)
 	case key.Matches(msg, k.Top):
-		d.follow, d.offset = false, 0
+		d.convo.olderErr = ""
+		d.setStart(0, h)
 	case key.Matches(msg, k.Bottom):
 		d.toBottom()
+		if d.convo.newer && d.convo.taskID != "" {
+			return m.loadTail(true)
+		}
 	}
+	return nil
 }
 
 // nextWaiting selects the next task (in tree order, after the selected

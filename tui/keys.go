@@ -20,7 +20,7 @@ type keyMap struct {
 	// Dialog keys.
 	Submit, NextField, PrevField, Toggle, Left, Right key.Binding
 	Yes, No                                           key.Binding
-	Interrupt                                         key.Binding
+	Interrupt, Newline                                key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -60,6 +60,7 @@ func newKeyMap() keyMap {
 		Yes:       b("y", "yes", "y", "Y"),
 		No:        b("n", "no", "n", "N", "esc"),
 		Interrupt: b("tab", "interrupt on/off", "tab"),
+		Newline:   b("alt+enter/ctrl+j", "new line", "alt+enter", "ctrl+j"),
 	}
 }
 

@@ -119,6 +119,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 		m.needLayout = true
+		if r, ok := m.dialog.(interface{ resize(*Model) }); ok {
+			r.resize(m)
+		}
 	case tea.KeyMsg:
 		// Keys typed faster than the program reads them (key repeat, or
 		// tmux send-keys) arrive as one message with several runes: take
@@ -157,7 +160,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case convoLoadMsg:
 		if msg.gen == m.detail.gen && m.detail.convo.taskID != "" {
-			add(loadConvoCmd(m.ctx, m.client, m.detail.gen, m.detail.convo.taskID, 0))
+			add(m.loadTail(false))
 		}
 	case convoPageMsg:
 		add(m.onConvoPage(msg))
@@ -194,12 +197,79 @@ func (m *Model) sync() tea.Cmd {
 			cmd = debounceConvo(m.detail.gen, m.debounce)
 		}
 	}
-	before := len(m.detail.convo.lines)
-	m.detail.convo.render(m.st, lay.detailW, m.opts.Location)
-	if grew := len(m.detail.convo.lines) - before; grew > 0 && !m.detail.follow && !m.detail.loading {
-		m.detail.unseen += grew
+	d := &m.detail
+	widthChanged := d.convo.width != lay.detailW
+	d.convo.render(m.st, lay.detailW, m.opts.Location)
+	d.afterRender(widthChanged)
+	if pc := m.pageCmds(lay); pc != nil {
+		d.convo.render(m.st, lay.detailW, m.opts.Location) // the markers say it loads
+		cmd = tea.Batch(cmd, pc)
 	}
 	return cmd
+}
+
+// pageCmds reads more of the conversation when the log shows (or is
+// within a screen of) the edge of the window: older entries at the top,
+// newer ones at the bottom of a window cut short. A failed read is not
+// retried until the operator scrolls that way again.
+func (m *Model) pageCmds(lay layout) tea.Cmd {
+	d := &m.detail
+	c := &d.convo
+	if c.taskID == "" || !c.loaded || d.loading || len(c.msgs) == 0 || !(c.older || c.newer) {
+		return nil
+	}
+	lh := m.logHeightIn(lay)
+	if lh <= 0 {
+		return nil
+	}
+	s := d.start(lh)
+	var cmds []tea.Cmd
+	if c.older && !c.olderBusy && c.olderErr == "" && s < lh {
+		c.olderBusy = true
+		cmds = append(cmds, loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageOlder, c.first()))
+	}
+	if c.newer && !c.newerBusy && c.newerErr == "" && s+2*lh >= len(c.lines) {
+		c.startNewer()
+		c.newerBusy = true
+		cmds = append(cmds, loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageNewer, c.last()))
+	}
+	return tea.Batch(cmds...)
+}
+
+// loadTail reads the conversation's newest page. Unless fresh is set, the
+// window keeps what it shows until the page arrives; live events merge
+// meanwhile either way.
+func (m *Model) loadTail(fresh bool) tea.Cmd {
+	d := &m.detail
+	c := &d.convo
+	if fresh {
+		c.reset(c.taskID)
+	}
+	d.gen++
+	d.loading, d.err, d.refreshTo = true, "", 0
+	c.olderBusy, c.newerBusy, c.olderErr, c.newerErr = false, false, "", ""
+	c.newer, c.stash, c.stashLost = false, nil, false
+	c.dirty = true
+	return loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageTail, 0)
+}
+
+// reloadConvo reads the shown conversation again after events were
+// missed. Following the newest output, that is the tail; reading further
+// back, the window is read again forward from its first entry to its
+// last (live events wait in the stash meanwhile), so the operator keeps
+// their place.
+func (m *Model) reloadConvo() tea.Cmd {
+	d := &m.detail
+	c := &d.convo
+	if !c.loaded || len(c.msgs) == 0 || d.follow {
+		return m.loadTail(false)
+	}
+	d.gen++
+	d.loading, d.err, d.refreshTo = true, "", c.last()
+	c.olderBusy, c.olderErr, c.newerErr = false, "", ""
+	c.newer, c.stash, c.stashLost = true, nil, false
+	c.newerBusy, c.dirty = true, true
+	return loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageNewer, c.first()-1)
 }
 
 // ---- connection and data ----
@@ -225,10 +295,8 @@ func (m *Model) onStreamOpen(msg streamOpenMsg) tea.Cmd {
 func (m *Model) reload() tea.Cmd {
 	m.loading, m.buffered = true, m.buffered[:0]
 	cmds := []tea.Cmd{loadTasksCmd(m.ctx, m.client, m.gen)}
-	if id := m.detail.convo.taskID; id != "" {
-		m.detail.gen++
-		m.detail.loading = true
-		cmds = append(cmds, loadConvoCmd(m.ctx, m.client, m.detail.gen, id, 0))
+	if m.detail.convo.taskID != "" {
+		cmds = append(cmds, m.reloadConvo())
 	}
 	return tea.Batch(cmds...)
 }
@@ -266,7 +334,7 @@ func (m *Model) apply(ev core.Event) tea.Cmd {
 	switch ev.Type {
 	case core.EventMessageAdded, core.EventMessageUpdated:
 		if ev.Message != nil {
-			m.detail.convo.upsert(*ev.Message)
+			m.detail.convo.live(*ev.Message, !m.detail.follow)
 		}
 		return nil
 	case core.EventProfileChanged:
@@ -346,20 +414,46 @@ func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
 
 func (m *Model) onConvoPage(msg convoPageMsg) tea.Cmd {
 	d := &m.detail
-	if msg.gen != d.gen || msg.taskID != d.convo.taskID {
+	c := &d.convo
+	if msg.gen != d.gen || msg.taskID != c.taskID {
 		return nil
 	}
-	if msg.err != nil {
-		d.loading, d.err = false, errorText(msg.err)
-		return nil
+	switch msg.kind {
+	case pageTail:
+		d.loading = false
+		if msg.err != nil {
+			d.err = errorText(msg.err)
+			return nil
+		}
+		c.addTail(msg.page)
+	case pageOlder:
+		c.olderBusy = false
+		if msg.err != nil {
+			c.olderErr = errorText(msg.err)
+			return nil
+		}
+		c.addOlder(msg.cursor, msg.page, !d.follow)
+	case pageNewer:
+		c.newerBusy = false
+		refresh := d.refreshTo != 0
+		if msg.err != nil {
+			c.newerErr = errorText(msg.err)
+			d.refreshTo, d.loading = 0, false
+			return nil
+		}
+		// A reload keeps the part being read; scrolling down gives up the
+		// oldest end instead.
+		joined := c.addNewer(msg.cursor, msg.page, refresh && !d.follow)
+		if !refresh {
+			return nil
+		}
+		if p := msg.page; joined && c.newer && p.More && p.Next < d.refreshTo && c.last() >= p.Next {
+			c.startNewer()
+			c.newerBusy = true
+			return loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageNewer, p.Next)
+		}
+		d.refreshTo, d.loading = 0, false
 	}
-	for _, mm := range msg.page.Messages {
-		d.convo.upsert(mm)
-	}
-	if msg.page.More {
-		return loadConvoCmd(m.ctx, m.client, d.gen, msg.taskID, msg.page.Next)
-	}
-	d.loading = false
 	return nil
 }
 

@@ -83,7 +83,11 @@ type rowModel struct {
 }
 
 func rowFor(t *core.Task, now time.Time, frame int) rowModel {
-	r := rowModel{title: oneLine(t.Title), id: t.ID, who: assigneeLabel(t), elapsed: shortDuration(now.Sub(lastChange(t)))}
+	since := lastChange(t)
+	if at := turnStart(t); !at.IsZero() {
+		since = at // a running turn: how long it has run
+	}
+	r := rowModel{title: oneLine(t.Title), id: t.ID, who: assigneeLabel(t), elapsed: shortDuration(now.Sub(since))}
 	switch {
 	case isRunning(t):
 		r.glyph, r.glyphKind = spinnerFrames[frame%len(spinnerFrames)], glyphSpin

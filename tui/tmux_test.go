@@ -225,8 +225,10 @@ func TestTmuxDemoScenario(t *testing.T) {
 		t.Fatalf("engine still has a pending question: %+v %v", tk.PendingQuestion, err)
 	}
 
-	// Stop the running child, with confirmation.
+	// Stop the running child, with confirmation. While it runs, its
+	// detail says how long the turn has run.
 	s.selectRow(hanger.ID)
+	s.waitText("running · this turn ")
 	s.keys("s")
 	s.waitText("Stop task " + hanger.ID + "?")
 	s.keys("y")
@@ -278,7 +280,9 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 	needTmux(t)
 	d := daemontest.Start(t)
 	d.MustRun("profile", "add", "plain", "--command", "true", "--no-mcp")
-	s := startTmux(t, d, 80, 24)
+	// Tall enough that the three-line reply stays in view above the notes
+	// that follow the turn.
+	s := startTmux(t, d, 80, 30)
 	s.waitText("● live", "0 tasks")
 
 	s.keys("n")
@@ -301,11 +305,36 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 	s.keys("Down", "Space", "Enter")
 	s.waitText("created task", "agent › hello from the tui")
 
+	// A message of several lines: ctrl+j and alt+enter break lines, enter
+	// sends; the agent gets every line (one directive each).
 	s.keys("m")
-	s.waitText("Message task")
+	s.waitText("Message task", "alt+enter/ctrl+j new line")
 	s.text("mock: say second turn")
+	s.keys("C-j")
+	s.text("mock: say one more line")
+	s.keys("M-Enter")
+	s.text("mock: say and a last one")
+	s.waitText("> mock: say second turn", "  mock: say one more line", "  mock: say and a last one")
 	s.keys("Enter")
-	s.waitText("agent › second turn")
+	// The agent's reply is one entry of three lines (the prompt's own
+	// lines still carry their "mock: say").
+	s.waitFor("the agent's three lines", func(scr string) bool {
+		got := map[string]bool{}
+		for _, l := range strings.Split(scr, "\n") {
+			got[strings.TrimSpace(l)] = true
+		}
+		return strings.Contains(scr, "agent › second turn") && got["one more line"] && got["and a last one"]
+	})
+	tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{})
+	if err != nil || len(tasks) != 1 {
+		t.Fatalf("tasks %+v %v", tasks, err)
+	}
+	if !promptSent(t, d, tasks[0].ID, "mock: say second turn\nmock: say one more line\nmock: say and a last one") {
+		t.Fatal("the engine did not get the message's three lines as one prompt")
+	}
+	if !agentSaid(t, d, tasks[0].ID, "second turn\none more line\nand a last one") {
+		t.Fatal("the agent did not run the three directives")
+	}
 	s.keys("q")
 	s.waitText("kandev exited with status 0")
 }
@@ -317,6 +346,21 @@ func agentSaid(t *testing.T, d *daemontest.Daemon, id, text string) bool {
 	}
 	for _, m := range page.Messages {
 		if m.Kind == core.MsgAgent && strings.Contains(m.Text, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// promptSent: a prompt the task's agent got carries text (the engine may
+// wrap it, e.g. in a handoff note).
+func promptSent(t *testing.T, d *daemontest.Daemon, id, text string) bool {
+	page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{Limit: 1000})
+	if err != nil {
+		t.Fatalf("conversation of %s: %v", id, err)
+	}
+	for _, m := range page.Messages {
+		if m.Kind == core.MsgPrompt && strings.Contains(m.Text, text) {
 			return true
 		}
 	}

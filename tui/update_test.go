@@ -41,8 +41,10 @@ func TestLoadShowsTreeWithBadges(t *testing.T) {
 }
 
 func TestEveryLineFitsTheScreen(t *testing.T) {
+	wide := core.Task{ID: "wide01", Title: strings.Repeat("長いタイトル with words ", 20), Description: strings.Repeat("説明 description ", 80),
+		Status: core.StatusTodo, Profile: "mock", CreatedAt: testNow, UpdatedAt: testNow}
 	for _, size := range [][2]int{{80, 24}, {100, 30}, {200, 50}, {120, 40}} {
-		f := newFake(demoTasks()...)
+		f := newFake(append(demoTasks(), wide)...)
 		f.convo = demoConvo()
 		d := newDriver(t, f, size[0], size[1])
 		d.selectTask("ask001")
@@ -65,6 +67,9 @@ func TestEveryLineFitsTheScreen(t *testing.T) {
 			d.keys(k)
 			check("after " + k)
 		}
+		d.keys("esc")
+		d.selectTask("wide01")
+		check("a wide, wrapped title and description")
 	}
 }
 
@@ -632,21 +637,6 @@ func TestConversationLoadsAndFollows(t *testing.T) {
 	d.mustNotShow("elsewhere")
 }
 
-func TestConversationPages(t *testing.T) {
-	f := newFake(demoTasks()...)
-	var msgs []core.Message
-	for i := 1; i <= convoPageSize*2+10; i++ {
-		msgs = append(msgs, core.Message{Seq: int64(i), TaskID: "kid001", Kind: core.MsgAgent, Text: "entry " + itoa(i), CreatedAt: testNow, UpdatedAt: testNow})
-	}
-	f.convo["kid001"] = msgs
-	d := newDriver(t, f, 80, 24)
-	d.selectTask("kid001")
-	if n := f.callCount("Conversation kid001"); n != 3 {
-		t.Fatalf("Conversation pages fetched: %d", n)
-	}
-	d.mustShow("entry 1010")
-}
-
 func TestConversationErrorShown(t *testing.T) {
 	f := newFake(demoTasks()...)
 	f.setErr("Conversation", &core.Error{Code: core.CodeNotFound, Message: "task zzz not found"})
@@ -666,3 +656,105 @@ func TestStaleConversationPageIgnored(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func resize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+func TestElapsedShowsTheRunningTurn(t *testing.T) {
+	tasks := demoTasks()
+	// kid001's session last changed after its turn began.
+	tasks[1].Session.TurnStartedAt = ago(7 * time.Minute)
+	// stop01's session ended: its last turn's start does not count.
+	tasks[5].Session.TurnStartedAt = ago(time.Hour)
+	// A running session the engine gave no turn start keeps the age.
+	tasks = append(tasks, core.Task{ID: "old001", Title: "From an older daemon", Status: core.StatusInProgress, Profile: "mock",
+		CreatedAt: ago(time.Hour), UpdatedAt: ago(9 * time.Minute), Session: session("old001", core.SessionRunning, ago(9*time.Minute))})
+	d := newDriver(t, newFake(tasks...), 100, 30)
+	for id, want := range map[string]string{"kid001": " 7m", "ask001": " 5m", "stop01": " 8m", "old001": " 9m"} {
+		if row := d.rowOf(id); !strings.HasSuffix(strings.TrimRight(row, " "), want) {
+			t.Errorf("row of %s should end in %q: %q", id, want, row)
+		}
+	}
+	d.selectTask("ask001")
+	d.mustShow("session s-ask001 running · this turn 5m05s · turns 1 · pid 4242")
+	// The clock moves on (a tick sets now; the driver runs no ticks).
+	d.m.now = testNow.Add(2 * time.Minute)
+	d.mustShow("this turn 7m05s")
+	d.m.now = testNow
+	d.selectTask("stop01")
+	d.mustNotShow("this turn")
+	d.selectTask("old001")
+	d.mustShow("session s-old001 running · turns 1")
+	d.mustNotShow("this turn")
+}
+
+func TestLongDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		-time.Second: "0s", 42 * time.Second: "42s", 4*time.Minute + 5*time.Second: "4m05s",
+		time.Hour + 7*time.Minute + 59*time.Second: "1h07m", 50 * time.Hour: "2d02h",
+	} {
+		if got := longDuration(d); got != want {
+			t.Errorf("longDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestDetailWrapsTitleAndDescription(t *testing.T) {
+	long := strings.Repeat("Migrate the 日本語 billing tables to the new schema ", 12)
+	desc := "First paragraph: the old tables are sharded by customer.\n\n" + strings.Repeat("全角の説明文と English words mixed together, ", 30)
+	tasks := append(demoTasks(), core.Task{ID: "wrap01", Title: long, Description: desc, Status: core.StatusTodo, Profile: "mock",
+		CreatedAt: testNow, UpdatedAt: testNow})
+	for _, size := range [][2]int{{80, 24}, {100, 40}, {200, 50}} {
+		f := newFake(tasks...)
+		f.convo["wrap01"] = entries("wrap01", 1, 40)
+		d := newDriver(t, f, size[0], size[1])
+		d.selectTask("wrap01")
+		l := d.m.layout()
+		header := detailHeader(d.m.st, d.m.selectedTask(), l.detailW, l.detail, testNow)
+		if len(header) > max(l.detail/2, 4) {
+			t.Fatalf("%dx%d: the header takes %d of %d lines", size[0], size[1], len(header), l.detail)
+		}
+		text := strings.Join(header, "\n")
+		if !strings.Contains(text, "Migrate the 日本語 billing") || !strings.Contains(text, "tables to the new") {
+			t.Fatalf("%dx%d: the title should wrap, not be cut at the first line:\n%s", size[0], size[1], text)
+		}
+		if !strings.Contains(text, "First paragraph") || !strings.HasSuffix(header[len(header)-1], "…") {
+			t.Fatalf("%dx%d: the description should wrap and end in … when it does not fit:\n%s", size[0], size[1], text)
+		}
+		for i, ln := range header {
+			if w := width(ln); w > l.detailW {
+				t.Fatalf("%dx%d: header line %d is %d cells wide (pane %d): %q", size[0], size[1], i, w, l.detailW, ln)
+			}
+		}
+		d.mustShow("entry 40") // the log keeps its room
+		// A short title and description take a line each, as before.
+		d.selectTask("kid001")
+		d.mustShow("Extract the token store")
+	}
+}
+
+func TestMessageMultiLine(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001")
+	d.keys("m")
+	d.mustShow("alt+enter/ctrl+j new line")
+	d.typeText("first line")
+	d.keys("ctrl+j")
+	d.typeText("second line")
+	d.keys("alt+enter")
+	d.typeText("third")
+	d.mustShow("> first line", "  second line", "  third")
+	if len(f.messages) != 0 {
+		t.Fatal("a newline must not send")
+	}
+	d.keys("enter")
+	if len(f.messages) != 1 || f.messages[0].Text != "first line\nsecond line\nthird" {
+		t.Fatalf("messages %+v", f.messages)
+	}
+	// A pasted block keeps its lines.
+	d.keys("m")
+	d.send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("one\ntwo"), Paste: true})
+	d.settle()
+	d.keys("enter")
+	if len(f.messages) != 2 || f.messages[1].Text != "one\ntwo" {
+		t.Fatalf("pasted message %+v", f.messages)
+	}
+}

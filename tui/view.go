@@ -40,9 +40,10 @@ func (m *Model) layout() layout {
 	return l
 }
 
-func (m *Model) logHeight() int {
-	l := m.layout()
-	return logHeight(len(detailHeader(m.st, m.selectedTask(), l.detailW)), l.detail)
+func (m *Model) logHeight() int { return m.logHeightIn(m.layout()) }
+
+func (m *Model) logHeightIn(l layout) int {
+	return logHeight(len(detailHeader(m.st, m.selectedTask(), l.detailW, l.detail, m.now)), l.detail)
 }
 
 func (m *Model) dialogWidth() int { return clamp(m.w-6, 30, 76) }
@@ -71,7 +72,7 @@ func (m *Model) View() string {
 func (m *Model) viewBody(l layout) []string {
 	task := m.selectedTask()
 	tree := m.tree.view(m.st, m.tasks, l.treeW, l.treeH, m.now, m.frame, !m.focusLog)
-	det := m.detail.view(m.st, task, l.detailW, l.detail, m.focusLog)
+	det := m.detail.view(m.st, task, l.detailW, l.detail, m.focusLog, m.now)
 	if l.wide {
 		sep := m.st.divider.Render("│")
 		out := make([]string, l.bodyH)
