@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -66,11 +67,29 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	sdb.SetMaxOpenConns(8)
 	sdb.SetMaxIdleConns(8)
 	db := &DB{Queries: Queries{q: sdb}, sql: sdb, path: path}
-	if err := db.migrate(ctx); err != nil {
-		sdb.Close()
-		return nil, err
+	// A connection's first pragmas (switching to WAL) need the database to
+	// themselves and do not wait on busy_timeout: when several processes
+	// open a new database at once, retry for as long as busy_timeout would.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := db.migrate(ctx)
+		if err == nil {
+			return db, nil
+		}
+		if !isBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			sdb.Close()
+			return nil, err
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return db, nil
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED
+	}
+	return false
 }
 
 // Close releases the pool.
