@@ -77,6 +77,9 @@ func assigneeLabel(t core.Task) string {
 	if t.Assignee.Kind == "person" {
 		return "@" + t.Assignee.Name
 	}
+	if t.Assignee.Kind == "task" {
+		return "^" + t.Assignee.Name // waits on the task that delegated it, for sign-off
+	}
 	if t.Assignee.Name == t.Profile {
 		return t.Profile
 	}

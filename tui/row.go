@@ -123,8 +123,9 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 }
 
 // assigneeLabel names who holds the task, short: "@you" for the
-// operator, "@name" for another person, the role's name when it is not
-// just the profile's own role, else the profile.
+// operator, "@name" for another person, "^id" for the task that delegated
+// it (it waits there for sign-off), the role's name when it is not just
+// the profile's own role, else the profile.
 func assigneeLabel(t *core.Task) string {
 	a := t.Assignee
 	switch {
@@ -134,6 +135,8 @@ func assigneeLabel(t *core.Task) string {
 		return "@you"
 	case a.Kind == "person":
 		return "@" + a.Name
+	case a.Kind == "task":
+		return "^" + a.Name
 	case a.Name == t.Profile || a.Name == "":
 		return t.Profile
 	}
