@@ -335,3 +335,32 @@ func TestWaitOutcomes(t *testing.T) {
 		t.Fatalf("timeout: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// A person handing a task away while its agent's turn runs cancels that
+// turn; the new role takes over with the message.
+func TestHandoffTakesTaskFromRunningTurn(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "second", Profile: "mock"}); err != nil {
+		t.Fatal(err)
+	}
+	task := create(t, d, core.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say busy\nmock: hang"})
+	waitSaid(t, d, task.ID, "busy")
+	first := get(t, d, task.ID).Session
+	res, err := d.Client.HandoffTask(ctx, task.ID, core.HandoffInput{To: "second", Message: "mock: say second here"})
+	if err != nil || res.Delivered != "turn" || res.To.Name != "second" {
+		t.Fatalf("handoff: %+v %v", res, err)
+	}
+	waitSaid(t, d, task.ID, "second here")
+	got := get(t, d, task.ID)
+	if got.Session.ID == first.ID || got.Session.Role != "second" {
+		t.Fatalf("session %+v, want a run of role second", got.Session)
+	}
+	groupGone(t, first.PID)
+	// The first role's run ended as handed on: its cut turn is no stall.
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgHandoff && strings.Contains(m.Text, "escalated from role:mock") {
+			t.Fatalf("a handoff is not a stall: %q", m.Text)
+		}
+	}
+}

@@ -197,7 +197,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 	}
 	e.note(ctx, t.ID, "", core.MsgHandoff, hander, text, map[string]any{"from": from, "to": target, "by": hander,
 		"message": message, "reason": reason, "delivered": delivered})
-	e.releaseRun(t.ID, target)
+	e.releaseRun(t.ID, target, core.ActorFrom(ctx).SessionID)
 	if _, err := e.refresh(ctx, t.ID); err != nil {
 		return core.HandoffResult{}, err
 	}
@@ -212,9 +212,11 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 }
 
 // releaseRun ends the run of a role that no longer holds the task: at once
-// when it is idle, after its turn when the turn is still running (its own
-// handoff), or by cancelling the turn when someone else took the task.
-func (e *Engine) releaseRun(taskID string, to core.Assignee) {
+// when it is idle; after its turn when the turn is its own agent's (it
+// handed the task on and finishes its turn); by cancelling the turn when
+// someone else took the task away mid-turn. bySession is the session of
+// the agent that handed it over, if an agent did.
+func (e *Engine) releaseRun(taskID string, to core.Assignee, bySession string) {
 	rt := e.runtime(taskID)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -223,8 +225,17 @@ func (e *Engine) releaseRun(taskID string, to core.Assignee) {
 		return
 	}
 	if rt.turn != nil && rt.turn.run == run {
-		rt.turn.handedOff = true
-		return // runTurn ends the run when the turn is over
+		rt.turn.handedOff = true // runTurn ends the run when the turn is over
+		if bySession != run.sessionID {
+			e.procWG.Add(1)
+			go func() {
+				defer e.procWG.Done()
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = run.proc.Cancel(cctx)
+			}()
+		}
+		return
 	}
 	e.endRunLocked(run, core.SessionCompleted, "the task was handed to "+to.String())
 }
