@@ -93,16 +93,6 @@ func waitState(t *testing.T, d *daemontest.Daemon, id string, want core.SessionS
 	return task
 }
 
-func waitStatus(t *testing.T, d *daemontest.Daemon, id string, want core.Status) core.Task {
-	t.Helper()
-	var task core.Task
-	daemontest.Eventually(t, wait, "task "+id+" status "+string(want), func() bool {
-		task = get(t, d, id)
-		return task.Status == want
-	})
-	return task
-}
-
 // waitIdle waits until the task's agent waits for input with nothing
 // queued: every turn it had is over and its run is still alive (the task is
 // held, for instance by an open subtask).

@@ -37,7 +37,6 @@ type recorder struct {
 type toolEntry struct {
 	seq  int64
 	meta map[string]any
-	text string
 }
 
 var _ agent.Handler = (*recorder)(nil)
