@@ -16,10 +16,13 @@ build:
 test: lint inspector
 	$(GO) test -race -count=1 -timeout 20m ./...
 
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 ## inspector: the pinned MCP Inspector CLI that mcpserve's tests run
 ## against a live kandev mcp. Without npm it is skipped, except in CI.

@@ -151,6 +151,34 @@ func BenchmarkKeypress(b *testing.B) {
 			sink = m.View()
 		}
 	})
+	b.Run("hand-on-filter-typing/80x24", func(b *testing.B) {
+		m := loadedModel(b, 80, 24, tasks)
+		m.Update(keyMsg("o"))
+		d, ok := m.dialog.(*handoffDialog)
+		if !ok {
+			b.Fatal("o did not open the hand-on dialog")
+		}
+		var roles []core.Role
+		var persons []core.Person
+		for i := 0; i < 200; i++ {
+			roles = append(roles, core.Role{Name: fmt.Sprintf("role%03d", i), Profile: "mock"})
+			persons = append(persons, core.Person{Name: fmt.Sprintf("person%03d", i)})
+		}
+		m.Update(assigneesMsg{dialog: d.id, roles: roles, persons: persons})
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			var k tea.KeyMsg
+			if i%2 == 0 {
+				k = keyMsg("9")
+			} else {
+				k = tea.KeyMsg{Type: tea.KeyBackspace}
+			}
+			i++
+			m.Update(k)
+			sink = m.View()
+		}
+	})
 	b.Run("next-waiting/80x24", func(b *testing.B) {
 		m := loadedModel(b, 80, 24, tasks)
 		w := keyMsg("w")

@@ -69,6 +69,16 @@ type convoPageMsg struct {
 
 type convoLoadMsg struct{ gen int }
 
+// assigneesMsg: the roles and people a task can be handed to, for the
+// hand-on dialog that asked.
+type assigneesMsg struct {
+	dialog  int
+	roles   []core.Role
+	persons []core.Person
+	what    string // the listing that failed
+	err     error
+}
+
 type tickMsg time.Time
 
 // opKind names an operator action.
@@ -81,10 +91,12 @@ const (
 	opStop
 	opStart
 	opArchive
+	opStatus
+	opHandoff
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -276,4 +288,60 @@ func archiveCmd(ctx context.Context, c core.Client, dialog int, id string) tea.C
 		}
 		return opDoneMsg{op: opArchive, dialog: dialog, taskID: id, text: fmt.Sprintf("archived task %s (kandev task list --all still shows it)", t.ID), task: &t}
 	}
+}
+
+func loadAssigneesCmd(ctx context.Context, c core.Client, dialog int) tea.Cmd {
+	return func() tea.Msg {
+		rs, err := c.ListRoles(ctx)
+		if err != nil {
+			return assigneesMsg{dialog: dialog, what: "list roles", err: err}
+		}
+		ps, err := c.ListPersons(ctx)
+		if err != nil {
+			return assigneesMsg{dialog: dialog, roles: rs, what: "list people", err: err}
+		}
+		return assigneesMsg{dialog: dialog, roles: rs, persons: ps}
+	}
+}
+
+func statusCmd(ctx context.Context, c core.Client, dialog int, id string, from, to core.Status) tea.Cmd {
+	return func() tea.Msg {
+		t, err := c.SetTaskStatus(ctx, id, to)
+		if err != nil {
+			return opDoneMsg{op: opStatus, dialog: dialog, taskID: id, err: err}
+		}
+		glyph, _ := statusGlyph(t.Status)
+		text := fmt.Sprintf("task %s: %s → %s %s", id, from, glyph, t.Status)
+		if from == t.Status {
+			text = fmt.Sprintf("task %s is already %s %s", id, glyph, t.Status)
+		}
+		return opDoneMsg{op: opStatus, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+func handoffCmd(ctx context.Context, c core.Client, dialog int, id string, in core.HandoffInput) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.HandoffTask(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opHandoff, dialog: dialog, taskID: id, err: err}
+		}
+		return opDoneMsg{op: opHandoff, dialog: dialog, taskID: id, text: handoffText(id, r)}
+	}
+}
+
+// handoffText says where a handed-on task went and what happens next.
+func handoffText(id string, r core.HandoffResult) string {
+	to := describeAssignee(r.To)
+	switch r.Delivered {
+	case "turn":
+		return fmt.Sprintf("handed task %s to %s; its agent runs", id, to)
+	case "waiting":
+		if isOperator(r.To) {
+			return fmt.Sprintf("handed task %s to you; it waits for you", id)
+		}
+		return fmt.Sprintf("handed task %s to %s; it waits for them", id, to)
+	case "sign_off":
+		return fmt.Sprintf("handed task %s back to task %s; its agent is asked to sign it off", id, r.To.Name)
+	}
+	return fmt.Sprintf("handed task %s to %s (%s)", id, to, r.Delivered)
 }

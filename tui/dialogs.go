@@ -685,3 +685,481 @@ func (d *messageDialog) view(m *Model, w int) string {
 func (d *messageDialog) help(k keyMap) []key.Binding {
 	return []key.Binding{k.Submit, k.Newline, k.Interrupt, k.Cancel}
 }
+
+// ---- set the status: mark done (d) ----
+
+// statusDialog confirms a status change, done preselected; the other
+// statuses are a choice away. The engine decides which moves are legal and
+// its refusal stays in the dialog.
+type statusDialog struct {
+	base
+	taskID  string
+	title   string
+	from    core.Status
+	holder  string // who has the task now, as the tree says it
+	running bool   // an agent run is live
+	choice  int    // index in core.Statuses
+}
+
+func newStatusDialog(id int, t *core.Task) *statusDialog {
+	d := &statusDialog{base: base{id: id}, taskID: t.ID, title: oneLine(t.Title), from: t.Status,
+		holder: assigneeLabel(t), running: t.Session != nil && t.Session.State.Live()}
+	d.choice = statusIndex(core.StatusDone)
+	return d
+}
+
+func statusIndex(s core.Status) int {
+	for i, st := range core.Statuses {
+		if st == s {
+			return i
+		}
+	}
+	return 0
+}
+
+func (d *statusDialog) to() core.Status { return core.Statuses[d.choice] }
+
+func (d *statusDialog) update(m *Model, msg tea.KeyMsg) tea.Cmd {
+	if d.busy {
+		return nil
+	}
+	n := len(core.Statuses)
+	move := func(i int) {
+		if i = (i + n) % n; i != d.choice {
+			d.choice, d.err = i, ""
+		}
+	}
+	switch {
+	case key.Matches(msg, m.keys.Yes), d.err == "" && key.Matches(msg, m.keys.Submit):
+		d.busy, d.err = true, ""
+		m.setStatus("", false)
+		return statusCmd(m.ctx, m.client, d.id, d.taskID, d.from, d.to())
+	case key.Matches(msg, m.keys.No):
+		m.dialog = nil
+	case msg.Type == tea.KeyUp || msg.Type == tea.KeyShiftTab:
+		move(d.choice - 1)
+	case msg.Type == tea.KeyDown || msg.Type == tea.KeyTab:
+		move(d.choice + 1)
+	case msg.Type == tea.KeyRunes && len(msg.Runes) == 1:
+		switch r := msg.Runes[0]; {
+		case r == 'k':
+			move(d.choice - 1)
+		case r == 'j':
+			move(d.choice + 1)
+		case r >= '1' && int(r-'0') <= n:
+			move(int(r - '1'))
+		}
+	}
+	return nil
+}
+
+func (d *statusDialog) view(m *Model, w int) string {
+	st := m.st
+	to := d.to()
+	title := fmt.Sprintf("Task %s: %s → %s?", d.taskID, d.from, to)
+	if to == core.StatusDone {
+		title = fmt.Sprintf("Mark task %s done?", d.taskID)
+	}
+	lines := []string{st.boxTitle.Render(truncate(title, w)), truncate(d.title, w)}
+	g, _ := statusGlyph(d.from)
+	lines = append(lines, st.dim.Render(truncate(fmt.Sprintf("now %s %s · with %s", g, d.from, d.holder), w)), "")
+	for i, s := range core.Statuses {
+		mark := "  "
+		if i == d.choice {
+			mark = st.fieldFocus.Render("> ")
+		}
+		g, _ := statusGlyph(s)
+		text := fmt.Sprintf("%d) %s %s", i+1, g, s)
+		switch {
+		case s == d.from:
+			text += st.dim.Render("  (now)")
+		case s == core.StatusDone:
+			text += st.dim.Render("  signs it off")
+		}
+		lines = append(lines, "  "+mark+truncate(text, w-4))
+	}
+	lines = append(lines, "")
+	var note []string
+	switch to {
+	case core.StatusDone, core.StatusCancelled:
+		if d.running {
+			note = append(note, "Its agent is running: "+string(to)+" halts it (the run is cancelled).")
+		} else {
+			note = append(note, "Done and cancelled halt a running agent; none runs now.")
+		}
+		note = append(note, "A pending question goes stale; its parent's agent and tasks waiting on it are woken.")
+	default:
+		note = append(note, "Only the status changes: no agent is started or stopped.")
+	}
+	for _, l := range note {
+		lines = append(lines, wrap(l, w)...)
+	}
+	lines = append(lines, "", st.helpKey.Render("y/enter")+" set "+string(to)+"   "+st.helpKey.Render("↑↓/1-5")+" choose   "+st.helpKey.Render("n/esc")+" cancel")
+	if f := d.footer(m, w); f != "" {
+		lines = append(lines, "", f)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (d *statusDialog) help(k keyMap) []key.Binding {
+	return []key.Binding{k.SetStatus, k.Choose, k.CancelDialog}
+}
+
+// ---- hand on (o) ----
+
+// handChoice is one name the hand-on dialog offers: back, a role or a
+// person.
+type handChoice struct {
+	name   string // what HandoffInput.To gets
+	detail string // what it is, dim after the name
+}
+
+const (
+	hoTo = iota
+	hoMessage
+	hoFields
+)
+
+// handoffDialog hands the selected task on: to back (whoever handed it to
+// its assignee), a role or a person, chosen from a list the typed text
+// filters (a name the list lacks is sent as typed, for the engine to
+// judge), with an optional message of several lines.
+type handoffDialog struct {
+	base
+	taskID    string
+	title     string
+	assignee  *core.Assignee
+	handedBy  *core.Assignee
+	autopilot bool
+
+	filter textinput.Model
+	input  textarea.Model
+	focus  int
+
+	choices []handChoice
+	shown   []int // indexes into choices that match the filter
+	sel     int   // index into shown
+	top     int   // the first shown choice in the list's window
+	rows    int   // the list's window
+	// picked: the operator moved the selection, so a late list keeps it.
+	picked  bool
+	loading bool
+	loadErr string
+}
+
+// hoLabel is the width of the field labels' column.
+const hoLabel = 11
+
+func newHandoffDialog(m *Model, id int, t *core.Task) *handoffDialog {
+	d := &handoffDialog{base: base{id: id}, taskID: t.ID, title: oneLine(t.Title), autopilot: t.Autopilot, loading: true}
+	if t.Assignee != nil {
+		a := *t.Assignee
+		d.assignee = &a
+	}
+	if t.HandedBy != nil {
+		a := *t.HandedBy
+		d.handedBy = &a
+	}
+	d.filter = newInput(m, "type to filter, or any name", 20)
+	d.input = newTextArea(m, "message (optional)", m.keys.Newline)
+	d.resize(m)
+	d.setChoices(m, nil, nil)
+	d.setFocus(hoTo)
+	return d
+}
+
+// resize fits the fields to the dialog and the list and the message box
+// to the screen's height.
+func (d *handoffDialog) resize(m *Model) {
+	w := m.dialogWidth() - 4 - hoLabel
+	d.filter.Width = max(1, w-1)
+	d.input.SetWidth(w)
+	d.input.SetHeight(clamp(m.h-21, 1, messageRows))
+	d.rows = clamp(m.h-19, 2, 8)
+	d.scroll()
+}
+
+func (d *handoffDialog) setFocus(i int) {
+	d.focus = (i + hoFields) % hoFields
+	if d.focus == hoTo {
+		d.filter.Focus()
+		d.input.Blur()
+	} else {
+		d.filter.Blur()
+		d.input.Focus()
+	}
+}
+
+// setChoices builds the list: back first, then the roles, the people, and
+// the profiles' own roles not listed yet.
+func (d *handoffDialog) setChoices(m *Model, roles []core.Role, persons []core.Person) {
+	keep := ""
+	if d.picked {
+		keep = d.selected()
+	}
+	back := "nobody handed it over: the engine refuses back"
+	if b := d.handedBy; b != nil {
+		back = "→ " + describeAssignee(*b) + ", who handed it over"
+		if b.Kind == "task" {
+			back = "→ " + describeAssignee(*b) + ": its agent signs it off"
+		}
+	}
+	d.choices = []handChoice{{name: "back", detail: back}}
+	mcp := map[string]bool{}
+	for _, p := range m.profiles {
+		mcp[p.Name] = p.MCP
+	}
+	seen := map[string]bool{}
+	role := func(name, detail, profile string) {
+		seen[name] = true
+		if ok, known := mcp[profile]; d.autopilot && known && !ok {
+			detail += " · no MCP: not for autopilot"
+		}
+		d.choices = append(d.choices, handChoice{name: name, detail: d.holds("role", name, detail)})
+	}
+	for _, r := range roles {
+		detail := "role · profile " + r.Profile
+		if r.Implicit {
+			detail = "role · profile's own"
+		}
+		if r.ReportsTo != nil {
+			detail += " · reports to " + describeAssignee(*r.ReportsTo)
+		}
+		role(r.Name, detail, r.Profile)
+	}
+	for _, p := range persons {
+		detail := "person"
+		if p.Name == core.Operator {
+			detail = "person · you"
+		}
+		d.choices = append(d.choices, handChoice{name: p.Name, detail: d.holds("person", p.Name, detail)})
+	}
+	// A profile's own role exists as soon as it is named.
+	if !d.loading {
+		for _, p := range m.profiles {
+			if !seen[p.Name] {
+				role(p.Name, "role · profile's own", p.Name)
+			}
+		}
+	}
+	if keep == "" && d.handedBy == nil && len(d.choices) > 1 {
+		keep = d.choices[1].name // back would be refused
+		if d.assignee != nil && keep == d.assignee.Name && len(d.choices) > 2 {
+			keep = d.choices[2].name
+		}
+	}
+	d.refilter(keep)
+}
+
+// holds marks the choice that has the task now (the engine refuses to
+// hand it to them again).
+func (d *handoffDialog) holds(kind, name, detail string) string {
+	if a := d.assignee; a != nil && a.Kind == kind && a.Name == name {
+		return detail + " · has it now"
+	}
+	return detail
+}
+
+// refilter applies the typed text, keeping the selection on keep (a
+// name) when it is still shown.
+func (d *handoffDialog) refilter(keep string) {
+	q := strings.ToLower(strings.TrimSpace(d.filter.Value()))
+	d.shown, d.sel = d.shown[:0], 0
+	for i, c := range d.choices {
+		if q == "" || strings.Contains(strings.ToLower(c.name), q) {
+			if c.name == keep {
+				d.sel = len(d.shown)
+			}
+			d.shown = append(d.shown, i)
+		}
+	}
+	d.scroll()
+}
+
+func (d *handoffDialog) scroll() {
+	if d.sel < d.top {
+		d.top = d.sel
+	}
+	if d.sel >= d.top+d.rows {
+		d.top = d.sel - d.rows + 1
+	}
+	d.top = clamp(d.top, 0, max(0, len(d.shown)-d.rows))
+}
+
+// selected is the chosen name, or "" when the filter shows none.
+func (d *handoffDialog) selected() string {
+	if d.sel < len(d.shown) {
+		return d.choices[d.shown[d.sel]].name
+	}
+	return ""
+}
+
+// target is what the engine gets: the chosen name, else the typed text.
+func (d *handoffDialog) target() string {
+	if s := d.selected(); s != "" {
+		return s
+	}
+	return strings.TrimSpace(d.filter.Value())
+}
+
+func (d *handoffDialog) loaded(m *Model, msg assigneesMsg) {
+	d.loading = false
+	if msg.err != nil {
+		d.loadErr = msg.what + ": " + errorText(msg.err)
+	}
+	d.setChoices(m, msg.roles, msg.persons)
+}
+
+func (d *handoffDialog) update(m *Model, msg tea.KeyMsg) tea.Cmd {
+	if d.busy {
+		return nil
+	}
+	switch {
+	case key.Matches(msg, m.keys.Cancel):
+		m.dialog = nil
+		return nil
+	case msg.Type == tea.KeyTab || msg.Type == tea.KeyShiftTab:
+		d.setFocus(d.focus + 1)
+		return nil
+	case d.focus == hoTo && msg.Type == tea.KeyEnter && !msg.Alt:
+		d.setFocus(hoMessage)
+		return nil
+	case d.focus == hoMessage && key.Matches(msg, m.keys.Submit):
+		in := core.HandoffInput{To: d.target(), Message: strings.TrimSpace(d.input.Value())}
+		d.busy, d.err = true, ""
+		m.setStatus("", false)
+		return handoffCmd(m.ctx, m.client, d.id, d.taskID, in)
+	case d.focus == hoTo && (msg.Type == tea.KeyUp || msg.Type == tea.KeyDown):
+		if n := len(d.shown); n > 0 {
+			step := 1
+			if msg.Type == tea.KeyUp {
+				step = n - 1
+			}
+			d.sel = (d.sel + step) % n
+			d.picked = true
+			d.scroll()
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	if d.focus == hoTo {
+		before := d.filter.Value()
+		d.filter, cmd = d.filter.Update(msg)
+		if d.filter.Value() != before {
+			d.refilter(d.selected())
+		}
+		return cmd
+	}
+	d.input, cmd = d.input.Update(msg)
+	return cmd
+}
+
+func (d *handoffDialog) view(m *Model, w int) string {
+	st := m.st
+	lines := []string{st.boxTitle.Render(truncate("Hand on task "+d.taskID+" · "+d.title, w))}
+	now := "with nobody"
+	if a := d.assignee; a != nil {
+		now = "with " + describeAssignee(*a)
+	}
+	by := "nobody handed it over"
+	if b := d.handedBy; b != nil {
+		by = "handed over by " + describeAssignee(*b)
+	}
+	lines = append(lines, st.dim.Render(truncate("now "+now+" · "+by, w)), "")
+	label := func(i int, name string) string {
+		if d.focus == i {
+			return "> " + st.fieldFocus.Render(fit(name, hoLabel-3)) + " "
+		}
+		return "  " + st.label.Render(fit(name, hoLabel-3)) + " "
+	}
+	pad := strings.Repeat(" ", hoLabel)
+	to := d.filter.View()
+	if d.focus != hoTo {
+		to = truncate(d.target(), w-hoLabel) // what enter sends
+	}
+	lines = append(lines, label(hoTo, "to")+to)
+	listW := w - hoLabel - 2
+	nameW := 4
+	for _, c := range d.choices {
+		nameW = max(nameW, width(c.name))
+	}
+	nameW = min(nameW, max(4, listW/3))
+	var list []string
+	switch {
+	case d.loading:
+		list = append(list, st.dim.Render("loading roles and people…"))
+	case d.loadErr != "":
+		list = append(list, st.errText.Render(truncate("✗ "+d.loadErr, listW)))
+	}
+	for i := d.top; i < len(d.shown) && i < d.top+d.rows; i++ {
+		c := d.choices[d.shown[i]]
+		mark := "  "
+		if i == d.sel {
+			mark = "> "
+			if d.focus == hoTo {
+				mark = st.fieldFocus.Render(mark)
+			}
+		}
+		text := fit(c.name, nameW) + " " + st.dim.Render(c.detail)
+		list = append(list, mark+truncate(text, listW))
+	}
+	if len(d.shown) == 0 && !d.loading {
+		typed := strings.TrimSpace(d.filter.Value())
+		hint := "no names to choose from: type one"
+		if typed != "" {
+			hint = "none listed matches: the engine is asked for " + strconv.Quote(typed)
+		}
+		list = append(list, st.dim.Render(truncate(hint, listW)))
+	}
+	if extra := len(d.shown) - d.rows; extra > 0 {
+		list = append(list, st.dim.Render(truncate(fmt.Sprintf("  %d of %d shown (↑↓ scroll, type to filter)", d.rows, len(d.shown)), listW)))
+	}
+	// The list keeps its height while the filter narrows it.
+	for len(list) < min(d.rows, len(d.choices)) {
+		list = append(list, "")
+	}
+	for _, l := range list {
+		lines = append(lines, pad+l)
+	}
+	lines = append(lines, "")
+	for i, row := range strings.Split(d.input.View(), "\n") {
+		head := pad
+		if i == 0 {
+			head = label(hoMessage, "message")
+		}
+		lines = append(lines, truncate(head+row, w))
+	}
+	lines = append(lines, "")
+	hint := "type to filter · ↑↓ choose · enter/tab to the message · esc cancel"
+	if d.focus == hoMessage {
+		hint = "enter hand on · " + m.keys.Newline.Help().Key + " new line · tab the name · esc cancel"
+	}
+	for _, l := range wrap(hint, w) {
+		lines = append(lines, st.dim.Render(l))
+	}
+	if f := d.footer(m, w); f != "" {
+		lines = append(lines, "", f)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (d *handoffDialog) help(k keyMap) []key.Binding {
+	if d.focus == hoTo {
+		return []key.Binding{k.ToMessage, k.Choose, k.Cancel}
+	}
+	return []key.Binding{k.SendHandOn, k.Newline, k.NextField, k.Cancel}
+}
+
+// describeAssignee says who an assignee is: "you", "role mock", "person
+// alice", "task k3f9qa".
+func describeAssignee(a core.Assignee) string {
+	if isOperator(a) {
+		return "you"
+	}
+	if a.Kind == "" {
+		return a.Name
+	}
+	return a.Kind + " " + a.Name
+}
+
+func isOperator(a core.Assignee) bool { return a.Kind == "person" && a.Name == core.Operator }

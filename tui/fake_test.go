@@ -36,6 +36,16 @@ type fakeClient struct {
 	answers  []core.AnswerInput
 	messages []core.MessageInput
 	stopRes  string
+	roles    []core.Role
+	persons  []core.Person
+	statuses []statusCall
+	handoffs []core.HandoffInput
+}
+
+// statusCall is one SetTaskStatus the UI made.
+type statusCall struct {
+	id string
+	to core.Status
 }
 
 func newFake(tasks ...core.Task) *fakeClient {
@@ -47,6 +57,12 @@ func newFake(tasks ...core.Task) *fakeClient {
 		convo:   map[string][]core.Message{},
 		errs:    map[string]error{},
 		stopRes: "stopped",
+		roles: []core.Role{
+			{Name: "mock", Profile: "mock", Implicit: true},
+			{Name: "reviewer", Profile: "claude", ReportsTo: &core.Assignee{Kind: "person", Name: core.Operator}},
+			{Name: "plainer", Profile: "plain"},
+		},
+		persons: []core.Person{{Name: core.Operator}, {Name: "alice"}},
 	}
 }
 
@@ -249,6 +265,116 @@ func (f *fakeClient) ArchiveTask(ctx context.Context, id string) (core.Task, err
 	return core.Task{ID: id, Archived: true}, nil
 }
 
+func (f *fakeClient) ListRoles(ctx context.Context) ([]core.Role, error) {
+	if err := f.record("ListRoles"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.Role(nil), f.roles...), nil
+}
+
+func (f *fakeClient) ListPersons(ctx context.Context) ([]core.Person, error) {
+	if err := f.record("ListPersons"); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]core.Person(nil), f.persons...), nil
+}
+
+// task finds a stored task; the caller holds mu.
+func (f *fakeClient) task(id string) *core.Task {
+	for i := range f.tasks {
+		if f.tasks[i].ID == id {
+			return &f.tasks[i]
+		}
+	}
+	return nil
+}
+
+// SetTaskStatus moves the stored task as the engine's transition table
+// allows, refusing the rest as the engine does (both states named).
+func (f *fakeClient) SetTaskStatus(ctx context.Context, id string, to core.Status) (core.Task, error) {
+	f.mu.Lock()
+	f.statuses = append(f.statuses, statusCall{id, to})
+	f.mu.Unlock()
+	if err := f.record("SetTaskStatus " + id + " " + string(to)); err != nil {
+		return core.Task{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.task(id)
+	if t == nil {
+		return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
+	}
+	if err := core.CheckTransition(t.Status, to); err != nil {
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s: %s", id, core.AsError(err).Message)
+	}
+	t.Status = to
+	return *t, nil
+}
+
+// HandoffTask resolves the name like the engine (back, a role, a person)
+// and says how the new assignee hears of it.
+func (f *fakeClient) HandoffTask(ctx context.Context, id string, in core.HandoffInput) (core.HandoffResult, error) {
+	f.mu.Lock()
+	f.handoffs = append(f.handoffs, in)
+	f.mu.Unlock()
+	if err := f.record("HandoffTask " + id + " " + in.To); err != nil {
+		return core.HandoffResult{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.task(id)
+	if t == nil {
+		return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
+	}
+	var to *core.Assignee
+	switch {
+	case in.To == "back":
+		to = t.HandedBy
+		if to == nil {
+			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", id)
+		}
+	default:
+		for _, r := range f.roles {
+			if r.Name == in.To {
+				to = &core.Assignee{Kind: "role", Name: r.Name}
+			}
+		}
+		for _, p := range f.persons {
+			if p.Name == in.To {
+				to = &core.Assignee{Kind: "person", Name: p.Name}
+			}
+		}
+		if to == nil {
+			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", in.To)
+		}
+	}
+	r := core.HandoffResult{TaskID: id, To: *to, Status: "handed_off", Delivered: "turn"}
+	if t.Assignee != nil {
+		r.From = *t.Assignee
+	}
+	if r.From == *to {
+		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", id, to.Kind, to.Name)
+	}
+	for _, ro := range f.roles {
+		for _, p := range f.profiles {
+			if to.Kind == "role" && ro.Name == to.Name && p.Name == ro.Profile && t.Autopilot && !p.MCP {
+				return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s is on autopilot and role %s cannot run it: profile %s does not take kandev's MCP server", id, ro.Name, p.Name)
+			}
+		}
+	}
+	switch to.Kind {
+	case "person":
+		r.Delivered = "waiting"
+	case "task":
+		r.Delivered = "sign_off"
+	}
+	return r, nil
+}
+
 // ---- fixtures ----
 
 var testNow = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
@@ -290,7 +416,7 @@ func demoTasks() []core.Task {
 			CreatedAt: ago(45 * time.Minute), UpdatedAt: ago(2 * time.Minute), Session: session("kid002", core.SessionWaitingForInput, ago(2*time.Minute)),
 			PendingQuestion: parentQuestion("q-par", "root01")},
 		{ID: "kid003", Title: "Write the migration", ParentID: "root01", Status: core.StatusReview, Profile: "mock",
-			Assignee: &core.Assignee{Kind: "person", Name: core.Operator}, YourTurn: true,
+			Assignee: &core.Assignee{Kind: "person", Name: core.Operator}, HandedBy: &core.Assignee{Kind: "role", Name: "mock"}, YourTurn: true,
 			Stalled:   &core.Stall{Reason: "Stalled", From: "role:mock", Detail: "agent exited with status 3", At: ago(30 * time.Minute)},
 			CreatedAt: ago(44 * time.Minute), UpdatedAt: ago(30 * time.Minute), Session: &core.SessionInfo{ID: "s-kid003", TaskID: "kid003", State: core.SessionFailed, Error: "agent exited with status 3", CreatedAt: ago(31 * time.Minute), UpdatedAt: ago(30 * time.Minute)}},
 		{ID: "ask001", Title: "Choose the database for the audit log, which needs a long title to show truncation", Status: core.StatusInProgress, Profile: "mock",

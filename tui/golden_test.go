@@ -211,3 +211,30 @@ func TestGoldenLogLoadingOlder(t *testing.T) {
 	g.waitScreen("↑ loading older…", "entry 101", "log · scrolled (G follows)")
 	golden.RequireEqual(t, g.finalScreen())
 }
+
+func TestGoldenStatusDialog(t *testing.T) {
+	f := newFake(demoTasks()...)
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("w") // kid003, escalated to you
+	g.waitScreen("> └─◐ Write the migration")
+	g.keys("d")
+	g.waitScreen("Mark task kid003 done?")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+func TestGoldenHandOnDialog(t *testing.T) {
+	f := newFake(demoTasks()...)
+	g := goldenProgram(t, f, 80, 30)
+	g.waitScreen("7 tasks")
+	g.keys("w") // kid003, escalated to you
+	g.waitScreen("> └─◐ Write the migration")
+	g.keys("o")
+	g.waitScreen("Hand on task kid003", "alice    person")
+	g.keys("enter")
+	g.typeText("mock: say continuing")
+	g.keys("ctrl+j")
+	g.typeText("Keep the old table until the backfill is checked.")
+	g.waitScreen("> message  mock: say continuing", "backfill is checked.")
+	golden.RequireEqual(t, g.finalScreen())
+}

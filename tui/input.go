@@ -51,6 +51,18 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.setStatus("", false)
 			m.openDialog(newMessageDialog(m, m.nextDialogID(), t))
 		}
+	case key.Matches(msg, k.HandOn):
+		if t := m.needTask("hand on"); t != nil {
+			m.setStatus("", false)
+			d := newHandoffDialog(m, m.nextDialogID(), t)
+			m.openDialog(d)
+			return loadAssigneesCmd(m.ctx, m.client, d.id)
+		}
+	case key.Matches(msg, k.Done):
+		if t := m.needTask("mark done"); t != nil {
+			m.setStatus("", false)
+			m.openDialog(newStatusDialog(m.nextDialogID(), t))
+		}
 	case key.Matches(msg, k.Stop):
 		if t := m.needTask("stop"); t != nil {
 			m.setStatus("", false)

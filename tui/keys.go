@@ -14,13 +14,16 @@ type keyMap struct {
 	Collapse, Expand, Focus                 key.Binding
 	NextWaiting                             key.Binding
 
-	New, Answer, Message, Stop, Start, Archive key.Binding
-	Filter, State, Help, Quit, Cancel          key.Binding
+	New, Answer, Message, HandOn, Done key.Binding
+	Stop, Start, Archive               key.Binding
+	Filter, State, Help, Quit, Cancel  key.Binding
 
 	// Dialog keys.
 	Submit, NextField, PrevField, Toggle, Left, Right key.Binding
 	Yes, No                                           key.Binding
 	Interrupt, Newline                                key.Binding
+	Choose, ToMessage, SendHandOn, SetStatus          key.Binding
+	CancelDialog                                      key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -42,6 +45,8 @@ func newKeyMap() keyMap {
 		New:     b("n", "new task", "n"),
 		Answer:  b("a", "answer", "a"),
 		Message: b("m", "message", "m"),
+		HandOn:  b("o", "hand on", "o"),
+		Done:    b("d", "done/status", "d"),
 		Stop:    b("s", "stop", "s"),
 		Start:   b("r", "start/resume", "r"),
 		Archive: b("x", "archive", "x"),
@@ -61,6 +66,12 @@ func newKeyMap() keyMap {
 		No:        b("n", "no", "n", "N", "esc"),
 		Interrupt: b("tab", "interrupt on/off", "tab"),
 		Newline:   b("alt+enter/ctrl+j", "new line", "alt+enter", "ctrl+j"),
+		// Help text only: the dialogs read these keys themselves.
+		Choose:       b("↑↓", "choose", "up", "down"),
+		ToMessage:    b("enter/tab", "to the message", "enter", "tab"),
+		SendHandOn:   b("enter", "hand on", "enter"),
+		SetStatus:    b("enter/y", "set", "enter", "y"),
+		CancelDialog: b("n/esc", "cancel", "n", "esc"),
 	}
 }
 
@@ -71,12 +82,14 @@ type barItem struct {
 }
 
 // shortHelp is the help bar of the main screen, most useful first; "?
-// help" is always shown.
+// help" is always shown. At 80 columns the bar ends after "waiting": what
+// a task that came back to the operator needs (answer, message, hand on,
+// done) comes first.
 func (k keyMap) shortHelp() []barItem {
 	return []barItem{
-		{k.New, "new"}, {k.Answer, "answer"}, {k.Message, "msg"}, {k.Stop, "stop"}, {k.Start, "start"},
-		{k.Archive, "archive"}, {k.NextWaiting, "waiting"}, {k.Filter, "filter"}, {k.State, "state"},
-		{k.Focus, "log"}, {k.Quit, "quit"}, {k.Help, "help"},
+		{k.New, "new"}, {k.Answer, "answer"}, {k.Message, "msg"}, {k.HandOn, "hand on"}, {k.Done, "done"},
+		{k.Stop, "stop"}, {k.Start, "start"}, {k.NextWaiting, "waiting"}, {k.Filter, "filter"},
+		{k.Archive, "archive"}, {k.State, "state"}, {k.Focus, "log"}, {k.Quit, "quit"}, {k.Help, "help"},
 	}
 }
 
@@ -84,7 +97,7 @@ func (k keyMap) shortHelp() []barItem {
 func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
-		{k.New, k.Answer, k.Message, k.Stop, k.Start, k.Archive, k.NextWaiting},
+		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.NextWaiting},
 		{k.Filter, k.State, k.Cancel, k.Help, k.Quit},
 	}
 }

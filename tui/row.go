@@ -104,7 +104,8 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 			r.badges = append(r.badges, badgeAskYou)
 		}
 	}
-	if t.Session != nil && t.Session.State == core.SessionFailed {
+	// A finished task's last run may have failed; it no longer matters.
+	if t.Session != nil && t.Session.State == core.SessionFailed && !t.Status.Terminal() {
 		r.badges = append(r.badges, badgeFailed)
 	}
 	if t.Halted {

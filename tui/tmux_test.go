@@ -339,6 +339,74 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 	s.waitText("kandev exited with status 0")
 }
 
+// TestTmuxHandOnAndDone: a task whose turn ends without a handoff comes
+// back to the operator (ESCALATED, @you); from the UI it is handed back
+// to its role with a message the agent acts on, then, back with the
+// operator again, signed off as done. An illegal status move is refused
+// in the dialog, naming both states.
+func TestTmuxHandOnAndDone(t *testing.T) {
+	needTmux(t)
+	d := daemontest.Start(t)
+	s := startTmux(t, d, 80, 30)
+	s.waitText("● live", "0 tasks")
+
+	task := createTask(t, d, core.CreateTaskInput{Title: "Write the changelog", Start: true, Prompt: "mock: say done"})
+	s.waitRow(task.ID, "ESCALATED", "@you")
+	tk, err := d.Client.GetTask(context.Background(), task.ID)
+	if err != nil || tk.Assignee == nil || *tk.Assignee != (core.Assignee{Kind: "person", Name: core.Operator}) || !tk.YourTurn {
+		t.Fatalf("engine state after the stall: %+v %v", tk.Assignee, err)
+	}
+	if tk.HandedBy == nil || *tk.HandedBy != (core.Assignee{Kind: "role", Name: "mock"}) {
+		t.Fatalf("handed by %+v, want role mock", tk.HandedBy)
+	}
+
+	// Hand it back to its role with a message; the agent continues.
+	s.keys("w")
+	s.waitFor("the escalated task selected", func(scr string) bool { return strings.HasPrefix(row(scr, task.ID), ">") })
+	s.keys("o")
+	s.waitText("Hand on task "+task.ID, "handed over by role mock", "> back     → role mock, who handed it over", "operator person · you · has it now")
+	s.keys("Enter")
+	s.text("mock: say continuing")
+	s.waitText("> message  mock: say continuing")
+	s.keys("Enter")
+	s.waitText("handed task " + task.ID + " to role mock; its agent runs")
+	daemontest.Eventually(t, 20*time.Second, "the agent to continue after the handoff", func() bool {
+		return agentSaid(t, d, task.ID, "continuing")
+	})
+	s.waitText("agent › continuing")
+	if !promptSent(t, d, task.ID, "mock: say continuing") {
+		t.Fatal("the agent did not get the handoff's message")
+	}
+
+	// Its turn ends without a handoff again: back with the operator.
+	s.waitRow(task.ID, "ESCALATED", "@you")
+
+	// Sign it off.
+	s.keys("d")
+	s.waitText("Mark task "+task.ID+" done?", "> 4) ✓ done", "halt a running agent")
+	s.keys("y")
+	s.waitText("task " + task.ID + ": todo → ✓ done")
+	s.waitRow(task.ID, "✓ Write the changelog")
+	tk, err = d.Client.GetTask(context.Background(), task.ID)
+	if err != nil || tk.Status != core.StatusDone || tk.YourTurn {
+		t.Fatalf("engine state after done: status %s your turn %v, %v", tk.Status, tk.YourTurn, err)
+	}
+
+	// The engine refuses done → review; the dialog shows it.
+	s.keys("d")
+	s.waitText("Mark task " + task.ID + " done?")
+	s.keys("3", "Enter")
+	s.waitText("refused", "cannot move a task from done to review")
+	s.keys("Escape")
+	tk, err = d.Client.GetTask(context.Background(), task.ID)
+	if err != nil || tk.Status != core.StatusDone {
+		t.Fatalf("status after the refusal: %s %v", tk.Status, err)
+	}
+
+	s.keys("q")
+	s.waitText("kandev exited with status 0")
+}
+
 func agentSaid(t *testing.T, d *daemontest.Daemon, id, text string) bool {
 	page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{Limit: 1000})
 	if err != nil {

@@ -63,7 +63,7 @@ func TestEveryLineFitsTheScreen(t *testing.T) {
 			}
 		}
 		check("tree")
-		for _, k := range []string{"a", "esc", "s", "n", "esc", "m", "esc", "?"} {
+		for _, k := range []string{"a", "esc", "s", "n", "esc", "m", "esc", "d", "5", "n", "o", "tab", "esc", "?"} {
 			d.keys(k)
 			check("after " + k)
 		}
@@ -757,4 +757,234 @@ func TestMessageMultiLine(t *testing.T) {
 	if len(f.messages) != 2 || f.messages[1].Text != "one\ntwo" {
 		t.Fatalf("pasted message %+v", f.messages)
 	}
+}
+
+func TestMarkDoneConfirms(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid003")
+	d.keys("d")
+	d.mustShow("Mark task kid003 done?", "now ◐ review · with @you", "> 4) ✓ done", "3) ◐ review  (now)",
+		"Done and cancelled halt a running agent; none runs now.", "y/enter set done")
+	d.keys("n")
+	if d.m.dialog != nil || len(f.statuses) != 0 {
+		t.Fatal("n must cancel without a status change")
+	}
+	d.keys("d", "enter")
+	if len(f.statuses) != 1 || f.statuses[0] != (statusCall{"kid003", core.StatusDone}) {
+		t.Fatalf("SetTaskStatus calls %+v", f.statuses)
+	}
+	if d.m.dialog != nil {
+		t.Fatal("the dialog closes on success")
+	}
+	d.mustShow("task kid003: review → ✓ done")
+}
+
+func TestStatusChoicesAndHaltNote(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001") // running
+	d.keys("d")
+	d.mustShow("Mark task kid001 done?", "Its agent is running: done halts it")
+	d.keys("5")
+	d.mustShow("Task kid001: in_progress → cancelled?", "> 5) ✗ cancelled", "Its agent is running: cancelled halts it")
+	d.keys("up", "up")
+	d.mustShow("Task kid001: in_progress → review?", "> 3) ◐ review", "Only the status changes")
+	d.mustNotShow("halts it")
+	d.keys("k", "1", "y")
+	if len(f.statuses) != 1 || f.statuses[0] != (statusCall{"kid001", core.StatusTodo}) {
+		t.Fatalf("SetTaskStatus calls %+v", f.statuses)
+	}
+	d.mustShow("task kid001: in_progress → ○ todo")
+}
+
+func TestStatusRefusalShownInDialog(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("done01")
+	d.keys("d")
+	d.mustShow("Mark task done01 done?", "4) ✓ done  (now)")
+	// The engine refuses an illegal move, naming both states; the dialog
+	// keeps it and stays open.
+	d.keys("3", "enter")
+	d.mustShow("refused", "task done01: cannot move a task from done to review")
+	if d.m.dialog == nil {
+		t.Fatal("the dialog stays open to show the refusal")
+	}
+	d.keys("enter") // the same choice again: nothing is resent
+	if len(f.statuses) != 1 {
+		t.Fatalf("enter after a refusal resent: %+v", f.statuses)
+	}
+	d.keys("1") // another choice clears the refusal
+	d.mustNotShow("refused")
+	d.keys("enter")
+	d.mustShow("task done01: done → ○ todo")
+
+	f.setErr("SetTaskStatus", &core.Error{Code: core.CodeConflict, Message: "task kid003 is archived"})
+	d.selectTask("kid003")
+	d.keys("d", "y")
+	d.mustShow("✗ refused: task kid003 is archived")
+	d.keys("esc")
+	if d.m.dialog != nil {
+		t.Fatal("esc closes it")
+	}
+}
+
+func TestHandOnBackWithMessage(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 30) // tall enough for the whole list
+	d.selectTask("kid003")
+	d.keys("o")
+	if f.callCount("ListRoles") != 1 || f.callCount("ListPersons") != 1 {
+		t.Fatalf("the dialog loads roles and people: %v", f.calls)
+	}
+	d.mustShow("Hand on task kid003 · Write the migration", "now with you · handed over by role mock",
+		"> back     → role mock, who handed it over", "reviewer role · profile claude · reports to you",
+		"operator person · you · has it now", "alice    person")
+	d.keys("enter") // to the message
+	d.typeText("mock: say continuing")
+	d.keys("ctrl+j")
+	d.typeText("and mind the rollback")
+	d.mustShow("> message  mock: say continuing", "and mind the rollback")
+	d.keys("enter")
+	if len(f.handoffs) != 1 || f.handoffs[0] != (core.HandoffInput{To: "back", Message: "mock: say continuing\nand mind the rollback"}) {
+		t.Fatalf("HandoffTask calls %+v", f.handoffs)
+	}
+	if d.m.dialog != nil {
+		t.Fatal("the dialog closes on success")
+	}
+	d.mustShow("handed task kid003 to role mock; its agent runs")
+}
+
+func TestHandOnTypeToFilter(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 30) // tall enough for the whole list
+	d.selectTask("kid003")
+	d.keys("o")
+	d.typeText("re")
+	d.mustShow("> to       re", "> reviewer")
+	d.mustNotShow("alice", "back ")
+	d.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	d.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	d.settle()
+	d.mustShow("back", "alice")
+	d.typeText("a")                // back, plainer, operator, alice, claude, plain
+	d.keys("down", "down", "down") // to alice
+	d.mustShow("> alice")
+	d.keys("tab", "enter") // tab to the message, send without one
+	if len(f.handoffs) != 1 || f.handoffs[0] != (core.HandoffInput{To: "alice"}) {
+		t.Fatalf("HandoffTask calls %+v", f.handoffs)
+	}
+	d.mustShow("handed task kid003 to person alice; it waits for them")
+
+	// A task delegated by another task goes back to it for sign-off.
+	f.mu.Lock()
+	f.tasks[2].HandedBy = &core.Assignee{Kind: "task", Name: "root01"}
+	f.mu.Unlock()
+	tasks := demoTasks()
+	tasks[2].HandedBy = &core.Assignee{Kind: "task", Name: "root01"}
+	d.send(tasksMsg{gen: d.m.gen, tasks: tasks})
+	d.selectTask("kid002")
+	d.keys("o")
+	d.mustShow("> back", "back     → task root01: its agent signs it off")
+	d.keys("enter", "enter")
+	d.mustShow("handed task kid002 back to task root01; its agent is asked to sign it off")
+}
+
+func TestHandOnRefusalsInline(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+
+	// An unknown name, typed: the engine is asked and refuses.
+	d.selectTask("kid003")
+	d.keys("o")
+	d.typeText("nobody")
+	d.mustShow(`none listed matches: the engine is asked for "nobody"`)
+	d.keys("enter", "enter")
+	if len(f.handoffs) != 1 || f.handoffs[0].To != "nobody" {
+		t.Fatalf("HandoffTask calls %+v", f.handoffs)
+	}
+	d.mustShow("Hand on task kid003", "✗ refused: no role or person named nobody")
+
+	// Already with them.
+	d.keys("tab")
+	for range "nobody" {
+		d.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	}
+	d.typeText("operator")
+	d.keys("enter", "enter")
+	d.mustShow("✗ refused: task kid003 is already with person operator")
+	d.keys("esc")
+
+	// Nobody to hand back to: back is offered but not chosen first.
+	d.selectTask("stop01")
+	d.keys("o")
+	d.mustShow("now with nobody · nobody handed it over", "back     nobody handed it over: the engine refuses back", "> mock")
+	d.keys("up", "enter", "enter")
+	d.mustShow("✗ refused: task stop01 has nobody to hand back to")
+	d.keys("esc")
+
+	// An autopilot task and a role whose profile has no MCP server.
+	d.selectTask("kid001")
+	d.keys("o")
+	d.mustShow("plainer  role · profile plain · no MCP: not for autopilot")
+	d.typeText("plainer")
+	d.keys("enter", "enter")
+	d.mustShow("✗ refused: task kid001 is on autopilot and role plainer cannot run it")
+	if d.m.dialog == nil {
+		t.Fatal("the dialog stays open to show the refusal")
+	}
+	d.keys("esc")
+	if d.m.dialog != nil {
+		t.Fatal("esc closes it")
+	}
+}
+
+func TestHandOnWhenListingFails(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.setErr("ListPersons", &core.Error{Code: core.CodeUnavailable, Message: "daemon went away"})
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid003")
+	d.keys("o")
+	d.mustShow("✗ list people: UNAVAILABLE: daemon went away", "> back", "reviewer")
+	d.mustNotShow("alice")
+	d.typeText("alice") // a name the list lacks is still sent
+	d.keys("enter", "enter")
+	if len(f.handoffs) != 1 || f.handoffs[0].To != "alice" {
+		t.Fatalf("HandoffTask calls %+v", f.handoffs)
+	}
+}
+
+func TestHandOnScrollsALongList(t *testing.T) {
+	f := newFake(demoTasks()...)
+	for i := 0; i < 12; i++ {
+		f.persons = append(f.persons, core.Person{Name: "person" + itoa(i)})
+	}
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid003")
+	d.keys("o")
+	d.mustShow("5 of 20 shown")
+	d.mustNotShow("person11")
+	d.keys("up") // wraps to the last
+	d.mustShow("> plain ")
+	for i := 0; i < 4; i++ {
+		d.keys("up")
+	}
+	d.mustShow("> person9", "person11")
+	d.mustNotShow("back ")
+}
+
+func TestHelpShowsHandOnAndDone(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	bar := d.m.helpBar()
+	if w := width(bar); w != 80 {
+		t.Fatalf("the help bar is %d cells wide", w)
+	}
+	for _, want := range []string{"a answer", "m msg", "o hand on", "d done", "s stop", "w waiting", "? help"} {
+		if !strings.Contains(bar, want) {
+			t.Errorf("the 80-column help bar lacks %q: %q", want, bar)
+		}
+	}
+	d.keys("?")
+	d.mustShow("o      hand on", "d      done/status", "x      archive")
 }

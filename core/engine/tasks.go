@@ -370,8 +370,15 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	// never sees its subtask finished without the wake already queued, so
 	// its stall check cannot run in between (rule 4).
 	err = e.db.Tx(ctx, func(tx *store.Tx) error {
-		if err := tx.SetTaskStatus(ctx, t.ID, string(status), time.Now().UTC()); err != nil {
+		now := time.Now().UTC()
+		if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
 			return err
+		}
+		// Finishing a task settles the escalation that brought it here.
+		if status.Terminal() && t.Stalled != nil {
+			if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+				return err
+			}
 		}
 		for _, w := range wakes {
 			if _, err := tx.Enqueue(ctx, w); err != nil {
