@@ -364,3 +364,40 @@ func TestHandoffTakesTaskFromRunningTurn(t *testing.T) {
 		}
 	}
 }
+
+// A task waiting on a blocker is held, not stalled, and gets a wake turn
+// when the blocker finishes.
+func TestBlockerWakes(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	blocker := create(t, d, core.CreateTaskInput{Title: "migrate the schema"})
+	waiting := create(t, d, core.CreateTaskInput{Title: "ship the API", BlockedBy: []string{blocker.ID}})
+	if got := get(t, d, waiting.ID); len(got.BlockedBy) != 1 || got.BlockedBy[0] != blocker.ID {
+		t.Fatalf("blocked_by %v", got.BlockedBy)
+	}
+	if _, err := d.Client.StartTask(ctx, waiting.ID, core.StartTaskInput{Prompt: "mock: say waiting for the schema"}); err != nil {
+		t.Fatal(err)
+	}
+	held := waitIdle(t, d, waiting.ID)
+	if held.Stalled != nil || held.Assignee.Kind != "role" {
+		t.Fatalf("a task waiting on a blocker is held: stalled %+v assignee %+v", held.Stalled, held.Assignee)
+	}
+	// A blocker cycle is refused.
+	if _, err := d.Client.BlockTask(ctx, blocker.ID, core.BlockInput{On: []string{waiting.ID}}); core.CodeOf(err) != core.CodeValidation {
+		t.Fatalf("cycle: %v", err)
+	}
+	if _, err := d.Client.SetTaskStatus(ctx, blocker.ID, core.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	daemontest.Eventually(t, wait, "the wake turn", func() bool {
+		for _, m := range conversation(t, d, waiting.ID) {
+			if m.Kind == core.MsgPrompt && strings.Contains(metaField(m, "rendered"), "Your blocker "+blocker.ID) {
+				return true
+			}
+		}
+		return false
+	})
+	if got := get(t, d, waiting.ID); len(got.BlockedBy) != 0 {
+		t.Fatalf("still blocked by %v", got.BlockedBy)
+	}
+}
