@@ -65,7 +65,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	defer db.Close()
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
-		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log)})
+		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
+		IdleTimeout: idleTimeout()})
 	if err != nil {
 		return err
 	}
@@ -125,6 +126,22 @@ func failpoint(log *slog.Logger) func(string) {
 		log.Warn("failpoint: exiting after a turn end", "task", taskID)
 		os.Exit(70)
 	}
+}
+
+// DefaultIdleTimeout is how long an agent with no turn keeps its process.
+const DefaultIdleTimeout = 15 * time.Minute
+
+// idleTimeout reads KANDEV_IDLE_TIMEOUT ("0" keeps idle agents up).
+func idleTimeout() time.Duration {
+	v := os.Getenv("KANDEV_IDLE_TIMEOUT")
+	if v == "" {
+		return DefaultIdleTimeout
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return DefaultIdleTimeout
+	}
+	return d
 }
 
 func durationEnv(name string) time.Duration {

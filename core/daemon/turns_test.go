@@ -258,3 +258,24 @@ func TestSocketAndHomePermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An agent held between turns (here by an open subtask) is ended after the
+// idle timeout and resumed by the next message.
+func TestIdleAgentIsEndedAndResumed(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_IDLE_TIMEOUT=400ms"))
+	task := heldParent(t, d, "mock: say one")
+	first := task.Session
+	daemontest.Eventually(t, wait, "the idle run to end", func() bool {
+		s := get(t, d, task.ID).Session
+		return s.ID == first.ID && s.State == core.SessionCompleted
+	})
+	groupGone(t, first.PID)
+	if s := get(t, d, task.ID).Session; !strings.Contains(s.Error, "idle for 400ms") {
+		t.Fatalf("end reason %q", s.Error)
+	}
+	message(t, d, task.ID, "mock: history")
+	waitSaid(t, d, task.ID, "turn 2")
+	if s := get(t, d, task.ID).Session; s.AgentSessionID != first.AgentSessionID {
+		t.Fatalf("agent session %s, want %s resumed", s.AgentSessionID, first.AgentSessionID)
+	}
+}

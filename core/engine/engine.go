@@ -44,6 +44,9 @@ type Options struct {
 	QuestionTurnGrace time.Duration
 	// ProgressInterval paces keep-alives of waiting question calls.
 	ProgressInterval time.Duration
+	// IdleTimeout ends an agent's run after this long without a turn (its
+	// session is resumed on the next input). Zero keeps idle agents up.
+	IdleTimeout time.Duration
 	// AfterTurnEnd, when set, runs once a turn's end is recorded and before
 	// its stall check: a failpoint for tests of the startup sweep.
 	AfterTurnEnd func(taskID string)

@@ -70,6 +70,9 @@ type liveRun struct {
 	rec       *recorder
 	prompts   int
 	ended     bool
+	// idle ends the run after IdleTimeout without a turn; the next input
+	// resumes its agent session.
+	idle *time.Timer
 }
 
 var (
@@ -380,6 +383,10 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		return
 	}
 	rt.turn = &turnState{run: run}
+	if run.idle != nil {
+		run.idle.Stop()
+		run.idle = nil
+	}
 	run.rec.resetTurn()
 	rt.mu.Unlock()
 	e.publishMessage(core.EventMessageAdded, added)
@@ -424,6 +431,8 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	e.endTurn(t.ID, run.sessionID, reason, "", &waiting, !interrupted)
 	if cur, ok := e.cached(t.ID); (turn != nil && turn.handedOff) || (ok && (cur.Assignee == nil || cur.Assignee.Kind != "role" || cur.Assignee.Name != run.role)) {
 		e.endRunLocked(run, core.SessionCompleted, "the task was handed on")
+	} else {
+		e.armIdle(run)
 	}
 	rt.mu.Unlock()
 	if e.opts.AfterTurnEnd != nil {
@@ -501,6 +510,31 @@ func (e *Engine) afterTurn(taskID string, out turnOutcome) {
 	e.refreshQuiet(taskID)
 }
 
+// armIdle schedules the end of a run that stays without a turn for
+// IdleTimeout: an agent held by a question or by subtasks need not keep a
+// process (and its memory) up for hours. rt.mu must be held.
+func (e *Engine) armIdle(run *liveRun) {
+	if e.opts.IdleTimeout <= 0 || run.ended {
+		return
+	}
+	if run.idle != nil {
+		run.idle.Stop()
+	}
+	var timer *time.Timer
+	timer = time.AfterFunc(e.opts.IdleTimeout, func() {
+		rt := run.rt
+		rt.mu.Lock()
+		if run.ended || run.idle != timer || rt.turn != nil || e.isClosing() {
+			rt.mu.Unlock()
+			return
+		}
+		e.endRunLocked(run, core.SessionCompleted, fmt.Sprintf("idle for %s; the next message resumes it", e.opts.IdleTimeout))
+		rt.mu.Unlock()
+		e.refreshQuiet(rt.id)
+	})
+	run.idle = timer
+}
+
 // endRunLocked ends a live run: session state and reason recorded, token
 // revoked, process group torn down in the background. rt.mu must be held.
 func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason string) {
@@ -508,6 +542,10 @@ func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason stri
 		return
 	}
 	run.ended = true
+	if run.idle != nil {
+		run.idle.Stop()
+		run.idle = nil
+	}
 	if run.rt.run == run {
 		run.rt.run = nil
 	}
