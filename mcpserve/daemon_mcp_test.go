@@ -1,12 +1,9 @@
 package mcpserve_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -102,21 +99,7 @@ func cleanEnv(kv ...string) []string {
 // runMCP runs `kandev mcp` with stdin and extra environment.
 func runMCP(t *testing.T, d *daemontest.Daemon, stdin string, kv ...string) daemontest.Result {
 	t.Helper()
-	cmd := exec.Command(d.Bin, "mcp")
-	cmd.Env = cleanEnv(kv...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("run kandev mcp: %v", err)
-		}
-		code = ee.ExitCode()
-	}
-	return daemontest.Result{Stdout: out.String(), Stderr: errb.String(), Code: code}
+	return d.RunEnv(cleanEnv(kv...), stdin, "mcp")
 }
 
 // mcpClient starts `kandev mcp` as an MCP client would and initializes it.

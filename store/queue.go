@@ -54,8 +54,3 @@ func (q Queries) Queue(ctx context.Context, taskID string) ([]QueueItem, error) 
 func (q Queries) DeleteQueueItem(ctx context.Context, id int64) error {
 	return q.execOne(ctx, fmt.Sprintf("dequeue %d", id), `DELETE FROM queue WHERE id = ?`, id)
 }
-
-// QueuedTaskIDs lists tasks with anything queued.
-func (q Queries) QueuedTaskIDs(ctx context.Context) ([]string, error) {
-	return q.ids(ctx, `SELECT DISTINCT task_id FROM queue ORDER BY task_id`)
-}

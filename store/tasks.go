@@ -190,11 +190,6 @@ func (q Queries) SetTaskTitle(ctx context.Context, id, title string, now time.Ti
 		`UPDATE tasks SET title = ?, title_pending = 0, updated_at = ? WHERE id = ?`, title, nanos(now), id)
 }
 
-// TouchTask bumps updated_at.
-func (q Queries) TouchTask(ctx context.Context, id string, now time.Time) error {
-	return q.execOne(ctx, "touch task "+id, `UPDATE tasks SET updated_at = ? WHERE id = ?`, nanos(now), id)
-}
-
 // Assign hands a task to a new assignee, recording who handed it, and the
 // profile that will run it (unchanged when profile is "").
 func (q Queries) Assign(ctx context.Context, id, assignee, handedBy, profile string, now time.Time) error {

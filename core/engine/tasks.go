@@ -128,9 +128,9 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	}
 	// Who handed it over ("back" returns it there): the person who created
 	// it, or the task whose agent created it, which then signs it off.
-	handedBy := e.handerOf(actor)
-	if actor.Kind == core.ActorAgent {
-		handedBy = "task:" + actor.TaskID
+	handedBy := "task:" + actor.TaskID
+	if actor.Kind != core.ActorAgent {
+		handedBy = e.handerOf(actor)
 	}
 	now := time.Now().UTC()
 	row := store.Task{

@@ -429,7 +429,8 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	waiting := string(core.SessionWaitingForInput)
 	interrupted := turn != nil && turn.interrupted
 	e.endTurn(t.ID, run.sessionID, reason, "", &waiting, !interrupted)
-	if cur, ok := e.cached(t.ID); (turn != nil && turn.handedOff) || (ok && (cur.Assignee == nil || cur.Assignee.Kind != "role" || cur.Assignee.Name != run.role)) {
+	// Every handoff goes through releaseRun, which marks the running turn.
+	if turn != nil && turn.handedOff {
 		e.endRunLocked(run, core.SessionCompleted, "the task was handed on")
 	} else {
 		e.armIdle(run)

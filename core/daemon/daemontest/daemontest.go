@@ -249,15 +249,14 @@ type Result struct {
 // Run runs `kandev ARGS...` against this daemon's home.
 func (d *Daemon) Run(args ...string) Result {
 	d.t.Helper()
-	return d.RunIn("", "", args...)
+	return d.RunEnv(d.environ(), "", args...)
 }
 
-// RunIn runs kandev in dir with stdin.
-func (d *Daemon) RunIn(dir, stdin string, args ...string) Result {
+// RunEnv runs kandev with exactly the environment env and the given stdin.
+func (d *Daemon) RunEnv(env []string, stdin string, args ...string) Result {
 	d.t.Helper()
 	cmd := exec.Command(d.Bin, args...)
-	cmd.Env = d.environ()
-	cmd.Dir = dir
+	cmd.Env = env
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
