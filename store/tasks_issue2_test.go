@@ -100,8 +100,7 @@ func TestAutopilotAndParentTriggers(t *testing.T) {
 // A parent must exist when the child is written; since the parent can
 // never change afterwards, no chain of parents can loop back. The one
 // shape the foreign key alone would let through, a task naming itself, is
-// refused by the engine (it draws a fresh id); this records what the
-// schema does with it.
+// refused by a trigger.
 func TestParentMustExist(t *testing.T) {
 	db := openIssue2(t)
 	ctx := context.Background()
@@ -112,8 +111,8 @@ func TestParentMustExist(t *testing.T) {
 		t.Fatalf("a refused insert left a row: %v", err)
 	}
 	err := db.InsertTask(ctx, i2Task("self22", "self22"))
-	if err == nil {
-		t.Logf("NOTE: the schema accepts a task that is its own parent (the foreign key is satisfied by the row itself); only the engine prevents it")
+	if !errors.Is(err, ErrConstraint) || !strings.Contains(err.Error(), "own parent") {
+		t.Fatalf("a task that is its own parent: %v", err)
 	}
 }
 

@@ -2,7 +2,9 @@ package daemon_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -277,5 +279,21 @@ func TestIdleAgentIsEndedAndResumed(t *testing.T) {
 	waitSaid(t, d, task.ID, "turn 2")
 	if s := get(t, d, task.ID).Session; s.AgentSessionID != first.AgentSessionID {
 		t.Fatalf("agent session %s, want %s resumed", s.AgentSessionID, first.AgentSessionID)
+	}
+}
+
+// A home whose socket path the kernel would refuse is refused up front,
+// with the reason, instead of a daemon that dies at bind.
+func TestHomeTooDeepForSocket(t *testing.T) {
+	bin := daemontest.Binary(t)
+	deep := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+	cmd := exec.Command(bin, "task", "list", "--home", deep)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "unix sockets allow 107") {
+		t.Fatalf("exit %v: %s", err, out)
+	}
+	if _, err := os.Stat(deep); !os.IsNotExist(err) {
+		t.Fatalf("the refused home was created: %v", err)
 	}
 }

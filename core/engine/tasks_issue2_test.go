@@ -330,6 +330,18 @@ func TestArchiveIsIdempotent(t *testing.T) {
 	if _, err := env.eng.ArchiveTask(env.ctx, "nope22"); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("archiving a missing task: %v", err)
 	}
+	// An archived task is read-only: edits and status moves are refused
+	// and change nothing.
+	title := "renamed"
+	if _, err := env.eng.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: &title}); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("editing an archived task: %v", err)
+	}
+	if _, err := env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusInProgress); core.CodeOf(err) != core.CodeConflict {
+		t.Fatalf("moving an archived task: %v", err)
+	}
+	if got := env.get(task.ID); got.Title != "done with" || got.Status != core.StatusTodo {
+		t.Fatalf("refused writes changed the task: %q %s", got.Title, got.Status)
+	}
 }
 
 // --- profiles, cwd, titles ------------------------------------------------------
