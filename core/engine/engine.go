@@ -59,10 +59,14 @@ type Engine struct {
 	log  *slog.Logger
 	bus  *Bus
 
-	cacheMu  sync.RWMutex
-	tasks    map[string]*core.Task
-	order    []string
-	children map[string][]string
+	cacheMu sync.RWMutex
+	// refreshMu serialises each task's read-from-store and cache write:
+	// two refreshes racing (one read before a commit, one after) could
+	// otherwise leave the older view in the cache until the next change.
+	refreshMu [64]sync.Mutex
+	tasks     map[string]*core.Task
+	order     []string
+	children  map[string][]string
 
 	rtMu     sync.Mutex
 	runtimes map[string]*taskRuntime
@@ -186,6 +190,9 @@ func (e *Engine) isClosing() bool {
 // refresh reloads a task's view from the store into the cache and publishes
 // it. Every mutation ends with a refresh of what it touched.
 func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
+	mu := &e.refreshMu[stripe(id, len(e.refreshMu))]
+	mu.Lock()
+	defer mu.Unlock()
 	t, err := e.storedTask(ctx, id)
 	if err != nil {
 		return core.Task{}, err
@@ -224,6 +231,16 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		}
 	}
 	return taskFromView(v, explicitRole), nil
+}
+
+// stripe picks one of n locks for a task id (FNV-1a).
+func stripe(id string, n int) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(id); i++ {
+		h ^= uint32(id[i])
+		h *= 16777619
+	}
+	return int(h % uint32(n))
 }
 
 func (e *Engine) refreshQuiet(id string) {

@@ -104,9 +104,6 @@ func TestProcess(t *testing.T) {
 			t.Errorf("non-JSON line on the agent's stdout: %q", line)
 		}
 	}
-	if !strings.Contains(p.stderr.String(), "to stderr\n") {
-		t.Errorf("stderr = %q", p.stderr.String())
-	}
 
 	// crash takes the whole process down with status 3, answering nothing.
 	_, err = p.conn.Prompt(ctx, acp.PromptRequest{SessionId: sid, Prompt: []acp.ContentBlock{acp.TextBlock("mock: crash\nmock: say after")}})
@@ -116,6 +113,11 @@ func TestProcess(t *testing.T) {
 	var exit *exec.ExitError
 	if err := p.wait(t); !errors.As(err, &exit) || exit.ExitCode() != 3 {
 		t.Errorf("exit = %v, want status 3", err)
+	}
+	// Only after Wait is the copy of the child's stderr complete: the
+	// prompt's answer can overtake the bytes still in the pipe.
+	if !strings.Contains(p.stderr.String(), "to stderr\n") {
+		t.Errorf("stderr = %q", p.stderr.String())
 	}
 }
 
