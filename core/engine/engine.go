@@ -64,9 +64,12 @@ type Engine struct {
 	// two refreshes racing (one read before a commit, one after) could
 	// otherwise leave the older view in the cache until the next change.
 	refreshMu [64]sync.Mutex
-	tasks     map[string]*core.Task
-	order     []string
-	children  map[string][]string
+	// afterStoreRead lets a test hold a refresh between its read and its
+	// cache write.
+	afterStoreRead func(id string)
+	tasks          map[string]*core.Task
+	order          []string
+	children       map[string][]string
 
 	rtMu     sync.Mutex
 	runtimes map[string]*taskRuntime
@@ -196,6 +199,9 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 	t, err := e.storedTask(ctx, id)
 	if err != nil {
 		return core.Task{}, err
+	}
+	if e.afterStoreRead != nil {
+		e.afterStoreRead(id)
 	}
 	e.cacheMu.Lock()
 	_, existed := e.tasks[id]
