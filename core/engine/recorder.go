@@ -125,7 +125,7 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 		if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
 			// The agent gave up on its question call (a client timeout):
 			// nothing handed to that call would reach the model.
-			go r.e.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
+			r.e.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
 		}
 	case u.Plan != nil:
 		var lines []string
