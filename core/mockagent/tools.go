@@ -91,6 +91,16 @@ func (t *turn) abandon(arg string) error {
 	}
 	done := make(chan outcome, 1)
 	client := t.s.client()
+	// The client's timeout runs from sending the request, so the server is
+	// up before the clock starts.
+	if _, err := client.get(t.ctx); err != nil {
+		t.updateCtx(context.WithoutCancel(t.ctx), acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error %s: INTERNAL_ERROR: %v", tool, err)
+		return nil
+	}
 	// Tied to the process, not the turn: ending the turn must not cancel
 	// the request, which is the point of this quirk.
 	go func() {
