@@ -301,3 +301,34 @@ func TestProfileStartTimeout(t *testing.T) {
 		t.Fatal("an invalid start timeout was accepted")
 	}
 }
+
+// The same while the turn goes on: once the agent reported the call
+// failed, the call no longer takes the answer, which waits for the turn's
+// end and then arrives, once.
+func TestAnswerAfterAgentReportedQuestionCallFailed(t *testing.T) {
+	d := daemontest.Start(t)
+	task := create(t, d, core.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
+		"mock: abandon 500ms ask_user_question_kandev " + askUserArgs("Which database?"),
+		"mock: say gave up waiting",
+		"mock: hang",
+	}, "\n")})
+	// Notifications are recorded in order: the failed call is seen first.
+	waitSaid(t, d, task.ID, "gave up waiting")
+	waitQuestion(t, d, task.ID)
+	var res core.AnswerResult
+	if err := json.Unmarshal([]byte(d.MustRun("task", "answer", task.ID, "--json", "mock: say got the answer")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Delivered != "next_turn" {
+		t.Fatalf("answer %+v: the failed call must not take it", res)
+	}
+	d.MustRun("task", "message", task.ID, "--interrupt", "mock: say moving on")
+	waitSaid(t, d, task.ID, "moving on")
+	n := 0
+	for _, s := range said(t, d, task.ID) {
+		n += strings.Count(s, "got the answer")
+	}
+	if n != 1 {
+		t.Fatalf("the answer arrived %d times: %q", n, said(t, d, task.ID))
+	}
+}
