@@ -30,10 +30,11 @@ func newCmdProfileAdd(f *Factory) *cobra.Command {
 	var p core.Profile
 	var noMCP bool
 	c := &cobra.Command{
-		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp]",
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D]",
 		Short: "Add (or replace) an agent profile",
 		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
-  kandev profile add plain --command my-agent --no-mcp`,
+  kandev profile add plain --command my-agent --no-mcp
+  kandev profile add opencode --command opencode --arg acp --start-timeout 3m`,
 		Args: exactArgs(1, "the profile NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			p.Name = args[0]
@@ -60,6 +61,7 @@ func newCmdProfileAdd(f *Factory) *cobra.Command {
 	c.Flags().StringArrayVar(&p.Args, "arg", nil, "an argument (repeat)")
 	c.Flags().StringArrayVar(&p.Env, "env", nil, "an environment entry KEY=VALUE (repeat)")
 	c.Flags().BoolVar(&noMCP, "no-mcp", false, "the agent cannot take an injected MCP server (no autopilot)")
+	c.Flags().StringVar(&p.StartTimeout, "start-timeout", "", "how long the agent may take to start (e.g. 3m); default: the daemon's (60s)")
 	return c
 }
 
@@ -110,6 +112,9 @@ func newCmdProfileShow(f *Factory) *cobra.Command {
 			fmt.Fprintf(f.IO.Out, "name:     %s\nsource:   %s\ncommand:  %s\nmcp:      %v\n", p.Name, p.Source, p.CommandLine(), p.MCP)
 			for _, e := range p.Env {
 				fmt.Fprintf(f.IO.Out, "env:      %s\n", e)
+			}
+			if p.StartTimeout != "" {
+				fmt.Fprintf(f.IO.Out, "start:    %s\n", p.StartTimeout)
 			}
 			return nil
 		},

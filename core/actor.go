@@ -13,6 +13,9 @@ const (
 	ActorPerson   ActorKind = "person"
 	ActorAgent    ActorKind = "agent"
 	ActorExternal ActorKind = "external"
+	// ActorRole is a role named as the actor of a stored change (a
+	// handoff by "role:eng"); live callers are never roles.
+	ActorRole ActorKind = "role"
 )
 
 // Operator is the person who runs kandev; every CLI and TUI call acts as them.
@@ -22,7 +25,7 @@ const Operator = "operator"
 // name themselves: the daemon derives an agent actor from its session token.
 type Actor struct {
 	Kind      ActorKind `json:"kind"`
-	Name      string    `json:"name,omitempty"`       // person name
+	Name      string    `json:"name,omitempty"`       // person or role name
 	TaskID    string    `json:"task_id,omitempty"`    // agent: the task its session works
 	SessionID string    `json:"session_id,omitempty"` // agent: the session the token belongs to
 }
@@ -31,13 +34,15 @@ type Actor struct {
 func OperatorActor() Actor { return Actor{Kind: ActorPerson, Name: Operator} }
 
 // String is the stable form stored in created_by and message authors:
-// "person:operator", "task:k3f9qa", "external".
+// "person:operator", "task:k3f9qa", "role:eng", "external".
 func (a Actor) String() string {
 	switch a.Kind {
 	case ActorPerson:
 		return "person:" + a.Name
 	case ActorAgent:
 		return "task:" + a.TaskID
+	case ActorRole:
+		return "role:" + a.Name
 	default:
 		return string(ActorExternal)
 	}
@@ -54,6 +59,8 @@ func ParseActor(s string) Actor {
 		return Actor{Kind: ActorPerson, Name: rest}
 	case "task":
 		return Actor{Kind: ActorAgent, TaskID: rest}
+	case "role":
+		return Actor{Kind: ActorRole, Name: rest}
 	default:
 		return Actor{Kind: ActorExternal}
 	}

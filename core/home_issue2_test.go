@@ -120,6 +120,9 @@ func TestActorRoundTrip(t *testing.T) {
 		{Actor{Kind: ActorPerson, Name: "alice"}, "person:alice"},
 		{Actor{Kind: ActorAgent, TaskID: "k3f9qa", SessionID: "s1"}, "task:k3f9qa"},
 		{Actor{Kind: ActorExternal}, "external"},
+		// A handoff's hander is a role: the supersede reason it writes
+		// must name it, not "external".
+		{Actor{Kind: ActorRole, Name: "eng"}, "role:eng"},
 	} {
 		if got := c.a.String(); got != c.want {
 			t.Errorf("%+v.String() = %q, want %q", c.a, got, c.want)

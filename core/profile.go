@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // SelfCommand stands for the running kandev executable in a profile's
@@ -18,7 +19,10 @@ const DefaultProfile = "mock"
 func BuiltinProfiles() []Profile {
 	return []Profile{
 		{Name: "mock", Command: SelfCommand, Args: []string{"mock-agent"}, MCP: true, Source: "builtin"},
-		{Name: "claude", Command: "claude-agent-acp", MCP: true, Source: "builtin"},
+		// Claude Code connects MCP servers in the background unless told
+		// not to, so its first model request could go out without kandev's
+		// tools; MCP_TIMEOUT (ms) bounds that now-blocking connect.
+		{Name: "claude", Command: "claude-agent-acp", Env: []string{"MCP_CONNECTION_NONBLOCKING=0", "MCP_TIMEOUT=60000"}, MCP: true, Source: "builtin"},
 		{Name: "codex", Command: "codex-acp", MCP: true, Source: "builtin"},
 		{Name: "gemini", Command: "gemini", Args: []string{"--acp"}, MCP: true, Source: "builtin"},
 		{Name: "qwen", Command: "qwen", Args: []string{"--acp"}, MCP: true, Source: "builtin"},
@@ -48,6 +52,11 @@ func ValidateProfile(p Profile) error {
 	}
 	if strings.TrimSpace(p.Command) == "" {
 		return Errorf(CodeValidation, "profile %s: --command is required", p.Name)
+	}
+	if p.StartTimeout != "" {
+		if d, err := time.ParseDuration(p.StartTimeout); err != nil || d <= 0 {
+			return Errorf(CodeValidation, "profile %s: start timeout %q must be a positive duration such as 90s or 3m", p.Name, p.StartTimeout)
+		}
 	}
 	for _, kv := range p.Env {
 		k, _, ok := strings.Cut(kv, "=")

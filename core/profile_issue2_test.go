@@ -38,6 +38,14 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("BuiltinProfile(%s) = %v, %v", p.Name, b, ok)
 		}
 	}
+	// Claude Code must connect kandev's MCP server before its first model
+	// request, within a bound.
+	claude, _ := BuiltinProfile("claude")
+	if !slices.Contains(claude.Env, "MCP_CONNECTION_NONBLOCKING=0") || !slices.ContainsFunc(claude.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, "MCP_TIMEOUT=")
+	}) {
+		t.Errorf("claude env %q: want MCP_CONNECTION_NONBLOCKING=0 and MCP_TIMEOUT", claude.Env)
+	}
 	if _, ok := BuiltinProfile("nope"); ok {
 		t.Error("BuiltinProfile found a profile that does not exist")
 	}
@@ -60,6 +68,7 @@ func TestValidateProfile(t *testing.T) {
 		{Name: "v1.2_beta-3", Command: "/usr/bin/agent", Args: []string{"--acp", ""}},
 		{Name: "0day", Command: "x", Env: []string{"EMPTY=", "K=a=b", "_U=1"}},
 		{Name: strings.Repeat("a", 32), Command: "x"},
+		{Name: "slow", Command: "x", StartTimeout: "3m"},
 	}
 	for _, p := range ok {
 		if err := ValidateProfile(p); err != nil {
@@ -83,6 +92,8 @@ func TestValidateProfile(t *testing.T) {
 		{Profile{Name: "env2", Command: "x", Env: []string{"=v"}}, "KEY=VALUE"},
 		{Profile{Name: "env3", Command: "x", Env: []string{"1K=v"}}, "KEY=VALUE"},
 		{Profile{Name: "env4", Command: "x", Env: []string{"K-Y=v"}}, "KEY=VALUE"},
+		{Profile{Name: "st1", Command: "x", StartTimeout: "soon"}, "start timeout"},
+		{Profile{Name: "st2", Command: "x", StartTimeout: "-1s"}, "positive duration"},
 	}
 	for _, c := range bad {
 		err := ValidateProfile(c.p)

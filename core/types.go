@@ -146,6 +146,10 @@ type Profile struct {
 	// MCP: the agent accepts an MCP server injected through session/new.
 	// Autopilot needs it, since an autopilot agent coordinates through tools.
 	MCP bool `json:"mcp"`
+	// StartTimeout bounds the agent's start (initialize and session
+	// setup) for this profile, as a Go duration ("3m"); empty uses the
+	// daemon-wide default (KANDEV_AGENT_START_TIMEOUT, else 60 s).
+	StartTimeout string `json:"start_timeout,omitempty"`
 	// Source is "builtin", "user", or "override" (a user profile that
 	// replaces a built-in of the same name).
 	Source string `json:"source"`

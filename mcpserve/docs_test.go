@@ -84,7 +84,7 @@ var toolErrors = map[string][]toolError{
 	},
 	capability.AskUser: {
 		{"VALIDATION_ERROR", "a question without a prompt; options other than none or 2-6; an option without a label"},
-		{"CONFLICT", "a newer call asked the same pending question again (answer that call instead)"},
+		{"CONFLICT", "a newer call asked the same pending question again (answer that call instead); the turn that made the call ended, or the agent reported it failed, so its answer comes as the next message"},
 		{"UNAVAILABLE", "the wait was cut off (the client cancelled or went away): the question stays pending and its answer arrives as your next message"},
 		{"INTERNAL_ERROR", "the daemon shut down during the wait: the question stays pending and its answer arrives as your next message"},
 	},

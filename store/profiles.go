@@ -9,12 +9,14 @@ import (
 
 // Profile is a user-defined profile row.
 type Profile struct {
-	Name      string
-	Command   string
-	Args      []string
-	Env       []string // KEY=VALUE
-	MCP       bool
-	CreatedAt time.Time
+	Name    string
+	Command string
+	Args    []string
+	Env     []string // KEY=VALUE
+	MCP     bool
+	// StartTimeout is a Go duration, or "" for the daemon's default.
+	StartTimeout string
+	CreatedAt    time.Time
 }
 
 // UpsertProfile adds a profile or replaces the one of that name.
@@ -27,11 +29,11 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)
+	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
-			env = excluded.env, mcp = excluded.mcp`,
-		p.Name, p.Command, string(args), string(env), p.MCP, nanos(p.CreatedAt))
+			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout`,
+		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, nanos(p.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
 	}
@@ -41,7 +43,7 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 // GetProfile reads one user profile.
 func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(q.q.QueryRowContext(ctx,
-		`SELECT name, command, args, env, mcp, created_at FROM profiles WHERE name = ?`, name))
+		`SELECT name, command, args, env, mcp, start_timeout, created_at FROM profiles WHERE name = ?`, name))
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
 	}
@@ -50,7 +52,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, created_at FROM profiles ORDER BY name`)
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, created_at FROM profiles ORDER BY name`)
 	return collect(rows, err, "list profiles", scanProfile)
 }
 
@@ -63,7 +65,7 @@ func scanProfile(s scanner) (Profile, error) {
 	var p Profile
 	var args, env string
 	var created int64
-	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &created); err != nil {
+	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &created); err != nil {
 		return Profile{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {

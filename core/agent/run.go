@@ -68,6 +68,12 @@ type Run struct {
 
 	mu      sync.Mutex
 	garbage string
+	// cancels counts session/cancel notifications sent, so Prompt knows
+	// whether kandev cancelled the turn it ran.
+	cancels uint64
+	// fallbacks are the session-opening steps that failed before one
+	// worked, for the caller to record.
+	fallbacks []string
 }
 
 // Start spawns the agent in its own process group. It returns as soon as
@@ -181,8 +187,10 @@ func (r *Run) onGarbage(line string) {
 	}
 }
 
-// Open runs initialize, then resumes the earlier session when the agent can
-// (session/resume, else session/load) or opens a new one.
+// Open runs initialize, then continues the earlier session when the agent
+// can: session/resume, then session/load, then session/new, each failure
+// falling to the next (Fallbacks lists them). An agent may advertise resume
+// and not implement it (Qwen Code), so an advertised method is no promise.
 func (r *Run) Open(ctx context.Context) error {
 	timeout := r.spec.StartTimeout
 	if timeout <= 0 {
@@ -208,23 +216,37 @@ func (r *Run) Open(ctx context.Context) error {
 	}
 	if r.spec.ResumeID != "" {
 		id := acp.SessionId(r.spec.ResumeID)
-		switch {
-		case r.caps.SessionCapabilities.Resume != nil:
-			_, err = r.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: id, Cwd: r.spec.Dir, McpServers: servers})
-		case r.caps.LoadSession:
-			_, err = r.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: id, Cwd: r.spec.Dir, McpServers: servers})
-		default:
-			err = errNoResume
+		steps := []struct {
+			method string
+			ok     bool
+			call   func() error
+		}{
+			{acp.AgentMethodSessionResume, r.caps.SessionCapabilities.Resume != nil, func() error {
+				_, err := r.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: id, Cwd: r.spec.Dir, McpServers: servers})
+				return err
+			}},
+			{acp.AgentMethodSessionLoad, r.caps.LoadSession, func() error {
+				_, err := r.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: id, Cwd: r.spec.Dir, McpServers: servers})
+				return err
+			}},
 		}
-		if err == nil {
-			r.sessionID, r.resumed = id, true
-			return nil
+		for _, st := range steps {
+			if !st.ok {
+				continue
+			}
+			err := st.call()
+			if err == nil {
+				r.sessionID, r.resumed = id, true
+				return nil
+			}
+			if ctx.Err() != nil || r.disconnected() {
+				return r.wrap(ctx, st.method, err)
+			}
+			// The agent cannot continue that session this way: try the next
+			// rather than refuse the turn; the conversation kandev recorded
+			// is still whole.
+			r.fallbacks = append(r.fallbacks, fmt.Sprintf("%s %s failed: %s", st.method, id, truncate(err.Error(), 300)))
 		}
-		if !errors.Is(err, errNoResume) && ctx.Err() != nil {
-			return r.wrap(ctx, "resume session", err)
-		}
-		// The agent cannot continue that session: start afresh rather than
-		// refuse the turn; the conversation kandev recorded is still whole.
 	}
 	sess, err := r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: r.spec.Dir, McpServers: servers})
 	if err != nil {
@@ -234,18 +256,36 @@ func (r *Run) Open(ctx context.Context) error {
 	return nil
 }
 
-var errNoResume = errors.New("agent cannot resume sessions")
+// Fallbacks lists the ways of continuing the earlier session that Open
+// tried and that failed, in order.
+func (r *Run) Fallbacks() []string { return r.fallbacks }
 
 // Prompt runs one turn and returns the agent's stop reason. The SDK hands
 // every session/update sent before the response to the handler first.
+//
+// When kandev cancelled the turn and the agent answers with a JSON-RPC
+// error instead of stopReason "cancelled" (Qwen Code replies -32603
+// "Request was aborted"), the turn was cancelled, not failed: the agent is
+// alive and its session usable.
 func (r *Run) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
 	ctx, stop := r.cancelOnExit(ctx)
 	defer stop()
+	before := r.cancelCount()
 	resp, err := r.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sessionID, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	if err != nil {
+		var rpcErr *acp.RequestError
+		if r.cancelCount() != before && errors.As(err, &rpcErr) && ctx.Err() == nil && !r.disconnected() && r.GarbageLine() == "" {
+			return acp.StopReasonCancelled, nil
+		}
 		return "", r.wrap(ctx, "prompt", err)
 	}
 	return resp.StopReason, nil
+}
+
+func (r *Run) cancelCount() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancels
 }
 
 // Cancel asks the agent to end the running turn (session/cancel).
@@ -253,6 +293,10 @@ func (r *Run) Cancel(ctx context.Context) error {
 	if r.sessionID == "" {
 		return nil
 	}
+	// Counted before sending: the agent's reply may beat our return.
+	r.mu.Lock()
+	r.cancels++
+	r.mu.Unlock()
 	return r.conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sessionID})
 }
 

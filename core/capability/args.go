@@ -54,6 +54,8 @@ type SaveProfileArgs struct {
 	Args    []string `json:"args"`
 	Env     []string `json:"env"`
 	MCP     *bool    `json:"mcp"`
+	// StartTimeout is a Go duration; empty uses the daemon's default.
+	StartTimeout string `json:"start_timeout"`
 }
 
 // NameArgs name one profile (remove_profile_kandev).

@@ -184,6 +184,7 @@ var registry = []Tool{
 			{Name: "args", Type: "array", Items: &Param{Type: "string"}, Description: "Arguments."},
 			{Name: "env", Type: "array", Items: &Param{Type: "string"}, Description: "Environment entries, KEY=VALUE."},
 			{Name: "mcp", Type: "boolean", Default: true, Description: "The agent accepts an injected MCP server. Autopilot tasks need it."},
+			{Name: "start_timeout", Type: "string", Description: "How long the agent may take to start, as a duration such as \"3m\"; empty uses the daemon's default (60s)."},
 		},
 		Idempotent: true,
 		Surfaces:   []Surface{Configuration},

@@ -40,7 +40,8 @@ type Options struct {
 	// QueueCap is the most messages a task may have waiting.
 	QueueCap int
 	// QuestionTurnGrace is how long an agent may keep its turn after
-	// ask_parent_question_kandev returned before the engine ends it.
+	// ask_parent_question_kandev returned before the engine ends it
+	// (default DefaultQuestionTurnGrace).
 	QuestionTurnGrace time.Duration
 	// ProgressInterval paces keep-alives of waiting question calls.
 	ProgressInterval time.Duration
@@ -51,6 +52,12 @@ type Options struct {
 	// its stall check: a failpoint for tests of the startup sweep.
 	AfterTurnEnd func(taskID string)
 }
+
+// DefaultQuestionTurnGrace is generous on purpose: the tool result tells
+// the agent to end its turn, and a cancel costs some agents (Gemini CLI)
+// the session's memory of the turn, so it is only a backstop for an agent
+// that never stops.
+const DefaultQuestionTurnGrace = 2 * time.Minute
 
 // Engine implements core.Client over the store and the agent runtime.
 type Engine struct {
@@ -105,7 +112,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Grace = agent.DefaultGrace
 	}
 	if opts.QuestionTurnGrace <= 0 {
-		opts.QuestionTurnGrace = time.Second
+		opts.QuestionTurnGrace = DefaultQuestionTurnGrace
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 10 * time.Second
@@ -403,7 +410,8 @@ func (e *Engine) profile(ctx context.Context, name string) (core.Profile, error)
 }
 
 func profileFromStore(p store.Profile) core.Profile {
-	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP, Source: "user"}
+	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP,
+		StartTimeout: p.StartTimeout, Source: "user"}
 }
 
 func nonNil(s []string) []string {
@@ -451,7 +459,12 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 	if p.Command == core.SelfCommand {
 		return core.Profile{}, core.Errorf(core.CodeValidation, "profile %s: %s is reserved for built-in profiles", p.Name, core.SelfCommand)
 	}
-	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP, CreatedAt: time.Now()})
+	if p.StartTimeout != "" {
+		d, _ := time.ParseDuration(p.StartTimeout) // checked by ValidateProfile
+		p.StartTimeout = d.String()
+	}
+	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
+		StartTimeout: p.StartTimeout, CreatedAt: time.Now()})
 	if err != nil {
 		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
 	}

@@ -177,6 +177,24 @@ func (e *Engine) notifyWaiter(questionID string, d answerDelivery) bool {
 	return true
 }
 
+// dropWaitingCall stops treating the task's user-question call as waiting:
+// the turn that made it ended, or the agent reported the call failed, so
+// whatever is handed to that call never reaches the model. The question
+// stays pending and its answer becomes the next turn.
+func (e *Engine) dropWaitingCall(ctx context.Context, taskID, why string) {
+	m, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgQuestion))
+	if err != nil {
+		return
+	}
+	q, err := parseQuestion(m)
+	if err != nil || q.Kind != core.QuestionUser {
+		return
+	}
+	if e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionPending, reason: why}) {
+		e.markNextTurn(m.Seq)
+	}
+}
+
 // supersedeTx: explicit new input (the operator's, or the direct parent's)
 // supersedes the task's pending question. The returned func tells whoever
 // waits on it; run it after the transaction commits.
@@ -187,6 +205,11 @@ func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, act
 	}
 	if err != nil {
 		return nil, err
+	}
+	if by := core.ActorFrom(ctx); by.Kind == core.ActorAgent && by.TaskID == t.ID {
+		// The asker's own move (the handoff to a person its preamble asks
+		// for) is not new input to it: its question keeps waiting.
+		return func() {}, nil
 	}
 	reason := "new input from " + actor.String() + " superseded it"
 	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionSuperseded, reason, nil)
@@ -394,7 +417,15 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 	}
 	delivered := "next_turn"
-	if e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text}) {
+	// A waiting call takes the answer only while the turn that made it
+	// runs: an agent whose MCP client gave up on the call (Codex, without
+	// cancelling it) ended that turn, and the answer must be its next turn.
+	// Under the task lock, so the turn cannot end between check and handoff.
+	rt := e.runtime(t.ID)
+	rt.mu.Lock()
+	took := rt.turn != nil && e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text})
+	rt.mu.Unlock()
+	if took {
 		delivered = "waiting_call"
 		if err := e.db.DeleteQueueItem(ctx, item.ID); err != nil {
 			e.log.Error("withdraw an answer the waiting call took", "task", t.ID, "err", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/store"
 )
 
@@ -32,6 +33,9 @@ type recorder struct {
 	streamKind core.MessageKind
 	streamText strings.Builder
 	tools      map[string]toolEntry
+	// replaying drops updates while the session opens: session/load
+	// streams the whole earlier conversation before its response.
+	replaying bool
 }
 
 type toolEntry struct {
@@ -51,10 +55,20 @@ func (r *recorder) resetTurn() {
 	r.streamSeq = 0
 }
 
+func (r *recorder) setReplaying(on bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.replaying = on
+	r.streamSeq = 0
+}
+
 // Update implements agent.Handler.
 func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.replaying {
+		return
+	}
 	u := n.Update
 	switch {
 	case u.AgentMessageChunk != nil:
@@ -108,6 +122,11 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 		}
 		r.tools[string(tu.ToolCallId)] = ent
 		r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+		if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
+			// The agent gave up on its question call (a client timeout):
+			// nothing handed to that call would reach the model.
+			r.e.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
+		}
 	case u.Plan != nil:
 		var lines []string
 		entries := make([]map[string]any, 0, len(u.Plan.Entries))
@@ -138,6 +157,21 @@ func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequ
 	}
 	r.mu.Lock()
 	r.streamSeq = 0
+	if id := string(req.ToolCall.ToolCallId); id != "" && title != "" {
+		if _, known := r.tools[id]; !known {
+			// Announced only here (Qwen Code sends no tool_call first): the
+			// call's entry takes the request's title, not a bare id.
+			meta := map[string]any{"tool_call_id": id, "title": title, "status": "pending"}
+			if req.ToolCall.Kind != nil {
+				meta["kind"] = string(*req.ToolCall.Kind)
+			}
+			if req.ToolCall.RawInput != nil {
+				meta["raw_input"] = req.ToolCall.RawInput
+			}
+			m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+id)
+			r.tools[id] = toolEntry{seq: m.Seq, meta: meta}
+		}
+	}
 	r.insert(core.MsgPermission, fmt.Sprintf("permission for %q: %s by policy allow", title, outcome),
 		map[string]any{"tool_call_id": string(req.ToolCall.ToolCallId), "title": title, "options": opts,
 			"selected": chosen, "policy": "allow"}, "")

@@ -138,7 +138,7 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 		if a.MCP != nil {
 			mcp = *a.MCP
 		}
-		return e.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp})
+		return e.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
 	case *capability.NameArgs:
 		return e.RemoveProfile(ctx, a.Name)
 	case *capability.SetTitleArgs:

@@ -259,7 +259,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	spec := agent.Spec{
 		Command: command, Args: prof.Args, Env: env, Dir: t.CWD,
 		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
-		StartTimeout: e.opts.StartTimeout, Logger: e.log.With("session", sessionID),
+		StartTimeout: startTimeout(prof, e.opts.StartTimeout), Logger: e.log.With("session", sessionID),
 		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
 			Name: "kandev", Command: e.opts.SelfExe, Args: []string{"mcp"},
 			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
@@ -295,7 +295,11 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	rt.mu.Unlock()
 	e.refreshQuiet(t.ID)
 
+	// What the agent streams while its session opens is a session/load
+	// replay of history kandev already recorded: none of it is new.
+	run.rec.setReplaying(true)
 	openErr := proc.Open(ctx)
+	run.rec.setReplaying(false)
 
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -312,6 +316,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	agentSID := proc.SessionID()
 	state := string(core.SessionWaitingForInput)
 	e.updateSession(sessionID, store.SessionUpdate{AgentSessionID: &agentSID, State: &state})
+	for _, f := range proc.Fallbacks() {
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "resume: "+f, map[string]any{"resume_fallback": true})
+	}
 	how := "started a new agent session"
 	if proc.Resumed() {
 		how = "resumed agent session " + agentSID
@@ -321,6 +328,15 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", role.Name, prof.Name, pid, how),
 		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
 	return run, nil
+}
+
+// startTimeout is the profile's own start bound when it has one (OpenCode
+// may take a minute to start on a busy machine), else the daemon's.
+func startTimeout(p core.Profile, daemonDefault time.Duration) time.Duration {
+	if d, err := time.ParseDuration(p.StartTimeout); err == nil && d > 0 {
+		return d
+	}
+	return daemonDefault
 }
 
 // watchExit notices an agent that exits between turns, so the next
@@ -407,6 +423,8 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	rt.mu.Lock()
 	turn := rt.turn
 	rt.turn = nil
+	// Under the task lock: an answer arriving now goes to the queue.
+	e.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
 	if rt.run != run {
 		// Stopped, failed or shut down while the turn ran; whoever ended
 		// the run recorded why.
@@ -654,6 +672,8 @@ func (e *Engine) describeSender(sender string) string {
 			return fmt.Sprintf("From task %s (%s)", t.ID, t.Title)
 		}
 		return "From task " + a.TaskID
+	case core.ActorRole:
+		return "From role " + a.Name
 	default:
 		return "From an external agent"
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,6 +27,13 @@ type agent struct {
 	initDelay time.Duration
 	resume    bool // advertise sessionCapabilities.resume
 	load      bool // advertise loadSession
+	// brokenResume advertises session/resume but fails it, as Qwen Code
+	// does; session/load works.
+	brokenResume bool
+	// cancelMode is how a cancelled turn ends: "" (stopReason cancelled),
+	// "error" (a JSON-RPC error, as Qwen Code answers), "forget" (cancelled,
+	// and the session forgets that turn's prompt, as Gemini CLI does).
+	cancelMode string
 
 	handlers *tracker
 
@@ -57,8 +65,17 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 	case "both":
 		a.resume, a.load = true, true
 	case "none":
+	case "broken":
+		a.resume, a.load, a.brokenResume = true, true, true
 	default:
-		return nil, fmt.Errorf("KANDEV_MOCK_RESUME=%q: want resume, load, both or none", mode)
+		return nil, fmt.Errorf("KANDEV_MOCK_RESUME=%q: want resume, load, both, broken or none", mode)
+	}
+	switch mode := cfg.getenv("KANDEV_MOCK_CANCEL"); mode {
+	case "", "stop":
+	case "error", "forget":
+		a.cancelMode = mode
+	default:
+		return nil, fmt.Errorf("KANDEV_MOCK_CANCEL=%q: want stop, error or forget", mode)
 	}
 	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
 		delay, err := time.ParseDuration(d)
@@ -160,13 +177,16 @@ func (a *agent) ResumeSession(_ context.Context, req acp.ResumeSessionRequest) (
 	if !a.resume {
 		return acp.ResumeSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionResume)
 	}
+	if a.brokenResume {
+		return acp.ResumeSessionResponse{}, &acp.RequestError{Code: -32603, Message: "session/resume is not implemented"}
+	}
 	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
 		return acp.ResumeSessionResponse{}, fmt.Errorf("resume session: %w", err)
 	}
 	return acp.ResumeSessionResponse{}, nil
 }
 
-func (a *agent) LoadSession(_ context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
 	done, err := a.track()
 	if err != nil {
 		return acp.LoadSessionResponse{}, err
@@ -175,12 +195,36 @@ func (a *agent) LoadSession(_ context.Context, req acp.LoadSessionRequest) (acp.
 	if !a.load {
 		return acp.LoadSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionLoad)
 	}
-	// session/load would replay the conversation; the mock keeps no
-	// transcript, so it restores state silently like session/resume.
 	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("load session: %w", err)
 	}
+	a.replay(ctx, req.SessionId)
 	return acp.LoadSessionResponse{}, nil
+}
+
+// replay streams the session's history before the session/load response,
+// as real agents do: for every earlier prompt, the user's message, the
+// agent's answer and a completed tool call. The mock keeps only each
+// prompt's first line, so that is what it replays.
+func (a *agent) replay(ctx context.Context, sid acp.SessionId) {
+	s := a.session(string(sid))
+	if s == nil || s.acquire(ctx) != nil {
+		return
+	}
+	prompts := slices.Clone(s.state.Prompts)
+	s.release()
+	send := func(u acp.SessionUpdate) {
+		if err := a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: u}); err != nil {
+			a.logger.Debug("replay", "session", sid, "err", err)
+		}
+	}
+	for i, p := range prompts {
+		send(acp.SessionUpdate{UserMessageChunk: &acp.SessionUpdateUserMessageChunk{Content: acp.TextBlock(p)}})
+		send(acp.UpdateAgentMessageText("replayed: " + p + "\n"))
+		id := acp.ToolCallId(fmt.Sprintf("mock-replay-%d", i+1))
+		send(acp.StartToolCall(id, "replayed tool", acp.WithStartKind(acp.ToolKindExecute),
+			acp.WithStartStatus(acp.ToolCallStatusCompleted)))
+	}
 }
 
 // reopen makes a persisted (or live) session current with the MCP servers

@@ -19,6 +19,7 @@ func TestInitializeAdvertisesResumeByDefault(t *testing.T) {
 		"load":   {false, true},
 		"both":   {true, true},
 		"none":   {false, false},
+		"broken": {true, true},
 	} {
 		h := newHarness(t, map[string]string{"KANDEV_MOCK_RESUME": mode})
 		resp := h.initialize()
@@ -35,7 +36,7 @@ func TestInitializeAdvertisesResumeByDefault(t *testing.T) {
 }
 
 func TestBadEnvironmentFailsRun(t *testing.T) {
-	for k, v := range map[string]string{"KANDEV_MOCK_RESUME": "sometimes", "KANDEV_MOCK_INIT_DELAY": "soon"} {
+	for k, v := range map[string]string{"KANDEV_MOCK_RESUME": "sometimes", "KANDEV_MOCK_INIT_DELAY": "soon", "KANDEV_MOCK_CANCEL": "sulk"} {
 		err := run(context.Background(), config{
 			in: strings.NewReader(""), out: io.Discard,
 			getenv: func(key string) string {

@@ -41,6 +41,10 @@ func (t *turn) exec(d string) error {
 		t.mcpenv(arg)
 	case "sleep":
 		return t.sleep(arg)
+	case "chatter":
+		return t.chatter(arg)
+	case "abandon":
+		return t.abandon(arg)
 	case "fail":
 		return t.fail(arg)
 	case "crash":
@@ -60,6 +64,8 @@ func (t *turn) exec(d string) error {
 		t.sayf("history: session %s turn %d; earlier: %s", t.sid, t.number, strings.Join(t.earlier, "; "))
 	case "permission":
 		return t.permission(arg)
+	case "permitted":
+		return t.permitted(arg)
 	case "tool":
 		t.localTool(arg)
 	case "plan":
@@ -81,6 +87,31 @@ func (t *turn) sleep(arg string) error {
 		return nil
 	}
 	return sleep(t.ctx, d)
+}
+
+// chatter keeps streaming after whatever came before (a Qwen Code turn
+// that goes on talking after ask_parent_question_kandev): a message chunk
+// every 100ms for the duration, until the turn is cancelled.
+func (t *turn) chatter(arg string) error {
+	d, err := time.ParseDuration(arg)
+	if err != nil || d < 0 {
+		t.sayf("error mock: chatter: invalid duration %q", arg)
+		return nil
+	}
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	for i := 1; ; i++ {
+		select {
+		case <-t.ctx.Done():
+			return t.ctx.Err()
+		case <-end.C:
+			return nil
+		case <-tick.C:
+			t.update(acp.UpdateAgentMessageText(fmt.Sprintf("chatter %d ", i)))
+		}
+	}
 }
 
 // fail ends the turn with a JSON-RPC error carrying the text as message.
@@ -121,6 +152,37 @@ func (t *turn) permission(title string) error {
 	} else {
 		t.say("permission: cancelled")
 	}
+	return nil
+}
+
+// permitted runs a local tool call that is announced only in its
+// permission request, as Qwen Code does: no tool_call update carries its
+// title; once allowed, it is reported completed by id alone.
+func (t *turn) permitted(title string) error {
+	if title == "" {
+		title = "mock tool"
+	}
+	id := t.nextToolCallID()
+	resp, err := t.a.conn.RequestPermission(t.ctx, acp.RequestPermissionRequest{
+		SessionId: t.sid,
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindExecute)},
+		Options: []acp.PermissionOption{
+			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
+			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
+		},
+	})
+	if err != nil {
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error permission: %v", err)
+		return nil
+	}
+	status := acp.ToolCallStatusCompleted
+	if sel := resp.Outcome.Selected; sel == nil || sel.OptionId != "allow" {
+		status = acp.ToolCallStatusFailed
+	}
+	t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(status)))
 	return nil
 }
 

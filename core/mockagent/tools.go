@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -58,6 +59,72 @@ func (t *turn) call(arg string) error {
 	} else {
 		t.sayf("result %s: %s", tool, resultJSON(res))
 	}
+	return nil
+}
+
+// abandon runs `mock: abandon DURATION TOOL {json}`: a tools/call that the
+// agent gives up on after DURATION without cancelling it, as Codex does when
+// its MCP client times out. The request stays open on the server (nothing
+// tells it the agent left), the tool call is reported failed, and the turn
+// goes on. A result that arrives later is dropped.
+func (t *turn) abandon(arg string) error {
+	dur, rest := splitVerb(arg)
+	d, err := time.ParseDuration(dur)
+	tool, rawArgs := splitVerb(rest)
+	if err != nil || d < 0 || tool == "" {
+		t.sayf("error mock: abandon: want %q, got %q", "abandon DURATION TOOL {json}", arg)
+		return nil
+	}
+	args, err := parseArgs(rawArgs)
+	if err != nil {
+		t.sayf("error %s: VALIDATION_ERROR: mock could not parse arguments: %v", tool, err)
+		return nil
+	}
+	id := t.nextToolCallID()
+	t.update(acp.StartToolCall(id, "kandev: "+tool,
+		acp.WithStartKind(acp.ToolKindOther),
+		acp.WithStartStatus(acp.ToolCallStatusInProgress),
+		acp.WithStartRawInput(json.RawMessage(args))))
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	client := t.s.client()
+	// The client's timeout runs from sending the request, so the server is
+	// up before the clock starts.
+	if _, err := client.get(t.ctx); err != nil {
+		t.updateCtx(context.WithoutCancel(t.ctx), acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error %s: INTERNAL_ERROR: %v", tool, err)
+		return nil
+	}
+	// Tied to the process, not the turn: ending the turn must not cancel
+	// the request, which is the point of this quirk.
+	go func() {
+		res, err := client.callTool(t.a.base, tool, args)
+		done <- outcome{res, err}
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case o := <-done:
+		if o.err != nil {
+			t.sayf("error %s: INTERNAL_ERROR: %v", tool, o.err)
+		} else {
+			t.sayf("result %s: %s", tool, resultJSON(o.res))
+		}
+		t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+		return nil
+	case <-t.ctx.Done():
+		return t.ctx.Err()
+	case <-timer.C:
+	}
+	t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed),
+		acp.WithUpdateRawOutput(map[string]string{"error": "timed out after " + d.String()})))
+	t.sayf("error %s: timed out after %s", tool, d)
 	return nil
 }
 

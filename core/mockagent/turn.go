@@ -63,11 +63,19 @@ func (a *agent) runTurn(ctx context.Context, s *session, text string) (acp.Promp
 		// A crashed process persists nothing.
 		return acp.PromptResponse{}, err
 	}
+	cancelledTurn := ctx.Err() != nil
+	if cancelledTurn && a.cancelMode == "forget" {
+		// Gemini CLI: a cancel leaves the session without that turn's prompt.
+		st.Prompts = st.Prompts[:len(st.Prompts)-1]
+	}
 	if serr := a.store.save(s.state); serr != nil {
 		a.logger.Warn("persist mock session", "session", st.SessionID, "err", serr)
 	}
 	switch {
-	case ctx.Err() != nil:
+	case cancelledTurn && a.cancelMode == "error":
+		// Qwen Code answers a cancelled prompt with an error, not a stop reason.
+		return acp.PromptResponse{}, &acp.RequestError{Code: -32603, Message: "Request was aborted"}
+	case cancelledTurn:
 		return cancelled, nil
 	case err != nil:
 		return acp.PromptResponse{}, err
