@@ -1,0 +1,61 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+// escapeTitle is the probe: an OSC 52 clipboard write in a title.
+const escapeTitle = "x\x1b]52;c;aGk=\x07"
+
+// TestTextOutputWritesNoEscape: titles, descriptions, agent output and
+// error messages carrying escape sequences (ESC-introduced and the C1
+// forms) reach the terminal without a single control byte, through the
+// real binary; --json still carries them exactly.
+func TestTextOutputWritesNoEscape(t *testing.T) {
+	d := daemontest.Start(t)
+	task := create(t, d, core.CreateTaskInput{Title: escapeTitle, Description: "desc \x1b]0;pwned\x07 \u009b2J end",
+		Prompt: "mock: say agent \x1b[2J\x1b]8;;http://x.test\x1b\\link\x1b]8;;\x1b\\ \u009d0;t\u009c done", Start: true})
+	waitSaid(t, d, task.ID, "done")
+
+	check := func(args ...string) daemontest.Result {
+		t.Helper()
+		r := d.Run(args...)
+		for name, out := range map[string]string{"stdout": r.Stdout, "stderr": r.Stderr} {
+			if i := strings.IndexFunc(out, isTerminalControl); i >= 0 {
+				t.Errorf("kandev %s: %s holds control %q at %d: %q", strings.Join(args, " "), name, out[i:i+1], i, out)
+			}
+		}
+		return r
+	}
+	if r := check("task", "list"); r.Code != 0 || !strings.Contains(r.Stdout, task.ID+" x") {
+		t.Errorf("task list: exit %d, %q", r.Code, r.Stdout)
+	}
+	if r := check("task", "show", task.ID); r.Code != 0 || !strings.Contains(r.Stdout, "desc  ") || !strings.Contains(r.Stdout, "end") {
+		t.Errorf("task show: exit %d, %q", r.Code, r.Stdout)
+	}
+	if r := check("task", "log", task.ID); r.Code != 0 || !strings.Contains(r.Stdout, "agent link 0;t done") {
+		t.Errorf("task log: exit %d, %q", r.Code, r.Stdout)
+	}
+	if r := check("task", "show", "\x1b]0;t\x07nope"); r.Code == 0 || !strings.Contains(r.Stderr, "nope") {
+		t.Errorf("task show of a bad id: exit %d, %q", r.Code, r.Stderr)
+	}
+
+	r := d.Run("task", "show", task.ID, "--json")
+	var got core.Task
+	if err := json.Unmarshal([]byte(r.Stdout), &got); err != nil || got.Description != "desc \x1b]0;pwned\x07 \u009b2J end" {
+		t.Errorf("task show --json: description %q, err %v; want it exact", got.Description, err)
+	}
+	if r := check("task", "edit", task.ID, "--title", "a\x1b]0;t\x07\u009bb", "--description", "c"); r.Code != 0 {
+		t.Errorf("task edit: exit %d, %q", r.Code, r.Stderr)
+	}
+}
+
+// isTerminalControl: a byte or rune a terminal would act on.
+func isTerminalControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+}
