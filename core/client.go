@@ -106,6 +106,13 @@ type MessageInput struct {
 	ReplyTo string `json:"reply_to_question_id,omitempty"`
 }
 
+// QueueCap is the most messages one sender may have queued on a task, and
+// the most that senders other than the operator and the task's direct
+// parent may have queued on it together. The operator and the direct parent
+// are never refused because of what others queued: no agent can lock them
+// out of a task by filling its queue.
+const QueueCap = 10
+
 // MessageResult says what became of a message.
 type MessageResult struct {
 	TaskID string `json:"task_id"`

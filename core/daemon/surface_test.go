@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,4 +59,33 @@ func TestTextOutputWritesNoEscape(t *testing.T) {
 // isTerminalControl: a byte or rune a terminal would act on.
 func isTerminalControl(r rune) bool {
 	return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0)
+}
+
+// TestQueueFloodDoesNotLockOutOperator: another task's agent queues
+// messages on a busy task up to the cap (and one more, refused); the
+// operator's own message and interrupt from the CLI still get through.
+func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
+	d := daemontest.Start(t)
+	target := create(t, d, core.CreateTaskInput{Title: "target", Prompt: "mock: hang", Start: true})
+	waitState(t, d, target.ID, core.SessionRunning)
+	var script []string
+	for i := 0; i <= core.QueueCap; i++ {
+		script = append(script, fmt.Sprintf(`mock: call message_task_kandev {"task_id":%q,"prompt":"flood %d"}`, target.ID, i))
+	}
+	script = append(script, "mock: say flooded")
+	flooder := create(t, d, core.CreateTaskInput{Title: "flooder", Prompt: strings.Join(script, "\n"), Start: true})
+	waitSaid(t, d, flooder.ID, "flooded")
+	if !saidContains(t, d, flooder.ID, "error message_task_kandev: CONFLICT") {
+		t.Fatalf("the flood past the cap was not refused: %q", said(t, d, flooder.ID))
+	}
+	if got := get(t, d, target.ID); got.Queued != core.QueueCap {
+		t.Fatalf("target has %d queued, want the cap %d", got.Queued, core.QueueCap)
+	}
+	if r := d.Run("task", "message", target.ID, "mock: say operator got through"); r.Code != 0 {
+		t.Fatalf("operator message: exit %d: %s", r.Code, r.Stderr)
+	}
+	if r := d.Run("task", "message", target.ID, "--interrupt", "mock: say interrupt got through"); r.Code != 0 {
+		t.Fatalf("operator interrupt: exit %d: %s", r.Code, r.Stderr)
+	}
+	waitSaid(t, d, target.ID, "interrupt got through")
 }
