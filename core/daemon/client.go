@@ -267,6 +267,18 @@ func (c *Client) BlockTask(ctx context.Context, id string, in core.BlockInput) (
 	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/block", in, &t)
 }
 
+// TaskQueue implements core.Client.
+func (c *Client) TaskQueue(ctx context.Context, id string) (core.QueueView, error) {
+	var v core.QueueView
+	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/queue", nil, &v)
+}
+
+// DropQueued implements core.Client.
+func (c *Client) DropQueued(ctx context.Context, id string, in core.DropQueueInput) (core.QueueView, error) {
+	var v core.QueueView
+	return v, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/queue/drop", in, &v)
+}
+
 // ListRoles implements core.Client.
 func (c *Client) ListRoles(ctx context.Context) ([]core.Role, error) {
 	var rs []core.Role

@@ -195,6 +195,8 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/tasks/{id}/conversation", h.conversation)
 	m.HandleFunc("POST /v1/tasks/{id}/handoff", h.handoff)
 	m.HandleFunc("POST /v1/tasks/{id}/block", h.block)
+	m.HandleFunc("GET /v1/tasks/{id}/queue", h.taskQueue)
+	m.HandleFunc("POST /v1/tasks/{id}/queue/drop", h.dropQueued)
 	m.HandleFunc("GET /v1/roles", h.listRoles)
 	m.HandleFunc("POST /v1/roles", h.addRole)
 	m.HandleFunc("GET /v1/roles/{name}", h.getRole)
@@ -415,6 +417,21 @@ func (h *Handler) block(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := h.eng.BlockTask(r.Context(), r.PathValue("id"), in)
 	reply(w, t, err)
+}
+
+func (h *Handler) taskQueue(w http.ResponseWriter, r *http.Request) {
+	v, err := h.eng.TaskQueue(r.Context(), r.PathValue("id"))
+	reply(w, v, err)
+}
+
+func (h *Handler) dropQueued(w http.ResponseWriter, r *http.Request) {
+	var in core.DropQueueInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	v, err := h.eng.DropQueued(r.Context(), r.PathValue("id"), in)
+	reply(w, v, err)
 }
 
 func (h *Handler) listRoles(w http.ResponseWriter, r *http.Request) {

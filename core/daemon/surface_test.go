@@ -81,6 +81,26 @@ func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 	if got := get(t, d, target.ID); got.Queued != core.QueueCap {
 		t.Fatalf("target has %d queued, want the cap %d", got.Queued, core.QueueCap)
 	}
+	// The operator sees the flood and drops one item by its queue id.
+	var q core.QueueView
+	if r := d.Run("task", "queue", target.ID, "--json"); r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &q) != nil {
+		t.Fatalf("task queue --json: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if len(q.Items) != core.QueueCap || q.Items[0].Sender != "task:"+flooder.ID || q.Items[0].Position != 1 || q.Items[0].Text != "flood 0" {
+		t.Fatalf("queue %+v", q)
+	}
+	if r := d.Run("task", "queue", target.ID); r.Code != 0 || strings.Count(r.Stdout, "flood ") != core.QueueCap {
+		t.Fatalf("task queue: exit %d %q", r.Code, r.Stdout)
+	}
+	if r := d.Run("task", "queue", target.ID, "--drop", fmt.Sprint(q.Items[0].ID)); r.Code != 0 || strings.Contains(r.Stdout, "flood 0") {
+		t.Fatalf("task queue --drop: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if r := d.Run("task", "queue", target.ID, "--drop", fmt.Sprint(q.Items[0].ID)); r.Code != 1 || !strings.Contains(r.Stderr, "no queued item") {
+		t.Fatalf("dropping it again: exit %d %q", r.Code, r.Stderr)
+	}
+	if got := get(t, d, target.ID); got.Queued != core.QueueCap-1 {
+		t.Fatalf("after the drop %d queued, want %d", got.Queued, core.QueueCap-1)
+	}
 	if r := d.Run("task", "message", target.ID, "mock: say operator got through"); r.Code != 0 {
 		t.Fatalf("operator message: exit %d: %s", r.Code, r.Stderr)
 	}
@@ -88,4 +108,7 @@ func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 		t.Fatalf("operator interrupt: exit %d: %s", r.Code, r.Stderr)
 	}
 	waitSaid(t, d, target.ID, "interrupt got through")
+	if r := d.Run("task", "queue", target.ID, "--clear", "--json"); r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &q) != nil || len(q.Items) != 0 {
+		t.Fatalf("task queue --clear: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
 }

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -36,5 +37,46 @@ func TestQueueFloodLeavesOperatorAndParentThrough(t *testing.T) {
 	got, _ := c.eng.GetTask(c.ctx, tr.s.ID)
 	if got.Queued != core.QueueCap+3 {
 		t.Fatalf("queued %d, want %d", got.Queued, core.QueueCap+3)
+	}
+}
+
+// Dropping queued items is the operator's, by queue id or all at once,
+// and is noted in the conversation.
+func TestDropQueued(t *testing.T) {
+	c := newCoord(t)
+	tr := c.tree()
+	for i := 0; i < 3; i++ {
+		if _, err := c.call(tr.u.ID, "message_task_kandev", map[string]any{"task_id": tr.s.ID, "prompt": "m"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := c.eng.TaskQueue(c.ctx, tr.s.ID)
+	if err != nil || len(v.Items) != 3 || v.Items[2].Position != 3 || v.Items[0].Sender != "task:"+tr.u.ID {
+		t.Fatalf("queue %+v %v", v, err)
+	}
+	_, err = c.eng.DropQueued(c.as(tr.p.ID), tr.s.ID, core.DropQueueInput{All: true})
+	wantCode(t, err, core.CodeForbidden)
+	_, err = c.eng.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{})
+	wantCode(t, err, core.CodeValidation)
+	_, err = c.eng.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{ID: v.Items[0].ID + 1000})
+	wantCode(t, err, core.CodeNotFound)
+	got, err := c.eng.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{ID: v.Items[1].ID})
+	if err != nil || len(got.Items) != 2 || len(got.Dropped) != 1 || got.Dropped[0] != v.Items[1].ID || got.Items[1].ID != v.Items[2].ID {
+		t.Fatalf("drop one: %+v %v", got, err)
+	}
+	got, err = c.eng.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{All: true})
+	if err != nil || len(got.Items) != 0 || len(got.Dropped) != 2 {
+		t.Fatalf("drop all: %+v %v", got, err)
+	}
+	if task, _ := c.eng.GetTask(c.ctx, tr.s.ID); task.Queued != 0 {
+		t.Fatalf("task still counts %d queued", task.Queued)
+	}
+	page, _ := c.eng.Conversation(c.ctx, tr.s.ID, core.ConversationInput{})
+	noted := false
+	for _, m := range page.Messages {
+		noted = noted || (m.Kind == core.MsgStatus && strings.Contains(m.Text, "dropped 2 queued"))
+	}
+	if !noted {
+		t.Fatalf("no note of the drop: %+v", page.Messages)
 	}
 }
