@@ -63,33 +63,37 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer db.Close()
-	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
+	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
 		IdleTimeout: idleTimeout()})
 	if err != nil {
 		return err
 	}
-	if err := eng.Recover(ctx); err != nil {
+	// The agents' socket listens before recovery restarts any agent, so
+	// their kandev mcp finds it (connections wait until it serves).
+	mcpLn, err := listenPrivate(o.Home.MCPSocket())
+	if err != nil {
 		eng.Close()
 		return err
 	}
-
-	// We hold the lock, so a socket file left here is stale.
-	_ = os.Remove(o.Home.Socket())
-	ln, err := net.Listen("unix", o.Home.Socket())
+	if err := eng.Recover(ctx); err != nil {
+		mcpLn.Close()
+		eng.Close()
+		return err
+	}
+	ln, err := listenPrivate(o.Home.Socket())
 	if err != nil {
+		mcpLn.Close()
 		eng.Close()
-		return fmt.Errorf("listen on %s: %w", o.Home.Socket(), err)
+		return err
 	}
-	if err := os.Chmod(o.Home.Socket(), 0o600); err != nil {
-		ln.Close()
-		eng.Close()
-		return fmt.Errorf("secure socket: %w", err)
-	}
-	srv := &http.Server{Handler: NewHandler(eng, log), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	h := NewHandler(eng, log)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	mcpSrv := &http.Server{Handler: h.MCPOnly(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- mcpSrv.Serve(mcpLn) }()
 	log.Info("kandev daemon listening", "socket", o.Home.Socket(), "pid", os.Getpid(), "version", o.Version)
 	if o.Ready != nil {
 		o.Ready()
@@ -108,9 +112,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go srv.Shutdown(shutdownCtx)
+	go mcpSrv.Shutdown(shutdownCtx)
 	eng.Close()
 	srv.Close()
+	mcpSrv.Close()
 	_ = os.Remove(o.Home.Socket())
+	_ = os.Remove(o.Home.MCPSocket())
 	log.Info("kandev daemon stopped")
 	return nil
 }
@@ -212,6 +219,38 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
 	m.HandleFunc("POST /v1/mcp/call", h.mcpCall)
 	return h
+}
+
+// listenPrivate listens on a unix socket only its owner may connect to.
+// The daemon holds the home's lock, so a socket file left there is stale.
+func listenPrivate(path string) (net.Listener, error) {
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("secure socket %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// MCPOnly serves the agents' socket: the MCP routes, and only with a
+// session token. An agent gets this socket, not the operator's, so what
+// it was given reaches no further than its token: no operator route, and
+// not the external surface either (that is for a person's agent CLI).
+func (h *Handler) MCPOnly() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !strings.HasPrefix(r.URL.Path, "/v1/mcp/"):
+			writeErr(w, core.Errorf(core.CodeForbidden, "this socket serves only kandev mcp's calls with a session token; %s %s is the operator's", r.Method, r.URL.Path))
+		case strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) == "":
+			writeErr(w, core.Errorf(core.CodeForbidden, "this socket needs a session token (KANDEV_TOKEN)"))
+		default:
+			h.mux.ServeHTTP(w, r)
+		}
+	})
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -1,12 +1,15 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -110,5 +113,47 @@ func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 	waitSaid(t, d, target.ID, "interrupt got through")
 	if r := d.Run("task", "queue", target.ID, "--clear", "--json"); r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &q) != nil || len(q.Items) != 0 {
 		t.Fatalf("task queue --clear: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// TestAgentReachIsItsToken: an agent inherits no pointer to the operator's
+// socket (not the daemon's own KANDEV_HOME, KANDEV_SOCKET or KANDEV_TOKEN
+// either); the socket its MCP server is given serves only token calls, so
+// the operator's routes are refused with what the agent has.
+func TestAgentReachIsItsToken(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SOCKET=/inherited/kandev.sock", "KANDEV_TOKEN=inherited"))
+	task := create(t, d, core.CreateTaskInput{Title: "probe", Start: true, Prompt: strings.Join([]string{
+		"mock: env KANDEV_HOME", "mock: env KANDEV_SOCKET", "mock: env KANDEV_TOKEN",
+		"mock: mcpenv KANDEV_SOCKET",
+		"mock: http GET /v1/tasks", "mock: http POST /v1/tasks/${session_id}/stop", "mock: http GET /v1/events",
+		"mock: http GET /v1/mcp/surface",
+		"mock: say probed"}, "\n")})
+	waitSaid(t, d, task.ID, "probed")
+	for _, want := range []string{
+		"env KANDEV_HOME: (unset)", "env KANDEV_SOCKET: (unset)", "env KANDEV_TOKEN: (unset)",
+		"mcpenv KANDEV_SOCKET: " + d.Home.MCPSocket(),
+		"http GET /v1/tasks: 403 FORBIDDEN", "http GET /v1/events: 403 FORBIDDEN",
+		"http GET /v1/mcp/surface: 200 -",
+	} {
+		if !saidContains(t, d, task.ID, want) {
+			t.Errorf("agent did not say %q; it said %q", want, said(t, d, task.ID))
+		}
+	}
+	if !saidContains(t, d, task.ID, "/stop: 403 FORBIDDEN") {
+		t.Errorf("stop through the agents' socket was not refused: %q", said(t, d, task.ID))
+	}
+	// Without a token the agents' socket serves nothing, not even the
+	// external surface.
+	c := daemon.Dial(d.Home.MCPSocket())
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.ToolSurface(ctx); core.AsError(err).Code != core.CodeForbidden {
+		t.Errorf("surface without a token: %v, want FORBIDDEN", err)
+	}
+	if _, err := c.ListTasks(ctx, core.ListTasksInput{}); core.AsError(err).Code != core.CodeForbidden {
+		t.Errorf("operator route on the agents' socket: %v, want FORBIDDEN", err)
+	}
+	if fi, err := os.Stat(d.Home.MCPSocket()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("agents' socket: %v %v, want mode 0600", fi, err)
 	}
 }
