@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/store"
 )
@@ -32,7 +33,14 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		if first == "" {
 			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
 		}
-		title, titlePending = truncateRunes(first, 60), true
+		// A placeholder is derived, not given: clean it rather than refuse.
+		title, titlePending = truncateRunes(strings.TrimSpace(textsafe.Line(first)), 60), true
+		if title == "" {
+			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
+		}
+	}
+	if err := checkTitle(title); err != nil {
+		return core.Task{}, err
 	}
 	if utf8.RuneCountInString(title) > maxTitle {
 		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
@@ -264,6 +272,9 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 		title = strings.TrimSpace(*in.Title)
 		if title == "" {
 			return core.Task{}, core.Errorf(core.CodeValidation, "title cannot be empty")
+		}
+		if err := checkTitle(title); err != nil {
+			return core.Task{}, err
 		}
 		if utf8.RuneCountInString(title) > maxTitle {
 			return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
