@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/store"
 )
 
