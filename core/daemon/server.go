@@ -89,8 +89,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	h := NewHandler(eng, log)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	mcpSrv := &http.Server{Handler: h.MCPOnly(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: guardHome(o.Home, log, h), ReadHeaderTimeout: 10 * time.Second}
+	mcpSrv := &http.Server{Handler: guardHome(o.Home, log, h.MCPOnly()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	go func() { errc <- mcpSrv.Serve(mcpLn) }()
@@ -234,6 +234,30 @@ func listenPrivate(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("secure socket %s: %w", path, err)
 	}
 	return ln, nil
+}
+
+// guardHome notices a home whose mode was loosened while the daemon runs
+// (a chmod, a restore from a backup) before it serves a request: it logs
+// it and sets the home back to 0700, and the sockets to 0600. It repairs
+// rather than refuses, so that nobody is locked out by it; see
+// docs/security.md. A stat per request costs next to nothing beside the
+// request itself.
+func guardHome(home core.Home, log *slog.Logger, next http.Handler) http.Handler {
+	private := map[string]os.FileMode{home.Dir: 0o700, home.Socket(): 0o600, home.MCPSocket(): 0o600}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for path, want := range private {
+			fi, err := os.Stat(path)
+			if err != nil || fi.Mode().Perm()&^want == 0 {
+				continue
+			}
+			log.Warn("kandev home loosened while the daemon runs; tightening it again", "path", path,
+				"mode", fmt.Sprintf("%o", fi.Mode().Perm()), "want", fmt.Sprintf("%o", want))
+			if err := os.Chmod(path, want); err != nil {
+				log.Error("tighten kandev home", "path", path, "err", err)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // MCPOnly serves the agents' socket: the MCP routes, and only with a

@@ -157,3 +157,31 @@ func TestAgentReachIsItsToken(t *testing.T) {
 		t.Errorf("agents' socket: %v %v, want mode 0600", fi, err)
 	}
 }
+
+// TestLoosenedHomeIsTightened: the database files of a real daemon are
+// 0600; a home (or socket) loosened while the daemon runs is logged and
+// tightened again before the next request is served.
+func TestLoosenedHomeIsTightened(t *testing.T) {
+	d := daemontest.Start(t)
+	create(t, d, core.CreateTaskInput{Title: "write something"})
+	for _, p := range []string{d.Home.DB(), d.Home.DB() + "-wal", d.Home.DB() + "-shm"} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", p, fi, err)
+		}
+	}
+	if err := os.Chmod(d.Home.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(d.Home.Socket(), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	d.MustRun("task", "list")
+	for p, want := range map[string]os.FileMode{d.Home.Dir: 0o700, d.Home.Socket(): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s after a request: %v %v, want mode %o", p, fi, err, want)
+		}
+	}
+	if !strings.Contains(d.Log(), "kandev home loosened") {
+		t.Errorf("the daemon did not log the loosened home:\n%s", d.Log())
+	}
+}
