@@ -218,6 +218,11 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/events", h.events)
 	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
 	m.HandleFunc("POST /v1/mcp/call", h.mcpCall)
+	// Anything else is answered in the API's own error shape, never with
+	// the mux's plain-text 404 or 405 page.
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, core.Errorf(core.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path))
+	})
 	return h
 }
 
@@ -327,11 +332,19 @@ func reply(w http.ResponseWriter, v any, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// decode reads a JSON body strictly.
+// MaxBody is the largest request body the daemon reads.
+const MaxBody = 8 << 20
+
+// decode reads a JSON body strictly. A body over MaxBody is refused as
+// such, not as the truncated JSON it would otherwise look like.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return core.Errorf(core.CodeValidation, "request body is too large: the limit is %d MiB", MaxBody>>20)
+		}
 		return core.Errorf(core.CodeValidation, "bad request body: %v", err)
 	}
 	return nil

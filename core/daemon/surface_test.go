@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -183,5 +185,46 @@ func TestLoosenedHomeIsTightened(t *testing.T) {
 	}
 	if !strings.Contains(d.Log(), "kandev home loosened") {
 		t.Errorf("the daemon did not log the loosened home:\n%s", d.Log())
+	}
+}
+
+// TestRequestLimits: a body over the limit gets a size error (not
+// "unexpected EOF"); an empty task id gets the usual not-found error, not
+// the mux's plain-text 404 page.
+func TestRequestLimits(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	_, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "big", Description: strings.Repeat("x", daemon.MaxBody+1), CWD: os.TempDir()})
+	if e := core.AsError(err); e.Code != core.CodeValidation || !strings.Contains(e.Message, "too large") {
+		t.Errorf("oversized body: %v, want a VALIDATION_ERROR about its size", err)
+	}
+	for _, args := range [][]string{{"task", "show", ""}, {"task", "log", ""}, {"task", "queue", ""}, {"task", "stop", ""}, {"task", "message", "", "hi"}} {
+		r := d.Run(args...)
+		if r.Code != 1 || !strings.Contains(r.Stderr, "not found") || strings.Contains(r.Stderr, "404 page") {
+			t.Errorf("kandev %q: exit %d, stderr %q; want the not-found error", args, r.Code, r.Stderr)
+		}
+		r = d.Run(append(args, "--json")...)
+		var body struct{ Error core.Error }
+		if json.Unmarshal([]byte(r.Stderr), &body) != nil || body.Error.Code != core.CodeNotFound {
+			t.Errorf("kandev %q --json: stderr %q; want a NOT_FOUND error", args, r.Stderr)
+		}
+	}
+	// Unknown routes and methods answer in the API's error shape too.
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", d.Home.Socket())
+	}}}
+	defer hc.CloseIdleConnections()
+	for _, req := range [][2]string{{"GET", "/v1/nope"}, {"DELETE", "/v1/version"}, {"GET", "/v1/tasks/"}} {
+		rq, _ := http.NewRequest(req[0], "http://kandev"+req[1], nil)
+		resp, err := hc.Do(rq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct{ Error core.Error }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusNotFound || body.Error.Code != core.CodeNotFound {
+			t.Errorf("%s %s: %d %+v %v; want a JSON NOT_FOUND", req[0], req[1], resp.StatusCode, body, err)
+		}
 	}
 }
