@@ -1,12 +1,15 @@
 package daemon_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -226,5 +229,42 @@ func TestRequestLimits(t *testing.T) {
 		if err != nil || resp.StatusCode != http.StatusNotFound || body.Error.Code != core.CodeNotFound {
 			t.Errorf("%s %s: %d %+v %v; want a JSON NOT_FOUND", req[0], req[1], resp.StatusCode, body, err)
 		}
+	}
+}
+
+// TestLogFollowFailsWhenDaemonDies: `task log --follow` exits non-zero,
+// saying why, when the daemon goes away under it.
+func TestLogFollowFailsWhenDaemonDies(t *testing.T) {
+	d := daemontest.Start(t)
+	task := create(t, d, core.CreateTaskInput{Title: "followed", Prompt: "mock: say hello", Start: true})
+	waitSaid(t, d, task.ID, "hello")
+	cmd := exec.Command(d.Bin, "task", "log", "--follow", task.ID)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KANDEV_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, d.Env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The backlog is printed after the follower subscribed: once "hello"
+	// is out, it follows the live stream.
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.Contains(sc.Text(), "agent › hello") {
+	}
+	d.Stop()
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "closed the event stream") {
+		t.Fatalf("task log --follow after the daemon died: %v, stderr %q; want exit 1 saying why", err, stderr.String())
 	}
 }
