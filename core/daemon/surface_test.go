@@ -268,3 +268,38 @@ func TestLogFollowFailsWhenDaemonDies(t *testing.T) {
 		t.Fatalf("task log --follow after the daemon died: %v, stderr %q; want exit 1 saying why", err, stderr.String())
 	}
 }
+
+// TestArchivedParentLeavesInProgress: archiving a working task ends its run
+// and moves it to review (it can take no turn); its running child is not
+// touched.
+func TestArchivedParentLeavesInProgress(t *testing.T) {
+	d := daemontest.Start(t)
+	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true,
+		Prompt: `mock: call create_task_kandev {"title":"kid","prompt":"mock: hang"}` + "\nmock: hang"})
+	waitState(t, d, parent.ID, core.SessionRunning)
+	var kid core.Task
+	daemontest.Eventually(t, wait, "the child to run", func() bool {
+		tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: parent.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range tasks {
+			if c.ParentID == parent.ID && c.Session != nil && c.Session.State == core.SessionRunning {
+				kid = c
+				return true
+			}
+		}
+		return false
+	})
+	if got := get(t, d, parent.ID); got.Status != core.StatusInProgress {
+		t.Fatalf("parent before archive: %s", got.Status)
+	}
+	d.MustRun("task", "archive", parent.ID)
+	got := get(t, d, parent.ID)
+	if !got.Archived || got.Status != core.StatusReview || (got.Session != nil && got.Session.State.Live()) {
+		t.Fatalf("archived parent: archived %v status %s session %+v; want review with no live run", got.Archived, got.Status, got.Session)
+	}
+	if k := get(t, d, kid.ID); k.Archived || k.Status != core.StatusInProgress || k.Session == nil || k.Session.State != core.SessionRunning {
+		t.Fatalf("child after its parent's archive: %+v", k)
+	}
+}

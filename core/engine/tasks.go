@@ -336,10 +336,29 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 		return t, nil
 	}
 	e.halt(ctx, t.ID, "archived", false)
-	if err := e.db.ArchiveTask(ctx, t.ID, time.Now().UTC()); err != nil {
+	// An archived task takes no turn, so it cannot stay in progress: it
+	// goes to review, as a stop leaves it (ADR 0016). Its subtasks are
+	// not touched.
+	toReview := false
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		now := time.Now().UTC()
+		if err := tx.ArchiveTask(ctx, t.ID, now); err != nil {
+			return err
+		}
+		if cur, ok := e.cached(t.ID); ok && cur.Status == core.StatusInProgress {
+			toReview = true
+			return tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now)
+		}
+		return nil
+	})
+	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
 	e.staleQuestion(ctx, t.ID, "the task was archived")
+	if toReview {
+		actor := core.ActorFrom(ctx)
+		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "archived by "+actor.String()+": in_progress → review", nil)
+	}
 	return e.refresh(ctx, t.ID)
 }
 
