@@ -234,11 +234,12 @@ func positionOf(queue []store.QueueItem, priority int) int {
 // queueRoom applies the queue caps (see core.QueueCap). Each sender is
 // capped on its own; senders other than a person and the task's direct
 // parent are also capped together, so that no agent, nor many of them,
-// can fill a task's queue against the ones who steer it. An interrupt from
-// a person or the direct parent is never refused: it replaces the running
-// turn rather than waiting behind the queue.
+// can fill a task's queue against the ones who steer it. A person's
+// interrupt is never refused: it replaces the running turn rather than
+// waiting behind the queue. (The direct parent's interrupts count against
+// its own cap, so that no agent grows a queue without bound.)
 func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
-	if explicit && delivery == core.DeliveryInterrupt {
+	if actor.Kind == core.ActorPerson && delivery == core.DeliveryInterrupt {
 		return nil
 	}
 	sender := actor.String()

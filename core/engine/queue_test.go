@@ -80,3 +80,20 @@ func TestDropQueued(t *testing.T) {
 		t.Fatalf("no note of the drop: %+v", page.Messages)
 	}
 }
+
+// The direct parent is capped by its own backlog, interrupts included, so
+// no agent grows a queue without bound; the operator's interrupt still goes.
+func TestParentCappedByOwnBacklog(t *testing.T) {
+	c := newCoord(t)
+	tr := c.tree()
+	for i := 0; i < core.QueueCap; i++ {
+		if _, err := c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.s.ID, "prompt": "m", "delivery_mode": "interrupt"}); err != nil {
+			t.Fatalf("parent message %d: %v", i, err)
+		}
+	}
+	_, err := c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.s.ID, "prompt": "m", "delivery_mode": "interrupt"})
+	wantCode(t, err, core.CodeConflict)
+	if _, err := c.eng.MessageTask(c.ctx, tr.s.ID, core.MessageInput{Text: "now", Delivery: core.DeliveryInterrupt}); err != nil {
+		t.Fatalf("operator interrupt refused: %v", err)
+	}
+}
