@@ -12,8 +12,11 @@ import (
 	"os"
 	"sync"
 
+	"github.com/spf13/cobra"
+
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/textsafe"
 )
 
 // Version is set at build time (-ldflags "-X github.com/kandev/kandev/cmd.Version=...").
@@ -37,6 +40,34 @@ type Factory struct {
 
 	mu     sync.Mutex
 	client *daemon.Client
+	// cleaners hold the text-mode stream wrappers, flushed at exit.
+	cleaners []*textsafe.Writer
+}
+
+// rawStreams is the annotation of a command whose streams carry a
+// protocol or a full screen (the TUI, kandev mcp, the mock agent): they
+// are never cleaned.
+const rawStreams = "kandev/raw-streams"
+
+// cleanText makes every text a command writes safe for a terminal: titles,
+// agent output and error messages are untrusted, and an escape sequence in
+// them (OSC 52 clipboard writes, window titles, links, cursor moves) must
+// not reach the terminal. --json output stays byte-exact: JSON escapes C0
+// controls itself and a consumer wants the data as stored.
+func (f *Factory) cleanText(c *cobra.Command) {
+	if f.JSON || c.Annotations[rawStreams] != "" || f.cleaners != nil {
+		return
+	}
+	out, errOut := textsafe.NewWriter(f.IO.Out), textsafe.NewWriter(f.IO.ErrOut)
+	f.IO.Out, f.IO.ErrOut = out, errOut
+	f.cleaners = []*textsafe.Writer{out, errOut}
+}
+
+// flushText writes what the text cleaners still hold.
+func (f *Factory) flushText() {
+	for _, w := range f.cleaners {
+		_ = w.Flush()
+	}
 }
 
 // NewFactory builds the factory for the running process.

@@ -92,6 +92,12 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 			p.update(*ev.Message)
 		}
 	}
+	if ctx.Err() == nil {
+		// The stream ended without being asked to: the daemon stopped or
+		// went away. A script following the log must not take that for a
+		// finished task.
+		return core.Errorf(core.CodeUnavailable, "the daemon closed the event stream; the log of task %s may go on (kandev task log %s --after %d)", t.ID, t.ID, p.last)
+	}
 	return nil
 }
 

@@ -22,8 +22,9 @@ const mcpExample = `  # Claude Code
 // NewCmdMCP builds `kandev mcp`.
 func NewCmdMCP(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve kandev's MCP tools on stdio (run by agent CLIs)",
+		Use:         "mcp",
+		Annotations: map[string]string{rawStreams: "1"},
+		Short:       "Serve kandev's MCP tools on stdio (run by agent CLIs)",
 		Long: `kandev mcp is an MCP server on stdin/stdout. Agent CLIs start it; people don't,
 except to give an agent CLI they run by hand kandev's external tools.
 

@@ -273,10 +273,11 @@ func NewCmdVersion(f *Factory, runF func(*Factory) error) *cobra.Command {
 // agent behind the built-in mock profile.
 func NewCmdMockAgent(f *Factory) *cobra.Command {
 	return &cobra.Command{
-		Use:    "mock-agent",
-		Short:  "Run the scripted mock ACP agent (used by tests and the demo)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
+		Use:         "mock-agent",
+		Short:       "Run the scripted mock ACP agent (used by tests and the demo)",
+		Hidden:      true,
+		Annotations: map[string]string{rawStreams: "1"},
+		Args:        cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			return mockagent.Run(context.WithoutCancel(c.Context()), f.IO.In, f.IO.Out, f.IO.ErrOut, f.Getenv)
 		},

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/textsafe"
 )
 
 // statusGlyph gives each status a mark that reads without color.
@@ -108,7 +109,7 @@ func writeTree(w io.Writer, tasks []core.Task) {
 	var walk func(i int, prefix, branch string)
 	walk = func(i int, prefix, branch string) {
 		t := tasks[i]
-		line := fmt.Sprintf("%s%s%s %-11s %s %s", prefix, branch, statusGlyph(t.Status), t.Status, t.ID, t.Title)
+		line := fmt.Sprintf("%s%s%s %-11s %s %s", prefix, branch, statusGlyph(t.Status), t.Status, t.ID, textsafe.Line(t.Title))
 		extra := append([]string{assigneeLabel(t)}, badges(t)...)
 		fmt.Fprintf(bw, "%s  [%s]\n", line, strings.Join(extra, " "))
 		kids := children[t.ID]
@@ -135,7 +136,7 @@ func writeTree(w io.Writer, tasks []core.Task) {
 func writeTaskDetail(w io.Writer, t core.Task) {
 	row := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k+":", v) }
 	row("id", t.ID)
-	row("title", t.Title)
+	row("title", textsafe.Line(t.Title))
 	row("status", statusGlyph(t.Status)+" "+string(t.Status))
 	row("autopilot", fmt.Sprintf("%v", t.Autopilot))
 	row("profile", t.Profile)

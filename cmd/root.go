@@ -30,6 +30,11 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			return runTUI(c.Context(), f)
 		},
+		Annotations: map[string]string{rawStreams: "1"},
+		PersistentPreRunE: func(c *cobra.Command, args []string) error {
+			f.cleanText(c)
+			return nil
+		},
 	}
 	root.SetIn(f.IO.In)
 	root.SetOut(f.IO.Out)
@@ -67,6 +72,7 @@ func Main() int {
 	if err != nil && !errors.As(err, &we) {
 		printError(f, cmd, err)
 	}
+	f.flushText()
 	return ExitCode(err)
 }
 

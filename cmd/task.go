@@ -30,6 +30,7 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskLog(f, nil),
 		NewCmdTaskHandoff(f),
 		NewCmdTaskBlock(f),
+		NewCmdTaskQueue(f, nil),
 	)
 	return c
 }

@@ -33,6 +33,11 @@ type Client interface {
 	HandoffTask(ctx context.Context, id string, in HandoffInput) (HandoffResult, error)
 	// BlockTask makes a task wait on others (or, with Remove, stop waiting).
 	BlockTask(ctx context.Context, id string, in BlockInput) (Task, error)
+	// TaskQueue lists what waits for the task's next turns, in order.
+	TaskQueue(ctx context.Context, id string) (QueueView, error)
+	// DropQueued removes one waiting item (by its id) or all of them; the
+	// operator's way out of a queue filled by others.
+	DropQueued(ctx context.Context, id string, in DropQueueInput) (QueueView, error)
 
 	ListRoles(ctx context.Context) ([]Role, error)
 	GetRole(ctx context.Context, name string) (Role, error)
@@ -104,6 +109,44 @@ type MessageInput struct {
 	Delivery Delivery `json:"delivery,omitempty"`
 	// ReplyTo answers a parent question of the target task.
 	ReplyTo string `json:"reply_to_question_id,omitempty"`
+}
+
+// QueueCap is the most messages one sender may have queued on a task, and
+// the most that senders other than the operator and the task's direct
+// parent may have queued on it together. The operator and the direct parent
+// are never refused because of what others queued: no agent can lock them
+// out of a task by filling its queue.
+const QueueCap = 10
+
+// QueuedItem is one entry waiting in a task's queue.
+type QueuedItem struct {
+	// ID identifies the item for `task queue --drop`; it does not change
+	// while the item waits, unlike its position.
+	ID int64 `json:"id"`
+	// Position is its place in delivery order, from 1.
+	Position int `json:"position"`
+	// Kind: message, kickoff, answer, handoff, stalled, wake, redelivery...
+	Kind string `json:"kind"`
+	// Sender is who queued it: person:NAME, task:ID, or kandev itself.
+	Sender string `json:"sender"`
+	// Interrupt: it goes before the rest (an interrupt, an answer, a
+	// redelivered prompt).
+	Interrupt bool      `json:"interrupt"`
+	Text      string    `json:"text"`
+	QueuedAt  time.Time `json:"queued_at"`
+}
+
+// QueueView is a task's queue; after a drop, Dropped lists the removed ids.
+type QueueView struct {
+	TaskID  string       `json:"task_id"`
+	Items   []QueuedItem `json:"items"`
+	Dropped []int64      `json:"dropped,omitempty"`
+}
+
+// DropQueueInput names what to drop: one item by id, or All.
+type DropQueueInput struct {
+	ID  int64 `json:"id,omitempty"`
+	All bool  `json:"all,omitempty"`
 }
 
 // MessageResult says what became of a message.

@@ -59,6 +59,10 @@ func (h Home) DB() string { return filepath.Join(h.Dir, "kandev.db") }
 // Socket is the daemon's unix socket.
 func (h Home) Socket() string { return filepath.Join(h.Dir, "kandev.sock") }
 
+// MCPSocket is the agents' socket: it serves only the token-authenticated
+// MCP calls of `kandev mcp`, never the operator's routes.
+func (h Home) MCPSocket() string { return filepath.Join(h.Dir, "mcp.sock") }
+
 // Lock is the file the daemon holds locked while it runs.
 func (h Home) Lock() string { return filepath.Join(h.Dir, "daemon.lock") }
 

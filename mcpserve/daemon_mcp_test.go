@@ -340,7 +340,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 	}
 	token := waitLine(t, d, task.ID, "mcpenv KANDEV_TOKEN:", 1)
 	socket := waitLine(t, d, task.ID, "mcpenv KANDEV_SOCKET:", 1)
-	if socket != d.Home.Socket() || token == "" {
+	if socket != d.Home.MCPSocket() || token == "" {
 		t.Fatalf("token %q, socket %q", token, socket)
 	}
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/mcpserve"
 )
@@ -190,10 +191,11 @@ func renderDocs(t *testing.T) []byte {
 		Surfaces, Groups, QuestionCases, Cases     []docList
 		Codes                                      []struct{ Code, Meaning string }
 		Tools                                      []docTool
+		QueueCap                                   int
 	}
 	d := data{EnvSocket: mcpserve.EnvSocket, EnvToken: mcpserve.EnvToken, EnvDebug: mcpserve.EnvDebug,
 		EnvProgress: mcpserve.EnvProgressInterval, ProgressDefault: mcpserve.DefaultProgressInterval.String(),
-		ProgressMax: mcpserve.MaxProgressInterval.String(), Codes: codeMeaning}
+		ProgressMax: mcpserve.MaxProgressInterval.String(), Codes: codeMeaning, QueueCap: core.QueueCap}
 	all := capability.All()
 	for _, s := range capability.Surfaces {
 		l := docList{Name: string(s), Who: surfaceWho[s]}

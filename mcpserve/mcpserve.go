@@ -27,7 +27,8 @@ import (
 
 // Environment variables the bridge reads.
 const (
-	// EnvSocket is the daemon's socket (set by the daemon for its agents).
+	// EnvSocket is the daemon's socket (set by the daemon for its agents:
+	// the agents' socket, which serves only token-authenticated MCP calls).
 	EnvSocket = "KANDEV_SOCKET"
 	// EnvToken is the agent session's token (set by the daemon). Without it
 	// the bridge serves the external surface.

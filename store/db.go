@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,6 +61,9 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	// upgrading a read lock; busy_timeout then queues them.
 	q.Set("_txlock", "immediate")
 	dsn := "file:" + path + "?" + q.Encode()
+	if err := privateFiles(path); err != nil {
+		return nil, err
+	}
 	sdb, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -82,6 +86,24 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// privateFiles makes the database owner-only before SQLite opens it: the
+// file is created 0600 (whatever the umask), and SQLite gives the -wal and
+// -shm files it creates the database file's mode. Files an older kandev
+// left readable are tightened.
+func privateFiles(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	f.Close()
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("secure %s: %w", p, err)
+		}
+	}
+	return nil
 }
 
 func isBusy(err error) bool {

@@ -93,10 +93,11 @@ const (
 	opArchive
 	opStatus
 	opHandoff
+	opDrop
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -107,6 +108,29 @@ type opDoneMsg struct {
 	text   string
 	task   *core.Task // a created task, to select it
 	err    error
+}
+
+// queueMsg: a task's queue, for the queue dialog that asked (after a
+// drop, with what was dropped).
+type queueMsg struct {
+	dialog int
+	view   core.QueueView
+	drop   bool
+	err    error
+}
+
+func loadQueueCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		v, err := c.TaskQueue(ctx, id)
+		return queueMsg{dialog: dialog, view: v, err: err}
+	}
+}
+
+func dropQueuedCmd(ctx context.Context, c core.Client, dialog int, id string, in core.DropQueueInput) tea.Cmd {
+	return func() tea.Msg {
+		v, err := c.DropQueued(ctx, id, in)
+		return queueMsg{dialog: dialog, view: v, drop: true, err: err}
+	}
 }
 
 // maxBurst caps how many queued events one message carries.

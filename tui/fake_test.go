@@ -40,6 +40,7 @@ type fakeClient struct {
 	persons  []core.Person
 	statuses []statusCall
 	handoffs []core.HandoffInput
+	queue    map[string][]core.QueuedItem // by task
 }
 
 // statusCall is one SetTaskStatus the UI made.
@@ -55,6 +56,7 @@ func newFake(tasks ...core.Task) *fakeClient {
 			{Name: "claude", MCP: true}, {Name: "mock", MCP: true}, {Name: "plain", MCP: false},
 		},
 		convo:   map[string][]core.Message{},
+		queue:   map[string][]core.QueuedItem{},
 		errs:    map[string]error{},
 		stopRes: "stopped",
 		roles: []core.Role{
@@ -648,4 +650,43 @@ func (d *driver) rowOf(id string) string {
 	}
 	d.t.Fatalf("no row for %s:\n%s", id, d.view())
 	return ""
+}
+
+func (f *fakeClient) TaskQueue(ctx context.Context, id string) (core.QueueView, error) {
+	if err := f.record("TaskQueue " + id); err != nil {
+		return core.QueueView{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queueView(id), nil
+}
+
+func (f *fakeClient) DropQueued(ctx context.Context, id string, in core.DropQueueInput) (core.QueueView, error) {
+	if err := f.record(fmt.Sprintf("DropQueued %s %d %v", id, in.ID, in.All)); err != nil {
+		return core.QueueView{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var kept []core.QueuedItem
+	var dropped []int64
+	for _, it := range f.queue[id] {
+		if in.All || it.ID == in.ID {
+			dropped = append(dropped, it.ID)
+			continue
+		}
+		kept = append(kept, it)
+	}
+	f.queue[id] = kept
+	v := f.queueView(id)
+	v.Dropped = dropped
+	return v, nil
+}
+
+func (f *fakeClient) queueView(id string) core.QueueView {
+	v := core.QueueView{TaskID: id, Items: []core.QueuedItem{}}
+	for i, it := range f.queue[id] {
+		it.Position = i + 1
+		v.Items = append(v.Items, it)
+	}
+	return v
 }

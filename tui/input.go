@@ -78,6 +78,13 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			body := []string{oneLine(t.Title), "", "It leaves the tree; kandev task list --all still shows it."}
 			m.openDialog(&confirmDialog{base: base{id: m.nextDialogID()}, op: opArchive, taskID: t.ID, title: "Archive task " + t.ID + "?", body: body})
 		}
+	case key.Matches(msg, k.Queue):
+		if t := m.needTask("see the queue of"); t != nil {
+			m.setStatus("", false)
+			d := &queueDialog{base: base{id: m.nextDialogID(), busy: true}, taskID: t.ID, title: oneLine(t.Title)}
+			m.openDialog(d)
+			return loadQueueCmd(m.ctx, m.client, d.id, t.ID)
+		}
 	case key.Matches(msg, k.Start):
 		if t := m.needTask("start"); t != nil {
 			m.setStatus("starting task "+t.ID+"…", false)

@@ -15,7 +15,7 @@ type keyMap struct {
 	NextWaiting                             key.Binding
 
 	New, Answer, Message, HandOn, Done key.Binding
-	Stop, Start, Archive               key.Binding
+	Stop, Start, Archive, Queue        key.Binding
 	Filter, State, Help, Quit, Cancel  key.Binding
 
 	// Dialog keys.
@@ -23,7 +23,7 @@ type keyMap struct {
 	Yes, No                                           key.Binding
 	Interrupt, Newline                                key.Binding
 	Choose, ToMessage, SendHandOn, SetStatus          key.Binding
-	CancelDialog                                      key.Binding
+	CancelDialog, DropOne, DropAll                    key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -50,6 +50,7 @@ func newKeyMap() keyMap {
 		Stop:    b("s", "stop", "s"),
 		Start:   b("r", "start/resume", "r"),
 		Archive: b("x", "archive", "x"),
+		Queue:   b("Q", "queued messages", "Q"),
 		Filter:  b("/", "filter", "/"),
 		State:   b("f", "state filter", "f"),
 		Help:    b("?", "help", "?"),
@@ -72,6 +73,8 @@ func newKeyMap() keyMap {
 		SendHandOn:   b("enter", "hand on", "enter"),
 		SetStatus:    b("enter/y", "set", "enter", "y"),
 		CancelDialog: b("n/esc", "cancel", "n", "esc"),
+		DropOne:      b("x/del", "drop it", "x", "delete"),
+		DropAll:      b("X", "drop all", "X"),
 	}
 }
 
@@ -97,7 +100,7 @@ func (k keyMap) shortHelp() []barItem {
 func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
-		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.NextWaiting},
+		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
 		{k.Filter, k.State, k.Cancel, k.Help, k.Quit},
 	}
 }

@@ -162,6 +162,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if d, ok := m.dialog.(*handoffDialog); ok && d.id == msg.dialog {
 			d.loaded(m, msg)
 		}
+	case queueMsg:
+		if d, ok := m.dialog.(*queueDialog); ok && d.id == msg.dialog {
+			d.loaded(m, msg)
+		}
 	case convoLoadMsg:
 		if msg.gen == m.detail.gen && m.detail.convo.taskID != "" {
 			add(m.loadTail(false))

@@ -3,58 +3,24 @@ package tui
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kandev/kandev/core/textsafe"
 )
 
 // tabWidth is how many spaces a tab in agent output becomes.
 const tabWidth = 4
 
-// sanitize makes text from agents and the engine safe to lay out: escape
-// sequences (CSI, OSC, DCS...) are removed, tabs become spaces, carriage
-// returns and other control characters are dropped, invalid UTF-8 becomes
-// U+FFFD, and bidirectional overrides (which reorder what follows them on
-// the terminal line) are removed. Newlines are kept.
+// sanitize makes text from agents and the engine safe to lay out: the
+// shared terminal cleaning (textsafe.Clean: escape sequences, controls,
+// invalid UTF-8, bidi overrides), then tabs become spaces. Newlines are kept.
 func sanitize(s string) string {
-	if isPlain(s) {
+	s = textsafe.Clean(s)
+	if strings.IndexByte(s, '\t') < 0 {
 		return s
 	}
-	s = ansi.Strip(strings.ToValidUTF8(s, "\uFFFD"))
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		switch {
-		case r == '\n':
-			b.WriteByte('\n')
-		case r == '\t':
-			b.WriteString(strings.Repeat(" ", tabWidth))
-		case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
-			// C0 and C1 controls, DEL: dropped.
-		case isBidiControl(r):
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// isPlain reports whether s is printable ASCII and newlines only, the
-// common case, which needs no work.
-func isPlain(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < 0x20 && c != '\n') || c >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func isBidiControl(r rune) bool {
-	return (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f || r == 0x061c
+	return strings.ReplaceAll(s, "\t", strings.Repeat(" ", tabWidth))
 }
 
 // oneLine sanitizes s and folds it onto one line (titles, previews).

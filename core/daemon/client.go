@@ -79,6 +79,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 
 // send performs a request and turns error replies into *core.Error.
 func (c *Client) send(ctx context.Context, method, path string, in any) (*http.Response, error) {
+	if err := emptyRef(path); err != nil {
+		return nil, err
+	}
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -114,6 +117,19 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 		return nil, core.Errorf(core.CodeInternal, "daemon answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
 	}
 	return resp, nil
+}
+
+// emptyRef refuses a path whose id segment is empty ("/v1/tasks//stop"
+// for `kandev task stop ""`) with the not-found error any unknown id gets:
+// sent, it would name a different route, or none.
+func emptyRef(path string) error {
+	p, _, _ := strings.Cut(path, "?")
+	parts := strings.Split(p, "/") // "", "v1", "tasks", ID, ...
+	if len(parts) >= 4 && parts[3] == "" {
+		noun := strings.TrimSuffix(parts[2], "s")
+		return core.Errorf(core.CodeNotFound, "%s \"\" not found: give a %s ID", noun, noun)
+	}
+	return nil
 }
 
 func unwrapNet(err error) error {
@@ -265,6 +281,18 @@ func (c *Client) HandoffTask(ctx context.Context, id string, in core.HandoffInpu
 func (c *Client) BlockTask(ctx context.Context, id string, in core.BlockInput) (core.Task, error) {
 	var t core.Task
 	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/block", in, &t)
+}
+
+// TaskQueue implements core.Client.
+func (c *Client) TaskQueue(ctx context.Context, id string) (core.QueueView, error) {
+	var v core.QueueView
+	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/queue", nil, &v)
+}
+
+// DropQueued implements core.Client.
+func (c *Client) DropQueued(ctx context.Context, id string, in core.DropQueueInput) (core.QueueView, error) {
+	var v core.QueueView
+	return v, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/queue/drop", in, &v)
 }
 
 // ListRoles implements core.Client.

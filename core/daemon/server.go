@@ -63,33 +63,37 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer db.Close()
-	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
+	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
 		IdleTimeout: idleTimeout()})
 	if err != nil {
 		return err
 	}
-	if err := eng.Recover(ctx); err != nil {
+	// The agents' socket listens before recovery restarts any agent, so
+	// their kandev mcp finds it (connections wait until it serves).
+	mcpLn, err := listenPrivate(o.Home.MCPSocket())
+	if err != nil {
 		eng.Close()
 		return err
 	}
-
-	// We hold the lock, so a socket file left here is stale.
-	_ = os.Remove(o.Home.Socket())
-	ln, err := net.Listen("unix", o.Home.Socket())
+	if err := eng.Recover(ctx); err != nil {
+		mcpLn.Close()
+		eng.Close()
+		return err
+	}
+	ln, err := listenPrivate(o.Home.Socket())
 	if err != nil {
+		mcpLn.Close()
 		eng.Close()
-		return fmt.Errorf("listen on %s: %w", o.Home.Socket(), err)
+		return err
 	}
-	if err := os.Chmod(o.Home.Socket(), 0o600); err != nil {
-		ln.Close()
-		eng.Close()
-		return fmt.Errorf("secure socket: %w", err)
-	}
-	srv := &http.Server{Handler: NewHandler(eng, log), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	h := NewHandler(eng, log)
+	srv := &http.Server{Handler: guardHome(o.Home, log, h), ReadHeaderTimeout: 10 * time.Second}
+	mcpSrv := &http.Server{Handler: guardHome(o.Home, log, h.MCPOnly()), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- mcpSrv.Serve(mcpLn) }()
 	log.Info("kandev daemon listening", "socket", o.Home.Socket(), "pid", os.Getpid(), "version", o.Version)
 	if o.Ready != nil {
 		o.Ready()
@@ -108,9 +112,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go srv.Shutdown(shutdownCtx)
+	go mcpSrv.Shutdown(shutdownCtx)
 	eng.Close()
 	srv.Close()
+	mcpSrv.Close()
 	_ = os.Remove(o.Home.Socket())
+	_ = os.Remove(o.Home.MCPSocket())
 	log.Info("kandev daemon stopped")
 	return nil
 }
@@ -195,6 +202,8 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/tasks/{id}/conversation", h.conversation)
 	m.HandleFunc("POST /v1/tasks/{id}/handoff", h.handoff)
 	m.HandleFunc("POST /v1/tasks/{id}/block", h.block)
+	m.HandleFunc("GET /v1/tasks/{id}/queue", h.taskQueue)
+	m.HandleFunc("POST /v1/tasks/{id}/queue/drop", h.dropQueued)
 	m.HandleFunc("GET /v1/roles", h.listRoles)
 	m.HandleFunc("POST /v1/roles", h.addRole)
 	m.HandleFunc("GET /v1/roles/{name}", h.getRole)
@@ -209,7 +218,68 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/events", h.events)
 	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
 	m.HandleFunc("POST /v1/mcp/call", h.mcpCall)
+	// Anything else is answered in the API's own error shape, never with
+	// the mux's plain-text 404 or 405 page.
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeErr(w, core.Errorf(core.CodeNotFound, "no such route: %s %s", r.Method, r.URL.Path))
+	})
 	return h
+}
+
+// listenPrivate listens on a unix socket only its owner may connect to.
+// The daemon holds the home's lock, so a socket file left there is stale.
+func listenPrivate(path string) (net.Listener, error) {
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("secure socket %s: %w", path, err)
+	}
+	return ln, nil
+}
+
+// guardHome notices a home whose mode was loosened while the daemon runs
+// (a chmod, a restore from a backup) before it serves a request: it logs
+// it and sets the home back to 0700, and the sockets to 0600. It repairs
+// rather than refuses, so that nobody is locked out by it; see
+// docs/security.md. A stat per request costs next to nothing beside the
+// request itself.
+func guardHome(home core.Home, log *slog.Logger, next http.Handler) http.Handler {
+	private := map[string]os.FileMode{home.Dir: 0o700, home.Socket(): 0o600, home.MCPSocket(): 0o600}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for path, want := range private {
+			fi, err := os.Stat(path)
+			if err != nil || fi.Mode().Perm()&^want == 0 {
+				continue
+			}
+			log.Warn("kandev home loosened while the daemon runs; tightening it again", "path", path,
+				"mode", fmt.Sprintf("%o", fi.Mode().Perm()), "want", fmt.Sprintf("%o", want))
+			if err := os.Chmod(path, want); err != nil {
+				log.Error("tighten kandev home", "path", path, "err", err)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// MCPOnly serves the agents' socket: the MCP routes, and only with a
+// session token. An agent gets this socket, not the operator's, so what
+// it was given reaches no further than its token: no operator route, and
+// not the external surface either (that is for a person's agent CLI).
+func (h *Handler) MCPOnly() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !strings.HasPrefix(r.URL.Path, "/v1/mcp/"):
+			writeErr(w, core.Errorf(core.CodeForbidden, "this socket serves only kandev mcp's calls with a session token; %s %s is the operator's", r.Method, r.URL.Path))
+		case strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) == "":
+			writeErr(w, core.Errorf(core.CodeForbidden, "this socket needs a session token (KANDEV_TOKEN)"))
+		default:
+			h.mux.ServeHTTP(w, r)
+		}
+	})
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -262,11 +332,19 @@ func reply(w http.ResponseWriter, v any, err error) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// decode reads a JSON body strictly.
+// MaxBody is the largest request body the daemon reads.
+const MaxBody = 8 << 20
+
+// decode reads a JSON body strictly. A body over MaxBody is refused as
+// such, not as the truncated JSON it would otherwise look like.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<20))
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return core.Errorf(core.CodeValidation, "request body is too large: the limit is %d MiB", MaxBody>>20)
+		}
 		return core.Errorf(core.CodeValidation, "bad request body: %v", err)
 	}
 	return nil
@@ -415,6 +493,21 @@ func (h *Handler) block(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := h.eng.BlockTask(r.Context(), r.PathValue("id"), in)
 	reply(w, t, err)
+}
+
+func (h *Handler) taskQueue(w http.ResponseWriter, r *http.Request) {
+	v, err := h.eng.TaskQueue(r.Context(), r.PathValue("id"))
+	reply(w, v, err)
+}
+
+func (h *Handler) dropQueued(w http.ResponseWriter, r *http.Request) {
+	var in core.DropQueueInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	v, err := h.eng.DropQueued(r.Context(), r.PathValue("id"), in)
+	reply(w, v, err)
 }
 
 func (h *Handler) listRoles(w http.ResponseWriter, r *http.Request) {

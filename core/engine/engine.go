@@ -37,7 +37,9 @@ type Options struct {
 	Grace agent.Grace
 	// StartTimeout bounds an agent's initialize and session setup.
 	StartTimeout time.Duration
-	// QueueCap is the most messages a task may have waiting.
+	// QueueCap is the most messages one sender may have waiting on a task,
+	// and the most from senders other than its operator and direct parent
+	// together (default core.QueueCap).
 	QueueCap int
 	// QuestionTurnGrace is how long an agent may keep its turn after
 	// ask_parent_question_kandev returned before the engine ends it
@@ -106,7 +108,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.QueueCap <= 0 {
-		opts.QueueCap = 10
+		opts.QueueCap = core.QueueCap
 	}
 	if opts.Grace == (agent.Grace{}) {
 		opts.Grace = agent.DefaultGrace

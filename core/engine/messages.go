@@ -135,11 +135,9 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		rt.mu.Unlock()
 		return core.MessageResult{}, mapStoreErr(err, "queue of "+t.ID)
 	}
-	if n := countMessages(queue); n >= e.opts.QueueCap {
+	if err := e.queueRoom(t, queue, actor, explicit, delivery); err != nil {
 		rt.mu.Unlock()
-		return core.MessageResult{}, core.Errorf(core.CodeConflict,
-			"task %s already has %d messages queued (the cap is %d); wait for it to take them", t.ID, n, e.opts.QueueCap).
-			WithDetails(map[string]any{"queued": describeQueue(queue)})
+		return core.MessageResult{}, err
 	}
 	priority := priorityNormal
 	if delivery == core.DeliveryInterrupt {
@@ -233,14 +231,48 @@ func positionOf(queue []store.QueueItem, priority int) int {
 	return n
 }
 
-func countMessages(queue []store.QueueItem) int {
-	n := 0
+// queueRoom applies the queue caps (see core.QueueCap). Each sender is
+// capped on its own; senders other than a person and the task's direct
+// parent are also capped together, so that no agent, nor many of them,
+// can fill a task's queue against the ones who steer it. A person's
+// interrupt is never refused: it replaces the running turn rather than
+// waiting behind the queue. (The direct parent's interrupts count against
+// its own cap, so that no agent grows a queue without bound.)
+func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
+	if actor.Kind == core.ActorPerson && delivery == core.DeliveryInterrupt {
+		return nil
+	}
+	sender := actor.String()
+	own, others := 0, 0
 	for _, it := range queue {
-		if it.Kind == itemMessage {
-			n++
+		if it.Kind != itemMessage {
+			continue
+		}
+		if it.Sender == sender {
+			own++
+		}
+		if !e.explicitSender(t, it.Sender) {
+			others++
 		}
 	}
-	return n
+	capN := e.opts.QueueCap
+	switch {
+	case own >= capN:
+		return core.Errorf(core.CodeConflict,
+			"task %s already has %d messages queued from you (the cap is %d per sender); wait for it to take them", t.ID, own, capN).
+			WithDetails(map[string]any{"queued": describeQueue(queue)})
+	case !explicit && others >= capN:
+		return core.Errorf(core.CodeConflict,
+			"task %s already has %d messages queued from other tasks (the cap is %d); wait for it to take them", t.ID, others, capN).
+			WithDetails(map[string]any{"queued": describeQueue(queue)})
+	}
+	return nil
+}
+
+// explicitSender: a stored sender that steers the task (a person, or the
+// task's direct parent).
+func (e *Engine) explicitSender(t core.Task, sender string) bool {
+	return strings.HasPrefix(sender, "person:") || (t.ParentID != "" && sender == "task:"+t.ParentID)
 }
 
 func describeQueue(queue []store.QueueItem) []map[string]any {

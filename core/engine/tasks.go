@@ -11,6 +11,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/store"
 )
 
@@ -32,7 +33,14 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		if first == "" {
 			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
 		}
-		title, titlePending = truncateRunes(first, 60), true
+		// A placeholder is derived, not given: clean it rather than refuse.
+		title, titlePending = truncateRunes(strings.TrimSpace(textsafe.Line(first)), 60), true
+		if title == "" {
+			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
+		}
+	}
+	if err := checkTitle(title); err != nil {
+		return core.Task{}, err
 	}
 	if utf8.RuneCountInString(title) > maxTitle {
 		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
@@ -265,6 +273,9 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 		if title == "" {
 			return core.Task{}, core.Errorf(core.CodeValidation, "title cannot be empty")
 		}
+		if err := checkTitle(title); err != nil {
+			return core.Task{}, err
+		}
 		if utf8.RuneCountInString(title) > maxTitle {
 			return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
 		}
@@ -325,10 +336,29 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 		return t, nil
 	}
 	e.halt(ctx, t.ID, "archived", false)
-	if err := e.db.ArchiveTask(ctx, t.ID, time.Now().UTC()); err != nil {
+	// An archived task takes no turn, so it cannot stay in progress: it
+	// goes to review, as a stop leaves it (ADR 0016). Its subtasks are
+	// not touched.
+	toReview := false
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		now := time.Now().UTC()
+		if err := tx.ArchiveTask(ctx, t.ID, now); err != nil {
+			return err
+		}
+		if cur, ok := e.cached(t.ID); ok && cur.Status == core.StatusInProgress {
+			toReview = true
+			return tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now)
+		}
+		return nil
+	})
+	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
 	e.staleQuestion(ctx, t.ID, "the task was archived")
+	if toReview {
+		actor := core.ActorFrom(ctx)
+		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "archived by "+actor.String()+": in_progress → review", nil)
+	}
 	return e.refresh(ctx, t.ID)
 }
 

@@ -236,6 +236,9 @@ func (e *Engine) toolSetTitle(ctx context.Context, actor core.Actor, title strin
 	if title == "" {
 		return nil, core.Errorf(core.CodeValidation, "title cannot be empty")
 	}
+	if err := checkTitle(title); err != nil {
+		return nil, err
+	}
 	if len([]rune(title)) > maxTitle {
 		return nil, core.Errorf(core.CodeValidation, "title is too long; keep it to %d characters at most", maxTitle)
 	}

@@ -254,8 +254,8 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	}
 	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
-	env := append(append([]string{}, prof.Env...),
-		"KANDEV_HOME="+e.opts.Home.Dir, "KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
+	env := append(append(append([]string{}, prof.Env...), clearedAgentEnv...),
+		"KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
 	spec := agent.Spec{
 		Command: command, Args: prof.Args, Env: env, Dir: t.CWD,
 		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,

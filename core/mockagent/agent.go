@@ -22,6 +22,7 @@ type agent struct {
 	errOut io.Writer
 	logger *slog.Logger
 	exit   func(int)
+	getenv func(string) string
 	store  store
 
 	initDelay time.Duration
@@ -53,6 +54,7 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		errOut:   errOut,
 		logger:   logger,
 		exit:     cfg.exit,
+		getenv:   cfg.getenv,
 		store:    store{dir: stateDir(cfg.getenv)},
 		handlers: newTracker(),
 		sessions: map[string]*session{},

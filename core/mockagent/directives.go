@@ -39,6 +39,10 @@ func (t *turn) exec(d string) error {
 		return t.tools()
 	case "mcpenv":
 		t.mcpenv(arg)
+	case "env":
+		t.env(arg)
+	case "http":
+		t.http(arg)
 	case "sleep":
 		return t.sleep(arg)
 	case "chatter":

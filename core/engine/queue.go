@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+// TaskQueue implements core.Client.
+func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.QueueView{}, err
+	}
+	queue, err := e.db.Queue(ctx, t.ID)
+	if err != nil {
+		return core.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
+	}
+	return queueView(t.ID, queue), nil
+}
+
+// DropQueued implements core.Client. Only a person drops: it is how the
+// operator clears what others queued on a task, and an agent must not
+// withdraw input meant for another task.
+func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
+	actor := core.ActorFrom(ctx)
+	if actor.Kind != core.ActorPerson {
+		return core.QueueView{}, core.Errorf(core.CodeForbidden, "only the operator drops queued messages")
+	}
+	if in.All == (in.ID != 0) {
+		return core.QueueView{}, core.Errorf(core.CodeValidation, "give the id of one queued item, or all")
+	}
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.QueueView{}, err
+	}
+	// Under the task lock no turn takes an item from the queue meanwhile.
+	rt := e.runtime(t.ID)
+	rt.mu.Lock()
+	var dropped []int64
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		queue, err := tx.Queue(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		for _, it := range queue {
+			if !in.All && it.ID != in.ID {
+				continue
+			}
+			if err := tx.DeleteQueueItem(ctx, it.ID); err != nil {
+				return err
+			}
+			dropped = append(dropped, it.ID)
+		}
+		return nil
+	})
+	rt.mu.Unlock()
+	if err != nil {
+		return core.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
+	}
+	if !in.All && len(dropped) == 0 {
+		return core.QueueView{}, core.Errorf(core.CodeNotFound, "task %s has no queued item %d (see kandev task queue %s)", t.ID, in.ID, t.ID)
+	}
+	if len(dropped) > 0 {
+		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(),
+			fmt.Sprintf("%s dropped %d queued item(s)", actor.String(), len(dropped)), map[string]any{"dropped": dropped})
+		if _, err := e.refresh(ctx, t.ID); err != nil {
+			return core.QueueView{}, err
+		}
+	}
+	view, err := e.TaskQueue(ctx, t.ID)
+	view.Dropped = dropped
+	return view, err
+}
+
+func queueView(taskID string, queue []store.QueueItem) core.QueueView {
+	v := core.QueueView{TaskID: taskID, Items: make([]core.QueuedItem, 0, len(queue))}
+	for i, it := range queue {
+		v.Items = append(v.Items, core.QueuedItem{ID: it.ID, Position: i + 1, Kind: it.Kind, Sender: it.Sender,
+			Interrupt: it.Priority == priorityFront, Text: it.Text, QueuedAt: it.CreatedAt})
+	}
+	return v
+}
