@@ -9,7 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -254,7 +256,13 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	}
 	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
-	env := append(append(append([]string{}, prof.Env...), clearedAgentEnv...),
+	var env []string
+	if prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {
+		// The mock agent no longer sees KANDEV_HOME; its sessions' state
+		// still belongs to this home, not to a directory homes share.
+		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(e.opts.Home.Dir, "mock-agent"))
+	}
+	env = append(append(append(env, prof.Env...), clearedAgentEnv...),
 		"KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
 	spec := agent.Spec{
 		Command: command, Args: prof.Args, Env: env, Dir: t.CWD,
