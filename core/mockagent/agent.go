@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,6 +29,8 @@ type agent struct {
 	load      bool // advertise loadSession
 
 	handlers *tracker
+	// replayN is how many updates session/load replays (KANDEV_MOCK_REPLAY).
+	replayN int
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -59,6 +62,13 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 	case "none":
 	default:
 		return nil, fmt.Errorf("KANDEV_MOCK_RESUME=%q: want resume, load, both or none", mode)
+	}
+	if n := cfg.getenv("KANDEV_MOCK_REPLAY"); n != "" {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("KANDEV_MOCK_REPLAY=%q: want a count", n)
+		}
+		a.replayN = v
 	}
 	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
 		delay, err := time.ParseDuration(d)
@@ -176,10 +186,12 @@ func (a *agent) LoadSession(_ context.Context, req acp.LoadSessionRequest) (acp.
 		return acp.LoadSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionLoad)
 	}
 	// session/load would replay the conversation; the mock keeps no
-	// transcript, so it restores state silently like session/resume.
+	// transcript, so it restores state silently like session/resume, or
+	// replays KANDEV_MOCK_REPLAY made-up updates.
 	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("load session: %w", err)
 	}
+	a.replay(req.SessionId, a.replayN)
 	return acp.LoadSessionResponse{}, nil
 }
 
