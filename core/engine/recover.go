@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/store"
 )
 
@@ -30,7 +27,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 		e.finishSession(s.ID, core.SessionCancelled, reason)
 		msg := reason
 		if killed {
-			msg += fmt.Sprintf("; its leftover process group %d was killed", s.PID)
+			msg += fmt.Sprintf("; its leftover processes (agent pid %d) were killed", s.PID)
 		}
 		e.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev", msg, map[string]any{"interrupted": true})
 		if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
@@ -52,20 +49,14 @@ func (e *Engine) Recover(ctx context.Context) error {
 	return e.sweep(ctx)
 }
 
-// killOrphan kills the process group of a session's agent if it is still
-// alive and is really that session's agent: its environment must carry the
-// session id, so a recycled pid is never touched.
+// killOrphan kills every process left of a session the previous daemon
+// ran: the agent's process group and anything else that carries the
+// session's id in its environment (helpers that left the group, setsid
+// grandchildren), so a recycled pid is never touched. It reports whether
+// any was found.
 func killOrphan(s store.Session) bool {
-	if s.PID <= 0 {
-		return false
-	}
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID) + "/environ")
-	if err != nil {
-		return false
-	}
-	if !bytes.Contains(env, []byte("KANDEV_SESSION_ID="+s.ID+"\x00")) {
-		return false
-	}
-	_ = syscall.Kill(-s.PID, syscall.SIGKILL)
-	return true
+	return agent.KillSession(s.ID, orphanKillWait) > 0
 }
+
+// orphanKillWait bounds the wait for killed orphans to disappear.
+const orphanKillWait = 5 * time.Second

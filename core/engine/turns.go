@@ -255,9 +255,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
 	env := append(append([]string{}, prof.Env...),
-		"KANDEV_HOME="+e.opts.Home.Dir, "KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
+		"KANDEV_HOME="+e.opts.Home.Dir, "KANDEV_TASK_ID="+t.ID)
 	spec := agent.Spec{
-		Command: command, Args: prof.Args, Env: env, Dir: t.CWD,
+		Command: command, Args: prof.Args, Env: env, Dir: t.CWD, SessionID: sessionID,
 		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
 		StartTimeout: e.opts.StartTimeout, Logger: e.log.With("session", sessionID),
 		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
