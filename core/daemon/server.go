@@ -66,7 +66,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
-		IdleTimeout: idleTimeout()})
+		DuringRecovery: recoveryFailpoint(log), IdleTimeout: idleTimeout()})
 	if err != nil {
 		return err
 	}
@@ -125,6 +125,26 @@ func failpoint(log *slog.Logger) func(string) {
 	return func(taskID string) {
 		log.Warn("failpoint: exiting after a turn end", "task", taskID)
 		os.Exit(70)
+	}
+}
+
+// recoveryFailpoint: KANDEV_FAILPOINT=exit-during-recovery:N exits inside
+// the startup recovery of the N-th interrupted session (from 0), after its
+// prompt is queued again and before that commits, as a kill -9 there would.
+func recoveryFailpoint(log *slog.Logger) func(int) {
+	arg, ok := strings.CutPrefix(os.Getenv("KANDEV_FAILPOINT"), "exit-during-recovery:")
+	if !ok {
+		return nil
+	}
+	at, err := strconv.Atoi(arg)
+	if err != nil {
+		return nil
+	}
+	return func(n int) {
+		if n == at {
+			log.Warn("failpoint: exiting during recovery", "session_index", n)
+			os.Exit(70)
+		}
 	}
 }
 

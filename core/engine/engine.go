@@ -50,6 +50,10 @@ type Options struct {
 	// AfterTurnEnd, when set, runs once a turn's end is recorded and before
 	// its stall check: a failpoint for tests of the startup sweep.
 	AfterTurnEnd func(taskID string)
+	// DuringRecovery, when set, runs inside the startup recovery of the
+	// n-th (from 0) interrupted session, after its prompt is queued again
+	// and before that is committed: a failpoint for kill -9 in recovery.
+	DuringRecovery func(n int)
 }
 
 // Engine implements core.Client over the store and the agent runtime.

@@ -20,21 +20,48 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	for _, s := range live {
+	for i, s := range live {
 		killed := killOrphan(s)
-		e.requeueOpenPrompt(ctx, s.TaskID, s.ID)
 		reason := fmt.Sprintf("interrupted: the kandev daemon exited while this session was %s", s.State)
-		e.finishSession(s.ID, core.SessionCancelled, reason)
 		msg := reason
 		if killed {
 			msg += fmt.Sprintf("; its leftover processes (agent pid %d) were killed", s.PID)
 		}
-		e.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev", msg, map[string]any{"interrupted": true})
-		if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
-			if err := e.db.SetTaskStatus(ctx, s.TaskID, string(core.StatusReview), time.Now().UTC()); err != nil {
-				return fmt.Errorf("recover task %s: %w", s.TaskID, err)
+		// The requeue, the session's end and the note are one
+		// transaction: a crash in between must not leave the session
+		// live with its prompt queued, or the next start queues it again.
+		st := string(core.SessionCancelled)
+		now := time.Now().UTC()
+		var note store.Message
+		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := e.requeueOpenPrompt(ctx, tx.Queries, s.TaskID, s.ID); err != nil {
+				return err
 			}
+			if e.opts.DuringRecovery != nil {
+				e.opts.DuringRecovery(i)
+			}
+			if err := tx.UpdateSession(ctx, s.ID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+				return err
+			}
+			if err := tx.RevokeSessionTokens(ctx, s.ID, now); err != nil {
+				return err
+			}
+			var err error
+			note, err = tx.InsertMessage(ctx, store.Message{TaskID: s.TaskID, SessionID: s.ID, Kind: string(core.MsgStatus),
+				Author: "kandev", Text: msg, Meta: metaJSON(map[string]any{"interrupted": true}), CreatedAt: now, UpdatedAt: now})
+			if err != nil {
+				return err
+			}
+			if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
+				return tx.SetTaskStatus(ctx, s.TaskID, string(core.StatusReview), now)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("recover session %s of task %s: %w", s.ID, s.TaskID, err)
 		}
+		e.publishSession(s.ID)
+		e.publishMessage(core.EventMessageAdded, note)
 		e.refreshQuiet(s.TaskID)
 	}
 	pending, err := e.db.PendingQuestions(ctx)

@@ -586,13 +586,29 @@ func (e *Engine) finishSession(sessionID string, state core.SessionState, reason
 }
 
 // interruptRun ends a run because the daemon is going away. The prompt of a
-// turn it cut short is queued again at the front, so nothing is lost.
+// turn it cut short is queued again at the front, so nothing is lost; the
+// requeue and the session's end are one transaction, so a crash between
+// them cannot make the next start queue the prompt a second time.
 func (e *Engine) interruptRun(run *liveRun, reason string) {
 	rt := run.rt
 	rt.mu.Lock()
 	inTurn := rt.turn != nil && rt.turn.run == run
-	if inTurn {
-		e.requeueOpenPrompt(context.Background(), rt.id, run.sessionID)
+	if inTurn && !run.ended {
+		ctx := context.Background()
+		st := string(core.SessionCancelled)
+		now := time.Now().UTC()
+		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
+				return err
+			}
+			if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+				return err
+			}
+			return tx.RevokeSessionTokens(ctx, run.sessionID, now)
+		})
+		if err != nil {
+			e.log.Error("requeue interrupted prompt", "task", rt.id, "err", err)
+		}
 	}
 	e.endRunLocked(run, core.SessionCancelled, reason)
 	rt.mu.Unlock()
@@ -600,30 +616,41 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 }
 
 // requeueOpenPrompt puts the last prompt of a session back at the front of
-// the queue when its turn never ended.
-func (e *Engine) requeueOpenPrompt(ctx context.Context, taskID, sessionID string) {
-	last, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
+// the queue when its turn never ended. It is idempotent: a redelivery of
+// the same prompt (by original_seq) already queued is not queued again.
+func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) error {
+	last, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
 	if err != nil || last.SessionID != sessionID {
-		return
+		return nil
 	}
 	// A turn cut short while it waited on the operator's answer continues
 	// with that answer; repeating its prompt would only ask again.
-	if q, err := e.db.PendingQuestion(ctx, taskID); err == nil && q.SessionID == sessionID {
-		return
+	if pq, err := q.PendingQuestion(ctx, taskID); err == nil && pq.SessionID == sessionID {
+		return nil
 	}
-	if end, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
-		return
+	if end, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
+		return nil
+	}
+	queued, err := q.Queue(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for _, it := range queued {
+		var m struct {
+			OriginalSeq int64 `json:"original_seq"`
+		}
+		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
+			return nil
+		}
 	}
 	var meta struct {
 		Delivery string `json:"delivery"`
 	}
 	_ = json.Unmarshal([]byte(last.Meta), &meta)
 	redeliver, _ := json.Marshal(map[string]any{"original_kind": meta.Delivery, "original_seq": last.Seq})
-	_, err = e.db.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
+	_, err = q.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
 		Sender: last.Author, Text: last.Text, Meta: string(redeliver), CreatedAt: time.Now().UTC()})
-	if err != nil {
-		e.log.Error("requeue interrupted prompt", "task", taskID, "err", err)
-	}
+	return err
 }
 
 // renderItem turns a queue item into the text the agent reads.
