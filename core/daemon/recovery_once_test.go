@@ -45,7 +45,9 @@ func TestKill9DuringRecoveryRunsPromptsOnce(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	remaining := n
 	for k := 0; k < kills; k++ {
-		at := rng.Intn(remaining) // < remaining: the failpoint always fires
+		// Spread the kills over the whole recovery; at < remaining, so the
+		// failpoint always fires.
+		at := rng.Intn(max(1, remaining/(kills-k)))
 		env := append(os.Environ(), d.Env...)
 		env = append(env, fmt.Sprintf("KANDEV_FAILPOINT=exit-during-recovery:%d", at))
 		r := d.RunEnv(env, "", "serve", "--home", d.Home.Dir)

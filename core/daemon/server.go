@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -195,11 +196,15 @@ type Handler struct {
 	eng *engine.Engine
 	log *slog.Logger
 	mux *http.ServeMux
+	// cutCreate is the failpoint KANDEV_FAILPOINT=cut-after-create: the
+	// first create is committed, then its connection dropped unanswered.
+	cutCreate atomic.Bool
 }
 
 // NewHandler routes every client call to the engine.
 func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	h := &Handler{eng: eng, log: log, mux: http.NewServeMux()}
+	h.cutCreate.Store(os.Getenv("KANDEV_FAILPOINT") == "cut-after-create")
 	m := h.mux
 	m.HandleFunc("GET /v1/version", h.version)
 	m.HandleFunc("GET /v1/tasks", h.listTasks)
@@ -316,6 +321,15 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.eng.CreateTask(r.Context(), in)
+	if err == nil && h.cutCreate.CompareAndSwap(true, false) {
+		h.log.Warn("failpoint: dropping the connection of a committed create", "task", t.ID)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+	}
 	reply(w, t, err)
 }
 

@@ -22,6 +22,15 @@ const maxTitle = 200
 // take the injected MCP server.
 func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
+	key := in.IdempotencyKey
+	if len(key) > maxIdempotencyKey {
+		return core.Task{}, core.Errorf(core.CodeValidation, "idempotency key is %d bytes; keep it to %d at most", len(key), maxIdempotencyKey)
+	}
+	if key != "" {
+		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
+			return t, err
+		}
+	}
 	title := strings.TrimSpace(in.Title)
 	titlePending := false
 	if title == "" {
@@ -151,6 +160,14 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			if err := tx.InsertTask(ctx, row); err != nil {
 				return err
 			}
+			if key != "" {
+				if err := tx.InsertCreateKey(ctx, actor.String(), key, row.ID, now); err != nil {
+					if errors.Is(err, store.ErrConflict) {
+						return errKeyUsed // a concurrent create with the key won
+					}
+					return err
+				}
+			}
 			for _, b := range blockers {
 				if err := tx.AddBlocker(ctx, row.ID, b); err != nil {
 					return err
@@ -168,6 +185,11 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		}
 		break
 	}
+	if errors.Is(err, errKeyUsed) {
+		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
+			return t, err
+		}
+	}
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task")
 	}
@@ -179,6 +201,34 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return e.StartTask(ctx, t.ID, core.StartTaskInput{})
 	}
 	return t, nil
+}
+
+// maxIdempotencyKey bounds a create's idempotency key.
+const maxIdempotencyKey = 200
+
+var errKeyUsed = errors.New("idempotency key already used")
+
+// createdBefore finds the task an earlier create with the actor's key
+// made. A retried create with --start starts the task if the first one
+// never got to (its reply, or the daemon, was cut before the start).
+func (e *Engine) createdBefore(ctx context.Context, actor core.Actor, key string, start bool) (core.Task, bool, error) {
+	id, err := e.db.TaskByCreateKey(ctx, actor.String(), key)
+	if errors.Is(err, store.ErrNotFound) {
+		return core.Task{}, false, nil
+	}
+	if err != nil {
+		return core.Task{}, false, mapStoreErr(err, "task")
+	}
+	t, err := e.task(ctx, id)
+	if err != nil {
+		return core.Task{}, true, err
+	}
+	if start && t.Session == nil && !t.Halted && e.held(t) == "" {
+		if st, err := e.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
+			return st, true, nil
+		}
+	}
+	return t, true, nil
 }
 
 // ListTasks implements core.Client: tasks in creation order, so a parent
