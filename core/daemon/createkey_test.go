@@ -71,3 +71,34 @@ func listTasks(t *testing.T, d *daemontest.Daemon) []core.Task {
 	}
 	return tasks
 }
+
+// A task created with --start just before a crash starts after the
+// restart; one created without --start still waits for its start.
+func TestStartSurvivesCrash(t *testing.T) {
+	d := daemontest.Start(t)
+	idle := create(t, d, core.CreateTaskInput{Title: "not started", Prompt: "mock: say should not run"})
+	d.Stop()
+	d.SetEnv("KANDEV_FAILPOINT", "exit-before-start")
+	d.Restart()
+	_, err := d.Client.CreateTask(context.Background(), core.CreateTaskInput{Title: "started", CWD: os.TempDir(),
+		Prompt: "mock: say started after the crash", Start: true})
+	if err == nil {
+		t.Fatal("the create answered; the failpoint should have ended the daemon first")
+	}
+	<-d.Exited()
+	d.SetEnv("KANDEV_FAILPOINT", "")
+	d.Restart()
+	var started core.Task
+	for _, task := range listTasks(t, d) {
+		if task.Title == "started" {
+			started = task
+		}
+	}
+	if started.ID == "" {
+		t.Fatal("the committed create is gone")
+	}
+	waitSaid(t, d, started.ID, "started after the crash")
+	if got := get(t, d, idle.ID); got.Session != nil || got.Queued != 1 {
+		t.Fatalf("the task created without --start: session %+v, %d queued; want it still waiting for a start", got.Session, got.Queued)
+	}
+}

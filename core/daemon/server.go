@@ -67,7 +67,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.Socket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
-		DuringRecovery: recoveryFailpoint(log), IdleTimeout: idleTimeout()})
+		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout()})
 	if err != nil {
 		return err
 	}
@@ -146,6 +146,18 @@ func recoveryFailpoint(log *slog.Logger) func(int) {
 			log.Warn("failpoint: exiting during recovery", "session_index", n)
 			os.Exit(70)
 		}
+	}
+}
+
+// startFailpoint: KANDEV_FAILPOINT=exit-before-start exits once a create
+// with --start has committed, before the start, as a kill -9 there would.
+func startFailpoint(log *slog.Logger) func(string) {
+	if os.Getenv("KANDEV_FAILPOINT") != "exit-before-start" {
+		return nil
+	}
+	return func(taskID string) {
+		log.Warn("failpoint: exiting before a created task's start", "task", taskID)
+		os.Exit(70)
 	}
 }
 

@@ -54,6 +54,9 @@ type Options struct {
 	// n-th (from 0) interrupted session, after its prompt is queued again
 	// and before that is committed: a failpoint for kill -9 in recovery.
 	DuringRecovery func(n int)
+	// BeforeStart, when set, runs after a create with Start committed and
+	// before the start: a failpoint for a crash in between.
+	BeforeStart func(taskID string)
 }
 
 // Engine implements core.Client over the store and the agent runtime.

@@ -173,9 +173,21 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 					return err
 				}
 			}
+			// A start is recorded with the create (startMeta on what it
+			// queues), so a crash before the start itself still starts
+			// the task at the next daemon start.
+			meta := ""
+			if in.Start {
+				meta = startMeta
+			}
 			if prompt != "" {
 				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemMessage,
-					Sender: actor.String(), Text: prompt, CreatedAt: now})
+					Sender: actor.String(), Text: prompt, Meta: meta, CreatedAt: now})
+				return err
+			}
+			if in.Start && assignee.Kind == "role" {
+				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemKickoff,
+					Sender: actor.String(), Text: "Start work on the task.", Meta: meta, CreatedAt: now})
 				return err
 			}
 			return nil
@@ -198,10 +210,16 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, err
 	}
 	if in.Start {
+		if e.opts.BeforeStart != nil {
+			e.opts.BeforeStart(t.ID)
+		}
 		return e.StartTask(ctx, t.ID, core.StartTaskInput{})
 	}
 	return t, nil
 }
+
+// startMeta marks a queue item a start put there; see StartedQueues.
+const startMeta = `{"start":true}`
 
 // maxIdempotencyKey bounds a create's idempotency key.
 const maxIdempotencyKey = 200
