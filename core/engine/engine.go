@@ -81,6 +81,11 @@ type Engine struct {
 	waitMu  sync.Mutex
 	waiters map[string]chan answerDelivery // user questions with a blocked call, by question id
 
+	// deferred holds, by task, why a delivery that could not be written
+	// waits (shown as the task's waiting reason).
+	deferMu  sync.Mutex
+	deferred map[string]string
+
 	closing bool
 	wg      sync.WaitGroup // turn loops
 	procWG  sync.WaitGroup // process teardowns and timers
@@ -122,7 +127,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
 		tasks: map[string]*core.Task{}, children: map[string][]string{},
 		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
-		waiters: map[string]chan answerDelivery{},
+		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
 		baseCtx: base, cancel: cancel,
 	}
 	views, err := e.db.TaskViews(ctx, nil)
@@ -230,7 +235,13 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 			explicitRole = !r.Implicit
 		}
 	}
-	return taskFromView(v, explicitRole), nil
+	t := taskFromView(v, explicitRole)
+	if t.Waiting == "" {
+		e.deferMu.Lock()
+		t.Waiting = e.deferred[id]
+		e.deferMu.Unlock()
+	}
+	return t, nil
 }
 
 func (e *Engine) refreshQuiet(id string) {

@@ -50,6 +50,10 @@ type taskRuntime struct {
 	// loopFence is the fence the turn loop last acted under; a loop whose
 	// fence is stale is winding down after a stop and will launch nothing.
 	loopFence uint64
+	// paused ends the turn loop after a delivery could not be written (a
+	// full disk); retry is the wait before the next attempt.
+	paused bool
+	retry  time.Duration
 }
 
 type turnState struct {
@@ -85,6 +89,12 @@ var (
 type unservedError struct{ reason string }
 
 func (u *unservedError) Error() string { return u.reason }
+
+// writeError: the store could not record the start of a run (a full
+// disk). The task retries by itself; see deliveryFailed.
+type writeError struct{ err error }
+
+func (w *writeError) Error() string { return w.err.Error() }
 
 func (e *Engine) runtime(id string) *taskRuntime {
 	e.rtMu.Lock()
@@ -157,7 +167,8 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 		rt.mu.Unlock()
 		return store.QueueItem{}, nil, 0, core.Task{}, false
 	}
-	if e.isClosing() {
+	if e.isClosing() || rt.paused {
+		rt.paused = false
 		return stop()
 	}
 	// The store, not the cache, decides: every change commits before the
@@ -193,6 +204,14 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			var un *unservedError
 			if errors.As(err, &un) {
 				e.setUnserved(rt.id, un.reason)
+			}
+			var we *writeError
+			if errors.As(err, &we) {
+				rt.mu.Lock()
+				e.deliveryFailed(rt, we.err)
+				rt.paused = false // this loop is already ending
+				rt.mu.Unlock()
+				e.refreshQuiet(rt.id)
 			}
 			return store.QueueItem{}, nil, 0, core.Task{}, false
 		}
@@ -250,7 +269,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if err != nil {
 		rt.mu.Unlock()
 		e.log.Error("record session", "task", t.ID, "err", err)
-		return nil, errRunFailed
+		return nil, &writeError{err: err}
 	}
 	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
@@ -378,10 +397,13 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		return nil
 	})
 	if err != nil {
+		e.deliveryFailed(rt, err)
 		rt.mu.Unlock()
 		e.log.Error("deliver queued message", "task", t.ID, "err", err)
+		e.refreshQuiet(t.ID)
 		return
 	}
+	e.deliveryDone(rt)
 	rt.turn = &turnState{run: run}
 	if run.idle != nil {
 		run.idle.Stop()
@@ -440,6 +462,45 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.opts.AfterTurnEnd(t.ID)
 	}
 	e.afterTurn(t.ID, turnOutcome{role: run.role, interrupted: interrupted, sessionID: run.sessionID})
+}
+
+// Bounds of the wait between attempts to deliver a message whose delivery
+// could not be written.
+const (
+	retryFirst = 500 * time.Millisecond
+	retryMax   = 30 * time.Second
+)
+
+// deliveryFailed pauses a task's turn loop after its delivery could not be
+// written (a full disk, most likely): rather than spin on the same item,
+// the task says why in its waiting field, kept in memory because the
+// store may not take it, and tries again after a growing wait. No event
+// says the disk has space again, so this one thing is retried on a timer.
+// rt.mu must be held.
+func (e *Engine) deliveryFailed(rt *taskRuntime, err error) {
+	rt.paused = true
+	if rt.retry == 0 {
+		rt.retry = retryFirst
+	} else if rt.retry = 2 * rt.retry; rt.retry > retryMax {
+		rt.retry = retryMax
+	}
+	e.deferMu.Lock()
+	e.deferred[rt.id] = fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax)
+	e.deferMu.Unlock()
+	id := rt.id
+	time.AfterFunc(rt.retry, func() { e.kick(id) })
+}
+
+// deliveryDone clears what deliveryFailed set once a delivery was
+// written. rt.mu must be held.
+func (e *Engine) deliveryDone(rt *taskRuntime) {
+	if rt.retry == 0 {
+		return
+	}
+	rt.retry = 0
+	e.deferMu.Lock()
+	delete(e.deferred, rt.id)
+	e.deferMu.Unlock()
 }
 
 // endTurn records a turn's end, the session's new state and, when the

@@ -60,6 +60,8 @@ func (t *turn) exec(d string) error {
 		t.stderrflood(arg)
 	case "burst":
 		t.burst(arg)
+	case "waitfile":
+		return t.waitFile(arg)
 	case "spawn-child":
 		t.spawn(false)
 	case "spawn-setsid":

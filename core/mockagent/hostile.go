@@ -174,3 +174,16 @@ func beStubborn(getenv func(string) string) bool {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
 	return true
 }
+
+// waitFile blocks until the file at path exists (or the turn is
+// cancelled): a test's gate that needs no timing.
+func (t *turn) waitFile(path string) error {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if err := sleep(t.ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
