@@ -105,7 +105,16 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.CreateTask(ctx, opts.Input)
+	// One key per invocation: a create whose reply was cut is retried
+	// once, and the daemon answers the retry with the task it made.
+	in := opts.Input
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = "cli-" + core.NewID() + core.NewID() + core.NewID()
+	}
+	t, err := client.CreateTask(ctx, in)
+	if core.CodeOf(err) == core.CodeUnavailable && ctx.Err() == nil {
+		t, err = client.CreateTask(ctx, in)
+	}
 	if err != nil {
 		return err
 	}

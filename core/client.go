@@ -72,6 +72,9 @@ type CreateTaskInput struct {
 	BlockedBy []string `json:"blocked_by,omitempty"`
 	// Surface overrides the MCP surface (e.g. "configuration").
 	Surface string `json:"surface,omitempty"`
+	// IdempotencyKey, when set, makes the create safe to retry: a second
+	// create by the same actor with the same key returns the first task.
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
 // ListTasksInput narrows a listing.

@@ -54,3 +54,10 @@ func (q Queries) Queue(ctx context.Context, taskID string) ([]QueueItem, error) 
 func (q Queries) DeleteQueueItem(ctx context.Context, id int64) error {
 	return q.execOne(ctx, fmt.Sprintf("dequeue %d", id), `DELETE FROM queue WHERE id = ?`, id)
 }
+
+// StartedQueues lists tasks with an item queued by a start (`--start`,
+// `task start`) that was never delivered: a crash between the start's
+// commit and its delivery must not leave them waiting for another input.
+func (q Queries) StartedQueues(ctx context.Context) ([]string, error) {
+	return q.ids(ctx, `SELECT DISTINCT task_id FROM queue WHERE json_extract(meta, '$.start') = 1 ORDER BY task_id`)
+}

@@ -14,6 +14,7 @@ type client struct{ run *Run }
 var _ acp.Client = (*client)(nil)
 
 func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) error {
+	defer c.run.flow.release()
 	c.run.handler.Update(ctx, n)
 	return nil
 }

@@ -30,10 +30,19 @@ type Spec struct {
 	// Env is added to the daemon's environment (KEY=VALUE).
 	Env []string
 	Dir string
-	// LogPath receives the agent's stderr.
+	// LogPath receives the agent's stderr. The file is rotated once it
+	// reaches LogLimit (to LogPath+".1", replacing an older one), so a
+	// flooding agent keeps at most twice LogLimit on disk.
 	LogPath string
+	// LogLimit caps each generation of the stderr log; zero means
+	// DefaultLogLimit.
+	LogLimit int64
 	// MCPServers are injected through session/new (or resume/load).
 	MCPServers []acp.McpServer
+	// SessionID is kandev's id for this run, set as KANDEV_SESSION_ID in the
+	// agent's environment: every process that inherits it is ended with
+	// the run, whether or not it stayed in the agent's process group.
+	SessionID string
 	// ResumeID is the agent's own session id from an earlier run.
 	ResumeID string
 	// StartTimeout bounds initialize and session setup.
@@ -48,6 +57,9 @@ type Handler interface {
 	Permission(ctx context.Context, req acp.RequestPermissionRequest) acp.RequestPermissionResponse
 	// Garbage is told of output that is not ACP; the run fails on it.
 	Garbage(line string)
+	// Fault is told the agent broke the protocol in a way that ends the
+	// connection (a line too long to read); the run fails on it.
+	Fault(reason string)
 }
 
 // Run is one live agent process.
@@ -57,7 +69,6 @@ type Run struct {
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	conn    *acp.ClientSideConnection
-	logFile *os.File
 
 	caps      acp.AgentCapabilities
 	sessionID acp.SessionId
@@ -65,6 +76,12 @@ type Run struct {
 
 	exited  chan struct{}
 	exitErr error
+
+	// flow holds back the agent's notifications while the SDK's queue
+	// of them is nearly full.
+	flow *flow
+	// stderrDone closes when the stderr copier reached EOF.
+	stderrDone chan struct{}
 
 	mu      sync.Mutex
 	garbage string
@@ -74,6 +91,7 @@ type Run struct {
 	// fallbacks are the session-opening steps that failed before one
 	// worked, for the caller to record.
 	fallbacks []string
+	fault     string
 }
 
 // Start spawns the agent in its own process group. It returns as soon as
@@ -83,6 +101,9 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	cmd := exec.Command(spec.Command, spec.Args...)
 	cmd.Dir = spec.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
+	if spec.SessionID != "" {
+		cmd.Env = append(cmd.Env, SessionEnv+"="+spec.SessionID)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -92,40 +113,73 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent stdout: %w", err)
 	}
-	var logFile *os.File
+	// stderr goes through a pipe the daemon copies into a capped, rotated
+	// log: written straight to a file, a flooding agent could fill the disk.
+	var log *capLog
+	var stderrR, stderrW *os.File
 	if spec.LogPath != "" {
-		logFile, err = os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("agent log %s: %w", spec.LogPath, err)
+		limit := spec.LogLimit
+		if limit <= 0 {
+			limit = DefaultLogLimit
 		}
-		cmd.Stderr = logFile
+		log, err = openCapLog(spec.LogPath, limit)
+		if err != nil {
+			return nil, err
+		}
+		stderrR, stderrW, err = os.Pipe()
+		if err != nil {
+			log.Close()
+			return nil, fmt.Errorf("agent stderr: %w", err)
+		}
+		cmd.Stderr = stderrW
 	}
 	if err := cmd.Start(); err != nil {
-		if logFile != nil {
-			logFile.Close()
+		if log != nil {
+			log.Close()
+			stderrR.Close()
+			stderrW.Close()
 		}
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
-	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, logFile: logFile, exited: make(chan struct{})}
+	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
+		flow: newFlow(), stderrDone: make(chan struct{})}
+	if log != nil {
+		stderrW.Close() // the child holds its own copy
+		go func() {
+			defer close(r.stderrDone)
+			defer log.Close()
+			copyBounded(log, stderrR)
+			stderrR.Close()
+		}()
+	} else {
+		close(r.stderrDone)
+	}
 	logger := spec.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	// The guard holds reads back until the logger is set: SetLogger on a
 	// connection whose reader already runs is a data race in the SDK.
-	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, ready: make(chan struct{})}
+	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, onFault: r.onFault,
+		flow: r.flow, ready: make(chan struct{})}
 	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
 	r.conn.SetLogger(logger)
 	close(guard.ready)
 	go func() {
 		r.exitErr = cmd.Wait()
-		if logFile != nil {
-			logFile.Close()
+		// The last words on stderr belong in the exit reason; helpers the
+		// agent left holding the pipe must not hold the exit up for long.
+		select {
+		case <-r.stderrDone:
+		case <-time.After(stderrSettle):
 		}
 		close(r.exited)
 	}()
 	return r, nil
 }
+
+// stderrSettle bounds how long an exit waits for the stderr copier.
+const stderrSettle = 500 * time.Millisecond
 
 // PID is the agent's process id, which is also its process group id.
 func (r *Run) PID() int { return r.cmd.Process.Pid }
@@ -165,6 +219,26 @@ func (r *Run) ExitedCleanly() bool {
 		return r.exitErr == nil
 	default:
 		return false
+	}
+}
+
+// Fault is why the connection broke on the agent's side (a line too long to
+// read), if it did.
+func (r *Run) Fault() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fault
+}
+
+func (r *Run) onFault(reason string) {
+	r.mu.Lock()
+	first := r.fault == ""
+	if first {
+		r.fault = reason
+	}
+	r.mu.Unlock()
+	if first {
+		r.handler.Fault(reason)
 	}
 }
 
@@ -274,7 +348,7 @@ func (r *Run) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
 	resp, err := r.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sessionID, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	if err != nil {
 		var rpcErr *acp.RequestError
-		if r.cancelCount() != before && errors.As(err, &rpcErr) && ctx.Err() == nil && !r.disconnected() && r.GarbageLine() == "" {
+		if r.cancelCount() != before && errors.As(err, &rpcErr) && ctx.Err() == nil && !r.disconnected() && r.GarbageLine() == "" && r.Fault() == "" {
 			return acp.StopReasonCancelled, nil
 		}
 		return "", r.wrap(ctx, "prompt", err)
@@ -310,14 +384,19 @@ type Grace struct {
 var DefaultGrace = Grace{Cancel: 2 * time.Second, Interrupt: 2 * time.Second, Terminate: 2 * time.Second}
 
 // Terminate tears the agent down: session/cancel, close stdin, then SIGINT,
-// SIGTERM and SIGKILL to the whole process group, each after a grace
-// period. It returns once the leader has exited and the group is killed.
+// SIGTERM and SIGKILL to the whole process group and to every process that
+// carries the session's id (helpers that left the group, setsid
+// grandchildren), each after a grace period. It returns once the leader has
+// exited and those processes are killed and gone (or, for one stuck in the
+// kernel, after a bounded wait).
 func (r *Run) Terminate(g Grace) {
+	r.flow.close()
 	ctx, cancel := context.WithTimeout(context.Background(), g.Cancel)
 	_ = r.Cancel(ctx)
 	cancel()
 	r.stdin.Close()
 	pgid := r.PID()
+	id := r.spec.SessionID
 	steps := []struct {
 		sig  syscall.Signal
 		wait time.Duration
@@ -325,19 +404,25 @@ func (r *Run) Terminate(g Grace) {
 	for _, s := range steps {
 		if s.sig != 0 {
 			_ = syscall.Kill(-pgid, s.sig)
+			signalSession(id, s.sig)
 		}
 		select {
 		case <-r.exited:
-			// The leader is gone; children it left in the group (such as the
-			// kandev mcp bridge) must not outlive it.
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			return
 		case <-time.After(s.wait):
+			continue
 		}
+		break
 	}
+	// The leader is gone or out of time; whatever it leaves behind, in
+	// the group (such as the kandev mcp bridge) or out of it, must not
+	// outlive it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-r.exited
+	KillSession(id, killWait)
 }
+
+// killWait bounds the wait for SIGKILLed processes to disappear.
+const killWait = 5 * time.Second
 
 // cancelOnExit ends ctx when the process exits, so no call waits on a dead
 // agent.
@@ -359,6 +444,9 @@ func (r *Run) cancelOnExit(ctx context.Context) (context.Context, func()) {
 var errExited = errors.New("agent process exited")
 
 func (r *Run) wrap(ctx context.Context, step string, err error) error {
+	if f := r.Fault(); f != "" {
+		return fmt.Errorf("%s: %s", step, f)
+	}
 	if g := r.GarbageLine(); g != "" {
 		return fmt.Errorf("%s: agent wrote output that is not ACP: %q", step, truncate(g, 200))
 	}
@@ -390,32 +478,68 @@ func (r *Run) disconnected() bool {
 	}
 }
 
+// MaxLine is the longest line an agent may write on stdout. It is the ACP
+// SDK's own limit (acp-go-sdk v0.13.0 scans with a 10 MiB buffer, newline
+// included): a longer line would end the connection with a bare "token too
+// long", so the guard refuses it first, with a reason, without holding
+// more than MaxLine of it.
+const MaxLine = 10<<20 - 1
+
 // lineGuard passes ACP's line-delimited JSON through and reports the first
-// line that is not JSON, which means the agent is not speaking ACP.
+// line that is not JSON, which means the agent is not speaking ACP. It
+// reads with bounded buffers: a line over MaxLine ends the stream with a
+// fault instead of growing without limit. It also holds session/update
+// notifications back while the SDK has too many of them queued.
 type lineGuard struct {
 	r         *bufio.Reader
 	onGarbage func(string)
+	onFault   func(string)
+	flow      *flow
+	line      []byte
 	buf       []byte
+	err       error
 	ready     chan struct{}
 }
 
 func (g *lineGuard) Read(p []byte) (int, error) {
 	<-g.ready
 	for len(g.buf) == 0 {
-		line, err := g.r.ReadBytes('\n')
+		if g.err != nil {
+			return 0, g.err
+		}
+		line, err := g.readLine()
+		if err == errLineTooLong {
+			g.onFault(fmt.Sprintf("agent wrote a line over %d MiB", (MaxLine+1)>>20))
+			g.err = err
+			return 0, err
+		}
 		if len(line) > 0 {
 			trimmed := bytes.TrimSpace(line)
-			if len(trimmed) > 0 && !json.Valid(trimmed) {
-				g.onGarbage(string(trimmed))
-			} else {
+			var msg wireMessage
+			switch {
+			case len(trimmed) == 0:
+			case json.Unmarshal(trimmed, &msg) != nil:
+				if !json.Valid(trimmed) {
+					g.onGarbage(string(trimmed))
+				}
+				// Valid JSON the SDK cannot read as a message: it skips
+				// such lines too.
+			case msg.isNotification():
+				if msg.Method != acp.ClientMethodSessionUpdate || !validUpdate(msg.Params) {
+					// The client handles no other notification, and the SDK
+					// would reject this one undelivered: drop it here, so
+					// every notification passed on is one handler call
+					// the flow can count.
+					break
+				}
+				g.flow.acquire()
+				g.buf = line
+			default:
 				g.buf = line
 			}
 		}
 		if err != nil {
-			if len(g.buf) > 0 {
-				break
-			}
-			return 0, err
+			g.err = err
 		}
 	}
 	n := copy(p, g.buf)
@@ -423,19 +547,220 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line, newline included, reusing one buffer of
+// at most MaxLine+1 bytes. A longer line is an error: nothing more of the
+// stream is read.
+func (g *lineGuard) readLine() ([]byte, error) {
+	g.line = g.line[:0]
+	for {
+		frag, err := g.r.ReadSlice('\n')
+		if len(g.line)+len(frag) > MaxLine+1 {
+			g.line = nil // let the large buffer go
+			return nil, errLineTooLong
+		}
+		g.line = append(g.line, frag...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return g.line, err
+	}
+}
+
+// wireMessage is the SDK's view of a JSON-RPC message (its anyMessage), so
+// the guard classifies a line exactly as the SDK will.
+type wireMessage struct {
+	JSONRPC string            `json:"jsonrpc"`
+	ID      *json.RawMessage  `json:"id,omitempty"`
+	Method  string            `json:"method,omitempty"`
+	Params  json.RawMessage   `json:"params,omitempty"`
+	Result  json.RawMessage   `json:"result,omitempty"`
+	Error   *acp.RequestError `json:"error,omitempty"`
+}
+
+// isNotification is true for what the SDK puts on its notification queue.
+func (m wireMessage) isNotification() bool {
+	return m.ID == nil && m.Method != "" && m.Method != "$/cancel_request"
+}
+
+// validUpdate is true when the SDK will hand these params to the client's
+// SessionUpdate (it decodes and validates them the same way).
+func validUpdate(params json.RawMessage) bool {
+	var n acp.SessionNotification
+	if err := json.Unmarshal(params, &n); err != nil {
+		return false
+	}
+	return n.Validate() == nil
+}
+
+// flowLimit is how many session/update notifications may wait in the SDK
+// at once. The SDK queues at most 1024 and closes the connection when the
+// queue overflows; holding the reader back below that keeps a chatty
+// agent (or a long session/load replay) connected, with the agent's own
+// writes blocking on the pipe meanwhile.
+const flowLimit = 256
+
+// flow counts notifications handed to the SDK and not yet handled.
+type flow struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending int
+	closed  bool
+}
+
+func newFlow() *flow {
+	f := &flow{}
+	f.cond = sync.NewCond(&f.mu)
+	return f
+}
+
+// acquire waits for room for one more notification.
+func (f *flow) acquire() {
+	f.mu.Lock()
+	for f.pending >= flowLimit && !f.closed {
+		f.cond.Wait()
+	}
+	f.pending++
+	f.mu.Unlock()
+}
+
+// release marks one notification handled.
+func (f *flow) release() {
+	f.mu.Lock()
+	if f.pending > 0 {
+		f.pending--
+	}
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// close lets the reader go on regardless: the run is being torn down.
+func (f *flow) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// DefaultLogLimit caps each generation of a session's stderr log.
+const DefaultLogLimit = 8 << 20
+
+// capLog is a session's stderr log: once a file reaches its limit it
+// becomes path+".1" and a new one starts, so the newest output (the part
+// a failure reason shows) is always kept and the disk use is bounded.
+type capLog struct {
+	path    string
+	limit   int64
+	f       *os.File
+	written int64
+}
+
+func openCapLog(path string, limit int64) (*capLog, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("agent log %s: %w", path, err)
+	}
+	l := &capLog{path: path, limit: limit, f: f}
+	if st, err := f.Stat(); err == nil {
+		l.written = st.Size()
+	}
+	return l, nil
+}
+
+func (l *capLog) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		if l.f == nil {
+			return n, nil // rotation failed: drop the rest rather than block the agent
+		}
+		if l.written >= l.limit {
+			l.rotate()
+			continue
+		}
+		chunk := p
+		if room := l.limit - l.written; int64(len(chunk)) > room {
+			chunk = chunk[:room]
+		}
+		w, err := l.f.Write(chunk)
+		l.written += int64(w)
+		if err != nil {
+			// A full disk: drop the output, keep the agent running.
+			l.written = l.limit
+		}
+		p = p[len(chunk):]
+	}
+	return n, nil
+}
+
+func (l *capLog) rotate() {
+	l.f.Close()
+	l.f = nil
+	_ = os.Rename(l.path, l.path+".1")
+	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return
+	}
+	l.f = f
+	note := fmt.Sprintf("[kandev: stderr reached %d bytes; the previous %d bytes are in %s.1, older output was dropped]\n",
+		l.limit, l.limit, l.path)
+	w, _ := f.WriteString(note)
+	l.written = int64(w)
+}
+
+func (l *capLog) Close() {
+	if l.f != nil {
+		l.f.Close()
+	}
+}
+
+// copyBounded copies the agent's stderr into the log with one small buffer
+// until EOF, whatever the volume.
+func copyBounded(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32*1024)
+	_, _ = io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, buf)
+}
+
+// logTailBytes is how much of the end of a log logTail reads.
+const logTailBytes = 16 * 1024
+
+// logTail returns the last lines of a log, reading only its end.
 func logTail(path string, lines int) string {
 	if path == "" {
 		return ""
 	}
-	b, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := st.Size() - logTailBytes
+	if off < 0 {
+		off = 0
+	}
+	b := make([]byte, st.Size()-off)
+	n, _ := f.ReadAt(b, off)
+	b = b[:n]
+	if off > 0 {
+		// The first line is probably cut; drop it when more follow.
+		if i := bytes.IndexByte(b, '\n'); i >= 0 && i < len(b)-1 {
+			b = b[i+1:]
+		}
 	}
 	all := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(all) > lines {
 		all = all[len(all)-lines:]
 	}
-	return truncate(strings.Join(all, " | "), 400)
+	// Each line is cut on its own, so one long line cannot push the last
+	// words out of the reason.
+	for i := range all {
+		all[i] = truncate(all[i], 400/lines)
+	}
+	return strings.Join(all, " | ")
 }
 
 func truncate(s string, n int) string {

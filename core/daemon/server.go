@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,7 +67,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
-		IdleTimeout: idleTimeout()})
+		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout()})
 	if err != nil {
 		return err
 	}
@@ -135,6 +136,38 @@ func failpoint(log *slog.Logger) func(string) {
 	}
 }
 
+// recoveryFailpoint: KANDEV_FAILPOINT=exit-during-recovery:N exits inside
+// the startup recovery of the N-th interrupted session (from 0), after its
+// prompt is queued again and before that commits, as a kill -9 there would.
+func recoveryFailpoint(log *slog.Logger) func(int) {
+	arg, ok := strings.CutPrefix(os.Getenv("KANDEV_FAILPOINT"), "exit-during-recovery:")
+	if !ok {
+		return nil
+	}
+	at, err := strconv.Atoi(arg)
+	if err != nil {
+		return nil
+	}
+	return func(n int) {
+		if n == at {
+			log.Warn("failpoint: exiting during recovery", "session_index", n)
+			os.Exit(70)
+		}
+	}
+}
+
+// startFailpoint: KANDEV_FAILPOINT=exit-before-start exits once a create
+// with --start has committed, before the start, as a kill -9 there would.
+func startFailpoint(log *slog.Logger) func(string) {
+	if os.Getenv("KANDEV_FAILPOINT") != "exit-before-start" {
+		return nil
+	}
+	return func(taskID string) {
+		log.Warn("failpoint: exiting before a created task's start", "task", taskID)
+		os.Exit(70)
+	}
+}
+
 // DefaultIdleTimeout is how long an agent with no turn keeps its process.
 const DefaultIdleTimeout = 15 * time.Minute
 
@@ -182,11 +215,15 @@ type Handler struct {
 	eng *engine.Engine
 	log *slog.Logger
 	mux *http.ServeMux
+	// cutCreate is the failpoint KANDEV_FAILPOINT=cut-after-create: the
+	// first create is committed, then its connection dropped unanswered.
+	cutCreate atomic.Bool
 }
 
 // NewHandler routes every client call to the engine.
 func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	h := &Handler{eng: eng, log: log, mux: http.NewServeMux()}
+	h.cutCreate.Store(os.Getenv("KANDEV_FAILPOINT") == "cut-after-create")
 	m := h.mux
 	m.HandleFunc("GET /v1/version", h.version)
 	m.HandleFunc("GET /v1/tasks", h.listTasks)
@@ -374,6 +411,15 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := h.eng.CreateTask(r.Context(), in)
+	if err == nil && h.cutCreate.CompareAndSwap(true, false) {
+		h.log.Warn("failpoint: dropping the connection of a committed create", "task", t.ID)
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+	}
 	reply(w, t, err)
 }
 

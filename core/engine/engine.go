@@ -53,6 +53,13 @@ type Options struct {
 	// AfterTurnEnd, when set, runs once a turn's end is recorded and before
 	// its stall check: a failpoint for tests of the startup sweep.
 	AfterTurnEnd func(taskID string)
+	// DuringRecovery, when set, runs inside the startup recovery of the
+	// n-th (from 0) interrupted session, after its prompt is queued again
+	// and before that is committed: a failpoint for kill -9 in recovery.
+	DuringRecovery func(n int)
+	// BeforeStart, when set, runs after a create with Start committed and
+	// before the start: a failpoint for a crash in between.
+	BeforeStart func(taskID string)
 }
 
 // DefaultQuestionTurnGrace is generous on purpose: the tool result tells
@@ -89,6 +96,11 @@ type Engine struct {
 
 	waitMu  sync.Mutex
 	waiters map[string]chan answerDelivery // user questions with a blocked call, by question id
+
+	// deferred holds, by task, why a delivery that could not be written
+	// waits (shown as the task's waiting reason).
+	deferMu  sync.Mutex
+	deferred map[string]string
 
 	closing bool
 	wg      sync.WaitGroup // turn loops
@@ -131,7 +143,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
 		tasks: map[string]*core.Task{}, children: map[string][]string{},
 		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
-		waiters: map[string]chan answerDelivery{},
+		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
 		baseCtx: base, cancel: cancel,
 	}
 	views, err := e.db.TaskViews(ctx, nil)
@@ -245,7 +257,13 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 			explicitRole = !r.Implicit
 		}
 	}
-	return taskFromView(v, explicitRole), nil
+	t := taskFromView(v, explicitRole)
+	if t.Waiting == "" {
+		e.deferMu.Lock()
+		t.Waiting = e.deferred[id]
+		e.deferMu.Unlock()
+	}
+	return t, nil
 }
 
 // stripe picks one of n locks for a task id (FNV-1a).

@@ -197,5 +197,14 @@ func (e *Engine) sweep(ctx context.Context) error {
 	for _, id := range waiting {
 		e.kick(id)
 	}
+	// Starts the last daemon acknowledged but never delivered (it died
+	// in between) go ahead; the turn loop skips tasks held meanwhile.
+	started, err := e.db.StartedQueues(ctx)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
+	}
+	for _, id := range started {
+		e.kick(id)
+	}
 	return nil
 }

@@ -51,12 +51,12 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 				return err
 			}
 			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemMessage,
-				Sender: actor.String(), Text: text, CreatedAt: now}); err != nil {
+				Sender: actor.String(), Text: text, Meta: startMeta, CreatedAt: now}); err != nil {
 				return err
 			}
 		} else if rt.run == nil && !rt.busy && t.Queued == 0 && t.PendingQuestion == nil {
 			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemKickoff,
-				Sender: actor.String(), Text: "Start work on the task.", CreatedAt: now}); err != nil {
+				Sender: actor.String(), Text: "Start work on the task.", Meta: startMeta, CreatedAt: now}); err != nil {
 				return err
 			}
 		}

@@ -184,6 +184,12 @@ func (r *recorder) Garbage(line string) {
 	go r.e.failRun(r.run, fmt.Sprintf("agent wrote output that is not ACP: %q", truncateRunes(line, 200)))
 }
 
+// Fault implements agent.Handler: the agent broke the stream (a line too
+// long to read); the run fails with that reason.
+func (r *recorder) Fault(reason string) {
+	go r.e.failRun(r.run, reason)
+}
+
 func (r *recorder) stream(kind core.MessageKind, text string) {
 	if text == "" {
 		return

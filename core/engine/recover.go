@@ -1,15 +1,12 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/store"
 )
 
@@ -23,21 +20,48 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	for _, s := range live {
+	for i, s := range live {
 		killed := killOrphan(s)
-		e.requeueOpenPrompt(ctx, s.TaskID, s.ID)
 		reason := fmt.Sprintf("interrupted: the kandev daemon exited while this session was %s", s.State)
-		e.finishSession(s.ID, core.SessionCancelled, reason)
 		msg := reason
 		if killed {
-			msg += fmt.Sprintf("; its leftover process group %d was killed", s.PID)
+			msg += fmt.Sprintf("; its leftover processes (agent pid %d) were killed", s.PID)
 		}
-		e.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev", msg, map[string]any{"interrupted": true})
-		if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
-			if err := e.db.SetTaskStatus(ctx, s.TaskID, string(core.StatusReview), time.Now().UTC()); err != nil {
-				return fmt.Errorf("recover task %s: %w", s.TaskID, err)
+		// The requeue, the session's end and the note are one
+		// transaction: a crash in between must not leave the session
+		// live with its prompt queued, or the next start queues it again.
+		st := string(core.SessionCancelled)
+		now := time.Now().UTC()
+		var note store.Message
+		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := e.requeueOpenPrompt(ctx, tx.Queries, s.TaskID, s.ID); err != nil {
+				return err
 			}
+			if e.opts.DuringRecovery != nil {
+				e.opts.DuringRecovery(i)
+			}
+			if err := tx.UpdateSession(ctx, s.ID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+				return err
+			}
+			if err := tx.RevokeSessionTokens(ctx, s.ID, now); err != nil {
+				return err
+			}
+			var err error
+			note, err = tx.InsertMessage(ctx, store.Message{TaskID: s.TaskID, SessionID: s.ID, Kind: string(core.MsgStatus),
+				Author: "kandev", Text: msg, Meta: metaJSON(map[string]any{"interrupted": true}), CreatedAt: now, UpdatedAt: now})
+			if err != nil {
+				return err
+			}
+			if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
+				return tx.SetTaskStatus(ctx, s.TaskID, string(core.StatusReview), now)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("recover session %s of task %s: %w", s.ID, s.TaskID, err)
 		}
+		e.publishSession(s.ID)
+		e.publishMessage(core.EventMessageAdded, note)
 		e.refreshQuiet(s.TaskID)
 	}
 	pending, err := e.db.PendingQuestions(ctx)
@@ -52,20 +76,14 @@ func (e *Engine) Recover(ctx context.Context) error {
 	return e.sweep(ctx)
 }
 
-// killOrphan kills the process group of a session's agent if it is still
-// alive and is really that session's agent: its environment must carry the
-// session id, so a recycled pid is never touched.
+// killOrphan kills every process left of a session the previous daemon
+// ran: the agent's process group and anything else that carries the
+// session's id in its environment (helpers that left the group, setsid
+// grandchildren), so a recycled pid is never touched. It reports whether
+// any was found.
 func killOrphan(s store.Session) bool {
-	if s.PID <= 0 {
-		return false
-	}
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(s.PID) + "/environ")
-	if err != nil {
-		return false
-	}
-	if !bytes.Contains(env, []byte("KANDEV_SESSION_ID="+s.ID+"\x00")) {
-		return false
-	}
-	_ = syscall.Kill(-s.PID, syscall.SIGKILL)
-	return true
+	return agent.KillSession(s.ID, orphanKillWait) > 0
 }
+
+// orphanKillWait bounds the wait for killed orphans to disappear.
+const orphanKillWait = 5 * time.Second

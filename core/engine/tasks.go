@@ -23,6 +23,15 @@ const maxTitle = 200
 // take the injected MCP server.
 func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
+	key := in.IdempotencyKey
+	if len(key) > maxIdempotencyKey {
+		return core.Task{}, core.Errorf(core.CodeValidation, "idempotency key is %d bytes; keep it to %d at most", len(key), maxIdempotencyKey)
+	}
+	if key != "" {
+		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
+			return t, err
+		}
+	}
 	title := strings.TrimSpace(in.Title)
 	titlePending := false
 	if title == "" {
@@ -159,14 +168,34 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			if err := tx.InsertTask(ctx, row); err != nil {
 				return err
 			}
+			if key != "" {
+				if err := tx.InsertCreateKey(ctx, actor.String(), key, row.ID, now); err != nil {
+					if errors.Is(err, store.ErrConflict) {
+						return errKeyUsed // a concurrent create with the key won
+					}
+					return err
+				}
+			}
 			for _, b := range blockers {
 				if err := tx.AddBlocker(ctx, row.ID, b); err != nil {
 					return err
 				}
 			}
+			// A start is recorded with the create (startMeta on what it
+			// queues), so a crash before the start itself still starts
+			// the task at the next daemon start.
+			meta := ""
+			if in.Start {
+				meta = startMeta
+			}
 			if prompt != "" {
 				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemMessage,
-					Sender: actor.String(), Text: prompt, CreatedAt: now})
+					Sender: actor.String(), Text: prompt, Meta: meta, CreatedAt: now})
+				return err
+			}
+			if in.Start && assignee.Kind == "role" {
+				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemKickoff,
+					Sender: actor.String(), Text: "Start work on the task.", Meta: meta, CreatedAt: now})
 				return err
 			}
 			return nil
@@ -176,6 +205,11 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		}
 		break
 	}
+	if errors.Is(err, errKeyUsed) {
+		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
+			return t, err
+		}
+	}
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task")
 	}
@@ -184,9 +218,43 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, err
 	}
 	if in.Start {
+		if e.opts.BeforeStart != nil {
+			e.opts.BeforeStart(t.ID)
+		}
 		return e.StartTask(ctx, t.ID, core.StartTaskInput{})
 	}
 	return t, nil
+}
+
+// startMeta marks a queue item a start put there; see StartedQueues.
+const startMeta = `{"start":true}`
+
+// maxIdempotencyKey bounds a create's idempotency key.
+const maxIdempotencyKey = 200
+
+var errKeyUsed = errors.New("idempotency key already used")
+
+// createdBefore finds the task an earlier create with the actor's key
+// made. A retried create with --start starts the task if the first one
+// never got to (its reply, or the daemon, was cut before the start).
+func (e *Engine) createdBefore(ctx context.Context, actor core.Actor, key string, start bool) (core.Task, bool, error) {
+	id, err := e.db.TaskByCreateKey(ctx, actor.String(), key)
+	if errors.Is(err, store.ErrNotFound) {
+		return core.Task{}, false, nil
+	}
+	if err != nil {
+		return core.Task{}, false, mapStoreErr(err, "task")
+	}
+	t, err := e.task(ctx, id)
+	if err != nil {
+		return core.Task{}, true, err
+	}
+	if start && t.Session == nil && !t.Halted && e.held(t) == "" {
+		if st, err := e.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
+			return st, true, nil
+		}
+	}
+	return t, true, nil
 }
 
 // ListTasks implements core.Client: tasks in creation order, so a parent

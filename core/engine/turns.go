@@ -52,6 +52,10 @@ type taskRuntime struct {
 	// loopFence is the fence the turn loop last acted under; a loop whose
 	// fence is stale is winding down after a stop and will launch nothing.
 	loopFence uint64
+	// paused ends the turn loop after a delivery could not be written (a
+	// full disk); retry is the wait before the next attempt.
+	paused bool
+	retry  time.Duration
 }
 
 type turnState struct {
@@ -87,6 +91,12 @@ var (
 type unservedError struct{ reason string }
 
 func (u *unservedError) Error() string { return u.reason }
+
+// writeError: the store could not record the start of a run (a full
+// disk). The task retries by itself; see deliveryFailed.
+type writeError struct{ err error }
+
+func (w *writeError) Error() string { return w.err.Error() }
 
 func (e *Engine) runtime(id string) *taskRuntime {
 	e.rtMu.Lock()
@@ -159,7 +169,8 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 		rt.mu.Unlock()
 		return store.QueueItem{}, nil, 0, core.Task{}, false
 	}
-	if e.isClosing() {
+	if e.isClosing() || rt.paused {
+		rt.paused = false
 		return stop()
 	}
 	// The store, not the cache, decides: every change commits before the
@@ -195,6 +206,14 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			var un *unservedError
 			if errors.As(err, &un) {
 				e.setUnserved(rt.id, un.reason)
+			}
+			var we *writeError
+			if errors.As(err, &we) {
+				rt.mu.Lock()
+				e.deliveryFailed(rt, we.err)
+				rt.paused = false // this loop is already ending
+				rt.mu.Unlock()
+				e.refreshQuiet(rt.id)
 			}
 			return store.QueueItem{}, nil, 0, core.Task{}, false
 		}
@@ -252,7 +271,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if err != nil {
 		rt.mu.Unlock()
 		e.log.Error("record session", "task", t.ID, "err", err)
-		return nil, errRunFailed
+		return nil, &writeError{err: err}
 	}
 	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
@@ -263,9 +282,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(e.opts.Home.Dir, "mock-agent"))
 	}
 	env = append(append(append(env, prof.Env...), clearedAgentEnv...),
-		"KANDEV_TASK_ID="+t.ID, "KANDEV_SESSION_ID="+sessionID)
+		"KANDEV_TASK_ID="+t.ID)
 	spec := agent.Spec{
-		Command: command, Args: prof.Args, Env: env, Dir: t.CWD,
+		Command: command, Args: prof.Args, Env: env, Dir: t.CWD, SessionID: sessionID,
 		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
 		StartTimeout: startTimeout(prof, e.opts.StartTimeout), Logger: e.log.With("session", sessionID),
 		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
@@ -402,10 +421,13 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		return nil
 	})
 	if err != nil {
+		e.deliveryFailed(rt, err)
 		rt.mu.Unlock()
 		e.log.Error("deliver queued message", "task", t.ID, "err", err)
+		e.refreshQuiet(t.ID)
 		return
 	}
+	e.deliveryDone(rt)
 	rt.turn = &turnState{run: run}
 	if run.idle != nil {
 		run.idle.Stop()
@@ -466,6 +488,45 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.opts.AfterTurnEnd(t.ID)
 	}
 	e.afterTurn(t.ID, turnOutcome{role: run.role, interrupted: interrupted, sessionID: run.sessionID})
+}
+
+// Bounds of the wait between attempts to deliver a message whose delivery
+// could not be written.
+const (
+	retryFirst = 500 * time.Millisecond
+	retryMax   = 30 * time.Second
+)
+
+// deliveryFailed pauses a task's turn loop after its delivery could not be
+// written (a full disk, most likely): rather than spin on the same item,
+// the task says why in its waiting field, kept in memory because the
+// store may not take it, and tries again after a growing wait. No event
+// says the disk has space again, so this one thing is retried on a timer.
+// rt.mu must be held.
+func (e *Engine) deliveryFailed(rt *taskRuntime, err error) {
+	rt.paused = true
+	if rt.retry == 0 {
+		rt.retry = retryFirst
+	} else if rt.retry = 2 * rt.retry; rt.retry > retryMax {
+		rt.retry = retryMax
+	}
+	e.deferMu.Lock()
+	e.deferred[rt.id] = fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax)
+	e.deferMu.Unlock()
+	id := rt.id
+	time.AfterFunc(rt.retry, func() { e.kick(id) })
+}
+
+// deliveryDone clears what deliveryFailed set once a delivery was
+// written. rt.mu must be held.
+func (e *Engine) deliveryDone(rt *taskRuntime) {
+	if rt.retry == 0 {
+		return
+	}
+	rt.retry = 0
+	e.deferMu.Lock()
+	delete(e.deferred, rt.id)
+	e.deferMu.Unlock()
 }
 
 // endTurn records a turn's end, the session's new state and, when the
@@ -612,13 +673,29 @@ func (e *Engine) finishSession(sessionID string, state core.SessionState, reason
 }
 
 // interruptRun ends a run because the daemon is going away. The prompt of a
-// turn it cut short is queued again at the front, so nothing is lost.
+// turn it cut short is queued again at the front, so nothing is lost; the
+// requeue and the session's end are one transaction, so a crash between
+// them cannot make the next start queue the prompt a second time.
 func (e *Engine) interruptRun(run *liveRun, reason string) {
 	rt := run.rt
 	rt.mu.Lock()
 	inTurn := rt.turn != nil && rt.turn.run == run
-	if inTurn {
-		e.requeueOpenPrompt(context.Background(), rt.id, run.sessionID)
+	if inTurn && !run.ended {
+		ctx := context.Background()
+		st := string(core.SessionCancelled)
+		now := time.Now().UTC()
+		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
+				return err
+			}
+			if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+				return err
+			}
+			return tx.RevokeSessionTokens(ctx, run.sessionID, now)
+		})
+		if err != nil {
+			e.log.Error("requeue interrupted prompt", "task", rt.id, "err", err)
+		}
 	}
 	e.endRunLocked(run, core.SessionCancelled, reason)
 	rt.mu.Unlock()
@@ -626,30 +703,41 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 }
 
 // requeueOpenPrompt puts the last prompt of a session back at the front of
-// the queue when its turn never ended.
-func (e *Engine) requeueOpenPrompt(ctx context.Context, taskID, sessionID string) {
-	last, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
+// the queue when its turn never ended. It is idempotent: a redelivery of
+// the same prompt (by original_seq) already queued is not queued again.
+func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) error {
+	last, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
 	if err != nil || last.SessionID != sessionID {
-		return
+		return nil
 	}
 	// A turn cut short while it waited on the operator's answer continues
 	// with that answer; repeating its prompt would only ask again.
-	if q, err := e.db.PendingQuestion(ctx, taskID); err == nil && q.SessionID == sessionID {
-		return
+	if pq, err := q.PendingQuestion(ctx, taskID); err == nil && pq.SessionID == sessionID {
+		return nil
 	}
-	if end, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
-		return
+	if end, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
+		return nil
+	}
+	queued, err := q.Queue(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for _, it := range queued {
+		var m struct {
+			OriginalSeq int64 `json:"original_seq"`
+		}
+		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
+			return nil
+		}
 	}
 	var meta struct {
 		Delivery string `json:"delivery"`
 	}
 	_ = json.Unmarshal([]byte(last.Meta), &meta)
 	redeliver, _ := json.Marshal(map[string]any{"original_kind": meta.Delivery, "original_seq": last.Seq})
-	_, err = e.db.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
+	_, err = q.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
 		Sender: last.Author, Text: last.Text, Meta: string(redeliver), CreatedAt: time.Now().UTC()})
-	if err != nil {
-		e.log.Error("requeue interrupted prompt", "task", taskID, "err", err)
-	}
+	return err
 }
 
 // renderItem turns a queue item into the text the agent reads.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,8 @@ type agent struct {
 	cancelMode string
 
 	handlers *tracker
+	// replayN is how many updates session/load replays (KANDEV_MOCK_REPLAY).
+	replayN int
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -78,6 +81,13 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		a.cancelMode = mode
 	default:
 		return nil, fmt.Errorf("KANDEV_MOCK_CANCEL=%q: want stop, error or forget", mode)
+	}
+	if n := cfg.getenv("KANDEV_MOCK_REPLAY"); n != "" {
+		v, err := strconv.Atoi(n)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("KANDEV_MOCK_REPLAY=%q: want a count", n)
+		}
+		a.replayN = v
 	}
 	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
 		delay, err := time.ParseDuration(d)
@@ -197,10 +207,16 @@ func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (ac
 	if !a.load {
 		return acp.LoadSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionLoad)
 	}
+	// session/load replays the conversation first: the history the mock
+	// keeps, or KANDEV_MOCK_REPLAY made-up updates when that is set.
 	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("load session: %w", err)
 	}
-	a.replay(ctx, req.SessionId)
+	if a.replayN > 0 {
+		a.replayBurst(req.SessionId, a.replayN)
+	} else {
+		a.replay(ctx, req.SessionId)
+	}
 	return acp.LoadSessionResponse{}, nil
 }
 

@@ -62,6 +62,18 @@ func (t *turn) exec(d string) error {
 		}
 	case "stderr":
 		fmt.Fprintln(t.a.errOut, arg)
+	case "hugeline":
+		t.hugeline(arg)
+	case "stderrflood":
+		t.stderrflood(arg)
+	case "burst":
+		t.burst(arg)
+	case "waitfile":
+		return t.waitFile(arg)
+	case "spawn-child":
+		t.spawn(false)
+	case "spawn-setsid":
+		t.spawn(true)
 	case "echo":
 		t.say("echo: " + t.script.text)
 	case "history":

@@ -18,6 +18,14 @@ import (
 // When ctx ends, Run closes in if it is an io.Closer so that the SDK's
 // reader stops too; otherwise that one reader lingers until in hits EOF.
 func Run(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer, getenv func(string) string) error {
+	if getenv != nil && getenv(sleeperEnv) == "1" {
+		beStubborn(getenv)
+		sleepForever()
+	}
+	if getenv != nil && beStubborn(getenv) {
+		// Input closing does not end a stubborn agent either.
+		defer sleepForever()
+	}
 	return run(ctx, config{in: in, out: out, errOut: errOut, getenv: getenv, exit: os.Exit})
 }
 
@@ -106,6 +114,17 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 		return 0, errSevered
 	}
 	return g.w.Write(p)
+}
+
+// writeLocked runs write with the stream to itself, so a long write (a
+// huge line in chunks) is never interleaved with the SDK's messages.
+func (g *guardedWriter) writeLocked(write func(io.Writer) error) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.severed {
+		return errSevered
+	}
+	return write(g.w)
 }
 
 func (g *guardedWriter) sever() {
