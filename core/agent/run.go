@@ -109,10 +109,14 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent stdin: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe rather than StdoutPipe: Wait closes that one as soon as
+	// the process exits, dropping what the agent wrote just before it
+	// exited (its last words before a crash). This one is read to EOF.
+	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("agent stdout: %w", err)
 	}
+	cmd.Stdout = stdoutW
 	// stderr goes through a pipe the daemon copies into a capped, rotated
 	// log: written straight to a file, a flooding agent could fill the disk.
 	var log *capLog
@@ -134,6 +138,8 @@ func Start(spec Spec, h Handler) (*Run, error) {
 		cmd.Stderr = stderrW
 	}
 	if err := cmd.Start(); err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
 		if log != nil {
 			log.Close()
 			stderrR.Close()
@@ -141,8 +147,10 @@ func Start(spec Spec, h Handler) (*Run, error) {
 		}
 		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
 	}
+	stdoutW.Close() // the child holds its own copy
 	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
 		flow: newFlow(), stderrDone: make(chan struct{})}
+	stdout := &eofReader{r: stdoutR, done: make(chan struct{})}
 	if log != nil {
 		stderrW.Close() // the child holds its own copy
 		go func() {
@@ -167,18 +175,37 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	close(guard.ready)
 	go func() {
 		r.exitErr = cmd.Wait()
-		// The last words on stderr belong in the exit reason; helpers the
-		// agent left holding the pipe must not hold the exit up for long.
-		select {
-		case <-r.stderrDone:
-		case <-time.After(stderrSettle):
+		// The last words on stdout and stderr belong to the run; helpers
+		// the agent left holding a pipe must not hold the exit up for long.
+		settle := time.After(stderrSettle)
+		for _, done := range []<-chan struct{}{stdout.done, r.stderrDone} {
+			select {
+			case <-done:
+			case <-settle:
+			}
 		}
+		stdoutR.Close() // unblocks a read that a helper's copy keeps open
 		close(r.exited)
 	}()
 	return r, nil
 }
 
-// stderrSettle bounds how long an exit waits for the stderr copier.
+// eofReader closes done once its reader returns an error (EOF included).
+type eofReader struct {
+	r    io.Reader
+	once sync.Once
+	done chan struct{}
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.done) })
+	}
+	return n, err
+}
+
+// stderrSettle bounds how long an exit waits for the output copiers.
 const stderrSettle = 500 * time.Millisecond
 
 // PID is the agent's process id, which is also its process group id.
