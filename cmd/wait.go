@@ -51,16 +51,18 @@ func waitOutcome(t core.Task) (string, string) {
 		return "done", "task is done"
 	case t.Status == core.StatusCancelled:
 		return "cancelled", "task was cancelled"
-	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
-		return "failed", "run failed: " + t.Session.Error
 	case t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser:
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stalled != nil:
+		// Before "failed": a failed run is a stall, and where it went is
+		// what the caller must know.
 		to := ""
 		if t.Assignee != nil {
 			to = " to " + t.Assignee.Kind + " " + t.Assignee.Name
 		}
 		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From + to
+	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
+		return "failed", "run failed: " + t.Session.Error
 	case t.Assignee != nil && t.Assignee.Kind == "person":
 		return "person", "handed to " + t.Assignee.Name
 	}

@@ -21,8 +21,10 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 			e.log.Error("clear stall check", "task", taskID, "err", err)
 		}
 	}()
-	t, ok := e.cached(taskID)
-	if !ok || t.Archived || t.Status.Terminal() || t.Halted {
+	// The store, not the cache: a handoff that committed a moment ago (and
+	// whose refresh has not run yet) must hold the task.
+	t, err := e.storedTask(ctx, taskID)
+	if err != nil || t.Archived || t.Status.Terminal() || t.Halted {
 		return
 	}
 	if t.Assignee == nil || t.Assignee.Kind != "role" || t.Assignee.Name != role {
@@ -122,17 +124,20 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 
 // wakesFor builds the wakes a task reaching done or cancelled causes: one
 // for its parent (when the parent has been worked) and one for every task it
-// blocked. Each is a turn of its own.
+// blocked. Each is a turn of its own. A task whose own agent made the
+// change (a parent signing its child off) gets no wake: it carries no news.
 func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
+	by := core.ActorFrom(ctx)
+	news := func(id string) bool { return by.Kind != core.ActorAgent || by.TaskID != id }
 	var targets []string
-	if t.ParentID != "" {
+	if t.ParentID != "" && news(t.ParentID) {
 		if p, ok := e.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {
 			targets = append(targets, p.ID)
 		}
 	}
 	if ids, err := e.db.BlockedBy(ctx, t.ID); err == nil {
 		for _, id := range ids {
-			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() {
+			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() && news(id) {
 				targets = append(targets, id)
 			}
 		}

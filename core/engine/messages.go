@@ -327,7 +327,8 @@ func (e *Engine) halt(ctx context.Context, taskID, why string, markHalted bool) 
 	return live, sessions
 }
 
-// failRun ends a misbehaving run (it wrote garbage) as failed.
+// failRun ends a misbehaving run (it wrote garbage) as failed: a stall of
+// its role, like any failed run (rule 4).
 func (e *Engine) failRun(run *liveRun, reason string) {
 	rt := run.rt
 	rt.mu.Lock()
@@ -335,11 +336,10 @@ func (e *Engine) failRun(run *liveRun, reason string) {
 		rt.mu.Unlock()
 		return
 	}
-	e.endRunLocked(run, core.SessionFailed, reason)
+	e.failRunLocked(run, reason)
 	rt.mu.Unlock()
 	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
-	e.afterTurn(rt.id, turnOutcome{failed: true, err: reason})
-	e.refreshQuiet(rt.id)
+	e.afterTurn(rt.id, turnOutcome{role: run.role, failed: true, err: reason})
 }
 
 // Conversation implements core.Client.

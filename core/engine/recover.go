@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/store"
@@ -33,11 +32,8 @@ func (e *Engine) Recover(ctx context.Context) error {
 			msg += fmt.Sprintf("; its leftover process group %d was killed", s.PID)
 		}
 		e.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev", msg, map[string]any{"interrupted": true})
-		if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
-			if err := e.db.SetTaskStatus(ctx, s.TaskID, string(core.StatusReview), time.Now().UTC()); err != nil {
-				return fmt.Errorf("recover task %s: %w", s.TaskID, err)
-			}
-		}
+		// The task keeps its status: an interrupted run is no transition
+		// (its cut prompt is queued again; a question it waits on still waits).
 		e.refreshQuiet(s.TaskID)
 	}
 	pending, err := e.db.PendingQuestions(ctx)
