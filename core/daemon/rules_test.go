@@ -245,3 +245,97 @@ func TestSignOffBringsNoWake(t *testing.T) {
 		}
 	}
 }
+
+// A parent whose turn ends with its child's question unanswered is not held
+// by that child (the child waits on it: a deadlock nobody is told of). It
+// stalls with the question as the detail, and kandev wait ROOT returns.
+func TestUnansweredChildQuestionStallsParent(t *testing.T) {
+	d := daemontest.Start(t)
+	root := create(t, d, core.CreateTaskInput{Title: "root", Start: true, Prompt: strings.Join([]string{
+		call("create_task_kandev", map[string]any{"title": "child", "autopilot": true, "prompt": askParent("Which database, sqlite or postgres?")}),
+		"mock: say delegated",
+	}, "\n")})
+	w, code := waitFor(t, d, root.ID)
+	if code != 12 || w.Outcome != "escalated" {
+		t.Fatalf("wait root: exit %d %+v", code, w)
+	}
+	got := get(t, d, root.ID)
+	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || !strings.Contains(got.Stalled.Detail, "unanswered question") ||
+		!strings.Contains(got.Stalled.Detail, "Which database, sqlite or postgres?") || got.Assignee.Kind != "person" {
+		dump(t, d, root.ID)
+		t.Fatalf("root: stalled %+v assignee %+v", got.Stalled, got.Assignee)
+	}
+	// The child still waits on its question, in progress.
+	ts, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: root.ID})
+	if err != nil || len(ts) != 2 {
+		t.Fatalf("tree: %v %v", ts, err)
+	}
+	if c := ts[1]; c.PendingQuestion == nil || c.PendingQuestion.Status != core.QuestionPending || c.Status != core.StatusInProgress {
+		t.Fatalf("child: question %+v status %s", c.PendingQuestion, c.Status)
+	}
+	if !strings.Contains(got.Stalled.Detail, ts[1].PendingQuestion.ID) {
+		t.Fatalf("the detail does not name question %s: %q", ts[1].PendingQuestion.ID, got.Stalled.Detail)
+	}
+}
+
+// A stalled task with nobody to escalate to (no manager, no hander, its
+// creating task archived) stays with its role, but not silently: it is
+// marked stuck in task show, task list (text and --json) and your_turn,
+// kandev wait exits 15, and the operator's message clears the mark and
+// runs the turn.
+func TestStuckWithNobodyToEscalateTo(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true,
+		Prompt: call("create_task_kandev", map[string]any{"title": "orphan", "start": false})})
+	var child core.Task
+	daemontest.Eventually(t, wait, "the child", func() bool {
+		ts, _ := d.Client.ListTasks(ctx, core.ListTasksInput{Root: parent.ID})
+		if len(ts) == 2 {
+			child = ts[1]
+			return true
+		}
+		return false
+	})
+	if _, err := d.Client.ArchiveTask(ctx, parent.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.StartTask(ctx, child.ID, core.StartTaskInput{Prompt: "mock: say my last words before getting stuck"}); err != nil {
+		t.Fatal(err)
+	}
+	w, code := waitFor(t, d, child.ID)
+	if code != 15 || w.Outcome != "stuck" || w.ExitCode != 15 || !strings.Contains(w.Reason, "nobody to escalate to") {
+		dump(t, d, child.ID)
+		t.Fatalf("wait: exit %d %+v", code, w)
+	}
+	got := showJSON(t, d, child.ID)
+	if got.Stalled == nil || got.Stalled.Reason != core.StallStuck || got.Stalled.From != "role:mock" ||
+		!strings.Contains(got.Stalled.Detail, "my last words") || !got.YourTurn || got.Assignee.Kind != "role" || got.Assignee.Name != "mock" {
+		t.Fatalf("stuck task: stalled %+v your_turn %v assignee %+v", got.Stalled, got.YourTurn, got.Assignee)
+	}
+	if out := d.MustRun("task", "show", child.ID); !strings.Contains(out, "stuck") || !strings.Contains(out, "nobody to escalate to") {
+		t.Fatalf("task show:\n%s", out)
+	}
+	if out := d.MustRun("task", "list"); !strings.Contains(out, "stuck") {
+		t.Fatalf("task list:\n%s", out)
+	}
+	var list []core.Task
+	if err := json.Unmarshal([]byte(d.MustRun("task", "list", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range list {
+		if l.ID == child.ID {
+			found = l.Stuck() && l.YourTurn
+		}
+	}
+	if !found {
+		t.Fatalf("task list --json does not mark %s stuck", child.ID)
+	}
+	if !strings.Contains(d.Log(), "marked stuck") {
+		t.Fatalf("the daemon did not log it:\n%s", d.Log())
+	}
+	// The operator's message clears the mark; the turn runs.
+	message(t, d, child.ID, "mock: say back at it")
+	waitSaid(t, d, child.ID, "back at it")
+}

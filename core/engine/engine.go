@@ -318,8 +318,10 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 		}
 	}
 	active := !t.Archived && !t.Status.Terminal()
+	// A stuck task (stalled, nobody to escalate to) is the operator's too:
+	// nobody else will ever move it.
 	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.Kind == "person" && t.Assignee.Name == core.Operator) ||
-		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser))
+		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser) || t.Stuck())
 	return t
 }
 

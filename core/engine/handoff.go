@@ -281,6 +281,9 @@ func stallCause(detail string) string {
 	if strings.HasPrefix(detail, "run failed: ") {
 		return "Its run failed:"
 	}
+	if strings.HasPrefix(detail, unansweredPrefix) {
+		return "Its turn ended with a question from its subtask unanswered:"
+	}
 	return "Its turn ended without handing the task on. Its last words:"
 }
 

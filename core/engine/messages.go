@@ -60,6 +60,11 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 				return err
 			}
 		}
+		if t.Stuck() {
+			if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+				return err
+			}
+		}
 		if t.Halted {
 			return tx.SetTaskHalted(ctx, t.ID, false, now)
 		}
@@ -159,6 +164,11 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 					return err
 				}
 			}
+			if t.Stuck() {
+				if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+					return err
+				}
+			}
 		}
 		var err error
 		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priority, Kind: itemMessage,
@@ -219,6 +229,9 @@ func withoutQuestionIfExplicit(t core.Task, explicit bool) core.Task {
 	if explicit {
 		t.PendingQuestion = nil
 		t.Halted = false
+		if t.Stuck() {
+			t.Stalled = nil
+		}
 	}
 	return t
 }

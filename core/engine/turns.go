@@ -154,6 +154,10 @@ func (e *Engine) held(t core.Task) string {
 		return "cancelled"
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
+	case t.Stuck():
+		// A run that failed again would only fail again: explicit input
+		// (the operator's, or its parent's) clears the mark first.
+		return "stuck: nobody to escalate to"
 	case t.Assignee == nil || t.Assignee.Kind != "role":
 		return "waiting on someone else"
 	}
