@@ -59,6 +59,10 @@ type Engine struct {
 	log  *slog.Logger
 	bus  *Bus
 
+	// refreshMu orders refreshes: a view read from the store before a
+	// commit must not land in the cache after a view read since.
+	refreshMu sync.Mutex
+
 	cacheMu  sync.RWMutex
 	tasks    map[string]*core.Task
 	order    []string
@@ -186,6 +190,8 @@ func (e *Engine) isClosing() bool {
 // refresh reloads a task's view from the store into the cache and publishes
 // it. Every mutation ends with a refresh of what it touched.
 func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
+	e.refreshMu.Lock()
+	defer e.refreshMu.Unlock()
 	t, err := e.storedTask(ctx, id)
 	if err != nil {
 		return core.Task{}, err
