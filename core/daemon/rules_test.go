@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon/daemontest"
@@ -338,4 +339,36 @@ func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 	// The operator's message clears the mark; the turn runs.
 	message(t, d, child.ID, "mock: say back at it")
 	waitSaid(t, d, child.ID, "back at it")
+}
+
+// A failed start writes its stall check with the failure: a daemon that
+// dies before the check runs it at startup, and the task reaches alice.
+func TestFailedStartCheckSurvivesKill(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_FAILPOINT=exit-after-turn-end"))
+	ctx := context.Background()
+	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "dies", Command: d.Bin, Args: []string{"mock-agent"},
+		Env: []string{"KANDEV_MOCK_EXIT_AT_START=1"}, MCP: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "dies", ReportsTo: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	task := create(t, d, core.CreateTaskInput{Title: "dies at start", Assignee: "eng", Start: true, Prompt: "mock: say never"})
+	select {
+	case <-d.Exited():
+	case <-time.After(wait):
+		t.Fatal("the failpoint did not stop the daemon")
+	}
+	d.SetEnv("KANDEV_FAILPOINT", "")
+	d.Restart()
+	got := waitAssignee(t, d, task.ID, "person", "alice")
+	if got.Stalled == nil || !strings.Contains(got.Stalled.Detail, "exit status 2") {
+		t.Fatalf("stall record %+v", got.Stalled)
+	}
+	if !strings.Contains(d.Log(), "startup sweep") {
+		t.Fatalf("daemon log:\n%s", d.Log())
+	}
 }

@@ -47,8 +47,9 @@ type Options struct {
 	// IdleTimeout ends an agent's run after this long without a turn (its
 	// session is resumed on the next input). Zero keeps idle agents up.
 	IdleTimeout time.Duration
-	// AfterTurnEnd, when set, runs once a turn's end is recorded and before
-	// its stall check: a failpoint for tests of the startup sweep.
+	// AfterTurnEnd, when set, runs once a turn's end (or a failed start) is
+	// recorded and before its stall check: a failpoint for tests of the
+	// startup sweep.
 	AfterTurnEnd func(taskID string)
 }
 

@@ -216,6 +216,9 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 				// The item stays queued for whoever takes the task next; the
 				// loop is over, so a failing agent is not launched again until
 				// new input, an escalation or a handoff kicks the task.
+				if e.opts.AfterTurnEnd != nil {
+					e.opts.AfterTurnEnd(rt.id)
+				}
 				e.afterTurn(rt.id, turnOutcome{role: rf.role, failed: true, err: rf.reason})
 			}
 			return store.QueueItem{}, nil, 0, core.Task{}, false
