@@ -83,9 +83,11 @@ func demoScript() string {
 		"Ship the login feature.",
 		"mock: say I will split this into two subtasks and coordinate them.",
 		on("question", mockCall("message_task_kandev", map[string]any{"task_id": "${child_task_id}", "prompt": answer, "reply_to_question_id": "${question_id}"})),
+		// Signing a subtask off brings no wake (it is no news to the parent),
+		// so the sign-off turn of the last open subtask hands the root back.
 		on("handoff", mockCall("set_task_status_kandev", map[string]any{"task_id": "${child_task_id}", "status": "done"})),
-		on("wake", "mock: say Subtask ${finished_task_id} is done; ${open_subtasks} still open."),
-		on("wake", "mock: if open_subtasks=0: "+strings.TrimPrefix(mockCall("handoff_task_kandev", map[string]any{"to": "back",
+		on("handoff", "mock: say Subtask ${child_task_id} is signed off; ${open_subtasks} were open."),
+		on("handoff", "mock: if open_subtasks=1: "+strings.TrimPrefix(mockCall("handoff_task_kandev", map[string]any{"to": "back",
 			"message": "The login feature is ready for your review: form and session storage are done."}), "mock: ")),
 		mockCall("create_task_kandev", map[string]any{"title": "Build the login form", "autopilot": true, "prompt": form}),
 		mockCall("create_task_kandev", map[string]any{"title": "Add session storage", "prompt": session}),

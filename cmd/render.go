@@ -56,7 +56,9 @@ func badges(t core.Task) []string {
 	if t.Queued > 0 {
 		b = append(b, fmt.Sprintf("queued:%d", t.Queued))
 	}
-	if t.Stalled != nil {
+	if t.Stuck() {
+		b = append(b, "stuck")
+	} else if t.Stalled != nil {
 		b = append(b, "escalated")
 	}
 	if t.Waiting != "" {
@@ -146,7 +148,11 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	if t.HandedBy != nil {
 		row("handed by", t.HandedBy.Kind+" "+t.HandedBy.Name)
 	}
-	if t.Stalled != nil {
+	if t.Stuck() {
+		row("stuck", "stalled in "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime)+
+			" with nobody to escalate to; it waits for you (message it, hand it on, or set its status)")
+		row("detail", strings.Join(strings.Fields(t.Stalled.Detail), " "))
+	} else if t.Stalled != nil {
 		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime))
 	}
 	if t.Waiting != "" {

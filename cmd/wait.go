@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ var waitOutcomes = []struct {
 	{"cancelled", 14, "the task was cancelled"},
 	{"question", 11, "it asks you a question"},
 	{"escalated", 12, "it stalled and was escalated"},
+	{"stuck", 15, "it stalled with nobody to escalate to"},
 	{"person", 10, "it was handed to a person"},
 	{"timeout", 124, "--timeout passed first"},
 }
@@ -51,16 +53,20 @@ func waitOutcome(t core.Task) (string, string) {
 		return "done", "task is done"
 	case t.Status == core.StatusCancelled:
 		return "cancelled", "task was cancelled"
-	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
-		return "failed", "run failed: " + t.Session.Error
 	case t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser:
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
+	case t.Stuck():
+		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From + " and waits for you: " + oneLineWait(t.Stalled.Detail)
 	case t.Stalled != nil:
+		// Before "failed": a failed run is a stall, and where it went is
+		// what the caller must know.
 		to := ""
 		if t.Assignee != nil {
 			to = " to " + t.Assignee.Kind + " " + t.Assignee.Name
 		}
 		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From + to
+	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
+		return "failed", "run failed: " + t.Session.Error
 	case t.Assignee != nil && t.Assignee.Kind == "person":
 		return "person", "handed to " + t.Assignee.Name
 	}
@@ -74,9 +80,10 @@ func NewCmdWait(f *Factory) *cobra.Command {
 		Use:   "wait ID [--timeout D]",
 		Short: "Block until a task needs someone, and say why",
 		Long: `Block until the task needs someone — done, handed to a person, a question for you,
-escalated, failed or cancelled — then print why. Exit codes:
+escalated, stuck with nobody to escalate to, failed or cancelled — then print why.
+Exit codes:
   0 done, 10 handed to a person, 11 a question for you, 12 escalated,
-  13 failed, 14 cancelled, 124 timeout, 1 error, 2 usage.`,
+  13 failed, 14 cancelled, 15 stuck, 124 timeout, 1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			ctx := c.Context()
@@ -134,6 +141,14 @@ escalated, failed or cancelled — then print why. Exit codes:
 	}
 	c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 124)")
 	return c
+}
+
+func oneLineWait(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:199]) + "…"
+	}
+	return s
 }
 
 func (f *Factory) waitResult(t core.Task, outcome, why string) error {

@@ -57,6 +57,14 @@ type Assignee struct {
 // String is "role:NAME" or "person:NAME".
 func (a Assignee) String() string { return a.Kind + ":" + a.Name }
 
+// StallStuck is the Stall reason of a task that stalled with nobody to
+// escalate to (no manager, hander or person creator, no open creating
+// task): it stays with its role and waits for the operator.
+const StallStuck = "Stuck"
+
+// Stuck reports whether the task stalled with nobody to escalate to.
+func (t Task) Stuck() bool { return t.Stalled != nil && t.Stalled.Reason == StallStuck }
+
 // Stall records why and from whom a task was escalated.
 type Stall struct {
 	Reason string    `json:"reason"`

@@ -108,7 +108,13 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 		}
 		add(line)
 	}
-	if s := t.Stalled; s != nil {
+	if s := t.Stalled; s != nil && t.Stuck() {
+		line := st.badgeBad.Render("STUCK") + " stalled in " + s.From + ", nobody to escalate to: it waits for you"
+		if s.Detail != "" {
+			line += ": " + oneLine(s.Detail)
+		}
+		add(line)
+	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)

@@ -24,6 +24,7 @@ const (
 	badgeEscalated                  // it stalled and went up the reporting chain
 	badgeWaiting                    // its assignee's agent cannot start
 	badgeBlocked                    // it waits on unfinished tasks
+	badgeStuck                      // it stalled with nobody to escalate to
 )
 
 var badgeText = [...]string{
@@ -35,6 +36,7 @@ var badgeText = [...]string{
 	badgeEscalated: "ESCALATED",
 	badgeWaiting:   "WAITING",
 	badgeBlocked:   "BLOCKED",
+	badgeStuck:     "STUCK",
 }
 
 func (k badgeKind) style(st styles) lipgloss.Style {
@@ -45,7 +47,7 @@ func (k badgeKind) style(st styles) lipgloss.Style {
 		return st.badgeYou
 	case badgeAskParent:
 		return st.badgePar
-	case badgeFailed:
+	case badgeFailed, badgeStuck:
 		return st.badgeBad
 	case badgeStopped, badgeBlocked:
 		return st.badgeStop
@@ -111,7 +113,9 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 	if t.Halted {
 		r.badges = append(r.badges, badgeStopped)
 	}
-	if t.Stalled != nil {
+	if t.Stuck() {
+		r.badges = append(r.badges, badgeStuck)
+	} else if t.Stalled != nil {
 		r.badges = append(r.badges, badgeEscalated)
 	}
 	if t.Waiting != "" {

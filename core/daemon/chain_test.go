@@ -311,11 +311,13 @@ func TestWaitOutcomes(t *testing.T) {
 	// Escalated.
 	esc := create(t, d, core.CreateTaskInput{Title: "stalls", Start: true, Prompt: "mock: say nothing handed"})
 	check(esc.ID, "escalated", 12)
-	// Failed: a role with no one to escalate to stays where it is.
-	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "broken", Command: d.Bin, Args: []string{"mock-agent"}, MCP: true}); err != nil {
+	// Failed: a failed run is a stall, so it escalates (above) unless the
+	// task is held: here by an open subtask, whose finishing wakes it.
+	failed := create(t, d, core.CreateTaskInput{Title: "fails"})
+	create(t, d, core.CreateTaskInput{Title: "holds it", ParentID: failed.ID})
+	if _, err := d.Client.StartTask(ctx, failed.ID, core.StartTaskInput{Prompt: "mock: crash"}); err != nil {
 		t.Fatal(err)
 	}
-	failed := create(t, d, core.CreateTaskInput{Title: "fails", Profile: "broken", Start: true, Prompt: "mock: crash"})
 	daemontest.Eventually(t, wait, "the failure", func() bool {
 		s := get(t, d, failed.ID).Session
 		return s != nil && s.State == core.SessionFailed

@@ -101,7 +101,7 @@ func waitIdle(t *testing.T, d *daemontest.Daemon, id string) core.Task {
 	var task core.Task
 	daemontest.Eventually(t, wait, "task "+id+" to go idle", func() bool {
 		task = get(t, d, id)
-		return task.Session != nil && task.Session.State == core.SessionWaitingForInput && task.Queued == 0 && task.Status != core.StatusInProgress
+		return task.Session != nil && task.Session.State == core.SessionWaitingForInput && task.Queued == 0
 	})
 	return task
 }
@@ -112,7 +112,7 @@ func waitSettled(t *testing.T, d *daemontest.Daemon, id string) core.Task {
 	var task core.Task
 	daemontest.Eventually(t, wait, "task "+id+" to settle", func() bool {
 		task = get(t, d, id)
-		if task.Session == nil || task.Queued > 0 || task.Status == core.StatusInProgress {
+		if task.Session == nil || task.Queued > 0 {
 			return false
 		}
 		switch task.Session.State {

@@ -50,8 +50,9 @@ type Options struct {
 	// IdleTimeout ends an agent's run after this long without a turn (its
 	// session is resumed on the next input). Zero keeps idle agents up.
 	IdleTimeout time.Duration
-	// AfterTurnEnd, when set, runs once a turn's end is recorded and before
-	// its stall check: a failpoint for tests of the startup sweep.
+	// AfterTurnEnd, when set, runs once a turn's end (or a failed start) is
+	// recorded and before its stall check: a failpoint for tests of the
+	// startup sweep.
 	AfterTurnEnd func(taskID string)
 	// DuringRecovery, when set, runs inside the startup recovery of the
 	// n-th (from 0) interrupted session, after its prompt is queued again
@@ -368,8 +369,10 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 		}
 	}
 	active := !t.Archived && !t.Status.Terminal()
+	// A stuck task (stalled, nobody to escalate to) is the operator's too:
+	// nobody else will ever move it.
 	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.Kind == "person" && t.Assignee.Name == core.Operator) ||
-		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser))
+		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser) || t.Stuck())
 	return t
 }
 

@@ -21,8 +21,10 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 			e.log.Error("clear stall check", "task", taskID, "err", err)
 		}
 	}()
-	t, ok := e.cached(taskID)
-	if !ok || t.Archived || t.Status.Terminal() || t.Halted {
+	// The store, not the cache: a handoff that committed a moment ago (and
+	// whose refresh has not run yet) must hold the task.
+	t, err := e.storedTask(ctx, taskID)
+	if err != nil || t.Archived || t.Status.Terminal() || t.Halted {
 		return
 	}
 	if t.Assignee == nil || t.Assignee.Kind != "role" || t.Assignee.Name != role {
@@ -31,16 +33,52 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	if t.PendingQuestion != nil {
 		return // held by its question
 	}
-	if len(t.BlockedBy) > 0 || e.openSubtasks(taskID) > 0 {
-		return // waits on subtasks or blockers; their finishing wakes it
-	}
 	if !failed && t.Queued > 0 {
 		return // its next turn is already queued
 	}
-	if failed {
+	// A child's question that this task's turn left unanswered (and did not
+	// relay: a relay is its own pending question, above) is not a hold: the
+	// child waits on this task, so this task waiting on the child would be
+	// a deadlock that nobody is told about.
+	unanswered := e.unansweredChildQuestion(ctx, taskID)
+	if unanswered == "" && (len(t.BlockedBy) > 0 || e.openSubtasks(taskID) > 0) {
+		return // waits on subtasks or blockers; their finishing wakes it
+	}
+	switch {
+	case failed:
 		detail = "run failed: " + detail
+	case unanswered != "":
+		detail = unanswered
 	}
 	e.escalate(ctx, t, role, detail)
+}
+
+// unansweredPrefix starts the stall detail of a task that left a child's
+// question unanswered.
+const unansweredPrefix = "unanswered question "
+
+// unansweredChildQuestion describes the oldest pending question a child
+// addressed to taskID, or "". Questions live in message meta, their single
+// source of truth, so the store is asked, not the cache.
+func (e *Engine) unansweredChildQuestion(ctx context.Context, taskID string) string {
+	pending, err := e.db.PendingQuestions(ctx)
+	if err != nil {
+		e.log.Error("read pending questions", "task", taskID, "err", err)
+		return ""
+	}
+	for _, m := range pending {
+		q, err := parseQuestion(m)
+		if err != nil || q.Kind != core.QuestionParent || q.ParentTaskID != taskID {
+			continue
+		}
+		title := ""
+		if c, ok := e.cached(m.TaskID); ok {
+			title = " (" + c.Title + ")"
+		}
+		return fmt.Sprintf("%s%s from subtask %s%s: the turn ended without answering it (message_task_kandev with reply_to_question_id) or relaying it, and the subtask waits on it.\n\n%s",
+			unansweredPrefix, q.QuestionID, m.TaskID, title, truncateRunes(m.Text, 1500))
+	}
+	return ""
 }
 
 func (e *Engine) openSubtasks(taskID string) int {
@@ -84,9 +122,23 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string)
 			return
 		}
 	}
-	e.log.Warn("stalled task has nowhere to go; it stays where it is", "task", t.ID, "role", role)
+	e.markStuck(ctx, t, role, detail)
+}
+
+// markStuck records a stall that has nowhere to go (ADR 0007): the task
+// stays with its role, marked Stuck, and its queue waits for explicit
+// input from the operator (or its parent), which clears the mark.
+func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string) {
+	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
+	now := time.Now().UTC()
+	stalled := metaJSON(map[string]any{"reason": core.StallStuck, "from": roleRef(role), "detail": truncateRunes(detail, 2000), "at": now})
+	if err := e.db.SetStalled(ctx, t.ID, stalled, now); err != nil {
+		e.log.Error("mark stuck", "task", t.ID, "err", err)
+	}
 	e.note(ctx, t.ID, "", core.MsgStatus, "kandev",
-		fmt.Sprintf("stalled: role %s left the task without handing it on, and there is no manager, hander or creator to escalate to", role), nil)
+		fmt.Sprintf("stuck: role %s stalled on the task (%s), and there is no manager, hander or creator to escalate to; it waits for the operator",
+			role, truncateRunes(orNone(detail), 200)), map[string]any{"reason": core.StallStuck})
+	e.refreshQuiet(t.ID)
 }
 
 // reportStallToCreator marks a stalled agent-created task and wakes the
@@ -95,8 +147,11 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 	now := time.Now().UTC()
 	stalled := metaJSON(map[string]any{"reason": "Stalled", "from": roleRef(role), "detail": truncateRunes(detail, 2000), "at": now})
 	what := "left it without handing it on. Its last words:"
-	if strings.HasPrefix(detail, "run failed: ") {
+	switch {
+	case strings.HasPrefix(detail, "run failed: "):
 		what = "failed on it:"
+	case strings.HasPrefix(detail, unansweredPrefix):
+		what = "left a question from its own subtask unanswered:"
 	}
 	body := fmt.Sprintf("[kandev:stalled] Your subtask %s (%s) stalled: its role %s %s\n\n%s\n\nchild_task_id: %s\n\n"+
 		"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off.",
@@ -122,17 +177,20 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 
 // wakesFor builds the wakes a task reaching done or cancelled causes: one
 // for its parent (when the parent has been worked) and one for every task it
-// blocked. Each is a turn of its own.
+// blocked. Each is a turn of its own. A task whose own agent made the
+// change (a parent signing its child off) gets no wake: it carries no news.
 func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
+	by := core.ActorFrom(ctx)
+	news := func(id string) bool { return by.Kind != core.ActorAgent || by.TaskID != id }
 	var targets []string
-	if t.ParentID != "" {
+	if t.ParentID != "" && news(t.ParentID) {
 		if p, ok := e.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {
 			targets = append(targets, p.ID)
 		}
 	}
 	if ids, err := e.db.BlockedBy(ctx, t.ID); err == nil {
 		for _, id := range ids {
-			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() {
+			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() && news(id) {
 				targets = append(targets, id)
 			}
 		}

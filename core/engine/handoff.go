@@ -37,6 +37,26 @@ func (e *Engine) handerOf(actor core.Actor) string {
 	return ""
 }
 
+// mustHold refuses an agent's move on its own task once its role no
+// longer holds it (it handed the task on earlier in the same turn, or it
+// was taken away): only the holder moves a task forward, and a second
+// handoff must not pull the task back from whoever has it now.
+func (e *Engine) mustHold(actor core.Actor, t core.Task) error {
+	if actor.Kind != core.ActorAgent || actor.TaskID != t.ID {
+		return nil
+	}
+	hander := e.handerOf(actor)
+	if t.Assignee != nil && t.Assignee.String() == hander {
+		return nil
+	}
+	holder := "nobody"
+	if t.Assignee != nil {
+		holder = t.Assignee.Kind + " " + t.Assignee.Name
+	}
+	return core.Errorf(core.CodeConflict, "task %s is no longer yours: %s holds it now, not %s; end your turn", t.ID, holder, describeRef(hander)).
+		WithDetails(map[string]any{"task_id": t.ID, "assignee": t.Assignee})
+}
+
 // HandoffTask implements core.Client.
 func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInput) (core.HandoffResult, error) {
 	actor := core.ActorFrom(ctx)
@@ -49,6 +69,9 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	case core.ActorAgent:
 		if t.ID != actor.TaskID && !e.isAncestor(actor.TaskID, t.ID) {
 			return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
+		}
+		if err := e.mustHold(actor, t); err != nil {
+			return core.HandoffResult{}, err
 		}
 	default:
 		return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot hand tasks on")
@@ -257,6 +280,9 @@ func orNone(s string) string {
 func stallCause(detail string) string {
 	if strings.HasPrefix(detail, "run failed: ") {
 		return "Its run failed:"
+	}
+	if strings.HasPrefix(detail, unansweredPrefix) {
+		return "Its turn ended with a question from its subtask unanswered:"
 	}
 	return "Its turn ended without handing the task on. Its last words:"
 }

@@ -60,6 +60,11 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 				return err
 			}
 		}
+		if t.Stuck() {
+			if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+				return err
+			}
+		}
 		if t.Halted {
 			return tx.SetTaskHalted(ctx, t.ID, false, now)
 		}
@@ -157,6 +162,11 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 					return err
 				}
 			}
+			if t.Stuck() {
+				if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+					return err
+				}
+			}
 		}
 		var err error
 		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priority, Kind: itemMessage,
@@ -217,6 +227,9 @@ func withoutQuestionIfExplicit(t core.Task, explicit bool) core.Task {
 	if explicit {
 		t.PendingQuestion = nil
 		t.Halted = false
+		if t.Stuck() {
+			t.Stalled = nil
+		}
 	}
 	return t
 }
@@ -359,7 +372,8 @@ func (e *Engine) halt(ctx context.Context, taskID, why string, markHalted bool) 
 	return live, sessions
 }
 
-// failRun ends a misbehaving run (it wrote garbage) as failed.
+// failRun ends a misbehaving run (it wrote garbage) as failed: a stall of
+// its role, like any failed run (rule 4).
 func (e *Engine) failRun(run *liveRun, reason string) {
 	rt := run.rt
 	rt.mu.Lock()
@@ -367,11 +381,10 @@ func (e *Engine) failRun(run *liveRun, reason string) {
 		rt.mu.Unlock()
 		return
 	}
-	e.endRunLocked(run, core.SessionFailed, reason)
+	e.failRunLocked(run, reason)
 	rt.mu.Unlock()
 	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
-	e.afterTurn(rt.id, turnOutcome{failed: true, err: reason})
-	e.refreshQuiet(rt.id)
+	e.afterTurn(rt.id, turnOutcome{role: run.role, failed: true, err: reason})
 }
 
 // Conversation implements core.Client.

@@ -52,9 +52,9 @@ func (e *Engine) Recover(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if t, ok := e.cached(s.TaskID); ok && t.Status == core.StatusInProgress {
-				return tx.SetTaskStatus(ctx, s.TaskID, string(core.StatusReview), now)
-			}
+			// The task keeps its status: an interrupted run is no
+			// transition (its cut prompt is queued again; a question it
+			// waits on still waits).
 			return nil
 		})
 		if err != nil {

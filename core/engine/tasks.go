@@ -447,6 +447,9 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	if t.Archived {
 		return core.Task{}, core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
 	}
+	if err := e.mustHold(core.ActorFrom(ctx), t); err != nil {
+		return core.Task{}, err
+	}
 	if a := core.ActorFrom(ctx); a.Kind == core.ActorAgent && a.TaskID == t.ID && status == core.StatusDone {
 		return core.Task{}, core.Errorf(core.CodeForbidden,
 			"no role marks its own task done: hand task %s on for sign-off (handoff_task_kandev to \"back\")", t.ID)

@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +78,9 @@ type liveRun struct {
 	rec       *recorder
 	prompts   int
 	ended     bool
+	// opening: launch is still setting the session up; an exit now is
+	// launch's to report (a failed start), not watchExit's.
+	opening bool
 	// idle ends the run after IdleTimeout without a turn; the next input
 	// resumes its agent session.
 	idle *time.Timer
@@ -85,6 +90,14 @@ var (
 	errFenced    = errors.New("stopped while starting")
 	errRunFailed = errors.New("agent run failed")
 )
+
+// runFailedError: the role's agent was spawned (or tried to be) and its
+// run failed before it could take a turn. Like a failed turn it is a
+// stall (rule 4); the session's failure and the stall-check outbox were
+// written together.
+type runFailedError struct{ role, reason string }
+
+func (r *runFailedError) Error() string { return r.reason }
 
 // unservedError: the profile cannot start at all (missing, command not
 // found). The queue waits; it is not a failed run.
@@ -153,6 +166,10 @@ func (e *Engine) held(t core.Task) string {
 		return "cancelled"
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
+	case t.Stuck():
+		// A run that failed again would only fail again: explicit input
+		// (the operator's, or its parent's) clears the mark first.
+		return "stuck: nobody to escalate to"
 	case t.Assignee == nil || t.Assignee.Kind != "role":
 		return "waiting on someone else"
 	}
@@ -204,8 +221,18 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			rt.busy = false
 			rt.mu.Unlock()
 			var un *unservedError
-			if errors.As(err, &un) {
+			var rf *runFailedError
+			switch {
+			case errors.As(err, &un):
 				e.setUnserved(rt.id, un.reason)
+			case errors.As(err, &rf):
+				// The item stays queued for whoever takes the task next; the
+				// loop is over, so a failing agent is not launched again until
+				// new input, an escalation or a handoff kicks the task.
+				if e.opts.AfterTurnEnd != nil {
+					e.opts.AfterTurnEnd(rt.id)
+				}
+				e.afterTurn(rt.id, turnOutcome{role: rf.role, failed: true, err: rf.reason})
 			}
 			var we *writeError
 			if errors.As(err, &we) {
@@ -238,9 +265,12 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	command := prof.Command
 	if command == core.SelfCommand {
 		command = e.opts.SelfExe
-	} else if path, err := exec.LookPath(command); err != nil {
+	} else if path, err := exec.LookPath(command); err != nil && !errors.Is(err, fs.ErrPermission) {
+		// Missing is not a failure: the task waits and starts once the CLI
+		// is installed. A file that is there but cannot run is: spawning it
+		// fails below and the run escalates.
 		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: command %s not found in PATH", prof.Name, prof.Command)}
-	} else {
+	} else if err == nil {
 		command = path
 	}
 	e.clearUnserved(rt.id)
@@ -273,7 +303,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		e.log.Error("record session", "task", t.ID, "err", err)
 		return nil, &writeError{err: err}
 	}
-	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set}
+	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set, opening: true}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
 	var env []string
 	if prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {
@@ -294,11 +324,11 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	}
 	proc, err := agent.Start(spec, run.rec)
 	if err != nil {
-		e.finishSession(sessionID, core.SessionFailed, err.Error())
+		reason := "agent failed to start: " + err.Error()
+		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
 		rt.mu.Unlock()
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "agent failed to start: "+err.Error(), nil)
-		e.refreshQuiet(t.ID)
-		return nil, errRunFailed
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		return nil, &runFailedError{role: role.Name, reason: reason}
 	}
 	run.proc = proc
 	// Register under the engine lock with the closing check, so a shutdown
@@ -327,18 +357,23 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	run.rec.setReplaying(true)
 	openErr := proc.Open(ctx)
 	run.rec.setReplaying(false)
+	if openErr == nil && proc.GarbageLine() != "" {
+		// Non-ACP output before the answers: the session may be up, but the
+		// agent is not speaking the protocol (see also recorder.Garbage).
+		openErr = fmt.Errorf("agent wrote output that is not ACP: %q", truncateRunes(proc.GarbageLine(), 200))
+	}
 
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	run.opening = false
 	if rt.run != run {
 		return nil, errFenced // a stop (or shutdown) took it meanwhile
 	}
 	if openErr != nil {
 		reason := "agent failed to start: " + openErr.Error()
-		e.endRunLocked(run, core.SessionFailed, reason)
+		e.failRunLocked(run, reason)
 		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
-		e.refreshQuiet(t.ID)
-		return nil, errRunFailed
+		return nil, &runFailedError{role: role.Name, reason: reason}
 	}
 	agentSID := proc.SessionID()
 	state := string(core.SessionWaitingForInput)
@@ -373,8 +408,8 @@ func (e *Engine) watchExit(run *liveRun) {
 	<-run.proc.Exited()
 	rt := run.rt
 	rt.mu.Lock()
-	if run.ended || (rt.turn != nil && rt.turn.run == run) {
-		// Ended on purpose, or a turn is running and will report the exit.
+	if run.ended || run.opening || (rt.turn != nil && rt.turn.run == run) {
+		// Ended on purpose, or launch or a running turn will report the exit.
 		rt.mu.Unlock()
 		return
 	}
@@ -577,19 +612,18 @@ type turnOutcome struct {
 	interrupted bool
 }
 
-// afterTurn settles the task once a turn ended: it waits in review for
-// whoever must act next, then the stall check (rule 4) runs.
+// afterTurn runs the stall check (rule 4) once a turn ended or a run
+// failed. A turn's end changes no status by itself: a task held by its
+// question, its subtasks or its blockers stays in_progress; only explicit
+// transitions (a handoff, a stop, an escalation, a status set) move it.
+// The cache is refreshed after the check, so a reader never sees the run
+// ended without its escalation.
 func (e *Engine) afterTurn(taskID string, out turnOutcome) {
 	ctx := context.Background()
 	if out.interrupted {
+		e.refreshQuiet(taskID)
 		return // the interrupt message is next in line
 	}
-	if t, ok := e.cached(taskID); ok && t.Status == core.StatusInProgress {
-		if err := e.db.SetTaskStatus(ctx, taskID, string(core.StatusReview), time.Now().UTC()); err != nil {
-			e.log.Error("settle task", "task", taskID, "err", err)
-		}
-	}
-	e.refreshQuiet(taskID)
 	detail := out.err
 	if !out.failed {
 		detail = e.lastWords(ctx, taskID, out.sessionID)
@@ -626,6 +660,17 @@ func (e *Engine) armIdle(run *liveRun) {
 // endRunLocked ends a live run: session state and reason recorded, token
 // revoked, process group torn down in the background. rt.mu must be held.
 func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason string) {
+	e.closeRunLocked(run, state, reason, false)
+}
+
+// failRunLocked ends a run that failed, writing the stall-check outbox with
+// the session's failure so a crash before the check leaves it for the
+// startup sweep. The caller runs afterTurn once rt.mu is released.
+func (e *Engine) failRunLocked(run *liveRun, reason string) {
+	e.closeRunLocked(run, core.SessionFailed, reason, true)
+}
+
+func (e *Engine) closeRunLocked(run *liveRun, state core.SessionState, reason string, check bool) {
 	if run.ended {
 		return
 	}
@@ -645,7 +690,7 @@ func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason stri
 		}
 	}
 	e.rtMu.Unlock()
-	e.finishSession(run.sessionID, state, reason)
+	e.finishSessionChecked(run.rt.id, run.sessionID, state, reason, check)
 	if run.proc != nil {
 		e.procWG.Add(1)
 		go func() {
@@ -657,12 +702,23 @@ func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason stri
 
 // finishSession records a session's terminal state and revokes its token.
 func (e *Engine) finishSession(sessionID string, state core.SessionState, reason string) {
+	e.finishSessionChecked("", sessionID, state, reason, false)
+}
+
+// finishSessionChecked is finishSession that, with check, also sets the
+// task's stall-check outbox in the same transaction.
+func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.SessionState, reason string, check bool) {
 	ctx := context.Background()
 	st := string(state)
 	now := time.Now().UTC()
 	err := e.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
 			return err
+		}
+		if check {
+			if err := tx.SetNeedsCheck(ctx, taskID, true); err != nil {
+				return err
+			}
 		}
 		return tx.RevokeSessionTokens(ctx, sessionID, now)
 	})
@@ -748,7 +804,15 @@ func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem
 	case itemRedeliver:
 		return "[kandev:message] kandev restarted before your turn on this message ended; here it is again.\n\n" +
 			e.describeSender(it.Sender) + ":\n\n" + it.Text
-	case itemQuestion, itemAnswer, itemHandoff, itemStalled, itemWake:
+	case itemHandoff:
+		// A sign-off request says how many subtasks are still open (this
+		// one included), counted as the turn starts: signing the last one
+		// off brings no wake, so the agent decides its own next move here.
+		if strings.Contains(it.Meta, `"child_task_id"`) {
+			return fmt.Sprintf("%s\nopen_subtasks: %d", it.Text, e.openSubtasks(t.ID))
+		}
+		return it.Text
+	case itemQuestion, itemAnswer, itemStalled, itemWake:
 		return it.Text
 	default:
 		return "[kandev:message] " + e.describeSender(it.Sender) + ":\n\n" + it.Text

@@ -3,6 +3,7 @@ package mockagent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -54,6 +55,18 @@ func run(ctx context.Context, cfg config) error {
 
 	out := &guardedWriter{w: cfg.out}
 	errOut := &guardedWriter{w: cfg.errOut}
+	// Agents that break before the protocol starts: kandev must treat each
+	// as a failed run (rule 4), not as a turn that never came.
+	if cfg.getenv("KANDEV_MOCK_EXIT_AT_START") != "" {
+		fmt.Fprintln(errOut, "mock agent: exiting at start (KANDEV_MOCK_EXIT_AT_START)")
+		cfg.exit(2)
+		return nil
+	}
+	if cfg.getenv("KANDEV_MOCK_GARBAGE_AT_START") != "" {
+		if _, err := io.WriteString(out, "mock agent banner: this is not json\n"); err != nil {
+			return fmt.Errorf("write banner: %w", err)
+		}
+	}
 	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	a, err := newAgent(ctx, cfg, out, errOut, logger)
