@@ -56,3 +56,5 @@ require (
 )
 
 replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
+
+replace github.com/charmbracelet/bubbletea => ./third_party/bubbletea
