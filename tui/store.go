@@ -20,6 +20,9 @@ type taskStore struct {
 
 type entry struct {
 	t core.Task
+	// partial: t is a summary (no description, session details, ...);
+	// an event or a GetTask replaces it with the whole task.
+	partial bool
 	// Set by flatten: the row index (-1 when not shown), whether the task
 	// matches the filter, and whether it or a descendant does.
 	row         int
@@ -53,15 +56,23 @@ func newTaskStore() *taskStore {
 	return &taskStore{byID: map[string]*entry{}, kids: map[string][]string{}}
 }
 
-// reset replaces everything with a fresh listing (creation order).
-func (s *taskStore) reset(tasks []core.Task) {
+// reset replaces everything with a fresh listing (creation order);
+// partial says the tasks are summaries.
+func (s *taskStore) reset(tasks []core.Task, partial bool) {
 	*s = taskStore{byID: make(map[string]*entry, len(tasks)), kids: map[string][]string{}, order: make([]string, 0, len(tasks))}
 	for i := range tasks {
 		if tasks[i].Archived {
 			continue
 		}
 		s.insert(tasks[i])
+		s.byID[tasks[i].ID].partial = partial
 	}
+}
+
+// isPartial reports whether the store holds only id's summary.
+func (s *taskStore) isPartial(id string) bool {
+	e := s.byID[id]
+	return e != nil && e.partial
 }
 
 func (s *taskStore) get(id string) *core.Task {
@@ -97,6 +108,7 @@ func (s *taskStore) upsert(t core.Task) (structural bool) {
 		return true
 	}
 	s.counts.add(&e.t, -1)
+	e.partial = false
 	moved := e.t.ParentID != t.ParentID
 	if moved {
 		s.kids[e.t.ParentID] = without(s.kids[e.t.ParentID], t.ID)
