@@ -116,15 +116,7 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 	case *capability.CreateTaskArgs:
 		return e.toolCreateTask(ctx, actor, a)
 	case *capability.ListTasksArgs:
-		root := a.RootID
-		if root == "" && actor.Kind == core.ActorAgent {
-			root = actor.TaskID
-		}
-		tasks, err := e.ListTasks(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"tasks": nonNilTasks(tasks)}, nil
+		return e.toolListTasks(ctx, actor, a)
 	case *capability.TaskIDArgs:
 		return e.GetTask(ctx, orSelf(a.TaskID, actor))
 	case *capability.ConversationArgs:
@@ -196,11 +188,91 @@ func orSelf(id string, actor core.Actor) string {
 	return id
 }
 
-func nonNilTasks(ts []core.Task) []core.Task {
-	if ts == nil {
-		return []core.Task{}
+// taskPage is list_tasks_kandev's result: one page of the listing.
+type taskPage struct {
+	Tasks []core.Task `json:"tasks"`
+	// Total counts the tasks of every page (filters applied).
+	Total int `json:"total"`
+	// NextCursor, when set, continues the listing after this page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// toolListTasks pages through the cache's snapshot: only the page is
+// copied, so the first page of 100,000 tasks costs one pass over pointers.
+func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capability.ListTasksArgs) (any, error) {
+	root := a.RootID
+	if root == "" && actor.Kind == core.ActorAgent {
+		root = actor.TaskID
 	}
-	return ts
+	limit := a.Limit
+	switch {
+	case limit == 0:
+		limit = capability.ListTasksDefaultLimit
+	case limit < 0 || limit > capability.ListTasksMaxLimit:
+		return nil, core.Errorf(core.CodeValidation, "limit must be 1 to %d, not %d", capability.ListTasksMaxLimit, limit)
+	}
+	if a.Status != "" {
+		if _, err := core.ParseStatus(a.Status); err != nil {
+			return nil, err
+		}
+	}
+	parent := ""
+	if a.ParentID != "" {
+		id, err := e.resolveID(ctx, a.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		parent = id
+	}
+	snap, err := e.TaskSnapshot(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root})
+	if err != nil {
+		return nil, err
+	}
+	start := 0
+	if a.Cursor != "" {
+		start = -1
+		for i, t := range snap {
+			if t.ID == a.Cursor {
+				start = i + 1
+				break
+			}
+		}
+		if start < 0 {
+			return nil, core.Errorf(core.CodeValidation, "cursor %q is not in this listing any more (its task was archived?); list again without a cursor", a.Cursor)
+		}
+	}
+	match := func(t *core.Task) bool {
+		return (a.Status == "" || string(t.Status) == a.Status) &&
+			(parent == "" || t.ParentID == parent) &&
+			(a.Assignee == "" || assigneeIs(t.Assignee, a.Assignee))
+	}
+	page := taskPage{Tasks: []core.Task{}}
+	for i, t := range snap {
+		if !match(t) {
+			continue
+		}
+		page.Total++
+		if i < start {
+			continue
+		}
+		if len(page.Tasks) < limit {
+			page.Tasks = append(page.Tasks, *t)
+		} else if page.NextCursor == "" {
+			page.NextCursor = page.Tasks[len(page.Tasks)-1].ID
+		}
+	}
+	return page, nil
+}
+
+// assigneeIs matches "role:NAME", "person:NAME" or a bare NAME.
+func assigneeIs(a *core.Assignee, want string) bool {
+	if a == nil {
+		return false
+	}
+	if strings.Contains(want, ":") {
+		return a.String() == want
+	}
+	return a.Name == want
 }
 
 func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
