@@ -79,8 +79,7 @@ var registry = []Tool{
 	{
 		Name:        "list_tasks_kandev",
 		Title:       "List tasks",
-		Description: "List a task and its descendants (default: your own task's subtree; on the external surface, every task) with status, autopilot and pending questions, " +
-			"a page at a time: when `next_cursor` is set, call again with it as `cursor` for the next page.",
+		Description: "List a task and its descendants (default: your own task's subtree; on the external surface, every task) with status, autopilot and pending questions, a page at a time: when `next_cursor` is set, call again with it as `cursor` for the next page.",
 		Params: []Param{
 			{Name: "root_id", Type: "string", Description: "List this task and its descendants instead."},
 			{Name: "include_archived", Type: "boolean", Default: false, Description: "Include archived tasks."},
