@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -18,12 +19,16 @@ type TaskView struct {
 	OpenBlockers []string
 }
 
-const taskViewQuery = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
+const taskViewColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
 	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
 	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
 	COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
-	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),
+	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),`
+
+// taskViewQuery reads some tasks' views, their queue lengths, pending
+// questions and open blockers by subqueries.
+const taskViewQuery = taskViewColumns + `
 	(SELECT count(*) FROM queue WHERE queue.task_id = t.id),
 	COALESCE((SELECT seq FROM messages m WHERE m.task_id = t.id AND m.kind = 'question'
 		AND json_extract(m.meta, '$.status') = 'pending' ORDER BY seq DESC LIMIT 1), 0),
@@ -31,12 +36,28 @@ const taskViewQuery = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id
 		WHERE b.task_id = t.id AND bt.status NOT IN ('done', 'cancelled') AND bt.archived_at IS NULL), '')
 FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
 
+// allTaskViewsQuery reads every task's view without the subqueries, which
+// ran three times per row; taskViewExtras fills those in from three
+// aggregate queries instead.
+const allTaskViewsQuery = taskViewColumns + ` 0, 0, ''
+FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
+
+// taskViewExtras are the aggregate queries of allTaskViewsQuery: task id
+// and queue length, pending question seq, or open blockers.
+var taskViewExtras = [...]string{
+	`SELECT task_id, count(*) FROM queue GROUP BY task_id`,
+	`SELECT task_id, max(seq) FROM messages WHERE kind = 'question' AND json_extract(meta, '$.status') = 'pending' GROUP BY task_id`,
+	`SELECT b.task_id, group_concat(b.blocker_id) FROM blockers b JOIN tasks bt ON bt.id = b.blocker_id
+		WHERE bt.status NOT IN ('done', 'cancelled') AND bt.archived_at IS NULL GROUP BY b.task_id`,
+}
+
 // TaskViews loads views of the given tasks, or of every task when ids is
 // nil, in creation order.
 func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error) {
-	query := taskViewQuery
+	query := allTaskViewsQuery
 	var args []any
 	if ids != nil {
+		query = taskViewQuery
 		if len(ids) == 0 {
 			return nil, nil
 		}
@@ -93,6 +114,11 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 	if err := rows.Close(); err != nil {
 		return nil, mapErr(err)
 	}
+	if ids == nil {
+		if questionSeqs, questionAt, err = q.fillViewExtras(ctx, views); err != nil {
+			return nil, err
+		}
+	}
 	for i, seq := range questionSeqs {
 		m, err := q.GetMessage(ctx, seq)
 		if err != nil {
@@ -107,6 +133,54 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		return strings.Compare(a.ID, b.ID)
 	})
 	return views, nil
+}
+
+// fillViewExtras sets the queue lengths and open blockers of views (every
+// task) and returns the pending questions' seqs and the views they belong
+// to.
+func (q Queries) fillViewExtras(ctx context.Context, views []TaskView) (seqs []int64, at []int, err error) {
+	var index map[string]int
+	for i, query := range taskViewExtras {
+		rows, err := q.q.QueryContext(ctx, query)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
+		}
+		for rows.Next() {
+			var id, val string
+			if err := rows.Scan(&id, &val); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
+			}
+			if index == nil {
+				index = make(map[string]int, len(views))
+				for j := range views {
+					index[views[j].ID] = j
+				}
+			}
+			j, ok := index[id]
+			if !ok {
+				continue // a task created since the main query
+			}
+			switch i {
+			case 0:
+				views[j].Queued, err = strconv.Atoi(val)
+			case 1:
+				var seq int64
+				seq, err = strconv.ParseInt(val, 10, 64)
+				seqs, at = append(seqs, seq), append(at, j)
+			case 2:
+				views[j].OpenBlockers = strings.Split(val, ",")
+			}
+			if err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("load tasks: %s of task %s: %w", query, id, err)
+			}
+		}
+		if err := rows.Close(); err != nil {
+			return nil, nil, mapErr(err)
+		}
+	}
+	return seqs, at, nil
 }
 
 // TaskView loads one task's view.
