@@ -26,7 +26,7 @@ func TestListTasksPageOnce(t *testing.T) {
 	}
 	page := structured(t, res)
 	tasks := page["tasks"].([]any)
-	if len(tasks) != 2 || page["total"] != float64(5) || page["next_cursor"] != tasks[1].(map[string]any)["id"] {
+	if len(tasks) != 2 || page["next_cursor"] != tasks[1].(map[string]any)["id"] {
 		t.Fatalf("first page of 2: %v", page)
 	}
 	if len(res.Content) != 1 {

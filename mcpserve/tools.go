@@ -230,25 +230,24 @@ func taskPageResult(v any) *mcp.CallToolResult {
 	}
 	var page struct {
 		Tasks      []core.Task `json:"tasks"`
-		Total      int         `json:"total"`
 		NextCursor string      `json:"next_cursor"`
 	}
 	if json.Unmarshal(res.RawStructuredContent, &page) != nil {
 		return res
 	}
-	res.Content = []mcp.Content{mcp.NewTextContent(taskPageText(page.Tasks, page.Total, page.NextCursor))}
+	res.Content = []mcp.Content{mcp.NewTextContent(taskPageText(page.Tasks, page.NextCursor))}
 	return res
 }
 
-func taskPageText(tasks []core.Task, total int, next string) string {
+func taskPageText(tasks []core.Task, next string) string {
 	var b strings.Builder
 	switch {
 	case len(tasks) == 0:
-		fmt.Fprintf(&b, "No tasks on this page (%d in all).\n", total)
+		b.WriteString("No tasks.\n")
 	case next != "":
-		fmt.Fprintf(&b, "%d of %d tasks; for more, call again with cursor %q.\n", len(tasks), total, next)
+		fmt.Fprintf(&b, "%d tasks; there are more: call again with cursor %q.\n", len(tasks), next)
 	default:
-		fmt.Fprintf(&b, "%d of %d tasks; this is the last page.\n", len(tasks), total)
+		fmt.Fprintf(&b, "%d tasks; this is the last page.\n", len(tasks))
 	}
 	for _, t := range tasks {
 		fmt.Fprintf(&b, "%s [%s] %s", t.ID, t.Status, strings.ReplaceAll(t.Title, "\n", " "))

@@ -191,14 +191,13 @@ func orSelf(id string, actor core.Actor) string {
 // taskPage is list_tasks_kandev's result: one page of the listing.
 type taskPage struct {
 	Tasks []core.Task `json:"tasks"`
-	// Total counts the tasks of every page (filters applied).
-	Total int `json:"total"`
 	// NextCursor, when set, continues the listing after this page.
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// toolListTasks pages through the cache's snapshot: only the page is
-// copied, so the first page of 100,000 tasks costs one pass over pointers.
+// toolListTasks reads one page: only the page's tasks are looked at and
+// copied (plus those the filters skip), so the first page of 100,000
+// tasks costs what the page does.
 func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capability.ListTasksArgs) (any, error) {
 	root := a.RootID
 	if root == "" && actor.Kind == core.ActorAgent {
@@ -224,44 +223,16 @@ func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 		}
 		parent = id
 	}
-	snap, err := e.TaskSnapshot(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root})
-	if err != nil {
-		return nil, err
-	}
-	start := 0
-	if a.Cursor != "" {
-		start = -1
-		for i, t := range snap {
-			if t.ID == a.Cursor {
-				start = i + 1
-				break
-			}
-		}
-		if start < 0 {
-			return nil, core.Errorf(core.CodeValidation, "cursor %q is not in this listing any more (its task was archived?); list again without a cursor", a.Cursor)
-		}
-	}
 	match := func(t *core.Task) bool {
 		return (a.Status == "" || string(t.Status) == a.Status) &&
 			(parent == "" || t.ParentID == parent) &&
 			(a.Assignee == "" || assigneeIs(t.Assignee, a.Assignee))
 	}
-	page := taskPage{Tasks: []core.Task{}}
-	for i, t := range snap {
-		if !match(t) {
-			continue
-		}
-		page.Total++
-		if i < start {
-			continue
-		}
-		if len(page.Tasks) < limit {
-			page.Tasks = append(page.Tasks, *t)
-		} else if page.NextCursor == "" {
-			page.NextCursor = page.Tasks[len(page.Tasks)-1].ID
-		}
+	tasks, next, err := e.taskPage(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root}, a.Cursor, limit, match)
+	if err != nil {
+		return nil, err
 	}
-	return page, nil
+	return taskPage{Tasks: tasks, NextCursor: next}, nil
 }
 
 // assigneeIs matches "role:NAME", "person:NAME" or a bare NAME.
