@@ -37,6 +37,21 @@ import (
 )
 
 func main() {
+	// kandev-bench -seed DB N: the seeder, run as a child so that this
+	// process stays small (see seedChild).
+	if len(os.Args) == 4 && os.Args[1] == "-seed" {
+		n, err := strconv.Atoi(os.Args[3])
+		var first string
+		if err == nil {
+			first, err = seed(os.Args[2], n)
+		}
+		fmt.Println(first)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kandev-bench -seed:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "kandev-bench:", err)
 		os.Exit(1)
@@ -166,7 +181,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 		return err
 	}
 	start := time.Now()
-	firstID, title, err := seed(filepath.Join(seedDir, "kandev.db"), n)
+	firstID, title, err := seedChild(filepath.Join(seedDir, "kandev.db"), n)
 	if err != nil {
 		return err
 	}
@@ -532,15 +547,35 @@ func copyFile(from, to string) error {
 	return os.WriteFile(to, b, 0o600)
 }
 
+// seedChild seeds in a child process. Linux starts a child's peak RSS
+// (ru_maxrss) from its parent's, since Go spawns with vfork: a parent that
+// had held 100,000 tasks would make every measured process look that big.
+func seedChild(dbPath string, n int) (string, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", "", err
+	}
+	cmd := exec.Command(self, "-seed", dbPath, strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("seed %d tasks: %w", n, err)
+	}
+	return strings.TrimSpace(string(out)), seedTitle, nil
+}
+
+// seedTitle begins the first seeded task's title: the TUI's first row.
+const seedTitle = "Task 0: split the auth module"
+
 // seed writes n tasks in one transaction: a forest of small trees (one
 // root in ten), realistic text, one task in a hundred with a finished
 // agent session, one in four with a description. It returns the first
-// task's id and title.
-func seed(dbPath string, n int) (string, string, error) {
+// task's id.
+func seed(dbPath string, n int) (first string, err error) {
 	ctx := context.Background()
 	db, err := store.Open(ctx, dbPath)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	defer db.Close()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -582,7 +617,7 @@ func seed(dbPath string, n int) (string, string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("seed %d tasks: %w", n, err)
+		return "", fmt.Errorf("seed %d tasks: %w", n, err)
 	}
-	return ids[0], "Task 0: split the auth module", nil
+	return ids[0], nil
 }
