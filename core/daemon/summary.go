@@ -45,6 +45,13 @@ const (
 	flagSession   = 's' // the session columns hold one
 )
 
+// Times in [nanosFrom, nanosUntil) are written as Unix nanoseconds, which
+// hold them; others as RFC 3339 text.
+var (
+	nanosFrom  = time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
+	nanosUntil = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
 // writeTaskSummaries writes the summary of tasks.
 func writeTaskSummaries(w io.Writer, tasks []*core.Task) error {
 	buf := make([]byte, 0, flushAt+8*1024)
@@ -74,10 +81,10 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 		b = append(b, '\t')
 	}
 	nanos := func(at time.Time) {
-		switch y := at.Year(); {
+		switch {
 		case at.IsZero():
 			b = append(b, '0')
-		case y < 1700 || y > 2200:
+		case at.Before(nanosFrom) || !at.Before(nanosUntil):
 			// Beyond what Unix nanoseconds hold: the time as text.
 			b = at.UTC().AppendFormat(b, time.RFC3339Nano)
 		default:
@@ -107,16 +114,19 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 	field(t.ID)
 	field(t.ParentID)
 	field(string(t.Status))
-	for _, f := range []struct {
-		on bool
-		c  byte
-	}{{t.Autopilot, flagAutopilot}, {t.Halted, flagHalted}, {t.Archived, flagArchived},
-		{t.YourTurn, flagYourTurn}, {t.TitlePending, flagTitlePend}, {t.Assignee != nil, flagAssignee},
-		{t.HandedBy != nil, flagHandedBy}, {t.Session != nil, flagSession}} {
-		if f.on {
-			b = append(b, f.c)
+	flag := func(on bool, c byte) {
+		if on {
+			b = append(b, c)
 		}
 	}
+	flag(t.Autopilot, flagAutopilot)
+	flag(t.Halted, flagHalted)
+	flag(t.Archived, flagArchived)
+	flag(t.YourTurn, flagYourTurn)
+	flag(t.TitlePending, flagTitlePend)
+	flag(t.Assignee != nil, flagAssignee)
+	flag(t.HandedBy != nil, flagHandedBy)
+	flag(t.Session != nil, flagSession)
 	b = append(b, '\t')
 	nanos(t.UpdatedAt)
 	field(t.Profile)
@@ -150,21 +160,26 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 }
 
 func appendEscaped(b []byte, s string) []byte {
+	start := 0
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
+		var esc byte
+		switch s[i] {
 		case '\\':
-			b = append(b, '\\', '\\')
+			esc = '\\'
 		case '\t':
-			b = append(b, '\\', 't')
+			esc = 't'
 		case '\n':
-			b = append(b, '\\', 'n')
+			esc = 'n'
 		case '\r':
-			b = append(b, '\\', 'r')
+			esc = 'r'
 		default:
-			b = append(b, c)
+			continue
 		}
+		b = append(b, s[start:i]...)
+		b = append(b, '\\', esc)
+		start = i + 1
 	}
-	return b
+	return append(b, s[start:]...)
 }
 
 func unescape(s string) string {
