@@ -19,12 +19,16 @@ type TaskView struct {
 	OpenBlockers []string
 }
 
-const taskViewColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
+const viewTaskColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
 	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
-	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
-	COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
+	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting`
+
+const viewSessionColumns = `COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
-	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0),`
+	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0)`
+
+const taskViewColumns = viewTaskColumns + `,
+	` + viewSessionColumns + `,`
 
 // taskViewQuery reads some tasks' views, their queue lengths, pending
 // questions and open blockers by subqueries.
@@ -36,11 +40,15 @@ const taskViewQuery = taskViewColumns + `
 		WHERE b.task_id = t.id AND bt.status NOT IN ('done', 'cancelled') AND bt.archived_at IS NULL), '')
 FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
 
-// allTaskViewsQuery reads every task's view without the subqueries, which
-// ran three times per row; taskViewExtras fills those in from three
+// allTaskViewsQuery reads every task without its session and without
+// the subqueries, which ran three times per row: reading a column costs
+// the same whether it holds anything, and most tasks have no session, no
+// queue, no question and no blockers. fillViewExtras reads those by
 // aggregate queries instead.
-const allTaskViewsQuery = taskViewColumns + ` 0, 0, ''
-FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
+const allTaskViewsQuery = viewTaskColumns + ` FROM tasks t`
+
+// allSessionsQuery reads the latest session of every task that has one.
+const allSessionsQuery = `SELECT t.id, ` + viewSessionColumns + ` FROM tasks t JOIN sessions s ON s.id = t.session_id`
 
 // taskViewExtras are the aggregate queries of allTaskViewsQuery: task id
 // and queue length, pending question seq, or open blockers.
@@ -87,11 +95,14 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		var s Session
 		var created, updated, archived, sTurn, sCreated, sUpdated, qseq int64
 		var blockers string
-		err := rows.Scan(&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
+		dest := []any{&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
-			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns, &sTurn, &sCreated, &sUpdated,
-			&v.Queued, &qseq, &blockers)
+			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting}
+		if ids != nil {
+			dest = append(dest, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
+				&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
+		}
+		err := rows.Scan(dest...)
 		if err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
@@ -101,9 +112,7 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 			v.OpenBlockers = strings.Split(blockers, ",")
 		}
 		if s.ID != "" {
-			s.TaskID = v.ID
-			s.TurnStartedAt, s.CreatedAt, s.UpdatedAt = fromNanos(sTurn), fromNanos(sCreated), fromNanos(sUpdated)
-			v.Session = &s
+			v.Session = finishSession(&s, v.ID, sTurn, sCreated, sUpdated)
 		}
 		if qseq != 0 {
 			questionSeqs = append(questionSeqs, qseq)
@@ -135,11 +144,40 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 	return views, nil
 }
 
-// fillViewExtras sets the queue lengths and open blockers of views (every
-// task) and returns the pending questions' seqs and the views they belong
-// to.
+func finishSession(s *Session, taskID string, turn, created, updated int64) *Session {
+	s.TaskID = taskID
+	s.TurnStartedAt, s.CreatedAt, s.UpdatedAt = fromNanos(turn), fromNanos(created), fromNanos(updated)
+	return s
+}
+
+// fillViewExtras sets the sessions, queue lengths and open blockers of
+// views (every task) and returns the pending questions' seqs and the views
+// they belong to.
 func (q Queries) fillViewExtras(ctx context.Context, views []TaskView) (seqs []int64, at []int, err error) {
-	var index map[string]int
+	index := make(map[string]int, len(views))
+	for j := range views {
+		index[views[j].ID] = j
+	}
+	rows, err := q.q.QueryContext(ctx, allSessionsQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load sessions: %w", mapErr(err))
+	}
+	for rows.Next() {
+		var id string
+		var s Session
+		var turn, created, updated int64
+		if err := rows.Scan(&id, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
+			&turn, &created, &updated); err != nil {
+			rows.Close()
+			return nil, nil, fmt.Errorf("load sessions: %w", mapErr(err))
+		}
+		if j, ok := index[id]; ok {
+			views[j].Session = finishSession(&s, id, turn, created, updated)
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, nil, mapErr(err)
+	}
 	for i, query := range taskViewExtras {
 		rows, err := q.q.QueryContext(ctx, query)
 		if err != nil {
@@ -150,12 +188,6 @@ func (q Queries) fillViewExtras(ctx context.Context, views []TaskView) (seqs []i
 			if err := rows.Scan(&id, &val); err != nil {
 				rows.Close()
 				return nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
-			}
-			if index == nil {
-				index = make(map[string]int, len(views))
-				for j := range views {
-					index[views[j].ID] = j
-				}
 			}
 			j, ok := index[id]
 			if !ok {

@@ -5,12 +5,13 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestAllTaskViewsMatchOneByOne: loading every view at once (the daemon's
-// start, which reads queue lengths, pending questions and open blockers
-// by aggregate queries) gives each task the view it has when loaded by
-// id (per-row subqueries).
+// start, which reads sessions, queue lengths, pending questions and open
+// blockers by separate queries) gives each task the view it has when
+// loaded by id (a join and per-row subqueries).
 func TestAllTaskViewsMatchOneByOne(t *testing.T) {
 	db := openIssue2(t)
 	ctx := context.Background()
@@ -18,6 +19,13 @@ func TestAllTaskViewsMatchOneByOne(t *testing.T) {
 		i2Task("dddd01", ""), i2Task("eeee01", ""), i2Task("ffff01", ""))
 	for range 2 {
 		if _, err := db.Enqueue(ctx, QueueItem{TaskID: "bbbb01", Priority: 1, Kind: "message", Sender: "x", Text: "t", CreatedAt: i2Time}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, sid := range []string{"s-old", "s-new"} {
+		at := i2Time.Add(time.Duration(i+1) * time.Minute)
+		if err := db.InsertSession(ctx, Session{ID: sid, TaskID: "bbbb01", Role: "worker", Profile: "claude",
+			State: "running", AgentSessionID: "agent-" + sid, PID: 4242, Turns: i, CreatedAt: at, UpdatedAt: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,7 +67,7 @@ func TestAllTaskViewsMatchOneByOne(t *testing.T) {
 	for _, v := range all {
 		byID[v.ID] = v
 	}
-	if byID["bbbb01"].Queued != 2 || byID["cccc01"].Question == nil || byID["aaaa01"].Question == nil ||
+	if byID["bbbb01"].Queued != 2 || byID["bbbb01"].Session == nil || byID["bbbb01"].Session.ID != "s-new" || byID["cccc01"].Question == nil || byID["aaaa01"].Question == nil ||
 		!slices.Equal(byID["dddd01"].OpenBlockers, []string{"aaaa01", "cccc01"}) {
 		t.Fatalf("extras: queued %d, questions %v %v, blockers %v", byID["bbbb01"].Queued,
 			byID["cccc01"].Question, byID["aaaa01"].Question, byID["dddd01"].OpenBlockers)
