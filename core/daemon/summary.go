@@ -33,6 +33,9 @@ var summaryFields = []string{"id", "parent_id", "status", "flags", "updated_at",
 	"session.id", "session.role", "session.state", "session.created_at", "session.updated_at",
 	"session.turn_started_at", "pending_question", "stalled", "title"}
 
+// summaryColumns is len(summaryFields), as a constant for the decoder.
+const summaryColumns = 22
+
 // Flag letters of the flags column.
 const (
 	flagAutopilot = 'a'
@@ -225,7 +228,7 @@ func readTaskSummaries(r io.Reader) ([]core.Task, error) {
 	// One allocation for all the assignees and one for all the sessions.
 	refs := make([]core.Assignee, 0, 2*n)
 	var sessions []core.SessionInfo
-	var cols [22]string
+	var cols [summaryColumns]string
 	for {
 		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {

@@ -122,6 +122,12 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		t.Fatal(err)
 	}
 	full := buf.String()
+	// Every line has the documented columns.
+	for i, line := range strings.Split(strings.TrimSuffix(full, "\n"), "\n")[1:] {
+		if n := strings.Count(line, "\t") + 1; n != len(summaryFields) || n != summaryColumns {
+			t.Fatalf("line %d has %d columns; summaryFields names %d", i+2, n, len(summaryFields))
+		}
+	}
 	lastLine := strings.LastIndexByte(full[:len(full)-1], '\n')
 	for name, body := range map[string]string{
 		"cut mid-line":     full[:len(full)-3],
