@@ -539,12 +539,23 @@ func answerQueries(w io.Writer, b []byte) {
 	}
 }
 
+// copyFile copies by streaming: reading a 100,000-task database whole
+// would raise this process's RSS, and with it every child's (seedChild).
 func copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
+	in, err := os.Open(from)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(to, b, 0o600)
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // seedChild seeds in a child process. Linux starts a child's peak RSS
