@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command kandev-bench times what a user feels, as whole processes of the
 // real binary, side by side with floors measured in the same run: a Go
 // hello-world built the same way, and sqlite3 reading the same rows.
