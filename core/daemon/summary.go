@@ -250,11 +250,10 @@ func readTaskSummaries(r io.Reader) ([]core.Task, error) {
 				cols[i], s = s[:j], s[j+1:]
 			}
 			cols[len(cols)-1] = s
-			t, err := summaryTask(cols[:], &refs, &sessions, n)
-			if err != nil {
-				return nil, fmt.Errorf("read task summary: line %d: %w", len(tasks)+2, err)
+			tasks = append(tasks, core.Task{})
+			if err := summaryTask(&tasks[len(tasks)-1], cols[:], &refs, &sessions, n); err != nil {
+				return nil, fmt.Errorf("read task summary: line %d: %w", len(tasks)+1, err)
 			}
-			tasks = append(tasks, t)
 		}
 		if err == io.EOF {
 			break
@@ -269,7 +268,10 @@ func readTaskSummaries(r io.Reader) ([]core.Task, error) {
 	return tasks, nil
 }
 
-func summaryTask(c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo, n int) (core.Task, error) {
+// summaryTask fills t from one line's columns. t is in the caller's slab:
+// nothing here may take its address for an interface (json.Unmarshal),
+// or every task would escape to the heap on its own.
+func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo, n int) error {
 	var bad error
 	at := func(s string) time.Time {
 		if s == "0" {
@@ -299,7 +301,7 @@ func summaryTask(c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo
 		*refs = append(*refs, core.Assignee{Kind: unescape(kind), Name: unescape(name)})
 		return &(*refs)[len(*refs)-1]
 	}
-	t := core.Task{ID: unescape(c[0]), ParentID: unescape(c[1]), Status: core.Status(unescape(c[2])), UpdatedAt: at(c[4]),
+	*t = core.Task{ID: unescape(c[0]), ParentID: unescape(c[1]), Status: core.Status(unescape(c[2])), UpdatedAt: at(c[4]),
 		Profile: unescape(c[5]), Assignee: ref(flagAssignee, c[6], c[7]), HandedBy: ref(flagHandedBy, c[8], c[9]),
 		Waiting: unescape(c[10]), Title: unescape(c[21])}
 	for i := 0; i < len(c[3]); i++ {
@@ -317,13 +319,15 @@ func summaryTask(c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo
 		}
 	}
 	if c[11] != "" {
-		if err := json.Unmarshal([]byte(unescape(c[11])), &t.BlockedBy); err != nil {
-			return t, fmt.Errorf("blocked_by: %w", err)
+		var blocked []string
+		if err := json.Unmarshal([]byte(unescape(c[11])), &blocked); err != nil {
+			return fmt.Errorf("blocked_by: %w", err)
 		}
+		t.BlockedBy = blocked
 	}
 	q, err := strconv.Atoi(c[12])
 	if err != nil {
-		return t, fmt.Errorf("bad queue length %q", c[12])
+		return fmt.Errorf("bad queue length %q", c[12])
 	}
 	t.Queued = q
 	if strings.IndexByte(flags, flagSession) >= 0 {
@@ -337,16 +341,16 @@ func summaryTask(c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo
 	if c[19] != "" {
 		var pq core.QuestionInfo
 		if err := json.Unmarshal([]byte(unescape(c[19])), &pq); err != nil {
-			return t, fmt.Errorf("pending question: %w", err)
+			return fmt.Errorf("pending question: %w", err)
 		}
 		t.PendingQuestion = &pq
 	}
 	if c[20] != "" {
 		var st core.Stall
 		if err := json.Unmarshal([]byte(unescape(c[20])), &st); err != nil {
-			return t, fmt.Errorf("stall: %w", err)
+			return fmt.Errorf("stall: %w", err)
 		}
 		t.Stalled = &st
 	}
-	return t, bad
+	return bad
 }
