@@ -4,7 +4,7 @@ BIN     ?= bin/kandev
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/kandev/kandev/cmd.Version=$(VERSION)
 
-.PHONY: all build test lint bench demo install clean inspector
+.PHONY: all build test lint bench bench-go bench-proc demo install clean inspector
 
 all: build
 
@@ -35,8 +35,16 @@ $(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPEC
 	elif [ -n "$$CI" ]; then echo "make inspector: npm is required in CI" >&2; exit 1; \
 	else echo "make inspector: npm not found; the MCP Inspector test will skip" >&2; fi
 
-bench:
+## bench: in-process Go benchmarks, then whole processes of the real
+## binary against floors (bench-proc). KANDEV_BENCH_100K=1 adds 100,000
+## tasks to bench-proc; BENCH_BINS=old=path,new=path compares binaries.
+bench: bench-go bench-proc
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+bench-proc: build
+	$(GO) run ./cmd/kandev-bench -bin $(or $(BENCH_BINS),kandev=$(BIN))
 
 demo: build
 	$(BIN) demo

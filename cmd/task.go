@@ -178,7 +178,9 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 		// documented shape, and large lists stay fast.
 		return client.ListTasksRaw(ctx, opts.Input, f.IO.Out)
 	}
-	tasks, err := client.ListTasks(ctx, opts.Input)
+	// The tree shows only what a summary holds: decoding whole tasks was
+	// most of the text list at 100,000 tasks.
+	tasks, err := client.ListTaskSummaries(ctx, opts.Input)
 	if err != nil {
 		return err
 	}

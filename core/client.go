@@ -77,6 +77,16 @@ type CreateTaskInput struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
+// TaskSummaries is a client that can list tasks as their summaries: each
+// task holds only what a tree row shows (id, parent, title, status,
+// assignee, badges, the latest session's state and times, a pending
+// question, a stall), not its description, directory or session details.
+// The TUI and the text list use it when their client has it; a task's own
+// view (GetTask) has everything.
+type TaskSummaries interface {
+	ListTaskSummaries(ctx context.Context, in ListTasksInput) ([]Task, error)
+}
+
 // ListTasksInput narrows a listing.
 type ListTasksInput struct {
 	All  bool   `json:"all,omitempty"`  // include archived tasks

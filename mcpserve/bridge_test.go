@@ -357,7 +357,7 @@ func TestSchemaValidationBeforeForwarding(t *testing.T) {
 		want string
 	}{
 		{"list_tasks_kandev", map[string]any{"bogus": 1},
-			"VALIDATION_ERROR: invalid arguments for list_tasks_kandev: unknown argument bogus (list_tasks_kandev takes root_id, include_archived)"},
+			"VALIDATION_ERROR: invalid arguments for list_tasks_kandev: unknown argument bogus (list_tasks_kandev takes root_id, include_archived, status, parent_id, assignee, limit, cursor)"},
 		{"create_task_kandev", map[string]any{}, "VALIDATION_ERROR: invalid arguments for create_task_kandev: missing required argument title"},
 		{"create_task_kandev", map[string]any{"title": "", "autopilot": "yes"},
 			"VALIDATION_ERROR: invalid arguments for create_task_kandev: autopilot: want boolean, got string; title: must not be empty"},

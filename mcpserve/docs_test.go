@@ -38,8 +38,8 @@ var toolErrors = map[string][]toolError{
 		{"FORBIDDEN", "`parent_id` is outside your own task's subtree: agents create tasks under their own task or its descendants"},
 	},
 	"list_tasks_kandev": {
-		{"NOT_FOUND", "`root_id` names no task"},
-		{"VALIDATION_ERROR", "`root_id` is an ambiguous id prefix"},
+		{"NOT_FOUND", "`root_id` or `parent_id` names no task"},
+		{"VALIDATION_ERROR", "`root_id` or `parent_id` is an ambiguous id prefix; `cursor` is no longer in the listing (its task was archived): list again without it"},
 	},
 	"get_task_kandev": {
 		{"NOT_FOUND", "`task_id` names no task"},

@@ -124,6 +124,9 @@ func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
 			}
 			return errorResult(core.AsError(err)), nil
 		}
+		if t.Name == "list_tasks_kandev" {
+			return taskPageResult(res), nil
+		}
 		return successResult(res), nil
 	}
 }
@@ -215,6 +218,73 @@ func successResult(v any) *mcp.CallToolResult {
 		res.RawStructuredContent = raw
 	}
 	return res
+}
+
+// taskPageResult carries a page of tasks once as data (structured
+// content) and, for clients that give their model only the text, as one
+// line per task instead of the same JSON again: a fraction of its size.
+func taskPageResult(v any) *mcp.CallToolResult {
+	res := successResult(v)
+	if res.IsError || len(res.RawStructuredContent) == 0 {
+		return res
+	}
+	var page struct {
+		Tasks      []core.Task `json:"tasks"`
+		NextCursor string      `json:"next_cursor"`
+	}
+	if json.Unmarshal(res.RawStructuredContent, &page) != nil {
+		return res
+	}
+	res.Content = []mcp.Content{mcp.NewTextContent(taskPageText(page.Tasks, page.NextCursor))}
+	return res
+}
+
+func taskPageText(tasks []core.Task, next string) string {
+	var b strings.Builder
+	switch {
+	case len(tasks) == 0:
+		b.WriteString("No tasks.\n")
+	case next != "":
+		fmt.Fprintf(&b, "%d tasks; there are more: call again with cursor %q.\n", len(tasks), next)
+	default:
+		fmt.Fprintf(&b, "%d tasks; this is the last page.\n", len(tasks))
+	}
+	for _, t := range tasks {
+		fmt.Fprintf(&b, "%s [%s] %s", t.ID, t.Status, strings.ReplaceAll(t.Title, "\n", " "))
+		var notes []string
+		if t.ParentID != "" {
+			notes = append(notes, "parent "+t.ParentID)
+		}
+		if t.Assignee != nil {
+			notes = append(notes, t.Assignee.String())
+		}
+		if t.Autopilot {
+			notes = append(notes, "autopilot")
+		}
+		if q := t.PendingQuestion; q != nil {
+			notes = append(notes, fmt.Sprintf("pending %s question %s", q.Kind, q.ID))
+		}
+		if t.Session != nil {
+			notes = append(notes, "session "+string(t.Session.State))
+		}
+		if t.Stalled != nil {
+			notes = append(notes, "escalated")
+		}
+		if t.Waiting != "" {
+			notes = append(notes, "waiting: "+strings.ReplaceAll(t.Waiting, "\n", " "))
+		}
+		if len(t.BlockedBy) > 0 {
+			notes = append(notes, "blocked by "+strings.Join(t.BlockedBy, ", "))
+		}
+		if t.Archived {
+			notes = append(notes, "archived")
+		}
+		if len(notes) > 0 {
+			b.WriteString(" (" + strings.Join(notes, "; ") + ")")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // errorBody is the structured content of a failed call.

@@ -308,3 +308,16 @@ func BenchmarkConversation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFirstFrame100k is BenchmarkFirstFrame at 100,000 tasks.
+func BenchmarkFirstFrame100k(b *testing.B) {
+	tasks := benchForest(100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		m := benchModel(b, 120, 40)
+		b.StartTimer()
+		m.Update(tasksMsg{gen: 1, tasks: tasks, partial: true})
+		sink = m.View()
+	}
+}

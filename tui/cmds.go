@@ -41,7 +41,16 @@ type reconnectMsg struct{ gen int }
 type tasksMsg struct {
 	gen   int
 	tasks []core.Task
-	err   error
+	// partial: the tasks are summaries (core.TaskSummaries); the selected
+	// one is loaded whole for the detail pane.
+	partial bool
+	err     error
+}
+
+// taskMsg is one task loaded whole, for the detail pane.
+type taskMsg struct {
+	task core.Task
+	err  error
 }
 
 type profilesMsg struct {
@@ -182,10 +191,24 @@ func reconnectAfter(gen int, d time.Duration) tea.Cmd {
 	return tea.Tick(d, func(time.Time) tea.Msg { return reconnectMsg{gen: gen} })
 }
 
+// loadTasksCmd lists the tasks, as summaries when the client can: the
+// tree needs no more, and at 100,000 tasks decoding whole tasks was most
+// of the start.
 func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
 	return func() tea.Msg {
+		if sc, ok := c.(core.TaskSummaries); ok {
+			ts, err := sc.ListTaskSummaries(ctx, core.ListTasksInput{})
+			return tasksMsg{gen: gen, tasks: ts, partial: true, err: err}
+		}
 		ts, err := c.ListTasks(ctx, core.ListTasksInput{})
 		return tasksMsg{gen: gen, tasks: ts, err: err}
+	}
+}
+
+func loadTaskCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+	return func() tea.Msg {
+		t, err := c.GetTask(ctx, id)
+		return taskMsg{task: t, err: err}
 	}
 }
 

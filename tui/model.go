@@ -56,6 +56,7 @@ type Model struct {
 	attempt  int
 	retryIn  time.Duration
 	loading  bool         // a task listing is in flight
+	fetching string       // the task being loaded whole for the detail pane
 	buffered []core.Event // task events that arrived during it
 	// reloadAgain: a resync came while a listing was in flight.
 	reloadAgain bool
@@ -149,6 +150,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 	case tasksMsg:
 		add(m.onTasks(msg))
+	case taskMsg:
+		m.onTask(msg)
 	case profilesMsg:
 		if msg.err != nil {
 			m.setStatus("list profiles: "+errorText(msg.err), true)
@@ -201,9 +204,14 @@ func (m *Model) sync() tea.Cmd {
 	var cmd tea.Cmd
 	if m.tree.selected != m.detail.convo.taskID {
 		m.detail.switchTo(m.tree.selected)
+		m.fetching = ""
 		if m.tree.selected != "" {
 			cmd = debounceConvo(m.detail.gen, m.debounce)
 		}
+	}
+	if sel := m.tree.selected; sel != "" && m.fetching != sel && m.tasks.isPartial(sel) {
+		m.fetching = sel
+		cmd = tea.Batch(cmd, loadTaskCmd(m.ctx, m.client, sel))
 	}
 	d := &m.detail
 	widthChanged := d.convo.width != lay.detailW
@@ -407,7 +415,8 @@ func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
 		m.loading = false
 		return m.lost("list tasks: " + errorText(msg.err))
 	}
-	m.tasks.reset(msg.tasks)
+	m.tasks.reset(msg.tasks, msg.partial)
+	m.fetching = ""
 	for _, ev := range m.buffered {
 		m.applyTask(ev)
 	}
@@ -418,6 +427,21 @@ func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
 		return m.reload()
 	}
 	return nil
+}
+
+// onTask fills in the summary of the task the detail pane shows. An event
+// may have brought the whole task first; then the store has it already.
+// A failed load is not retried until the selection moves.
+func (m *Model) onTask(msg taskMsg) {
+	if msg.err != nil || msg.task.ID != m.fetching {
+		return
+	}
+	m.fetching = ""
+	if m.tasks.isPartial(msg.task.ID) {
+		if m.tasks.upsert(msg.task) {
+			m.needLayout = true
+		}
+	}
 }
 
 func (m *Model) onConvoPage(msg convoPageMsg) tea.Cmd {

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -59,8 +61,17 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 // terminalStyles picks colors for out. With NO_COLOR on a terminal, the
 // styles keep reverse, bold and faint (which are not color) so the
 // selection and the input cursor stay visible.
+//
+// Nothing here asks the terminal anything: the background is taken from
+// COLORFGBG (dark when unset) for this renderer and for lipgloss's default
+// one (bubbles' adaptive colours), since a terminal that never answers a
+// query would otherwise hold the start for termenv's 5 s timeout, and a
+// query sent once bubbletea owns the input would eat its answer.
 func terminalStyles(out io.Writer, noColor bool) styles {
 	r := lipgloss.NewRenderer(out)
+	dark := darkBackground(os.Getenv("COLORFGBG"))
+	r.SetHasDarkBackground(dark)
+	lipgloss.SetHasDarkBackground(dark)
 	if noColor {
 		if f, ok := out.(*os.File); ok && term.IsTerminal(f.Fd()) {
 			r.SetColorProfile(termenv.ANSI)
@@ -70,4 +81,18 @@ func terminalStyles(out io.Writer, noColor bool) styles {
 		return newStyles(r, false)
 	}
 	return newStyles(r, r.ColorProfile() != termenv.Ascii)
+}
+
+// darkBackground reads COLORFGBG ("fg;bg", rxvt's convention, also set by
+// Konsole and others): background colours 7 and 9–15 are light.
+func darkBackground(colorfgbg string) bool {
+	i := strings.LastIndexByte(colorfgbg, ';')
+	if i < 0 {
+		return true
+	}
+	bg, err := strconv.Atoi(colorfgbg[i+1:])
+	if err != nil {
+		return true
+	}
+	return !(bg == 7 || (bg >= 9 && bg <= 15))
 }

@@ -20,7 +20,18 @@ type CreateTaskArgs struct {
 type ListTasksArgs struct {
 	RootID          string `json:"root_id"`
 	IncludeArchived bool   `json:"include_archived"`
+	Status          string `json:"status"`
+	ParentID        string `json:"parent_id"`
+	Assignee        string `json:"assignee"`
+	Limit           int    `json:"limit"`
+	Cursor          string `json:"cursor"`
 }
+
+// List page sizes of list_tasks_kandev.
+const (
+	ListTasksDefaultLimit = 100
+	ListTasksMaxLimit     = 500
+)
 
 // TaskIDArgs name one task (get_task_kandev).
 type TaskIDArgs struct {

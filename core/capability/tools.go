@@ -79,10 +79,15 @@ var registry = []Tool{
 	{
 		Name:        "list_tasks_kandev",
 		Title:       "List tasks",
-		Description: "List a task and its descendants (default: your own task's subtree; on the external surface, every task) with status, autopilot and pending questions.",
+		Description: "List a task and its descendants (default: your own task's subtree; on the external surface, every task) with status, autopilot and pending questions, a page at a time: when `next_cursor` is set, call again with it as `cursor` for the next page.",
 		Params: []Param{
 			{Name: "root_id", Type: "string", Description: "List this task and its descendants instead."},
 			{Name: "include_archived", Type: "boolean", Default: false, Description: "Include archived tasks."},
+			{Name: "status", Type: "string", Enum: []string{"todo", "in_progress", "review", "done", "cancelled"}, Description: "Only tasks in this status."},
+			{Name: "parent_id", Type: "string", Description: "Only the direct children of this task."},
+			{Name: "assignee", Type: "string", Description: "Only tasks held by this role or person (\"role:NAME\", \"person:NAME\", or a bare name)."},
+			{Name: "limit", Type: "integer", Min: intp(1), Max: intp(ListTasksMaxLimit), Default: ListTasksDefaultLimit, Description: "Tasks per page, 1-500."},
+			{Name: "cursor", Type: "string", Description: "The `next_cursor` of the previous page."},
 		},
 		ReadOnly: true, Idempotent: true,
 		Surfaces: []Surface{KanbanTask, OfficeTask, Configuration, External},

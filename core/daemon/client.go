@@ -29,6 +29,8 @@ type Client struct {
 var (
 	_ core.Client   = (*Client)(nil)
 	_ core.ToolHost = (*Client)(nil)
+
+	_ core.TaskSummaries = (*Client)(nil)
 )
 
 // Dial returns a client of the daemon at socket. It does not connect yet.
@@ -170,6 +172,23 @@ func (c *Client) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.
 	defer resp.Body.Close()
 	_, err = io.Copy(w, resp.Body)
 	return err
+}
+
+// ListTaskSummaries implements core.TaskSummaries: the listing with only
+// what a tree row shows, in the compact encoding of summary.go.
+func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
+	resp, err := c.send(ctx, "GET", p, nil)
+	var e *core.Error
+	if errors.As(err, &e) && e.Code == core.CodeInternal && strings.HasPrefix(e.Message, "daemon answered 404 ") {
+		// A daemon older than this binary has no such route.
+		return c.ListTasks(ctx, in)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return readTaskSummaries(resp.Body)
 }
 
 func listPath(in core.ListTasksInput) string {

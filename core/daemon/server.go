@@ -227,6 +227,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m := h.mux
 	m.HandleFunc("GET /v1/version", h.version)
 	m.HandleFunc("GET /v1/tasks", h.listTasks)
+	m.HandleFunc("GET /v1/task-summaries", h.listTaskSummaries)
 	m.HandleFunc("POST /v1/tasks", h.createTask)
 	m.HandleFunc("GET /v1/tasks/{id}", h.getTask)
 	m.HandleFunc("PATCH /v1/tasks/{id}", h.editTask)
@@ -402,6 +403,19 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = writeTaskPtrs(w, tasks)
+}
+
+// listTaskSummaries is listTasks as the compact summary (summary.go).
+func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_ = writeTaskSummaries(w, tasks)
 }
 
 func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {

@@ -161,9 +161,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, r := range roles {
 		explicit[r.Name] = !r.Implicit
 	}
-	for _, v := range views {
-		t := taskFromView(v, explicit[strings.TrimPrefix(v.Assignee, "role:")])
-		e.tasks[t.ID] = &t
+	// One allocation for every task: the cache replaces a changed task's
+	// pointer rather than writing through it, so sharing the backing array
+	// is safe.
+	slab := make([]core.Task, len(views))
+	e.tasks = make(map[string]*core.Task, len(views))
+	e.order = make([]string, 0, len(views))
+	for i, v := range views {
+		slab[i] = taskFromView(v, explicit[strings.TrimPrefix(v.Assignee, "role:")])
+		t := &slab[i]
+		e.tasks[t.ID] = t
 		e.order = append(e.order, t.ID)
 		if t.ParentID != "" {
 			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)

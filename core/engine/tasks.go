@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -310,6 +311,71 @@ func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// taskPage is one page of a listing: up to limit tasks that match, after
+// the task cursor (from the start when ""), and the cursor of the next
+// page ("" when none). Without a root it walks the creation order from
+// the cursor and stops once the page is full, so a page's cost does not
+// grow with the number of tasks.
+func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor string, limit int, match func(*core.Task) bool) ([]core.Task, string, error) {
+	page := []core.Task{}
+	next := ""
+	// take adds t to the page, or notes that a next page exists; it
+	// reports when to stop.
+	take := func(t *core.Task) bool {
+		if !match(t) {
+			return false
+		}
+		if len(page) == limit {
+			next = page[len(page)-1].ID
+			return true
+		}
+		page = append(page, *t)
+		return false
+	}
+	stale := func() error {
+		return core.Errorf(core.CodeValidation, "cursor %q is not in this listing any more (its task was archived?); list again without a cursor", cursor)
+	}
+	if in.Root != "" {
+		snap, err := e.TaskSnapshot(ctx, in)
+		if err != nil {
+			return nil, "", err
+		}
+		start := 0
+		if cursor != "" {
+			start = slices.IndexFunc(snap, func(t *core.Task) bool { return t.ID == cursor }) + 1
+			if start == 0 {
+				return nil, "", stale()
+			}
+		}
+		for _, t := range snap[start:] {
+			if take(t) {
+				break
+			}
+		}
+		return page, next, nil
+	}
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	start := 0
+	if cursor != "" {
+		t := e.tasks[cursor]
+		if t == nil || (t.Archived && !in.All) {
+			return nil, "", stale()
+		}
+		start = slices.Index(e.order, cursor) + 1
+	}
+	for _, id := range e.order[start:] {
+		t := e.tasks[id]
+		if t == nil || (t.Archived && !in.All) {
+			continue
+		}
+		if take(t) {
+			break
+		}
+	}
+	return page, next, nil
 }
 
 // GetTask implements core.Client.

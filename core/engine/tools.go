@@ -116,15 +116,7 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 	case *capability.CreateTaskArgs:
 		return e.toolCreateTask(ctx, actor, a)
 	case *capability.ListTasksArgs:
-		root := a.RootID
-		if root == "" && actor.Kind == core.ActorAgent {
-			root = actor.TaskID
-		}
-		tasks, err := e.ListTasks(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"tasks": nonNilTasks(tasks)}, nil
+		return e.toolListTasks(ctx, actor, a)
 	case *capability.TaskIDArgs:
 		return e.GetTask(ctx, orSelf(a.TaskID, actor))
 	case *capability.ConversationArgs:
@@ -196,11 +188,62 @@ func orSelf(id string, actor core.Actor) string {
 	return id
 }
 
-func nonNilTasks(ts []core.Task) []core.Task {
-	if ts == nil {
-		return []core.Task{}
+// taskPage is list_tasks_kandev's result: one page of the listing.
+type taskPage struct {
+	Tasks []core.Task `json:"tasks"`
+	// NextCursor, when set, continues the listing after this page.
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// toolListTasks reads one page: only the page's tasks are looked at and
+// copied (plus those the filters skip), so the first page of 100,000
+// tasks costs what the page does.
+func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capability.ListTasksArgs) (any, error) {
+	root := a.RootID
+	if root == "" && actor.Kind == core.ActorAgent {
+		root = actor.TaskID
 	}
-	return ts
+	limit := a.Limit
+	switch {
+	case limit == 0:
+		limit = capability.ListTasksDefaultLimit
+	case limit < 0 || limit > capability.ListTasksMaxLimit:
+		return nil, core.Errorf(core.CodeValidation, "limit must be 1 to %d, not %d", capability.ListTasksMaxLimit, limit)
+	}
+	if a.Status != "" {
+		if _, err := core.ParseStatus(a.Status); err != nil {
+			return nil, err
+		}
+	}
+	parent := ""
+	if a.ParentID != "" {
+		id, err := e.resolveID(ctx, a.ParentID)
+		if err != nil {
+			return nil, err
+		}
+		parent = id
+	}
+	match := func(t *core.Task) bool {
+		return (a.Status == "" || string(t.Status) == a.Status) &&
+			(parent == "" || t.ParentID == parent) &&
+			(a.Assignee == "" || assigneeIs(t.Assignee, a.Assignee))
+	}
+	tasks, next, err := e.taskPage(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root}, a.Cursor, limit, match)
+	if err != nil {
+		return nil, err
+	}
+	return taskPage{Tasks: tasks, NextCursor: next}, nil
+}
+
+// assigneeIs matches "role:NAME", "person:NAME" or a bare NAME.
+func assigneeIs(a *core.Assignee, want string) bool {
+	if a == nil {
+		return false
+	}
+	if strings.Contains(want, ":") {
+		return a.String() == want
+	}
+	return a.Name == want
 }
 
 func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {

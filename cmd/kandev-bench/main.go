@@ -1,0 +1,636 @@
+//go:build linux
+
+// Command kandev-bench times what a user feels, as whole processes of the
+// real binary, side by side with floors measured in the same run: a Go
+// hello-world built the same way, and sqlite3 reading the same rows.
+//
+//	go run ./cmd/kandev-bench                       # 1k and 10k tasks
+//	KANDEV_BENCH_100K=1 go run ./cmd/kandev-bench   # and 100k
+//	go run ./cmd/kandev-bench -bin old=/tmp/kandev.before,new=bin/kandev
+//
+// Every figure is the median of -runs interleaved rounds (each round runs
+// every command of every binary once, in turn, so a busy machine slows them
+// alike), with the spread (min–max) and the peak RSS of the process. Sizes
+// are seeded straight into the store; each binary gets its own copy of the
+// home and its own daemon.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/store"
+)
+
+func main() {
+	// kandev-bench -seed DB N: the seeder, run as a child so that this
+	// process stays small (see seedChild).
+	if len(os.Args) == 4 && os.Args[1] == "-seed" {
+		n, err := strconv.Atoi(os.Args[3])
+		var first string
+		if err == nil {
+			first, err = seed(os.Args[2], n)
+		}
+		fmt.Println(first)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "kandev-bench -seed:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "kandev-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type binary struct{ name, path string }
+
+type sample struct {
+	took time.Duration
+	rss  int64 // KiB
+}
+
+type result struct {
+	name    string
+	samples map[string][]sample // by binary
+}
+
+func run() error {
+	bins := flag.String("bin", "", "binaries to compare, name=path,... (default: build ./cmd/kandev)")
+	runs := flag.Int("runs", 7, "interleaved rounds per figure")
+	sizesFlag := flag.String("sizes", "", "task counts (default 1000,10000; with KANDEV_BENCH_100K=1 also 100000)")
+	flag.Parse()
+
+	work, err := os.MkdirTemp("", "kb-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	var binaries []binary
+	if *bins == "" {
+		p := filepath.Join(work, "kandev")
+		if err := goBuild(p, "./cmd/kandev"); err != nil {
+			return err
+		}
+		binaries = append(binaries, binary{"kandev", p})
+	} else {
+		for _, kv := range strings.Split(*bins, ",") {
+			name, path, ok := strings.Cut(kv, "=")
+			if !ok {
+				name, path = filepath.Base(kv), kv
+			}
+			abs, err := filepath.Abs(path)
+			if err != nil {
+				return err
+			}
+			binaries = append(binaries, binary{name, abs})
+		}
+	}
+	hello, err := buildHello(work)
+	if err != nil {
+		return err
+	}
+	sqlite, _ := exec.LookPath("sqlite3")
+
+	sizes := []int{1000, 10000}
+	if os.Getenv("KANDEV_BENCH_100K") != "" {
+		sizes = append(sizes, 100000)
+	}
+	if *sizesFlag != "" {
+		sizes = nil
+		for _, s := range strings.Split(*sizesFlag, ",") {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				return fmt.Errorf("-sizes: %w", err)
+			}
+			sizes = append(sizes, n)
+		}
+	}
+
+	fmt.Printf("kandev-bench: %d interleaved rounds; median (min–max) ms, peak RSS MB; %s\n", *runs, time.Now().UTC().Format(time.RFC3339))
+	for _, n := range sizes {
+		if err := benchSize(work, n, *runs, binaries, hello, sqlite); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", pkg, err)
+	}
+	return nil
+}
+
+// buildHello builds the floor: a Go program that prints and exits, built
+// the way kandev is (go build, default flags).
+func buildHello(work string) (string, error) {
+	dir := filepath.Join(work, "hello")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.22\n"), 0o644); err != nil {
+		return "", err
+	}
+	src := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		return "", err
+	}
+	out := filepath.Join(work, "hello-bin")
+	cmd := exec.Command("go", "build", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build hello-world: %w", err)
+	}
+	return out, nil
+}
+
+// home is one binary's copy of a seeded home, with its daemon.
+type home struct {
+	bin    binary
+	dir    string
+	env    []string
+	daemon *exec.Cmd
+	taskID string
+	title  string // the first task's title: the TUI's first row
+}
+
+func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string) error {
+	seedDir := filepath.Join(work, fmt.Sprintf("seed-%d", n))
+	if err := os.MkdirAll(seedDir, 0o700); err != nil {
+		return err
+	}
+	start := time.Now()
+	firstID, title, err := seedChild(filepath.Join(seedDir, "kandev.db"), n)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n## %d tasks (seeded in %.1fs)\n", n, time.Since(start).Seconds())
+
+	var homes []*home
+	defer func() {
+		for _, h := range homes {
+			h.stop()
+		}
+	}()
+	for i, b := range binaries {
+		dir := filepath.Join(work, fmt.Sprintf("h%d-%d", n, i))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		if err := copyFile(filepath.Join(seedDir, "kandev.db"), filepath.Join(dir, "kandev.db")); err != nil {
+			return err
+		}
+		h := &home{bin: b, dir: dir, taskID: firstID, title: title,
+			env: append(cleanEnv(), "KANDEV_HOME="+dir, "TERM=xterm-256color")}
+		homes = append(homes, h)
+	}
+
+	var results []*result
+	add := func(name string) *result {
+		r := &result{name: name, samples: map[string][]sample{}}
+		results = append(results, r)
+		return r
+	}
+	floorHello := add("floor: Go hello-world")
+	var floorSQL *result
+	if sqlite != "" {
+		floorSQL = add("floor: sqlite3 -json SELECT * FROM tasks")
+	}
+	dStart := add("daemon start to ready")
+	version := add("kandev version")
+	show := add("kandev task show ID --json")
+	create := add("kandev task create")
+	listJSON := add("kandev task list --json")
+	listText := add("kandev task list (text)")
+	mcp := add("kandev mcp start to tools/list")
+	tuiQuiet := add("TUI spawn to first row (pty answers nothing)")
+	tuiAnswer := add("TUI spawn to first row (pty answers queries)")
+
+	cwd := filepath.Join(work, "cwd")
+	_ = os.MkdirAll(cwd, 0o755)
+	for round := range runs {
+		// The floor, once per round.
+		s, err := timeProc(nil, hello)
+		if err != nil {
+			return err
+		}
+		floorHello.samples["floor"] = append(floorHello.samples["floor"], s)
+		if floorSQL != nil {
+			s, err := timeProc(nil, sqlite, "-json", filepath.Join(homes[0].dir, "kandev.db"), "SELECT * FROM tasks")
+			if err != nil {
+				return err
+			}
+			floorSQL.samples["floor"] = append(floorSQL.samples["floor"], s)
+		}
+		for _, h := range homes {
+			// Daemon start: a fresh daemon each round, timed until it
+			// answers. The last round's daemon is the one the commands
+			// of this round talk to; its peak RSS is noted at its stop.
+			if rss := h.stop(); rss > 0 {
+				ss := dStart.samples[h.bin.name]
+				ss[len(ss)-1].rss = rss
+			}
+			s, err := h.start()
+			if err != nil {
+				return fmt.Errorf("%s: %w", h.bin.name, err)
+			}
+			dStart.samples[h.bin.name] = append(dStart.samples[h.bin.name], s)
+		}
+		steps := []struct {
+			r    *result
+			args []string
+		}{
+			{version, []string{"version"}},
+			{show, []string{"task", "show", firstID, "--json"}},
+			{create, []string{"task", "create", fmt.Sprintf("bench %d", round), "--cwd", cwd}},
+			{listJSON, []string{"task", "list", "--json"}},
+			{listText, []string{"task", "list"}},
+		}
+		for _, st := range steps {
+			for _, h := range homes {
+				s, err := timeProc(h.env, h.bin.path, st.args...)
+				if err != nil {
+					return fmt.Errorf("%s %v: %w", h.bin.name, st.args, err)
+				}
+				st.r.samples[h.bin.name] = append(st.r.samples[h.bin.name], s)
+			}
+		}
+		for _, h := range homes {
+			s, err := timeMCP(h)
+			if err != nil {
+				return fmt.Errorf("%s mcp: %w", h.bin.name, err)
+			}
+			mcp.samples[h.bin.name] = append(mcp.samples[h.bin.name], s)
+		}
+		for _, tr := range []struct {
+			r      *result
+			answer bool
+		}{{tuiQuiet, false}, {tuiAnswer, true}} {
+			for _, h := range homes {
+				s, err := timeTUI(h, tr.answer)
+				if err != nil {
+					return fmt.Errorf("%s TUI: %w", h.bin.name, err)
+				}
+				tr.r.samples[h.bin.name] = append(tr.r.samples[h.bin.name], s)
+			}
+		}
+	}
+	printTable(results, binaries)
+	return nil
+}
+
+func printTable(results []*result, binaries []binary) {
+	cols := []string{"floor"}
+	for _, b := range binaries {
+		cols = append(cols, b.name)
+	}
+	fmt.Printf("| %-46s |", "what")
+	for _, c := range cols {
+		fmt.Printf(" %-28s |", c)
+	}
+	fmt.Println()
+	fmt.Printf("|%s|", strings.Repeat("-", 48))
+	for range cols {
+		fmt.Printf("%s|", strings.Repeat("-", 30))
+	}
+	fmt.Println()
+	for _, r := range results {
+		fmt.Printf("| %-46s |", r.name)
+		for _, c := range cols {
+			ss := r.samples[c]
+			if len(ss) == 0 {
+				fmt.Printf(" %-28s |", "")
+				continue
+			}
+			fmt.Printf(" %-28s |", summarize(ss))
+		}
+		fmt.Println()
+	}
+}
+
+func summarize(ss []sample) string {
+	ts := make([]time.Duration, len(ss))
+	var rss int64
+	for i, s := range ss {
+		ts[i] = s.took
+		rss = max(rss, s.rss)
+	}
+	slices.Sort(ts)
+	med := ts[len(ts)/2]
+	if len(ts)%2 == 0 {
+		med = (ts[len(ts)/2-1] + ts[len(ts)/2]) / 2
+	}
+	out := fmt.Sprintf("%s (%s–%s)", msStr(med), msStr(ts[0]), msStr(ts[len(ts)-1]))
+	if rss > 0 {
+		out += fmt.Sprintf(" %dMB", (rss+512)/1024)
+	}
+	return out
+}
+
+func msStr(d time.Duration) string {
+	ms := float64(d) / float64(time.Millisecond)
+	if ms >= 100 {
+		return strconv.FormatFloat(ms, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 1, 64)
+}
+
+// cleanEnv is the environment without variables that change what a
+// terminal program does (CI makes termenv skip its queries).
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CI", "TERM", "COLORFGBG", "KANDEV_HOME", "KANDEV_SOCKET", "KANDEV_TOKEN", "NO_COLOR":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func rssOf(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}
+
+// timeProc runs a process to its end, stdout drained as a pipe consumer
+// would, and times it from fork to exit.
+func timeProc(env []string, path string, args ...string) (sample, error) {
+	cmd := exec.Command(path, args...)
+	if env != nil {
+		cmd.Env = env
+	}
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if err != nil {
+		return sample{}, fmt.Errorf("%v: %s", err, stderr.String())
+	}
+	return sample{took: took, rss: rssOf(cmd.ProcessState)}, nil
+}
+
+// start starts the home's daemon in the foreground of a child process and
+// times it until it answers a request.
+func (h *home) start() (sample, error) {
+	cmd := exec.Command(h.bin.path, "serve")
+	cmd.Env = h.env
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	h.daemon = cmd
+	c := daemon.Dial(core.Home{Dir: h.dir}.Socket())
+	defer c.Close()
+	deadline := start.Add(2 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := c.Version(ctx)
+		cancel()
+		if err == nil {
+			return sample{took: time.Since(start)}, nil
+		}
+		if time.Now().After(deadline) {
+			return sample{}, fmt.Errorf("daemon did not answer: %w", err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stop stops the home's daemon, if running, and returns its peak RSS.
+func (h *home) stop() int64 {
+	if h.daemon == nil {
+		return 0
+	}
+	_ = h.daemon.Process.Signal(syscall.SIGTERM)
+	_ = h.daemon.Wait()
+	rss := rssOf(h.daemon.ProcessState)
+	h.daemon = nil
+	return rss
+}
+
+const (
+	mcpInit   = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
+	mcpInited = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	mcpList   = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+)
+
+// timeMCP times `kandev mcp` (the external surface) from spawn until its
+// tools/list is answered.
+func timeMCP(h *home) (sample, error) {
+	cmd := exec.Command(h.bin.path, "mcp")
+	cmd.Env = h.env
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	r := bufio.NewReader(out)
+	fmt.Fprintln(in, mcpInit)
+	if _, err := r.ReadString('\n'); err != nil {
+		return sample{}, fmt.Errorf("initialize: %w", err)
+	}
+	fmt.Fprintln(in, mcpInited)
+	fmt.Fprintln(in, mcpList)
+	line, err := r.ReadString('\n')
+	took := time.Since(start)
+	if err != nil || !strings.Contains(line, `"tools"`) {
+		return sample{}, fmt.Errorf("tools/list: %v %q", err, line)
+	}
+	in.Close()
+	_, _ = io.Copy(io.Discard, r)
+	if err := cmd.Wait(); err != nil {
+		return sample{}, err
+	}
+	return sample{took: took, rss: rssOf(cmd.ProcessState)}, nil
+}
+
+// timeTUI times the TUI on a pty from spawn until the first task's title
+// is on the screen. With answer, the pty answers colour (OSC 10/11) and
+// cursor-position queries as a terminal would.
+func timeTUI(h *home, answer bool) (sample, error) {
+	cmd := exec.Command(h.bin.path)
+	cmd.Env = h.env
+	start := time.Now()
+	pty, err := daemontest.StartPTY(cmd, 120, 40)
+	if err != nil {
+		return sample{}, err
+	}
+	defer pty.Close()
+	want := []byte(h.title)
+	found := make(chan time.Duration, 1)
+	go func() {
+		var seen []byte
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := pty.Read(buf)
+			seen = append(seen, buf[:n]...)
+			if answer {
+				answerQueries(pty, buf[:n])
+			}
+			if strings.Contains(string(seen), string(want)) {
+				found <- time.Since(start)
+				return
+			}
+			if err != nil {
+				close(found)
+				return
+			}
+		}
+	}()
+	var took time.Duration
+	var ok bool
+	select {
+	case took, ok = <-found:
+	case <-time.After(time.Minute):
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if !ok {
+		return sample{}, errors.New("the first row never appeared")
+	}
+	return sample{took: took, rss: rssOf(cmd.ProcessState)}, nil
+}
+
+func answerQueries(w io.Writer, b []byte) {
+	s := string(b)
+	if strings.Contains(s, "\x1b]11;?") {
+		_, _ = io.WriteString(w, "\x1b]11;rgb:0000/0000/0000\x1b\\")
+	}
+	if strings.Contains(s, "\x1b]10;?") {
+		_, _ = io.WriteString(w, "\x1b]10;rgb:ffff/ffff/ffff\x1b\\")
+	}
+	if strings.Contains(s, "\x1b[6n") {
+		_, _ = io.WriteString(w, "\x1b[1;1R")
+	}
+}
+
+// copyFile copies by streaming: reading a 100,000-task database whole
+// would raise this process's RSS, and with it every child's (seedChild).
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// seedChild seeds in a child process. Linux starts a child's peak RSS
+// (ru_maxrss) from its parent's, since Go spawns with vfork: a parent that
+// had held 100,000 tasks would make every measured process look that big.
+func seedChild(dbPath string, n int) (string, string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", "", err
+	}
+	cmd := exec.Command(self, "-seed", dbPath, strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", "", fmt.Errorf("seed %d tasks: %w", n, err)
+	}
+	return strings.TrimSpace(string(out)), seedTitle, nil
+}
+
+// seedTitle begins the first seeded task's title: the TUI's first row.
+const seedTitle = "Task 0: split the auth module"
+
+// seed writes n tasks in one transaction: a forest of small trees (one
+// root in ten), realistic text, one task in a hundred with a finished
+// agent session, one in four with a description. It returns the first
+// task's id.
+func seed(dbPath string, n int) (first string, err error) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbPath)
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	ids := make([]string, 0, n)
+	seen := make(map[string]bool, n)
+	base := time.Now().Add(-time.Duration(n) * time.Second).UTC()
+	cwd := filepath.Join(os.TempDir(), "project")
+	err = db.Tx(ctx, func(tx *store.Tx) error {
+		for i := range n {
+			id := core.NewID()
+			for seen[id] {
+				id = core.NewID()
+			}
+			seen[id] = true
+			t := store.Task{ID: id, Title: fmt.Sprintf("Task %d: split the auth module into token and session parts", i),
+				CWD: cwd, Profile: "claude", Status: string(core.Statuses[i%len(core.Statuses)]), Autopilot: i%3 == 0,
+				CreatedBy: "person:operator", CreatedAt: base.Add(time.Duration(i) * time.Second)}
+			t.UpdatedAt = t.CreatedAt
+			if i%4 == 0 {
+				t.Description = "Keep the public API; move parsing into its own file and add \"tests\" for it.\nSecond line."
+			}
+			if i%10 != 0 && len(ids) > 0 {
+				lo := max(0, len(ids)-50)
+				t.ParentID = ids[lo+rng.IntN(len(ids)-lo)]
+				t.CreatedBy = "task:" + t.ParentID
+			}
+			if err := tx.InsertTask(ctx, t); err != nil {
+				return err
+			}
+			if i%100 == 0 {
+				s := store.Session{ID: "s" + id, TaskID: id, Role: "worker", Profile: "claude", State: "completed",
+					AgentSessionID: "agent-" + id, Turns: 3, CreatedAt: t.CreatedAt, UpdatedAt: t.CreatedAt}
+				if err := tx.InsertSession(ctx, s); err != nil {
+					return err
+				}
+			}
+			ids = append(ids, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("seed %d tasks: %w", n, err)
+	}
+	return ids[0], nil
+}

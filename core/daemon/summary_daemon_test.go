@@ -1,0 +1,81 @@
+package daemon_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+// TestTaskSummariesMatchTheListing: through the real daemon, the summary
+// listing (the TUI's and the text list's) says of every task what the
+// whole listing says of it, with tasks in every shape a row shows: a
+// pending parent question, a failed run escalated, a plain task, an
+// archived one (with --all).
+func TestTaskSummariesMatchTheListing(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	create(t, d, core.CreateTaskInput{Title: "plain\ttab and \\ backslash\nnewline"})
+	failed := create(t, d, core.CreateTaskInput{Title: "fails", Start: true, Prompt: "mock: fail boom"})
+	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: call("create_task_kandev",
+		map[string]any{"title": "child", "autopilot": true, "prompt": askParent("Which colour?")})})
+	gone := create(t, d, core.CreateTaskInput{Title: "archived"})
+	if _, err := d.Client.ArchiveTask(ctx, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	daemontest.Eventually(t, wait, "the child to ask its parent", func() bool {
+		ts, _ := d.Client.ListTasks(ctx, core.ListTasksInput{Root: parent.ID})
+		if len(ts) == 2 && ts[1].PendingQuestion != nil {
+			child = ts[1].ID
+			return true
+		}
+		return false
+	})
+	daemontest.Eventually(t, wait, "the failed run to be recorded", func() bool {
+		s := get(t, d, failed.ID).Session
+		return s != nil && s.State == core.SessionFailed
+	})
+	waitSettled(t, d, parent.ID)
+
+	for _, in := range []core.ListTasksInput{{}, {All: true}, {Root: parent.ID}} {
+		whole, err := d.Client.ListTasks(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums, err := d.Client.ListTaskSummaries(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sums) != len(whole) {
+			t.Fatalf("%+v: %d summaries, %d tasks", in, len(sums), len(whole))
+		}
+		for i := range whole {
+			if want := daemon.SummaryOf(t, whole[i]); !reflect.DeepEqual(sums[i], want) {
+				t.Errorf("%+v: task %s:\n got %#v\nwant %#v", in, whole[i].ID, sums[i], want)
+			}
+		}
+	}
+	all, _ := d.Client.ListTaskSummaries(ctx, core.ListTasksInput{All: true})
+	var seen []string
+	for _, s := range all {
+		seen = append(seen, s.ID)
+		switch s.ID {
+		case child:
+			if s.PendingQuestion == nil || s.PendingQuestion.Kind != core.QuestionParent {
+				t.Errorf("the child's summary lacks its parent question: %+v", s.PendingQuestion)
+			}
+		case gone.ID:
+			if !s.Archived {
+				t.Error("the archived task's summary is not archived")
+			}
+		}
+	}
+	if !strings.Contains(strings.Join(seen, " "), gone.ID) {
+		t.Fatalf("--all summaries lack the archived task: %v", seen)
+	}
+}

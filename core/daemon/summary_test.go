@@ -1,0 +1,148 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+)
+
+// summaryOf is the part of t a summary carries: the row's fields, the
+// session's state and times, and the pending question, stall and
+// blockers as their JSON round trip gives them. Times come back in UTC.
+func summaryOf(t testing.TB, in core.Task) core.Task {
+	t.Helper()
+	utc := func(at time.Time) time.Time {
+		if at.IsZero() {
+			return time.Time{}
+		}
+		return at.UTC()
+	}
+	viaJSON := func(v, out any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := core.Task{ID: in.ID, ParentID: in.ParentID, Title: in.Title, Status: in.Status, Autopilot: in.Autopilot,
+		Profile: in.Profile, UpdatedAt: utc(in.UpdatedAt), Archived: in.Archived, Halted: in.Halted,
+		TitlePending: in.TitlePending, Queued: in.Queued, Waiting: in.Waiting, YourTurn: in.YourTurn}
+	if in.Assignee != nil {
+		a := *in.Assignee
+		out.Assignee = &a
+	}
+	if in.HandedBy != nil {
+		a := *in.HandedBy
+		out.HandedBy = &a
+	}
+	if s := in.Session; s != nil {
+		out.Session = &core.SessionInfo{ID: s.ID, TaskID: in.ID, Role: s.Role, State: s.State,
+			CreatedAt: utc(s.CreatedAt), UpdatedAt: utc(s.UpdatedAt), TurnStartedAt: utc(s.TurnStartedAt)}
+	}
+	if in.PendingQuestion != nil {
+		out.PendingQuestion = new(core.QuestionInfo)
+		viaJSON(in.PendingQuestion, out.PendingQuestion)
+	}
+	if in.Stalled != nil {
+		out.Stalled = new(core.Stall)
+		viaJSON(in.Stalled, out.Stalled)
+	}
+	if len(in.BlockedBy) > 0 {
+		viaJSON(in.BlockedBy, &out.BlockedBy)
+	}
+	return out
+}
+
+func roundTripSummaries(t *testing.T, tasks []core.Task) []core.Task {
+	t.Helper()
+	ptrs := make([]*core.Task, len(tasks))
+	for i := range tasks {
+		ptrs[i] = &tasks[i]
+	}
+	var buf bytes.Buffer
+	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readTaskSummaries(&buf)
+	if err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	if len(got) != len(tasks) {
+		t.Fatalf("read back %d tasks, wrote %d", len(got), len(tasks))
+	}
+	return got
+}
+
+// TestTaskSummaryRoundTrip: every field a summary carries comes back as
+// it was, whatever bytes its strings hold (tabs, newlines, backslashes,
+// invalid UTF-8) and whatever its times (zero, far past or future, any
+// zone).
+func TestTaskSummaryRoundTrip(t *testing.T) {
+	var tasks []core.Task
+	for _, tt := range trickyTasks() {
+		if marshals(tt) {
+			tasks = append(tasks, tt)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for len(tasks) < 2000 {
+		// A task encoding/json refuses (a zone of 24 h) is refused by
+		// every listing; TestWriteTaskArrayRefusesWhatMarshalRefuses.
+		if rt := randomTask(rng); marshals(rt) {
+			tasks = append(tasks, rt)
+		}
+	}
+	got := roundTripSummaries(t, tasks)
+	for i := range tasks {
+		want := summaryOf(t, tasks[i])
+		if !reflect.DeepEqual(got[i], want) {
+			t.Fatalf("task %d (%q):\n got %#v\nwant %#v", i, tasks[i].ID, got[i], want)
+		}
+	}
+}
+
+// TestTaskSummaryRefusesDamage: a truncated or foreign body is an error,
+// never a shorter list.
+func TestTaskSummaryRefusesDamage(t *testing.T) {
+	tasks := trickyTasks()[:3]
+	ptrs := make([]*core.Task, len(tasks))
+	for i := range tasks {
+		ptrs[i] = &tasks[i]
+	}
+	var buf bytes.Buffer
+	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+		t.Fatal(err)
+	}
+	full := buf.String()
+	// Every line has the documented columns.
+	for i, line := range strings.Split(strings.TrimSuffix(full, "\n"), "\n")[1:] {
+		if n := strings.Count(line, "\t") + 1; n != len(summaryFields) || n != summaryColumns {
+			t.Fatalf("line %d has %d columns; summaryFields names %d", i+2, n, len(summaryFields))
+		}
+	}
+	lastLine := strings.LastIndexByte(full[:len(full)-1], '\n')
+	for name, body := range map[string]string{
+		"cut mid-line":     full[:len(full)-3],
+		"a line missing":   full[:lastLine+1],
+		"json not summary": `[{"id":"k3f9qa"}]`,
+		"empty":            "",
+		"newer version":    strings.Replace(full, summaryHeader, "#kandev-task-summary 2", 1),
+	} {
+		if _, err := readTaskSummaries(strings.NewReader(body)); err == nil {
+			t.Errorf("%s: read without an error", name)
+		}
+	}
+}
+
+func marshals(t core.Task) bool {
+	_, err := json.Marshal(t)
+	return err == nil
+}
