@@ -9,8 +9,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -62,16 +60,14 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 // styles keep reverse, bold and faint (which are not color) so the
 // selection and the input cursor stay visible.
 //
-// Nothing here asks the terminal anything: the background is taken from
-// COLORFGBG (dark when unset) for this renderer and for lipgloss's default
-// one (bubbles' adaptive colours), since a terminal that never answers a
-// query would otherwise hold the start for termenv's 5 s timeout, and a
-// query sent once bubbletea owns the input would eat its answer.
+// The background is what bubbletea's own init already asked lipgloss's
+// default renderer (cached; termenv falls back to COLORFGBG when the
+// terminal does not answer); this renderer is told, not left to ask again,
+// since a query sent once bubbletea owns the input would eat its answer.
+// See docs/decisions/0019-dependency-inits.md.
 func terminalStyles(out io.Writer, noColor bool) styles {
 	r := lipgloss.NewRenderer(out)
-	dark := darkBackground(os.Getenv("COLORFGBG"))
-	r.SetHasDarkBackground(dark)
-	lipgloss.SetHasDarkBackground(dark)
+	r.SetHasDarkBackground(lipgloss.HasDarkBackground())
 	if noColor {
 		if f, ok := out.(*os.File); ok && term.IsTerminal(f.Fd()) {
 			r.SetColorProfile(termenv.ANSI)
@@ -81,18 +77,4 @@ func terminalStyles(out io.Writer, noColor bool) styles {
 		return newStyles(r, false)
 	}
 	return newStyles(r, r.ColorProfile() != termenv.Ascii)
-}
-
-// darkBackground reads COLORFGBG ("fg;bg", rxvt's convention, also set by
-// Konsole and others): background colours 7 and 9–15 are light.
-func darkBackground(colorfgbg string) bool {
-	i := strings.LastIndexByte(colorfgbg, ';')
-	if i < 0 {
-		return true
-	}
-	bg, err := strconv.Atoi(colorfgbg[i+1:])
-	if err != nil {
-		return true
-	}
-	return !(bg == 7 || (bg >= 9 && bg <= 15))
 }
