@@ -19,7 +19,7 @@ import (
 func TestTaskSummariesMatchTheListing(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	create(t, d, core.CreateTaskInput{Title: "plain\ttab and \\ backslash\nnewline"})
+	create(t, d, core.CreateTaskInput{Title: "plain\ttab and \\ backslash \x1b[31m escape"})
 	failed := create(t, d, core.CreateTaskInput{Title: "fails", Start: true, Prompt: "mock: fail boom"})
 	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: call("create_task_kandev",
 		map[string]any{"title": "child", "autopilot": true, "prompt": askParent("Which colour?")})})
