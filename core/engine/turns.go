@@ -86,10 +86,7 @@ type liveRun struct {
 	idle *time.Timer
 }
 
-var (
-	errFenced    = errors.New("stopped while starting")
-	errRunFailed = errors.New("agent run failed")
-)
+var errFenced = errors.New("stopped while starting")
 
 // runFailedError: the role's agent was spawned (or tried to be) and its
 // run failed before it could take a turn. Like a failed turn it is a
