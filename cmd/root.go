@@ -59,6 +59,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdMockAgent(f),
 		NewCmdDemo(f, nil),
 	)
+	registerCompletions(f, root)
 	return root
 }
 
