@@ -93,10 +93,14 @@ func newCmdProfileList(f *Factory) *cobra.Command {
 }
 
 func newCmdProfileShow(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show NAME",
-		Short: "Show one profile",
-		Args:  exactArgs(1, "the profile NAME"),
+	var reveal bool
+	c := &cobra.Command{
+		Use:   "show NAME [--reveal]",
+		Short: "Show one profile (secret-looking env values masked)",
+		Long: `Show one profile. The values of env entries whose names look secret (containing KEY,
+TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH or PRIVATE, in any case) print as
+**** (with their last 4 characters when long), in --json too, unless --reveal.`,
+		Args: exactArgs(1, "the profile NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			client, err := f.Client(c.Context())
 			if err != nil {
@@ -105,6 +109,9 @@ func newCmdProfileShow(f *Factory) *cobra.Command {
 			p, err := client.GetProfile(c.Context(), args[0])
 			if err != nil {
 				return err
+			}
+			if !reveal {
+				p.Env = maskEnv(p.Env)
 			}
 			if f.JSON {
 				return f.printJSON(p)
@@ -119,6 +126,46 @@ func newCmdProfileShow(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&reveal, "reveal", false, "print secret-looking env values in clear")
+	return c
+}
+
+// secretWords mark an env name whose value should not reach a screen or a
+// pasted bug report. Masking a harmless value by mistake costs a --reveal;
+// missing a key costs the key.
+var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}
+
+// maskEnv returns env with the values of secret-looking names masked: ****,
+// and the last 4 characters of a value long enough that they give nothing
+// useful away (they tell two keys apart).
+func maskEnv(env []string) []string {
+	if env == nil {
+		return nil
+	}
+	out := make([]string, len(env))
+	for i, e := range env {
+		out[i] = e
+		name, val, ok := strings.Cut(e, "=")
+		if !ok || val == "" || !secretName(name) {
+			continue
+		}
+		masked := "****"
+		if r := []rune(val); len(r) >= 16 {
+			masked += string(r[len(r)-4:])
+		}
+		out[i] = name + "=" + masked
+	}
+	return out
+}
+
+func secretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range secretWords {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
 }
 
 func newCmdProfileRemove(f *Factory) *cobra.Command {

@@ -51,12 +51,15 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdPerson(f),
 		NewCmdWait(f),
 		NewCmdServe(f, nil),
+		NewCmdDaemon(f),
+		NewCmdStatus(f),
 		NewCmdEvents(f, nil),
 		NewCmdVersion(f, nil),
 		NewCmdMCP(f),
 		NewCmdMockAgent(f),
 		NewCmdDemo(f, nil),
 	)
+	registerCompletions(f, root)
 	return root
 }
 

@@ -27,6 +27,7 @@ var waitOutcomes = []struct {
 	{"stuck", 15, "it stalled with nobody to escalate to"},
 	{"person", 10, "it was handed to a person"},
 	{"timeout", 124, "--timeout passed first"},
+	{"interrupted", 130, "a signal (Ctrl-C, SIGTERM) ended the wait"},
 }
 
 func waitCode(outcome string) int {
@@ -83,15 +84,17 @@ func NewCmdWait(f *Factory) *cobra.Command {
 escalated, stuck with nobody to escalate to, failed or cancelled — then print why.
 Exit codes:
   0 done, 10 handed to a person, 11 a question for you, 12 escalated,
-  13 failed, 14 cancelled, 15 stuck, 124 timeout, 1 error, 2 usage.`,
+  13 failed, 14 cancelled, 15 stuck, 124 timeout, 130 interrupted (a signal),
+  1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
-		RunE: func(c *cobra.Command, args []string) error {
+		RunE: func(c *cobra.Command, args []string) (err error) {
 			ctx := c.Context()
 			if timeout > 0 {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
+			defer func() { err = f.waitCut(c.Context(), ctx, args[0], timeout, err) }()
 			client, err := f.Client(ctx)
 			if err != nil {
 				return err
@@ -141,6 +144,30 @@ Exit codes:
 	}
 	c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 124)")
 	return c
+}
+
+// waitCut turns a wait cut short into its outcome, quietly: its own
+// --timeout, wherever it struck (connecting, subscribing, reading the
+// task), is the timeout outcome (124); a signal (Ctrl-C, SIGTERM from
+// timeout(1)) ends it with 130 and no "context canceled".
+func (f *Factory) waitCut(parent, ctx context.Context, id string, timeout time.Duration, err error) error {
+	var we *WaitExit
+	if err == nil || errors.As(err, &we) {
+		return err
+	}
+	if parent.Err() != nil {
+		return &WaitExit{Outcome: "interrupted", Code: waitCode("interrupted")}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		why := fmt.Sprintf("no answer from the daemon within %s", timeout)
+		if f.JSON {
+			_ = f.printJSON(map[string]any{"task_id": id, "outcome": "timeout", "reason": why, "exit_code": waitCode("timeout"), "task": nil})
+		} else {
+			fmt.Fprintf(f.IO.Out, "%s timeout: %s\n", id, why)
+		}
+		return &WaitExit{Outcome: "timeout", Code: waitCode("timeout")}
+	}
+	return err
 }
 
 func oneLineWait(s string) string {

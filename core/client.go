@@ -281,6 +281,11 @@ type VersionInfo struct {
 	SchemaVersion int    `json:"schema_version"`
 	PID           int    `json:"pid,omitempty"`
 	Home          string `json:"home,omitempty"`
+	// StartedAt is when the serving daemon's engine opened (zero from an
+	// in-process engine's caller that never set it, or an older daemon).
+	StartedAt time.Time `json:"started_at,omitzero"`
+	// LiveRuns counts the agent runs (processes) the daemon holds now.
+	LiveRuns int `json:"live_runs,omitempty"`
 }
 
 // ToolHost serves the MCP tools of kandev's sessions. The daemon puts the

@@ -104,6 +104,7 @@ type Engine struct {
 	deferred map[string]string
 
 	closing bool
+	started time.Time      // reported by Version (the daemon's uptime)
 	wg      sync.WaitGroup // turn loops
 	procWG  sync.WaitGroup // process teardowns and timers
 	baseCtx context.Context
@@ -145,7 +146,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		tasks: map[string]*core.Task{}, children: map[string][]string{},
 		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
 		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
-		baseCtx: base, cancel: cancel,
+		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
 	views, err := e.db.TaskViews(ctx, nil)
 	if err != nil {
@@ -531,7 +532,11 @@ func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, 
 
 // Version implements core.Client.
 func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
-	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir}, nil
+	e.rtMu.Lock()
+	runs := len(e.sessions)
+	e.rtMu.Unlock()
+	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir,
+		StartedAt: e.started, LiveRuns: runs}, nil
 }
 
 // Events implements core.Client.

@@ -79,9 +79,6 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	if err := e.deliverable(t); err != nil {
 		return core.HandoffResult{}, err
 	}
-	if t.Status == core.StatusDone {
-		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is done; reopen it first (kandev task status %s todo)", t.ID, t.ID)
-	}
 	to := strings.TrimSpace(in.To)
 	if to == "" {
 		return core.HandoffResult{}, core.Errorf(core.CodeValidation, "say whom to hand the task to: a role, a person, or back")

@@ -84,13 +84,16 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	return e.task(ctx, t.ID)
 }
 
-// deliverable refuses input to tasks that cannot take a turn.
+// deliverable refuses input to tasks that cannot take a turn. Done and
+// cancelled follow one rule (ADR 0022): a start, a message or a handoff
+// does not reopen a finished task behind the operator's back; reopening is
+// its own, explicit step.
 func (e *Engine) deliverable(t core.Task) error {
 	switch {
 	case t.Archived:
 		return core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
-	case t.Status == core.StatusCancelled:
-		return core.Errorf(core.CodeConflict, "task %s is cancelled; reopen it first (kandev task status %s todo)", t.ID, t.ID)
+	case t.Status.Terminal():
+		return core.Errorf(core.CodeConflict, "task %s is %s; reopen it first (kandev task status %s todo)", t.ID, t.Status, t.ID)
 	}
 	return nil
 }

@@ -159,8 +159,9 @@ func (e *Engine) held(t core.Task) string {
 		return "archived"
 	case t.Halted:
 		return "stopped"
-	case t.Status == core.StatusCancelled:
-		return "cancelled"
+	case t.Status.Terminal():
+		// A finished task's leftover queue waits for its reopen (ADR 0022).
+		return string(t.Status)
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
 	case t.Stuck():

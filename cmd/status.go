@@ -1,0 +1,137 @@
+package cmd
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon"
+)
+
+// Glance is `kandev status`: what needs the operator and what runs, counted
+// over the open tasks.
+type Glance struct {
+	// Daemon: a daemon answered. Without one the counts are unknown, not 0.
+	Daemon  bool `json:"daemon"`
+	NeedYou int  `json:"need_you"`
+	Running int  `json:"running"`
+	// Open counts the tasks neither done nor cancelled (archived ones are
+	// not listed at all).
+	Open  int          `json:"open"`
+	Tasks []GlanceTask `json:"need_you_tasks"`
+}
+
+// GlanceTask is one task that needs the operator, and why.
+type GlanceTask struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Why   string `json:"why"`
+}
+
+// needsYou says why the operator must act on t, or "". YourTurn already
+// holds the engine's rule (assigned to the operator, a question for them,
+// stuck); a task escalated to another person waits on a human too.
+func needsYou(t *core.Task) string {
+	if t.Status.Terminal() || t.Archived {
+		return ""
+	}
+	switch {
+	case t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser && t.PendingQuestion.Status == core.QuestionPending:
+		return "question"
+	case t.Stuck():
+		return "stuck"
+	case t.YourTurn && t.Stalled != nil:
+		return "escalated"
+	case t.YourTurn:
+		return "your turn"
+	case t.Stalled != nil && t.Assignee != nil && t.Assignee.Kind == "person":
+		return "escalated to " + t.Assignee.Name
+	}
+	return ""
+}
+
+// glanceRunning: an agent turn is under way or about to be (as the TUI's
+// running filter).
+func glanceRunning(t *core.Task) bool {
+	return t.Session != nil && (t.Session.State == core.SessionRunning || t.Session.State == core.SessionStarting)
+}
+
+func glance(ts []core.Task) Glance {
+	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
+	for i := range ts {
+		t := &ts[i]
+		if t.Status.Terminal() || t.Archived {
+			continue
+		}
+		g.Open++
+		// A task waiting on the operator is counted there only, even while
+		// its agent sits in the question call: it is not making progress.
+		if why := needsYou(t); why != "" {
+			g.NeedYou++
+			g.Tasks = append(g.Tasks, GlanceTask{ID: t.ID, Title: t.Title, Why: why})
+		} else if glanceRunning(t) {
+			g.Running++
+		}
+	}
+	return g
+}
+
+// NewCmdStatus builds `kandev status`.
+func NewCmdStatus(f *Factory) *cobra.Command {
+	var short bool
+	c := &cobra.Command{
+		Use:   "status [--short]",
+		Short: "Count the tasks that need you and the tasks running",
+		Long: `Count the open tasks that need you (your turn, a question for you, stuck, or escalated
+to a person) and those whose agent is running, and list the ones that need you. It never
+starts the daemon: without one it says so (--short prints nothing) and exits 0.
+
+--short prints one line for a status bar, e.g. in tmux:
+  set -g status-right '#(kandev status --short)'`,
+		Example: `  kandev status
+  kandev status --short      # 2 need you · 3 running
+  kandev status --json`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if short && f.JSON {
+				return usagef("--short and --json cannot be used together")
+			}
+			home, err := f.ResolveHome()
+			if err != nil {
+				return err
+			}
+			client, ok := daemon.Ping(c.Context(), home)
+			if !ok {
+				switch {
+				case f.JSON:
+					return f.printJSON(Glance{Tasks: []GlanceTask{}})
+				case !short:
+					fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
+				}
+				return nil
+			}
+			defer client.Close()
+			ts, err := client.ListTaskSummaries(c.Context(), core.ListTasksInput{})
+			if err != nil {
+				return err
+			}
+			g := glance(ts)
+			if f.JSON {
+				return f.printJSON(g)
+			}
+			fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
+			if short {
+				return nil
+			}
+			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+			for _, t := range g.Tasks {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&short, "short", false, "one line for a status bar; nothing when the daemon is not running")
+	return c
+}
