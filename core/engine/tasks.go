@@ -528,7 +528,6 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	}
 	var wakes []store.QueueItem
 	if status.Terminal() {
-		e.halt(ctx, t.ID, "marked "+string(status), false)
 		finishedTask := t
 		finishedTask.Status = status
 		wakes = e.wakesFor(ctx, finishedTask)
@@ -556,6 +555,14 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	})
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	if status.Terminal() {
+		// After the commit, not before: a turn loop that read the task
+		// between a halt and the commit would launch under the new fence
+		// and run a turn on a finished task. Now a loop that read it before
+		// the commit holds a stale fence and launches nothing, and one that
+		// reads it after sees it finished.
+		e.halt(ctx, t.ID, "marked "+string(status), false)
 	}
 	for _, w := range wakes {
 		e.refreshQuiet(w.TaskID)
