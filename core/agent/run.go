@@ -80,6 +80,10 @@ type Run struct {
 	// flow holds back the agent's notifications while the SDK's queue
 	// of them is nearly full.
 	flow *flow
+	// stdout is the read end of the agent's stdout; stdoutDone closes when
+	// the reader reached its end. Terminate closes it.
+	stdout     *os.File
+	stdoutDone <-chan struct{}
 	// stderrDone closes when the stderr copier reached EOF.
 	stderrDone chan struct{}
 
@@ -151,6 +155,7 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
 		flow: newFlow(), stderrDone: make(chan struct{})}
 	stdout := &eofReader{r: stdoutR, done: make(chan struct{})}
+	r.stdout, r.stdoutDone = stdoutR, stdout.done
 	if log != nil {
 		stderrW.Close() // the child holds its own copy
 		go func() {
@@ -184,7 +189,6 @@ func Start(spec Spec, h Handler) (*Run, error) {
 			case <-settle:
 			}
 		}
-		stdoutR.Close() // unblocks a read that a helper's copy keeps open
 		close(r.exited)
 	}()
 	return r, nil
@@ -446,6 +450,16 @@ func (r *Run) Terminate(g Grace) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-r.exited
 	KillSession(id, killWait)
+	// Everything of the session is gone, so the reader reaches EOF once it
+	// has taken what is left in the pipe; only a process that escaped the
+	// session's id can still hold the pipe open, and it must not hold the
+	// reader forever. Never closed earlier: what an agent wrote just before
+	// it exited is read, however slowly the daemon gets to it.
+	select {
+	case <-r.stdoutDone:
+	case <-time.After(killWait):
+	}
+	r.stdout.Close()
 }
 
 // killWait bounds the wait for SIGKILLed processes to disappear.
