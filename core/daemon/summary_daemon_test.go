@@ -42,15 +42,30 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 	})
 	waitSettled(t, d, parent.ID)
 
-	for _, in := range []core.ListTasksInput{{}, {All: true}, {Root: parent.ID}} {
+	// Agents may still be finishing turns (the child's ends by itself after
+	// its question), so a comparison counts only when the whole listing
+	// read before and after the summaries is the same: nothing changed in
+	// between.
+	list := func(in core.ListTasksInput) []core.Task {
+		t.Helper()
 		whole, err := d.Client.ListTasks(ctx, in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sums, err := d.Client.ListTaskSummaries(ctx, in)
-		if err != nil {
-			t.Fatal(err)
-		}
+		return whole
+	}
+	for _, in := range []core.ListTasksInput{{}, {All: true}, {Root: parent.ID}} {
+		var whole, sums []core.Task
+		daemontest.Eventually(t, wait, "a listing that holds still", func() bool {
+			before := list(in)
+			var err error
+			sums, err = d.Client.ListTaskSummaries(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole = list(in)
+			return reflect.DeepEqual(before, whole)
+		})
 		if len(sums) != len(whole) {
 			t.Fatalf("%+v: %d summaries, %d tasks", in, len(sums), len(whole))
 		}
