@@ -16,8 +16,27 @@ func NewCmdConfig(f *Factory) *cobra.Command {
 $KANDEV_CONFIG names another file). A flag beats the environment, which beats the file,
 which beats the built-in default. Keys: profile, permission, idle_timeout, start_timeout,
 workspace, notifications (docs/config.md).`)
-	c.AddCommand(newCmdConfigGet(f), newCmdConfigSet(f), newCmdConfigUnset(f), newCmdConfigList(f), newCmdConfigPath(f))
+	get, set, unset := newCmdConfigGet(f), newCmdConfigSet(f), newCmdConfigUnset(f)
+	get.ValidArgsFunction, set.ValidArgsFunction, unset.ValidArgsFunction = completeConfig, completeConfig, completeConfig
+	c.AddCommand(get, set, unset, newCmdConfigList(f), newCmdConfigPath(f))
 	return c
+}
+
+// completeConfig offers the keys, then (for set) the values a key takes.
+func completeConfig(c *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	switch {
+	case len(args) == 0:
+		var out []cobra.Completion
+		for _, k := range config.Keys() {
+			out = append(out, k.Name+"\t"+k.Doc)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	case len(args) == 1 && c.Name() == "set":
+		if k, ok := config.Lookup(args[0]); ok {
+			return k.Choices(), cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 func newCmdConfigGet(f *Factory) *cobra.Command {

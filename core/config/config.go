@@ -78,6 +78,18 @@ func keyNames() string {
 	return strings.Join(names, ", ")
 }
 
+// Choices are the values an enumerated or boolean key takes (nil for a
+// free value), for shell completion.
+func (k Key) Choices() []string {
+	switch k.kind {
+	case kindEnum:
+		return append([]string(nil), k.values...)
+	case kindBool:
+		return []string{"true", "false"}
+	}
+	return nil
+}
+
 // Validate checks a value for the key and returns it in canonical form.
 func (k Key) Validate(v string) (string, error) {
 	switch k.kind {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -116,13 +117,19 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if r.DefaultProfile == "" {
 		r.DefaultProfile, r.DefaultSource = core.PickDefaultProfile(profiles, o.SelfExe), "picked"
 	}
-	for _, p := range profiles {
-		pr := checkProfile(ctx, o, p)
-		pr.Default = p.Name == r.DefaultProfile
-		if pr.Default {
-			r.DefaultUsable = pr.Usable
+	// Each check may wait out its timeout on a mute agent: run them side
+	// by side so doctor takes one timeout, not one per profile.
+	r.Profiles = make([]Profile, len(profiles))
+	var wg sync.WaitGroup
+	for i, p := range profiles {
+		wg.Go(func() { r.Profiles[i] = checkProfile(ctx, o, p) })
+	}
+	wg.Wait()
+	for i := range r.Profiles {
+		r.Profiles[i].Default = r.Profiles[i].Name == r.DefaultProfile
+		if r.Profiles[i].Default {
+			r.DefaultUsable = r.Profiles[i].Usable
 		}
-		r.Profiles = append(r.Profiles, pr)
 	}
 	r.Git = checkGit(ctx)
 	return r, nil
