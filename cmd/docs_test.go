@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/kandev/kandev/core"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite docs/cli.md")
@@ -87,5 +89,35 @@ func writeCommandDoc(b *strings.Builder, c *cobra.Command) {
 		b.WriteString("| flag | meaning |\n|---|---|\n")
 		b.WriteString(strings.Join(flags, "\n"))
 		b.WriteString("\n\n")
+	}
+}
+
+// TestAgentsDocAgrees holds docs/agents.md to the table doctor and task
+// create quote: each built-in's install command and credentials variables.
+func TestAgentsDocAgrees(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "agents.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, a := range core.AgentInfos() {
+		if !strings.Contains(doc, a.Install) {
+			t.Errorf("docs/agents.md lacks %s's install command %q", a.Profile, a.Install)
+		}
+		head := "(`" + a.Profile + "`)"
+		i := strings.Index(doc, head)
+		if i < 0 {
+			t.Errorf("docs/agents.md has no section for %s", a.Profile)
+			continue
+		}
+		section := doc[i:]
+		if j := strings.Index(section[1:], "\n### "); j >= 0 {
+			section = section[:j+1]
+		}
+		for _, v := range a.Credentials {
+			if !strings.Contains(section, "`"+v+"`") && !strings.Contains(section, "`"+v+"=") {
+				t.Errorf("docs/agents.md's %s section does not name %s", a.Profile, v)
+			}
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/textsafe"
 )
@@ -101,6 +102,21 @@ func (f *Factory) Client(ctx context.Context) (*daemon.Client, error) {
 	}
 	f.client = c
 	return c, nil
+}
+
+// configuredProfile is the default profile a person set: $KANDEV_PROFILE,
+// else config.toml's profile, else "" (then the daemon gives a child its
+// parent's, and task create picks one for a top-level task).
+func (f *Factory) configuredProfile() (string, error) {
+	cfg, err := config.Load(f.Getenv)
+	if err != nil {
+		return "", err
+	}
+	v, err := cfg.Get("profile")
+	if err != nil {
+		return "", err
+	}
+	return v.Value, nil
 }
 
 // printJSON writes v as indented JSON to stdout.

@@ -50,6 +50,8 @@ func TestScripts(t *testing.T) {
 		Cmds:                scriptCmds(),
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("PATH", filepath.Dir(bin)+string(os.PathListSeparator)+env.Getenv("PATH"))
+			// BINDIR alone as PATH hides whatever agents this machine has.
+			env.Setenv("BINDIR", filepath.Dir(bin))
 			// Unix socket paths must stay under 108 bytes: keep the home
 			// short and outside the (possibly long) work directory.
 			home, err := os.MkdirTemp("", "ks-")
@@ -58,7 +60,11 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("KANDEV_HOME", home)
 			env.Setenv("XDG_DATA_HOME", "")
-			env.Setenv("KANDEV_PROFILE", "")
+			// Scripts get the mock unless they say otherwise, whatever
+			// agents this machine has on PATH, and no user config.toml.
+			env.Setenv("KANDEV_PROFILE", "mock")
+			env.Setenv("KANDEV_CONFIG", filepath.Join(env.WorkDir, "config.toml"))
+			env.Setenv("XDG_CONFIG_HOME", "")
 			env.Setenv("SCHEMA", strconv.Itoa(store.SchemaVersion()))
 			env.Defer(func() {
 				if err := stopDaemon(home); err != nil {

@@ -76,8 +76,14 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 			} else if abs, err := filepath.Abs(opts.Input.CWD); err == nil {
 				opts.Input.CWD = abs
 			}
-			if opts.Input.Profile == "" {
-				opts.Input.Profile = f.Getenv("KANDEV_PROFILE")
+			// A child without --profile takes its parent's (the daemon's
+			// rule); the configured default is for top-level tasks.
+			if opts.Input.Profile == "" && opts.Input.ParentID == "" {
+				p, err := f.configuredProfile()
+				if err != nil {
+					return err
+				}
+				opts.Input.Profile = p
 			}
 			if runF != nil {
 				return runF(opts)
@@ -88,7 +94,7 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl := c.Flags()
 	fl.StringVarP(&opts.Input.Description, "description", "d", "", "what the task is about")
 	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
-	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's, else $KANDEV_PROFILE, else mock)")
+	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory)")
 	fl.StringVar(&opts.Input.Prompt, "prompt", "", "first message for the task's agent")
@@ -111,6 +117,16 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	if in.IdempotencyKey == "" {
 		in.IdempotencyKey = "cli-" + core.NewID() + core.NewID() + core.NewID()
 	}
+	profiles, err := client.ListProfiles(ctx)
+	if err != nil {
+		return err
+	}
+	if in.Profile == "" && in.ParentID == "" {
+		// Nothing named one: the first built-in agent on PATH, said aloud
+		// so a person knows which agent their task got and why.
+		in.Profile = core.PickDefaultProfile(profiles, f.Executable)
+		fmt.Fprintf(f.IO.ErrOut, "Using profile %s: no --profile, $KANDEV_PROFILE or config profile; %s\n", in.Profile, pickedWhy(in.Profile))
+	}
 	t, err := client.CreateTask(ctx, in)
 	if core.CodeOf(err) == core.CodeUnavailable && ctx.Err() == nil {
 		t, err = client.CreateTask(ctx, in)
@@ -118,12 +134,37 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	if err != nil {
 		return err
 	}
+	warnCannotStart(f, profiles, t.Profile)
 	if f.JSON {
 		return f.printJSON(t)
 	}
 	fmt.Fprintln(f.IO.Out, t.ID)
 	fmt.Fprintf(f.IO.ErrOut, "Created task %s: %s (%s)\n", t.ID, t.Title, describeMode(t))
 	return nil
+}
+
+func pickedWhy(profile string) string {
+	if profile == core.DefaultProfile {
+		return "no built-in agent's command is on PATH (kandev doctor)"
+	}
+	return "the first built-in agent whose command is on PATH (kandev config set profile NAME to choose)"
+}
+
+// warnCannotStart tells at once that the task's profile cannot start here:
+// otherwise the task only waits, and nothing says why until you look.
+// The lookup uses this shell's PATH, which the daemon started from it
+// shares.
+func warnCannotStart(f *Factory, profiles []core.Profile, name string) {
+	for _, p := range profiles {
+		if p.Name != name {
+			continue
+		}
+		if _, err := core.LookCommand(p, f.Executable); err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "Warning: profile %s cannot start: %s is not on PATH; the task waits until it is.\nFix: %s\n",
+				p.Name, p.Command, core.CannotStartHint(p))
+		}
+		return
+	}
 }
 
 func describeMode(t core.Task) string {

@@ -285,3 +285,43 @@ func collect[T any](rows *sql.Rows, err error, what string, scan func(scanner) (
 	}
 	return out, nil
 }
+
+// OpenReadOnly opens an existing database for reading only, applying no
+// migration and creating nothing: what a diagnosis may do beside (or
+// without) the daemon that owns the file.
+func OpenReadOnly(ctx context.Context, path string) (*DB, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Set("mode", "ro")
+	sdb, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := sdb.PingContext(ctx); err != nil {
+		sdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return &DB{Queries: Queries{q: sdb}, sql: sdb, path: path}, nil
+}
+
+// IntegrityCheck runs PRAGMA integrity_check: ["ok"] for a sound database,
+// else SQLite's list of problems.
+func (db *DB) IntegrityCheck(ctx context.Context) ([]string, error) {
+	rows, err := db.sql.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return nil, fmt.Errorf("integrity check: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, fmt.Errorf("integrity check: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}

@@ -150,6 +150,13 @@ func (c *Client) Version(ctx context.Context) (core.VersionInfo, error) {
 	return v, c.do(ctx, "GET", "/v1/version", nil, &v)
 }
 
+// IntegrityCheck asks the daemon for PRAGMA integrity_check on its
+// database: ["ok"] when sound.
+func (c *Client) IntegrityCheck(ctx context.Context) ([]string, error) {
+	var out []string
+	return out, c.do(ctx, "GET", "/v1/integrity", nil, &out)
+}
+
 // CreateTask implements core.Client.
 func (c *Client) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
 	var t core.Task

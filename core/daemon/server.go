@@ -21,6 +21,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/store"
 )
@@ -59,15 +60,30 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	defer unlock()
 
+	// The timeouts come from the environment, else config.toml, else the
+	// built-ins; a bad value stops the start with the key or variable named.
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return err
+	}
+	startTimeout, err := cfg.Duration("start_timeout")
+	if err != nil {
+		return err
+	}
+	idleTimeout, err := cfg.Duration("idle_timeout")
+	if err != nil {
+		return err
+	}
+
 	db, err := store.Open(ctx, o.Home.DB())
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
-		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: durationEnv("KANDEV_AGENT_START_TIMEOUT"),
+		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: startTimeout,
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
-		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout()})
+		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout})
 	if err != nil {
 		return err
 	}
@@ -168,22 +184,6 @@ func startFailpoint(log *slog.Logger) func(string) {
 	}
 }
 
-// DefaultIdleTimeout is how long an agent with no turn keeps its process.
-const DefaultIdleTimeout = 15 * time.Minute
-
-// idleTimeout reads KANDEV_IDLE_TIMEOUT ("0" keeps idle agents up).
-func idleTimeout() time.Duration {
-	v := os.Getenv("KANDEV_IDLE_TIMEOUT")
-	if v == "" {
-		return DefaultIdleTimeout
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return DefaultIdleTimeout
-	}
-	return d
-}
-
 func durationEnv(name string) time.Duration {
 	d, _ := time.ParseDuration(os.Getenv(name))
 	return d
@@ -226,6 +226,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	h.cutCreate.Store(os.Getenv("KANDEV_FAILPOINT") == "cut-after-create")
 	m := h.mux
 	m.HandleFunc("GET /v1/version", h.version)
+	m.HandleFunc("GET /v1/integrity", h.integrity)
 	m.HandleFunc("GET /v1/tasks", h.listTasks)
 	m.HandleFunc("GET /v1/task-summaries", h.listTaskSummaries)
 	m.HandleFunc("POST /v1/tasks", h.createTask)
@@ -391,6 +392,11 @@ func decode(r *http.Request, v any) error {
 func (h *Handler) version(w http.ResponseWriter, r *http.Request) {
 	v, err := h.eng.Version(r.Context())
 	reply(w, v, err)
+}
+
+func (h *Handler) integrity(w http.ResponseWriter, r *http.Request) {
+	res, err := h.eng.IntegrityCheck(r.Context())
+	reply(w, res, err)
 }
 
 func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {

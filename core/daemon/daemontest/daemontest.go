@@ -118,6 +118,11 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 		"KANDEV_HOME=" + d.Home.Dir,
 		"KANDEV_MOCK_STATE_DIR=" + filepath.Join(d.Home.Dir, "mock-state"),
 		"KANDEV_QUESTION_TURN_GRACE=300ms",
+		// The user's own config.toml must not reach a test daemon, and a
+		// top-level task the CLI creates runs the mock whatever agents this
+		// machine has on PATH.
+		"KANDEV_CONFIG=" + filepath.Join(d.Home.Dir, "config.toml"),
+		"KANDEV_PROFILE=mock",
 	}, d.Env...)
 	d.start()
 	t.Cleanup(d.Stop)

@@ -1,0 +1,349 @@
+// Package config reads and writes kandev's configuration file,
+// $XDG_CONFIG_HOME/kandev/config.toml, and resolves each setting with its
+// precedence: flag (applied by the caller) > environment > file > built-in.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// PathEnv overrides where the file lives (tests, several setups).
+const PathEnv = "KANDEV_CONFIG"
+
+// Key is one setting kandev reads from the file.
+type Key struct {
+	Name string `json:"key"`
+	// Env is the environment variable that overrides the file.
+	Env string `json:"env"`
+	// Default is the built-in value, as text ("" for profile: picked at
+	// run time from the agents found on PATH).
+	Default string `json:"default"`
+	Doc     string `json:"doc"`
+	kind    kind
+	values  []string
+}
+
+type kind int
+
+const (
+	kindString kind = iota
+	kindEnum
+	kindDuration
+	kindBool
+)
+
+// Keys lists every setting, in the order the documentation gives them.
+func Keys() []Key {
+	return []Key{
+		{Name: "profile", Env: "KANDEV_PROFILE", Default: "",
+			Doc: "default agent profile of a new top-level task (unset: the first built-in agent found on PATH, else mock)"},
+		{Name: "permission", Env: "KANDEV_PERMISSION", Default: "allow", kind: kindEnum, values: []string{"allow", "deny", "ask"},
+			Doc: "answer to an agent's permission request: allow, deny or ask (stored only: agents are allowed today)"},
+		{Name: "idle_timeout", Env: "KANDEV_IDLE_TIMEOUT", Default: "15m", kind: kindDuration,
+			Doc: "how long an agent whose task is held between turns keeps its process (0 keeps it up)"},
+		{Name: "start_timeout", Env: "KANDEV_AGENT_START_TIMEOUT", Default: "60s", kind: kindDuration,
+			Doc: "how long an agent has to answer initialize and session setup (a profile's --start-timeout wins)"},
+		{Name: "workspace", Env: "KANDEV_WORKSPACE", Default: "shared", kind: kindEnum, values: []string{"shared", "worktree"},
+			Doc: "where a new task's agent works: shared (the task's directory) or worktree (stored only)"},
+		{Name: "notifications", Env: "KANDEV_NOTIFICATIONS", Default: "false", kind: kindBool,
+			Doc: "desktop notifications when a task needs you"},
+	}
+}
+
+// Lookup returns the key of that name.
+func Lookup(name string) (Key, bool) {
+	for _, k := range Keys() {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Key{}, false
+}
+
+func keyNames() string {
+	var names []string
+	for _, k := range Keys() {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Choices are the values an enumerated or boolean key takes (nil for a
+// free value), for shell completion.
+func (k Key) Choices() []string {
+	switch k.kind {
+	case kindEnum:
+		return append([]string(nil), k.values...)
+	case kindBool:
+		return []string{"true", "false"}
+	}
+	return nil
+}
+
+// Validate checks a value for the key and returns it in canonical form.
+func (k Key) Validate(v string) (string, error) {
+	switch k.kind {
+	case kindEnum:
+		for _, ok := range k.values {
+			if v == ok {
+				return v, nil
+			}
+		}
+		return "", fmt.Errorf("%s: %q is not one of %s", k.Name, v, strings.Join(k.values, ", "))
+	case kindDuration:
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return "", fmt.Errorf("%s: %q is not a duration such as 90s or 15m", k.Name, v)
+		}
+		if k.Name == "start_timeout" && d == 0 {
+			return "", fmt.Errorf("%s: must be positive", k.Name)
+		}
+		return d.String(), nil
+	case kindBool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %q is not true or false", k.Name, v)
+		}
+		return strconv.FormatBool(b), nil
+	default:
+		if strings.TrimSpace(v) == "" {
+			return "", fmt.Errorf("%s: empty value", k.Name)
+		}
+		return v, nil
+	}
+}
+
+// Path is the file's location: $KANDEV_CONFIG, else
+// $XDG_CONFIG_HOME/kandev/config.toml, else ~/.config/kandev/config.toml.
+func Path(getenv func(string) string) (string, error) {
+	if p := getenv(PathEnv); p != "" {
+		return filepath.Abs(p)
+	}
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "kandev", "config.toml"), nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the kandev config file: set %s or XDG_CONFIG_HOME: %w", PathEnv, err)
+	}
+	return filepath.Join(h, ".config", "kandev", "config.toml"), nil
+}
+
+// File is the configuration file's contents: canonical text values of the
+// keys it sets.
+type File struct {
+	Path   string
+	values map[string]string
+}
+
+// Read loads the file at path. A missing file sets nothing; an unknown key
+// or a bad value is an error naming the key and the file.
+func Read(path string) (File, error) {
+	f := File{Path: path, values: map[string]string{}}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return f, fmt.Errorf("read config %s: %w", path, err)
+	}
+	raw := map[string]any{}
+	if _, err := toml.Decode(string(b), &raw); err != nil {
+		return f, fmt.Errorf("config %s: %w", path, err)
+	}
+	for name, v := range raw {
+		k, ok := Lookup(name)
+		if !ok {
+			return f, fmt.Errorf("config %s: unknown key %q (known keys: %s)", path, name, keyNames())
+		}
+		var text string
+		switch x := v.(type) {
+		case string:
+			text = x
+		case bool:
+			if k.kind != kindBool {
+				return f, fmt.Errorf("config %s: %s must be a string, not a boolean", path, name)
+			}
+			text = strconv.FormatBool(x)
+		default:
+			return f, fmt.Errorf("config %s: %s has a value of type %T; write it as a string", path, name, v)
+		}
+		canon, err := k.Validate(text)
+		if err != nil {
+			return f, fmt.Errorf("config %s: %w", path, err)
+		}
+		f.values[name] = canon
+	}
+	return f, nil
+}
+
+// Get returns the file's value for the key, if it sets one.
+func (f File) Get(name string) (string, bool) {
+	v, ok := f.values[name]
+	return v, ok
+}
+
+// Set validates the value and rewrites the file with the key set, keeping
+// the other keys it had (comments are not kept). The file is replaced
+// atomically.
+func Set(path, name, value string) (string, error) {
+	k, ok := Lookup(name)
+	if !ok {
+		return "", fmt.Errorf("unknown config key %q (known keys: %s)", name, keyNames())
+	}
+	canon, err := k.Validate(value)
+	if err != nil {
+		return "", err
+	}
+	f, err := Read(path)
+	if err != nil {
+		return "", err
+	}
+	f.values[name] = canon
+	return canon, f.write()
+}
+
+// Unset removes the key from the file.
+func Unset(path, name string) error {
+	if _, ok := Lookup(name); !ok {
+		return fmt.Errorf("unknown config key %q (known keys: %s)", name, keyNames())
+	}
+	f, err := Read(path)
+	if err != nil {
+		return err
+	}
+	delete(f.values, name)
+	return f.write()
+}
+
+func (f File) write() error {
+	out := map[string]any{}
+	for name, v := range f.values {
+		k, _ := Lookup(name)
+		if k.kind == kindBool {
+			out[name] = v == "true"
+		} else {
+			out[name] = v
+		}
+	}
+	var buf bytes.Buffer
+	buf.WriteString("# kandev configuration: see docs/config.md. Rewritten by `kandev config set`.\n")
+	if err := toml.NewEncoder(&buf).Encode(out); err != nil {
+		return fmt.Errorf("encode config: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return fmt.Errorf("create config directory: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(f.Path), ".config-*.toml")
+	if err != nil {
+		return fmt.Errorf("write config %s: %w", f.Path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(buf.Bytes()); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write config %s: %w", f.Path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write config %s: %w", f.Path, err)
+	}
+	if err := os.Rename(tmp.Name(), f.Path); err != nil {
+		return fmt.Errorf("write config %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// Source says where a setting's value came from.
+type Source string
+
+// The sources, highest precedence first (a flag is the caller's).
+const (
+	SourceEnv     Source = "env"
+	SourceFile    Source = "file"
+	SourceDefault Source = "default"
+)
+
+// Value is one resolved setting.
+type Value struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Source Source `json:"source"`
+	Env    string `json:"env"`
+}
+
+// Config is the file plus the environment: everything but flags.
+type Config struct {
+	File   File
+	getenv func(string) string
+}
+
+// Load finds and reads the file and binds the environment.
+func Load(getenv func(string) string) (Config, error) {
+	p, err := Path(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	f, err := Read(p)
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{File: f, getenv: getenv}, nil
+}
+
+// Get resolves one key: environment, else file, else built-in. A bad value
+// in the environment is an error naming the variable.
+func (c Config) Get(name string) (Value, error) {
+	k, ok := Lookup(name)
+	if !ok {
+		return Value{}, fmt.Errorf("unknown config key %q (known keys: %s)", name, keyNames())
+	}
+	if c.getenv != nil {
+		if v := c.getenv(k.Env); v != "" {
+			canon, err := k.Validate(v)
+			if err != nil {
+				return Value{}, fmt.Errorf("$%s: %w", k.Env, err)
+			}
+			return Value{Key: name, Value: canon, Source: SourceEnv, Env: k.Env}, nil
+		}
+	}
+	if v, ok := c.File.Get(name); ok {
+		return Value{Key: name, Value: v, Source: SourceFile, Env: k.Env}, nil
+	}
+	return Value{Key: name, Value: k.Default, Source: SourceDefault, Env: k.Env}, nil
+}
+
+// List resolves every key, sorted by name.
+func (c Config) List() ([]Value, error) {
+	var out []Value
+	for _, k := range Keys() {
+		v, err := c.Get(k.Name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// Duration resolves a duration key.
+func (c Config) Duration(name string) (time.Duration, error) {
+	v, err := c.Get(name)
+	if err != nil {
+		return 0, err
+	}
+	d, err := time.ParseDuration(v.Value)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
+}
