@@ -42,11 +42,11 @@ func needsYou(t *core.Task) string {
 		return "question"
 	case t.Stuck():
 		return "stuck"
-	case t.YourTurn && t.Stalled != nil:
+	case t.YourTurn && t.Escalated():
 		return "escalated"
 	case t.YourTurn:
 		return "your turn"
-	case t.Stalled != nil && t.Assignee != nil && t.Assignee.Kind == "person":
+	case t.Escalated() && t.Assignee != nil && t.Assignee.Kind == "person":
 		return "escalated to " + t.Assignee.Name
 	}
 	return ""

@@ -58,7 +58,9 @@ func waitOutcome(t core.Task) (string, string) {
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stuck():
 		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From + " and waits for you: " + oneLineWait(t.Stalled.Detail)
-	case t.Stalled != nil:
+	case t.BackToYou() && t.Assignee != nil:
+		return "person", "back to " + t.Assignee.Name + ": ended without handing on: " + oneLineWait(t.Stalled.Detail)
+	case t.Escalated():
 		// Before "failed": a failed run is a stall, and where it went is
 		// what the caller must know.
 		to := ""

@@ -65,6 +65,23 @@ const StallStuck = "Stuck"
 // Stuck reports whether the task stalled with nobody to escalate to.
 func (t Task) Stuck() bool { return t.Stalled != nil && t.Stalled.Reason == StallStuck }
 
+// StallReturned is the Stall reason of a task whose role ended a turn
+// without handing it on, and which went back to the person who handed it
+// over or created it (ADR 0025): the ordinary end of a request, your turn
+// again, not an alarm. Its Detail is the agent's last words.
+const StallReturned = "Returned"
+
+// BackToYou reports whether the task came back to the person who handed it
+// over or created it because its role ended a turn without handing it on.
+func (t Task) BackToYou() bool { return t.Stalled != nil && t.Stalled.Reason == StallReturned }
+
+// Escalated reports whether the task stalled and climbed past its role: to
+// a manager, to a person other than its hander or creator, or back to
+// them after a failed run or a child's question left unanswered.
+func (t Task) Escalated() bool {
+	return t.Stalled != nil && t.Stalled.Reason != StallStuck && t.Stalled.Reason != StallReturned
+}
+
 // Stall records why and from whom a task was escalated.
 type Stall struct {
 	Reason string    `json:"reason"`

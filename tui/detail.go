@@ -114,6 +114,8 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 			line += ": " + oneLine(s.Detail)
 		}
 		add(line)
+	} else if s != nil && t.BackToYou() {
+		add(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
@@ -298,4 +300,12 @@ func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool, now t
 		out = append(out, strings.Repeat(" ", w))
 	}
 	return out
+}
+
+// orNothing stands in for an empty text.
+func orNothing(s string) string {
+	if s == "" {
+		return "(nothing)"
+	}
+	return s
 }

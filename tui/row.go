@@ -115,7 +115,7 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 	}
 	if t.Stuck() {
 		r.badges = append(r.badges, badgeStuck)
-	} else if t.Stalled != nil {
+	} else if t.Escalated() {
 		r.badges = append(r.badges, badgeEscalated)
 	}
 	if t.Waiting != "" {

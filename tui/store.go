@@ -219,7 +219,7 @@ func (f stateFilter) match(t *core.Task) bool {
 	case stateActive:
 		return t.Status.Active()
 	case stateProblem:
-		return t.Halted || t.Stalled != nil || (t.Session != nil && t.Session.State == core.SessionFailed)
+		return t.Halted || t.Escalated() || t.Stuck() || (t.Session != nil && t.Session.State == core.SessionFailed)
 	case stateDone:
 		return t.Status.Terminal()
 	}

@@ -1,0 +1,51 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+)
+
+// sayHi is the demo's "Say hi" task after its turn: the agent said hi and
+// ended without handing it on, so it came back to the operator who created
+// it (ADR 0025). Its session completed normally.
+func sayHi() core.Task {
+	return core.Task{ID: "hi0001", Title: "Say hi", Status: core.StatusTodo, Profile: "mock", CreatedBy: "person:operator",
+		CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute), YourTurn: true,
+		Assignee: &core.Assignee{Kind: "person", Name: core.Operator}, HandedBy: &core.Assignee{Kind: "role", Name: "mock"},
+		Stalled: &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: "hi\n", At: ago(time.Minute)},
+		Session: &core.SessionInfo{ID: "s-hi0001", TaskID: "hi0001", Role: "mock", State: core.SessionCompleted, Turns: 1,
+			Error: "the task was handed to person:operator", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)}}
+}
+
+// A task back to you reads as your turn with the agent's last words: no
+// ESCALATED badge, no error, and it is not in the failed/stopped/escalated
+// filter; w finds it.
+func TestBackToYouIsYourTurn(t *testing.T) {
+	hi := sayHi()
+	if r := rowFor(&hi, testNow, 0); len(r.badges) != 0 {
+		var got []string
+		for _, b := range r.badges {
+			got = append(got, badgeText[b])
+		}
+		t.Fatalf("badges %v, want none", got)
+	}
+	d := newDriver(t, newFake(hi), 100, 30)
+	d.mustShow("Say hi", "@you")
+	d.mustNotShow("ESCALATED")
+	d.keys("w")
+	if d.m.tree.selected != "hi0001" {
+		t.Fatalf("w selected %q, want the task back to you", d.m.tree.selected)
+	}
+	d.mustShow("your turn", "ended without handing on: hi")
+	d.mustNotShow("ESCALATED", "error")
+	d.keys("f")
+	d.mustShow("[waiting on you]", "hi0001")
+	d.keys("f", "f", "f")
+	d.mustShow("[failed/stopped/escalated]")
+	if v := d.view(); strings.Contains(v, "Say hi") {
+		t.Fatalf("the failed/stopped/escalated filter shows a task back to you:\n%s", v)
+	}
+}
