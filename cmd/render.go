@@ -53,6 +53,9 @@ func badges(t core.Task) []string {
 	if t.Halted {
 		b = append(b, "stopped")
 	}
+	if t.Interrupted {
+		b = append(b, "interrupted")
+	}
 	if t.Queued > 0 {
 		b = append(b, fmt.Sprintf("queued:%d", t.Queued))
 	}
@@ -176,6 +179,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	}
 	if t.Halted {
 		row("halted", "stopped; queued messages wait for `kandev task start`")
+	}
+	if t.Interrupted {
+		row("interrupted", "a daemon exit cut its run short; `kandev task start` resumes it")
 	}
 	if t.Queued > 0 {
 		row("queued", fmt.Sprintf("%d message(s)", t.Queued))

@@ -46,6 +46,8 @@ func needsYou(t *core.Task) string {
 		return "escalated"
 	case t.YourTurn:
 		return "your turn"
+	case t.Interrupted:
+		return "interrupted"
 	case t.Escalated() && t.Assignee != nil && t.Assignee.Kind == "person":
 		return "escalated to " + t.Assignee.Name
 	}

@@ -123,6 +123,9 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 		}
 		add(line)
 	}
+	if t.Interrupted {
+		add(st.badgeStop.Render("INTERRUPTED") + " a daemon exit cut its run short; r resumes it")
+	}
 	if t.Waiting != "" {
 		add(st.badgeWarn.Render("WAITING") + " " + oneLine(t.Waiting))
 	}

@@ -191,7 +191,9 @@ func asksYou(t *core.Task) bool {
 
 // waitsOnYou: the operator must act: answer its question, or take it
 // (it is assigned to them, for instance after an escalation).
-func waitsOnYou(t *core.Task) bool { return asksYou(t) || t.YourTurn }
+// An interrupted task (a daemon started with --no-resume) waits for your
+// start too.
+func waitsOnYou(t *core.Task) bool { return asksYou(t) || t.YourTurn || t.Interrupted }
 
 // stateFilter narrows the tree by what the tasks are doing.
 type stateFilter int
