@@ -177,6 +177,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		add(m.onConvoPage(msg))
 	case opDoneMsg:
 		m.onOpDone(msg)
+	case flashEndMsg:
+		if m.status == msg.text && !m.statusErr {
+			m.setStatus("", false)
+		}
 	case tickMsg:
 		m.now = m.opts.Now()
 		m.frame++
@@ -367,12 +371,23 @@ func (m *Model) apply(ev core.Event) tea.Cmd {
 		m.buffered = append(m.buffered, ev)
 		return nil
 	}
-	m.applyTask(ev)
-	return nil
+	return m.applyTask(ev)
 }
 
-// applyTask applies a task, session or question change to the store.
-func (m *Model) applyTask(ev core.Event) {
+// applyTask applies a task, session or question change to the store, and
+// tells the operator when it made a task theirs.
+func (m *Model) applyTask(ev core.Event) tea.Cmd {
+	id := ev.TaskID
+	if ev.Task != nil {
+		id = ev.Task.ID
+	} else if ev.Session != nil {
+		id = ev.Session.TaskID
+	}
+	var before *core.Task
+	if t := m.tasks.get(id); t != nil {
+		cp := *t
+		before = &cp
+	}
 	shape := false
 	switch ev.Type {
 	case core.EventTaskCreated, core.EventTaskUpdated:
@@ -405,6 +420,10 @@ func (m *Model) applyTask(ev core.Event) {
 	if shape || m.filter.active() {
 		m.needLayout = true
 	}
+	if after := m.tasks.get(id); after != nil && newlyYours(before, after) {
+		return m.notifyYou(after)
+	}
+	return nil
 }
 
 func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
