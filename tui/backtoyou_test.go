@@ -49,3 +49,25 @@ func TestBackToYouIsYourTurn(t *testing.T) {
 		t.Fatalf("the failed/stopped/escalated filter shows a task back to you:\n%s", v)
 	}
 }
+
+// A task whose run a daemon exit cut short, left by --no-resume, is marked
+// INTERRUPTED in its row and detail; the "waiting on you" filter and w
+// find it.
+func TestInterruptedTaskIsMarkedAndFound(t *testing.T) {
+	cut := core.Task{ID: "cut001", Title: "Cut by a reboot", Status: core.StatusInProgress, Profile: "mock",
+		CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute), Queued: 1, Interrupted: true,
+		Assignee: &core.Assignee{Kind: "role", Name: "mock"},
+		Session: &core.SessionInfo{ID: "s-cut001", TaskID: "cut001", Role: "mock", State: core.SessionCancelled,
+			Error: core.SessionInterruptedPrefix + "shut down", CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute)}}
+	d := newDriver(t, newFake(append(demoTasks()[:2], cut)...), 100, 30)
+	if !strings.Contains(d.rowOf("cut001"), "INTERRUPTED") {
+		t.Fatalf("row %q, want INTERRUPTED", d.rowOf("cut001"))
+	}
+	d.keys("w")
+	if d.m.tree.selected != "cut001" {
+		t.Fatalf("w selected %q, want the interrupted task", d.m.tree.selected)
+	}
+	d.mustShow("a daemon exit cut its run short; r resumes it")
+	d.keys("f")
+	d.mustShow("[waiting on you]", "cut001")
+}

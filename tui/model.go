@@ -76,6 +76,10 @@ type Model struct {
 	dialogSeq  int
 	status     string
 	statusErr  bool
+	// flash says, for a few seconds, that a task started needing you; a
+	// line of its own, so the operator's own status is not replaced.
+	flash     string
+	flashTask string
 	needLayout bool
 }
 
@@ -178,8 +182,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case opDoneMsg:
 		m.onOpDone(msg)
 	case flashEndMsg:
-		if m.status == msg.text && !m.statusErr {
-			m.setStatus("", false)
+		if m.flash == msg.text {
+			m.flash, m.flashTask = "", ""
 		}
 	case tickMsg:
 		m.now = m.opts.Now()
@@ -420,8 +424,12 @@ func (m *Model) applyTask(ev core.Event) tea.Cmd {
 	if shape || m.filter.active() {
 		m.needLayout = true
 	}
-	if after := m.tasks.get(id); after != nil && newlyYours(before, after) {
+	after := m.tasks.get(id)
+	if after != nil && newlyYours(before, after) {
 		return m.notifyYou(after)
+	}
+	if id == m.flashTask && !yours(after) {
+		m.flash, m.flashTask = "", "" // dealt with already
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // flashFor is how long the status line says a task needs you.
 const flashFor = 6 * time.Second
 
-// flashEndMsg ends a status-line flash, unless another status replaced it.
+// flashEndMsg ends a status-line flash, unless a newer one replaced it.
 type flashEndMsg struct{ text string }
 
 // yours: the operator must act on t now: it is their turn or it asks them.
@@ -44,7 +44,7 @@ func (m *Model) notifyYou(t *core.Task) tea.Cmd {
 		why = "asks you a question"
 	}
 	text := "task " + t.ID + " " + why + ": " + oneLine(t.Title)
-	m.setStatus(text, false)
+	m.flash, m.flashTask = text, t.ID
 	cmds := []tea.Cmd{tea.Tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{text: text} })}
 	if !m.opts.NoBell && m.opts.Bell != nil {
 		w := m.opts.Bell

@@ -96,7 +96,7 @@ func TestNotifiesWhenATaskNeedsYou(t *testing.T) {
 		t.Fatalf("after a ?you question: %d bells, notifications %q; want two each", bells, n)
 	}
 	// The flash ends by itself.
-	d.send(flashEndMsg{text: d.m.status})
+	d.send(flashEndMsg{text: d.m.flash})
 	d.mustNotShow("asks you a question")
 }
 

@@ -159,6 +159,9 @@ func (m *Model) statusLines(w int) []string {
 		first = fit(left, w)
 	}
 	out := []string{fit(first, w)}
+	if m.flash != "" {
+		out = append(out, st.badgeYou.Render(fit("» "+oneLine(m.flash), w)))
+	}
 	if m.status != "" {
 		prefix := "· "
 		if m.statusErr {
