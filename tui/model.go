@@ -71,15 +71,15 @@ type Model struct {
 	filterInput textinput.Model
 	typing      bool // the filter input has the keyboard
 
-	focusLog   bool
-	dialog     dialog
-	dialogSeq  int
-	status     string
-	statusErr  bool
+	focusLog  bool
+	dialog    dialog
+	dialogSeq int
+	status    string
+	statusErr bool
 	// flash says, for a few seconds, that a task started needing you; a
 	// line of its own, so the operator's own status is not replaced.
-	flash     string
-	flashTask string
+	flash      string
+	flashTask  string
 	needLayout bool
 }
 
