@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/kandev/kandev/core"
 )
 
@@ -70,4 +72,23 @@ func TestInterruptedTaskIsMarkedAndFound(t *testing.T) {
 	d.mustShow("a daemon exit cut its run short; r resumes it")
 	d.keys("f")
 	d.mustShow("[waiting on you]", "cut001")
+}
+
+// Reopening / edits the filter in force: the input starts with its text,
+// so a backspace shortens it rather than starting a second filter.
+func TestFilterReopensWithItsText(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	d.keys("/")
+	d.typeText("migr")
+	d.keys("enter")
+	d.mustShow(`filter: "migr"`)
+	d.keys("/")
+	if got := d.m.filterInput.Value(); got != "migr" {
+		t.Fatalf("reopened filter input holds %q, want the filter in force", got)
+	}
+	for range 4 {
+		d.send(tea.KeyMsg{Type: tea.KeyBackspace})
+	}
+	d.keys("enter")
+	d.mustNotShow("filter:")
 }
