@@ -228,13 +228,20 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 }
 
 // lastWords is what a task's agent said last (in a session, if given).
-// For a session it is the agent's own text or nothing: a stall record
-// quotes it as the agent's last words, and kandev's handoff note (which
-// carries kandev's own prompt text) is not what the agent said.
+// For a session it is the agent's own text in its last turn, or nothing:
+// a stall record quotes it as the agent's last words, and kandev's handoff
+// note (which carries kandev's own prompt text) is not what the agent said.
 func (e *Engine) lastWords(ctx context.Context, taskID, sessionID string) string {
 	m, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgAgent))
 	if sessionID != "" && (err != nil || m.SessionID != sessionID) {
 		return ""
+	}
+	// Words from an earlier turn are not the last turn's: a turn that said
+	// nothing has no last words.
+	if sessionID != "" {
+		if p, perr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt)); perr == nil && p.SessionID == sessionID && p.Seq > m.Seq {
+			return ""
+		}
 	}
 	if err != nil {
 		if h, herr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgHandoff)); herr == nil {
