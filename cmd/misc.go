@@ -197,6 +197,7 @@ func newCmdProfileRemove(f *Factory) *cobra.Command {
 type ServeOptions struct {
 	F          *Factory
 	Background bool
+	NoResume   bool
 }
 
 // NewCmdServe builds `kandev serve`.
@@ -207,7 +208,13 @@ func NewCmdServe(f *Factory, runF func(*ServeOptions) error) *cobra.Command {
 		Short: "Run the kandev daemon in the foreground",
 		Long: `Run the kandev daemon in the foreground (for systemd and the like). Clients start it in
 the background on their own when it is not running. SIGTERM or Ctrl-C stops it cleanly:
-agents are stopped and their sessions marked interrupted.`,
+agents are stopped and their sessions marked interrupted.
+
+On start, a run that the last daemon's exit (a stop, a shutdown or a crash) cut short
+resumes by itself: its agent's session is resumed and the cut prompt delivered again.
+With --no-resume (or KANDEV_NO_RESUME=1 in the environment, which a daemon a client
+starts inherits) such tasks are marked interrupted and wait for kandev task start or a
+message.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -222,12 +229,21 @@ agents are stopped and their sessions marked interrupted.`,
 				level = slog.LevelDebug
 			}
 			log := slog.New(slog.NewTextHandler(f.IO.ErrOut, &slog.HandlerOptions{Level: level}))
-			return daemon.Serve(c.Context(), daemon.ServeOptions{Home: home, Version: Version, Logger: log, SelfExe: f.Executable})
+			noResume := opts.NoResume || envFlagOn(os.Getenv("KANDEV_NO_RESUME"))
+			return daemon.Serve(c.Context(), daemon.ServeOptions{Home: home, Version: Version, Logger: log, SelfExe: f.Executable,
+				NoResume: noResume})
 		},
 	}
 	c.Flags().BoolVar(&opts.Background, "background", false, "started by a client (logs go to the home's daemon.log)")
 	_ = c.Flags().MarkHidden("background")
+	c.Flags().BoolVar(&opts.NoResume, "no-resume", false, "leave runs the last daemon's exit cut short for an explicit start (env KANDEV_NO_RESUME=1)")
 	return c
+}
+
+// envFlagOn reads a boolean switch from the environment: set and not "0" or
+// "false".
+func envFlagOn(v string) bool {
+	return v != "" && v != "0" && !strings.EqualFold(v, "false")
 }
 
 // --- events -----------------------------------------------------------------

@@ -53,12 +53,15 @@ func badges(t core.Task) []string {
 	if t.Halted {
 		b = append(b, "stopped")
 	}
+	if t.Interrupted {
+		b = append(b, "interrupted")
+	}
 	if t.Queued > 0 {
 		b = append(b, fmt.Sprintf("queued:%d", t.Queued))
 	}
 	if t.Stuck() {
 		b = append(b, "stuck")
-	} else if t.Stalled != nil {
+	} else if t.Escalated() {
 		b = append(b, "escalated")
 	}
 	if t.Waiting != "" {
@@ -152,6 +155,8 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("stuck", "stalled in "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime)+
 			" with nobody to escalate to; it waits for you (message it, hand it on, or set its status)")
 		row("detail", strings.Join(strings.Fields(t.Stalled.Detail), " "))
+	} else if t.BackToYou() {
+		row("your turn", "ended without handing on: "+orNothing(strings.Join(strings.Fields(t.Stalled.Detail), " ")))
 	} else if t.Stalled != nil {
 		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime))
 	}
@@ -175,6 +180,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	if t.Halted {
 		row("halted", "stopped; queued messages wait for `kandev task start`")
 	}
+	if t.Interrupted {
+		row("interrupted", "a daemon exit cut its run short; `kandev task start` resumes it")
+	}
 	if t.Queued > 0 {
 		row("queued", fmt.Sprintf("%d message(s)", t.Queued))
 	}
@@ -185,8 +193,14 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		}
 		v += ")"
 		row("session", v)
-		if s.Error != "" {
+		// A completed or stopped session's reason says how it ended; only
+		// a failed one is an error.
+		switch {
+		case s.Error == "":
+		case s.State == core.SessionFailed:
 			row("session error", s.Error)
+		default:
+			row("session ended", s.Error)
 		}
 	}
 	if q := t.PendingQuestion; q != nil {
@@ -255,4 +269,12 @@ func truncate(s string, n int) string {
 	}
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
+}
+
+// orNothing stands in for an empty text.
+func orNothing(s string) string {
+	if s == "" {
+		return "(nothing)"
+	}
+	return s
 }

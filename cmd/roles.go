@@ -14,7 +14,9 @@ func NewCmdRole(f *Factory) *cobra.Command {
 	c := group("role", "Manage roles: named agents with a profile and a manager",
 		`A role is a named agent identity: a profile plus an optional manager (a role or a person).
 When a role leaves a task without handing it on, the task is escalated to its manager, up
-the chain to a person. Every profile is also a role of the same name with no manager.`)
+the chain to a person; a role with no manager gives it back to the person who handed it
+over or created it, as their turn. Every profile is also a role of the same name with no
+manager.`)
 	c.AddCommand(newCmdRoleAdd(f), newCmdRoleList(f), newCmdRoleShow(f), newCmdRoleEdit(f), newCmdRoleRemove(f))
 	return c
 }

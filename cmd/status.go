@@ -42,11 +42,13 @@ func needsYou(t *core.Task) string {
 		return "question"
 	case t.Stuck():
 		return "stuck"
-	case t.YourTurn && t.Stalled != nil:
+	case t.YourTurn && t.Escalated():
 		return "escalated"
 	case t.YourTurn:
 		return "your turn"
-	case t.Stalled != nil && t.Assignee != nil && t.Assignee.Kind == "person":
+	case t.Interrupted:
+		return "interrupted"
+	case t.Escalated() && t.Assignee != nil && t.Assignee.Kind == "person":
 		return "escalated to " + t.Assignee.Name
 	}
 	return ""
@@ -84,8 +86,8 @@ func NewCmdStatus(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status [--short]",
 		Short: "Count the tasks that need you and the tasks running",
-		Long: `Count the open tasks that need you (your turn, a question for you, stuck, or escalated
-to a person) and those whose agent is running, and list the ones that need you. It never
+		Long: `Count the open tasks that need you (your turn, a question for you, stuck, escalated
+to a person, or interrupted by a daemon exit and left for you to start) and those whose agent is running, and list the ones that need you. It never
 starts the daemon: without one it says so (--short prints nothing) and exits 0.
 
 --short prints one line for a status bar, e.g. in tmux:

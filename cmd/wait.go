@@ -25,7 +25,7 @@ var waitOutcomes = []struct {
 	{"question", 11, "it asks you a question"},
 	{"escalated", 12, "it stalled and was escalated"},
 	{"stuck", 15, "it stalled with nobody to escalate to"},
-	{"person", 10, "it was handed to a person"},
+	{"person", 10, "it was handed to a person, or came back to you when its agent ended a turn without handing it on"},
 	{"timeout", 124, "--timeout passed first"},
 	{"interrupted", 130, "a signal (Ctrl-C, SIGTERM) ended the wait"},
 }
@@ -58,7 +58,9 @@ func waitOutcome(t core.Task) (string, string) {
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stuck():
 		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From + " and waits for you: " + oneLineWait(t.Stalled.Detail)
-	case t.Stalled != nil:
+	case t.BackToYou() && t.Assignee != nil:
+		return "person", "back to " + t.Assignee.Name + ": ended without handing on: " + oneLineWait(t.Stalled.Detail)
+	case t.Escalated():
 		// Before "failed": a failed run is a stall, and where it went is
 		// what the caller must know.
 		to := ""
@@ -83,7 +85,7 @@ func NewCmdWait(f *Factory) *cobra.Command {
 		Long: `Block until the task needs someone — done, handed to a person, a question for you,
 escalated, stuck with nobody to escalate to, failed or cancelled — then print why.
 Exit codes:
-  0 done, 10 handed to a person, 11 a question for you, 12 escalated,
+  0 done, 10 handed to a person (or back to you), 11 a question for you, 12 escalated,
   13 failed, 14 cancelled, 15 stuck, 124 timeout, 130 interrupted (a signal),
   1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),

@@ -44,6 +44,10 @@ type Task struct {
 	Waiting string `json:"waiting"`
 	// YourTurn: the operator must act (assigned to them, or their question).
 	YourTurn bool `json:"your_turn"`
+	// Interrupted: a daemon exit cut its run short and its queue waits to
+	// be delivered again (a daemon started with --no-resume leaves it for
+	// an explicit start or message; ADR 0026).
+	Interrupted bool `json:"interrupted"`
 	// BlockedBy lists unfinished tasks this one waits on.
 	BlockedBy []string `json:"blocked_by"`
 }
@@ -64,6 +68,27 @@ const StallStuck = "Stuck"
 
 // Stuck reports whether the task stalled with nobody to escalate to.
 func (t Task) Stuck() bool { return t.Stalled != nil && t.Stalled.Reason == StallStuck }
+
+// SessionInterruptedPrefix starts the error of a session a daemon exit
+// (a shutdown or a crash) cut short.
+const SessionInterruptedPrefix = "interrupted: the kandev daemon "
+
+// StallReturned is the Stall reason of a task whose role ended a turn
+// without handing it on, and which went back to the person who handed it
+// over or created it (ADR 0025): the ordinary end of a request, your turn
+// again, not an alarm. Its Detail is the agent's last words.
+const StallReturned = "Returned"
+
+// BackToYou reports whether the task came back to the person who handed it
+// over or created it because its role ended a turn without handing it on.
+func (t Task) BackToYou() bool { return t.Stalled != nil && t.Stalled.Reason == StallReturned }
+
+// Escalated reports whether the task stalled and climbed past its role: to
+// a manager, to a person other than its hander or creator, or back to
+// them after a failed run or a child's question left unanswered.
+func (t Task) Escalated() bool {
+	return t.Stalled != nil && t.Stalled.Reason != StallStuck && t.Stalled.Reason != StallReturned
+}
 
 // Stall records why and from whom a task was escalated.
 type Stall struct {
@@ -100,6 +125,7 @@ type taskJSON struct {
 	Stalled         *Stall        `json:"stalled"`
 	Waiting         string        `json:"waiting"`
 	YourTurn        bool          `json:"your_turn"`
+	Interrupted     bool          `json:"interrupted"`
 	BlockedBy       []string      `json:"blocked_by"`
 }
 
@@ -110,7 +136,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
 		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
 		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
-		YourTurn: t.YourTurn, BlockedBy: t.BlockedBy}
+		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy}
 	if j.BlockedBy == nil {
 		j.BlockedBy = []string{}
 	}
@@ -134,7 +160,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
 		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
 		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
-		YourTurn: j.YourTurn, BlockedBy: j.BlockedBy}
+		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID
 	}

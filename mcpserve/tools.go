@@ -267,7 +267,9 @@ func taskPageText(tasks []core.Task, next string) string {
 		if t.Session != nil {
 			notes = append(notes, "session "+string(t.Session.State))
 		}
-		if t.Stalled != nil {
+		if t.BackToYou() {
+			notes = append(notes, "back to its person: its role ended a turn without handing it on")
+		} else if t.Stalled != nil {
 			notes = append(notes, "escalated")
 		}
 		if t.Waiting != "" {

@@ -55,6 +55,12 @@ func (q Queries) DeleteQueueItem(ctx context.Context, id int64) error {
 	return q.execOne(ctx, fmt.Sprintf("dequeue %d", id), `DELETE FROM queue WHERE id = ?`, id)
 }
 
+// RedeliveryQueues lists tasks with a prompt queued again because a daemon
+// exit cut its turn short.
+func (q Queries) RedeliveryQueues(ctx context.Context) ([]string, error) {
+	return q.ids(ctx, `SELECT DISTINCT task_id FROM queue WHERE kind = 'redeliver' ORDER BY task_id`)
+}
+
 // StartedQueues lists tasks with an item queued by a start (`--start`,
 // `task start`) that was never delivered: a crash between the start's
 // commit and its delivery must not leave them waiting for another input.

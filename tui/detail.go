@@ -114,12 +114,17 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 			line += ": " + oneLine(s.Detail)
 		}
 		add(line)
+	} else if s != nil && t.BackToYou() {
+		add(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}
 		add(line)
+	}
+	if t.Interrupted {
+		add(st.badgeStop.Render("INTERRUPTED") + " a daemon exit cut its run short; r resumes it")
 	}
 	if t.Waiting != "" {
 		add(st.badgeWarn.Render("WAITING") + " " + oneLine(t.Waiting))
@@ -298,4 +303,12 @@ func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool, now t
 		out = append(out, strings.Repeat(" ", w))
 	}
 	return out
+}
+
+// orNothing stands in for an empty text.
+func orNothing(s string) string {
+	if s == "" {
+		return "(nothing)"
+	}
+	return s
 }

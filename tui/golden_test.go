@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -236,5 +237,31 @@ func TestGoldenHandOnDialog(t *testing.T) {
 	g.keys("ctrl+j")
 	g.typeText("Keep the old table until the backfill is checked.")
 	g.waitScreen("> message  mock: say continuing", "backfill is checked.")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+// manyTasks is the demo plus n plain tasks, more than 80×24 shows.
+func manyTasks(n int) []core.Task {
+	tasks := demoTasks()
+	for i := range n {
+		id := fmt.Sprintf("pl%04d", i)
+		tasks = append(tasks, core.Task{ID: id, Title: fmt.Sprintf("Plain task number %d", i), Status: core.StatusTodo,
+			Profile: "mock", CreatedAt: ago(time.Duration(n-i) * time.Second), UpdatedAt: ago(time.Duration(n-i) * time.Second)})
+	}
+	return tasks
+}
+
+// At 80×24 a tree longer than its pane says how many rows it hides above
+// and below; with a filter on, the status bar keeps its counts.
+func TestGoldenTreeOverflowFiltered(t *testing.T) {
+	f := newFake(manyTasks(20)...)
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("27 tasks")
+	g.keys("j", "j", "j", "j", "j", "j", "j", "j", "j", "j")
+	g.waitScreen("↑ 5 more", "↓ 16 more")
+	g.keys("/")
+	g.typeText("plain task number")
+	g.keys("enter")
+	g.waitScreen(`filter: "plain`, "27 tasks · 2 running · ?you 1 · ?parent 1 · @you 1")
 	golden.RequireEqual(t, g.finalScreen())
 }

@@ -169,7 +169,7 @@ func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {
 func (m *Model) onTreeKey(msg tea.KeyMsg) {
 	k := m.keys
 	tp := &m.tree
-	page := max(1, m.layout().treeH-1)
+	page := max(1, tp.window(m.layout().treeH)-1)
 	switch {
 	case key.Matches(msg, k.Up):
 		tp.move(tp.cursor - 1)

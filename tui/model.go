@@ -71,11 +71,15 @@ type Model struct {
 	filterInput textinput.Model
 	typing      bool // the filter input has the keyboard
 
-	focusLog   bool
-	dialog     dialog
-	dialogSeq  int
-	status     string
-	statusErr  bool
+	focusLog  bool
+	dialog    dialog
+	dialogSeq int
+	status    string
+	statusErr bool
+	// flash says, for a few seconds, that a task started needing you; a
+	// line of its own, so the operator's own status is not replaced.
+	flash      string
+	flashTask  string
 	needLayout bool
 }
 
@@ -177,6 +181,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		add(m.onConvoPage(msg))
 	case opDoneMsg:
 		m.onOpDone(msg)
+	case flashEndMsg:
+		if m.flash == msg.text {
+			m.flash, m.flashTask = "", ""
+		}
 	case tickMsg:
 		m.now = m.opts.Now()
 		m.frame++
@@ -367,12 +375,23 @@ func (m *Model) apply(ev core.Event) tea.Cmd {
 		m.buffered = append(m.buffered, ev)
 		return nil
 	}
-	m.applyTask(ev)
-	return nil
+	return m.applyTask(ev)
 }
 
-// applyTask applies a task, session or question change to the store.
-func (m *Model) applyTask(ev core.Event) {
+// applyTask applies a task, session or question change to the store, and
+// tells the operator when it made a task theirs.
+func (m *Model) applyTask(ev core.Event) tea.Cmd {
+	id := ev.TaskID
+	if ev.Task != nil {
+		id = ev.Task.ID
+	} else if ev.Session != nil {
+		id = ev.Session.TaskID
+	}
+	var before *core.Task
+	if t := m.tasks.get(id); t != nil {
+		cp := *t
+		before = &cp
+	}
 	shape := false
 	switch ev.Type {
 	case core.EventTaskCreated, core.EventTaskUpdated:
@@ -405,6 +424,14 @@ func (m *Model) applyTask(ev core.Event) {
 	if shape || m.filter.active() {
 		m.needLayout = true
 	}
+	after := m.tasks.get(id)
+	if after != nil && newlyYours(before, after) {
+		return m.notifyYou(after)
+	}
+	if id == m.flashTask && !yours(after) {
+		m.flash, m.flashTask = "", "" // dealt with already
+	}
+	return nil
 }
 
 func (m *Model) onTasks(msg tasksMsg) tea.Cmd {

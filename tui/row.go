@@ -16,27 +16,29 @@ import (
 type badgeKind int
 
 const (
-	badgeAuto      badgeKind = iota // autopilot task
-	badgeAskYou                     // pending question for the operator
-	badgeAskParent                  // pending question for the parent task
-	badgeFailed                     // the last run failed
-	badgeStopped                    // halted by a stop
-	badgeEscalated                  // it stalled and went up the reporting chain
-	badgeWaiting                    // its assignee's agent cannot start
-	badgeBlocked                    // it waits on unfinished tasks
-	badgeStuck                      // it stalled with nobody to escalate to
+	badgeAuto        badgeKind = iota // autopilot task
+	badgeAskYou                       // pending question for the operator
+	badgeAskParent                    // pending question for the parent task
+	badgeFailed                       // the last run failed
+	badgeStopped                      // halted by a stop
+	badgeEscalated                    // it stalled and went up the reporting chain
+	badgeWaiting                      // its assignee's agent cannot start
+	badgeBlocked                      // it waits on unfinished tasks
+	badgeStuck                        // it stalled with nobody to escalate to
+	badgeInterrupted                  // a daemon exit cut its run short; it waits for a start
 )
 
 var badgeText = [...]string{
-	badgeAuto:      "AUTO",
-	badgeAskYou:    "?you",
-	badgeAskParent: "?parent",
-	badgeFailed:    "FAILED",
-	badgeStopped:   "STOPPED",
-	badgeEscalated: "ESCALATED",
-	badgeWaiting:   "WAITING",
-	badgeBlocked:   "BLOCKED",
-	badgeStuck:     "STUCK",
+	badgeAuto:        "AUTO",
+	badgeAskYou:      "?you",
+	badgeAskParent:   "?parent",
+	badgeFailed:      "FAILED",
+	badgeStopped:     "STOPPED",
+	badgeEscalated:   "ESCALATED",
+	badgeWaiting:     "WAITING",
+	badgeBlocked:     "BLOCKED",
+	badgeStuck:       "STUCK",
+	badgeInterrupted: "INTERRUPTED",
 }
 
 func (k badgeKind) style(st styles) lipgloss.Style {
@@ -49,7 +51,7 @@ func (k badgeKind) style(st styles) lipgloss.Style {
 		return st.badgePar
 	case badgeFailed, badgeStuck:
 		return st.badgeBad
-	case badgeStopped, badgeBlocked:
+	case badgeStopped, badgeBlocked, badgeInterrupted:
 		return st.badgeStop
 	default:
 		return st.badgeWarn
@@ -113,9 +115,12 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 	if t.Halted {
 		r.badges = append(r.badges, badgeStopped)
 	}
+	if t.Interrupted {
+		r.badges = append(r.badges, badgeInterrupted)
+	}
 	if t.Stuck() {
 		r.badges = append(r.badges, badgeStuck)
-	} else if t.Stalled != nil {
+	} else if t.Escalated() {
 		r.badges = append(r.badges, badgeEscalated)
 	}
 	if t.Waiting != "" {

@@ -191,7 +191,9 @@ func asksYou(t *core.Task) bool {
 
 // waitsOnYou: the operator must act: answer its question, or take it
 // (it is assigned to them, for instance after an escalation).
-func waitsOnYou(t *core.Task) bool { return asksYou(t) || t.YourTurn }
+// An interrupted task (a daemon started with --no-resume) waits for your
+// start too.
+func waitsOnYou(t *core.Task) bool { return asksYou(t) || t.YourTurn || t.Interrupted }
 
 // stateFilter narrows the tree by what the tasks are doing.
 type stateFilter int
@@ -219,7 +221,7 @@ func (f stateFilter) match(t *core.Task) bool {
 	case stateActive:
 		return t.Status.Active()
 	case stateProblem:
-		return t.Halted || t.Stalled != nil || (t.Session != nil && t.Session.State == core.SessionFailed)
+		return t.Halted || t.Escalated() || t.Stuck() || (t.Session != nil && t.Session.State == core.SessionFailed)
 	case stateDone:
 		return t.Status.Terminal()
 	}

@@ -340,7 +340,7 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 }
 
 // TestTmuxHandOnAndDone: a task whose turn ends without a handoff comes
-// back to the operator (ESCALATED, @you); from the UI it is handed back
+// back to the operator (@you, no ESCALATED: ADR 0025); from the UI it is handed back
 // to its role with a message the agent acts on, then, back with the
 // operator again, signed off as done. An illegal status move is refused
 // in the dialog, naming both states.
@@ -351,9 +351,9 @@ func TestTmuxHandOnAndDone(t *testing.T) {
 	s.waitText("● live", "0 tasks")
 
 	task := createTask(t, d, core.CreateTaskInput{Title: "Write the changelog", Start: true, Prompt: "mock: say done"})
-	s.waitRow(task.ID, "ESCALATED", "@you")
+	s.waitRow(task.ID, "@you")
 	tk, err := d.Client.GetTask(context.Background(), task.ID)
-	if err != nil || tk.Assignee == nil || *tk.Assignee != (core.Assignee{Kind: "person", Name: core.Operator}) || !tk.YourTurn {
+	if err != nil || tk.Assignee == nil || *tk.Assignee != (core.Assignee{Kind: "person", Name: core.Operator}) || !tk.YourTurn || !tk.BackToYou() {
 		t.Fatalf("engine state after the stall: %+v %v", tk.Assignee, err)
 	}
 	if tk.HandedBy == nil || *tk.HandedBy != (core.Assignee{Kind: "role", Name: "mock"}) {
@@ -362,7 +362,7 @@ func TestTmuxHandOnAndDone(t *testing.T) {
 
 	// Hand it back to its role with a message; the agent continues.
 	s.keys("w")
-	s.waitFor("the escalated task selected", func(scr string) bool { return strings.HasPrefix(row(scr, task.ID), ">") })
+	s.waitFor("the task back to you selected", func(scr string) bool { return strings.HasPrefix(row(scr, task.ID), ">") })
 	s.keys("o")
 	s.waitText("Hand on task "+task.ID, "handed over by role mock", "> back     → role mock, who handed it over", "operator person · you · has it now")
 	s.keys("Enter")
@@ -379,7 +379,7 @@ func TestTmuxHandOnAndDone(t *testing.T) {
 	}
 
 	// Its turn ends without a handoff again: back with the operator.
-	s.waitRow(task.ID, "ESCALATED", "@you")
+	s.waitRow(task.ID, "@you")
 
 	// Sign it off.
 	s.keys("d")

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -126,11 +127,19 @@ func (tp *treePane) move(i int) bool {
 	return changed
 }
 
-// scrollTo keeps the cursor within the h visible rows.
-func (tp *treePane) scrollTo(h int) {
-	if h < 1 {
-		h = 1
+// window is how many task rows fit in a pane of h lines: all of them, or,
+// when they overflow, h less a line above and one below that say how many
+// rows are hidden there.
+func (tp *treePane) window(h int) int {
+	if len(tp.rows) <= h || h < 3 {
+		return max(1, h)
 	}
+	return h - 2
+}
+
+// scrollTo keeps the cursor within the visible rows of a pane of h lines.
+func (tp *treePane) scrollTo(h int) {
+	h = tp.window(h)
 	if tp.cursor < tp.offset {
 		tp.offset = tp.cursor
 	}
@@ -146,7 +155,12 @@ func (tp *treePane) view(st styles, s *taskStore, w, h int, now time.Time, frame
 	if len(tp.rows) == 0 {
 		out = append(out, st.dim.Render(fit("  no tasks here — press n to create one", w)))
 	}
-	end := min(len(tp.rows), tp.offset+h)
+	win := tp.window(h)
+	overflow := win < len(tp.rows) && win < h
+	if overflow {
+		out = append(out, moreLine(st, "↑", tp.offset, w))
+	}
+	end := min(len(tp.rows), tp.offset+win)
 	for i := tp.offset; i < end; i++ {
 		r := tp.rows[i]
 		e := s.byID[r.id]
@@ -158,10 +172,25 @@ func (tp *treePane) view(st styles, s *taskStore, w, h int, now time.Time, frame
 		sel := i == tp.cursor
 		out = append(out, rm.render(st, r, w, sel, focused))
 	}
+	if overflow {
+		for len(out) < h-1 {
+			out = append(out, strings.Repeat(" ", w))
+		}
+		out = append(out, moreLine(st, "↓", len(tp.rows)-end, w))
+	}
 	for len(out) < h {
 		out = append(out, strings.Repeat(" ", w))
 	}
 	return out
+}
+
+// moreLine says how many rows are hidden past one edge of the tree; blank
+// when none are.
+func moreLine(st styles, arrow string, n, w int) string {
+	if n <= 0 {
+		return strings.Repeat(" ", w)
+	}
+	return st.dim.Render(fit(fmt.Sprintf("  %s %d more", arrow, n), w))
 }
 
 func clamp(v, lo, hi int) int {

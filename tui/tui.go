@@ -35,6 +35,14 @@ type Options struct {
 	// Now and Location fix the clock and time zone (tests).
 	Now      func() time.Time
 	Location *time.Location
+	// Bell is where the terminal bell goes when a task starts needing you
+	// (default Out); NoBell, or KANDEV_NO_BELL=1, silences it.
+	Bell   io.Writer
+	NoBell bool
+	// Notify, when set, shows a desktop notification for a task that
+	// starts needing you. Run sets it to notify-send (Linux) or osascript
+	// (macOS) when KANDEV_NOTIFY=1 and the program exists.
+	Notify func(ctx context.Context, title, body string)
 }
 
 // Run shows the UI until the operator quits or ctx ends.
@@ -44,6 +52,15 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 	}
 	if opts.Out == nil {
 		opts.Out = os.Stdout
+	}
+	if opts.Bell == nil {
+		opts.Bell = opts.Out
+	}
+	if os.Getenv("KANDEV_NO_BELL") == "1" {
+		opts.NoBell = true
+	}
+	if opts.Notify == nil && os.Getenv("KANDEV_NOTIFY") == "1" {
+		opts.Notify = desktopNotifier()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

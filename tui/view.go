@@ -134,6 +134,7 @@ func (m *Model) statusLines(w int) []string {
 	if extra := c.yours - c.askYou; extra > 0 {
 		segs = append(segs, fmt.Sprintf("@you %d", extra))
 	}
+	filterLabel := ""
 	if m.typing {
 		left = "filter / " + m.filterInput.View()
 	} else if m.filter.active() {
@@ -144,10 +145,20 @@ func (m *Model) statusLines(w int) []string {
 		if m.filter.state != stateAll {
 			f += " [" + m.filter.state.String() + "]"
 		}
-		segs = append([]string{f}, segs...)
+		filterLabel = f
 	}
-	// The counts give way, last first, when the line is full.
+	// The counts say what a filter hides, so they keep their place: a
+	// filter's label that does not fit beside them takes a line of its own.
+	// Otherwise the counts give way, last first, when the line is full.
 	right := strings.Join(segs, " · ")
+	labelLine := ""
+	if filterLabel != "" {
+		if width(left)+width(filterLabel)+3+width(right)+2 <= w {
+			right = filterLabel + " · " + right
+		} else {
+			labelLine = fit(filterLabel, w)
+		}
+	}
 	for len(segs) > 1 && width(left)+width(right)+2 > w {
 		segs = segs[:len(segs)-1]
 		right = strings.Join(segs, " · ")
@@ -159,6 +170,12 @@ func (m *Model) statusLines(w int) []string {
 		first = fit(left, w)
 	}
 	out := []string{fit(first, w)}
+	if labelLine != "" {
+		out = append(out, labelLine)
+	}
+	if m.flash != "" {
+		out = append(out, st.badgeYou.Render(fit("» "+oneLine(m.flash), w)))
+	}
 	if m.status != "" {
 		prefix := "· "
 		if m.statusErr {

@@ -308,8 +308,18 @@ func TestWaitOutcomes(t *testing.T) {
 	q := create(t, d, core.CreateTaskInput{Title: "asks", Start: true, Prompt: call("ask_user_question_kandev",
 		map[string]any{"questions": []map[string]any{{"prompt": "ok?"}}})})
 	check(q.ID, "question", 11)
-	// Escalated.
-	esc := create(t, d, core.CreateTaskInput{Title: "stalls", Start: true, Prompt: "mock: say nothing handed"})
+	// Back to you: the turn ended without a handoff, and the task went back
+	// to the person who created it (ADR 0025); that is a person's turn.
+	back := create(t, d, core.CreateTaskInput{Title: "stalls", Start: true, Prompt: "mock: say nothing handed"})
+	check(back.ID, "person", 10)
+	// Escalated: past its role, to the role's manager.
+	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	esc := create(t, d, core.CreateTaskInput{Title: "stalls up", Assignee: "eng", Start: true, Prompt: "mock: say nothing handed"})
 	check(esc.ID, "escalated", 12)
 	// Failed: a failed run is a stall, so it escalates (above) unless the
 	// task is held: here by an open subtask, whose finishing wakes it.

@@ -143,6 +143,8 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	b = appendString(b, t.Waiting)
 	b = append(b, `,"your_turn":`...)
 	b = strconv.AppendBool(b, t.YourTurn)
+	b = append(b, `,"interrupted":`...)
+	b = strconv.AppendBool(b, t.Interrupted)
 	b = append(b, `,"blocked_by":[`...)
 	for i, id := range t.BlockedBy {
 		if i > 0 {

@@ -258,6 +258,7 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.Stalled = &core.Stall{Reason: "Stalled", From: randomString(rng), Detail: randomString(rng), At: randomTime(rng)}
 	}
 	t.Surface, t.Waiting, t.YourTurn = randomString(rng), randomString(rng), rng.IntN(2) == 0
+	t.Interrupted = rng.IntN(3) == 0
 	for range rng.IntN(3) {
 		t.BlockedBy = append(t.BlockedBy, randomString(rng))
 	}

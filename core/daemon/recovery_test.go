@@ -8,7 +8,8 @@ import (
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
-// kill -9 of the daemon mid-turn: the next daemon marks the session
+// kill -9 of the daemon mid-turn: the next daemon (started with
+// --no-resume, so the state between can be seen) marks the session
 // interrupted, keeps every queued and recorded message, and the next
 // message resumes the agent with the cut-short prompt first.
 func TestRestartRecoveryAfterKill9(t *testing.T) {
@@ -24,6 +25,7 @@ func TestRestartRecoveryAfterKill9(t *testing.T) {
 	recorded := len(conversation(t, d, task.ID))
 
 	d.Kill9()
+	d.SetEnv("KANDEV_NO_RESUME", "1")
 	d.Restart()
 
 	after := get(t, d, task.ID)
@@ -41,9 +43,9 @@ func TestRestartRecoveryAfterKill9(t *testing.T) {
 	if n := len(conversation(t, d, task.ID)); n < recorded {
 		t.Fatalf("conversation shrank from %d to %d entries", recorded, n)
 	}
-	// Nothing runs by itself; the next message resumes.
-	if after.Session.State.Live() {
-		t.Fatal("a session restarted on its own")
+	// With --no-resume nothing runs by itself; the next message resumes.
+	if after.Session.State.Live() || !after.Interrupted {
+		t.Fatalf("session %s, interrupted %v: want it left interrupted", after.Session.State, after.Interrupted)
 	}
 	message(t, d, task.ID, "mock: history")
 	waitSaid(t, d, task.ID, "history:")
@@ -65,7 +67,7 @@ func TestRestartRecoveryAfterKill9(t *testing.T) {
 }
 
 // SIGTERM: the daemon stops its agents, marks sessions interrupted and
-// exits cleanly; a restart finds everything.
+// exits cleanly; a restart (with --no-resume, to look) finds everything.
 func TestGracefulShutdown(t *testing.T) {
 	d := daemontest.Start(t)
 	task := create(t, d, core.CreateTaskInput{Title: "graceful", Prompt: "mock: say up\nmock: hang", Start: true})
@@ -78,6 +80,7 @@ func TestGracefulShutdown(t *testing.T) {
 	if !strings.Contains(d.Log(), "kandev daemon stopped") {
 		t.Fatalf("daemon log:\n%s", d.Log())
 	}
+	d.SetEnv("KANDEV_NO_RESUME", "1")
 	d.Restart()
 	got := get(t, d, task.ID)
 	if got.Session.State != core.SessionCancelled || !strings.Contains(got.Session.Error, "shut down") {

@@ -39,6 +39,9 @@ type ServeOptions struct {
 	// Ready is called once the socket accepts connections.
 	Ready func()
 	Grace agent.Grace
+	// NoResume leaves runs the last daemon's exit cut short for an
+	// explicit start instead of resuming them at once (ADR 0026).
+	NoResume bool
 }
 
 // Serve runs the daemon until ctx ends, then shuts down: stop taking work,
@@ -83,7 +86,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: startTimeout,
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
-		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout})
+		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout,
+		NoResume: o.NoResume})
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,7 @@ const (
 	flagAssignee  = 'A' // the assignee columns hold one
 	flagHandedBy  = 'H' // the handed_by columns hold one
 	flagSession   = 's' // the session columns hold one
+	flagInterrupt = 'i' // a daemon exit cut its run short (ADR 0026)
 )
 
 // Times in [nanosFrom, nanosUntil) are written as Unix nanoseconds, which
@@ -130,6 +131,7 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 	flag(t.Assignee != nil, flagAssignee)
 	flag(t.HandedBy != nil, flagHandedBy)
 	flag(t.Session != nil, flagSession)
+	flag(t.Interrupted, flagInterrupt)
 	b = append(b, '\t')
 	nanos(t.UpdatedAt)
 	field(t.Profile)
@@ -316,6 +318,8 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]co
 			t.YourTurn = true
 		case flagTitlePend:
 			t.TitlePending = true
+		case flagInterrupt:
+			t.Interrupted = true
 		}
 	}
 	if c[11] != "" {

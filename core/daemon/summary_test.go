@@ -34,7 +34,7 @@ func summaryOf(t testing.TB, in core.Task) core.Task {
 	}
 	out := core.Task{ID: in.ID, ParentID: in.ParentID, Title: in.Title, Status: in.Status, Autopilot: in.Autopilot,
 		Profile: in.Profile, UpdatedAt: utc(in.UpdatedAt), Archived: in.Archived, Halted: in.Halted,
-		TitlePending: in.TitlePending, Queued: in.Queued, Waiting: in.Waiting, YourTurn: in.YourTurn}
+		TitlePending: in.TitlePending, Queued: in.Queued, Waiting: in.Waiting, YourTurn: in.YourTurn, Interrupted: in.Interrupted}
 	if in.Assignee != nil {
 		a := *in.Assignee
 		out.Assignee = &a

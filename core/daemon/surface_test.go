@@ -50,9 +50,9 @@ func TestTextOutputWritesNoEscape(t *testing.T) {
 	if r := check("task", "log", task.ID); r.Code != 0 || !strings.Contains(r.Stdout, "agent link 0;t done") {
 		t.Errorf("task log: exit %d, %q", r.Code, r.Stdout)
 	}
-	// The turn ended without a handoff: the task was escalated, which
-	// `kandev wait` reports.
-	if r := check("wait", task.ID); r.Code != 12 || !strings.Contains(r.Stdout, "escalated") {
+	// The turn ended without a handoff: the task went back to its
+	// creator, which `kandev wait` reports as a person's turn.
+	if r := check("wait", task.ID); r.Code != 10 || !strings.Contains(r.Stdout, "ended without handing on") {
 		t.Errorf("wait: exit %d, %q %q", r.Code, r.Stdout, r.Stderr)
 	}
 	if r := check("task", "show", "\x1b]0;t\x07nope"); r.Code == 0 || !strings.Contains(r.Stderr, "nope") {

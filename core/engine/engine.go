@@ -58,6 +58,10 @@ type Options struct {
 	// n-th (from 0) interrupted session, after its prompt is queued again
 	// and before that is committed: a failpoint for kill -9 in recovery.
 	DuringRecovery func(n int)
+	// NoResume leaves runs a daemon exit cut short for an explicit start
+	// or message (they show as interrupted); by default the startup
+	// recovery delivers their queues again by itself (ADR 0026).
+	NoResume bool
 	// BeforeStart, when set, runs after a create with Start committed and
 	// before the start: a failpoint for a crash in between.
 	BeforeStart func(taskID string)
@@ -202,7 +206,7 @@ func (e *Engine) Close() error {
 		wg.Add(1)
 		go func(r *liveRun) {
 			defer wg.Done()
-			e.interruptRun(r, "interrupted: the kandev daemon shut down")
+			e.interruptRun(r, core.SessionInterruptedPrefix+"shut down")
 		}(r)
 	}
 	wg.Wait()
@@ -381,6 +385,10 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 	// nobody else will ever move it.
 	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.Kind == "person" && t.Assignee.Name == core.Operator) ||
 		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser) || t.Stuck())
+	// Interrupted until its queue is delivered again: the session a daemon
+	// exit ended is the latest, and something is queued for its next turn.
+	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
+		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.Error, core.SessionInterruptedPrefix)
 	return t
 }
 

@@ -103,15 +103,27 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string)
 	if r, err := e.roleOf(ctx, role); err == nil {
 		target = parseRef(r.Manager)
 	}
+	reason := "Stalled"
+	// A turn that ended normally and goes back to the person who handed
+	// the task over or created it is their turn again, not an escalation
+	// (ADR 0025). A failed run or a child's question left unanswered stays
+	// an alarm wherever it goes.
+	normal := !strings.HasPrefix(detail, "run failed: ") && !strings.HasPrefix(detail, unansweredPrefix)
 	if target == nil && t.HandedBy != nil && t.HandedBy.Kind == "person" {
 		target = t.HandedBy
+		if normal {
+			reason = core.StallReturned
+		}
 	}
 	creator := core.ParseActor(t.CreatedBy)
 	if target == nil && creator.Kind == core.ActorPerson {
 		target = &core.Assignee{Kind: "person", Name: creator.Name}
+		if normal {
+			reason = core.StallReturned
+		}
 	}
 	if target != nil {
-		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, "Stalled"); err != nil {
+		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, reason); err != nil {
 			e.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
 		}
 		return
@@ -216,9 +228,22 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 }
 
 // lastWords is what a task's agent said last (in a session, if given).
+// For a session it is the agent's own text in its last turn, or nothing:
+// a stall record quotes it as the agent's last words, and kandev's handoff
+// note (which carries kandev's own prompt text) is not what the agent said.
 func (e *Engine) lastWords(ctx context.Context, taskID, sessionID string) string {
 	m, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgAgent))
-	if err != nil || (sessionID != "" && m.SessionID != sessionID) {
+	if sessionID != "" && (err != nil || m.SessionID != sessionID) {
+		return ""
+	}
+	// Words from an earlier turn are not the last turn's: a turn that said
+	// nothing has no last words.
+	if sessionID != "" {
+		if p, perr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt)); perr == nil && p.SessionID == sessionID && p.Seq > m.Seq {
+			return ""
+		}
+	}
+	if err != nil {
 		if h, herr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgHandoff)); herr == nil {
 			return h.Text
 		}

@@ -209,7 +209,11 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 	}
 	post()
 	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
-	if reason != "" {
+	switch reason {
+	case "":
+	case core.StallReturned:
+		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
+	default:
 		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
 	}
 	if message != "" {

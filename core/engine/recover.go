@@ -14,7 +14,10 @@ import (
 // live are marked interrupted (their orphaned process groups killed), the
 // prompt of any turn they cut short goes back to the front of the queue,
 // and user questions whose waiting call died now wait for the next turn.
-// Nothing restarts by itself: the next message resumes the agent.
+// Then every task with a cut prompt queued again (by this recovery, an
+// earlier one a crash cut short, or a clean shutdown) resumes its agent's
+// session and gets it delivered, unless NoResume leaves them for the next
+// message or start (ADR 0026).
 func (e *Engine) Recover(ctx context.Context) error {
 	live, err := e.db.LiveSessions(ctx)
 	if err != nil {
@@ -22,7 +25,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	for i, s := range live {
 		killed := killOrphan(s)
-		reason := fmt.Sprintf("interrupted: the kandev daemon exited while this session was %s", s.State)
+		reason := fmt.Sprintf("%sexited while this session was %s", core.SessionInterruptedPrefix, s.State)
 		msg := reason
 		if killed {
 			msg += fmt.Sprintf("; its leftover processes (agent pid %d) were killed", s.PID)
@@ -73,7 +76,29 @@ func (e *Engine) Recover(ctx context.Context) error {
 			e.markNextTurn(m.Seq)
 		}
 	}
-	return e.sweep(ctx)
+	if err := e.sweep(ctx); err != nil {
+		return err
+	}
+	return e.resumeInterrupted(ctx)
+}
+
+// resumeInterrupted kicks the turn loop of every task with a redelivery
+// queued, after the sweep: a task the sweep escalated or a stop holds is
+// skipped by the loop as it would be for any input.
+func (e *Engine) resumeInterrupted(ctx context.Context) error {
+	ids, err := e.db.RedeliveryQueues(ctx)
+	if err != nil {
+		return fmt.Errorf("resume interrupted runs: %w", err)
+	}
+	for _, id := range ids {
+		if e.opts.NoResume {
+			e.log.Info("interrupted run left for an explicit start (--no-resume)", "task", id)
+			continue
+		}
+		e.log.Info("resuming an interrupted run", "task", id)
+		e.kick(id)
+	}
+	return nil
 }
 
 // killOrphan kills every process left of a session the previous daemon

@@ -334,7 +334,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	e.rtMu.Lock()
 	if e.closing {
 		e.rtMu.Unlock()
-		e.finishSession(sessionID, core.SessionCancelled, "interrupted: the kandev daemon shut down")
+		e.finishSession(sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
 		rt.mu.Unlock()
 		proc.Terminate(e.opts.Grace)
 		return nil, errFenced
