@@ -75,6 +75,14 @@ type CreateTaskInput struct {
 	// IdempotencyKey, when set, makes the create safe to retry: a second
 	// create by the same actor with the same key returns the first task.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Workspace is worktree (or new), shared or inherit; empty decides by
+	// the directory and the parent (docs/decisions/0027).
+	Workspace string `json:"workspace,omitempty"`
+	// Base is the ref a new worktree branches from (default: the main
+	// checkout's HEAD, or the parent's branch for a child).
+	Base string `json:"base,omitempty"`
+	// Branch names a new worktree's branch (default kandev/<id>-<slug>).
+	Branch string `json:"branch,omitempty"`
 }
 
 // TaskSummaries is a client that can list tasks as their summaries: each

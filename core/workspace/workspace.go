@@ -59,25 +59,38 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, 
 // checkout, so a task created from inside another task's worktree branches
 // from the same repository. It wraps ErrNotRepo when dir is in no work tree.
 func (m *Manager) RepoRoot(ctx context.Context, dir string) (string, error) {
-	out, err := m.git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-inside-work-tree")
+	repo, _, err := m.Locate(ctx, dir)
+	return repo, err
+}
+
+// Locate is RepoRoot plus dir's path relative to the top of its own
+// checkout ("" at the top), to start a worktree's agent at the same place.
+func (m *Manager) Locate(ctx context.Context, dir string) (repo, prefix string, err error) {
+	out, err := m.git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-inside-work-tree", "--show-prefix")
 	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && exitCode(ge.Err) == 128 && strings.Contains(ge.Stderr, "not a git repository") {
-			return "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
+			return "", "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
 		}
-		return "", fmt.Errorf("find repository of %s: %w", dir, err)
+		if errors.Is(err, ErrNoGit) {
+			return "", "", err
+		}
+		return "", "", fmt.Errorf("find repository of %s: %w", dir, err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) < 2 || lines[1] != "true" {
-		return "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
+		return "", "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
 	}
 	common := lines[0]
 	if filepath.Base(common) != ".git" {
 		// A bare repository or a separate git dir: there is no main
 		// checkout to merge into.
-		return "", fmt.Errorf("%s: repository %s has no main checkout: %w", dir, common, ErrNotRepo)
+		return "", "", fmt.Errorf("%s: repository %s has no main checkout: %w", dir, common, ErrNotRepo)
 	}
-	return filepath.Dir(common), nil
+	if len(lines) > 2 {
+		prefix = strings.TrimSuffix(lines[2], "/")
+	}
+	return filepath.Dir(common), prefix, nil
 }
 
 // Head returns the commit the checkout in dir is on.
