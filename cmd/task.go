@@ -31,6 +31,9 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskHandoff(f),
 		NewCmdTaskBlock(f),
 		NewCmdTaskQueue(f, nil),
+		NewCmdTaskDiff(f, nil),
+		NewCmdTaskMerge(f, nil),
+		NewCmdTaskDiscard(f, nil),
 	)
 	return c
 }

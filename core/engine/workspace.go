@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/workspace"
@@ -140,4 +141,148 @@ func workspaceOf(t store.Task) *core.Workspace {
 		mode = core.WorkspaceShared
 	}
 	return &core.Workspace{Mode: mode, Repo: t.RepoRoot, Dir: t.WorktreeDir, Branch: t.Branch, Base: t.BaseCommit}
+}
+
+// worktreeTask returns the task and its worktree for diff, merge or
+// discard; own says the task must own it (not work in its parent's).
+func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (core.Task, workspace.Worktree, error) {
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, workspace.Worktree{}, err
+	}
+	if err := e.mayEdit(ctx, t); err != nil {
+		return core.Task{}, workspace.Worktree{}, err
+	}
+	w := t.Workspace
+	switch {
+	case w == nil || w.Mode == core.WorkspaceShared:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to %s", t.ID, verb)
+	case w.Mode == core.WorkspaceDiscarded:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s's worktree was discarded", t.ID)
+	case w.Mode == core.WorkspaceInherit && own:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
+	}
+	return t, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base), nil
+}
+
+// TaskDiff implements core.Client.
+func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (core.TaskDiff, error) {
+	t, wt, err := e.worktreeTask(ctx, ref, "diff", false)
+	if err != nil {
+		return core.TaskDiff{}, err
+	}
+	if _, err := os.Stat(wt.Dir); err != nil {
+		return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+	}
+	d, err := e.ws.Diff(ctx, wt, in.Patch)
+	if err != nil {
+		return core.TaskDiff{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	out := core.TaskDiff{TaskID: t.ID, Dir: wt.Dir, Branch: wt.Branch, Base: wt.BaseCommit, Stat: d.Stat, Patch: d.Patch,
+		Files: make([]core.DiffFileStat, 0, len(d.Files))}
+	for _, f := range d.Files {
+		out.Files = append(out.Files, core.DiffFileStat(f))
+	}
+	out.Added, out.Deleted = d.Totals()
+	if len(out.Patch) > core.MaxPatch {
+		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
+	}
+	return out, nil
+}
+
+// MergeTask implements core.Client. The task's agent must not be in a
+// turn: what merges is what its worktree holds at this moment.
+func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) (core.MergeResult, error) {
+	t, wt, err := e.worktreeTask(ctx, ref, "merge", true)
+	if err != nil {
+		return core.MergeResult{}, err
+	}
+	if s := t.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
+		return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn; wait for it or stop it (kandev task stop %s) first", t.ID, t.ID)
+	}
+	res, err := e.ws.Merge(ctx, wt, workspace.MergeOptions{Squash: in.Squash, Message: in.Message})
+	switch {
+	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToMerge):
+		return core.MergeResult{}, core.Errorf(core.CodeConflict, "%v", err)
+	case err != nil:
+		return core.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	actor := core.ActorFrom(ctx)
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(),
+		"merged "+wt.Branch+" into "+res.Into+" ("+shortCommit(res.Commit)+") by "+actor.String(), nil)
+	t, err = e.refresh(ctx, t.ID)
+	if err != nil {
+		return core.MergeResult{}, err
+	}
+	return core.MergeResult{Task: t, Branch: wt.Branch, Into: res.Into, Commit: res.Commit}, nil
+}
+
+// DiscardTask implements core.Client: the only way a task's worktree and
+// branch are removed (a stop or an archive keeps them). The task itself
+// stays, its workspace marked discarded.
+func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error) {
+	t, wt, err := e.worktreeTask(ctx, ref, "discard", true)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if s := t.Session; s != nil && s.State.Live() {
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s's agent is running in the worktree; stop it (kandev task stop %s) first", t.ID, t.ID)
+	}
+	for _, c := range e.inheritors(t) {
+		if s := c.Session; s != nil && s.State.Live() {
+			return core.Task{}, core.Errorf(core.CodeConflict, "task %s's agent works in this worktree; stop it (kandev task stop %s) first", c.ID, c.ID)
+		}
+	}
+	if err := e.ws.Discard(ctx, wt); err != nil {
+		return core.Task{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetWorkspaceMode(ctx, t.ID, core.WorkspaceDiscarded, now); err != nil {
+			return err
+		}
+		for _, c := range e.inheritors(t) {
+			if err := tx.SetWorkspaceMode(ctx, c.ID, core.WorkspaceDiscarded, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	actor := core.ActorFrom(ctx)
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "discarded worktree "+wt.Dir+" and branch "+wt.Branch+" by "+actor.String(), nil)
+	for _, c := range e.inheritors(t) {
+		if _, err := e.refresh(ctx, c.ID); err != nil {
+			return core.Task{}, err
+		}
+	}
+	return e.refresh(ctx, t.ID)
+}
+
+// inheritors are the descendants of t that work in its worktree.
+func (e *Engine) inheritors(t core.Task) []core.Task {
+	var out []core.Task
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	queue := append([]string(nil), e.children[t.ID]...)
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		c := e.tasks[id]
+		if c == nil || c.Workspace == nil || c.Workspace.Mode != core.WorkspaceInherit || c.Workspace.Dir != t.Workspace.Dir {
+			continue
+		}
+		out = append(out, *c)
+		queue = append(queue, e.children[id]...)
+	}
+	return out
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
 }

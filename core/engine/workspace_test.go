@@ -193,3 +193,55 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 		t.Fatalf("the child's worktree lacks the parent's work: %v", err)
 	}
 }
+
+func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(child.CWD, "child.txt"), []byte("c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The child sees the work in the worktree it shares.
+	d, err := env.eng.TaskDiff(env.ctx, child.ID, core.DiffInput{})
+	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "child.txt" {
+		t.Fatalf("child diff %+v, %v", d, err)
+	}
+	if _, err := env.eng.MergeTask(env.ctx, child.ID, core.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+		t.Fatalf("merge of an inheriting child: %v", err)
+	}
+	if _, err := env.eng.DiscardTask(env.ctx, child.ID); core.CodeOf(err) != core.CodeValidation {
+		t.Fatalf("discard of an inheriting child: %v", err)
+	}
+	if _, err := env.eng.TaskDiff(env.ctx, shared.ID, core.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
+		t.Fatalf("diff of a shared task: %v", err)
+	}
+	// Discarding the owner removes the worktree the child worked in too.
+	got, err := env.eng.DiscardTask(env.ctx, parent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Workspace.Mode != core.WorkspaceDiscarded {
+		t.Fatalf("after discard: %+v", got.Workspace)
+	}
+	if _, err := os.Stat(parent.Workspace.Dir); !os.IsNotExist(err) {
+		t.Fatalf("worktree still there: %v", err)
+	}
+	c, err := env.eng.GetTask(env.ctx, child.ID)
+	if err != nil || c.Workspace.Mode != core.WorkspaceDiscarded {
+		t.Fatalf("child after discard: %+v, %v", c.Workspace, err)
+	}
+	if got := gitT(t, repo, "branch", "--list", parent.Workspace.Branch); got != "" {
+		t.Fatalf("branch left: %q", got)
+	}
+}
