@@ -286,3 +286,13 @@ func shortCommit(c string) string {
 	}
 	return c
 }
+
+// setupWorktree runs the .kandev/setup of the worktree the task works in
+// (its own or its parent's), once per worktree.
+func (e *Engine) setupWorktree(ctx context.Context, t core.Task) (string, error) {
+	w := t.Workspace
+	if w == nil || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) || w.Dir == "" {
+		return "", nil
+	}
+	return e.ws.RunSetup(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+}

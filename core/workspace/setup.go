@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -50,11 +51,21 @@ func SetupScript(wt Worktree) string {
 // script is not an error. A script that is not executable, exits non-zero
 // or outlives its time is a *SetupError carrying the output. The script's
 // whole process group is killed when it times out, so a backgrounded
-// child does not outlive it.
+// child does not outlive it. Once it succeeds it is not run again for
+// this worktree: a marker in the worktree's git admin directory (removed
+// with the worktree) records it; runs on one worktree are serialised.
 func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	script := SetupScript(wt)
 	if script == "" {
 		return "", nil
+	}
+	defer m.lock(wt.Dir)()
+	marker := ""
+	if gitDir, err := m.git(ctx, wt.Dir, "rev-parse", "--absolute-git-dir"); err == nil {
+		marker = filepath.Join(strings.TrimSpace(gitDir), "kandev-setup-done")
+		if _, err := os.Stat(marker); err == nil {
+			return "", nil
+		}
 	}
 	fi, err := os.Stat(script)
 	if err != nil {
@@ -86,6 +97,11 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 			err = fmt.Errorf("did not finish in %s: %w", timeout, ctx.Err())
 		}
 		return out.String(), &SetupError{Script: script, Output: out.String(), Err: err}
+	}
+	if marker != "" {
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			return out.String(), fmt.Errorf("setup: record that it ran: %w", err)
+		}
 	}
 	return out.String(), nil
 }

@@ -473,6 +473,22 @@ func TestRunSetup(t *testing.T) {
 		t.Fatalf("no script: %q, %v", out, err)
 	}
 
+	// A failure carries its output, and is run again next time.
+	writeScript(t, wt.Dir, "echo installing deps\nexit 3\n", 0o755)
+	var se *SetupError
+	for range 2 {
+		_, err := m.RunSetup(ctx, wt)
+		if !errors.As(err, &se) || !strings.Contains(se.Output, "installing deps") || !strings.Contains(err.Error(), "exit status 3") {
+			t.Fatalf("failing setup: err = %v", err)
+		}
+	}
+
+	// Not executable: said so, not silently skipped.
+	writeScript(t, wt.Dir, "exit 0\n", 0o644)
+	if _, err := m.RunSetup(ctx, wt); !errors.As(err, &se) || !strings.Contains(err.Error(), "not executable") {
+		t.Fatalf("non-executable setup: err = %v", err)
+	}
+
 	// The script runs in the worktree and sees where it is.
 	writeScript(t, wt.Dir, "pwd\necho \"branch=$KANDEV_BRANCH\"\necho to-stderr >&2\ntouch made-by-setup\n", 0o755)
 	out, err := m.RunSetup(ctx, wt)
@@ -485,19 +501,10 @@ func TestRunSetup(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt.Dir, "made-by-setup")); err != nil {
 		t.Fatal(err)
 	}
-
-	// A failure carries its output.
-	writeScript(t, wt.Dir, "echo installing deps\nexit 3\n", 0o755)
-	_, err = m.RunSetup(ctx, wt)
-	var se *SetupError
-	if !errors.As(err, &se) || !strings.Contains(se.Output, "installing deps") || !strings.Contains(err.Error(), "exit status 3") {
-		t.Fatalf("failing setup: err = %v", err)
-	}
-
-	// Not executable: said so, not silently skipped.
-	writeScript(t, wt.Dir, "exit 0\n", 0o644)
-	if _, err := m.RunSetup(ctx, wt); !errors.As(err, &se) || !strings.Contains(err.Error(), "not executable") {
-		t.Fatalf("non-executable setup: err = %v", err)
+	// Once it succeeded, it is not run again for this worktree.
+	writeScript(t, wt.Dir, "echo again\nexit 1\n", 0o755)
+	if out, err := m.RunSetup(ctx, wt); err != nil || out != "" {
+		t.Fatalf("setup ran again: %q, %v", out, err)
 	}
 }
 
