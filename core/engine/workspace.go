@@ -60,7 +60,7 @@ func (e *Engine) planWorkspace(ctx context.Context, in core.CreateTaskInput, par
 		return wsPlan{}, core.Errorf(core.CodeValidation, "workspace %q: use worktree (or new), shared or inherit", in.Workspace)
 	}
 	if (in.Base != "" || in.Branch != "") && (mode == core.WorkspaceShared || mode == core.WorkspaceInherit) {
-		return wsPlan{}, core.Errorf(core.CodeValidation, "--base and --branch need a worktree of the task's own (workspace %s)", mode)
+		return wsPlan{}, core.Errorf(core.CodeValidation, "a base or branch needs a worktree of the task's own (workspace worktree or new), not %s", mode)
 	}
 	switch mode {
 	case core.WorkspaceShared:

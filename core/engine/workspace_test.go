@@ -126,7 +126,7 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 		{"missing base", core.CreateTaskInput{Title: "b", CWD: repo, Base: "no-such-ref"}, "no-such-ref"},
 		{"existing branch", core.CreateTaskInput{Title: "c", CWD: repo, Branch: "main"}, "already exists"},
 		{"unknown mode", core.CreateTaskInput{Title: "d", CWD: repo, Workspace: "cloud"}, "workspace"},
-		{"base on shared", core.CreateTaskInput{Title: "e", CWD: repo, Workspace: "shared", Base: "main"}, "--base"},
+		{"base on shared", core.CreateTaskInput{Title: "e", CWD: repo, Workspace: "shared", Base: "main"}, "a base or branch"},
 	}
 	for _, c := range cases {
 		_, err := env.eng.CreateTask(env.ctx, c.in)
@@ -243,5 +243,55 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 	}
 	if got := gitT(t, repo, "branch", "--list", parent.Workspace.Branch); got != "" {
 		t.Fatalf("branch left: %q", got)
+	}
+}
+
+// An agent's subtask (create_task_kandev) works in its parent's worktree
+// unless it asks for a new one, which branches from the parent's branch
+// or the base it names.
+func TestAgentSubtaskWorkspace(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := parent.Workspace
+	if err := os.WriteFile(filepath.Join(pw.Dir, "p.txt"), []byte("p\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, pw.Dir, "add", ".")
+	gitT(t, pw.Dir, "commit", "-q", "-m", "parent work")
+	parentHead := gitT(t, pw.Dir, "rev-parse", "HEAD")
+	initial := gitT(t, repo, "rev-parse", "HEAD")
+
+	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: parent.ID})
+	create := func(args string) core.Task {
+		t.Helper()
+		res, err := env.eng.CallTool(agent, "create_task_kandev", []byte(args))
+		if err != nil {
+			t.Fatalf("create_task_kandev %s: %v", args, err)
+		}
+		task, ok := res.(core.Task)
+		if !ok {
+			t.Fatalf("create_task_kandev returned %T", res)
+		}
+		return task
+	}
+	// Even with a cwd of its own, an agent's subtask inherits by default.
+	inherit := create(`{"title":"helper","start":false,"cwd":"` + pw.Dir + `"}`)
+	if w := inherit.Workspace; w.Mode != core.WorkspaceInherit || w.Dir != pw.Dir || w.Branch != pw.Branch {
+		t.Fatalf("inherit: %+v", w)
+	}
+	own := create(`{"title":"apart","start":false,"workspace":"new"}`)
+	if w := own.Workspace; w.Mode != core.WorkspaceWorktree || w.Dir == pw.Dir || w.Base != parentHead {
+		t.Fatalf("new: %+v; want its own worktree from %s", w, parentHead)
+	}
+	based := create(`{"title":"from main","start":false,"workspace":"new","base":"main"}`)
+	if w := based.Workspace; w.Mode != core.WorkspaceWorktree || w.Base != initial {
+		t.Fatalf("new from main: %+v; want base %s", w, initial)
+	}
+	if _, err := env.eng.CallTool(agent, "create_task_kandev", []byte(`{"title":"bad","start":false,"workspace":"elsewhere"}`)); core.CodeOf(err) != core.CodeValidation {
+		t.Fatalf("workspace elsewhere: %v", err)
 	}
 }
