@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,8 +32,56 @@ type Manager struct {
 	// SetupTimeout bounds .kandev/setup (DefaultSetupTimeout when zero).
 	SetupTimeout time.Duration
 
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	mu      sync.Mutex
+	locks   map[string]*sync.Mutex
+	version string // "" until checked and found recent enough
+}
+
+// MinVersion is the oldest git kandev's worktrees work with (git worktree
+// remove arrived in 2.17).
+var MinVersion = [2]int{2, 17}
+
+// checkVersion refuses a git too old for what kandev asks of it, with a
+// clear error instead of a puzzling one from a missing option.
+func (m *Manager) checkVersion(ctx context.Context) error {
+	m.mu.Lock()
+	ok := m.version != ""
+	m.mu.Unlock()
+	if ok {
+		return nil
+	}
+	out, err := m.git(ctx, "", "version")
+	if err != nil {
+		return fmt.Errorf("check git version: %w", err)
+	}
+	major, minor, ok := parseVersion(out)
+	if !ok {
+		return fmt.Errorf("check git version: cannot read %q", strings.TrimSpace(out))
+	}
+	if major < MinVersion[0] || (major == MinVersion[0] && minor < MinVersion[1]) {
+		return fmt.Errorf("%s is too old for kandev's worktrees: it needs git %d.%d or newer", strings.TrimSpace(out), MinVersion[0], MinVersion[1])
+	}
+	m.mu.Lock()
+	m.version = strings.TrimSpace(out)
+	m.mu.Unlock()
+	return nil
+}
+
+// parseVersion reads "git version 2.39.5" (and vendor suffixes such as
+// "2.39.3 (Apple Git-146)").
+func parseVersion(out string) (major, minor int, ok bool) {
+	f := strings.Fields(out)
+	if len(f) < 3 || f[0] != "git" || f[1] != "version" {
+		return 0, 0, false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	var err1, err2 error
+	major, err1 = strconv.Atoi(parts[0])
+	minor, err2 = strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
 }
 
 func (m *Manager) lock(repo string) func() {
@@ -66,7 +115,9 @@ func (m *Manager) RepoRoot(ctx context.Context, dir string) (string, error) {
 // Locate is RepoRoot plus dir's path relative to the top of its own
 // checkout ("" at the top), to start a worktree's agent at the same place.
 func (m *Manager) Locate(ctx context.Context, dir string) (repo, prefix string, err error) {
-	out, err := m.git(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir", "--is-inside-work-tree", "--show-prefix")
+	// No --path-format=absolute (git 2.31): a relative common dir is
+	// relative to dir.
+	out, err := m.git(ctx, dir, "rev-parse", "--git-common-dir", "--is-inside-work-tree", "--show-prefix")
 	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && exitCode(ge.Err) == 128 && strings.Contains(ge.Stderr, "not a git repository") {
@@ -82,6 +133,12 @@ func (m *Manager) Locate(ctx context.Context, dir string) (repo, prefix string, 
 		return "", "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
 	}
 	common := lines[0]
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	if abs, err := filepath.EvalSymlinks(common); err == nil {
+		common = abs
+	}
 	if filepath.Base(common) != ".git" {
 		// A bare repository or a separate git dir: there is no main
 		// checkout to merge into.
@@ -157,6 +214,9 @@ type CreateOptions struct {
 func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error) {
 	if o.Repo == "" || o.Dir == "" || o.Branch == "" {
 		return Worktree{}, errors.New("create worktree: repository, directory and branch are required")
+	}
+	if err := m.checkVersion(ctx); err != nil {
+		return Worktree{}, err
 	}
 	defer m.lock(o.Repo)()
 	base := o.Base

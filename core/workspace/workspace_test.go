@@ -530,3 +530,40 @@ func TestTailKeepsTheEnd(t *testing.T) {
 		t.Fatalf("tail = %q", got)
 	}
 }
+
+func TestParseVersion(t *testing.T) {
+	for in, want := range map[string][3]int{
+		"git version 2.39.5\n":               {2, 39, 1},
+		"git version 2.39.3 (Apple Git-146)": {2, 39, 1},
+		"git version 2.16.0.windows.1":       {2, 16, 1},
+		"git version 3.0":                    {3, 0, 1},
+		"hub version 2.14":                   {0, 0, 0},
+		"git version two":                    {0, 0, 0},
+	} {
+		major, minor, ok := parseVersion(in)
+		okInt := 0
+		if ok {
+			okInt = 1
+		}
+		if got := [3]int{major, minor, okInt}; got != want {
+			t.Errorf("parseVersion(%q) = %v; want %v", in, got, want)
+		}
+	}
+}
+
+func TestLocatePrefix(t *testing.T) {
+	repo := newRepo(t)
+	sub := filepath.Join(repo, "a", "b")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m := &Manager{}
+	got, prefix, err := m.Locate(context.Background(), sub)
+	if err != nil || got != repo || prefix != "a/b" {
+		t.Fatalf("Locate = %q, %q, %v", got, prefix, err)
+	}
+	got, prefix, err = m.Locate(context.Background(), repo)
+	if err != nil || got != repo || prefix != "" {
+		t.Fatalf("Locate(top) = %q, %q, %v", got, prefix, err)
+	}
+}
