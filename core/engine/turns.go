@@ -864,8 +864,12 @@ func (e *Engine) capabilitySet(t core.Task) capability.Set {
 }
 
 func (e *Engine) preamble(t core.Task, set capability.Set) (string, error) {
-	return prompt.Preamble(prompt.TaskInfo{ID: t.ID, Title: t.Title, Description: t.Description,
-		ParentID: t.ParentID, CWD: t.CWD, Autopilot: t.Autopilot}, set)
+	info := prompt.TaskInfo{ID: t.ID, Title: t.Title, Description: t.Description,
+		ParentID: t.ParentID, CWD: t.CWD, Autopilot: t.Autopilot}
+	if w := t.Workspace; w != nil && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
+		info.Workspace, info.Branch = w.Mode, w.Branch
+	}
+	return prompt.Preamble(info, set)
 }
 
 func (e *Engine) updateSession(id string, u store.SessionUpdate) {
