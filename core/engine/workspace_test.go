@@ -4,6 +4,7 @@ package engine_test
 // agent ever starts.
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,5 +294,19 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 	}
 	if _, err := env.eng.CallTool(agent, "create_task_kandev", []byte(`{"title":"bad","start":false,"workspace":"elsewhere"}`)); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("workspace elsewhere: %v", err)
+	}
+	// get_task_kandev tells an agent where a task works: directory, branch, base.
+	res, err := env.eng.CallTool(agent, "get_task_kandev", []byte(`{"task_id":"`+own.ID+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"dir":"` + own.Workspace.Dir + `"`, `"branch":"` + own.Workspace.Branch + `"`, `"base":"` + parentHead + `"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("get_task_kandev lacks %s: %s", want, b)
+		}
 	}
 }
