@@ -218,6 +218,11 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error)
 	if err := m.checkVersion(ctx); err != nil {
 		return Worktree{}, err
 	}
+	// A leading dash would reach git as an option (a base or branch may
+	// come from an agent's create_task_kandev).
+	if strings.HasPrefix(o.Base, "-") || strings.HasPrefix(o.Branch, "-") {
+		return Worktree{}, fmt.Errorf("create worktree: base %q or branch %q starts with a dash", o.Base, o.Branch)
+	}
 	defer m.lock(o.Repo)()
 	base := o.Base
 	if base == "" {

@@ -172,6 +172,19 @@ func TestCreateRefusesAndLeavesNothing(t *testing.T) {
 	if _, err := m.Create(ctx, CreateOptions{Repo: repo, Dir: dir, Branch: "bad..name"}); err == nil {
 		t.Fatal("create with branch bad..name succeeded")
 	}
+	// Dashes: never options to git.
+	out := filepath.Join(t.TempDir(), "written")
+	for _, o := range []CreateOptions{
+		{Repo: repo, Dir: dir, Branch: "kandev/t2", Base: "--output=" + out},
+		{Repo: repo, Dir: dir, Branch: "-D", Base: ""},
+	} {
+		if _, err := m.Create(ctx, o); err == nil || !strings.Contains(err.Error(), "dash") {
+			t.Fatalf("create %+v: err = %v", o, err)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a dashed base reached git: %v", err)
+	}
 	if _, err := os.Lstat(dir); !os.IsNotExist(err) {
 		t.Fatalf("refused creates left %s: %v", dir, err)
 	}
