@@ -45,6 +45,8 @@ type Client interface {
 	MergeTask(ctx context.Context, id string, in MergeInput) (MergeResult, error)
 	// DiscardTask removes the task's worktree and branch.
 	DiscardTask(ctx context.Context, id string) (Task, error)
+	// PruneWorktrees removes worktrees under the home that no task owns.
+	PruneWorktrees(ctx context.Context, in PruneInput) (PruneResult, error)
 
 	ListRoles(ctx context.Context) ([]Role, error)
 	GetRole(ctx context.Context, name string) (Role, error)
@@ -366,4 +368,16 @@ type MergeResult struct {
 	Branch string `json:"branch"` // the task's branch
 	Into   string `json:"into"`   // the main checkout's branch
 	Commit string `json:"commit"` // its new head
+}
+
+// PruneInput asks for a prune; DryRun only lists what would go.
+type PruneInput struct {
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// PruneResult lists the worktrees a prune removed (or would remove) and
+// the kandev branches deleted with them.
+type PruneResult struct {
+	Removed  []string `json:"removed"`
+	Branches []string `json:"branches"`
 }

@@ -336,6 +336,12 @@ func (c *Client) DiscardTask(ctx context.Context, id string) (core.Task, error) 
 	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/discard", nil, &t)
 }
 
+// PruneWorktrees implements core.Client.
+func (c *Client) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
+	var r core.PruneResult
+	return r, c.do(ctx, "POST", "/v1/worktrees/prune", in, &r)
+}
+
 // ListRoles implements core.Client.
 func (c *Client) ListRoles(ctx context.Context) ([]core.Role, error) {
 	var rs []core.Role

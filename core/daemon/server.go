@@ -245,6 +245,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/tasks/{id}/diff", h.taskDiff)
 	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
 	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
+	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
 	m.HandleFunc("GET /v1/roles", h.listRoles)
 	m.HandleFunc("POST /v1/roles", h.addRole)
 	m.HandleFunc("GET /v1/roles/{name}", h.getRole)
@@ -591,6 +592,16 @@ func (h *Handler) mergeTask(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) discardTask(w http.ResponseWriter, r *http.Request) {
 	t, err := h.eng.DiscardTask(r.Context(), r.PathValue("id"))
 	reply(w, t, err)
+}
+
+func (h *Handler) pruneWorktrees(w http.ResponseWriter, r *http.Request) {
+	var in core.PruneInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.PruneWorktrees(r.Context(), in)
+	reply(w, res, err)
 }
 
 func (h *Handler) listRoles(w http.ResponseWriter, r *http.Request) {

@@ -77,6 +77,9 @@ type Engine struct {
 	log  *slog.Logger
 	bus  *Bus
 	ws   *workspace.Manager
+	// wsMu: creates hold it shared from their worktree to their row, a
+	// worktree prune exclusively.
+	wsMu sync.RWMutex
 
 	cacheMu sync.RWMutex
 	// refreshMu serialises each task's read-from-store and cache write:

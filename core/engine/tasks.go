@@ -163,11 +163,13 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
 	}
 	prompt := strings.TrimSpace(in.Prompt)
+	e.wsMu.RLock()
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
 		// The worktree is made before the row so that a task that cannot
 		// have one is refused with git's reason, and undone if the row fails.
 		if err := e.makeWorktree(ctx, ws, &row); err != nil {
+			e.wsMu.RUnlock()
 			return core.Task{}, err
 		}
 		err = e.db.Tx(ctx, func(tx *store.Tx) error {
@@ -220,6 +222,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		}
 		break
 	}
+	e.wsMu.RUnlock()
 	if errors.Is(err, errKeyUsed) {
 		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
 			return t, err

@@ -296,3 +296,71 @@ func (e *Engine) setupWorktree(ctx context.Context, t core.Task) (string, error)
 	}
 	return e.ws.RunSetup(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
 }
+
+// PruneWorktrees implements core.Client: it removes the directories under
+// $KANDEV_HOME/worktrees that no task owns (a create cut between its
+// worktree and its row, a discard interrupted, a home restored from a
+// backup), with their kandev/<id> branches. Other branches are left.
+// Creates wait while it runs, so a worktree about to get its task is
+// never taken for an orphan.
+func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
+	if core.ActorFrom(ctx).Kind == core.ActorAgent {
+		return core.PruneResult{}, core.Errorf(core.CodeForbidden, "only the operator prunes worktrees")
+	}
+	e.wsMu.Lock()
+	defer e.wsMu.Unlock()
+	res := core.PruneResult{Removed: []string{}, Branches: []string{}}
+	root := filepath.Join(e.opts.Home.Dir, "worktrees")
+	repos, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, core.Errorf(core.CodeInternal, "prune: %v", err)
+	}
+	for _, r := range repos {
+		if !r.IsDir() {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, r.Name()))
+		if err != nil {
+			return res, core.Errorf(core.CodeInternal, "prune: %v", err)
+		}
+		for _, ent := range entries {
+			id, dir := ent.Name(), filepath.Join(root, r.Name(), ent.Name())
+			if row, err := e.db.GetTask(ctx, id); err == nil && row.Workspace == core.WorkspaceWorktree && row.WorktreeDir == dir {
+				continue
+			}
+			res.Removed = append(res.Removed, dir)
+			// Only a linked worktree (a .git file at its top) is asked to
+			// git: a stray directory could sit inside another repository.
+			var wt workspace.Worktree
+			isTree := false
+			if st, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && st.Mode().IsRegular() {
+				if wt, err = e.ws.Open(ctx, dir); err == nil {
+					isTree = true
+				}
+			}
+			if isTree && strings.HasPrefix(wt.Branch, "kandev/"+id) {
+				res.Branches = append(res.Branches, wt.Branch)
+			} else {
+				wt.Branch = "" // not ours to delete
+			}
+			if in.DryRun {
+				continue
+			}
+			if isTree {
+				err = e.ws.Discard(ctx, wt)
+			} else {
+				err = os.RemoveAll(dir)
+			}
+			if err != nil {
+				return res, core.Errorf(core.CodeInternal, "prune %s: %v", dir, err)
+			}
+		}
+		if !in.DryRun {
+			_ = os.Remove(filepath.Join(root, r.Name())) // only when empty
+		}
+	}
+	return res, nil
+}

@@ -348,3 +348,17 @@ func (m *Manager) removeLocked(ctx context.Context, repo, dir, branch string) er
 	}
 	return errors.Join(errs...)
 }
+
+// Open reads the worktree at dir back from git: its main checkout and the
+// branch it is on ("" when detached). BaseCommit stays empty.
+func (m *Manager) Open(ctx context.Context, dir string) (Worktree, error) {
+	repo, _, err := m.Locate(ctx, dir)
+	if err != nil {
+		return Worktree{}, err
+	}
+	wt := Worktree{Repo: repo, Dir: dir}
+	if out, err := m.git(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+		wt.Branch = strings.TrimSpace(out)
+	}
+	return wt, nil
+}
