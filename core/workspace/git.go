@@ -44,6 +44,11 @@ func (e *GitError) Unwrap() error { return e.Err }
 // git runs one git command in dir, bounded by timeout, and returns stdout.
 // env entries are added to the inherited environment.
 func git(ctx context.Context, timeout time.Duration, dir string, env []string, args ...string) (string, error) {
+	return gitIn(ctx, timeout, dir, env, "", args...)
+}
+
+// gitIn is git with stdin.
+func gitIn(ctx context.Context, timeout time.Duration, dir string, env []string, stdin string, args ...string) (string, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -60,6 +65,9 @@ func git(ctx context.Context, timeout time.Duration, dir string, env []string, a
 	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C")
 	cmd.Env = append(cmd.Env, env...)
 	cmd.WaitDelay = 5 * time.Second
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr

@@ -257,10 +257,12 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error)
 	return wt, nil
 }
 
-// copyIncludes copies the untracked files of the main checkout that match
-// .worktreeinclude into the worktree. git itself matches the patterns
-// (ls-files --exclude-from), so they mean exactly what they mean in a
-// .gitignore. Tracked files are never copied: the checkout has them.
+// copyIncludes copies the files of the main checkout that match
+// .worktreeinclude and that git ignores into the worktree. git itself
+// matches the patterns (ls-files --exclude-from), so they mean exactly what
+// they mean in a .gitignore. Tracked files are never copied (the checkout
+// has them), nor untracked files git does not ignore: a merge commits the
+// worktree's untracked files, and a secret must not ride along.
 func (m *Manager) copyIncludes(ctx context.Context, repo, dir string) ([]string, error) {
 	include := filepath.Join(repo, ".worktreeinclude")
 	if _, err := os.Stat(include); errors.Is(err, os.ErrNotExist) {
@@ -270,8 +272,15 @@ func (m *Manager) copyIncludes(ctx context.Context, repo, dir string) ([]string,
 	if err != nil {
 		return nil, fmt.Errorf("list .worktreeinclude files: %w", err)
 	}
+	if strings.Trim(out, "\x00") == "" {
+		return nil, nil
+	}
+	ignored, err := gitIn(ctx, m.Timeout, repo, nil, out, "check-ignore", "-z", "--stdin")
+	if err != nil && exitCode(errors.Unwrap(err)) != 1 { // 1: none of them is ignored
+		return nil, fmt.Errorf("check .worktreeinclude files: %w", err)
+	}
 	var copied []string
-	for _, rel := range strings.Split(out, "\x00") {
+	for _, rel := range strings.Split(ignored, "\x00") {
 		if rel == "" {
 			continue
 		}

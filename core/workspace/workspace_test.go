@@ -195,7 +195,7 @@ func TestCreateRefusesAndLeavesNothing(t *testing.T) {
 
 func TestCreateCopiesWorktreeInclude(t *testing.T) {
 	repo := newRepo(t)
-	write(t, repo, ".worktreeinclude", "# local files\n.env\nconfig/*.json\n/tracked.txt\n")
+	write(t, repo, ".worktreeinclude", "# local files\n.env\nconfig/*.json\n/tracked.txt\n*.local\n")
 	write(t, repo, "tracked.txt", "committed\n")
 	run(t, repo, "add", "tracked.txt", ".worktreeinclude")
 	run(t, repo, "commit", "-q", "-m", "tracked")
@@ -204,6 +204,7 @@ func TestCreateCopiesWorktreeInclude(t *testing.T) {
 	write(t, repo, "config/local.json", "{}\n")
 	write(t, repo, "config/deep/other.json", "{}\n") // config/*.json does not reach it
 	write(t, repo, "node_modules/x/index.js", "x\n") // ignored, not listed
+	write(t, repo, "notes.local", "mine\n")          // listed, not ignored: a merge would commit it
 
 	wt := create(t, &Manager{}, repo, "t1", "")
 	if got := read(t, wt.Dir, ".env"); got != "SECRET=1\n" {
@@ -215,7 +216,7 @@ func TestCreateCopiesWorktreeInclude(t *testing.T) {
 	if got := read(t, wt.Dir, "tracked.txt"); got != "committed\n" {
 		t.Fatalf("tracked.txt = %q; a tracked file must come from the commit", got)
 	}
-	for _, rel := range []string{"config/deep/other.json", "node_modules/x/index.js"} {
+	for _, rel := range []string{"config/deep/other.json", "node_modules/x/index.js", "notes.local"} {
 		if _, err := os.Stat(filepath.Join(wt.Dir, rel)); !os.IsNotExist(err) {
 			t.Errorf("%s was copied (err %v)", rel, err)
 		}
