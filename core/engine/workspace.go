@@ -197,8 +197,10 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 	if err != nil {
 		return core.MergeResult{}, err
 	}
-	if s := t.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
-		return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn; wait for it or stop it (kandev task stop %s) first", t.ID, t.ID)
+	for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
+		if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
+			return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+		}
 	}
 	res, err := e.ws.Merge(ctx, wt, workspace.MergeOptions{Squash: in.Squash, Message: in.Message})
 	switch {
