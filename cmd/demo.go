@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -34,7 +35,8 @@ func NewCmdDemo(f *Factory, runF func(*DemoOptions) error) *cobra.Command {
 		Long: `Run a canned scenario with the bundled mock agent in a fresh temporary home: a root task
 splits its work into an autopilot subtask and a normal one, answers the autopilot child's
 question, signs both off when they hand back, and hands the feature back to you. It needs
-no agent CLI and no network. Prints what happens, then the task tree and transcripts.`,
+no agent CLI and no network. Prints what happens, then the task tree and transcripts, and,
+when git is installed, the diff of what the agents wrote in the root task's worktree.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -67,12 +69,14 @@ func demoScript() string {
 	answer := strings.Join([]string{
 		"No single sign-on for now: email and password only.",
 		"mock: say Understood: building the email and password form.",
+		"mock: write login/form.go package login\\n\\n// Form asks for an email and a password.\\ntype Form struct{ Email, Password string }",
 		"mock: tool go test ./login/...",
 		mockCall("handoff_task_kandev", map[string]any{"to": "back", "message": "Login form done; tests pass."}),
 	}, "\n")
 	session := strings.Join([]string{
 		"Store sessions server-side.",
 		"mock: say Adding a session store with expiry.",
+		"mock: write session/store.go package session\\n\\n// Store keeps sessions server-side, with an expiry.\\ntype Store struct{}",
 		"mock: tool go test ./session/...",
 		mockCall("handoff_task_kandev", map[string]any{"to": "back", "message": "Session storage in place; tests pass."}),
 	}, "\n")
@@ -106,6 +110,9 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
+	// A git repository, so the tasks work in a worktree and the demo ends
+	// with the diff of their work. Without git the demo runs in place.
+	repo := initDemoRepo(ctx, work) == nil
 	logFile, err := os.Create(filepath.Join(dir, "daemon.log"))
 	if err != nil {
 		return err
@@ -169,7 +176,36 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 			}
 		}
 	}
+	if repo {
+		d, err := client.TaskDiff(ctx, root.ID, core.DiffInput{Patch: true})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\nWhat the agents changed, on branch %s (kandev task diff %s):\n\n%s\n%s", d.Branch, root.ID, d.Stat, d.Patch)
+	}
 	fmt.Fprintf(out, "\nThe feature is back with you for review. Try it yourself:\n  kandev task create \"Say hi\" --prompt \"mock: say hi\" --start\n  kandev          # the live tree\n")
+	return nil
+}
+
+// initDemoRepo makes dir a git repository with one commit.
+func initDemoRepo(ctx context.Context, dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("# The demo app\n"), 0o644); err != nil {
+		return err
+	}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"config", "user.name", "kandev demo"},
+		{"config", "user.email", "demo@kandev.invalid"},
+		{"config", "commit.gpgsign", "false"},
+		{"add", "README.md"},
+		{"commit", "-q", "-m", "The demo app"},
+	} {
+		c := exec.CommandContext(ctx, "git", args...)
+		c.Dir = dir
+		if out, err := c.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
+		}
+	}
 	return nil
 }
 

@@ -43,6 +43,9 @@ type Factory struct {
 	client *daemon.Client
 	// cleaners hold the text-mode stream wrappers, flushed at exit.
 	cleaners []*textsafe.Writer
+	// rawOut is stdout before cleaning: a command that cleans its text
+	// itself writes its own colours there (task diff on a terminal).
+	rawOut io.Writer
 }
 
 // rawStreams is the annotation of a command whose streams carry a
@@ -59,6 +62,7 @@ func (f *Factory) cleanText(c *cobra.Command) {
 	if f.JSON || c.Annotations[rawStreams] != "" || f.cleaners != nil {
 		return
 	}
+	f.rawOut = f.IO.Out
 	out, errOut := textsafe.NewWriter(f.IO.Out), textsafe.NewWriter(f.IO.ErrOut)
 	f.IO.Out, f.IO.ErrOut = out, errOut
 	f.cleaners = []*textsafe.Writer{out, errOut}

@@ -172,6 +172,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("parent", "(root)")
 	}
 	row("cwd", t.CWD)
+	if w := t.Workspace; w != nil && w.Mode != core.WorkspaceShared {
+		row("workspace", w.Mode+", branch "+w.Branch+" from "+shortID(w.Base)+" of "+w.Repo)
+	}
 	row("created", t.CreatedAt.Local().Format(time.DateTime)+" by "+t.CreatedBy)
 	row("updated", t.UpdatedAt.Local().Format(time.DateTime))
 	if t.Archived {

@@ -46,6 +46,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 	})
 	root.AddCommand(
 		NewCmdTask(f),
+		NewCmdWorktree(f),
 		NewCmdProfile(f),
 		NewCmdRole(f),
 		NewCmdPerson(f),

@@ -31,6 +31,9 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskHandoff(f),
 		NewCmdTaskBlock(f),
 		NewCmdTaskQueue(f, nil),
+		NewCmdTaskDiff(f, nil),
+		NewCmdTaskMerge(f, nil),
+		NewCmdTaskDiscard(f, nil),
 	)
 	return c
 }
@@ -67,14 +70,18 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 			if len(args) == 1 {
 				opts.Input.Title = args[0]
 			}
-			if opts.Input.CWD == "" {
+			// A child without --cwd works where its parent works (in its
+			// worktree, if it has one): the daemon fills it in.
+			if opts.Input.CWD == "" && opts.Input.ParentID == "" {
 				wd, err := os.Getwd()
 				if err != nil {
 					return err
 				}
 				opts.Input.CWD = wd
-			} else if abs, err := filepath.Abs(opts.Input.CWD); err == nil {
-				opts.Input.CWD = abs
+			} else if opts.Input.CWD != "" {
+				if abs, err := filepath.Abs(opts.Input.CWD); err == nil {
+					opts.Input.CWD = abs
+				}
 			}
 			// A child without --profile takes its parent's (the daemon's
 			// rule); the configured default is for top-level tasks.
@@ -96,7 +103,10 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
 	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
-	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory)")
+	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
+	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: worktree inside a git repository, and a child created without --cwd works in its parent's worktree")
+	fl.StringVar(&opts.Input.Base, "base", "", "the ref a worktree branches from (default: the repository's HEAD, or the parent's branch)")
+	fl.StringVar(&opts.Input.Branch, "branch", "", "the worktree's new branch (default: kandev/<task-id>-<slug-of-title>)")
 	fl.StringVar(&opts.Input.Prompt, "prompt", "", "first message for the task's agent")
 	fl.BoolVar(&opts.Input.Start, "start", false, "start the task's agent at once")
 	fl.StringVar(&opts.Input.Assignee, "assignee", "", "a role or person (default: the profile's own role)")

@@ -39,6 +39,15 @@ type Client interface {
 	// operator's way out of a queue filled by others.
 	DropQueued(ctx context.Context, id string, in DropQueueInput) (QueueView, error)
 
+	// TaskDiff is what the task changed in its worktree against its base.
+	TaskDiff(ctx context.Context, id string, in DiffInput) (TaskDiff, error)
+	// MergeTask merges the task's branch into the main checkout's branch.
+	MergeTask(ctx context.Context, id string, in MergeInput) (MergeResult, error)
+	// DiscardTask removes the task's worktree and branch.
+	DiscardTask(ctx context.Context, id string) (Task, error)
+	// PruneWorktrees removes worktrees under the home that no task owns.
+	PruneWorktrees(ctx context.Context, in PruneInput) (PruneResult, error)
+
 	ListRoles(ctx context.Context) ([]Role, error)
 	GetRole(ctx context.Context, name string) (Role, error)
 	AddRole(ctx context.Context, in RoleInput) (Role, error)
@@ -75,6 +84,14 @@ type CreateTaskInput struct {
 	// IdempotencyKey, when set, makes the create safe to retry: a second
 	// create by the same actor with the same key returns the first task.
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	// Workspace is worktree (or new), shared or inherit; empty decides by
+	// the directory and the parent (docs/decisions/0027).
+	Workspace string `json:"workspace,omitempty"`
+	// Base is the ref a new worktree branches from (default: the main
+	// checkout's HEAD, or the parent's branch for a child).
+	Base string `json:"base,omitempty"`
+	// Branch names a new worktree's branch (default kandev/<id>-<slug>).
+	Branch string `json:"branch,omitempty"`
 }
 
 // TaskSummaries is a client that can list tasks as their summaries: each
@@ -305,4 +322,62 @@ type ToolSurface struct {
 	TaskID    string   `json:"task_id,omitempty"`
 	SessionID string   `json:"session_id,omitempty"`
 	Autopilot bool     `json:"autopilot"`
+}
+
+// DiffInput asks for a task's diff; without Patch only the file list and
+// the --stat summary.
+type DiffInput struct {
+	Patch bool `json:"patch,omitempty"`
+}
+
+// MaxPatch bounds the patch a diff carries; a longer one is cut and
+// marked Truncated (the worktree has the rest).
+const MaxPatch = 4 << 20
+
+// TaskDiff is what a task changed: commits on its branch and uncommitted
+// work in its worktree, against the commit its branch started from.
+type TaskDiff struct {
+	TaskID    string         `json:"task_id"`
+	Dir       string         `json:"dir"`
+	Branch    string         `json:"branch"`
+	Base      string         `json:"base"`
+	Files     []DiffFileStat `json:"files"`
+	Added     int            `json:"added"`
+	Deleted   int            `json:"deleted"`
+	Stat      string         `json:"stat"`
+	Patch     string         `json:"patch,omitempty"`
+	Truncated bool           `json:"truncated,omitempty"`
+}
+
+// DiffFileStat is one changed file (-1 lines for a binary file).
+type DiffFileStat struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+}
+
+// MergeInput says how to merge a task's branch.
+type MergeInput struct {
+	Squash  bool   `json:"squash,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// MergeResult says what a merge did.
+type MergeResult struct {
+	Task   Task   `json:"task"`
+	Branch string `json:"branch"` // the task's branch
+	Into   string `json:"into"`   // the main checkout's branch
+	Commit string `json:"commit"` // its new head
+}
+
+// PruneInput asks for a prune; DryRun only lists what would go.
+type PruneInput struct {
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// PruneResult lists the worktrees a prune removed (or would remove) and
+// the kandev branches deleted with them.
+type PruneResult struct {
+	Removed  []string `json:"removed"`
+	Branches []string `json:"branches"`
 }

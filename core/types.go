@@ -50,6 +50,26 @@ type Task struct {
 	Interrupted bool `json:"interrupted"`
 	// BlockedBy lists unfinished tasks this one waits on.
 	BlockedBy []string `json:"blocked_by"`
+	// Workspace is where the task's agent works; nil in summaries.
+	Workspace *Workspace `json:"workspace,omitempty"`
+}
+
+// Workspace modes.
+const (
+	WorkspaceWorktree  = "worktree"  // the task owns a git worktree on its own branch
+	WorkspaceInherit   = "inherit"   // the task works in its parent's worktree
+	WorkspaceShared    = "shared"    // the task runs in its directory as it is
+	WorkspaceDiscarded = "discarded" // its worktree and branch were removed
+)
+
+// Workspace is a task's git workspace. Repo, Dir, Branch and Base are
+// empty for a shared workspace outside a worktree.
+type Workspace struct {
+	Mode   string `json:"mode"`
+	Repo   string `json:"repo"`   // the main checkout
+	Dir    string `json:"dir"`    // the worktree
+	Branch string `json:"branch"` // the task's branch
+	Base   string `json:"base"`   // the commit the branch started from
 }
 
 // Assignee is a role or a person.
@@ -127,6 +147,7 @@ type taskJSON struct {
 	YourTurn        bool          `json:"your_turn"`
 	Interrupted     bool          `json:"interrupted"`
 	BlockedBy       []string      `json:"blocked_by"`
+	Workspace       *Workspace    `json:"workspace,omitempty"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -136,7 +157,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
 		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
 		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
-		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy}
+		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace}
 	if j.BlockedBy == nil {
 		j.BlockedBy = []string{}
 	}
@@ -160,7 +181,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
 		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
 		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
-		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy}
+		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID
 	}

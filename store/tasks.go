@@ -32,6 +32,13 @@ type Task struct {
 	Stalled    string // JSON, '' when not escalated
 	NeedsCheck bool
 	Waiting    string
+
+	// The workspace (issue 11): mode 'worktree', 'inherit' or 'shared'.
+	Workspace   string
+	RepoRoot    string
+	WorktreeDir string
+	Branch      string
+	BaseCommit  string
 }
 
 // Archived reports whether the task is archived.
@@ -39,7 +46,8 @@ func (t Task) Archived() bool { return !t.ArchivedAt.IsZero() }
 
 const taskColumns = `id, title, description, COALESCE(parent_id, ''), cwd, profile, status,
 	autopilot, created_by, created_at, updated_at, COALESCE(archived_at, 0),
-	halted, COALESCE(session_id, ''), title_pending, assignee, handed_by, surface, stalled, needs_check, waiting`
+	halted, COALESCE(session_id, ''), title_pending, assignee, handed_by, surface, stalled, needs_check, waiting,
+	workspace, repo_root, worktree_dir, branch, base_commit`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -48,7 +56,8 @@ func scanTask(s scanner) (Task, error) {
 	var created, updated, archived int64
 	err := s.Scan(&t.ID, &t.Title, &t.Description, &t.ParentID, &t.CWD, &t.Profile, &t.Status,
 		&t.Autopilot, &t.CreatedBy, &created, &updated, &archived,
-		&t.Halted, &t.SessionID, &t.TitlePending, &t.Assignee, &t.HandedBy, &t.Surface, &t.Stalled, &t.NeedsCheck, &t.Waiting)
+		&t.Halted, &t.SessionID, &t.TitlePending, &t.Assignee, &t.HandedBy, &t.Surface, &t.Stalled, &t.NeedsCheck, &t.Waiting,
+		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit)
 	if err != nil {
 		return Task{}, err
 	}
@@ -83,14 +92,24 @@ func nullable(s string) any {
 func (q Queries) InsertTask(ctx context.Context, t Task) error {
 	_, err := q.q.ExecContext(ctx, `INSERT INTO tasks
 		(id, title, description, parent_id, cwd, profile, status, autopilot, created_by, created_at, updated_at, title_pending,
-		 assignee, handed_by, surface)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		 assignee, handed_by, surface, workspace, repo_root, worktree_dir, branch, base_commit)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Title, t.Description, nullable(t.ParentID), t.CWD, t.Profile, t.Status, t.Autopilot,
-		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending, t.Assignee, t.HandedBy, t.Surface)
+		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending, t.Assignee, t.HandedBy, t.Surface,
+		workspaceMode(t.Workspace), t.RepoRoot, t.WorktreeDir, t.Branch, t.BaseCommit)
 	if err != nil {
 		return fmt.Errorf("insert task %s: %w", t.ID, mapErr(err))
 	}
 	return nil
+}
+
+// workspaceMode stores a task written without a workspace as 'shared',
+// what it was before workspaces existed.
+func workspaceMode(m string) string {
+	if m == "" {
+		return "shared"
+	}
+	return m
 }
 
 // GetTask reads one task by exact id.
@@ -207,6 +226,20 @@ func (q Queries) SetStalled(ctx context.Context, id, stalledJSON string, now tim
 // SetNeedsCheck raises or clears the stall-check outbox flag.
 func (q Queries) SetNeedsCheck(ctx context.Context, id string, on bool) error {
 	return q.execOne(ctx, "flag task "+id, `UPDATE tasks SET needs_check = ? WHERE id = ?`, on, id)
+}
+
+// SetWorkspaceMode records a task's workspace mode ("discarded" once its
+// worktree and branch are removed); the other workspace fields stay as a
+// record of where the work was.
+func (q Queries) SetWorkspaceMode(ctx context.Context, id, mode string, now time.Time) error {
+	res, err := q.q.ExecContext(ctx, `UPDATE tasks SET workspace = ?, updated_at = ? WHERE id = ?`, mode, nanos(now), id)
+	if err != nil {
+		return fmt.Errorf("set workspace of %s: %w", id, mapErr(err))
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("task %s: %w", id, ErrNotFound)
+	}
+	return nil
 }
 
 // SetWaiting records why a task's agent cannot start ("" clears it).

@@ -21,7 +21,8 @@ type TaskView struct {
 
 const viewTaskColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
 	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
-	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting`
+	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
+	t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit`
 
 const viewSessionColumns = `COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
@@ -97,7 +98,8 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		var blockers string
 		dest := []any{&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
-			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting}
+			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
+			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit}
 		if ids != nil {
 			dest = append(dest, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
 				&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)

@@ -14,6 +14,8 @@ type CreateTaskArgs struct {
 	Profile     string `json:"profile"`
 	Start       *bool  `json:"start"`
 	CWD         string `json:"cwd"`
+	Workspace   string `json:"workspace"`
+	Base        string `json:"base"`
 }
 
 // ListTasksArgs are list_tasks_kandev's arguments.

@@ -73,6 +73,10 @@ var registry = []Tool{
 			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile."},
 			{Name: "start", Type: "boolean", Default: true, Description: "Start the task's agent at once. When false the task waits in todo."},
 			{Name: "cwd", Type: "string", Description: "Absolute workspace directory. Defaults to the parent's (on the external surface, to where your agent runs)."},
+			{Name: "workspace", Type: "string", Enum: []string{"inherit", "new"}, Default: "inherit",
+				Description: "Where the new task works when yours has a git worktree: inherit = in your worktree, on your branch (it sees and changes your files); " +
+					"new = in a worktree of its own, on a new branch from `base`, so its changes stay apart until merged."},
+			{Name: "base", Type: "string", Description: "For workspace new: the branch or commit its branch starts from. Defaults to your task's branch."},
 		},
 		Surfaces: []Surface{KanbanTask, OfficeTask, External},
 	},

@@ -321,6 +321,34 @@ func (c *Client) DropQueued(ctx context.Context, id string, in core.DropQueueInp
 	return v, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/queue/drop", in, &v)
 }
 
+// TaskDiff implements core.Client.
+func (c *Client) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
+	var d core.TaskDiff
+	path := "/v1/tasks/" + esc(id) + "/diff"
+	if in.Patch {
+		path += "?patch=1"
+	}
+	return d, c.do(ctx, "GET", path, nil, &d)
+}
+
+// MergeTask implements core.Client.
+func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
+	var r core.MergeResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/merge", in, &r)
+}
+
+// DiscardTask implements core.Client.
+func (c *Client) DiscardTask(ctx context.Context, id string) (core.Task, error) {
+	var t core.Task
+	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/discard", nil, &t)
+}
+
+// PruneWorktrees implements core.Client.
+func (c *Client) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
+	var r core.PruneResult
+	return r, c.do(ctx, "POST", "/v1/worktrees/prune", in, &r)
+}
+
 // ListRoles implements core.Client.
 func (c *Client) ListRoles(ctx context.Context) ([]core.Role, error) {
 	var rs []core.Role

@@ -152,7 +152,21 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 		}
 		b = appendString(b, id)
 	}
-	return append(b, ']', '}'), nil
+	b = append(b, ']')
+	if w := t.Workspace; w != nil {
+		b = append(b, `,"workspace":{"mode":`...)
+		b = appendString(b, w.Mode)
+		b = append(b, `,"repo":`...)
+		b = appendString(b, w.Repo)
+		b = append(b, `,"dir":`...)
+		b = appendString(b, w.Dir)
+		b = append(b, `,"branch":`...)
+		b = appendString(b, w.Branch)
+		b = append(b, `,"base":`...)
+		b = appendString(b, w.Base)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
 }
 
 func appendAssignee(b []byte, a *core.Assignee) []byte {

@@ -247,6 +247,10 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("POST /v1/tasks/{id}/block", h.block)
 	m.HandleFunc("GET /v1/tasks/{id}/queue", h.taskQueue)
 	m.HandleFunc("POST /v1/tasks/{id}/queue/drop", h.dropQueued)
+	m.HandleFunc("GET /v1/tasks/{id}/diff", h.taskDiff)
+	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
+	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
+	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
 	m.HandleFunc("GET /v1/roles", h.listRoles)
 	m.HandleFunc("POST /v1/roles", h.addRole)
 	m.HandleFunc("GET /v1/roles/{name}", h.getRole)
@@ -578,6 +582,36 @@ func (h *Handler) dropQueued(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := h.eng.DropQueued(r.Context(), r.PathValue("id"), in)
 	reply(w, v, err)
+}
+
+func (h *Handler) taskDiff(w http.ResponseWriter, r *http.Request) {
+	d, err := h.eng.TaskDiff(r.Context(), r.PathValue("id"), core.DiffInput{Patch: r.URL.Query().Get("patch") == "1"})
+	reply(w, d, err)
+}
+
+func (h *Handler) mergeTask(w http.ResponseWriter, r *http.Request) {
+	var in core.MergeInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.MergeTask(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
+}
+
+func (h *Handler) discardTask(w http.ResponseWriter, r *http.Request) {
+	t, err := h.eng.DiscardTask(r.Context(), r.PathValue("id"))
+	reply(w, t, err)
+}
+
+func (h *Handler) pruneWorktrees(w http.ResponseWriter, r *http.Request) {
+	var in core.PruneInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.PruneWorktrees(r.Context(), in)
+	reply(w, res, err)
 }
 
 func (h *Handler) listRoles(w http.ResponseWriter, r *http.Request) {

@@ -18,6 +18,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
@@ -79,6 +80,10 @@ type Engine struct {
 	db   *store.DB
 	log  *slog.Logger
 	bus  *Bus
+	ws   *workspace.Manager
+	// wsMu: creates hold it shared from their worktree to their row, a
+	// worktree prune exclusively.
+	wsMu sync.RWMutex
 
 	cacheMu sync.RWMutex
 	// refreshMu serialises each task's read-from-store and cache write:
@@ -146,7 +151,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	e := &Engine{
-		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
+		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(), ws: &workspace.Manager{},
 		tasks: map[string]*core.Task{}, children: map[string][]string{},
 		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
 		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
@@ -354,7 +359,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
 		TitlePending: v.TitlePending, Assignee: parseRef(v.Assignee), HandedBy: parseRef(v.HandedBy),
-		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface,
+		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
 	}
 	if t.BlockedBy == nil {
 		t.BlockedBy = []string{}

@@ -107,6 +107,11 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %s does not exist or is not a directory", cwd)
 	}
 
+	ws, err := e.planWorkspace(ctx, in, parent, cwd)
+	if err != nil {
+		return core.Task{}, err
+	}
+
 	// The assignee: a named role or person, else the profile's own role.
 	assignee := core.Assignee{Kind: "role", Name: prof.Name}
 	if strings.TrimSpace(in.Assignee) != "" {
@@ -158,8 +163,15 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
 	}
 	prompt := strings.TrimSpace(in.Prompt)
+	e.wsMu.RLock()
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
+		// The worktree is made before the row so that a task that cannot
+		// have one is refused with git's reason, and undone if the row fails.
+		if err := e.makeWorktree(ctx, ws, &row); err != nil {
+			e.wsMu.RUnlock()
+			return core.Task{}, err
+		}
 		err = e.db.Tx(ctx, func(tx *store.Tx) error {
 			if assignee.Kind == "role" && assignee.Name == prof.Name {
 				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
@@ -201,11 +213,16 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			}
 			return nil
 		})
+		if err != nil {
+			e.dropWorktree(ctx, row)
+			row.CWD = filepath.Clean(cwd)
+		}
 		if errors.Is(err, store.ErrConflict) && attempt < 5 {
 			continue // id collision: draw again
 		}
 		break
 	}
+	e.wsMu.RUnlock()
 	if errors.Is(err, errKeyUsed) {
 		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
 			return t, err

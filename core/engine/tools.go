@@ -248,7 +248,12 @@ func assigneeIs(a *core.Assignee, want string) bool {
 
 func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
 	in := core.CreateTaskInput{Title: a.Title, Description: a.Description, Prompt: a.Prompt, ParentID: a.ParentID,
-		Profile: a.Profile, Autopilot: a.Autopilot, Start: true, CWD: a.CWD}
+		Profile: a.Profile, Autopilot: a.Autopilot, Start: true, CWD: a.CWD, Workspace: a.Workspace, Base: a.Base}
+	if in.Workspace == "" && actor.Kind == core.ActorAgent {
+		// An agent's subtask works beside it unless it asks for its own
+		// worktree (a parent without one shares its directory either way).
+		in.Workspace = core.WorkspaceInherit
+	}
 	if a.Start != nil {
 		in.Start = *a.Start
 	}

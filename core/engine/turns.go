@@ -282,6 +282,10 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		return nil, err
 	}
 	sessionID := "s" + core.NewID()
+	// The worktree's .kandev/setup runs before its first agent, outside
+	// the runtime lock (it may take minutes; a stop meanwhile fences the
+	// launch below). Its failure is this run's failure.
+	setupOut, setupErr := e.setupWorktree(ctx, t)
 
 	rt.mu.Lock()
 	if rt.fence != fence || e.isClosing() {
@@ -300,6 +304,16 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		rt.mu.Unlock()
 		e.log.Error("record session", "task", t.ID, "err", err)
 		return nil, &writeError{err: err}
+	}
+	if setupErr != nil {
+		reason := "worktree setup failed: " + setupErr.Error()
+		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
+		rt.mu.Unlock()
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		return nil, &runFailedError{role: role.Name, reason: reason}
+	}
+	if setupOut != "" {
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "worktree setup:\n"+setupOut, nil)
 	}
 	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set, opening: true}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
@@ -850,8 +864,12 @@ func (e *Engine) capabilitySet(t core.Task) capability.Set {
 }
 
 func (e *Engine) preamble(t core.Task, set capability.Set) (string, error) {
-	return prompt.Preamble(prompt.TaskInfo{ID: t.ID, Title: t.Title, Description: t.Description,
-		ParentID: t.ParentID, CWD: t.CWD, Autopilot: t.Autopilot}, set)
+	info := prompt.TaskInfo{ID: t.ID, Title: t.Title, Description: t.Description,
+		ParentID: t.ParentID, CWD: t.CWD, Autopilot: t.Autopilot}
+	if w := t.Workspace; w != nil && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
+		info.Workspace, info.Branch = w.Mode, w.Branch
+	}
+	return prompt.Preamble(info, set)
 }
 
 func (e *Engine) updateSession(id string, u store.SessionUpdate) {

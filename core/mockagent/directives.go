@@ -2,6 +2,8 @@ package mockagent
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -84,6 +86,8 @@ func (t *turn) exec(d string) error {
 		return t.permitted(arg)
 	case "tool":
 		t.localTool(arg)
+	case "write":
+		t.writeFile(arg)
 	case "plan":
 		t.plan(arg)
 	case "on":
@@ -212,6 +216,43 @@ func (t *turn) localTool(title string) {
 		acp.WithStartKind(acp.ToolKindExecute),
 		acp.WithStartStatus(acp.ToolCallStatusInProgress)))
 	t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+}
+
+// writeFile is `mock: write PATH TEXT`: an edit, as a coding agent makes
+// one. PATH is relative to the session's directory; TEXT (with \n for a
+// line break) and a final newline replace the file's content.
+func (t *turn) writeFile(arg string) {
+	rel, text, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	if rel == "" || filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
+		t.sayf("error write: %q is not a path inside the session's directory", rel)
+		return
+	}
+	dir := t.s.state.Cwd
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			t.sayf("error write: %v", err)
+			return
+		}
+		dir = wd
+	}
+	id := t.nextToolCallID()
+	t.update(acp.StartToolCall(id, "write "+rel,
+		acp.WithStartKind(acp.ToolKindEdit),
+		acp.WithStartStatus(acp.ToolCallStatusInProgress)))
+	path := filepath.Join(dir, rel)
+	body := strings.ReplaceAll(text, `\n`, "\n") + "\n"
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = os.WriteFile(path, []byte(body), 0o644)
+	}
+	if err != nil {
+		t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+		t.sayf("error write: %v", err)
+		return
+	}
+	t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+	t.sayf("wrote %s", rel)
 }
 
 func (t *turn) plan(arg string) {

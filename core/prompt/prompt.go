@@ -26,6 +26,10 @@ type TaskInfo struct {
 	ParentID    string
 	CWD         string
 	Autopilot   bool
+	// Workspace is "worktree" (its own git worktree), "inherit" (its
+	// parent's) or "" (the directory as it is); Branch is the worktree's.
+	Workspace string
+	Branch    string
 }
 
 // coordinationSummaries explain each coordination tool in one line. Every

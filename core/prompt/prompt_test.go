@@ -118,3 +118,23 @@ func TestPreambleIdentity(t *testing.T) {
 func caseName(c capability.Case) string {
 	return fmt.Sprintf("%s/autopilot=%v/parent=%v/title=%v/provider=%v", c.Surface, c.Autopilot, c.HasParent, c.TitlePending, c.Provider)
 }
+
+// The preamble says which workspace the agent works in (issue 11).
+func TestPreambleWorkspace(t *testing.T) {
+	set := capability.Resolve(capability.Case{Surface: capability.KanbanTask})
+	for _, c := range []struct {
+		ws, want, not string
+	}{
+		{"worktree", "Workspace: your own git worktree on branch kandev/t1-x;", "parent task's"},
+		{"inherit", "Workspace: your parent task's git worktree, on its branch kandev/t1-x:", "your own git worktree"},
+		{"", "Working directory: /w\n", "Workspace:"},
+	} {
+		text, err := Preamble(TaskInfo{ID: "t1", Title: "x", CWD: "/w", Workspace: c.ws, Branch: "kandev/t1-x"}, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(text, c.want) || strings.Contains(text, c.not) {
+			t.Errorf("workspace %q: want %q, not %q, in\n%s", c.ws, c.want, c.not, text)
+		}
+	}
+}

@@ -1,0 +1,275 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/textsafe"
+)
+
+// --- diff -------------------------------------------------------------------
+
+// TaskDiffOptions are `task diff`'s inputs.
+type TaskDiffOptions struct {
+	F    *Factory
+	ID   string
+	Stat bool
+}
+
+// NewCmdTaskDiff builds `kandev task diff`.
+func NewCmdTaskDiff(f *Factory, runF func(*TaskDiffOptions) error) *cobra.Command {
+	opts := &TaskDiffOptions{F: f}
+	c := &cobra.Command{
+		Use:   "diff ID",
+		Short: "Show what a task changed in its worktree against its base",
+		Long: `Show what a task changed: the commits on its branch and the uncommitted
+work in its worktree, against the commit its branch started from. A task
+running in a shared directory has no diff.`,
+		Args: exactArgs(1, "one task ID"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return taskDiffRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Stat, "stat", false, "only the files changed and their line counts")
+	return c
+}
+
+func taskDiffRun(ctx context.Context, opts *TaskDiffOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := client.TaskDiff(ctx, opts.ID, core.DiffInput{Patch: !opts.Stat})
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(d)
+	}
+	if len(d.Files) == 0 {
+		fmt.Fprintf(f.IO.ErrOut, "No changes in task %s (branch %s) since %s\n", d.TaskID, d.Branch, shortID(d.Base))
+		return nil
+	}
+	if opts.Stat {
+		_, err := io.WriteString(f.IO.Out, d.Stat)
+		return err
+	}
+	if f.rawOut != nil && isTerminal(f.rawOut) && f.Getenv("NO_COLOR") == "" {
+		return writeColoredPatch(f.rawOut, d.Patch)
+	}
+	if _, err := io.WriteString(f.IO.Out, d.Patch); err != nil {
+		return err
+	}
+	if d.Truncated {
+		fmt.Fprintf(f.IO.ErrOut, "(diff cut at %d bytes; the rest is in %s)\n", core.MaxPatch, d.Dir)
+	}
+	return nil
+}
+
+// writeColoredPatch writes a patch with git's colours, each line cleaned
+// first: the patch is the agent's text and may carry escape sequences.
+func writeColoredPatch(w io.Writer, patch string) error {
+	const reset = "\x1b[m"
+	for _, line := range strings.SplitAfter(patch, "\n") {
+		if line == "" {
+			continue
+		}
+		clean := textsafe.Clean(line)
+		body := strings.TrimSuffix(clean, "\n")
+		color := ""
+		switch {
+		case strings.HasPrefix(body, "diff --git"), strings.HasPrefix(body, "index "),
+			strings.HasPrefix(body, "+++"), strings.HasPrefix(body, "---"):
+			color = "\x1b[1m"
+		case strings.HasPrefix(body, "@@"):
+			color = "\x1b[36m"
+		case strings.HasPrefix(body, "+"):
+			color = "\x1b[32m"
+		case strings.HasPrefix(body, "-"):
+			color = "\x1b[31m"
+		}
+		if color != "" {
+			clean = color + body + reset + clean[len(body):]
+		}
+		if _, err := io.WriteString(w, clean); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func shortID(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// --- merge ------------------------------------------------------------------
+
+// TaskMergeOptions are `task merge`'s inputs.
+type TaskMergeOptions struct {
+	F     *Factory
+	ID    string
+	Input core.MergeInput
+}
+
+// NewCmdTaskMerge builds `kandev task merge`.
+func NewCmdTaskMerge(f *Factory, runF func(*TaskMergeOptions) error) *cobra.Command {
+	opts := &TaskMergeOptions{F: f}
+	c := &cobra.Command{
+		Use:   "merge ID",
+		Short: "Merge a task's branch into the main checkout's branch",
+		Long: `Merge a task's branch into the branch the repository's main checkout is
+on. Uncommitted work in the task's worktree is committed on its branch
+first. The merge is refused, changing nothing, when the main checkout has
+uncommitted changes to tracked files, is on no branch, or the merge would
+conflict; the task's agent must not be in a turn.`,
+		Args: exactArgs(1, "one task ID"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			res, err := client.MergeTask(c.Context(), opts.ID, opts.Input)
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				return f.printJSON(res)
+			}
+			how := "Merged"
+			if opts.Input.Squash {
+				how = "Squashed"
+			}
+			fmt.Fprintf(f.IO.ErrOut, "%s %s into %s (%s)\n", how, res.Branch, res.Into, shortID(res.Commit))
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&opts.Input.Squash, "squash", false, "one commit on the main checkout's branch instead of a merge")
+	c.Flags().StringVarP(&opts.Input.Message, "message", "m", "", "the merge (or squash) commit's message")
+	return c
+}
+
+// --- discard ----------------------------------------------------------------
+
+// TaskDiscardOptions are `task discard`'s inputs.
+type TaskDiscardOptions struct {
+	F   *Factory
+	ID  string
+	Yes bool
+}
+
+// NewCmdTaskDiscard builds `kandev task discard`.
+func NewCmdTaskDiscard(f *Factory, runF func(*TaskDiscardOptions) error) *cobra.Command {
+	opts := &TaskDiscardOptions{F: f}
+	c := &cobra.Command{
+		Use:   "discard ID --yes",
+		Short: "Delete a task's worktree and branch, with any work not merged",
+		Long: `Delete a task's worktree and its branch, with whatever they hold that was
+not merged. The task stays (its workspace shows as discarded). Stop and
+archive never delete a worktree; only this does. Needs --yes.`,
+		Args: exactArgs(1, "one task ID"),
+		PreRunE: func(c *cobra.Command, args []string) error {
+			if !opts.Yes {
+				return usagef("task discard deletes the task's worktree and branch, with any work not merged: pass --yes to confirm")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			t, err := client.DiscardTask(c.Context(), opts.ID)
+			if err != nil {
+				return err
+			}
+			w := t.Workspace
+			if w == nil {
+				w = &core.Workspace{}
+			}
+			return printTaskResult(f, t, "Discarded worktree %s and branch %s of task %s", w.Dir, w.Branch, t.ID)
+		},
+	}
+	c.Flags().BoolVar(&opts.Yes, "yes", false, "confirm: the work not merged is lost")
+	return c
+}
+
+// --- worktree prune ---------------------------------------------------------
+
+// NewCmdWorktree groups the worktree verbs.
+func NewCmdWorktree(f *Factory) *cobra.Command {
+	c := group("worktree", "Tasks' git worktrees", "")
+	c.AddCommand(NewCmdWorktreePrune(f, nil))
+	return c
+}
+
+// WorktreePruneOptions are `worktree prune`'s inputs.
+type WorktreePruneOptions struct {
+	F     *Factory
+	Input core.PruneInput
+}
+
+// NewCmdWorktreePrune builds `kandev worktree prune`.
+func NewCmdWorktreePrune(f *Factory, runF func(*WorktreePruneOptions) error) *cobra.Command {
+	opts := &WorktreePruneOptions{F: f}
+	c := &cobra.Command{
+		Use:   "prune [--dry-run]",
+		Short: "Remove worktrees under the kandev home that no task owns",
+		Long: `Remove the directories under $KANDEV_HOME/worktrees that no task owns (left by a
+create cut short, an interrupted discard, a home restored from a backup), with their
+kandev/<id> branches. The worktrees of tasks, stopped, archived or not, are kept.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			client, err := f.Client(c.Context())
+			if err != nil {
+				return err
+			}
+			res, err := client.PruneWorktrees(c.Context(), opts.Input)
+			if err != nil {
+				return err
+			}
+			if f.JSON {
+				return f.printJSON(res)
+			}
+			verb := "Removed"
+			if opts.Input.DryRun {
+				verb = "Would remove"
+			}
+			for _, d := range res.Removed {
+				fmt.Fprintf(f.IO.Out, "%s %s\n", verb, d)
+			}
+			for _, b := range res.Branches {
+				fmt.Fprintf(f.IO.Out, "%s branch %s\n", verb, b)
+			}
+			if len(res.Removed) == 0 {
+				fmt.Fprintln(f.IO.ErrOut, "No orphaned worktrees")
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&opts.Input.DryRun, "dry-run", false, "only list what would be removed")
+	return c
+}

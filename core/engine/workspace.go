@@ -1,0 +1,368 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/workspace"
+	"github.com/kandev/kandev/store"
+)
+
+// wsPlan is the workspace a new task gets, decided before its row exists.
+type wsPlan struct {
+	mode   string
+	repo   string
+	prefix string // cwd relative to its repository's top, "" at the top
+	base   string // the ref to branch from ("" = the main checkout's HEAD)
+	branch string // "" = workspace.DefaultBranch
+	// inherited from the parent
+	dir, baseCommit string
+}
+
+// planWorkspace decides where a new task works (ADR 0027). With no mode
+// given: a child created without a directory works in its parent's
+// worktree; a task given a directory inside a git repository gets a
+// worktree of its own; anything else runs in its directory as it is. The
+// daemon's own directory (no directory given, no parent) never gets a
+// worktree: it is not a place the user chose.
+func (e *Engine) planWorkspace(ctx context.Context, in core.CreateTaskInput, parent core.Task, cwd string) (wsPlan, error) {
+	mode := strings.TrimSpace(in.Workspace)
+	if mode == "new" {
+		mode = core.WorkspaceWorktree
+	}
+	pw := parent.Workspace
+	parentHasTree := pw != nil && (pw.Mode == core.WorkspaceWorktree || pw.Mode == core.WorkspaceInherit)
+	switch mode {
+	case "":
+		switch {
+		case parentHasTree && in.CWD == "":
+			mode = core.WorkspaceInherit
+		case in.CWD != "" && e.opts.Home.Dir != "":
+			mode = "auto"
+		default:
+			mode = core.WorkspaceShared
+		}
+	case core.WorkspaceWorktree, core.WorkspaceShared:
+	case core.WorkspaceInherit:
+		if parent.ID == "" {
+			return wsPlan{}, core.Errorf(core.CodeValidation, "workspace inherit needs a parent task")
+		}
+		if !parentHasTree {
+			// A parent without a worktree shares its directory: so does the child.
+			mode = core.WorkspaceShared
+		}
+	default:
+		return wsPlan{}, core.Errorf(core.CodeValidation, "workspace %q: use worktree (or new), shared or inherit", in.Workspace)
+	}
+	if (in.Base != "" || in.Branch != "") && (mode == core.WorkspaceShared || mode == core.WorkspaceInherit) {
+		return wsPlan{}, core.Errorf(core.CodeValidation, "a base or branch needs a worktree of the task's own (workspace worktree or new), not %s", mode)
+	}
+	switch mode {
+	case core.WorkspaceShared:
+		return wsPlan{mode: mode}, nil
+	case core.WorkspaceInherit:
+		return wsPlan{mode: mode, repo: pw.Repo, dir: pw.Dir, branch: pw.Branch, baseCommit: pw.Base}, nil
+	}
+	if e.opts.Home.Dir == "" {
+		return wsPlan{}, core.Errorf(core.CodeInternal, "no kandev home to keep worktrees in")
+	}
+	repo, prefix, err := e.ws.Locate(ctx, cwd)
+	if errors.Is(err, workspace.ErrNotRepo) || errors.Is(err, workspace.ErrNoGit) {
+		if mode == "auto" {
+			return wsPlan{mode: core.WorkspaceShared}, nil
+		}
+		return wsPlan{}, core.Errorf(core.CodeValidation, "workspace worktree: %v", err)
+	}
+	if err != nil {
+		return wsPlan{}, core.Errorf(core.CodeInternal, "workspace: %v", err)
+	}
+	p := wsPlan{mode: core.WorkspaceWorktree, repo: repo, prefix: prefix, base: in.Base, branch: strings.TrimSpace(in.Branch)}
+	if p.base == "" && parentHasTree && pw.Repo == repo {
+		p.base = pw.Branch // a new worktree of a child starts from its parent's work
+	}
+	return p, nil
+}
+
+// makeWorktree creates the worktree of a task about to be inserted and
+// fills the row's workspace fields; the agent's directory is the same
+// place inside the worktree as the one the task was created in.
+func (e *Engine) makeWorktree(ctx context.Context, p wsPlan, row *store.Task) error {
+	row.Workspace = p.mode
+	switch p.mode {
+	case core.WorkspaceShared:
+		return nil
+	case core.WorkspaceInherit:
+		row.RepoRoot, row.WorktreeDir, row.Branch, row.BaseCommit = p.repo, p.dir, p.branch, p.baseCommit
+		return nil
+	}
+	branch := p.branch
+	if branch == "" {
+		branch = workspace.DefaultBranch(row.ID, row.Title)
+	}
+	wt, err := e.ws.Create(ctx, workspace.CreateOptions{
+		Repo: p.repo, Dir: workspace.Dir(e.opts.Home.Dir, p.repo, row.ID), Branch: branch, Base: p.base})
+	if err != nil {
+		return core.Errorf(core.CodeValidation, "%v", err)
+	}
+	row.RepoRoot, row.WorktreeDir, row.Branch, row.BaseCommit = wt.Repo, wt.Dir, wt.Branch, wt.BaseCommit
+	row.CWD = wt.Dir
+	if p.prefix != "" {
+		// The directory may be untracked and so absent from the branch:
+		// then the agent starts at the worktree's top.
+		if st, err := os.Stat(filepath.Join(wt.Dir, p.prefix)); err == nil && st.IsDir() {
+			row.CWD = filepath.Join(wt.Dir, p.prefix)
+		}
+	}
+	return nil
+}
+
+// dropWorktree undoes makeWorktree for a row that was never inserted.
+func (e *Engine) dropWorktree(ctx context.Context, row store.Task) {
+	if row.Workspace != core.WorkspaceWorktree || row.WorktreeDir == "" {
+		return
+	}
+	if err := e.ws.Discard(context.WithoutCancel(ctx), worktreeOf(row.RepoRoot, row.WorktreeDir, row.Branch, row.BaseCommit)); err != nil {
+		e.log.Warn("remove the worktree of a task that was not created", "dir", row.WorktreeDir, "err", err)
+	}
+}
+
+func worktreeOf(repo, dir, branch, base string) workspace.Worktree {
+	return workspace.Worktree{Repo: repo, Dir: dir, Branch: branch, BaseCommit: base}
+}
+
+func workspaceOf(t store.Task) *core.Workspace {
+	mode := t.Workspace
+	if mode == "" {
+		mode = core.WorkspaceShared
+	}
+	return &core.Workspace{Mode: mode, Repo: t.RepoRoot, Dir: t.WorktreeDir, Branch: t.Branch, Base: t.BaseCommit}
+}
+
+// worktreeTask returns the task and its worktree for diff, merge or
+// discard; own says the task must own it (not work in its parent's).
+func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (core.Task, workspace.Worktree, error) {
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, workspace.Worktree{}, err
+	}
+	if err := e.mayEdit(ctx, t); err != nil {
+		return core.Task{}, workspace.Worktree{}, err
+	}
+	w := t.Workspace
+	switch {
+	case w == nil || w.Mode == core.WorkspaceShared:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to %s", t.ID, verb)
+	case w.Mode == core.WorkspaceDiscarded:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s's worktree was discarded", t.ID)
+	case w.Mode == core.WorkspaceInherit && own:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
+	}
+	return t, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base), nil
+}
+
+// TaskDiff implements core.Client.
+func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (core.TaskDiff, error) {
+	t, wt, err := e.worktreeTask(ctx, ref, "diff", false)
+	if err != nil {
+		return core.TaskDiff{}, err
+	}
+	if _, err := os.Stat(wt.Dir); err != nil {
+		return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+	}
+	d, err := e.ws.Diff(ctx, wt, in.Patch)
+	if err != nil {
+		return core.TaskDiff{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	out := core.TaskDiff{TaskID: t.ID, Dir: wt.Dir, Branch: wt.Branch, Base: wt.BaseCommit, Stat: d.Stat, Patch: d.Patch,
+		Files: make([]core.DiffFileStat, 0, len(d.Files))}
+	for _, f := range d.Files {
+		out.Files = append(out.Files, core.DiffFileStat(f))
+	}
+	out.Added, out.Deleted = d.Totals()
+	if len(out.Patch) > core.MaxPatch {
+		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
+	}
+	return out, nil
+}
+
+// MergeTask implements core.Client. The task's agent must not be in a
+// turn: what merges is what its worktree holds at this moment.
+func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) (core.MergeResult, error) {
+	t, wt, err := e.worktreeTask(ctx, ref, "merge", true)
+	if err != nil {
+		return core.MergeResult{}, err
+	}
+	for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
+		if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
+			return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+		}
+	}
+	res, err := e.ws.Merge(ctx, wt, workspace.MergeOptions{Squash: in.Squash, Message: in.Message})
+	switch {
+	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToMerge):
+		return core.MergeResult{}, core.Errorf(core.CodeConflict, "%v", err)
+	case err != nil:
+		return core.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	actor := core.ActorFrom(ctx)
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(),
+		"merged "+wt.Branch+" into "+res.Into+" ("+shortCommit(res.Commit)+") by "+actor.String(), nil)
+	t, err = e.refresh(ctx, t.ID)
+	if err != nil {
+		return core.MergeResult{}, err
+	}
+	return core.MergeResult{Task: t, Branch: wt.Branch, Into: res.Into, Commit: res.Commit}, nil
+}
+
+// DiscardTask implements core.Client: the only way a task's worktree and
+// branch are removed (a stop or an archive keeps them). The task itself
+// stays, its workspace marked discarded.
+func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error) {
+	t, wt, err := e.worktreeTask(ctx, ref, "discard", true)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if s := t.Session; s != nil && s.State.Live() {
+		return core.Task{}, core.Errorf(core.CodeConflict, "task %s's agent is running in the worktree; stop it (kandev task stop %s) first", t.ID, t.ID)
+	}
+	for _, c := range e.inheritors(t) {
+		if s := c.Session; s != nil && s.State.Live() {
+			return core.Task{}, core.Errorf(core.CodeConflict, "task %s's agent works in this worktree; stop it (kandev task stop %s) first", c.ID, c.ID)
+		}
+	}
+	if err := e.ws.Discard(ctx, wt); err != nil {
+		return core.Task{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetWorkspaceMode(ctx, t.ID, core.WorkspaceDiscarded, now); err != nil {
+			return err
+		}
+		for _, c := range e.inheritors(t) {
+			if err := tx.SetWorkspaceMode(ctx, c.ID, core.WorkspaceDiscarded, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	actor := core.ActorFrom(ctx)
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "discarded worktree "+wt.Dir+" and branch "+wt.Branch+" by "+actor.String(), nil)
+	for _, c := range e.inheritors(t) {
+		if _, err := e.refresh(ctx, c.ID); err != nil {
+			return core.Task{}, err
+		}
+	}
+	return e.refresh(ctx, t.ID)
+}
+
+// inheritors are the descendants of t that work in its worktree.
+func (e *Engine) inheritors(t core.Task) []core.Task {
+	var out []core.Task
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	queue := append([]string(nil), e.children[t.ID]...)
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		c := e.tasks[id]
+		if c == nil || c.Workspace == nil || c.Workspace.Mode != core.WorkspaceInherit || c.Workspace.Dir != t.Workspace.Dir {
+			continue
+		}
+		out = append(out, *c)
+		queue = append(queue, e.children[id]...)
+	}
+	return out
+}
+
+func shortCommit(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// setupWorktree runs the .kandev/setup of the worktree the task works in
+// (its own or its parent's), once per worktree.
+func (e *Engine) setupWorktree(ctx context.Context, t core.Task) (string, error) {
+	w := t.Workspace
+	if w == nil || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) || w.Dir == "" {
+		return "", nil
+	}
+	return e.ws.RunSetup(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+}
+
+// PruneWorktrees implements core.Client: it removes the directories under
+// $KANDEV_HOME/worktrees that no task owns (a create cut between its
+// worktree and its row, a discard interrupted, a home restored from a
+// backup), with their kandev/<id> branches. Other branches are left.
+// Creates wait while it runs, so a worktree about to get its task is
+// never taken for an orphan.
+func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
+	if core.ActorFrom(ctx).Kind == core.ActorAgent {
+		return core.PruneResult{}, core.Errorf(core.CodeForbidden, "only the operator prunes worktrees")
+	}
+	e.wsMu.Lock()
+	defer e.wsMu.Unlock()
+	res := core.PruneResult{Removed: []string{}, Branches: []string{}}
+	root := filepath.Join(e.opts.Home.Dir, "worktrees")
+	repos, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, core.Errorf(core.CodeInternal, "prune: %v", err)
+	}
+	for _, r := range repos {
+		if !r.IsDir() {
+			continue
+		}
+		entries, err := os.ReadDir(filepath.Join(root, r.Name()))
+		if err != nil {
+			return res, core.Errorf(core.CodeInternal, "prune: %v", err)
+		}
+		for _, ent := range entries {
+			id, dir := ent.Name(), filepath.Join(root, r.Name(), ent.Name())
+			if row, err := e.db.GetTask(ctx, id); err == nil && row.Workspace == core.WorkspaceWorktree && row.WorktreeDir == dir {
+				continue
+			}
+			res.Removed = append(res.Removed, dir)
+			// Only a linked worktree (a .git file at its top) is asked to
+			// git: a stray directory could sit inside another repository.
+			var wt workspace.Worktree
+			isTree := false
+			if st, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && st.Mode().IsRegular() {
+				if wt, err = e.ws.Open(ctx, dir); err == nil {
+					isTree = true
+				}
+			}
+			if isTree && strings.HasPrefix(wt.Branch, "kandev/"+id) {
+				res.Branches = append(res.Branches, wt.Branch)
+			} else {
+				wt.Branch = "" // not ours to delete
+			}
+			if in.DryRun {
+				continue
+			}
+			if isTree {
+				err = e.ws.Discard(ctx, wt)
+			} else {
+				err = os.RemoveAll(dir)
+			}
+			if err != nil {
+				return res, core.Errorf(core.CodeInternal, "prune %s: %v", dir, err)
+			}
+		}
+		if !in.DryRun {
+			_ = os.Remove(filepath.Join(root, r.Name())) // only when empty
+		}
+	}
+	return res, nil
+}

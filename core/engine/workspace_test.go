@@ -1,0 +1,312 @@
+package engine_test
+
+// Issue 11: where a new task works. Real repositories in temp dirs; no
+// agent ever starts.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+)
+
+func gitT(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// newGitRepo makes env.dir/app, a repository with src/main.go committed.
+func newGitRepo(t *testing.T, env *i2Env) string {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	repo := filepath.Join(env.dir, "app")
+	if err := os.MkdirAll(filepath.Join(repo, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, repo, "init", "-q", "-b", "main")
+	gitT(t, repo, "config", "user.name", "Test")
+	gitT(t, repo, "config", "user.email", "test@example.com")
+	if err := os.WriteFile(filepath.Join(repo, "src", "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, repo, "add", ".")
+	gitT(t, repo, "commit", "-q", "-m", "initial")
+	return repo
+}
+
+func TestTaskInRepositoryGetsItsOwnWorktree(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	head := gitT(t, repo, "rev-parse", "HEAD")
+	task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "Fix the login", CWD: filepath.Join(repo, "src")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := task.Workspace
+	wantDir := filepath.Join(env.dir, "worktrees", "app", task.ID)
+	if ws == nil || ws.Mode != core.WorkspaceWorktree || ws.Repo != repo || ws.Dir != wantDir ||
+		ws.Branch != "kandev/"+task.ID+"-fix-the-login" || ws.Base != head {
+		t.Fatalf("workspace %+v; want a worktree at %s from %s", ws, wantDir, head)
+	}
+	// The agent starts at the same place inside the worktree.
+	if task.CWD != filepath.Join(wantDir, "src") {
+		t.Fatalf("cwd %s", task.CWD)
+	}
+	if got := gitT(t, task.CWD, "rev-parse", "--abbrev-ref", "HEAD"); got != ws.Branch {
+		t.Fatalf("worktree on %s", got)
+	}
+	// Recorded: a restarted engine knows it.
+	env.close()
+	env.open()
+	again, err := env.eng.GetTask(env.ctx, task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *again.Workspace != *ws || again.CWD != task.CWD {
+		t.Fatalf("after reopen: %+v in %s", again.Workspace, again.CWD)
+	}
+}
+
+func TestTaskWorkspaceOptions(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	first := gitT(t, repo, "rev-parse", "HEAD")
+	if err := os.WriteFile(filepath.Join(repo, "later.txt"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, repo, "add", ".")
+	gitT(t, repo, "commit", "-q", "-m", "later")
+
+	shared, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared.Workspace.Mode != core.WorkspaceShared || shared.CWD != repo || shared.Workspace.Dir != "" {
+		t.Fatalf("shared: %+v in %s", shared.Workspace, shared.CWD)
+	}
+	outside, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "outside", CWD: env.cwd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outside.Workspace.Mode != core.WorkspaceShared || outside.CWD != env.cwd {
+		t.Fatalf("outside a repository: %+v in %s", outside.Workspace, outside.CWD)
+	}
+	named, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "named", CWD: repo, Base: first, Branch: "feature/login"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if named.Workspace.Branch != "feature/login" || named.Workspace.Base != first {
+		t.Fatalf("named: %+v", named.Workspace)
+	}
+	if _, err := os.Stat(filepath.Join(named.CWD, "later.txt")); !os.IsNotExist(err) {
+		t.Fatalf("worktree from %s has a later commit's file (err %v)", first, err)
+	}
+}
+
+func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	cases := []struct {
+		name string
+		in   core.CreateTaskInput
+		want string
+	}{
+		{"worktree outside a repository", core.CreateTaskInput{Title: "a", CWD: env.cwd, Workspace: "worktree"}, "not inside a git repository"},
+		{"missing base", core.CreateTaskInput{Title: "b", CWD: repo, Base: "no-such-ref"}, "no-such-ref"},
+		{"existing branch", core.CreateTaskInput{Title: "c", CWD: repo, Branch: "main"}, "already exists"},
+		{"unknown mode", core.CreateTaskInput{Title: "d", CWD: repo, Workspace: "cloud"}, "workspace"},
+		{"base on shared", core.CreateTaskInput{Title: "e", CWD: repo, Workspace: "shared", Base: "main"}, "a base or branch"},
+	}
+	for _, c := range cases {
+		_, err := env.eng.CreateTask(env.ctx, c.in)
+		if core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v; want a validation error about %q", c.name, err, c.want)
+		}
+	}
+	tasks, err := env.eng.ListTasks(env.ctx, core.ListTasksInput{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 0 {
+		t.Fatalf("refused creates made %d tasks", len(tasks))
+	}
+	if entries, _ := os.ReadDir(filepath.Join(env.dir, "worktrees", "app")); len(entries) != 0 {
+		t.Fatalf("refused creates left worktrees: %v", entries)
+	}
+	if got := gitT(t, repo, "branch", "--list", "kandev/*"); got != "" {
+		t.Fatalf("refused creates left branches: %q", got)
+	}
+}
+
+func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The parent's work so far, committed on its branch.
+	pw := parent.Workspace
+	if err := os.WriteFile(filepath.Join(pw.Dir, "parent.txt"), []byte("p\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, pw.Dir, "add", ".")
+	gitT(t, pw.Dir, "commit", "-q", "-m", "parent work")
+	parentHead := gitT(t, pw.Dir, "rev-parse", "HEAD")
+
+	inherit, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "helper", ParentID: parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := inherit.Workspace; w.Mode != core.WorkspaceInherit || w.Dir != pw.Dir || w.Branch != pw.Branch || inherit.CWD != parent.CWD {
+		t.Fatalf("inherit: %+v in %s; parent %+v in %s", w, inherit.CWD, pw, parent.CWD)
+	}
+	// A child of the inheriting child inherits the same worktree.
+	grand, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: inherit.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grand.Workspace.Mode != core.WorkspaceInherit || grand.Workspace.Dir != pw.Dir {
+		t.Fatalf("grandchild: %+v", grand.Workspace)
+	}
+
+	own, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "own", ParentID: parent.ID, Workspace: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := own.Workspace
+	if w.Mode != core.WorkspaceWorktree || w.Dir == pw.Dir || w.Base != parentHead || w.Repo != repo {
+		t.Fatalf("new: %+v; want its own worktree from the parent's head %s", w, parentHead)
+	}
+	if _, err := os.Stat(filepath.Join(own.CWD, "parent.txt")); err != nil {
+		t.Fatalf("the child's worktree lacks the parent's work: %v", err)
+	}
+}
+
+func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(child.CWD, "child.txt"), []byte("c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The child sees the work in the worktree it shares.
+	d, err := env.eng.TaskDiff(env.ctx, child.ID, core.DiffInput{})
+	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "child.txt" {
+		t.Fatalf("child diff %+v, %v", d, err)
+	}
+	if _, err := env.eng.MergeTask(env.ctx, child.ID, core.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+		t.Fatalf("merge of an inheriting child: %v", err)
+	}
+	if _, err := env.eng.DiscardTask(env.ctx, child.ID); core.CodeOf(err) != core.CodeValidation {
+		t.Fatalf("discard of an inheriting child: %v", err)
+	}
+	if _, err := env.eng.TaskDiff(env.ctx, shared.ID, core.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
+		t.Fatalf("diff of a shared task: %v", err)
+	}
+	// Discarding the owner removes the worktree the child worked in too.
+	got, err := env.eng.DiscardTask(env.ctx, parent.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Workspace.Mode != core.WorkspaceDiscarded {
+		t.Fatalf("after discard: %+v", got.Workspace)
+	}
+	if _, err := os.Stat(parent.Workspace.Dir); !os.IsNotExist(err) {
+		t.Fatalf("worktree still there: %v", err)
+	}
+	c, err := env.eng.GetTask(env.ctx, child.ID)
+	if err != nil || c.Workspace.Mode != core.WorkspaceDiscarded {
+		t.Fatalf("child after discard: %+v, %v", c.Workspace, err)
+	}
+	if got := gitT(t, repo, "branch", "--list", parent.Workspace.Branch); got != "" {
+		t.Fatalf("branch left: %q", got)
+	}
+}
+
+// An agent's subtask (create_task_kandev) works in its parent's worktree
+// unless it asks for a new one, which branches from the parent's branch
+// or the base it names.
+func TestAgentSubtaskWorkspace(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := parent.Workspace
+	if err := os.WriteFile(filepath.Join(pw.Dir, "p.txt"), []byte("p\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, pw.Dir, "add", ".")
+	gitT(t, pw.Dir, "commit", "-q", "-m", "parent work")
+	parentHead := gitT(t, pw.Dir, "rev-parse", "HEAD")
+	initial := gitT(t, repo, "rev-parse", "HEAD")
+
+	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: parent.ID})
+	create := func(args string) core.Task {
+		t.Helper()
+		res, err := env.eng.CallTool(agent, "create_task_kandev", []byte(args))
+		if err != nil {
+			t.Fatalf("create_task_kandev %s: %v", args, err)
+		}
+		task, ok := res.(core.Task)
+		if !ok {
+			t.Fatalf("create_task_kandev returned %T", res)
+		}
+		return task
+	}
+	// Even with a cwd of its own, an agent's subtask inherits by default.
+	inherit := create(`{"title":"helper","start":false,"cwd":"` + pw.Dir + `"}`)
+	if w := inherit.Workspace; w.Mode != core.WorkspaceInherit || w.Dir != pw.Dir || w.Branch != pw.Branch {
+		t.Fatalf("inherit: %+v", w)
+	}
+	own := create(`{"title":"apart","start":false,"workspace":"new"}`)
+	if w := own.Workspace; w.Mode != core.WorkspaceWorktree || w.Dir == pw.Dir || w.Base != parentHead {
+		t.Fatalf("new: %+v; want its own worktree from %s", w, parentHead)
+	}
+	based := create(`{"title":"from main","start":false,"workspace":"new","base":"main"}`)
+	if w := based.Workspace; w.Mode != core.WorkspaceWorktree || w.Base != initial {
+		t.Fatalf("new from main: %+v; want base %s", w, initial)
+	}
+	if _, err := env.eng.CallTool(agent, "create_task_kandev", []byte(`{"title":"bad","start":false,"workspace":"elsewhere"}`)); core.CodeOf(err) != core.CodeValidation {
+		t.Fatalf("workspace elsewhere: %v", err)
+	}
+	// get_task_kandev tells an agent where a task works: directory, branch, base.
+	res, err := env.eng.CallTool(agent, "get_task_kandev", []byte(`{"task_id":"`+own.ID+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"dir":"` + own.Workspace.Dir + `"`, `"branch":"` + own.Workspace.Branch + `"`, `"base":"` + parentHead + `"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("get_task_kandev lacks %s: %s", want, b)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ErrRefused is wrapped by a merge that was refused before changing
+// anything: a dirty main checkout, a detached HEAD, a conflict.
+var ErrRefused = errors.New("merge refused")
+
+// ErrNothingToMerge is returned when the task's branch holds nothing the
+// main checkout's branch does not already have.
+var ErrNothingToMerge = errors.New("nothing to merge")
+
+// FileStat is one file's line counts in a diff (-1 for binary files).
+type FileStat struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+}
+
+// Diff is what a task changed against its base commit.
+type Diff struct {
+	Base  string     `json:"base"`
+	Files []FileStat `json:"files"`
+	Stat  string     `json:"stat"`            // git diff --stat
+	Patch string     `json:"patch,omitempty"` // the full diff, when asked
+}
+
+// Totals sums the lines added and deleted (binary files count nothing).
+func (d Diff) Totals() (added, deleted int) {
+	for _, f := range d.Files {
+		if f.Added > 0 {
+			added += f.Added
+		}
+		if f.Deleted > 0 {
+			deleted += f.Deleted
+		}
+	}
+	return added, deleted
+}
+
+// Diff compares the worktree as it is now (commits on the task's branch,
+// staged, unstaged and untracked-but-not-ignored files) with the base
+// commit. It stages into a throwaway index, so the worktree's own index,
+// which the agent may be using, is never touched.
+func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, error) {
+	tmp, err := os.MkdirTemp("", "kandev-diff-")
+	if err != nil {
+		return Diff{}, fmt.Errorf("diff: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	run := func(args ...string) (string, error) {
+		return git(ctx, m.Timeout, wt.Dir, env, args...)
+	}
+	if _, err := run("read-tree", "HEAD"); err != nil {
+		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
+	}
+	if _, err := run("add", "--all", "."); err != nil {
+		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
+	}
+	d := Diff{Base: wt.BaseCommit}
+	num, err := run("diff", "--cached", "--no-color", "--numstat", "-z", wt.BaseCommit)
+	if err != nil {
+		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
+	}
+	d.Files = parseNumstat(num)
+	if d.Stat, err = run("diff", "--cached", "--no-color", "--stat", wt.BaseCommit); err != nil {
+		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
+	}
+	if patch {
+		if d.Patch, err = run("diff", "--cached", "--no-color", wt.BaseCommit); err != nil {
+			return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
+		}
+	}
+	return d, nil
+}
+
+// parseNumstat reads `git diff --numstat -z`: "added\tdeleted\tpath\0", or
+// for a rename "added\tdeleted\t\0old\0new\0".
+func parseNumstat(out string) []FileStat {
+	files := []FileStat{}
+	parts := strings.Split(out, "\x00")
+	for i := 0; i < len(parts); i++ {
+		fields := strings.SplitN(parts[i], "\t", 3)
+		if len(fields) != 3 {
+			continue
+		}
+		f := FileStat{Path: fields[2], Added: atoiOr(fields[0], -1), Deleted: atoiOr(fields[1], -1)}
+		if f.Path == "" && i+2 < len(parts) {
+			f.Path = parts[i+2] // renamed: keep the new name
+			i += 2
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+// MergeOptions says how a task's branch is merged.
+type MergeOptions struct {
+	Squash  bool
+	Message string // the merge or squash commit's message; git's default when empty
+}
+
+// MergeResult says what a merge did.
+type MergeResult struct {
+	Into   string `json:"into"`   // the main checkout's branch
+	Commit string `json:"commit"` // its new head
+}
+
+// Merge brings the task's work into the branch the main checkout is on.
+// Uncommitted work in the worktree is committed on the task's branch first,
+// so what merges is what Diff showed. It refuses (ErrRefused) when the main
+// checkout is on no branch, has uncommitted changes to tracked files, or
+// the merge would conflict; a refused or failed merge leaves the main
+// checkout as it was.
+func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (MergeResult, error) {
+	defer m.lock(wt.Repo)()
+	into, err := m.git(ctx, wt.Repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("%w: the main checkout %s is not on a branch; check out the branch to merge into", ErrRefused, wt.Repo)
+	}
+	into = strings.TrimSpace(into)
+	if into == wt.Branch {
+		return MergeResult{}, fmt.Errorf("%w: the main checkout %s is on the task's own branch %s", ErrRefused, wt.Repo, wt.Branch)
+	}
+	dirty, err := m.git(ctx, wt.Repo, "status", "--porcelain", "--untracked-files=no")
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("merge: %w", err)
+	}
+	if dirty = strings.TrimSpace(dirty); dirty != "" {
+		return MergeResult{}, fmt.Errorf("%w: the main checkout %s has uncommitted changes; commit or stash them first:\n%s", ErrRefused, wt.Repo, dirty)
+	}
+	if err := m.commitPending(ctx, wt); err != nil {
+		return MergeResult{}, err
+	}
+	ahead, err := m.git(ctx, wt.Repo, "rev-list", "--count", "HEAD.."+wt.Branch)
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("merge: %w", err)
+	}
+	if strings.TrimSpace(ahead) == "0" {
+		return MergeResult{}, fmt.Errorf("%w: %s has nothing that %s lacks", ErrNothingToMerge, wt.Branch, into)
+	}
+	// Ask git whether the merge conflicts without touching any checkout.
+	// Exit 1 is a conflict; any other failure (a git before 2.38 has no
+	// --write-tree) falls through to the merge, which is aborted on conflict.
+	if out, err := m.git(ctx, wt.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", wt.Branch); err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && exitCode(ge.Err) == 1 {
+			files := strings.Join(strings.Split(strings.TrimSpace(out), "\n")[1:], "\n")
+			return MergeResult{}, fmt.Errorf("%w: merging %s into %s conflicts in:\n%s\nresolve it in the task's worktree %s (merge %s there) and merge again", ErrRefused, wt.Branch, into, files, wt.Dir, into)
+		}
+	}
+	if o.Squash {
+		if _, err := m.git(ctx, wt.Repo, "merge", "--squash", wt.Branch); err != nil {
+			m.git(context.WithoutCancel(ctx), wt.Repo, "reset", "--merge")
+			return MergeResult{}, fmt.Errorf("%w: squash %s into %s: %w", ErrRefused, wt.Branch, into, err)
+		}
+		args := []string{"commit", "--no-verify", "--no-edit"}
+		if o.Message != "" {
+			args = []string{"commit", "--no-verify", "-m", o.Message}
+		}
+		if _, err := m.git(ctx, wt.Repo, args...); err != nil {
+			m.git(context.WithoutCancel(ctx), wt.Repo, "reset", "--merge")
+			return MergeResult{}, fmt.Errorf("commit squash of %s into %s: %w", wt.Branch, into, err)
+		}
+	} else {
+		args := []string{"merge", "--no-edit"}
+		if o.Message != "" {
+			args = append(args, "-m", o.Message)
+		}
+		if _, err := m.git(ctx, wt.Repo, append(args, wt.Branch)...); err != nil {
+			m.git(context.WithoutCancel(ctx), wt.Repo, "merge", "--abort")
+			return MergeResult{}, fmt.Errorf("%w: merge %s into %s: %w", ErrRefused, wt.Branch, into, err)
+		}
+	}
+	head, err := m.Head(ctx, wt.Repo)
+	if err != nil {
+		return MergeResult{}, fmt.Errorf("merge: %w", err)
+	}
+	return MergeResult{Into: into, Commit: head}, nil
+}
+
+// commitPending commits everything uncommitted in the worktree on the
+// task's branch.
+func (m *Manager) commitPending(ctx context.Context, wt Worktree) error {
+	st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+	if err != nil {
+		return fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
+	}
+	if strings.TrimSpace(st) == "" {
+		return nil
+	}
+	if _, err := m.git(ctx, wt.Dir, "add", "--all", "."); err != nil {
+		return fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
+	}
+	if _, err := m.git(ctx, wt.Dir, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
+		return fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// DefaultSetupTimeout bounds .kandev/setup: installing dependencies can
+// take minutes, a setup that waits forever must not hold the task.
+const DefaultSetupTimeout = 10 * time.Minute
+
+// maxSetupOutput is how much of the setup's output is kept (its tail).
+const maxSetupOutput = 64 << 10
+
+// SetupError is a .kandev/setup that failed, with what it printed.
+type SetupError struct {
+	Script string
+	Output string
+	Err    error
+}
+
+func (e *SetupError) Error() string {
+	return fmt.Sprintf("%s failed: %v\n%s", e.Script, e.Err, e.Output)
+}
+
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// SetupScript returns the setup script for a worktree: .kandev/setup in the
+// worktree (tracked, so every branch can have its own), else in the main
+// checkout (untracked, a user's local habit), else "".
+func SetupScript(wt Worktree) string {
+	for _, dir := range []string{wt.Dir, wt.Repo} {
+		p := filepath.Join(dir, ".kandev", "setup")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// RunSetup runs the worktree's setup script in the worktree, bounded by
+// SetupTimeout, and returns its combined output (the last 64 KiB). No
+// script is not an error. A script that is not executable, exits non-zero
+// or outlives its time is a *SetupError carrying the output. The script's
+// whole process group is killed when it times out, so a backgrounded
+// child does not outlive it. Once it succeeds it is not run again for
+// this worktree: a marker in the worktree's git admin directory (removed
+// with the worktree) records it; runs on one worktree are serialised.
+func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
+	script := SetupScript(wt)
+	if script == "" {
+		return "", nil
+	}
+	defer m.lock(wt.Dir)()
+	marker := ""
+	if gitDir, err := m.git(ctx, wt.Dir, "rev-parse", "--absolute-git-dir"); err == nil {
+		marker = filepath.Join(strings.TrimSpace(gitDir), "kandev-setup-done")
+		if _, err := os.Stat(marker); err == nil {
+			return "", nil
+		}
+	}
+	fi, err := os.Stat(script)
+	if err != nil {
+		return "", fmt.Errorf("setup: %w", err)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return "", &SetupError{Script: script, Err: errors.New("not executable (chmod +x it)")}
+	}
+	timeout := m.SetupTimeout
+	if timeout <= 0 {
+		timeout = DefaultSetupTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, script)
+	cmd.Dir = wt.Dir
+	cmd.Env = append(cmd.Environ(),
+		"KANDEV_WORKTREE="+wt.Dir, "KANDEV_REPO="+wt.Repo,
+		"KANDEV_BRANCH="+wt.Branch, "KANDEV_BASE="+wt.BaseCommit)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out := &tail{max: maxSetupOutput}
+	cmd.Stdout = out
+	cmd.Stderr = out
+	err = cmd.Run()
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("did not finish in %s: %w", timeout, ctx.Err())
+		}
+		return out.String(), &SetupError{Script: script, Output: out.String(), Err: err}
+	}
+	if marker != "" {
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			return out.String(), fmt.Errorf("setup: record that it ran: %w", err)
+		}
+	}
+	return out.String(), nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+	cut bool
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+		t.cut = true
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cut {
+		return "[…]" + string(t.buf)
+	}
+	return string(t.buf)
+}

@@ -1,0 +1,373 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+)
+
+// Worktree is what a task's workspace records: enough to diff, merge or
+// discard it later, after restarts.
+type Worktree struct {
+	Repo       string `json:"repo"`        // the main checkout's top-level directory
+	Dir        string `json:"dir"`         // the worktree the agent works in
+	Branch     string `json:"branch"`      // the task's branch
+	BaseCommit string `json:"base_commit"` // the commit the branch started from
+}
+
+// Manager runs workspace operations. Operations on one repository are
+// serialised: git takes locks of its own (index.lock, worktree admin
+// files) and two concurrent worktree adds on one repository can fail.
+type Manager struct {
+	// Timeout bounds one git command (DefaultTimeout when zero).
+	Timeout time.Duration
+	// SetupTimeout bounds .kandev/setup (DefaultSetupTimeout when zero).
+	SetupTimeout time.Duration
+
+	mu      sync.Mutex
+	locks   map[string]*sync.Mutex
+	version string // "" until checked and found recent enough
+}
+
+// MinVersion is the oldest git kandev's worktrees work with (git worktree
+// remove arrived in 2.17).
+var MinVersion = [2]int{2, 17}
+
+// checkVersion refuses a git too old for what kandev asks of it, with a
+// clear error instead of a puzzling one from a missing option.
+func (m *Manager) checkVersion(ctx context.Context) error {
+	m.mu.Lock()
+	ok := m.version != ""
+	m.mu.Unlock()
+	if ok {
+		return nil
+	}
+	out, err := m.git(ctx, "", "version")
+	if err != nil {
+		return fmt.Errorf("check git version: %w", err)
+	}
+	major, minor, ok := parseVersion(out)
+	if !ok {
+		return fmt.Errorf("check git version: cannot read %q", strings.TrimSpace(out))
+	}
+	if major < MinVersion[0] || (major == MinVersion[0] && minor < MinVersion[1]) {
+		return fmt.Errorf("%s is too old for kandev's worktrees: it needs git %d.%d or newer", strings.TrimSpace(out), MinVersion[0], MinVersion[1])
+	}
+	m.mu.Lock()
+	m.version = strings.TrimSpace(out)
+	m.mu.Unlock()
+	return nil
+}
+
+// parseVersion reads "git version 2.39.5" (and vendor suffixes such as
+// "2.39.3 (Apple Git-146)").
+func parseVersion(out string) (major, minor int, ok bool) {
+	f := strings.Fields(out)
+	if len(f) < 3 || f[0] != "git" || f[1] != "version" {
+		return 0, 0, false
+	}
+	parts := strings.SplitN(f[2], ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	var err1, err2 error
+	major, err1 = strconv.Atoi(parts[0])
+	minor, err2 = strconv.Atoi(parts[1])
+	return major, minor, err1 == nil && err2 == nil
+}
+
+func (m *Manager) lock(repo string) func() {
+	m.mu.Lock()
+	if m.locks == nil {
+		m.locks = map[string]*sync.Mutex{}
+	}
+	l, ok := m.locks[repo]
+	if !ok {
+		l = &sync.Mutex{}
+		m.locks[repo] = l
+	}
+	m.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
+	return git(ctx, m.Timeout, dir, nil, args...)
+}
+
+// RepoRoot returns the top-level directory of the main checkout that dir
+// belongs to. For a directory inside a linked worktree it is still the main
+// checkout, so a task created from inside another task's worktree branches
+// from the same repository. It wraps ErrNotRepo when dir is in no work tree.
+func (m *Manager) RepoRoot(ctx context.Context, dir string) (string, error) {
+	repo, _, err := m.Locate(ctx, dir)
+	return repo, err
+}
+
+// Locate is RepoRoot plus dir's path relative to the top of its own
+// checkout ("" at the top), to start a worktree's agent at the same place.
+func (m *Manager) Locate(ctx context.Context, dir string) (repo, prefix string, err error) {
+	// No --path-format=absolute (git 2.31): a relative common dir is
+	// relative to dir.
+	out, err := m.git(ctx, dir, "rev-parse", "--git-common-dir", "--is-inside-work-tree", "--show-prefix")
+	if err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && exitCode(ge.Err) == 128 && strings.Contains(ge.Stderr, "not a git repository") {
+			return "", "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
+		}
+		if errors.Is(err, ErrNoGit) {
+			return "", "", err
+		}
+		return "", "", fmt.Errorf("find repository of %s: %w", dir, err)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) < 2 || lines[1] != "true" {
+		return "", "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
+	}
+	common := lines[0]
+	if !filepath.IsAbs(common) {
+		common = filepath.Join(dir, common)
+	}
+	if abs, err := filepath.EvalSymlinks(common); err == nil {
+		common = abs
+	}
+	if filepath.Base(common) != ".git" {
+		// A bare repository or a separate git dir: there is no main
+		// checkout to merge into.
+		return "", "", fmt.Errorf("%s: repository %s has no main checkout: %w", dir, common, ErrNotRepo)
+	}
+	if len(lines) > 2 {
+		prefix = strings.TrimSuffix(lines[2], "/")
+	}
+	return filepath.Dir(common), prefix, nil
+}
+
+// Head returns the commit the checkout in dir is on.
+func (m *Manager) Head(ctx context.Context, dir string) (string, error) {
+	return m.resolve(ctx, dir, "HEAD")
+}
+
+func (m *Manager) resolve(ctx context.Context, dir, ref string) (string, error) {
+	out, err := m.git(ctx, dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("resolve %q in %s: no such commit: %w", ref, dir, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// Slug turns a title into a branch-name fragment: lower-case ASCII letters
+// and digits separated by single dashes, at most 40 characters.
+func Slug(title string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(title) {
+		if r < unicode.MaxASCII && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(r)
+			if b.Len() >= 40 {
+				break
+			}
+			continue
+		}
+		dash = true
+	}
+	return strings.TrimRight(b.String(), "-")
+}
+
+// DefaultBranch is the branch a task gets when none is given:
+// kandev/<task-id>-<slug-of-title>.
+func DefaultBranch(taskID, title string) string {
+	if s := Slug(title); s != "" {
+		return "kandev/" + taskID + "-" + s
+	}
+	return "kandev/" + taskID
+}
+
+// Dir is where a task's worktree lives: <home>/worktrees/<repo-name>/<task-id>.
+func Dir(home, repo, taskID string) string {
+	return filepath.Join(home, "worktrees", filepath.Base(repo), taskID)
+}
+
+// CreateOptions says where and from what a worktree is made.
+type CreateOptions struct {
+	Repo   string // main checkout (from RepoRoot)
+	Dir    string // the new worktree's directory; must not exist
+	Branch string // a new branch; must not exist
+	Base   string // a ref or commit; the repository's HEAD when empty
+}
+
+// Create adds a worktree on a new branch from the base, then copies the
+// files .worktreeinclude lists. It does not run .kandev/setup: that is the
+// launch's business (RunSetup), so its output lands in the task's log.
+// On failure it leaves no worktree and no branch behind.
+func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error) {
+	if o.Repo == "" || o.Dir == "" || o.Branch == "" {
+		return Worktree{}, errors.New("create worktree: repository, directory and branch are required")
+	}
+	if err := m.checkVersion(ctx); err != nil {
+		return Worktree{}, err
+	}
+	// A leading dash would reach git as an option (a base or branch may
+	// come from an agent's create_task_kandev).
+	if strings.HasPrefix(o.Base, "-") || strings.HasPrefix(o.Branch, "-") {
+		return Worktree{}, fmt.Errorf("create worktree: base %q or branch %q starts with a dash", o.Base, o.Branch)
+	}
+	defer m.lock(o.Repo)()
+	base := o.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	commit, err := m.resolve(ctx, o.Repo, base)
+	if err != nil {
+		return Worktree{}, fmt.Errorf("create worktree: %w", err)
+	}
+	if _, err := m.git(ctx, o.Repo, "check-ref-format", "--branch", o.Branch); err != nil {
+		return Worktree{}, fmt.Errorf("create worktree: invalid branch name %q: %w", o.Branch, err)
+	}
+	if _, err := m.git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+o.Branch); err == nil {
+		return Worktree{}, fmt.Errorf("create worktree: branch %q already exists", o.Branch)
+	}
+	if _, err := os.Lstat(o.Dir); err == nil {
+		return Worktree{}, fmt.Errorf("create worktree: %s already exists", o.Dir)
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Dir), 0o755); err != nil {
+		return Worktree{}, fmt.Errorf("create worktree: %w", err)
+	}
+	if _, err := m.git(ctx, o.Repo, "worktree", "add", "-b", o.Branch, o.Dir, commit); err != nil {
+		// A timeout can leave a half-made worktree: undo it.
+		m.removeLocked(context.WithoutCancel(ctx), o.Repo, o.Dir, o.Branch)
+		return Worktree{}, fmt.Errorf("create worktree for branch %q: %w", o.Branch, err)
+	}
+	wt := Worktree{Repo: o.Repo, Dir: o.Dir, Branch: o.Branch, BaseCommit: commit}
+	if _, err := m.copyIncludes(ctx, o.Repo, o.Dir); err != nil {
+		m.removeLocked(context.WithoutCancel(ctx), o.Repo, o.Dir, o.Branch)
+		return Worktree{}, fmt.Errorf("create worktree: %w", err)
+	}
+	return wt, nil
+}
+
+// copyIncludes copies the files of the main checkout that match
+// .worktreeinclude and that git ignores into the worktree. git itself
+// matches the patterns (ls-files --exclude-from), so they mean exactly what
+// they mean in a .gitignore. Tracked files are never copied (the checkout
+// has them), nor untracked files git does not ignore: a merge commits the
+// worktree's untracked files, and a secret must not ride along.
+func (m *Manager) copyIncludes(ctx context.Context, repo, dir string) ([]string, error) {
+	include := filepath.Join(repo, ".worktreeinclude")
+	if _, err := os.Stat(include); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	out, err := m.git(ctx, repo, "ls-files", "-z", "--others", "--ignored", "--exclude-from="+include)
+	if err != nil {
+		return nil, fmt.Errorf("list .worktreeinclude files: %w", err)
+	}
+	if strings.Trim(out, "\x00") == "" {
+		return nil, nil
+	}
+	ignored, err := gitIn(ctx, m.Timeout, repo, nil, out, "check-ignore", "-z", "--stdin")
+	if err != nil && exitCode(errors.Unwrap(err)) != 1 { // 1: none of them is ignored
+		return nil, fmt.Errorf("check .worktreeinclude files: %w", err)
+	}
+	var copied []string
+	for _, rel := range strings.Split(ignored, "\x00") {
+		if rel == "" {
+			continue
+		}
+		if err := copyFile(filepath.Join(repo, rel), filepath.Join(dir, rel)); err != nil {
+			return copied, fmt.Errorf("copy %s from .worktreeinclude: %w", rel, err)
+		}
+		copied = append(copied, rel)
+	}
+	return copied, nil
+}
+
+func copyFile(src, dst string) error {
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		target, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, dst)
+	case !fi.Mode().IsRegular():
+		return nil // sockets, fifos: nothing a worktree can use
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// Discard removes the worktree and deletes its branch, whatever they hold.
+// Parts already gone are not an error, so a discard that was interrupted
+// can be run again.
+func (m *Manager) Discard(ctx context.Context, wt Worktree) error {
+	defer m.lock(wt.Repo)()
+	return m.removeLocked(ctx, wt.Repo, wt.Dir, wt.Branch)
+}
+
+func (m *Manager) removeLocked(ctx context.Context, repo, dir, branch string) error {
+	var errs []error
+	if _, err := os.Lstat(dir); err == nil {
+		if _, err := m.git(ctx, repo, "worktree", "remove", "--force", "--force", dir); err != nil {
+			// Not a registered worktree (a half-made one): remove the files.
+			if rmErr := os.RemoveAll(dir); rmErr != nil {
+				errs = append(errs, fmt.Errorf("remove worktree %s: %w", dir, err))
+			}
+		}
+	}
+	// Forget registrations whose directory is gone, so the branch is free.
+	if _, err := m.git(ctx, repo, "worktree", "prune"); err != nil {
+		errs = append(errs, fmt.Errorf("prune worktrees: %w", err))
+	}
+	if branch != "" {
+		if _, err := m.git(ctx, repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+			if _, err := m.git(ctx, repo, "branch", "-D", branch); err != nil {
+				errs = append(errs, fmt.Errorf("delete branch %s: %w", branch, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Open reads the worktree at dir back from git: its main checkout and the
+// branch it is on ("" when detached). BaseCommit stays empty.
+func (m *Manager) Open(ctx context.Context, dir string) (Worktree, error) {
+	repo, _, err := m.Locate(ctx, dir)
+	if err != nil {
+		return Worktree{}, err
+	}
+	wt := Worktree{Repo: repo, Dir: dir}
+	if out, err := m.git(ctx, dir, "symbolic-ref", "--quiet", "--short", "HEAD"); err == nil {
+		wt.Branch = strings.TrimSpace(out)
+	}
+	return wt, nil
+}
