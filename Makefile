@@ -49,8 +49,13 @@ bench-proc: build
 demo: build
 	$(BIN) demo
 
+## install: go install, then say where the binary went and whether that
+## directory is on PATH.
 install:
 	$(GO) install -ldflags "$(LDFLAGS)" ./cmd/kandev
+	@dir="$$($(GO) env GOBIN)"; [ -n "$$dir" ] || dir="$$($(GO) env GOPATH)/bin"; \
+	echo "installed $$dir/kandev"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "$$dir is not on PATH; add it: export PATH=\"$$dir:\$$PATH\"";; esac
 
 clean:
 	rm -rf bin
