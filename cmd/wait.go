@@ -84,6 +84,8 @@ func NewCmdWait(f *Factory) *cobra.Command {
 		Short: "Block until a task needs someone, and say why",
 		Long: `Block until the task needs someone — done, handed to a person, a question for you,
 escalated, stuck with nobody to escalate to, failed or cancelled — then print why.
+An agent that handed the task on and is still finishing its turn is waited for, so
+the next command sees the run settled.
 Exit codes:
   0 done, 10 handed to a person (or back to you), 11 a question for you, 12 escalated,
   13 failed, 14 cancelled, 15 stuck, 124 timeout, 130 interrupted (a signal),
@@ -116,13 +118,25 @@ Exit codes:
 					return err
 				}
 			}
+			// settling is the run whose turn was still going when the outcome
+			// was reached (an agent that handed the task on and keeps
+			// talking): wait returns once that turn has ended, so what the
+			// caller reads next shows the run settled.
+			var settling, outcome, why string
 			for {
-				if outcome, why := waitOutcome(t); outcome != "" {
+				if outcome, why = waitOutcome(t); outcome == "" {
+					settling = ""
+				} else if windingDown(t) && (settling == "" || settling == t.Session.ID) {
+					settling = t.Session.ID
+				} else {
 					return f.waitResult(t, outcome, why)
 				}
 				select {
 				case <-ctx.Done():
 					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+						if outcome != "" {
+							return f.waitResult(t, outcome, why)
+						}
 						return f.waitResult(t, "timeout", fmt.Sprintf("still %s after %s", t.Status, timeout))
 					}
 					return ctx.Err()
@@ -146,6 +160,22 @@ Exit codes:
 	}
 	c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 124)")
 	return c
+}
+
+// windingDown reports a run still in its turn whose role no longer holds
+// the task (it handed the task on and keeps talking until its turn ends).
+// The run of the task's holder is not waited for: a question for you keeps
+// its turn open on purpose, and a manager an escalation woke is new work.
+func windingDown(t core.Task) bool {
+	if t.Session == nil {
+		return false
+	}
+	switch t.Session.State {
+	case core.SessionCreated, core.SessionStarting, core.SessionRunning:
+	default:
+		return false
+	}
+	return t.Assignee == nil || t.Assignee.Kind != "role" || t.Assignee.Name != t.Session.Role
 }
 
 // waitCut turns a wait cut short into its outcome, quietly: its own
