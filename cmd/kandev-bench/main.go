@@ -60,6 +60,12 @@ func main() {
 
 type binary struct{ name, path string }
 
+// only and seeded are the -only and -seeded flags.
+var only, seeded string
+
+// wanted reports whether the figure named name is measured (-only).
+func wanted(name string) bool { return only == "" || strings.Contains(name, only) }
+
 type sample struct {
 	took time.Duration
 	rss  int64 // KiB
@@ -74,7 +80,10 @@ func run() error {
 	bins := flag.String("bin", "", "binaries to compare, name=path,... (default: build ./cmd/kandev)")
 	runs := flag.Int("runs", 7, "interleaved rounds per figure")
 	sizesFlag := flag.String("sizes", "", "task counts (default 1000,10000; with KANDEV_BENCH_100K=1 also 100000)")
+	onlyFlag := flag.String("only", "", "measure only the figures whose name contains this text (e.g. TUI, daemon, list)")
+	seededFlag := flag.String("seeded", "", "directory of databases seeded earlier (kandev-N.db, made and kept when missing): no seeding in this run")
 	flag.Parse()
+	only, seeded = *onlyFlag, *seededFlag
 
 	work, err := os.MkdirTemp("", "kb-")
 	if err != nil {
@@ -176,12 +185,12 @@ type home struct {
 }
 
 func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string) error {
-	seedDir := filepath.Join(work, fmt.Sprintf("seed-%d", n))
-	if err := os.MkdirAll(seedDir, 0o700); err != nil {
-		return err
+	seedDB := filepath.Join(work, fmt.Sprintf("seed-%d.db", n))
+	if seeded != "" {
+		seedDB = filepath.Join(seeded, fmt.Sprintf("kandev-%d.db", n))
 	}
 	start := time.Now()
-	firstID, title, err := seedChild(filepath.Join(seedDir, "kandev.db"), n)
+	firstID, title, err := seedChild(seedDB, n)
 	if err != nil {
 		return err
 	}
@@ -198,7 +207,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		if err := copyFile(filepath.Join(seedDir, "kandev.db"), filepath.Join(dir, "kandev.db")); err != nil {
+		if err := copyFile(seedDB, filepath.Join(dir, "kandev.db")); err != nil {
 			return err
 		}
 		h := &home{bin: b, dir: dir, taskID: firstID, title: title,
@@ -230,13 +239,13 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 	cwd := filepath.Join(work, "cwd")
 	_ = os.MkdirAll(cwd, 0o755)
 	for round := range runs {
-		// The floor, once per round.
+		// The floors, once per round.
 		s, err := timeProc(nil, hello)
 		if err != nil {
 			return err
 		}
 		floorHello.samples["floor"] = append(floorHello.samples["floor"], s)
-		if floorSQL != nil {
+		if floorSQL != nil && (wanted(floorSQL.name) || wanted(listJSON.name)) {
 			s, err := timeProc(nil, sqlite, "-json", filepath.Join(homes[0].dir, "kandev.db"), "SELECT * FROM tasks")
 			if err != nil {
 				return err
@@ -247,7 +256,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			// Daemon start: a fresh daemon each round, timed until it
 			// answers. The last round's daemon is the one the commands
 			// of this round talk to; its peak RSS is noted at its stop.
-			if rss := h.stop(); rss > 0 {
+			if rss := h.stop(); rss > 0 && len(dStart.samples[h.bin.name]) > 0 {
 				ss := dStart.samples[h.bin.name]
 				ss[len(ss)-1].rss = rss
 			}
@@ -255,7 +264,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			if err != nil {
 				return fmt.Errorf("%s: %w", h.bin.name, err)
 			}
-			dStart.samples[h.bin.name] = append(dStart.samples[h.bin.name], s)
+			if wanted(dStart.name) {
+				dStart.samples[h.bin.name] = append(dStart.samples[h.bin.name], s)
+			}
 		}
 		steps := []struct {
 			r    *result
@@ -268,6 +279,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			{listText, []string{"task", "list"}},
 		}
 		for _, st := range steps {
+			if !wanted(st.r.name) {
+				continue
+			}
 			for _, h := range homes {
 				s, err := timeProc(h.env, h.bin.path, st.args...)
 				if err != nil {
@@ -277,6 +291,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			}
 		}
 		for _, h := range homes {
+			if !wanted(mcp.name) {
+				break
+			}
 			s, err := timeMCP(h)
 			if err != nil {
 				return fmt.Errorf("%s mcp: %w", h.bin.name, err)
@@ -287,6 +304,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			r      *result
 			answer bool
 		}{{tuiQuiet, false}, {tuiAnswer, true}} {
+			if !wanted(tr.r.name) {
+				continue
+			}
 			for _, h := range homes {
 				s, err := timeTUI(h, tr.answer)
 				if err != nil {
@@ -316,6 +336,13 @@ func printTable(results []*result, binaries []binary) {
 	}
 	fmt.Println()
 	for _, r := range results {
+		measured := false
+		for _, ss := range r.samples {
+			measured = measured || len(ss) > 0
+		}
+		if !measured {
+			continue
+		}
 		fmt.Printf("| %-46s |", r.name)
 		for _, c := range cols {
 			ss := r.samples[c]
@@ -562,6 +589,15 @@ func copyFile(from, to string) error {
 // (ru_maxrss) from its parent's, since Go spawns with vfork: a parent that
 // had held 100,000 tasks would make every measured process look that big.
 func seedChild(dbPath string, n int) (string, string, error) {
+	firstFile := dbPath + ".first"
+	if seeded != "" {
+		if b, err := os.ReadFile(firstFile); err == nil {
+			return strings.TrimSpace(string(b)), seedTitle, nil
+		}
+		if err := os.MkdirAll(seeded, 0o700); err != nil {
+			return "", "", err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return "", "", err
@@ -572,7 +608,13 @@ func seedChild(dbPath string, n int) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("seed %d tasks: %w", n, err)
 	}
-	return strings.TrimSpace(string(out)), seedTitle, nil
+	first := strings.TrimSpace(string(out))
+	if seeded != "" {
+		if err := os.WriteFile(firstFile, []byte(first+"\n"), 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	return first, seedTitle, nil
 }
 
 // seedTitle begins the first seeded task's title: the TUI's first row.
