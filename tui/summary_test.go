@@ -2,6 +2,8 @@ package tui
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +105,70 @@ func TestTreeLoadsSummariesAndTheSelectedTaskWhole(t *testing.T) {
 	d.mustShow("Changed while you looked elsewhere.")
 	if n := f.callCount("GetTask " + upd.ID); n != 0 {
 		t.Fatalf("%s was loaded %d times though an event brought it whole", upd.ID, n)
+	}
+}
+
+// streamClient is summaryClient over a slow listing: the first rows come
+// at once, the rest of the listing (and the whole listing) only once gate
+// is closed.
+type streamClient struct {
+	summaryClient
+	gate chan struct{}
+}
+
+func (c streamClient) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	<-c.gate
+	return c.summaryClient.ListTaskSummaries(ctx, in)
+}
+
+func (c streamClient) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
+	ts, err := c.summaryClient.ListTaskSummaries(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	first(ts[:min(n, len(ts)):min(n, len(ts))])
+	select {
+	case <-c.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return ts, nil
+}
+
+// TestTreeDrawsFirstRowsBeforeTheWholeListing: at 100,000 tasks reading
+// the listing is most of the start; the tree draws its first rows as soon
+// as they are read and fills in the rest when it arrives. Events that come
+// meanwhile apply on top of the whole listing.
+func TestTreeDrawsFirstRowsBeforeTheWholeListing(t *testing.T) {
+	var tasks []core.Task
+	for i := range firstRows + 100 {
+		tasks = append(tasks, core.Task{ID: fmt.Sprintf("t%04d", i), Title: fmt.Sprintf("Row %d of the listing", i),
+			Status: core.StatusTodo, Profile: "claude", CreatedAt: testNow, UpdatedAt: testNow})
+	}
+	f := newFake(tasks...)
+	gate := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	o := Options{Now: func() time.Time { return testNow }, Location: time.UTC, CWD: "/work"}
+	m := newModel(ctx, streamClient{summaryClient{f}, gate}, o, testStyles())
+	m.tickEvery, m.debounce, m.backoff = 0, 0, time.Millisecond
+	d := &driver{t: t, m: m, f: f, msgs: make(chan tea.Msg, 1024), ctx: ctx}
+	d.send(tea.WindowSizeMsg{Width: 120, Height: 40})
+	d.run(m.Init())
+	d.eventually("the first rows", func() bool { return strings.Contains(d.view(), "Row 0 of the listing") })
+	d.mustShow("Row 1 of the listing", "Row 20 of the listing")
+	if n := d.m.tasks.len(); n != firstRows {
+		t.Fatalf("before the whole listing the store holds %d tasks, want the first %d", n, firstRows)
+	}
+
+	// An event while the rest is on its way waits for it.
+	upd := tasks[len(tasks)-1]
+	upd.Title = "Renamed while loading"
+	d.f.push(core.Event{Type: core.EventTaskUpdated, TaskID: upd.ID, Task: &upd})
+	d.settle()
+	close(gate)
+	d.eventually("the whole listing", func() bool { return d.m.tasks.len() == len(tasks) })
+	if got := d.m.tasks.get(upd.ID); got == nil || got.Title != "Renamed while loading" {
+		t.Fatalf("the event during the load was lost: %+v", got)
 	}
 }

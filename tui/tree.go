@@ -44,7 +44,7 @@ func (tp *treePane) flatten(s *taskStore, f filter) {
 			if e == nil {
 				continue
 			}
-			e.match = f.match(&e.t)
+			e.match = f.match(e.t)
 			if e.match {
 				e.keep = true
 			}
@@ -91,7 +91,7 @@ func (tp *treePane) flatten(s *taskStore, f filter) {
 	}
 	for _, id := range s.order {
 		e := s.byID[id]
-		if e == nil || !s.isRoot(&e.t) || (filtering && !e.keep) {
+		if e == nil || !s.isRoot(e.t) || (filtering && !e.keep) {
 			continue
 		}
 		visit(id, "", true, true)
@@ -168,7 +168,7 @@ func (tp *treePane) view(st styles, s *taskStore, w, h int, now time.Time, frame
 			out = append(out, strings.Repeat(" ", w))
 			continue
 		}
-		rm := rowFor(&e.t, now, frame)
+		rm := rowFor(e.t, now, frame)
 		sel := i == tp.cursor
 		out = append(out, rm.render(st, r, w, sel, focused))
 	}

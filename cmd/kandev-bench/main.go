@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,6 +237,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 	mcp := add("kandev mcp start to tools/list")
 	tuiQuiet := add("TUI spawn to first row (pty answers nothing)")
 	tuiAnswer := add("TUI spawn to first row (pty answers queries)")
+	tuiWhole := add("TUI spawn to whole tree loaded (answers)")
 
 	cwd := filepath.Join(work, "cwd")
 	_ = os.MkdirAll(cwd, 0o755)
@@ -308,11 +311,18 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 				continue
 			}
 			for _, h := range homes {
-				s, err := timeTUI(h, tr.answer)
+				whole := 0
+				if tr.answer && wanted(tuiWhole.name) {
+					whole = n
+				}
+				s, all, err := timeTUI(h, tr.answer, whole)
 				if err != nil {
 					return fmt.Errorf("%s TUI: %w", h.bin.name, err)
 				}
 				tr.r.samples[h.bin.name] = append(tr.r.samples[h.bin.name], s)
+				if whole > 0 {
+					tuiWhole.samples[h.bin.name] = append(tuiWhole.samples[h.bin.name], all)
+				}
 			}
 		}
 	}
@@ -508,49 +518,85 @@ func timeMCP(h *home) (sample, error) {
 
 // timeTUI times the TUI on a pty from spawn until the first task's title
 // is on the screen. With answer, the pty answers colour (OSC 10/11) and
-// cursor-position queries as a terminal would.
-func timeTUI(h *home, answer bool) (sample, error) {
+// cursor-position queries as a terminal would. With whole > 0 it goes on
+// until the status line counts at least that many tasks (the whole
+// listing is in) and returns that time too; the peak RSS of both samples
+// is then the process's after the whole listing.
+func timeTUI(h *home, answer bool, whole int) (sample, sample, error) {
 	cmd := exec.Command(h.bin.path)
 	cmd.Env = h.env
 	start := time.Now()
 	pty, err := daemontest.StartPTY(cmd, 120, 40)
 	if err != nil {
-		return sample{}, err
+		return sample{}, sample{}, err
 	}
 	defer pty.Close()
 	want := []byte(h.title)
-	found := make(chan time.Duration, 1)
+	found := make(chan time.Duration, 2)
 	go func() {
+		defer close(found)
 		var seen []byte
 		buf := make([]byte, 64<<10)
+		first := false
 		for {
 			n, err := pty.Read(buf)
 			seen = append(seen, buf[:n]...)
 			if answer {
 				answerQueries(pty, buf[:n])
 			}
-			if strings.Contains(string(seen), string(want)) {
+			if !first && bytes.Contains(seen, want) {
+				found <- time.Since(start)
+				first = true
+				if whole == 0 {
+					return
+				}
+				seen = seen[:0]
+			}
+			if first && countsAtLeast(seen, whole) {
 				found <- time.Since(start)
 				return
 			}
 			if err != nil {
-				close(found)
 				return
 			}
 		}
 	}()
-	var took time.Duration
-	var ok bool
-	select {
-	case took, ok = <-found:
-	case <-time.After(time.Minute):
+	timeout := time.After(time.Minute)
+	var took [2]time.Duration
+	got := 0
+	for got < 2 && (got < 1 || whole > 0) {
+		var ok bool
+		select {
+		case took[got], ok = <-found:
+		case <-timeout:
+		}
+		if !ok {
+			break
+		}
+		got++
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if !ok {
-		return sample{}, errors.New("the first row never appeared")
+	rss := rssOf(cmd.ProcessState)
+	switch {
+	case got == 0:
+		return sample{}, sample{}, errors.New("the first row never appeared")
+	case whole > 0 && got < 2:
+		return sample{}, sample{}, fmt.Errorf("the status line never counted %d tasks", whole)
 	}
-	return sample{took: took, rss: rssOf(cmd.ProcessState)}, nil
+	return sample{took: took[0], rss: rss}, sample{took: took[1], rss: rss}, nil
+}
+
+var tasksCount = regexp.MustCompile(`(\d+) tasks`)
+
+// countsAtLeast reports whether the screen output counts n tasks or more.
+func countsAtLeast(b []byte, n int) bool {
+	for _, m := range tasksCount.FindAllSubmatch(b, -1) {
+		if v, err := strconv.Atoi(string(m[1])); err == nil && v >= n {
+			return true
+		}
+	}
+	return false
 }
 
 func answerQueries(w io.Writer, b []byte) {

@@ -184,18 +184,27 @@ func (c *Client) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.
 // ListTaskSummaries implements core.TaskSummaries: the listing with only
 // what a tree row shows, in the compact encoding of summary.go.
 func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	return c.StreamTaskSummaries(ctx, in, 0, nil)
+}
+
+// StreamTaskSummaries implements core.TaskSummaryStream.
+func (c *Client) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
 	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
 	resp, err := c.send(ctx, "GET", p, nil)
 	var e *core.Error
 	if errors.As(err, &e) && e.Code == core.CodeInternal && strings.HasPrefix(e.Message, "daemon answered 404 ") {
 		// A daemon older than this binary has no such route.
-		return c.ListTasks(ctx, in)
+		ts, err := c.ListTasks(ctx, in)
+		if err == nil && first != nil {
+			first(ts[:min(n, len(ts))])
+		}
+		return ts, err
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return readTaskSummaries(resp.Body)
+	return readTaskSummaries(resp.Body, n, first)
 }
 
 func listPath(in core.ListTasksInput) string {
