@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/wire"
 )
 
 // summaryOf is the part of t a summary carries: the row's fields, the
@@ -70,10 +71,10 @@ func roundTripSummaries(t *testing.T, tasks []core.Task) []core.Task {
 		ptrs[i] = &tasks[i]
 	}
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readTaskSummaries(&buf, 0, nil)
+	got, err := wire.ReadTaskSummaries(&buf, 0, nil)
 	if err != nil {
 		t.Fatalf("read back: %v", err)
 	}
@@ -120,14 +121,14 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		ptrs[i] = &tasks[i]
 	}
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
 	full := buf.String()
 	// Every line has the documented columns.
 	for i, line := range strings.Split(strings.TrimSuffix(full, "\n"), "\n")[1:] {
-		if n := strings.Count(line, "\t") + 1; n != len(summaryFields) || n != summaryColumns {
-			t.Fatalf("line %d has %d columns; summaryFields names %d", i+2, n, len(summaryFields))
+		if n := strings.Count(line, "\t") + 1; n != len(wire.SummaryFields) || n != wire.SummaryColumns {
+			t.Fatalf("line %d has %d columns; wire.SummaryFields names %d", i+2, n, len(wire.SummaryFields))
 		}
 	}
 	lastLine := strings.LastIndexByte(full[:len(full)-1], '\n')
@@ -136,9 +137,9 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		"a line missing":   full[:lastLine+1],
 		"json not summary": `[{"id":"k3f9qa"}]`,
 		"empty":            "",
-		"newer version":    strings.Replace(full, summaryHeader, "#kandev-task-summary 2", 1),
+		"newer version":    strings.Replace(full, wire.SummaryHeader, "#kandev-task-summary 2", 1),
 	} {
-		if _, err := readTaskSummaries(strings.NewReader(body), 0, nil); err == nil {
+		if _, err := wire.ReadTaskSummaries(strings.NewReader(body), 0, nil); err == nil {
 			t.Errorf("%s: read without an error", name)
 		}
 	}
@@ -161,7 +162,7 @@ func TestTaskSummariesFirstRows(t *testing.T) {
 		ptrs[i] = &tasks[i]
 	}
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
 	// The body stops after the fourth task's line until released.
@@ -172,7 +173,7 @@ func TestTaskSummariesFirstRows(t *testing.T) {
 	var whole []core.Task
 	go func() {
 		var err error
-		whole, err = readTaskSummaries(pr, 3, func(first []core.Task) { got <- first })
+		whole, err = wire.ReadTaskSummaries(pr, 3, func(first []core.Task) { got <- first })
 		done <- err
 	}()
 	if _, err := io.WriteString(pw, strings.Join(lines[:5], "")); err != nil {
@@ -194,7 +195,7 @@ func TestTaskSummariesFirstRows(t *testing.T) {
 	}
 
 	var short []core.Task
-	all, err := readTaskSummaries(strings.NewReader(buf.String()), 50, func(f []core.Task) { short = f })
+	all, err := wire.ReadTaskSummaries(strings.NewReader(buf.String()), 50, func(f []core.Task) { short = f })
 	if err != nil || len(short) != 10 || len(all) != 10 {
 		t.Fatalf("a listing shorter than the first rows: handed %d, read %d, %v", len(short), len(all), err)
 	}
