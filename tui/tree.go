@@ -31,6 +31,11 @@ func newTreePane() treePane { return treePane{collapsed: map[string]bool{}} }
 // flatten lays the store out as rows under the filter and collapsed set,
 // and keeps the selection on the same task when it is still shown.
 func (tp *treePane) flatten(s *taskStore, f filter) {
+	if n := len(s.byID); cap(tp.rows) < n {
+		// Sized once: growing by appends to 100,000 rows allocated several
+		// times the final slice, a good part of the TUI's peak memory.
+		tp.rows = make([]flatRow, 0, n)
+	}
 	tp.rows = tp.rows[:0]
 	filtering := f.active()
 	if filtering {

@@ -307,7 +307,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			r      *result
 			answer bool
 		}{{tuiQuiet, false}, {tuiAnswer, true}} {
-			if !wanted(tr.r.name) {
+			if !wanted(tr.r.name) && !(tr.answer && wanted(tuiWhole.name)) {
 				continue
 			}
 			for _, h := range homes {

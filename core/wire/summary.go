@@ -356,7 +356,7 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]co
 	t.Queued = q
 	if strings.IndexByte(flags, flagSession) >= 0 {
 		if *sessions == nil || len(*sessions) == cap(*sessions) {
-			*sessions = make([]core.SessionInfo, 0, max(64, n/4))
+			*sessions = make([]core.SessionInfo, 0, min(max(64, n/16), 4096))
 		}
 		*sessions = append(*sessions, core.SessionInfo{ID: unescape(c[13]), TaskID: t.ID, Role: unescape(c[14]),
 			State: core.SessionState(unescape(c[15])), CreatedAt: at(c[16]), UpdatedAt: at(c[17]), TurnStartedAt: at(c[18])})
