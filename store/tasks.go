@@ -277,16 +277,6 @@ func (q Queries) SetWaiting(ctx context.Context, id, why string, now time.Time) 
 	return q.execOne(ctx, "set waiting of task "+id, `UPDATE tasks SET waiting = ?, updated_at = ? WHERE id = ?`, why, nanos(now), id)
 }
 
-// TasksNeedingCheck lists tasks whose stall check a crash interrupted.
-func (q Queries) TasksNeedingCheck(ctx context.Context) ([]string, error) {
-	return q.ids(ctx, `SELECT id FROM tasks WHERE needs_check = 1 ORDER BY created_at, id`)
-}
-
-// WaitingTasks lists tasks whose agent could not start.
-func (q Queries) WaitingTasks(ctx context.Context) ([]string, error) {
-	return q.ids(ctx, `SELECT id FROM tasks WHERE waiting != '' AND archived_at IS NULL ORDER BY created_at, id`)
-}
-
 func (q Queries) ids(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := q.q.QueryContext(ctx, query, args...)
 	return collect(rows, err, "list ids", func(s scanner) (string, error) {

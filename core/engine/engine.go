@@ -96,6 +96,10 @@ type Engine struct {
 	tasks          map[string]*core.Task
 	order          []string
 	children       map[string][]string
+	// unchecked lists, in creation order, the tasks loaded with a stall
+	// check a crash interrupted: the start's sweep runs them without
+	// scanning the table again.
+	unchecked []string
 
 	rtMu     sync.Mutex
 	runtimes map[string]*taskRuntime
@@ -184,6 +188,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		e.order = append(e.order, t.ID)
 		if t.ParentID != "" {
 			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
+		}
+		if v.NeedsCheck {
+			e.unchecked = append(e.unchecked, t.ID)
 		}
 	}
 	return e, nil
