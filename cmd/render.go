@@ -146,10 +146,10 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	row("autopilot", fmt.Sprintf("%v", t.Autopilot))
 	row("profile", t.Profile)
 	if t.Assignee != nil {
-		row("assignee", t.Assignee.Kind+" "+t.Assignee.Name)
+		row("assignee", t.Assignee.Describe())
 	}
 	if t.HandedBy != nil {
-		row("handed by", t.HandedBy.Kind+" "+t.HandedBy.Name)
+		row("handed by", t.HandedBy.Describe())
 	}
 	if t.Stuck() {
 		row("stuck", "stalled in "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime)+

@@ -65,7 +65,7 @@ func waitOutcome(t core.Task) (string, string) {
 		// what the caller must know.
 		to := ""
 		if t.Assignee != nil {
-			to = " to " + t.Assignee.Kind + " " + t.Assignee.Name
+			to = " to " + t.Assignee.Describe()
 		}
 		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From + to
 	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:

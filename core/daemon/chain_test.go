@@ -17,7 +17,7 @@ func waitAssignee(t *testing.T, d *daemontest.Daemon, id, kind, name string) cor
 	deadline := time.Now().Add(wait)
 	for {
 		task = get(t, d, id)
-		if task.Assignee != nil && task.Assignee.Kind == kind && task.Assignee.Name == name {
+		if task.Assignee != nil && string(task.Assignee.Kind) == kind && task.Assignee.Name == name {
 			return task
 		}
 		if time.Now().After(deadline) {

@@ -270,7 +270,7 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		return core.Task{}, mapStoreErr(err, "task "+id)
 	}
 	explicitRole := false
-	if a := parseRef(v.Assignee); a != nil && a.Kind == "role" {
+	if a := core.ParseRefPtr(v.Assignee); a != nil && a.Kind == "role" {
 		if r, err := e.db.GetRole(ctx, a.Name); err == nil {
 			explicitRole = !r.Implicit
 		}
@@ -358,7 +358,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 		Status: core.Status(v.Status), Autopilot: v.Autopilot, Profile: v.Profile, CWD: v.CWD,
 		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
-		TitlePending: v.TitlePending, Assignee: parseRef(v.Assignee), HandedBy: parseRef(v.HandedBy),
+		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
 		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
 	}
 	if t.BlockedBy == nil {

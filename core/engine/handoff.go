@@ -51,7 +51,7 @@ func (e *Engine) mustHold(actor core.Actor, t core.Task) error {
 	}
 	holder := "nobody"
 	if t.Assignee != nil {
-		holder = t.Assignee.Kind + " " + t.Assignee.Name
+		holder = t.Assignee.Describe()
 	}
 	return core.Errorf(core.CodeConflict, "task %s is no longer yours: %s holds it now, not %s; end your turn", t.ID, holder, describeRef(hander)).
 		WithDetails(map[string]any{"task_id": t.ID, "assignee": t.Assignee})
@@ -83,7 +83,7 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	if to == "" {
 		return core.HandoffResult{}, core.Errorf(core.CodeValidation, "say whom to hand the task to: a role, a person, or back")
 	}
-	var target core.Assignee
+	var target core.Ref
 	if to == "back" {
 		if t.HandedBy == nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
@@ -96,14 +96,19 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	if hander == "" {
 		return core.HandoffResult{}, core.Errorf(core.CodeInternal, "cannot tell who is handing task %s over", t.ID)
 	}
-	return e.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), "")
+	return e.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), nil)
 }
 
-// handoff moves a task to target. reason is "" for a plain handoff and
-// "Stalled" for an escalation (whose record stays on the task until the
-// next handoff).
-func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee, hander, message, reason string) (core.HandoffResult, error) {
-	from := core.Assignee{}
+// handoff moves a task to target. stall is nil for a plain handoff; for an
+// escalation it carries the reason ("Stalled", core.StallReturned) and
+// whether the run failed, and its record stays on the task until the next
+// handoff.
+func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error) {
+	reason := ""
+	if stall != nil {
+		reason = stall.Reason
+	}
+	from := core.Ref{}
 	if t.Assignee != nil {
 		from = *t.Assignee
 	}
@@ -162,7 +167,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 		}
 		stalled := ""
 		if reason != "" {
-			stalled = metaJSON(map[string]any{"reason": reason, "from": from.String(), "detail": truncateRunes(message, 2000), "at": now})
+			stalled = stallJSON(core.Stall{Reason: reason, From: from.String(), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed})
 		}
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
@@ -193,7 +198,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 				kind = itemStalled
 				body = fmt.Sprintf("[kandev:stalled] Task %s (%s) stalled and was escalated to you, %s's manager. %s\n\n%s\n\n"+
 					"Hand it back with guidance (handoff_task_kandev to: \"back\"), hand it on, or work it yourself.",
-					t.ID, t.Title, from.Name, stallCause(message), orNone(message))
+					t.ID, t.Title, from.Name, stallCause(stall.Failed, message), orNone(message))
 			} else {
 				body = fmt.Sprintf("[kandev:handoff] Task %s (%s) was handed to you, role %s, by %s.\n\n%s",
 					t.ID, t.Title, target.Name, describeRef(hander), orNone(message))
@@ -240,7 +245,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 // handed the task on and finishes its turn); by cancelling the turn when
 // someone else took the task away mid-turn. bySession is the session of
 // the agent that handed it over, if an agent did.
-func (e *Engine) releaseRun(taskID string, to core.Assignee, bySession string) {
+func (e *Engine) releaseRun(taskID string, to core.Ref, bySession string) {
 	rt := e.runtime(taskID)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -265,8 +270,8 @@ func (e *Engine) releaseRun(taskID string, to core.Assignee, bySession string) {
 }
 
 func describeRef(ref string) string {
-	if a := parseRef(ref); a != nil {
-		return a.Kind + " " + a.Name
+	if a := core.ParseRefPtr(ref); a != nil {
+		return a.Describe()
 	}
 	return ref
 }
@@ -278,8 +283,8 @@ func orNone(s string) string {
 	return s
 }
 
-func stallCause(detail string) string {
-	if strings.HasPrefix(detail, "run failed: ") {
+func stallCause(failed bool, detail string) string {
+	if failed {
 		return "Its run failed:"
 	}
 	if strings.HasPrefix(detail, unansweredPrefix) {

@@ -214,13 +214,13 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 // handBackWithMessage: a person's message to a task that waits on a person
 // hands it back to the role that last worked it, with the message.
 func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
-	target := core.Assignee{Kind: "role", Name: t.Profile}
+	target := core.RoleRef(t.Profile)
 	if t.HandedBy != nil && t.HandedBy.Kind == "role" {
 		target = *t.HandedBy
 	} else if t.Session != nil && t.Session.Role != "" {
-		target = core.Assignee{Kind: "role", Name: t.Session.Role}
+		target = core.RoleRef(t.Session.Role)
 	}
-	if _, err := e.handoff(ctx, t, target, personRef(actor.Name), text, ""); err != nil {
+	if _, err := e.handoff(ctx, t, target, personRef(actor.Name), text, nil); err != nil {
 		return core.MessageResult{}, err
 	}
 	return core.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil

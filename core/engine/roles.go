@@ -27,42 +27,34 @@ func validName(kind, name string) error {
 // ref forms of assignees as stored: "role:NAME" / "person:NAME", and
 // "task:ID" for a task handed back to the task that delegated it, whose
 // agent signs it off.
-func roleRef(name string) string   { return "role:" + name }
-func personRef(name string) string { return "person:" + name }
-
-func parseRef(s string) *core.Assignee {
-	kind, name, ok := strings.Cut(s, ":")
-	if !ok || name == "" || (kind != "role" && kind != "person" && kind != "task") {
-		return nil
-	}
-	return &core.Assignee{Kind: kind, Name: name}
-}
+func roleRef(name string) string   { return core.RoleRef(name).String() }
+func personRef(name string) string { return core.PersonRef(name).String() }
 
 func roleFromStore(r store.Role) core.Role {
-	return core.Role{Name: r.Name, Profile: r.Profile, ReportsTo: parseRef(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
+	return core.Role{Name: r.Name, Profile: r.Profile, ReportsTo: core.ParseRefPtr(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
 }
 
 // lookupAssignee resolves a name to the role or person it names.
-func (e *Engine) lookupAssignee(ctx context.Context, name string) (core.Assignee, error) {
+func (e *Engine) lookupAssignee(ctx context.Context, name string) (core.Ref, error) {
 	name = strings.TrimSpace(name)
 	if _, err := e.db.GetRole(ctx, name); err == nil {
-		return core.Assignee{Kind: "role", Name: name}, nil
+		return core.RoleRef(name), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return core.Assignee{}, mapStoreErr(err, "role "+name)
+		return core.Ref{}, mapStoreErr(err, "role "+name)
 	}
 	if _, err := e.db.GetPerson(ctx, name); err == nil {
-		return core.Assignee{Kind: "person", Name: name}, nil
+		return core.PersonRef(name), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return core.Assignee{}, mapStoreErr(err, "person "+name)
+		return core.Ref{}, mapStoreErr(err, "person "+name)
 	}
 	// A profile's own role exists as soon as it is named.
 	if _, err := e.profile(ctx, name); err == nil {
 		if err := e.db.EnsureImplicitRole(ctx, name, time.Now().UTC()); err != nil {
-			return core.Assignee{}, mapStoreErr(err, "role "+name)
+			return core.Ref{}, mapStoreErr(err, "role "+name)
 		}
-		return core.Assignee{Kind: "role", Name: name}, nil
+		return core.RoleRef(name), nil
 	}
-	return core.Assignee{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
+	return core.Ref{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
 }
 
 // ListRoles implements core.Client.
@@ -242,7 +234,7 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 		if err != nil {
 			break
 		}
-		m := parseRef(r.Manager)
+		m := core.ParseRefPtr(r.Manager)
 		if m == nil || m.Kind != "role" {
 			break
 		}

@@ -113,7 +113,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	}
 
 	// The assignee: a named role or person, else the profile's own role.
-	assignee := core.Assignee{Kind: "role", Name: prof.Name}
+	assignee := core.RoleRef(prof.Name)
 	if strings.TrimSpace(in.Assignee) != "" {
 		if assignee, err = e.lookupAssignee(ctx, in.Assignee); err != nil {
 			return core.Task{}, err

@@ -236,7 +236,7 @@ func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 }
 
 // assigneeIs matches "role:NAME", "person:NAME" or a bare NAME.
-func assigneeIs(a *core.Assignee, want string) bool {
+func assigneeIs(a *core.Ref, want string) bool {
 	if a == nil {
 		return false
 	}
