@@ -118,7 +118,7 @@ func newCmdRoleShow(f *Factory) *cobra.Command {
 			chain := r.Name
 			for cur := r; cur.ReportsTo != nil; {
 				chain += " → " + cur.ReportsTo.Name
-				if cur.ReportsTo.Kind != "role" {
+				if !cur.ReportsTo.IsRole() {
 					break
 				}
 				next, err := client.GetRole(c.Context(), cur.ReportsTo.Name)

@@ -141,11 +141,11 @@ func assigneeLabel(t *core.Task) string {
 	switch {
 	case a == nil:
 		return t.Profile
-	case a.Kind == "person" && a.Name == core.Operator:
+	case a.IsOperator():
 		return "@you"
-	case a.Kind == "person":
+	case a.IsPerson():
 		return "@" + a.Name
-	case a.Kind == "task":
+	case a.IsTask():
 		return "^" + a.Name
 	case a.Name == t.Profile || a.Name == "":
 		return t.Profile

@@ -178,7 +178,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.tasks = make(map[string]*core.Task, len(views))
 	e.order = make([]string, 0, len(views))
 	for i, v := range views {
-		slab[i] = taskFromView(v, explicit[strings.TrimPrefix(v.Assignee, "role:")])
+		a, _ := core.ParseRef(v.Assignee)
+		slab[i] = taskFromView(v, a.IsRole() && explicit[a.Name])
 		t := &slab[i]
 		e.tasks[t.ID] = t
 		e.order = append(e.order, t.ID)
@@ -270,7 +271,7 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		return core.Task{}, mapStoreErr(err, "task "+id)
 	}
 	explicitRole := false
-	if a := core.ParseRefPtr(v.Assignee); a != nil && a.Kind == "role" {
+	if a := core.ParseRefPtr(v.Assignee); a != nil && a.IsRole() {
 		if r, err := e.db.GetRole(ctx, a.Name); err == nil {
 			explicitRole = !r.Implicit
 		}
@@ -388,7 +389,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 	active := !t.Archived && !t.Status.Terminal()
 	// A stuck task (stalled, nobody to escalate to) is the operator's too:
 	// nobody else will ever move it.
-	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.Kind == "person" && t.Assignee.Name == core.Operator) ||
+	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
 		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser) || t.Stuck())
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.

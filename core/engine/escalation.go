@@ -223,7 +223,7 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
 			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, open)
 		items = append(items, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
-			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
+			Sender: core.TaskRef(t.ID).String(), Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
 	}
 	return items
 }

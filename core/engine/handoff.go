@@ -116,7 +116,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", t.ID, target.Kind, target.Name)
 	}
 	profile := ""
-	if target.Kind == "role" {
+	if target.IsRole() {
 		r, err := e.roleOf(ctx, target.Name)
 		if err != nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
@@ -135,7 +135,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	// Handing a task back to the task that delegated it asks that task's
 	// agent to sign it off.
 	var signOff *core.Task
-	if target.Kind == "task" {
+	if target.IsTask() {
 		p, ok := e.cached(target.Name)
 		if !ok || p.Archived || p.Status.Terminal() {
 			return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s, which delegated %s, is no longer open; hand it to a role or a person", target.Name, t.ID)
@@ -145,7 +145,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	delivered := "turn"
 	status := core.StatusTodo
 	switch {
-	case target.Kind == "person":
+	case target.IsPerson():
 		delivered, status = "waiting", core.StatusReview
 	case signOff != nil:
 		delivered, status = "sign_off", core.StatusReview
@@ -192,7 +192,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
 				Sender: hander, Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
 			return err
-		case target.Kind == "role":
+		case target.IsRole():
 			kind, body := itemHandoff, ""
 			if reason != "" {
 				kind = itemStalled
@@ -234,7 +234,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	case signOff != nil:
 		e.refreshQuiet(signOff.ID)
 		e.kick(signOff.ID)
-	case target.Kind == "role":
+	case target.IsRole():
 		e.kick(t.ID)
 	}
 	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
@@ -250,7 +250,7 @@ func (e *Engine) releaseRun(taskID string, to core.Ref, bySession string) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	run := rt.run
-	if run == nil || (to.Kind == "role" && run.role == to.Name) {
+	if run == nil || (to.IsRole() && run.role == to.Name) {
 		return
 	}
 	if rt.turn != nil && rt.turn.run == run {

@@ -26,9 +26,9 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 		return core.Task{}, err
 	}
 	text := strings.TrimSpace(in.Prompt)
-	if t.Assignee != nil && t.Assignee.Kind != "role" {
+	if t.Assignee != nil && !t.Assignee.IsRole() {
 		// Starting a task that waits on you hands it back to its agent.
-		if actor.Kind == core.ActorPerson && t.Assignee.Kind == "person" && t.Assignee.Name == actor.Name && t.Session != nil {
+		if actor.Kind == core.ActorPerson && t.Assignee.IsPerson() && t.Assignee.Name == actor.Name && t.Session != nil {
 			if text == "" {
 				text = "Continue work on the task."
 			}
@@ -132,7 +132,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if err := e.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
-	if actor.Kind == core.ActorPerson && t.Assignee != nil && t.Assignee.Kind == "person" && delivery == core.DeliveryQueued {
+	if actor.Kind == core.ActorPerson && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
 		return e.handBackWithMessage(ctx, t, actor, text)
 	}
 
@@ -215,7 +215,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 // hands it back to the role that last worked it, with the message.
 func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
 	target := core.RoleRef(t.Profile)
-	if t.HandedBy != nil && t.HandedBy.Kind == "role" {
+	if t.HandedBy != nil && t.HandedBy.IsRole() {
 		target = *t.HandedBy
 	} else if t.Session != nil && t.Session.Role != "" {
 		target = core.RoleRef(t.Session.Role)
@@ -288,7 +288,8 @@ func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Acto
 // explicitSender: a stored sender that steers the task (a person, or the
 // task's direct parent).
 func (e *Engine) explicitSender(t core.Task, sender string) bool {
-	return strings.HasPrefix(sender, "person:") || (t.ParentID != "" && sender == "task:"+t.ParentID)
+	r, ok := core.ParseRef(sender)
+	return ok && (r.IsPerson() || (t.ParentID != "" && r == core.TaskRef(t.ParentID)))
 }
 
 func describeQueue(queue []store.QueueItem) []map[string]any {

@@ -121,7 +121,7 @@ func (e *Engine) recordQuestion(ctx context.Context, tx *store.Tx, taskID, sessi
 	}
 	now := time.Now().UTC()
 	return tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgQuestion),
-		Author: "task:" + taskID, Text: renderQuestions(q.Questions, q.Context), Meta: string(b), Ref: q.QuestionID,
+		Author: core.TaskRef(taskID).String(), Text: renderQuestions(q.Questions, q.Context), Meta: string(b), Ref: q.QuestionID,
 		CreatedAt: now, UpdatedAt: now})
 }
 

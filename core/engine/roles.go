@@ -14,7 +14,7 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
 
-func validName(kind, name string) error {
+func validName(kind core.RefKind, name string) error {
 	if !nameRE.MatchString(name) {
 		return core.Errorf(core.CodeValidation, "%s name %q: use 1-32 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", kind, name)
 	}
@@ -84,7 +84,7 @@ func (e *Engine) AddRole(ctx context.Context, in core.RoleInput) (core.Role, err
 	if err := e.personOnly(ctx, "add roles"); err != nil {
 		return core.Role{}, err
 	}
-	if err := validName("role", in.Name); err != nil {
+	if err := validName(core.RefRole, in.Name); err != nil {
 		return core.Role{}, err
 	}
 	if _, err := e.profile(ctx, in.Name); err == nil {
@@ -184,7 +184,7 @@ func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error
 	if err := e.personOnly(ctx, "add people"); err != nil {
 		return core.Person{}, err
 	}
-	if err := validName("person", name); err != nil {
+	if err := validName(core.RefPerson, name); err != nil {
 		return core.Person{}, err
 	}
 	if _, err := e.db.GetRole(ctx, name); err == nil {
@@ -220,7 +220,7 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 	if err != nil {
 		return "", err
 	}
-	if a.Kind == "person" {
+	if a.IsPerson() {
 		return personRef(a.Name), nil
 	}
 	chain := []string{role, a.Name}
@@ -235,7 +235,7 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 			break
 		}
 		m := core.ParseRefPtr(r.Manager)
-		if m == nil || m.Kind != "role" {
+		if m == nil || !m.IsRole() {
 			break
 		}
 		chain = append(chain, m.Name)

@@ -46,7 +46,7 @@ func SeedTasks(dbPath string, n int) (first string, err error) {
 			if i%10 != 0 && len(ids) > 0 {
 				lo := max(0, len(ids)-50)
 				t.ParentID = ids[lo+rng.IntN(len(ids)-lo)]
-				t.CreatedBy = "task:" + t.ParentID
+				t.CreatedBy = core.TaskRef(t.ParentID).String()
 			}
 			if err := tx.InsertTask(ctx, t); err != nil {
 				return err
