@@ -119,11 +119,6 @@ type Stall struct {
 // before Failed existed.
 const StallFailedPrefix = "run failed: "
 
-// FailedStall is the Stall of a run that failed with err.
-func FailedStall(reason, from, err string, at time.Time) Stall {
-	return Stall{Reason: reason, From: from, Detail: StallFailedPrefix + err, At: at, Failed: true}
-}
-
 // UnmarshalJSON reads a stall; one stored before Failed existed is failed
 // when its Detail carries the prefix.
 func (s *Stall) UnmarshalJSON(b []byte) error {

@@ -116,7 +116,7 @@ func TestEscalationChain(t *testing.T) {
 	}
 	// The engineer stalls again, the lead (resumed) stalls too: alice.
 	got := waitAssignee(t, d, task.ID, "person", "alice")
-	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:lead" || got.Status != core.StatusTodo {
+	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:lead" || got.Stalled.Failed || got.Status != core.StatusTodo {
 		t.Fatalf("alice's task: stalled %+v status %s", got.Stalled, got.Status)
 	}
 	sess := sessionsOf(t, d, task.ID)

@@ -495,7 +495,7 @@ func (e *Engine) GetProfile(ctx context.Context, name string) (core.Profile, err
 
 // AddProfile implements core.Client: add or replace a user profile.
 func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
-	if a := core.ActorFrom(ctx); a.Kind == core.ActorExternal {
+	if a := core.ActorFrom(ctx); external(a) {
 		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
 	}
 	if err := core.ValidateProfile(p); err != nil {
@@ -525,7 +525,7 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 // RemoveProfile implements core.Client. Removing an override restores the
 // built-in; a built-in itself cannot be removed.
 func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	if a := core.ActorFrom(ctx); a.Kind == core.ActorExternal {
+	if a := core.ActorFrom(ctx); external(a) {
 		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
 	}
 	p, err := e.profile(ctx, name)

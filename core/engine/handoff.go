@@ -42,13 +42,10 @@ func (e *Engine) handerOf(actor core.Actor) string {
 // was taken away): only the holder moves a task forward, and a second
 // handoff must not pull the task back from whoever has it now.
 func (e *Engine) mustHold(actor core.Actor, t core.Task) error {
-	if actor.Kind != core.ActorAgent || actor.TaskID != t.ID {
+	if !agentOf(actor, t.ID) || e.holder(actor, t) {
 		return nil
 	}
 	hander := e.handerOf(actor)
-	if t.Assignee != nil && t.Assignee.String() == hander {
-		return nil
-	}
 	holder := "nobody"
 	if t.Assignee != nil {
 		holder = t.Assignee.Describe()
@@ -67,7 +64,7 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	switch actor.Kind {
 	case core.ActorPerson:
 	case core.ActorAgent:
-		if t.ID != actor.TaskID && !e.isAncestor(actor.TaskID, t.ID) {
+		if !e.inSubtree(actor, t.ID) {
 			return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
 		}
 		if err := e.mustHold(actor, t); err != nil {

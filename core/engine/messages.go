@@ -19,7 +19,7 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	if err != nil {
 		return core.Task{}, err
 	}
-	if actor.Kind == core.ActorAgent && !e.isAncestor(actor.TaskID, t.ID) {
+	if actor.Kind == core.ActorAgent && !e.above(actor, t.ID) {
 		return core.Task{}, core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
 	}
 	if err := e.deliverable(t); err != nil {
@@ -28,7 +28,7 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	text := strings.TrimSpace(in.Prompt)
 	if t.Assignee != nil && !t.Assignee.IsRole() {
 		// Starting a task that waits on you hands it back to its agent.
-		if actor.Kind == core.ActorPerson && t.Assignee.IsPerson() && t.Assignee.Name == actor.Name && t.Session != nil {
+		if personActs(actor) && e.holder(actor, t) && t.Session != nil {
 			if text == "" {
 				text = "Continue work on the task."
 			}
@@ -116,23 +116,23 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if err != nil {
 		return core.MessageResult{}, err
 	}
-	if actor.Kind == core.ActorExternal {
+	if external(actor) {
 		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot message tasks")
 	}
 	if in.ReplyTo != "" {
 		return e.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
-	explicit := actor.Kind == core.ActorPerson || (actor.Kind == core.ActorAgent && t.ParentID == actor.TaskID)
+	explicit := steers(actor, t)
 	if delivery == core.DeliveryInterrupt && !explicit {
 		return core.MessageResult{}, e.notDirectParent(t, "interrupt")
 	}
-	if actor.Kind == core.ActorAgent && actor.TaskID == t.ID {
+	if agentOf(actor, t.ID) {
 		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
 	}
 	if err := e.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
-	if actor.Kind == core.ActorPerson && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
+	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
 		return e.handBackWithMessage(ctx, t, actor, text)
 	}
 
@@ -255,7 +255,7 @@ func positionOf(queue []store.QueueItem, priority int) int {
 // waiting behind the queue. (The direct parent's interrupts count against
 // its own cap, so that no agent grows a queue without bound.)
 func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
-	if actor.Kind == core.ActorPerson && delivery == core.DeliveryInterrupt {
+	if personActs(actor) && delivery == core.DeliveryInterrupt {
 		return nil
 	}
 	sender := actor.String()
@@ -321,7 +321,7 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 	switch actor.Kind {
 	case core.ActorPerson:
 	case core.ActorAgent:
-		if t.ParentID == "" || t.ParentID != actor.TaskID {
+		if !directParent(actor, t) {
 			return core.StopResult{}, e.notDirectParent(t, "stop")
 		}
 	default:

@@ -201,7 +201,7 @@ func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error
 }
 
 func (e *Engine) personOnly(ctx context.Context, what string) error {
-	if a := core.ActorFrom(ctx); a.Kind != core.ActorPerson {
+	if a := core.ActorFrom(ctx); !personActs(a) {
 		return core.Errorf(core.CodeForbidden, "only a person may %s", what)
 	}
 	return nil

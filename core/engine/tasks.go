@@ -452,10 +452,7 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 // mayEdit allows the operator everything and an agent its own subtree.
 func (e *Engine) mayEdit(ctx context.Context, t core.Task) error {
 	a := core.ActorFrom(ctx)
-	if a.Kind != core.ActorAgent {
-		return nil
-	}
-	if a.TaskID == t.ID || e.isAncestor(a.TaskID, t.ID) {
+	if a.Kind != core.ActorAgent || e.inSubtree(a, t.ID) {
 		return nil
 	}
 	return core.Errorf(core.CodeForbidden, "task %s is not yours or a descendant of yours", t.ID)
