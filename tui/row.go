@@ -327,3 +327,16 @@ func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) s
 	}
 	return line
 }
+
+// describeAssignee says who an assignee is: "you", "role mock", "person
+// alice", "task k3f9qa".
+func describeAssignee(a core.Ref) string {
+	if a.IsOperator() {
+		return "you"
+	}
+	if a.Kind == "" {
+		return a.Name
+	}
+	return a.Describe()
+}
+
