@@ -339,4 +339,3 @@ func describeAssignee(a core.Ref) string {
 	}
 	return a.Describe()
 }
-
