@@ -550,7 +550,6 @@ func timeTUI(h *home, answer bool, whole int) (sample, sample, error) {
 				if whole == 0 {
 					return
 				}
-				seen = seen[:0]
 			}
 			if first && countsAtLeast(seen, whole) {
 				found <- time.Since(start)
