@@ -97,7 +97,7 @@ func (q Queries) taskViews(ctx context.Context, ids []string, splitAt int) ([]Ta
 	if ids == nil && n >= splitAt && n >= 2 {
 		views, err = q.allViewsSplit(ctx, n)
 	} else {
-		views, questionSeqs, questionAt, err = q.scanViews(ctx, query, args, ids != nil, make([]TaskView, 0, n))
+		views, questionSeqs, questionAt, err = q.scanViews(ctx, query, args, ids != nil, n)
 	}
 	if err != nil {
 		return nil, err
@@ -137,19 +137,16 @@ func (q Queries) allViewsSplit(ctx context.Context, n int) ([]TaskView, error) {
 	if err := q.q.QueryRowContext(ctx, `SELECT rowid FROM tasks ORDER BY rowid LIMIT 1 OFFSET ?`, n/2).Scan(&mid); err != nil {
 		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
 	}
-	// Both halves are read into one array: the first into its first half,
-	// the second after it, so the start holds the rows once.
-	all := make([]TaskView, 0, n+16)
 	type half struct {
 		views []TaskView
 		err   error
 	}
 	second := make(chan half, 1)
 	go func() {
-		vs, _, _, err := q.scanViews(ctx, allTaskViewsQuery+` WHERE t.rowid >= ?`, []any{mid}, false, all[n/2:n/2])
+		vs, _, _, err := q.scanViews(ctx, allTaskViewsQuery+` WHERE t.rowid >= ?`, []any{mid}, false, n-n/2+16)
 		second <- half{vs, err}
 	}()
-	first, _, _, err := q.scanViews(ctx, allTaskViewsQuery+` WHERE t.rowid < ?`, []any{mid}, false, all[:0:n/2])
+	first, _, _, err := q.scanViews(ctx, allTaskViewsQuery+` WHERE t.rowid < ?`, []any{mid}, false, n)
 	h := <-second
 	if err != nil {
 		return nil, err
@@ -157,22 +154,18 @@ func (q Queries) allViewsSplit(ctx context.Context, n int) ([]TaskView, error) {
 	if h.err != nil {
 		return nil, h.err
 	}
-	if len(first) == n/2 && (len(h.views) == 0 || &h.views[0] == &all[:n/2+1][n/2]) {
-		return all[:n/2+len(h.views)], nil // neither half outgrew its part
-	}
 	return append(first, h.views...), nil
 }
 
 // scanViews runs a task view query. withExtras: the query is taskViewQuery
 // (session, queue length, pending question seq and blockers per row);
 // the pending questions' seqs come back with the index of their view.
-// Rows are appended to into.
-func (q Queries) scanViews(ctx context.Context, query string, args []any, withExtras bool, into []TaskView) (views []TaskView, questionSeqs []int64, questionAt []int, err error) {
+func (q Queries) scanViews(ctx context.Context, query string, args []any, withExtras bool, n int) (views []TaskView, questionSeqs []int64, questionAt []int, err error) {
 	rows, err := q.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
 	}
-	views = into
+	views = make([]TaskView, 0, n)
 	for rows.Next() {
 		var v TaskView
 		var s Session
