@@ -63,12 +63,6 @@ var taskViewExtras = [...]string{
 // TaskViews loads views of the given tasks, or of every task when ids is
 // nil, in creation order.
 func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error) {
-	return q.taskViews(ctx, ids, splitViewsAt)
-}
-
-// taskViews is TaskViews reading every task in two halves from splitAt
-// tasks on.
-func (q Queries) taskViews(ctx context.Context, ids []string, splitAt int) ([]TaskView, error) {
 	query := allTaskViewsQuery
 	var args []any
 	if ids != nil {
@@ -90,17 +84,46 @@ func (q Queries) taskViews(ctx context.Context, ids []string, splitAt int) ([]Ta
 			return nil, fmt.Errorf("count tasks: %w", mapErr(err))
 		}
 	}
-	var views []TaskView
+	rows, err := q.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+	}
+	views := make([]TaskView, 0, n)
 	var questionSeqs []int64
 	var questionAt []int
-	var err error
-	if ids == nil && n >= splitAt && n >= 2 {
-		views, err = q.allViewsSplit(ctx, n)
-	} else {
-		views, questionSeqs, questionAt, err = q.scanViews(ctx, query, args, ids != nil, n)
+	for rows.Next() {
+		var v TaskView
+		var s Session
+		var created, updated, archived, sTurn, sCreated, sUpdated, qseq int64
+		var blockers string
+		dest := []any{&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
+			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
+			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
+			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit}
+		if ids != nil {
+			dest = append(dest, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
+				&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
+		}
+		err := rows.Scan(dest...)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+		}
+		v.CreatedAt, v.UpdatedAt, v.ArchivedAt = fromNanos(created), fromNanos(updated), fromNanos(archived)
+		if blockers != "" {
+			v.OpenBlockers = strings.Split(blockers, ",")
+		}
+		if s.ID != "" {
+			v.Session = finishSession(&s, v.ID, sTurn, sCreated, sUpdated)
+		}
+		if qseq != 0 {
+			questionSeqs = append(questionSeqs, qseq)
+			questionAt = append(questionAt, len(views))
+		}
+		views = append(views, v)
 	}
-	if err != nil {
-		return nil, err
+	if err := rows.Close(); err != nil {
+		return nil, mapErr(err)
 	}
 	if ids == nil {
 		if questionSeqs, questionAt, err = q.fillViewExtras(ctx, views); err != nil {
@@ -121,86 +144,6 @@ func (q Queries) taskViews(ctx context.Context, ids []string, splitAt int) ([]Ta
 		return strings.Compare(a.ID, b.ID)
 	})
 	return views, nil
-}
-
-// splitViewsAt is the task count from which the load of every task reads
-// two halves of the table on two connections at once: at 100,000 tasks
-// stepping through the rows is most of the daemon's start, and a start
-// has two cores to itself more often than not.
-const splitViewsAt = 20000
-
-// allViewsSplit reads every task's row (allTaskViewsQuery) as two halves
-// by rowid, concurrently. Only the daemon's start reads every task, before
-// it serves anyone: nothing writes between the halves' reads.
-func (q Queries) allViewsSplit(ctx context.Context, n int) ([]TaskView, error) {
-	var mid int64
-	if err := q.q.QueryRowContext(ctx, `SELECT rowid FROM tasks ORDER BY rowid LIMIT 1 OFFSET ?`, n/2).Scan(&mid); err != nil {
-		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
-	}
-	type half struct {
-		views []TaskView
-		err   error
-	}
-	second := make(chan half, 1)
-	go func() {
-		vs, _, _, err := q.scanViews(ctx, allTaskViewsQuery+` WHERE t.rowid >= ?`, []any{mid}, false, n-n/2+16)
-		second <- half{vs, err}
-	}()
-	first, _, _, err := q.scanViews(ctx, allTaskViewsQuery+` WHERE t.rowid < ?`, []any{mid}, false, n)
-	h := <-second
-	if err != nil {
-		return nil, err
-	}
-	if h.err != nil {
-		return nil, h.err
-	}
-	return append(first, h.views...), nil
-}
-
-// scanViews runs a task view query. withExtras: the query is taskViewQuery
-// (session, queue length, pending question seq and blockers per row);
-// the pending questions' seqs come back with the index of their view.
-func (q Queries) scanViews(ctx context.Context, query string, args []any, withExtras bool, n int) (views []TaskView, questionSeqs []int64, questionAt []int, err error) {
-	rows, err := q.q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
-	}
-	views = make([]TaskView, 0, n)
-	for rows.Next() {
-		var v TaskView
-		var s Session
-		var created, updated, archived, sTurn, sCreated, sUpdated, qseq int64
-		var blockers string
-		dest := []any{&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
-			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
-			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit}
-		if withExtras {
-			dest = append(dest, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
-				&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
-		}
-		err := rows.Scan(dest...)
-		if err != nil {
-			rows.Close()
-			return nil, nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
-		}
-		v.CreatedAt, v.UpdatedAt, v.ArchivedAt = fromNanos(created), fromNanos(updated), fromNanos(archived)
-		if blockers != "" {
-			v.OpenBlockers = strings.Split(blockers, ",")
-		}
-		if s.ID != "" {
-			v.Session = finishSession(&s, v.ID, sTurn, sCreated, sUpdated)
-		}
-		if qseq != 0 {
-			questionSeqs = append(questionSeqs, qseq)
-			questionAt = append(questionAt, len(views))
-		}
-		views = append(views, v)
-	}
-	if err := rows.Close(); err != nil {
-		return nil, nil, nil, mapErr(err)
-	}
-	return views, questionSeqs, questionAt, nil
 }
 
 func finishSession(s *Session, taskID string, turn, created, updated int64) *Session {
