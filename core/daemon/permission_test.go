@@ -290,20 +290,31 @@ func TestPermissionStopAndMessageWhilePending(t *testing.T) {
 	}
 }
 
-// A daemon killed while a permission question waits leaves nothing
-// pending after its restart: the request died with it, and the cut
-// prompt is delivered again.
-func TestPermissionPendingAcrossDaemonKill(t *testing.T) {
-	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=ask"))
-	task := create(t, d, core.CreateTaskInput{Title: "kill", Start: true, Prompt: "mock: permission rm -rf build/\nmock: say went on"})
-	waitPermission(t, d, task.ID)
-	d.Kill9()
-	d.Restart()
-	// Redelivered: asked again, in a new question.
-	q := waitPermission(t, d, task.ID)
-	if n := len(questionEntries(t, d, task.ID)); n != 2 {
-		t.Fatalf("%d questions after restart, want the stale one and a new one", n)
+// A daemon killed, or stopped, while a permission question waits leaves
+// nothing pending after its restart: the request died with it, and the
+// cut prompt is delivered again (and asks again).
+func TestPermissionPendingAcrossDaemonRestart(t *testing.T) {
+	for _, mode := range []string{"kill -9", "stop"} {
+		t.Run(mode, func(t *testing.T) {
+			d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=ask"))
+			task := create(t, d, core.CreateTaskInput{Title: "restart", Start: true, Prompt: "mock: permission rm -rf build/\nmock: say went on"})
+			first := waitPermission(t, d, task.ID)
+			if mode == "stop" {
+				d.Stop()
+			} else {
+				d.Kill9()
+			}
+			d.Restart()
+			q := waitPermission(t, d, task.ID)
+			if q.ID == first.ID {
+				t.Fatalf("question %s still pending after the restart", q.ID)
+			}
+			qs := questionEntries(t, d, task.ID)
+			if len(qs) != 2 || metaField(qs[0], "status") != string(core.QuestionStale) {
+				t.Fatalf("questions after restart: %v", qs)
+			}
+			d.MustRun("task", "answer", task.ID, "--question", q.ID, "--option", "1")
+			waitSaid(t, d, task.ID, "went on")
+		})
 	}
-	d.MustRun("task", "answer", task.ID, "--question", q.ID, "--option", "1")
-	waitSaid(t, d, task.ID, "went on")
 }

@@ -273,8 +273,11 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 	}
 	var m store.Message
 	busy := ""
-	err := e.db.Tx(context.WithoutCancel(ctx), func(tx *store.Tx) error {
-		if cur, err := tx.PendingQuestion(ctx, rt.id); err == nil {
+	// Written whole even if the request is cancelled meanwhile: the wait
+	// below then stales it.
+	bg := context.WithoutCancel(ctx)
+	err := e.db.Tx(bg, func(tx *store.Tx) error {
+		if cur, err := tx.PendingQuestion(bg, rt.id); err == nil {
 			q, _ := parseQuestion(cur)
 			busy = q.QuestionID
 			return nil
@@ -282,7 +285,7 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 			return err
 		}
 		var err error
-		m, err = e.recordQuestion(ctx, tx, rt.id, run.sessionID, questionMeta{QuestionID: qid, Kind: core.QuestionPermission,
+		m, err = e.recordQuestion(bg, tx, rt.id, run.sessionID, questionMeta{QuestionID: qid, Kind: core.QuestionPermission,
 			Status: core.QuestionPending, Questions: []core.QuestionItem{item}, AskedSession: run.sessionID, AskedAt: time.Now().UTC(),
 			Delivery: "waiting_call", Tool: &tool, PermissionOptions: opts, Remember: key})
 		return err
@@ -349,7 +352,12 @@ func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why 
 	}
 	// Someone resolved it first; they hand their outcome to the waiter
 	// right after their commit.
-	return <-ch
+	select {
+	case d := <-ch:
+		return d
+	case <-e.baseCtx.Done():
+		return answerDelivery{status: core.QuestionStale, reason: why}
+	}
 }
 
 // permissionPrompt is the question's text: the tool call, and what it
