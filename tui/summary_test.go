@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -97,15 +96,39 @@ func TestTreeLoadsSummariesAndTheSelectedTaskWhole(t *testing.T) {
 }
 
 // streamClient is summaryClient over a slow listing: the first rows come
-// at once, the rest of the listing (and the whole listing) only once gate
-// is closed.
+// at once, the rest of the listing (and the whole listing) wait at the
+// fake's gate, as its Conversation calls do.
 type streamClient struct {
 	summaryClient
-	gate chan struct{}
+}
+
+// hold waits at the fake's gate, counted as held (the driver's parked).
+func (c streamClient) hold(ctx context.Context) error {
+	c.mu.Lock()
+	gate := c.gate
+	if gate != nil {
+		c.gated++
+	}
+	c.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	var err error
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	c.mu.Lock()
+	c.gated--
+	c.mu.Unlock()
+	return err
 }
 
 func (c streamClient) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
-	<-c.gate
+	if err := c.hold(ctx); err != nil {
+		return nil, err
+	}
 	return c.summaryClient.ListTaskSummaries(ctx, in)
 }
 
@@ -115,10 +138,8 @@ func (c streamClient) StreamTaskSummaries(ctx context.Context, in core.ListTasks
 		return nil, err
 	}
 	first(ts[:min(n, len(ts)):min(n, len(ts))])
-	select {
-	case <-c.gate:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := c.hold(ctx); err != nil {
+		return nil, err
 	}
 	return ts, nil
 }
@@ -134,17 +155,9 @@ func TestTreeDrawsFirstRowsBeforeTheWholeListing(t *testing.T) {
 			Status: core.StatusTodo, Profile: "claude", CreatedAt: testNow, UpdatedAt: testNow})
 	}
 	f := newFake(tasks...)
-	gate := make(chan struct{})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	o := Options{Now: func() time.Time { return testNow }, Location: time.UTC, CWD: "/work"}
-	m := newModel(ctx, streamClient{summaryClient{f}, gate}, o, testStyles())
-	m.tickEvery, m.debounce, m.backoff = 0, 0, time.Millisecond
-	d := &driver{t: t, m: m, f: f, msgs: make(chan tea.Msg, 1024), ctx: ctx}
-	d.send(tea.WindowSizeMsg{Width: 120, Height: 40})
-	d.run(m.Init())
-	d.eventually("the first rows", func() bool { return strings.Contains(d.view(), "Row 0 of the listing") })
-	d.mustShow("Row 1 of the listing", "Row 20 of the listing")
+	f.gate = make(chan struct{})
+	d := startDriver(t, streamClient{summaryClient{f}}, f, 120, 40)
+	d.mustShow("Row 0 of the listing", "Row 1 of the listing", "Row 20 of the listing")
 	if n := d.m.tasks.len(); n != firstRows {
 		t.Fatalf("before the whole listing the store holds %d tasks, want the first %d", n, firstRows)
 	}
@@ -154,7 +167,9 @@ func TestTreeDrawsFirstRowsBeforeTheWholeListing(t *testing.T) {
 	upd.Title = "Renamed while loading"
 	d.f.push(core.Event{Type: core.EventTaskUpdated, TaskID: upd.ID, Task: &upd})
 	d.settle()
-	close(gate)
+	f.mu.Lock()
+	close(f.gate)
+	f.mu.Unlock()
 	d.eventually("the whole listing", func() bool { return d.m.tasks.len() == len(tasks) })
 	if got := d.m.tasks.get(upd.ID); got == nil || got.Title != "Renamed while loading" {
 		t.Fatalf("the event during the load was lost: %+v", got)
