@@ -51,7 +51,7 @@ func benchForest(n int) []core.Task {
 	return ts
 }
 
-func benchModel(b testing.TB, w, h int) *Model {
+func benchModel(b *testing.B, w, h int) *Model {
 	m := newModel(context.Background(), newFake(), Options{Now: func() time.Time { return testNow }, Location: time.UTC}, testStyles())
 	m.tickEvery, m.debounce = 0, 0
 	m.gen, m.loading, m.conn = 1, true, connLive
