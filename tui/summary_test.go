@@ -170,7 +170,10 @@ func TestTreeDrawsFirstRowsBeforeTheWholeListing(t *testing.T) {
 	f.mu.Lock()
 	close(f.gate)
 	f.mu.Unlock()
-	d.eventually("the whole listing", func() bool { return d.m.tasks.len() == len(tasks) })
+	d.settle()
+	if n := d.m.tasks.len(); n != len(tasks) {
+		t.Fatalf("after the whole listing the store holds %d tasks, want %d", n, len(tasks))
+	}
 	if got := d.m.tasks.get(upd.ID); got == nil || got.Title != "Renamed while loading" {
 		t.Fatalf("the event during the load was lost: %+v", got)
 	}
