@@ -143,6 +143,9 @@ func (e *Engine) kick(id string) {
 // deliverable.
 func (e *Engine) turnLoop(rt *taskRuntime) {
 	defer e.wg.Done()
+	if e.loopEnded != nil {
+		defer e.loopEnded(rt.id)
+	}
 	for {
 		item, run, fence, t, ok := e.nextTurn(rt)
 		if !ok {
@@ -334,7 +337,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
 		}}},
 	}
-	proc, err := agent.Start(spec, run.rec)
+	proc, err := e.opts.Launcher.Launch(spec, run.rec)
 	if err != nil {
 		reason := "agent failed to start: " + err.Error()
 		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
