@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -158,22 +159,13 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string) {
 	now := time.Now().UTC()
 	stalled := metaJSON(map[string]any{"reason": "Stalled", "from": roleRef(role), "detail": truncateRunes(detail, 2000), "at": now})
-	what := "left it without handing it on. Its last words:"
-	switch {
-	case strings.HasPrefix(detail, "run failed: "):
-		what = "failed on it:"
-	case strings.HasPrefix(detail, unansweredPrefix):
-		what = "left a question from its own subtask unanswered:"
-	}
-	body := fmt.Sprintf("[kandev:stalled] Your subtask %s (%s) stalled: its role %s %s\n\n%s\n\nchild_task_id: %s\n\n"+
-		"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off.",
-		t.ID, t.Title, role, what, orNone(detail), t.ID)
+	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(detail), Detail: detail}
 	err := e.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
 		}
-		_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
-			Sender: roleRef(role), Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
+		_, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
+			Sender: roleRef(role), Text: detail, CreatedAt: now}, prompt.NoticeStallReport, report, map[string]any{"child_task_id": t.ID}))
 		return err
 	})
 	if err != nil {
@@ -219,10 +211,10 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 		if rel == "subtask" && open > 0 {
 			open-- // this one, finishing now
 		}
-		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
-			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, open)
-		items = append(items, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
-			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
+		wake := prompt.Wake{Relation: rel, TaskID: t.ID, Title: t.Title, Status: string(t.Status), Summary: summary, OpenSubtasks: open}
+		items = append(items, noticeItem(store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
+			Sender: "task:" + t.ID, Text: summary, CreatedAt: now}, prompt.NoticeWake, wake,
+			map[string]any{"finished_task_id": t.ID, "status": t.Status}))
 	}
 	return items
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -180,26 +181,19 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 		}
 		switch {
 		case signOff != nil:
-			body := fmt.Sprintf("[kandev:handoff] Your subtask %s (%s) was handed to you for sign-off by %s.\n\n%s\n\n"+
-				"child_task_id: %s\n\nReview it, then sign it off with set_task_status_kandev(task_id: %q, status: \"done\"), "+
-				"or hand it back with guidance: handoff_task_kandev(task_id: %q, to: \"back\", message: ...).",
-				t.ID, t.Title, describeRef(hander), orNone(message), t.ID, t.ID, t.ID)
-			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
-				Sender: hander, Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
+			data := prompt.SignOff{ChildID: t.ID, ChildTitle: t.Title, By: describeRef(hander), Message: message}
+			_, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
+				Sender: hander, Text: message, CreatedAt: now}, prompt.NoticeSignOff, data, map[string]any{"child_task_id": t.ID}))
 			return err
 		case target.Kind == "role":
-			kind, body := itemHandoff, ""
+			kind, notice := itemHandoff, prompt.NoticeHandoff
+			var data any = prompt.Handoff{TaskID: t.ID, Title: t.Title, Role: target.Name, By: describeRef(hander), Message: message}
 			if reason != "" {
-				kind = itemStalled
-				body = fmt.Sprintf("[kandev:stalled] Task %s (%s) stalled and was escalated to you, %s's manager. %s\n\n%s\n\n"+
-					"Hand it back with guidance (handoff_task_kandev to: \"back\"), hand it on, or work it yourself.",
-					t.ID, t.Title, from.Name, stallCause(message), orNone(message))
-			} else {
-				body = fmt.Sprintf("[kandev:handoff] Task %s (%s) was handed to you, role %s, by %s.\n\n%s",
-					t.ID, t.Title, target.Name, describeRef(hander), orNone(message))
+				kind, notice = itemStalled, prompt.NoticeEscalation
+				data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(message), Detail: message}
 			}
-			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
-				Text: body, Meta: metaJSON(map[string]any{"from": from.String(), "to": target.String()}), CreatedAt: now})
+			_, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
+				Text: message, CreatedAt: now}, notice, data, map[string]any{"from": from.String(), "to": target.String()}))
 			return err
 		}
 		return nil
@@ -278,14 +272,16 @@ func orNone(s string) string {
 	return s
 }
 
-func stallCause(detail string) string {
-	if strings.HasPrefix(detail, "run failed: ") {
-		return "Its run failed:"
+// stallWhy reads why a role stalled from the stall's detail, for the
+// notices that word it (prompt.Why*).
+func stallWhy(detail string) string {
+	switch {
+	case strings.HasPrefix(detail, "run failed: "):
+		return prompt.WhyFailed
+	case strings.HasPrefix(detail, unansweredPrefix):
+		return prompt.WhyUnanswered
 	}
-	if strings.HasPrefix(detail, unansweredPrefix) {
-		return "Its turn ended with a question from its subtask unanswered:"
-	}
-	return "Its turn ended without handing the task on. Its last words:"
+	return prompt.WhyLastWords
 }
 
 // BlockTask implements core.Client.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -315,9 +316,8 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 			return err
 		}
 		claimed = true
-		body := fmt.Sprintf("[kandev:answer] Your parent task %s answered your question %s:\n\n%s\n\nquestion_id: %s", q.ParentTaskID, qid, text, qid)
-		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: child.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
-			Text: body, Meta: metaJSON(map[string]any{"question_id": qid, "session_id": q.AskedSession}), CreatedAt: now})
+		_, err = tx.Enqueue(ctx, answerItem(child.ID, actor.String(), prompt.Answer{ParentTaskID: q.ParentTaskID, QuestionID: qid, Text: text},
+			map[string]any{"session_id": q.AskedSession}, now))
 		return err
 	})
 	if err != nil {
@@ -405,9 +405,7 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 			return err
 		}
 		claimed = true
-		body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", q.QuestionID, text, q.QuestionID)
-		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
-			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID}), CreatedAt: now})
+		item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
 		return err
 	})
 	if err != nil {
@@ -578,9 +576,7 @@ func (e *Engine) markNextTurn(seq int64) {
 
 func (e *Engine) queueLateAnswer(taskID, qid, text string) {
 	ctx := context.Background()
-	body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", qid, text, qid)
-	if _, err := e.db.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemAnswer,
-		Sender: core.OperatorActor().String(), Text: body, Meta: metaJSON(map[string]any{"question_id": qid}), CreatedAt: time.Now().UTC()}); err != nil {
+	if _, err := e.db.Enqueue(ctx, answerItem(taskID, core.OperatorActor().String(), prompt.Answer{QuestionID: qid, Text: text}, nil, time.Now().UTC())); err != nil {
 		e.log.Error("queue late answer", "task", taskID, "err", err)
 		return
 	}
@@ -623,13 +619,10 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		if err != nil {
 			return err
 		}
-		body := fmt.Sprintf("[kandev:question] Your autopilot child task %s (%s) asks you:\n\n%s\n\n"+
-			"question_id: %s\nchild_task_id: %s\n\n"+
-			"Answer with message_task_kandev(task_id: %q, prompt: <your answer>, reply_to_question_id: %q). "+
-			"Only you can answer; the child waits until you do.",
-			child.ID, child.Title, renderQuestions(items, q.Context), q.QuestionID, child.ID, child.ID, q.QuestionID)
-		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
-			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID}), CreatedAt: now})
+		asked := renderQuestions(items, q.Context)
+		data := prompt.Question{ChildID: child.ID, ChildTitle: child.Title, Questions: asked, QuestionID: q.QuestionID}
+		_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
+			Text: asked, CreatedAt: now}, prompt.NoticeQuestion, data, map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID}))
 		return err
 	})
 	if err != nil {
@@ -685,4 +678,15 @@ func (e *Engine) endTurnForQuestion(sessionID string) {
 			_ = run.proc.Cancel(cctx)
 		}
 	}()
+}
+
+// answerItem queues the answer to a task's own question, from its parent
+// or the operator: one notice, rendered at delivery.
+func answerItem(taskID, sender string, a prompt.Answer, meta map[string]any, now time.Time) store.QueueItem {
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["question_id"] = a.QuestionID
+	return noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemAnswer, Sender: sender,
+		Text: a.Text, CreatedAt: now}, prompt.NoticeAnswer, a, meta)
 }

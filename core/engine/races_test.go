@@ -2,12 +2,15 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/store"
 )
 
 // A stop that lands while the agent is still opening its session (its
@@ -257,5 +260,34 @@ func TestTurnLoopOrderAndInterrupt(t *testing.T) {
 	}
 	if turns != len(want) {
 		t.Fatalf("%d turn ends for %d prompts", turns, len(want))
+	}
+}
+
+// A notice queued before notices carried their data (its text rendered at
+// enqueue, no data in its meta) is still delivered, as it was written.
+func TestLegacyQueuedNoticeDelivered(t *testing.T) {
+	p := newInProc(t)
+	task := p.create(core.CreateTaskInput{Title: "upgraded"})
+	legacy := "[kandev:answer] The operator answered your question q0legacy:\n\nlegacy answer\n\nquestion_id: q0legacy"
+	if _, err := p.db.Enqueue(p.ctx, store.QueueItem{TaskID: task.ID, Priority: 0, Kind: "answer", Sender: "person:operator",
+		Text: legacy, Meta: `{"question_id":"q0legacy"}`, CreatedAt: time.Now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.eng.StartTask(p.op(), task.ID, core.StartTaskInput{Prompt: "mock: say after"}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("both turns", func() bool { return p.hasSaid(task.ID, "after") && p.settled(task.ID) })
+	var rendered []string
+	for _, m := range p.conversation(task.ID) {
+		if m.Kind == core.MsgPrompt {
+			var meta struct{ Rendered string }
+			if err := json.Unmarshal(m.Meta, &meta); err != nil {
+				t.Fatal(err)
+			}
+			rendered = append(rendered, meta.Rendered)
+		}
+	}
+	if len(rendered) != 2 || rendered[0] != legacy {
+		t.Fatalf("rendered prompts %q; said %q", rendered, p.said(task.ID))
 	}
 }

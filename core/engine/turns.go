@@ -455,9 +455,15 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 			return err
 		}
 		meta, _ := json.Marshal(map[string]any{"delivery": item.Kind, "queue_id": item.ID, "rendered": body})
+		// A notice enters the conversation as the agent read it; its data
+		// stays with the queue row, the rendered text says it all.
+		text, itemMeta := item.Text, item.Meta
+		if _, ok := queuedNotice(item); ok {
+			text, itemMeta = body, dropMetaKey(item.Meta, "data")
+		}
 		var err error
 		added, err = tx.InsertMessage(ctx, store.Message{TaskID: t.ID, SessionID: run.sessionID, Kind: string(core.MsgPrompt),
-			Author: item.Sender, Text: item.Text, Meta: mergeMeta(string(meta), item.Meta), CreatedAt: now, UpdatedAt: now})
+			Author: item.Sender, Text: text, Meta: mergeMeta(string(meta), itemMeta), CreatedAt: now, UpdatedAt: now})
 		if err != nil {
 			return err
 		}
@@ -811,18 +817,52 @@ func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID,
 	return err
 }
 
-// renderItem turns a queue item into the text the agent reads.
+// noticeItem makes a queue row carry a notice: its template's name and
+// data go in the row's meta and are rendered when the row is delivered;
+// its text is what the queue view shows.
+func noticeItem(it store.QueueItem, notice string, data any, meta map[string]any) store.QueueItem {
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["notice"], meta["data"] = notice, data
+	it.Meta = metaJSON(meta)
+	return it
+}
+
+// queuedNotice reads the notice a queue row carries, if it carries one.
+func queuedNotice(it store.QueueItem) (prompt.Delivered, bool) {
+	var d prompt.Delivered
+	if !strings.Contains(it.Meta, `"notice"`) || json.Unmarshal([]byte(it.Meta), &d) != nil || d.Notice == "" {
+		return prompt.Delivered{}, false
+	}
+	return d, true
+}
+
+// renderItem turns a queue item into the text the agent reads, at
+// delivery: notices from their data; messages, kickoffs and redeliveries
+// from the row itself. Rows queued before notices carried their data hold
+// their text already rendered and are delivered as they are.
 func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem) string {
+	if d, ok := queuedNotice(it); ok {
+		body, err := e.renderNotice(t, d)
+		if err != nil {
+			e.log.Error("render notice", "task", t.ID, "queue_id", it.ID, "err", err)
+			return it.Text
+		}
+		return body
+	}
+	var (
+		name string
+		data any
+	)
 	switch it.Kind {
 	case itemKickoff:
-		return "[kandev:task] Start work on your task."
+		name, data = prompt.NoticeKickoff, struct{}{}
 	case itemRedeliver:
-		return "[kandev:message] kandev restarted before your turn on this message ended; here it is again.\n\n" +
-			e.describeSender(it.Sender) + ":\n\n" + it.Text
+		name, data = prompt.NoticeRedeliver, prompt.Message{From: e.describeSender(it.Sender), Text: it.Text}
 	case itemHandoff:
-		// A sign-off request says how many subtasks are still open (this
-		// one included), counted as the turn starts: signing the last one
-		// off brings no wake, so the agent decides its own next move here.
+		// A sign-off request queued before notices: its open subtasks are
+		// still counted as the turn starts.
 		if strings.Contains(it.Meta, `"child_task_id"`) {
 			return fmt.Sprintf("%s\nopen_subtasks: %d", it.Text, e.openSubtasks(t.ID))
 		}
@@ -830,8 +870,29 @@ func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem
 	case itemQuestion, itemAnswer, itemStalled, itemWake:
 		return it.Text
 	default:
-		return "[kandev:message] " + e.describeSender(it.Sender) + ":\n\n" + it.Text
+		name, data = prompt.NoticeMessage, prompt.Message{From: e.describeSender(it.Sender), Text: it.Text}
 	}
+	body, err := prompt.RenderNotice(name, data)
+	if err != nil {
+		e.log.Error("render notice", "task", t.ID, "queue_id", it.ID, "err", err)
+		return it.Text
+	}
+	return body
+}
+
+// renderNotice renders a queued notice; a sign-off request says how many
+// subtasks are still open (this one included), counted as the turn
+// starts: signing the last one off brings no wake, so the agent decides
+// its own next move here.
+func (e *Engine) renderNotice(t core.Task, d prompt.Delivered) (string, error) {
+	data, err := d.Decode()
+	if err != nil {
+		return "", err
+	}
+	if s, ok := data.(*prompt.SignOff); ok {
+		s.OpenSubtasks = e.openSubtasks(t.ID)
+	}
+	return prompt.RenderNotice(d.Notice, data)
 }
 
 func (e *Engine) describeSender(sender string) string {
@@ -925,6 +986,17 @@ func newToken() (token, hash string, err error) {
 func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// dropMetaKey removes one field from a JSON object.
+func dropMetaKey(meta, key string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(meta), &m) != nil {
+		return meta
+	}
+	delete(m, key)
+	out, _ := json.Marshal(m)
+	return string(out)
 }
 
 // mergeMeta lays extra JSON object fields over base.
