@@ -109,6 +109,27 @@ func (p *inProc) loopsEnded(id string) int {
 	return p.loops[id]
 }
 
+// waitIdle waits until the task's turn loop is not running: every turn
+// it had to deliver, and the checks after them, are done.
+func (p *inProc) waitIdle(id string) {
+	p.t.Helper()
+	deadline := time.After(2 * time.Minute)
+	for {
+		p.mu.Lock()
+		ch := p.loopEnd
+		p.mu.Unlock()
+		if !engine.LoopRunning(p.eng, id) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			p.dump()
+			p.t.Fatalf("task %s's turn loop never ended", id)
+		}
+	}
+}
+
 // waitLoopEnd waits until more than n of the task's turn loops ended.
 func (p *inProc) waitLoopEnd(id string, n int) {
 	p.t.Helper()

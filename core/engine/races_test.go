@@ -91,6 +91,10 @@ func askSetup(t *testing.T, p *inProc) (parent, child core.Task, qid string, asP
 	gate, open := p.gateFile("parent")
 	parent = p.create(core.CreateTaskInput{Title: "parent", Start: true, Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"})
 	p.create(core.CreateTaskInput{Title: "holder", ParentID: parent.ID})
+	// The parent's first turn ends before the child asks, so the question
+	// reaches a parent between turns.
+	p.waitFor("the parent's first turn", func() bool { return p.hasSaid(parent.ID, "ready") && p.settled(parent.ID) })
+	p.waitIdle(parent.ID)
 	child = p.create(core.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: callDirective(capability.AskParent, map[string]any{"questions": []map[string]any{{"prompt": "Left or right?"}}})})
 	p.waitFor("the question and the end of its turn", func() bool {
