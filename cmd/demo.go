@@ -17,6 +17,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // DemoOptions are `demo`'s inputs.
@@ -144,7 +145,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	client := daemon.Dial(home.Socket())
+	client := daemonclient.Dial(home.Socket())
 	defer client.Close()
 	events, err := client.Events(ctx, core.EventsInput{})
 	if err != nil {
@@ -255,7 +256,7 @@ func narrate(ctx context.Context, out io.Writer, client core.Client, events <-ch
 			case ev.Type == core.EventTaskUpdated && ev.Task != nil && ev.Task.ID == rootID:
 				t := ev.Task
 				settled := t.Session == nil || !t.Session.State.Live()
-				if t.Assignee != nil && t.Assignee.Kind == "person" && t.Status == core.StatusReview && settled {
+				if t.Assignee != nil && t.Assignee.IsPerson() && t.Status == core.StatusReview && settled {
 					return nil
 				}
 			}

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // Glance is `kandev status`: what needs the operator and what runs, counted
@@ -48,7 +48,7 @@ func needsYou(t *core.Task) string {
 		return "your turn"
 	case t.Interrupted:
 		return "interrupted"
-	case t.Escalated() && t.Assignee != nil && t.Assignee.Kind == "person":
+	case t.Escalated() && t.Assignee != nil && t.Assignee.IsPerson():
 		return "escalated to " + t.Assignee.Name
 	}
 	return ""
@@ -104,7 +104,7 @@ starts the daemon: without one it says so (--short prints nothing) and exits 0.
 			if err != nil {
 				return err
 			}
-			client, ok := daemon.Ping(c.Context(), home)
+			client, ok := daemonclient.Ping(c.Context(), home)
 			if !ok {
 				switch {
 				case f.JSON:

@@ -141,11 +141,11 @@ func assigneeLabel(t *core.Task) string {
 	switch {
 	case a == nil:
 		return t.Profile
-	case a.Kind == "person" && a.Name == core.Operator:
+	case a.IsOperator():
 		return "@you"
-	case a.Kind == "person":
+	case a.IsPerson():
 		return "@" + a.Name
-	case a.Kind == "task":
+	case a.IsTask():
 		return "^" + a.Name
 	case a.Name == t.Profile || a.Name == "":
 		return t.Profile
@@ -326,4 +326,16 @@ func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) s
 		return st.context.Render(line)
 	}
 	return line
+}
+
+// describeAssignee says who an assignee is: "you", "role mock", "person
+// alice", "task k3f9qa".
+func describeAssignee(a core.Ref) string {
+	if a.IsOperator() {
+		return "you"
+	}
+	if a.Kind == "" {
+		return a.Name
+	}
+	return a.Describe()
 }

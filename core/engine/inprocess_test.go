@@ -19,7 +19,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/engine"
-	"github.com/kandev/kandev/core/mockagent"
+	"github.com/kandev/kandev/internal/mockagent"
 	"github.com/kandev/kandev/mcpserve"
 	"github.com/kandev/kandev/store"
 )
