@@ -234,37 +234,36 @@ func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, act
 // staleQuestion: the task (or its session) reached a terminal state, so
 // its pending question can no longer be answered.
 func (e *Engine) staleQuestion(ctx context.Context, taskID, why string) {
-	var m store.Message
-	var q questionMeta
-	resolved := false
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		m, err = tx.PendingQuestion(ctx, taskID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
-		if err != nil || !ok {
-			return err
-		}
-		resolved = true
-		q, _ = parseQuestion(m)
-		return e.afterResolve(ctx, tx, m, answerDelivery{status: core.QuestionStale, reason: why})
-	})
-	if err != nil {
+	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error { return e.staleQuestionTx(ctx, tx, taskID, why, c) }); err != nil {
 		e.log.Error("make question stale", "task", taskID, "err", err)
-		return
 	}
-	if resolved {
-		e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
-		e.publishQuestion(m.Seq)
-		if q.ParentTaskID != "" {
-			e.refreshQuiet(q.ParentTaskID)
-		}
+}
+
+// staleQuestionTx makes the task's pending question stale within tx, if it
+// has one, and says what is to be announced.
+func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why string, c *changes) error {
+	m, err := tx.PendingQuestion(ctx, taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+	if err != nil || !ok {
+		return err
+	}
+	d := answerDelivery{status: core.QuestionStale, reason: why}
+	if err := e.afterResolve(ctx, tx, m, d); err != nil {
+		return err
+	}
+	q, _ := parseQuestion(m)
+	c.tellWaiter(q.QuestionID, d)
+	c.question(m.Seq)
+	if q.ParentTaskID != "" {
+		c.touch(q.ParentTaskID)
+	}
+	return nil
 }
 
 func (e *Engine) publishQuestion(seq int64) {

@@ -483,7 +483,7 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 	if t.Archived {
 		return t, nil
 	}
-	e.halt(ctx, t.ID, "archived", false)
+	e.halt(t.ID, "archived")
 	// An archived task takes no turn, so it cannot stay in progress: it
 	// goes to review, as a stop leaves it (ADR 0016). Its subtasks are
 	// not touched.
@@ -576,7 +576,7 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 		// and run a turn on a finished task. Now a loop that read it before
 		// the commit holds a stale fence and launches nothing, and one that
 		// reads it after sees it finished.
-		e.halt(ctx, t.ID, "marked "+string(status), false)
+		e.halt(t.ID, "marked "+string(status))
 	}
 	for _, w := range wakes {
 		e.refreshQuiet(w.TaskID)

@@ -695,6 +695,14 @@ func (e *Engine) closeRunLocked(run *liveRun, state core.SessionState, reason st
 	if run.ended {
 		return
 	}
+	e.releaseRunLocked(run)
+	e.finishSessionChecked(run.rt.id, run.sessionID, state, reason, check)
+	e.terminate(run)
+}
+
+// releaseRunLocked takes a run out of the engine's memory: no turn goes to
+// it and its token is no longer live. rt.mu must be held.
+func (e *Engine) releaseRunLocked(run *liveRun) {
 	run.ended = true
 	if run.idle != nil {
 		run.idle.Stop()
@@ -711,7 +719,10 @@ func (e *Engine) closeRunLocked(run *liveRun, state core.SessionState, reason st
 		}
 	}
 	e.rtMu.Unlock()
-	e.finishSessionChecked(run.rt.id, run.sessionID, state, reason, check)
+}
+
+// terminate tears a released run's process down in the background.
+func (e *Engine) terminate(run *liveRun) {
 	if run.proc != nil {
 		e.procWG.Add(1)
 		go func() {
