@@ -153,8 +153,32 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	}
 	now := time.Now().UTC()
 	by := core.ParseActor(hander)
-	post := func() {}
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
+	switch reason {
+	case "":
+	case core.StallReturned:
+		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
+	default:
+		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
+	}
+	if message != "" {
+		text += ": " + message
+	}
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
+		switch {
+		case signOff != nil:
+			c.wake(signOff.ID)
+		case target.IsRole():
+			c.wake(t.ID)
+		}
+		m, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgHandoff), Author: hander, Text: text,
+			Meta:      metaJSON(map[string]any{"from": from, "to": target, "by": hander, "message": message, "reason": reason, "delivered": delivered}),
+			CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(m)
 		if err := tx.Assign(ctx, t.ID, target.String(), hander, profile, now); err != nil {
 			return err
 		}
@@ -176,15 +200,14 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 			}
 		}
 		if from != target {
-			var err error
-			if post, err = e.supersedeTx(ctx, tx, t, by); err != nil {
+			if err := e.supersedeTx(ctx, tx, t, by, c); err != nil {
 				return err
 			}
 		}
 		switch {
 		case signOff != nil:
 			data := prompt.SignOff{ChildID: t.ID, ChildTitle: t.Title, By: describeRef(hander), Message: message}
-			_, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
+			_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
 				Sender: hander, Text: message, CreatedAt: now}, prompt.NoticeSignOff, data, map[string]any{"child_task_id": t.ID}))
 			return err
 		case target.IsRole():
@@ -194,7 +217,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 				kind, notice = itemStalled, prompt.NoticeEscalation
 				data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Failed, message), Detail: message}
 			}
-			_, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
+			_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
 				Text: message, CreatedAt: now}, notice, data, map[string]any{"from": from.String(), "to": target.String()}))
 			return err
 		}
@@ -203,31 +226,8 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	if err != nil {
 		return core.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
 	}
-	post()
-	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
-	switch reason {
-	case "":
-	case core.StallReturned:
-		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
-	default:
-		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
-	}
-	if message != "" {
-		text += ": " + message
-	}
-	e.note(ctx, t.ID, "", core.MsgHandoff, hander, text, map[string]any{"from": from, "to": target, "by": hander,
-		"message": message, "reason": reason, "delivered": delivered})
 	e.releaseRun(t.ID, target, core.ActorFrom(ctx).SessionID)
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.HandoffResult{}, err
-	}
-	switch {
-	case signOff != nil:
-		e.refreshQuiet(signOff.ID)
-		e.kick(signOff.ID)
-	case target.IsRole():
-		e.kick(t.ID)
-	}
+	e.announce(c)
 	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
 }
 

@@ -43,11 +43,10 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	rt := e.runtime(t.ID)
 	rt.mu.Lock()
 	now := time.Now().UTC()
-	post := func() {}
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.wake(t.ID)
 		if text != "" {
-			var err error
-			if post, err = e.supersedeTx(ctx, tx, t, actor); err != nil {
+			if err := e.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemMessage,
@@ -74,13 +73,7 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	if post != nil {
-		post()
-	}
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.Task{}, err
-	}
-	e.kick(t.ID)
+	e.announce(c)
 	return e.task(ctx, t.ID)
 }
 
@@ -153,11 +146,10 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	}
 	now := time.Now().UTC()
 	var item store.QueueItem
-	post := func() {}
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.wake(t.ID)
 		if explicit {
-			var err error
-			if post, err = e.supersedeTx(ctx, tx, t, actor); err != nil {
+			if err := e.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if t.Halted {
@@ -180,9 +172,6 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		rt.mu.Unlock()
 		return core.MessageResult{}, mapStoreErr(err, "message to "+t.ID)
 	}
-	if post != nil {
-		post()
-	}
 	res := core.MessageResult{TaskID: t.ID, Status: "queued", QueueID: item.ID}
 	switch {
 	case delivery == core.DeliveryInterrupt && rt.turn != nil:
@@ -204,10 +193,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		res.Position = positionOf(queue, priority) + 1
 	}
 	rt.mu.Unlock()
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.MessageResult{}, err
-	}
-	e.kick(t.ID)
+	e.announce(c)
 	return res, nil
 }
 

@@ -199,36 +199,35 @@ func (e *Engine) dropWaitingCall(ctx context.Context, taskID, why string) {
 // supersedeTx: explicit new input (the operator's, or the direct parent's)
 // supersedes the task's pending question. The returned func tells whoever
 // waits on it; run it after the transaction commits.
-func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor) (func(), error) {
+func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, c *changes) error {
 	m, err := tx.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return func() {}, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if by := core.ActorFrom(ctx); by.Kind == core.ActorAgent && by.TaskID == t.ID {
 		// The asker's own move (the handoff to a person its preamble asks
 		// for) is not new input to it: its question keeps waiting.
-		return func() {}, nil
+		return nil
 	}
 	reason := "new input from " + actor.String() + " superseded it"
 	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionSuperseded, reason, nil)
 	if err != nil || !ok {
-		return func() {}, err
+		return err
 	}
 	q, _ := parseQuestion(m)
 	d := answerDelivery{status: core.QuestionSuperseded, reason: reason}
 	if err := e.afterResolve(ctx, tx, m, d); err != nil {
-		return nil, err
+		return err
 	}
-	return func() {
-		e.notifyWaiter(q.QuestionID, d)
-		e.publishQuestion(m.Seq)
-		if q.ParentTaskID != "" {
-			e.refreshQuiet(q.ParentTaskID)
-		}
-	}, nil
+	c.tellWaiter(q.QuestionID, d)
+	c.question(m.Seq)
+	if q.ParentTaskID != "" {
+		c.touch(q.ParentTaskID)
+	}
+	return nil
 }
 
 // staleQuestion: the task (or its session) reached a terminal state, so
