@@ -161,23 +161,28 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: "Stalled", From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
 	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(failed, detail), Detail: detail}
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
 		}
-		_, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
-			Sender: roleRef(role), Text: detail, CreatedAt: now}, prompt.NoticeStallReport, report, map[string]any{"child_task_id": t.ID}))
-		return err
+		if _, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
+			Sender: roleRef(role), Text: detail, CreatedAt: now}, prompt.NoticeStallReport, report, map[string]any{"child_task_id": t.ID})); err != nil {
+			return err
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgHandoff), Author: "kandev",
+			Text: fmt.Sprintf("Stalled: reported to task %s, which created it", creator.ID),
+			Meta: metaJSON(map[string]any{"reason": "Stalled", "reported_to": creator.ID}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		c.touch(t.ID)
+		c.wake(creator.ID)
+		return nil
 	})
 	if err != nil {
 		e.log.Error("report stall", "task", t.ID, "err", err)
-		return
 	}
-	e.note(ctx, t.ID, "", core.MsgHandoff, "kandev", fmt.Sprintf("Stalled: reported to task %s, which created it", creator.ID),
-		map[string]any{"reason": "Stalled", "reported_to": creator.ID})
-	e.refreshQuiet(t.ID)
-	e.refreshQuiet(creator.ID)
-	e.kick(creator.ID)
 }
 
 // wakesFor builds the wakes a task reaching done or cancelled causes: one

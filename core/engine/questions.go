@@ -308,15 +308,25 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	}
 	now := time.Now().UTC()
 	claimed := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, By: actor.String(), At: now})
 		if err != nil || !ok {
 			return err
 		}
 		claimed = true
-		_, err = tx.Enqueue(ctx, answerItem(child.ID, actor.String(), prompt.Answer{ParentTaskID: q.ParentTaskID, QuestionID: qid, Text: text},
-			map[string]any{"session_id": q.AskedSession}, now))
-		return err
+		if _, err = tx.Enqueue(ctx, answerItem(child.ID, actor.String(), prompt.Answer{ParentTaskID: q.ParentTaskID, QuestionID: qid, Text: text},
+			map[string]any{"session_id": q.AskedSession}, now)); err != nil {
+			return err
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: child.ID, Kind: string(core.MsgAnswer), Author: actor.String(), Text: text,
+			Meta: metaJSON(map[string]any{"question_id": qid}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		c.question(m.Seq)
+		c.wake(child.ID)
+		return nil
 	})
 	if err != nil {
 		return core.MessageResult{}, mapStoreErr(err, "answer to "+qid)
@@ -333,10 +343,7 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 		}
 		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
 	}
-	e.note(ctx, child.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": qid})
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(child.ID)
-	e.kick(child.ID)
+	e.announce(c)
 	return core.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
 }
 
