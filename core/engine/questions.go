@@ -430,14 +430,28 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	rt.mu.Unlock()
 	if took {
 		delivered = "waiting_call"
-		if err := e.db.DeleteQueueItem(ctx, item.ID); err != nil {
-			e.log.Error("withdraw an answer the waiting call took", "task", t.ID, "err", err)
-		}
 	}
-	e.note(ctx, t.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": q.QuestionID, "delivered": delivered})
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(t.ID)
-	e.kick(t.ID)
+	// The second step of an answer: the copy a waiting call took is
+	// withdrawn, and the answer noted, together.
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.question(m.Seq)
+		c.wake(t.ID)
+		if took {
+			if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
+				return err
+			}
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgAnswer), Author: actor.String(), Text: text,
+			Meta: metaJSON(map[string]any{"question_id": q.QuestionID, "delivered": delivered}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		return nil
+	})
+	if err != nil {
+		e.log.Error("note the answer", "task", t.ID, "err", err)
+	}
 	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
@@ -581,12 +595,14 @@ func (e *Engine) markNextTurn(seq int64) {
 
 func (e *Engine) queueLateAnswer(taskID, qid, text string) {
 	ctx := context.Background()
-	if _, err := e.db.Enqueue(ctx, answerItem(taskID, core.OperatorActor().String(), prompt.Answer{QuestionID: qid, Text: text}, nil, time.Now().UTC())); err != nil {
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.wake(taskID)
+		_, err := tx.Enqueue(ctx, answerItem(taskID, core.OperatorActor().String(), prompt.Answer{QuestionID: qid, Text: text}, nil, time.Now().UTC()))
+		return err
+	})
+	if err != nil {
 		e.log.Error("queue late answer", "task", taskID, "err", err)
-		return
 	}
-	e.refreshQuiet(taskID)
-	e.kick(taskID)
 }
 
 // askParent records an autopilot child's question for its direct parent,
@@ -609,7 +625,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 	parentID := child.ParentID
 	var m store.Message
 	existing := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		if cur, err := tx.PendingQuestion(ctx, child.ID); err == nil {
 			m, existing = cur, true
 			return nil
@@ -626,9 +642,15 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		}
 		asked := renderQuestions(items, q.Context)
 		data := prompt.Question{ChildID: child.ID, ChildTitle: child.Title, Questions: asked, QuestionID: q.QuestionID}
-		_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
-			Text: asked, CreatedAt: now}, prompt.NoticeQuestion, data, map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID}))
-		return err
+		if _, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
+			Text: asked, CreatedAt: now}, prompt.NoticeQuestion, data, map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID})); err != nil {
+			return err
+		}
+		c.addMessage(m)
+		c.question(m.Seq)
+		c.touch(child.ID)
+		c.wake(parentID)
+		return nil
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, "question")
@@ -638,11 +660,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "parent_task_id": q.ParentTaskID,
 			"message": "You already have a pending question; end your turn now and wait for the answer."}, nil
 	}
-	e.publishMessage(core.EventMessageAdded, m)
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(child.ID)
-	e.refreshQuiet(parentID)
-	e.kick(parentID)
+	e.announce(c)
 	e.endTurnForQuestion(actor.SessionID)
 	return map[string]any{"question_id": q.QuestionID, "status": "waiting_for_parent", "parent_task_id": parentID,
 		"message": "Question recorded and sent to your parent task. End your turn now: the answer arrives as your next message."}, nil
