@@ -487,26 +487,32 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 	// An archived task takes no turn, so it cannot stay in progress: it
 	// goes to review, as a stop leaves it (ADR 0016). Its subtasks are
 	// not touched.
-	toReview := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.ArchiveTask(ctx, t.ID, now); err != nil {
 			return err
 		}
+		if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was archived", c); err != nil {
+			return err
+		}
 		if cur, ok := e.cached(t.ID); ok && cur.Status == core.StatusInProgress {
-			toReview = true
-			return tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now)
+			if err := tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now); err != nil {
+				return err
+			}
+			actor := core.ActorFrom(ctx)
+			note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: actor.String(),
+				Text: "archived by " + actor.String() + ": in_progress → review", Meta: "{}", CreatedAt: now, UpdatedAt: now})
+			if err != nil {
+				return err
+			}
+			c.addMessage(note)
 		}
 		return nil
 	})
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	e.staleQuestion(ctx, t.ID, "the task was archived")
-	if toReview {
-		actor := core.ActorFrom(ctx)
-		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "archived by "+actor.String()+": in_progress → review", nil)
-	}
+	e.announce(c)
 	return e.refresh(ctx, t.ID)
 }
 
@@ -549,7 +555,7 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	// The status and the wakes it causes land together: a waiting task
 	// never sees its subtask finished without the wake already queued, so
 	// its stall check cannot run in between (rule 4).
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
 			return err
@@ -564,7 +570,19 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 			if _, err := tx.Enqueue(ctx, w); err != nil {
 				return err
 			}
+			c.wake(w.TaskID)
 		}
+		if status.Terminal() {
+			if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was marked "+string(status), c); err != nil {
+				return err
+			}
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: core.ActorFrom(ctx).String(),
+			Text: "status: " + string(t.Status) + " → " + string(status), Meta: "{}", CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
 		return nil
 	})
 	if err != nil {
@@ -578,21 +596,8 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 		// reads it after sees it finished.
 		e.halt(t.ID, "marked "+string(status))
 	}
-	for _, w := range wakes {
-		e.refreshQuiet(w.TaskID)
-	}
-	if status.Terminal() {
-		e.staleQuestion(ctx, t.ID, "the task was marked "+string(status))
-	}
-	e.note(ctx, t.ID, "", core.MsgStatus, core.ActorFrom(ctx).String(), "status: "+string(t.Status)+" → "+string(status), nil)
-	nt, err := e.refresh(ctx, t.ID)
-	if err != nil {
-		return core.Task{}, err
-	}
-	for _, w := range wakes {
-		e.kick(w.TaskID)
-	}
-	return nt, nil
+	e.announce(c)
+	return e.refresh(ctx, t.ID)
 }
 
 func firstLine(s string) string {
