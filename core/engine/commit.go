@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/store"
@@ -98,4 +99,17 @@ func (e *Engine) announce(c changes) {
 			e.kick(id)
 		}
 	}
+}
+
+// noteTx writes one of the engine's notes into a task's conversation within
+// tx, to be published with the rest.
+func (c *changes) noteTx(ctx context.Context, tx *store.Tx, taskID string, kind core.MessageKind, author, text string, meta map[string]any) error {
+	now := time.Now().UTC()
+	m, err := tx.InsertMessage(ctx, store.Message{TaskID: taskID, Kind: string(kind), Author: author, Text: text,
+		Meta: metaJSON(meta), CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		return err
+	}
+	c.addMessage(m)
+	return nil
 }

@@ -146,13 +146,18 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
-	if err := e.db.SetStalled(ctx, t.ID, stalled, now); err != nil {
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
+		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
+			return err
+		}
+		return c.noteTx(ctx, tx, t.ID, core.MsgStatus, "kandev",
+			fmt.Sprintf("stuck: role %s stalled on the task (%s), and there is no manager, hander or creator to escalate to; it waits for the operator",
+				role, truncateRunes(orNone(detail), 200)), map[string]any{"reason": core.StallStuck})
+	})
+	if err != nil {
 		e.log.Error("mark stuck", "task", t.ID, "err", err)
 	}
-	e.note(ctx, t.ID, "", core.MsgStatus, "kandev",
-		fmt.Sprintf("stuck: role %s stalled on the task (%s), and there is no manager, hander or creator to escalate to; it waits for the operator",
-			role, truncateRunes(orNone(detail), 200)), map[string]any{"reason": core.StallStuck})
-	e.refreshQuiet(t.ID)
 }
 
 // reportStallToCreator marks a stalled agent-created task and wakes the

@@ -435,7 +435,8 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 		desc = strings.TrimSpace(*in.Description)
 	}
 	now := time.Now().UTC()
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
 		if in.Title != nil {
 			if err := tx.SetTaskTitle(ctx, t.ID, title, now); err != nil {
 				return err
@@ -446,7 +447,7 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	return e.refresh(ctx, t.ID)
+	return e.task(ctx, t.ID)
 }
 
 // mayEdit allows the operator everything and an agent its own subtree.
