@@ -163,6 +163,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
 	}
 	prompt := strings.TrimSpace(in.Prompt)
+	var created changes
 	e.wsMu.RLock()
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
@@ -172,7 +173,8 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			e.wsMu.RUnlock()
 			return core.Task{}, err
 		}
-		err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		created, err = e.tx(ctx, func(tx *store.Tx, c *changes) error {
+			c.touch(row.ID)
 			if assignee.IsRoleNamed(prof.Name) {
 				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
 					return err
@@ -231,7 +233,8 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task")
 	}
-	t, err := e.refresh(ctx, row.ID)
+	e.announce(created)
+	t, err := e.task(ctx, row.ID)
 	if err != nil {
 		return core.Task{}, err
 	}

@@ -171,8 +171,7 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	}
 	now := time.Now().UTC()
 	body := e.renderItem(ctx, t, item)
-	var added store.Message
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	delivered, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
 			return err
 		}
@@ -183,12 +182,14 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		if _, ok := queuedNotice(item); ok {
 			text, itemMeta = body, dropMetaKey(item.Meta, "data")
 		}
-		var err error
-		added, err = tx.InsertMessage(ctx, store.Message{TaskID: t.ID, SessionID: run.sessionID, Kind: string(core.MsgPrompt),
+		added, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, SessionID: run.sessionID, Kind: string(core.MsgPrompt),
 			Author: item.Sender, Text: text, Meta: mergeMeta(string(meta), itemMeta), CreatedAt: now, UpdatedAt: now})
 		if err != nil {
 			return err
 		}
+		c.addMessage(added)
+		c.session(run.sessionID)
+		c.touch(t.ID)
 		running := string(core.SessionRunning)
 		if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &running, AddTurn: true}, now); err != nil {
 			return err
@@ -213,9 +214,7 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	}
 	run.rec.resetTurn()
 	rt.mu.Unlock()
-	e.publishMessage(core.EventMessageAdded, added)
-	e.publishSession(run.sessionID)
-	e.refreshQuiet(t.ID)
+	e.announce(delivered)
 
 	text := body
 	if run.prompts == 0 {
@@ -317,19 +316,19 @@ func (e *Engine) endTurn(taskID, sessionID, stopReason, errText string, state *s
 		text += ": " + errText
 	}
 	now := time.Now().UTC()
-	var m store.Message
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		m, err = tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgTurnEnd),
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		m, err := tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgTurnEnd),
 			Author: "kandev", Text: text, Meta: metaJSON(map[string]any{"stop_reason": stopReason, "error": errText}),
 			CreatedAt: now, UpdatedAt: now})
 		if err != nil {
 			return err
 		}
+		c.addMessage(m)
 		if state != nil {
 			if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: state}, now); err != nil {
 				return err
 			}
+			c.session(sessionID)
 		}
 		if check {
 			return tx.SetNeedsCheck(ctx, taskID, true)
@@ -338,11 +337,6 @@ func (e *Engine) endTurn(taskID, sessionID, stopReason, errText string, state *s
 	})
 	if err != nil {
 		e.log.Error("record turn end", "task", taskID, "err", err)
-		return
-	}
-	e.publishMessage(core.EventMessageAdded, m)
-	if state != nil {
-		e.publishSession(sessionID)
 	}
 }
 
