@@ -43,6 +43,8 @@ type taskRuntime struct {
 	// full disk); retry is the wait before the next attempt.
 	paused bool
 	retry  time.Duration
+	// permSem lets one permission request at a time ask the operator.
+	permSem chan struct{}
 }
 
 type turnState struct {
@@ -98,7 +100,7 @@ func (e *Engine) runtime(id string) *taskRuntime {
 	defer e.rtMu.Unlock()
 	rt := e.runtimes[id]
 	if rt == nil {
-		rt = &taskRuntime{id: id}
+		rt = &taskRuntime{id: id, permSem: make(chan struct{}, 1)}
 		e.runtimes[id] = rt
 	}
 	return rt

@@ -232,6 +232,9 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	rt.turn = nil
 	// Under the task lock: an answer arriving now goes to the queue.
 	e.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
+	// A permission request the agent left open past its turn's end can no
+	// longer be answered: no question stays pending on a finished turn.
+	e.stalePermission(ctx, t.ID, run.sessionID, "the turn ended before an answer")
 	if rt.run != run {
 		// Stopped, failed or shut down while the turn ran; whoever ended
 		// the run recorded why.
@@ -378,9 +381,13 @@ func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID,
 		return nil
 	}
 	// A turn cut short while it waited on the operator's answer continues
-	// with that answer; repeating its prompt would only ask again.
+	// with that answer; repeating its prompt would only ask again. A
+	// permission question is not such an answer: its request died with
+	// the run, so the prompt is delivered again.
 	if pq, err := q.PendingQuestion(ctx, taskID); err == nil && pq.SessionID == sessionID {
-		return nil
+		if pm, err := parseQuestion(pq); err != nil || pm.Kind != core.QuestionPermission {
+			return nil
+		}
 	}
 	if end, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
 		return nil
