@@ -240,16 +240,10 @@ func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, act
 	return nil
 }
 
-// staleQuestion: the task (or its session) reached a terminal state, so
-// its pending question can no longer be answered.
-func (e *Engine) staleQuestion(ctx context.Context, taskID, why string) {
-	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error { return e.staleQuestionTx(ctx, tx, taskID, why, c) }); err != nil {
-		e.log.Error("make question stale", "task", taskID, "err", err)
-	}
-}
-
-// staleQuestionTx makes the task's pending question stale within tx, if it
-// has one, and says what is to be announced.
+// staleQuestionTx: the task (or its session) reached a terminal state or
+// was stopped, so its pending question can no longer be answered. It makes
+// the question stale within tx, if there is one, and says what is to be
+// announced.
 func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why string, c *changes) error {
 	m, err := tx.PendingQuestion(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
