@@ -23,6 +23,12 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 			e.log.Error("clear stall check", "task", taskID, "err", err)
 		}
 	}()
+	// A child's question is read before the task, never after: the question
+	// and its notice to this task commit together, so one recorded after
+	// this read shows in the task read below as a queued turn (its notice),
+	// which holds the task. Read the other way round, a question asked
+	// between the reads was taken for one this task's turn ignored.
+	unanswered := e.unansweredChildQuestion(ctx, taskID)
 	// The store, not the cache: a handoff that committed a moment ago (and
 	// whose refresh has not run yet) must hold the task.
 	t, err := e.storedTask(ctx, taskID)
@@ -42,7 +48,6 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	// relay: a relay is its own pending question, above) is not a hold: the
 	// child waits on this task, so this task waiting on the child would be
 	// a deadlock that nobody is told about.
-	unanswered := e.unansweredChildQuestion(ctx, taskID)
 	if unanswered == "" && (len(t.BlockedBy) > 0 || e.openSubtasks(taskID) > 0) {
 		return // waits on subtasks or blockers; their finishing wakes it
 	}
