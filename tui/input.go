@@ -298,7 +298,7 @@ func (m *Model) treeOrder() []string {
 		}
 	}
 	for _, id := range s.order {
-		if e := s.byID[id]; e != nil && s.isRoot(&e.t) {
+		if e := s.byID[id]; e != nil && s.isRoot(e.t) {
 			visit(id)
 		}
 	}

@@ -451,6 +451,12 @@ func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
 	}
 	m.tasks.reset(msg.tasks, msg.partial)
 	m.fetching = ""
+	if msg.rest != nil {
+		// The first rows only: draw them; events wait for the whole
+		// listing, which they may postdate.
+		m.needLayout = true
+		return msg.rest
+	}
 	for _, ev := range m.buffered {
 		m.applyTask(ev)
 	}
