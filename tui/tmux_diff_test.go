@@ -91,6 +91,41 @@ func TestTmuxDiffView(t *testing.T) {
 	s.waitFor("the tree again", func(scr string) bool {
 		return !strings.Contains(scr, "Diff of task") && strings.HasPrefix(row(scr, task.ID), ">")
 	})
+
+	// A child made in the UI works in its parent's worktree, as the CLI's
+	// does; asked for, it gets a worktree of its own from the parent's branch.
+	for _, c := range []struct {
+		title string
+		keys  []string
+	}{
+		{"Child inheriting", []string{"Tab", "Tab", "Tab", "Tab", "Tab", "Tab", "Space", "Enter"}},
+		{"Child on its own", []string{"Tab", "Tab", "Tab", "Tab", "Tab", "Tab", "Space", "Tab", "Space", "Enter"}},
+	} {
+		s.selectRow(task.ID)
+		s.keys("n")
+		s.waitText("New task", "parent", task.ID+" Write the notes", "‹ inherit ›")
+		s.text(c.title)
+		s.keys(c.keys...)
+		s.waitText("created task ")
+	}
+	tasks, err := d.Client.ListTasks(ctx, core.ListTasksInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*core.Workspace{}
+	for _, tk := range tasks {
+		full, err := d.Client.GetTask(ctx, tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[tk.Title] = full.Workspace
+	}
+	if w := got["Child inheriting"]; w == nil || w.Mode != core.WorkspaceInherit || w.Dir != task.Workspace.Dir || w.Branch != task.Workspace.Branch {
+		t.Fatalf("the default child should work in its parent's worktree %s: %+v", task.Workspace.Dir, w)
+	}
+	if w := got["Child on its own"]; w == nil || w.Mode != core.WorkspaceWorktree || w.Dir == task.Workspace.Dir || w.Branch == task.Workspace.Branch {
+		t.Fatalf("the child asked for a worktree should have its own: %+v", w)
+	}
 	s.keys("q")
 	s.waitText("kandev exited with status 0")
 }
