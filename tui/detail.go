@@ -72,6 +72,10 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	}
 	var fields []string
 	add := func(s string) { fields = append(fields, truncate(s, w)) }
+	// Texts from agents and the engine (last words, an error, a question)
+	// wrap at word boundaries, up to a few lines each so the log keeps room.
+	most := clamp(h/4, 1, 4)
+	addLong := func(s string) { fields = append(fields, clipLines(wrap(s, w), most, w)...) }
 	glyph, _ := statusGlyph(t.Status)
 	parts := []string{t.ID, glyph + " " + string(t.Status), "profile " + t.Profile}
 	if t.Autopilot {
@@ -106,9 +110,9 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 			// A failed run's error is an error; any other ended run just says
 			// why it ended.
 			if s.State == core.SessionFailed {
-				add(st.errText.Render("error: ") + oneLine(s.Error))
+				addLong(st.errText.Render("error: ") + oneLine(s.Error))
 			} else {
-				add("ended: " + oneLine(s.Error))
+				addLong("ended: " + oneLine(s.Error))
 			}
 		}
 	} else {
@@ -126,21 +130,21 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}
-		add(line)
+		addLong(line)
 	} else if s != nil && t.BackToYou() {
-		add(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
+		addLong(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}
-		add(line)
+		addLong(line)
 	}
 	if t.Interrupted {
 		add(st.badgeStop.Render("INTERRUPTED") + " a daemon exit cut its run short; r resumes it")
 	}
 	if t.Waiting != "" {
-		add(st.badgeWarn.Render("WAITING") + " " + oneLine(t.Waiting))
+		addLong(st.badgeWarn.Render("WAITING") + " " + oneLine(t.Waiting))
 	}
 	if len(t.BlockedBy) > 0 {
 		add("blocked by " + strings.Join(t.BlockedBy, ", "))
@@ -148,9 +152,9 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending {
 		ask := firstPrompt(q)
 		if q.Kind == core.QuestionParent {
-			add(st.badgePar.Render("?parent") + " asks task " + q.ParentTaskID + ": " + ask)
+			addLong(st.badgePar.Render("?parent") + " asks task " + q.ParentTaskID + ": " + ask)
 		} else {
-			add(st.badgeYou.Render("?you") + " asks you (a to answer): " + ask)
+			addLong(st.badgeYou.Render("?you") + " asks you (a to answer): " + ask)
 		}
 	}
 
