@@ -208,3 +208,12 @@ func TestDiffLineColours(t *testing.T) {
 		t.Fatalf("without colour an added line is its text: %q", out)
 	}
 }
+
+func TestGoldenDetailChanges(t *testing.T) {
+	f := diffFake()
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("9 tasks")
+	g.keys("G", "k")
+	g.waitScreen("+12 −2 in 2 files (v shows them)")
+	golden.RequireEqual(t, g.finalScreen())
+}

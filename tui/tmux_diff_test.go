@@ -106,7 +106,7 @@ func TestTmuxDiffView(t *testing.T) {
 		s.waitText("New task", "parent", task.ID+" Write the notes", "‹ inherit ›")
 		s.text(c.title)
 		s.keys(c.keys...)
-		s.waitText("created task ")
+		s.waitText(": " + c.title)
 	}
 	tasks, err := d.Client.ListTasks(ctx, core.ListTasksInput{})
 	if err != nil {
