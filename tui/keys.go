@@ -106,8 +106,8 @@ func (k keyMap) shortHelp() []barItem {
 func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
-		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Diff, k.NextWaiting},
-		{k.Filter, k.State, k.Cancel, k.Help, k.Quit},
+		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
+		{k.Diff, k.Filter, k.State, k.Cancel, k.Help, k.Quit},
 	}
 }
 
