@@ -15,7 +15,7 @@ import (
 // a key in, an action out.
 
 func testUI() dialogUI {
-	return dialogUI{st: testStyles(), keys: newKeyMap(), width: 74, height: 24}
+	return dialogUI{st: testStyles(), keys: newKeyMap(), width: 74, height: 24, body: 22}
 }
 
 // press sends keys to d and returns the last action any of them asked
@@ -177,4 +177,16 @@ func TestQueueDialogActions(t *testing.T) {
 		showStatus{text: "task t1: dropped 1 item(s) from its queue"})
 	wantAction(t, press(t, d, "X"), dropQueued{taskID: "t1", in: core.DropQueueInput{All: true}})
 	wantAction(t, press(t, d, "esc"), closeDialog{})
+}
+
+func TestDiffViewActions(t *testing.T) {
+	d := newDiffView(1, &core.Task{ID: "t1"})
+	// While it reads, only closing does anything.
+	wantAction(t, press(t, d, "j"), nil)
+	d.loaded(diffMsg{dialog: 1, diff: loaderDiff()})
+	// Scrolling and moving between files are the view's own: no action.
+	wantAction(t, press(t, d, "j", "tab", "shift+tab", "G", "g", "pgdown"), nil)
+	for _, k := range []string{"esc", "v", "q"} {
+		wantAction(t, press(t, d, k), closeDialog{})
+	}
 }
