@@ -122,6 +122,35 @@ type opDoneMsg struct {
 	err    error
 }
 
+// changesMsg: a task's change summary (its diff without the patch), for
+// the detail pane.
+type changesMsg struct {
+	taskID string
+	diff   core.TaskDiff
+	err    error
+}
+
+func loadChangesCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+	return func() tea.Msg {
+		d, err := c.TaskDiff(ctx, id, core.DiffInput{})
+		return changesMsg{taskID: id, diff: d, err: err}
+	}
+}
+
+// diffMsg: a task's diff, for the diff view that asked.
+type diffMsg struct {
+	dialog int
+	diff   core.TaskDiff
+	err    error
+}
+
+func loadDiffCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		d, err := c.TaskDiff(ctx, id, core.DiffInput{Patch: true})
+		return diffMsg{dialog: dialog, diff: d, err: err}
+	}
+}
+
 // queueMsg: a task's queue, for the queue dialog that asked (after a
 // drop, with what was dropped).
 type queueMsg struct {
