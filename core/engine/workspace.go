@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
@@ -184,10 +187,65 @@ func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (c
 		out.Files = append(out.Files, core.DiffFileStat(f))
 	}
 	out.Added, out.Deleted = d.Totals()
+	out.PatchBytes = len(out.Patch)
 	if len(out.Patch) > core.MaxPatch {
 		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
 	}
 	return out, nil
+}
+
+// Bounds of get_task_diff_kandev's result besides the patch's: a change
+// of thousands of files must not flood a model's context either.
+const (
+	maxToolStat  = 16 << 10
+	maxToolFiles = 200
+)
+
+// toolTaskDiff is get_task_diff_kandev: TaskDiff as the caller (an agent
+// may read its own task's diff and those of its subtree, as it may act on
+// them: TaskDiff checks mayEdit), bounded for a model's context. A patch
+// over capability.MaxToolPatch is cut at a line boundary and ends with a
+// marker saying so and where the rest is.
+func (e *Engine) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (core.TaskDiff, error) {
+	d, err := e.TaskDiff(ctx, ref, core.DiffInput{Patch: !statOnly})
+	if err != nil {
+		return core.TaskDiff{}, err
+	}
+	if len(d.Files) > maxToolFiles {
+		d.FilesTotal = len(d.Files)
+		d.Files = d.Files[:maxToolFiles]
+	}
+	if len(d.Stat) > maxToolStat {
+		d.Stat = cutAtLine(d.Stat, maxToolStat) + fmt.Sprintf("[kandev: stat cut; %d files changed, +%d -%d in all]\n", max(d.FilesTotal, len(d.Files)), d.Added, d.Deleted)
+		d.Truncated = true
+	}
+	if d.Patch != "" && (len(d.Patch) > capability.MaxToolPatch || d.PatchBytes > len(d.Patch)) {
+		tail := func(shown int) string {
+			return fmt.Sprintf("\n[kandev: patch cut at %d of %d bytes; the stat names the files changed; the rest is in %s (git diff %s there, or kandev task diff %s)]\n",
+				shown, d.PatchBytes, d.Dir, shortCommit(d.Base), d.TaskID)
+		}
+		if room := capability.MaxToolPatch - len(tail(d.PatchBytes)); len(d.Patch) > room {
+			d.Patch = cutAtLine(d.Patch, room)
+		}
+		d.Patch += tail(len(d.Patch))
+		d.Truncated = true
+	}
+	return d, nil
+}
+
+// cutAtLine returns the longest prefix of s of at most n bytes that ends
+// at a line break, or, for a line longer than n, at a character boundary.
+func cutAtLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if i := strings.LastIndexByte(s[:n], '\n'); i >= 0 {
+		return s[:i+1]
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MergeTask implements core.Client. The task's agent must not be in a
