@@ -506,6 +506,7 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
 	e.staleQuestion(ctx, t.ID, "the task was archived")
+	e.retireWorktree(ctx, t)
 	if toReview {
 		actor := core.ActorFrom(ctx)
 		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "archived by "+actor.String()+": in_progress → review", nil)

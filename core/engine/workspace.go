@@ -162,6 +162,9 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to %s", t.ID, verb)
 	case w.Mode == core.WorkspaceDiscarded:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s's worktree was discarded", t.ID)
+	case w.Mode == core.WorkspaceRetired:
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its work is on branch %s unless that was merged (git diff %s %s in %s)",
+			t.ID, w.Branch, shortCommit(w.Base), w.Branch, w.Repo)
 	case w.Mode == core.WorkspaceInherit && own:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
 	}
@@ -319,6 +322,67 @@ func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error)
 		}
 	}
 	return e.refresh(ctx, t.ID)
+}
+
+// retireWorktree applies the archive rule of ADR 0038 to a task just
+// archived: a done task's own worktree is removed, its uncommitted work
+// first committed on its branch, and the branch kept unless git calls it
+// merged. A task not done (cancelled included) keeps its worktree, as a
+// stop does, and so does a worktree that a descendant still working in it
+// (not done, cancelled or archived) needs. Archiving has happened either
+// way: a failure here is noted on the task, never returned.
+func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
+	w := t.Workspace
+	if t.Status != core.StatusDone || w == nil || w.Mode != core.WorkspaceWorktree || w.Dir == "" {
+		return
+	}
+	inheritors := e.inheritors(t)
+	for _, c := range inheritors {
+		if !c.Archived && c.Status != core.StatusDone && c.Status != core.StatusCancelled {
+			e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": subtask "+c.ID+" still works in it", nil)
+			return
+		}
+	}
+	ctx = context.WithoutCancel(ctx) // half a removal helps nobody
+	r, err := e.ws.Retire(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+	if err != nil {
+		e.log.Warn("archive: keep the worktree of a done task", "task", t.ID, "err", err)
+		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": "+err.Error(), nil)
+		return
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		for _, id := range append([]string{t.ID}, taskIDs(inheritors)...) {
+			if err := tx.SetWorkspaceMode(ctx, id, core.WorkspaceRetired, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Error("archive: record the removed worktree", "task", t.ID, "err", err)
+	}
+	what := "removed worktree " + w.Dir + " of the done task; branch " + w.Branch + " kept"
+	switch {
+	case r.BranchDeleted:
+		what = "removed worktree " + w.Dir + " of the done task and its branch " + w.Branch + ", merged"
+	case r.Committed:
+		what += ", with its uncommitted work committed on it"
+	}
+	e.note(ctx, t.ID, "", core.MsgStatus, "kandev", what, nil)
+	for _, c := range inheritors {
+		if _, err := e.refresh(ctx, c.ID); err != nil {
+			e.log.Error("archive: refresh", "task", c.ID, "err", err)
+		}
+	}
+}
+
+func taskIDs(ts []core.Task) []string {
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return ids
 }
 
 // inheritors are the descendants of t that work in its worktree.

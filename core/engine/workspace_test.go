@@ -410,3 +410,54 @@ func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 		t.Errorf("external get_task_diff_kandev: %v", err)
 	}
 }
+
+// ADR 0038: archiving a done task removes the worktree it owns unless a
+// subtask that still works there (not finished, not archived) inherits
+// it; the inheritors of a removed worktree show it retired too.
+func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	mk := func(in core.CreateTaskInput) core.Task {
+		t.Helper()
+		task, err := env.eng.CreateTask(env.ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	status := func(id string, s core.Status) {
+		t.Helper()
+		if _, err := env.eng.SetTaskStatus(env.ctx, id, s); err != nil {
+			t.Fatalf("%s -> %s: %v", id, s, err)
+		}
+	}
+	busy := mk(core.CreateTaskInput{Title: "busy parent", CWD: repo})
+	mk(core.CreateTaskInput{Title: "still working", ParentID: busy.ID})
+	status(busy.ID, core.StatusDone)
+	got, err := env.eng.ArchiveTask(env.ctx, busy.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(busy.Workspace.Dir); err != nil || got.Workspace.Mode != core.WorkspaceWorktree {
+		t.Fatalf("a worktree a subtask still works in was removed: %v, %+v", err, got.Workspace)
+	}
+
+	owner := mk(core.CreateTaskInput{Title: "owner", CWD: repo})
+	helper := mk(core.CreateTaskInput{Title: "helper", ParentID: owner.ID})
+	status(helper.ID, core.StatusDone)
+	status(owner.ID, core.StatusDone)
+	if got, err = env.eng.ArchiveTask(env.ctx, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(owner.Workspace.Dir); !os.IsNotExist(err) || got.Workspace.Mode != core.WorkspaceRetired {
+		t.Fatalf("done owner archived: worktree stat %v, %+v", err, got.Workspace)
+	}
+	h, err := env.eng.GetTask(env.ctx, helper.ID)
+	if err != nil || h.Workspace.Mode != core.WorkspaceRetired {
+		t.Fatalf("inheriting helper after its owner's worktree went: %+v, %v", h.Workspace, err)
+	}
+	// The branch has no commit of its own: git calls it merged, so it goes too.
+	if out := gitT(t, repo, "branch", "--list", owner.Workspace.Branch); out != "" {
+		t.Fatalf("an empty branch (merged: nothing of its own) stayed: %q", out)
+	}
+}
