@@ -66,6 +66,12 @@ type Options struct {
 	// BeforeStart, when set, runs after a create with Start committed and
 	// before the start: a failpoint for a crash in between.
 	BeforeStart func(taskID string)
+	// DefaultProfile, when set, reads the profile a person configured for
+	// tasks that name none ($KANDEV_PROFILE, config.toml; "" for none), and
+	// a top-level task created without a profile gets it, else the first
+	// built-in agent on PATH (ADR 0038). When nil, such a task gets
+	// core.DefaultProfile.
+	DefaultProfile func() (string, error)
 }
 
 // DefaultQuestionTurnGrace is generous on purpose: the tool result tells

@@ -76,7 +76,10 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		profileName = parent.Profile
 	}
 	if profileName == "" {
-		profileName = core.DefaultProfile
+		var err error
+		if profileName, err = e.defaultProfile(ctx); err != nil {
+			return core.Task{}, err
+		}
 	}
 	prof, err := e.profile(ctx, profileName)
 	if err != nil {
