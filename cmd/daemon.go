@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // NewCmdDaemon groups the daemon's lifecycle verbs. None of them starts a
@@ -33,7 +33,7 @@ uptime and the number of agent runs (processes) it holds. Exits 0 either way; --
 			if err != nil {
 				return err
 			}
-			st, err := daemon.Probe(c.Context(), home)
+			st, err := daemonclient.Probe(c.Context(), home)
 			if err != nil {
 				return err
 			}
@@ -46,7 +46,7 @@ uptime and the number of agent runs (processes) it holds. Exits 0 either way; --
 	}
 }
 
-func printDaemonStatus(f *Factory, st daemon.Status) {
+func printDaemonStatus(f *Factory, st daemonclient.Status) {
 	switch {
 	case !st.Running:
 		fmt.Fprintln(f.IO.Out, "running:  no")
@@ -76,7 +76,7 @@ pid. With no daemon running it says so and exits 0.`,
 			if err != nil {
 				return err
 			}
-			res, err := daemon.Stop(c.Context(), home, timeout)
+			res, err := daemonclient.Stop(c.Context(), home, timeout)
 			if err != nil {
 				return err
 			}
@@ -91,7 +91,7 @@ pid. With no daemon running it says so and exits 0.`,
 			return nil
 		},
 	}
-	c.Flags().DurationVar(&timeout, "timeout", daemon.DefaultStopTimeout, "how long to wait for the daemon to exit")
+	c.Flags().DurationVar(&timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the daemon to exit")
 	return c
 }
 
@@ -106,16 +106,16 @@ func newCmdDaemonRestart(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := daemon.Stop(c.Context(), home, timeout)
+			res, err := daemonclient.Stop(c.Context(), home, timeout)
 			if err != nil {
 				return err
 			}
-			client, err := daemon.Connect(c.Context(), home, f.Executable)
+			client, err := daemonclient.Connect(c.Context(), home, f.Executable)
 			if err != nil {
 				return err
 			}
 			client.Close()
-			st, err := daemon.Probe(c.Context(), home)
+			st, err := daemonclient.Probe(c.Context(), home)
 			if err != nil {
 				return err
 			}
@@ -130,6 +130,6 @@ func newCmdDaemonRestart(f *Factory) *cobra.Command {
 			return nil
 		},
 	}
-	c.Flags().DurationVar(&timeout, "timeout", daemon.DefaultStopTimeout, "how long to wait for the old daemon to exit")
+	c.Flags().DurationVar(&timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the old daemon to exit")
 	return c
 }

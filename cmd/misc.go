@@ -13,7 +13,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
-	"github.com/kandev/kandev/core/mockagent"
+	"github.com/kandev/kandev/internal/mockagent"
 	"github.com/kandev/kandev/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // Glance is `kandev status`: what needs the operator and what runs, counted
@@ -104,7 +104,7 @@ starts the daemon: without one it says so (--short prints nothing) and exits 0.
 			if err != nil {
 				return err
 			}
-			client, ok := daemon.Ping(c.Context(), home)
+			client, ok := daemonclient.Ping(c.Context(), home)
 			if !ok {
 				switch {
 				case f.JSON:

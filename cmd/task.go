@@ -218,6 +218,12 @@ func NewCmdTaskList(f *Factory, runF func(*TaskListOptions) error) *cobra.Comman
 	return c
 }
 
+// rawTaskLister is a client that hands over the daemon's JSON listing as
+// it came (daemonclient.Client does).
+type rawTaskLister interface {
+	ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.Writer) error
+}
+
 func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	f := opts.F
 	client, err := f.Client(ctx)
@@ -227,11 +233,22 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	if f.JSON {
 		// Pass the daemon's JSON through untouched: it is already the
 		// documented shape, and large lists stay fast.
-		return client.ListTasksRaw(ctx, opts.Input, f.IO.Out)
+		if raw, ok := client.(rawTaskLister); ok {
+			return raw.ListTasksRaw(ctx, opts.Input, f.IO.Out)
+		}
+		tasks, err := client.ListTasks(ctx, opts.Input)
+		if err != nil {
+			return err
+		}
+		return f.printJSON(tasks)
 	}
 	// The tree shows only what a summary holds: decoding whole tasks was
 	// most of the text list at 100,000 tasks.
-	tasks, err := client.ListTaskSummaries(ctx, opts.Input)
+	list := client.ListTasks
+	if sc, ok := client.(core.TaskSummaries); ok {
+		list = sc.ListTaskSummaries
+	}
+	tasks, err := list(ctx, opts.Input)
 	if err != nil {
 		return err
 	}
