@@ -162,9 +162,11 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to %s", t.ID, verb)
 	case w.Mode == core.WorkspaceDiscarded:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s's worktree was discarded", t.ID)
-	case w.Mode == core.WorkspaceRetired:
-		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its work is on branch %s unless that was merged (git diff %s %s in %s)",
-			t.ID, w.Branch, shortCommit(w.Base), w.Branch, w.Repo)
+	case w.Mode == core.WorkspaceRetired && own && e.sharesParentWorktree(t):
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s worked in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
+	case w.Mode == core.WorkspaceRetired && verb == "merge":
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its work is on branch %s: merge it with git (git merge %s in %s)",
+			t.ID, w.Branch, w.Branch, w.Repo)
 	case w.Mode == core.WorkspaceInherit && own:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
 	}
@@ -177,10 +179,19 @@ func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (c
 	if err != nil {
 		return core.TaskDiff{}, err
 	}
-	if _, err := os.Stat(wt.Dir); err != nil {
-		return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+	var d workspace.Diff
+	if t.Workspace.Mode == core.WorkspaceRetired {
+		// Archived done: the worktree is gone, its work committed on the branch.
+		d, err = e.ws.DiffBranch(ctx, wt, in.Patch)
+		if errors.Is(err, workspace.ErrNoBranch) {
+			return core.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its branch %s no longer exists (merged, or discarded)", t.ID, wt.Branch)
+		}
+	} else {
+		if _, err := os.Stat(wt.Dir); err != nil {
+			return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+		}
+		d, err = e.ws.Diff(ctx, wt, in.Patch)
 	}
-	d, err := e.ws.Diff(ctx, wt, in.Patch)
 	if err != nil {
 		return core.TaskDiff{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
@@ -375,6 +386,13 @@ func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
 			e.log.Error("archive: refresh", "task", c.ID, "err", err)
 		}
 	}
+}
+
+// sharesParentWorktree reports whether t worked in its parent's worktree
+// (a retired inheritor keeps its parent's directory and branch).
+func (e *Engine) sharesParentWorktree(t core.Task) bool {
+	p, ok := e.cached(t.ParentID)
+	return ok && t.ParentID != "" && p.Workspace != nil && t.Workspace != nil && p.Workspace.Dir == t.Workspace.Dir
 }
 
 func taskIDs(ts []core.Task) []string {

@@ -456,6 +456,10 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	if err != nil || h.Workspace.Mode != core.WorkspaceRetired {
 		t.Fatalf("inheriting helper after its owner's worktree went: %+v, %v", h.Workspace, err)
 	}
+	// A retired inheritor does not own the branch: discarding it is refused.
+	if _, err := env.eng.DiscardTask(env.ctx, helper.ID); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+		t.Fatalf("discard of a retired inheritor: %v", err)
+	}
 	// The branch has no commit of its own: git calls it merged, so it goes too.
 	if out := gitT(t, repo, "branch", "--list", owner.Workspace.Branch); out != "" {
 		t.Fatalf("an empty branch (merged: nothing of its own) stayed: %q", out)
