@@ -57,7 +57,7 @@ func reportsTo(r core.Role) string {
 	if r.ReportsTo == nil {
 		return ""
 	}
-	return ", reports to " + r.ReportsTo.Kind + " " + r.ReportsTo.Name
+	return ", reports to " + r.ReportsTo.Describe()
 }
 
 func newCmdRoleList(f *Factory) *cobra.Command {
@@ -85,7 +85,7 @@ func newCmdRoleList(f *Factory) *cobra.Command {
 			for _, r := range rs {
 				mgr, kind := "-", "named"
 				if r.ReportsTo != nil {
-					mgr = r.ReportsTo.Kind + " " + r.ReportsTo.Name
+					mgr = r.ReportsTo.Describe()
 				}
 				if r.Implicit {
 					kind = "profile"
@@ -118,7 +118,7 @@ func newCmdRoleShow(f *Factory) *cobra.Command {
 			chain := r.Name
 			for cur := r; cur.ReportsTo != nil; {
 				chain += " → " + cur.ReportsTo.Name
-				if cur.ReportsTo.Kind != "role" {
+				if !cur.ReportsTo.IsRole() {
 					break
 				}
 				next, err := client.GetRole(c.Context(), cur.ReportsTo.Name)

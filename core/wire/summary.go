@@ -99,9 +99,9 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 		}
 		b = append(b, '\t')
 	}
-	ref := func(a *core.Assignee) {
+	ref := func(a *core.Ref) {
 		if a != nil {
-			field(a.Kind)
+			field(string(a.Kind))
 			field(a.Name)
 		} else {
 			b = append(b, '\t', '\t')
@@ -231,7 +231,7 @@ func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 	}
 	tasks := make([]core.Task, 0, n)
 	// One allocation for all the assignees and one for all the sessions.
-	refs := make([]core.Assignee, 0, 2*n)
+	refs := make([]core.Ref, 0, 2*n)
 	var sessions []core.SessionInfo
 	var cols [SummaryColumns]string
 	for {
@@ -276,7 +276,7 @@ func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 // summaryTask fills t from one line's columns. t is in the caller's slab:
 // nothing here may take its address for an interface (json.Unmarshal),
 // or every task would escape to the heap on its own.
-func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo, n int) error {
+func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.SessionInfo, n int) error {
 	var bad error
 	at := func(s string) time.Time {
 		if s == "0" {
@@ -296,14 +296,14 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]co
 		return time.Unix(0, v).UTC()
 	}
 	flags := c[3]
-	ref := func(flag byte, kind, name string) *core.Assignee {
+	ref := func(flag byte, kind, name string) *core.Ref {
 		if strings.IndexByte(flags, flag) < 0 {
 			return nil
 		}
 		if len(*refs) == cap(*refs) {
-			*refs = make([]core.Assignee, 0, 64)
+			*refs = make([]core.Ref, 0, 64)
 		}
-		*refs = append(*refs, core.Assignee{Kind: unescape(kind), Name: unescape(name)})
+		*refs = append(*refs, core.Ref{Kind: core.RefKind(unescape(kind)), Name: unescape(name)})
 		return &(*refs)[len(*refs)-1]
 	}
 	*t = core.Task{ID: unescape(c[0]), ParentID: unescape(c[1]), Status: core.Status(unescape(c[2])), UpdatedAt: at(c[4]),
