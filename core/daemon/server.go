@@ -89,7 +89,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: startTimeout,
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
 		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout,
-		NoResume: o.NoResume, DefaultProfile: configuredProfile})
+		NoResume: o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) }})
 	if err != nil {
 		return err
 	}
@@ -776,19 +776,4 @@ func (h *Handler) mcpCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"result": res})
-}
-
-// configuredProfile is the default profile set in the daemon's environment
-// ($KANDEV_PROFILE) or config.toml, read afresh for each create that names
-// no profile; "" when neither sets one.
-func configuredProfile() (string, error) {
-	cfg, err := config.Load(os.Getenv)
-	if err != nil {
-		return "", err
-	}
-	v, err := cfg.Get("profile")
-	if err != nil {
-		return "", err
-	}
-	return v.Value, nil
 }

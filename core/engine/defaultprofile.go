@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/config"
 )
 
 // defaultProfile is the profile of a top-level task created without one,
@@ -13,15 +14,18 @@ import (
 // ADR 0038). The configuration is read at each create, so a
 // `kandev config set profile` applies without a daemon restart.
 func (e *Engine) defaultProfile(ctx context.Context) (string, error) {
-	if e.opts.DefaultProfile == nil {
+	if e.opts.Config == nil {
 		return core.DefaultProfile, nil
 	}
-	name, err := e.opts.DefaultProfile()
+	cfg, err := e.opts.Config()
+	if err == nil {
+		var v config.Value
+		if v, err = cfg.Get("profile"); err == nil && v.Value != "" {
+			return v.Value, nil
+		}
+	}
 	if err != nil {
 		return "", core.Errorf(core.CodeValidation, "no profile named, and the default profile cannot be read: %v", err)
-	}
-	if name != "" {
-		return name, nil
 	}
 	profiles, err := e.ListProfiles(ctx)
 	if err != nil {
