@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -275,8 +274,9 @@ func NewCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
 			}
 			for ev := range ch {
 				if f.JSON {
-					b, _ := json.Marshal(ev)
-					fmt.Fprintln(f.IO.Out, string(b))
+					if err := f.printJSONLine(f.IO.Out, ev); err != nil {
+						return err
+					}
 					continue
 				}
 				fmt.Fprintln(f.IO.Out, describeEvent(ev))

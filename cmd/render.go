@@ -95,47 +95,157 @@ func assigneeLabel(t core.Task) string {
 // writeTree prints tasks as a tree. Tasks whose parent is not in the list
 // (archived and hidden) print as roots.
 func writeTree(w io.Writer, tasks []core.Task) {
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
-	present := make(map[string]bool, len(tasks))
-	children := map[string][]int{}
-	var roots []int
-	for i, t := range tasks {
-		present[t.ID] = true
-		_ = i
+	var tr taskTree
+	for i := range tasks {
+		tr.add(&tasks[i])
 	}
-	for i, t := range tasks {
-		if t.ParentID != "" && present[t.ParentID] {
-			children[t.ParentID] = append(children[t.ParentID], i)
+	_, _ = tr.write(w, 0)
+}
+
+// taskTree holds a listing as the tree's rows, each row's text rendered
+// when its task arrives, so a listing of 100,000 tasks is held as about
+// 150 bytes a task instead of as core.Tasks. Every field a row shows is
+// cleaned as it is rendered (textsafe.Line): the tree writes to a
+// terminal as it is.
+type taskTree struct {
+	rows   []treeRow
+	chunks [][]byte         // the rows' text, back to back
+	index  map[string]int32 // id -> row
+	// pending are rows whose parent had not arrived yet (a listing gives
+	// parents first; this keeps any other order right too).
+	pending map[int32]string
+	scratch []byte
+}
+
+type treeRow struct {
+	parent            int32 // -1: printed as a root
+	chunk, off, n     int32 // its text in chunks
+	first, last, next int32 // children, in list order; -1 for none
+}
+
+// treeChunk is the size of a text chunk: chunks are never regrown, so
+// the text is copied once.
+const treeChunk = 1 << 20
+
+// add renders t's row. t may be reused once add returns.
+func (tr *taskTree) add(t *core.Task) {
+	if tr.index == nil {
+		tr.index = map[string]int32{}
+	}
+	i := int32(len(tr.rows))
+	row := treeRow{parent: -1, first: -1, last: -1, next: -1}
+	if t.ParentID != "" {
+		if p, ok := tr.index[t.ParentID]; ok {
+			row.parent = p
 		} else {
-			roots = append(roots, i)
+			if tr.pending == nil {
+				tr.pending = map[int32]string{}
+			}
+			tr.pending[i] = strings.Clone(t.ParentID)
 		}
 	}
-	var walk func(i int, prefix, branch string)
-	walk = func(i int, prefix, branch string) {
-		t := tasks[i]
-		line := fmt.Sprintf("%s%s%s %-11s %s %s", prefix, branch, statusGlyph(t.Status), t.Status, t.ID, textsafe.Line(t.Title))
-		extra := append([]string{assigneeLabel(t)}, badges(t)...)
-		fmt.Fprintf(bw, "%s  [%s]\n", line, strings.Join(extra, " "))
-		kids := children[t.ID]
-		next := prefix
+	tr.index[strings.Clone(t.ID)] = i
+
+	tr.scratch = appendRow(tr.scratch[:0], t)
+	k := len(tr.chunks) - 1
+	if k < 0 || len(tr.chunks[k])+len(tr.scratch) > cap(tr.chunks[k]) {
+		tr.chunks = append(tr.chunks, make([]byte, 0, max(treeChunk, len(tr.scratch))))
+		k++
+	}
+	row.chunk, row.off, row.n = int32(k), int32(len(tr.chunks[k])), int32(len(tr.scratch))
+	tr.chunks[k] = append(tr.chunks[k], tr.scratch...)
+	tr.rows = append(tr.rows, row)
+}
+
+// appendRow appends a task's row without the tree's prefix: glyph,
+// status, id, title, then the assignee and the badges in brackets.
+func appendRow(b []byte, t *core.Task) []byte {
+	b = append(b, statusGlyph(t.Status)...)
+	b = append(b, ' ')
+	st := textsafe.Line(string(t.Status))
+	b = append(b, st...)
+	for n := utf8.RuneCountInString(st); n < 11; n++ {
+		b = append(b, ' ')
+	}
+	b = append(b, ' ')
+	b = append(b, textsafe.Line(t.ID)...)
+	b = append(b, ' ')
+	b = append(b, textsafe.Line(t.Title)...)
+	b = append(b, "  ["...)
+	b = append(b, textsafe.Line(assigneeLabel(*t))...)
+	for _, x := range badges(*t) {
+		b = append(b, ' ')
+		b = append(b, x...)
+	}
+	return append(b, ']')
+}
+
+// link resolves the parents that came late and threads each row's
+// children in list order.
+func (tr *taskTree) link() {
+	for i, p := range tr.pending {
+		if pi, ok := tr.index[p]; ok {
+			tr.rows[i].parent = pi
+		}
+	}
+	tr.pending = nil
+	for i := range tr.rows {
+		p := tr.rows[i].parent
+		if p < 0 {
+			continue
+		}
+		if tr.rows[p].last < 0 {
+			tr.rows[p].first = int32(i)
+		} else {
+			tr.rows[tr.rows[p].last].next = int32(i)
+		}
+		tr.rows[p].last = int32(i)
+	}
+}
+
+// write prints the tree, at most limit rows when limit > 0, and says how
+// many rows it printed.
+func (tr *taskTree) write(w io.Writer, limit int) (int, error) {
+	tr.link()
+	bw := bufio.NewWriterSize(w, 64*1024)
+	printed := 0
+	var prefix []byte
+	var walk func(i int32, branch string) bool
+	walk = func(i int32, branch string) bool {
+		if limit > 0 && printed >= limit {
+			return false
+		}
+		r := tr.rows[i]
+		bw.Write(prefix)
+		bw.WriteString(branch)
+		bw.Write(tr.chunks[r.chunk][r.off : r.off+r.n])
+		bw.WriteByte('\n')
+		printed++
+		keep := len(prefix)
 		switch branch {
 		case "├─ ":
-			next += "│  "
+			prefix = append(prefix, "│  "...)
 		case "└─ ":
-			next += "   "
+			prefix = append(prefix, "   "...)
 		}
-		for j, k := range kids {
+		for k := r.first; k >= 0; k = tr.rows[k].next {
 			b := "├─ "
-			if j == len(kids)-1 {
+			if tr.rows[k].next < 0 {
 				b = "└─ "
 			}
-			walk(k, next, b)
+			if !walk(k, b) {
+				return false
+			}
+		}
+		prefix = prefix[:keep]
+		return true
+	}
+	for i := range tr.rows {
+		if tr.rows[i].parent < 0 && !walk(int32(i), "") {
+			break
 		}
 	}
-	for _, r := range roots {
-		walk(r, "", "")
-	}
+	return printed, bw.Flush()
 }
 
 func writeTaskDetail(w io.Writer, t core.Task) {

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -95,8 +94,7 @@ func classify(err error) error {
 func printError(f *Factory, c *cobra.Command, err error) {
 	var ue *UsageError
 	if f.JSON {
-		b, _ := json.Marshal(map[string]any{"error": core.AsError(unwrapUsage(err))})
-		fmt.Fprintln(f.IO.ErrOut, string(b))
+		_ = f.printJSONLine(f.IO.ErrOut, map[string]any{"error": core.AsError(unwrapUsage(err))})
 		return
 	}
 	fmt.Fprintln(f.IO.ErrOut, "kandev: "+err.Error())

@@ -191,58 +191,6 @@ func describeMode(t core.Task) string {
 	return strings.Join(parts, ", ")
 }
 
-// --- list -------------------------------------------------------------------
-
-// TaskListOptions are `task list`'s inputs.
-type TaskListOptions struct {
-	F     *Factory
-	Input core.ListTasksInput
-}
-
-// NewCmdTaskList builds `kandev task list`.
-func NewCmdTaskList(f *Factory, runF func(*TaskListOptions) error) *cobra.Command {
-	opts := &TaskListOptions{F: f}
-	c := &cobra.Command{
-		Use:   "list",
-		Short: "List tasks as a tree",
-		Args:  cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			return taskListRun(c.Context(), opts)
-		},
-	}
-	c.Flags().BoolVar(&opts.Input.All, "all", false, "include archived tasks")
-	c.Flags().StringVar(&opts.Input.Root, "root", "", "only this task and its descendants")
-	return c
-}
-
-func taskListRun(ctx context.Context, opts *TaskListOptions) error {
-	f := opts.F
-	client, err := f.Client(ctx)
-	if err != nil {
-		return err
-	}
-	if f.JSON {
-		// Pass the daemon's JSON through untouched: it is already the
-		// documented shape, and large lists stay fast.
-		return client.ListTasksRaw(ctx, opts.Input, f.IO.Out)
-	}
-	// The tree shows only what a summary holds: decoding whole tasks was
-	// most of the text list at 100,000 tasks.
-	tasks, err := client.ListTaskSummaries(ctx, opts.Input)
-	if err != nil {
-		return err
-	}
-	if len(tasks) == 0 {
-		fmt.Fprintln(f.IO.ErrOut, "No tasks. Create one with: kandev task create TITLE")
-		return nil
-	}
-	writeTree(f.IO.Out, tasks)
-	return nil
-}
-
 // --- show -------------------------------------------------------------------
 
 // TaskShowOptions are `task show`'s inputs.
