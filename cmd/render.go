@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -109,12 +110,13 @@ func writeTree(w io.Writer, tasks []core.Task) {
 // terminal as it is.
 type taskTree struct {
 	rows   []treeRow
-	chunks [][]byte         // the rows' text, back to back
-	index  map[string]int32 // id -> row
-	// pending are rows whose parent had not arrived yet (a listing gives
-	// parents first; this keeps any other order right too).
-	pending map[int32]string
-	scratch []byte
+	chunks [][]byte // the rows' text, back to back
+	// index finds a row by its task id: ids of up to 8 bytes (all of
+	// kandev's) as a number, which hashes faster than a string; others
+	// by their text.
+	index   map[uint64]int32
+	indexS  map[string]int32
+	pending map[int32]string // rows whose parent had not arrived yet
 }
 
 type treeRow struct {
@@ -123,19 +125,55 @@ type treeRow struct {
 	first, last, next int32 // children, in list order; -1 for none
 }
 
-// treeChunk is the size of a text chunk: chunks are never regrown, so
-// the text is copied once.
-const treeChunk = 1 << 20
+// treeChunk is the size of a text chunk; a chunk with less than
+// treeChunkRoom left is not started on, so rows are written where they
+// stay.
+const (
+	treeChunk     = 1 << 20
+	treeChunkRoom = 64 << 10
+)
+
+// grow makes room for n more rows.
+func (tr *taskTree) grow(n int) {
+	if tr.index == nil {
+		tr.index = make(map[uint64]int32, n)
+	}
+	tr.rows = slices.Grow(tr.rows, n)
+}
+
+// idKey packs an id of up to 8 bytes, none of them 0, into a number.
+func idKey(id string) (uint64, bool) {
+	if len(id) > 8 {
+		return 0, false
+	}
+	var k uint64
+	for i := 0; i < len(id); i++ {
+		if id[i] == 0 {
+			return 0, false
+		}
+		k = k<<8 | uint64(id[i])
+	}
+	return k, true
+}
+
+func (tr *taskTree) lookup(id string) (int32, bool) {
+	if k, ok := idKey(id); ok {
+		i, found := tr.index[k]
+		return i, found
+	}
+	i, found := tr.indexS[id]
+	return i, found
+}
 
 // add renders t's row. t may be reused once add returns.
 func (tr *taskTree) add(t *core.Task) {
 	if tr.index == nil {
-		tr.index = map[string]int32{}
+		tr.index = map[uint64]int32{}
 	}
 	i := int32(len(tr.rows))
 	row := treeRow{parent: -1, first: -1, last: -1, next: -1}
 	if t.ParentID != "" {
-		if p, ok := tr.index[t.ParentID]; ok {
+		if p, ok := tr.lookup(t.ParentID); ok {
 			row.parent = p
 		} else {
 			if tr.pending == nil {
@@ -144,16 +182,22 @@ func (tr *taskTree) add(t *core.Task) {
 			tr.pending[i] = strings.Clone(t.ParentID)
 		}
 	}
-	tr.index[strings.Clone(t.ID)] = i
-
-	tr.scratch = appendRow(tr.scratch[:0], t)
+	if k, ok := idKey(t.ID); ok {
+		tr.index[k] = i
+	} else {
+		if tr.indexS == nil {
+			tr.indexS = map[string]int32{}
+		}
+		tr.indexS[strings.Clone(t.ID)] = i
+	}
 	k := len(tr.chunks) - 1
-	if k < 0 || len(tr.chunks[k])+len(tr.scratch) > cap(tr.chunks[k]) {
-		tr.chunks = append(tr.chunks, make([]byte, 0, max(treeChunk, len(tr.scratch))))
+	if k < 0 || cap(tr.chunks[k])-len(tr.chunks[k]) < treeChunkRoom {
+		tr.chunks = append(tr.chunks, make([]byte, 0, treeChunk))
 		k++
 	}
-	row.chunk, row.off, row.n = int32(k), int32(len(tr.chunks[k])), int32(len(tr.scratch))
-	tr.chunks[k] = append(tr.chunks[k], tr.scratch...)
+	start := len(tr.chunks[k])
+	tr.chunks[k] = appendRow(tr.chunks[k], t)
+	row.chunk, row.off, row.n = int32(k), int32(start), int32(len(tr.chunks[k])-start)
 	tr.rows = append(tr.rows, row)
 }
 
@@ -162,17 +206,17 @@ func (tr *taskTree) add(t *core.Task) {
 func appendRow(b []byte, t *core.Task) []byte {
 	b = append(b, statusGlyph(t.Status)...)
 	b = append(b, ' ')
-	st := textsafe.Line(string(t.Status))
+	st := oneLine(string(t.Status))
 	b = append(b, st...)
 	for n := utf8.RuneCountInString(st); n < 11; n++ {
 		b = append(b, ' ')
 	}
 	b = append(b, ' ')
-	b = append(b, textsafe.Line(t.ID)...)
+	b = append(b, oneLine(t.ID)...)
 	b = append(b, ' ')
-	b = append(b, textsafe.Line(t.Title)...)
+	b = append(b, oneLine(t.Title)...)
 	b = append(b, "  ["...)
-	b = append(b, textsafe.Line(assigneeLabel(*t))...)
+	b = append(b, oneLine(assigneeLabel(*t))...)
 	for _, x := range badges(*t) {
 		b = append(b, ' ')
 		b = append(b, x...)
@@ -180,11 +224,22 @@ func appendRow(b []byte, t *core.Task) []byte {
 	return append(b, ']')
 }
 
+// oneLine is textsafe.Line with a fast way through the common case, a
+// string of printable ASCII.
+func oneLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return textsafe.Line(s)
+		}
+	}
+	return s
+}
+
 // link resolves the parents that came late and threads each row's
 // children in list order.
 func (tr *taskTree) link() {
 	for i, p := range tr.pending {
-		if pi, ok := tr.index[p]; ok {
+		if pi, ok := tr.lookup(p); ok {
 			tr.rows[i].parent = pi
 		}
 	}

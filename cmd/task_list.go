@@ -73,7 +73,7 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	in.All = true
 	var tr taskTree
 	var hidden map[string]int
-	err = client.ScanTaskSummaries(ctx, in, func(t *core.Task) error {
+	err = client.ScanTaskSummaries(ctx, in, tr.grow, func(t *core.Task) error {
 		if !opts.Input.All && (t.Archived || t.Status.Terminal()) {
 			if hidden == nil {
 				hidden = map[string]int{}

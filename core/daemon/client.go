@@ -202,7 +202,7 @@ func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) 
 // task as its line is decoded, and must copy what it keeps (the task is
 // reused). The text task list reads 100,000 tasks this way without holding
 // them.
-func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, fn func(*core.Task) error) error {
+func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
 	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
 	resp, err := c.send(ctx, "GET", p, nil)
 	var e *core.Error
@@ -211,6 +211,9 @@ func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, 
 		ts, err := c.ListTasks(ctx, in)
 		if err != nil {
 			return err
+		}
+		if count != nil {
+			count(len(ts))
 		}
 		for i := range ts {
 			if err := fn(&ts[i]); err != nil {
@@ -223,7 +226,7 @@ func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, 
 		return err
 	}
 	defer resp.Body.Close()
-	return ScanTaskSummaries(resp.Body, fn)
+	return ScanTaskSummaries(resp.Body, count, fn)
 }
 
 func listPath(in core.ListTasksInput) string {

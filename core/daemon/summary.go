@@ -235,13 +235,14 @@ func readTaskSummaries(r io.Reader) ([]core.Task, error) {
 // ScanTaskSummaries decodes a summary one line at a time, calling fn with
 // each task as it is decoded, so that a long listing is never held whole.
 // The task and what it points to are reused for the next line: fn must
-// copy what it keeps.
-func ScanTaskSummaries(r io.Reader, fn func(*core.Task) error) error {
+// copy what it keeps. count, when not nil, is told the header's task
+// count first, to size what the caller builds.
+func ScanTaskSummaries(r io.Reader, count func(n int), fn func(*core.Task) error) error {
 	var t core.Task
 	refs := make([]core.Assignee, 0, 2)
 	sessions := make([]core.SessionInfo, 0, 1)
 	var fnErr error
-	err := scanSummaryLines(r, nil, func(cols []string) error {
+	err := scanSummaryLines(r, count, func(cols []string) error {
 		refs, sessions = refs[:0], sessions[:0]
 		if err := summaryTask(&t, cols, &refs, &sessions, 0); err != nil {
 			return err
@@ -288,12 +289,16 @@ func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) er
 				return fmt.Errorf("read task summary: truncated line after %d tasks", got)
 			}
 			s := string(b[:len(b)-1])
-			if strings.Count(s, "\t") != len(cols)-1 {
-				return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(s, "\t")+1, len(cols))
-			}
+			whole := s
 			for i := range len(cols) - 1 {
 				j := strings.IndexByte(s, '\t')
+				if j < 0 {
+					return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
+				}
 				cols[i], s = s[:j], s[j+1:]
+			}
+			if strings.IndexByte(s, '\t') >= 0 {
+				return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
 			}
 			cols[len(cols)-1] = s
 			got++

@@ -178,7 +178,7 @@ func TestScanTaskSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []core.Task
-	err = ScanTaskSummaries(strings.NewReader(body), func(st *core.Task) error {
+	err = ScanTaskSummaries(strings.NewReader(body), nil, func(st *core.Task) error {
 		c := *st // the task is reused: keep a deep copy
 		if st.Assignee != nil {
 			a := *st.Assignee
@@ -208,14 +208,14 @@ func TestScanTaskSummaries(t *testing.T) {
 		"a line missing": body[:lastLine+1],
 		"empty":          "",
 	} {
-		if err := ScanTaskSummaries(strings.NewReader(bad), func(*core.Task) error { return nil }); err == nil {
+		if err := ScanTaskSummaries(strings.NewReader(bad), nil, func(*core.Task) error { return nil }); err == nil {
 			t.Errorf("%s: scanned without an error", name)
 		}
 	}
 
 	stop := errors.New("enough")
 	n := 0
-	err = ScanTaskSummaries(strings.NewReader(body), func(*core.Task) error {
+	err = ScanTaskSummaries(strings.NewReader(body), nil, func(*core.Task) error {
 		if n++; n == 3 {
 			return stop
 		}
