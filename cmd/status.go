@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
@@ -80,9 +81,15 @@ func glance(ts []core.Task) Glance {
 	return g
 }
 
+// StatusOptions are `status`'s inputs.
+type StatusOptions struct {
+	F     *Factory
+	Short bool
+}
+
 // NewCmdStatus builds `kandev status`.
-func NewCmdStatus(f *Factory) *cobra.Command {
-	var short bool
+func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{F: f}
 	c := &cobra.Command{
 		Use:   "status [--short]",
 		Short: "Count the tasks that need you and the tasks running",
@@ -97,43 +104,51 @@ starts the daemon: without one it says so (--short prints nothing) and exits 0.
   kandev status --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if short && f.JSON {
+			if opts.Short && f.JSON {
 				return usagef("--short and --json cannot be used together")
 			}
-			home, err := f.ResolveHome()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			client, ok := daemon.Ping(c.Context(), home)
-			if !ok {
-				switch {
-				case f.JSON:
-					return f.printJSON(Glance{Tasks: []GlanceTask{}})
-				case !short:
-					fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
-				}
-				return nil
-			}
-			defer client.Close()
-			ts, err := client.ListTaskSummaries(c.Context(), core.ListTasksInput{})
-			if err != nil {
-				return err
-			}
-			g := glance(ts)
-			if f.JSON {
-				return f.printJSON(g)
-			}
-			fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
-			if short {
-				return nil
-			}
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			for _, t := range g.Tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
-			}
-			return tw.Flush()
+			return statusRun(c.Context(), opts)
 		},
 	}
-	c.Flags().BoolVar(&short, "short", false, "one line for a status bar; nothing when the daemon is not running")
+	c.Flags().BoolVar(&opts.Short, "short", false, "one line for a status bar; nothing when the daemon is not running")
 	return c
+}
+
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	f, short := opts.F, opts.Short
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	client, ok := daemon.Ping(ctx, home)
+	if !ok {
+		switch {
+		case f.JSON:
+			return f.printJSON(Glance{Tasks: []GlanceTask{}})
+		case !short:
+			fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
+		}
+		return nil
+	}
+	defer client.Close()
+	ts, err := client.ListTaskSummaries(ctx, core.ListTasksInput{})
+	if err != nil {
+		return err
+	}
+	g := glance(ts)
+	if f.JSON {
+		return f.printJSON(g)
+	}
+	fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
+	if short {
+		return nil
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	for _, t := range g.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
+	}
+	return tw.Flush()
 }
