@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/textsafe"
 )
 
@@ -17,7 +17,7 @@ import (
 const completionTimeout = 3 * time.Second
 
 // completeFunc lists candidates ("value\tdescription") from a daemon client.
-type completeFunc func(ctx context.Context, c *daemon.Client) []string
+type completeFunc func(ctx context.Context, c *daemonclient.Client) []string
 
 // registerCompletions attaches dynamic completion (task ids with their
 // titles, profiles, roles, people) to the commands and flags that take
@@ -37,7 +37,7 @@ func registerCompletions(f *Factory, root *cobra.Command) {
 	profiles := f.completer(completeProfiles)
 	roles := f.completer(completeRoles)
 	assignees := f.completer(completeRoles, completePersons)
-	handoffTo := f.completer(completeRoles, completePersons, func(context.Context, *daemon.Client) []string {
+	handoffTo := f.completer(completeRoles, completePersons, func(context.Context, *daemonclient.Client) []string {
 		return []string{"back\twhoever handed the task to its current assignee"}
 	})
 
@@ -84,7 +84,7 @@ func (f *Factory) completer(sources ...completeFunc) cobra.CompletionFunc {
 		}
 		ctx, cancel := context.WithTimeout(c.Context(), completionTimeout)
 		defer cancel()
-		client, ok := daemon.Ping(ctx, home)
+		client, ok := daemonclient.Ping(ctx, home)
 		if !ok {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
@@ -141,7 +141,7 @@ func described(value, desc string) string {
 	return value + "\t" + desc
 }
 
-func completeTasks(ctx context.Context, c *daemon.Client) []string {
+func completeTasks(ctx context.Context, c *daemonclient.Client) []string {
 	ts, err := c.ListTaskSummaries(ctx, core.ListTasksInput{})
 	if err != nil {
 		return nil
@@ -153,7 +153,7 @@ func completeTasks(ctx context.Context, c *daemon.Client) []string {
 	return out
 }
 
-func completeProfiles(ctx context.Context, c *daemon.Client) []string {
+func completeProfiles(ctx context.Context, c *daemonclient.Client) []string {
 	ps, err := c.ListProfiles(ctx)
 	if err != nil {
 		return nil
@@ -165,7 +165,7 @@ func completeProfiles(ctx context.Context, c *daemon.Client) []string {
 	return out
 }
 
-func completeRoles(ctx context.Context, c *daemon.Client) []string {
+func completeRoles(ctx context.Context, c *daemonclient.Client) []string {
 	rs, err := c.ListRoles(ctx)
 	if err != nil {
 		return nil
@@ -177,7 +177,7 @@ func completeRoles(ctx context.Context, c *daemon.Client) []string {
 	return out
 }
 
-func completePersons(ctx context.Context, c *daemon.Client) []string {
+func completePersons(ctx context.Context, c *daemonclient.Client) []string {
 	ps, err := c.ListPersons(ctx)
 	if err != nil {
 		return nil

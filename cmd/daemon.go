@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // NewCmdDaemon groups the daemon's lifecycle verbs. None of them starts a
@@ -51,7 +51,7 @@ func daemonStatusRun(ctx context.Context, opts *DaemonStatusOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := daemon.Probe(ctx, home)
+	st, err := daemonclient.Probe(ctx, home)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func daemonStatusRun(ctx context.Context, opts *DaemonStatusOptions) error {
 	return nil
 }
 
-func printDaemonStatus(f *Factory, st daemon.Status) {
+func printDaemonStatus(f *Factory, st daemonclient.Status) {
 	switch {
 	case !st.Running:
 		fmt.Fprintln(f.IO.Out, "running:  no")
@@ -101,7 +101,7 @@ pid. With no daemon running it says so and exits 0.`,
 			return daemonStopRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&opts.Timeout, "timeout", daemon.DefaultStopTimeout, "how long to wait for the daemon to exit")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the daemon to exit")
 	return c
 }
 
@@ -111,7 +111,7 @@ func daemonStopRun(ctx context.Context, opts *DaemonStopOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := daemon.Stop(ctx, home, opts.Timeout)
+	res, err := daemonclient.Stop(ctx, home, opts.Timeout)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func NewCmdDaemonRestart(f *Factory, runF func(*DaemonRestartOptions) error) *co
 			return daemonRestartRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&opts.Timeout, "timeout", daemon.DefaultStopTimeout, "how long to wait for the old daemon to exit")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the old daemon to exit")
 	return c
 }
 
@@ -156,16 +156,16 @@ func daemonRestartRun(ctx context.Context, opts *DaemonRestartOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := daemon.Stop(ctx, home, opts.Timeout)
+	res, err := daemonclient.Stop(ctx, home, opts.Timeout)
 	if err != nil {
 		return err
 	}
-	client, err := daemon.Connect(ctx, home, f.Executable)
+	client, err := daemonclient.Connect(ctx, home, f.Executable)
 	if err != nil {
 		return err
 	}
 	client.Close()
-	st, err := daemon.Probe(ctx, home)
+	st, err := daemonclient.Probe(ctx, home)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // DemoOptions are `demo`'s inputs.
@@ -144,7 +145,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	client := daemon.Dial(home.Socket())
+	client := daemonclient.Dial(home.Socket())
 	defer client.Close()
 	events, err := client.Events(ctx, core.EventsInput{})
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/config"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/textsafe"
 )
 
@@ -41,7 +41,7 @@ type Factory struct {
 	Getenv     func(string) string
 
 	mu     sync.Mutex
-	client *daemon.Client
+	client core.Client
 	// cleaners hold the text-mode stream wrappers, flushed at exit.
 	cleaners []*textsafe.Writer
 	// rawOut is stdout before cleaning: a command that cleans its text
@@ -91,8 +91,9 @@ func (f *Factory) ResolveHome() (core.Home, error) {
 	return core.ResolveHome(f.Home)
 }
 
-// Client connects to the home's daemon, starting it if needed.
-func (f *Factory) Client(ctx context.Context) (*daemon.Client, error) {
+// Client connects to the home's daemon, starting it if needed. Commands
+// see only core.Client: what they need beyond it they ask for by interface.
+func (f *Factory) Client(ctx context.Context) (core.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.client != nil {
@@ -102,7 +103,7 @@ func (f *Factory) Client(ctx context.Context) (*daemon.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := daemon.Connect(ctx, home, f.Executable)
+	c, err := daemonclient.Connect(ctx, home, f.Executable)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core/daemon"
-	"github.com/kandev/kandev/core/mockagent"
+	"github.com/kandev/kandev/internal/mockagent"
 )
 
 // ServeOptions are `serve`'s inputs.

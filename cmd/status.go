@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // Glance is `kandev status`: what needs the operator and what runs, counted
@@ -123,7 +123,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	client, ok := daemon.Ping(ctx, home)
+	client, ok := daemonclient.Ping(ctx, home)
 	if !ok {
 		switch {
 		case f.JSON:

@@ -54,6 +54,41 @@ the daemon's bytes as they come: a script filters them itself.`,
 	return c
 }
 
+// rawTaskLister is a client that hands over the daemon's JSON listing as
+// it came (daemonclient.Client does).
+type rawTaskLister interface {
+	ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.Writer) error
+}
+
+// taskSummaryScanner is a client that gives a listing's summaries one at a
+// time as it decodes them (daemonclient.Client does).
+type taskSummaryScanner interface {
+	ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error
+}
+
+// scanTasks gives fn the listing's tasks in order: streamed summaries when
+// the client can, else the summaries or tasks listed at once.
+func scanTasks(ctx context.Context, client core.Client, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
+	if sc, ok := client.(taskSummaryScanner); ok {
+		return sc.ScanTaskSummaries(ctx, in, count, fn)
+	}
+	list := client.ListTasks
+	if sc, ok := client.(core.TaskSummaries); ok {
+		list = sc.ListTaskSummaries
+	}
+	tasks, err := list(ctx, in)
+	if err != nil {
+		return err
+	}
+	count(len(tasks))
+	for i := range tasks {
+		if err := fn(&tasks[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	f := opts.F
 	client, err := f.Client(ctx)
@@ -63,7 +98,14 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	if f.JSON {
 		// The daemon's JSON as it comes: it is already the documented
 		// shape, and large lists stay fast.
-		return f.copyJSON(func(w io.Writer) error { return client.ListTasksRaw(ctx, opts.Input, w) })
+		if raw, ok := client.(rawTaskLister); ok {
+			return f.copyJSON(func(w io.Writer) error { return raw.ListTasksRaw(ctx, opts.Input, w) })
+		}
+		tasks, err := client.ListTasks(ctx, opts.Input)
+		if err != nil {
+			return err
+		}
+		return f.printJSON(tasks)
 	}
 	// Each summary is rendered as a row when it is decoded and not kept:
 	// the tree is printed once the listing is read, since in creation
@@ -73,7 +115,7 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	in.All = true
 	var tr taskTree
 	var hidden map[string]int
-	err = client.ScanTaskSummaries(ctx, in, tr.grow, func(t *core.Task) error {
+	err = scanTasks(ctx, client, in, tr.grow, func(t *core.Task) error {
 		if !opts.Input.All && (t.Archived || t.Status.Terminal()) {
 			if hidden == nil {
 				hidden = map[string]int{}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/wire"
 )
 
 // BenchmarkTaskTreeFromSummary: decoding a summary body into tree rows and
@@ -25,7 +25,7 @@ func BenchmarkTaskTreeFromSummary(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var tr taskTree
-		if err := daemon.ScanTaskSummaries(bytes.NewReader(body), tr.grow, func(t *core.Task) error { tr.add(t); return nil }); err != nil {
+		if err := wire.ScanTaskSummaries(bytes.NewReader(body), tr.grow, func(t *core.Task) error { tr.add(t); return nil }); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := tr.write(io.Discard, 0); err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/charmbracelet/x/term"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/tui"
 )
 
@@ -31,7 +31,7 @@ func runTUI(ctx context.Context, f *Factory) error {
 		In:  f.IO.In,
 		Out: f.IO.Out,
 		Reconnect: func(ctx context.Context) (core.Client, error) {
-			return daemon.Connect(ctx, home, f.Executable)
+			return daemonclient.Connect(ctx, home, f.Executable)
 		},
 	})
 }

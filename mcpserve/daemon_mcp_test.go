@@ -17,8 +17,8 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
-	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // These tests run real processes: the kandev daemon, the mock agent it
@@ -319,7 +319,7 @@ func TestForgedTokenRefused(t *testing.T) {
 	if r.Stdout != "" {
 		t.Errorf("stdout %q", r.Stdout)
 	}
-	host := daemon.Dial(d.Home.Socket()).WithToken("forged-token")
+	host := daemonclient.Dial(d.Home.Socket()).WithToken("forged-token")
 	defer host.Close()
 	if _, err := host.ToolSurface(bg()); core.CodeOf(err) != core.CodeForbidden {
 		t.Errorf("GET /v1/mcp/surface with a forged token: %v", err)
@@ -362,7 +362,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 	if r.Code == 0 || !strings.Contains(r.Stderr, "FORBIDDEN") || !strings.Contains(r.Stderr, "revoked") {
 		t.Errorf("kandev mcp with a revoked token: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	host := daemon.Dial(socket).WithToken(token)
+	host := daemonclient.Dial(socket).WithToken(token)
 	defer host.Close()
 	if _, err := host.ToolSurface(bg()); core.CodeOf(err) != core.CodeForbidden {
 		t.Errorf("surface with a revoked token: %v", err)

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // Environment variables the bridge reads.
@@ -114,7 +114,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) s
 // connect dials the daemon: the token's daemon at KANDEV_SOCKET, or for
 // the external surface the home's daemon, started in the background when
 // none answers.
-func connect(ctx context.Context, getenv func(string) string, o options) (*daemon.Client, error) {
+func connect(ctx context.Context, getenv func(string) string, o options) (*daemonclient.Client, error) {
 	token, socket := getenv(EnvToken), getenv(EnvSocket)
 	if socket == "" {
 		home, err := resolveHome(o.home, getenv)
@@ -128,7 +128,7 @@ func connect(ctx context.Context, getenv func(string) string, o options) (*daemo
 					return nil, fmt.Errorf("find the kandev executable to start the daemon: %w", err)
 				}
 			}
-			c, err := daemon.Connect(ctx, home, exe)
+			c, err := daemonclient.Connect(ctx, home, exe)
 			if err != nil {
 				return nil, fmt.Errorf("mcp: %w", err)
 			}
@@ -137,7 +137,7 @@ func connect(ctx context.Context, getenv func(string) string, o options) (*daemo
 		// A token belongs to a running daemon: never start one for it.
 		socket = home.Socket()
 	}
-	c := daemon.Dial(socket)
+	c := daemonclient.Dial(socket)
 	if token != "" {
 		c = c.WithToken(token)
 	}

@@ -16,8 +16,9 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 	if isCtrlC(msg) {
 		return m.quit()
 	}
-	if m.dialog != nil {
-		return m.dialog.update(m, msg)
+	if d := m.dialog; d != nil {
+		a, cmd := d.update(m.dialogUI(), msg)
+		return tea.Batch(cmd, m.act(d, a))
 	}
 	if m.typing {
 		return m.onFilterKey(msg)
@@ -43,18 +44,18 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(msg, k.New):
 		m.setStatus("", false)
-		m.openDialog(newNewTaskDialog(m, m.nextDialogID()))
+		m.openDialog(newNewTaskDialog(m.dialogUI(), m.nextDialogID(), m.selectedTask(), m.profiles, m.opts.CWD))
 	case key.Matches(msg, k.Answer):
 		m.answer()
 	case key.Matches(msg, k.Message):
 		if t := m.needTask("message"); t != nil {
 			m.setStatus("", false)
-			m.openDialog(newMessageDialog(m, m.nextDialogID(), t))
+			m.openDialog(newMessageDialog(m.dialogUI(), m.nextDialogID(), t))
 		}
 	case key.Matches(msg, k.HandOn):
 		if t := m.needTask("hand on"); t != nil {
 			m.setStatus("", false)
-			d := newHandoffDialog(m, m.nextDialogID(), t)
+			d := newHandoffDialog(m.dialogUI(), m.nextDialogID(), t, m.profiles)
 			m.openDialog(d)
 			return loadAssigneesCmd(m.ctx, m.client, d.id)
 		}
@@ -139,7 +140,7 @@ func (m *Model) answer() {
 		m.setStatus(fmt.Sprintf("question %s is for task %s, the parent of %s: only it answers. m sends new input instead, which supersedes the question", q.ID, q.ParentTaskID, t.ID), true)
 	default:
 		m.setStatus("", false)
-		m.openDialog(newAnswerDialog(m, m.nextDialogID(), t))
+		m.openDialog(newAnswerDialog(m.dialogUI(), m.nextDialogID(), t))
 	}
 }
 

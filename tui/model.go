@@ -96,7 +96,7 @@ func newModel(ctx context.Context, client core.Client, opts Options, st styles) 
 		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
 	}
 	m.detail.follow = true
-	m.filterInput = newInput(m, "title, id or profile", 30)
+	m.filterInput = newInput(m.st, "title, id or profile", 30)
 	return m
 }
 
@@ -124,8 +124,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
 		m.needLayout = true
-		if r, ok := m.dialog.(interface{ resize(*Model) }); ok {
-			r.resize(m)
+		if r, ok := m.dialog.(interface{ resize(dialogUI) }); ok {
+			r.resize(m.dialogUI())
 		}
 	case tea.KeyMsg:
 		// Keys typed faster than the program reads them (key repeat, or
@@ -161,17 +161,20 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.setStatus("list profiles: "+errorText(msg.err), true)
 		} else {
 			m.profiles = msg.profiles
-			if d, ok := m.dialog.(*newTaskDialog); ok {
+			switch d := m.dialog.(type) {
+			case *newTaskDialog:
 				d.setProfiles(m.profiles)
+			case *handoffDialog:
+				d.profiles = m.profiles
 			}
 		}
 	case assigneesMsg:
 		if d, ok := m.dialog.(*handoffDialog); ok && d.id == msg.dialog {
-			d.loaded(m, msg)
+			d.loaded(msg)
 		}
 	case queueMsg:
 		if d, ok := m.dialog.(*queueDialog); ok && d.id == msg.dialog {
-			d.loaded(m, msg)
+			add(m.act(d, d.loaded(msg)))
 		}
 	case convoLoadMsg:
 		if msg.gen == m.detail.gen && m.detail.convo.taskID != "" {

@@ -327,3 +327,17 @@ func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) s
 	}
 	return line
 }
+
+// describeAssignee says who an assignee is: "you", "role mock", "person
+// alice", "task k3f9qa".
+func describeAssignee(a core.Assignee) string {
+	if isOperator(a) {
+		return "you"
+	}
+	if a.Kind == "" {
+		return a.Name
+	}
+	return a.Kind + " " + a.Name
+}
+
+func isOperator(a core.Assignee) bool { return a.Kind == "person" && a.Name == core.Operator }

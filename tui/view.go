@@ -91,7 +91,7 @@ func (m *Model) viewBody(l layout) []string {
 // overlay draws the open dialog's box centered over the body.
 func (m *Model) overlay(body []string, l layout) []string {
 	dw := m.dialogWidth()
-	box := m.st.box.Width(dw - 2).Render(m.dialog.view(m, dw-4))
+	box := m.st.box.Width(dw - 2).Render(m.dialog.view(m.dialogUI(), dw-4))
 	lines := strings.Split(box, "\n")
 	if len(lines) > len(body) {
 		lines = lines[:len(body)]

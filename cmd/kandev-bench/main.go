@@ -32,8 +32,8 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 func main() {
@@ -409,7 +409,7 @@ func (h *home) start() (sample, error) {
 		return sample{}, err
 	}
 	h.daemon = cmd
-	c := daemon.Dial(core.Home{Dir: h.dir}.Socket())
+	c := daemonclient.Dial(core.Home{Dir: h.dir}.Socket())
 	defer c.Close()
 	deadline := start.Add(2 * time.Minute)
 	for {

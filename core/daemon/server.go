@@ -1,6 +1,6 @@
 // Package daemon runs kandev's engine behind a unix socket (HTTP+JSON with
-// a server-sent-events stream), and gives clients the same core.Client over
-// that socket, starting the daemon in the background when needed.
+// a server-sent-events stream). Its clients live in core/daemonclient,
+// which speaks the same socket without linking the engine or the store.
 package daemon
 
 import (
@@ -22,7 +22,9 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/config"
+	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/engine"
+	"github.com/kandev/kandev/core/wire"
 	"github.com/kandev/kandev/store"
 )
 
@@ -51,7 +53,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	log := o.Logger
-	if err := CheckSocketPath(o.Home.Socket()); err != nil {
+	if err := daemonclient.CheckSocketPath(o.Home.Socket()); err != nil {
 		return err
 	}
 	if err := o.Home.Ensure(); err != nil {
@@ -355,13 +357,9 @@ func statusOf(code core.Code) int {
 	return http.StatusInternalServerError
 }
 
-type errorBody struct {
-	Error *core.Error `json:"error"`
-}
-
 func writeErr(w http.ResponseWriter, err error) {
 	ce := core.AsError(err)
-	writeJSON(w, statusOf(ce.Code), errorBody{Error: ce})
+	writeJSON(w, statusOf(ce.Code), wire.ErrorBody{Error: ce})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -419,7 +417,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 	_ = writeTaskPtrs(w, tasks)
 }
 
-// listTaskSummaries is listTasks as the compact summary (summary.go).
+// listTaskSummaries is listTasks as the compact summary (core/wire).
 func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
@@ -429,7 +427,7 @@ func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/tab-separated-values; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
-	_ = writeTaskSummaries(w, tasks)
+	_ = wire.WriteTaskSummaries(w, tasks)
 }
 
 func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
@@ -761,19 +759,13 @@ func (h *Handler) mcpSurface(w http.ResponseWriter, r *http.Request) {
 	reply(w, s, err)
 }
 
-// MCPCall is the body of a tool call forwarded by the bridge.
-type MCPCall struct {
-	Tool      string          `json:"tool"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 func (h *Handler) mcpCall(w http.ResponseWriter, r *http.Request) {
 	ctx, err := h.mcpActor(r)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	var call MCPCall
+	var call wire.MCPCall
 	if err := decode(r, &call); err != nil {
 		writeErr(w, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/wire"
 )
 
 // The tree's listing at 100,000 tasks, both sides: the daemon writing
@@ -26,7 +27,7 @@ func BenchmarkWriteTaskSummaries100k(b *testing.B) {
 	ptrs := benchPtrs(100_000)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := writeTaskSummaries(io.Discard, ptrs); err != nil {
+		if err := wire.WriteTaskSummaries(io.Discard, ptrs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -34,13 +35,13 @@ func BenchmarkWriteTaskSummaries100k(b *testing.B) {
 
 func BenchmarkReadTaskSummaries100k(b *testing.B) {
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, benchPtrs(100_000)); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, benchPtrs(100_000)); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(int64(buf.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		ts, err := readTaskSummaries(bytes.NewReader(buf.Bytes()))
+		ts, err := wire.ReadTaskSummaries(bytes.NewReader(buf.Bytes()))
 		if err != nil || len(ts) != 100_000 {
 			b.Fatalf("%d tasks, %v", len(ts), err)
 		}

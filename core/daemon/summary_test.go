@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/wire"
 )
 
 // summaryOf is the part of t a summary carries: the row's fields, the
@@ -69,10 +70,10 @@ func roundTripSummaries(t *testing.T, tasks []core.Task) []core.Task {
 		ptrs[i] = &tasks[i]
 	}
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readTaskSummaries(&buf)
+	got, err := wire.ReadTaskSummaries(&buf)
 	if err != nil {
 		t.Fatalf("read back: %v", err)
 	}
@@ -119,14 +120,14 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		ptrs[i] = &tasks[i]
 	}
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
 	full := buf.String()
 	// Every line has the documented columns.
 	for i, line := range strings.Split(strings.TrimSuffix(full, "\n"), "\n")[1:] {
-		if n := strings.Count(line, "\t") + 1; n != len(summaryFields) || n != summaryColumns {
-			t.Fatalf("line %d has %d columns; summaryFields names %d", i+2, n, len(summaryFields))
+		if n := strings.Count(line, "\t") + 1; n != len(wire.SummaryFields) || n != wire.SummaryColumns {
+			t.Fatalf("line %d has %d columns; wire.SummaryFields names %d", i+2, n, len(wire.SummaryFields))
 		}
 	}
 	lastLine := strings.LastIndexByte(full[:len(full)-1], '\n')
@@ -135,9 +136,9 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		"a line missing":   full[:lastLine+1],
 		"json not summary": `[{"id":"k3f9qa"}]`,
 		"empty":            "",
-		"newer version":    strings.Replace(full, summaryHeader, "#kandev-task-summary 2", 1),
+		"newer version":    strings.Replace(full, wire.SummaryHeader, "#kandev-task-summary 2", 1),
 	} {
-		if _, err := readTaskSummaries(strings.NewReader(body)); err == nil {
+		if _, err := wire.ReadTaskSummaries(strings.NewReader(body)); err == nil {
 			t.Errorf("%s: read without an error", name)
 		}
 	}
@@ -169,16 +170,16 @@ func TestScanTaskSummaries(t *testing.T) {
 		ptrs[i] = &tasks[i]
 	}
 	var buf bytes.Buffer
-	if err := writeTaskSummaries(&buf, ptrs); err != nil {
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
 	body := buf.String()
-	want, err := readTaskSummaries(strings.NewReader(body))
+	want, err := wire.ReadTaskSummaries(strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []core.Task
-	err = ScanTaskSummaries(strings.NewReader(body), nil, func(st *core.Task) error {
+	err = wire.ScanTaskSummaries(strings.NewReader(body), nil, func(st *core.Task) error {
 		c := *st // the task is reused: keep a deep copy
 		if st.Assignee != nil {
 			a := *st.Assignee
@@ -208,14 +209,14 @@ func TestScanTaskSummaries(t *testing.T) {
 		"a line missing": body[:lastLine+1],
 		"empty":          "",
 	} {
-		if err := ScanTaskSummaries(strings.NewReader(bad), nil, func(*core.Task) error { return nil }); err == nil {
+		if err := wire.ScanTaskSummaries(strings.NewReader(bad), nil, func(*core.Task) error { return nil }); err == nil {
 			t.Errorf("%s: scanned without an error", name)
 		}
 	}
 
 	stop := errors.New("enough")
 	n := 0
-	err = ScanTaskSummaries(strings.NewReader(body), nil, func(*core.Task) error {
+	err = wire.ScanTaskSummaries(strings.NewReader(body), nil, func(*core.Task) error {
 		if n++; n == 3 {
 			return stop
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // escapeTitle is the probe: an OSC 52 clipboard write in a title.
@@ -154,7 +155,7 @@ func TestAgentReachIsItsToken(t *testing.T) {
 	}
 	// Without a token the agents' socket serves nothing, not even the
 	// external surface.
-	c := daemon.Dial(d.Home.MCPSocket())
+	c := daemonclient.Dial(d.Home.MCPSocket())
 	defer c.Close()
 	ctx := context.Background()
 	if _, err := c.ToolSurface(ctx); core.AsError(err).Code != core.CodeForbidden {

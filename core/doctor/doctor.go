@@ -15,7 +15,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/store"
 )
 
@@ -82,15 +82,15 @@ type Git struct {
 
 // Report is the whole diagnosis.
 type Report struct {
-	DefaultProfile string        `json:"default_profile"`
-	DefaultSource  string        `json:"default_source"`
-	DefaultUsable  bool          `json:"default_usable"`
-	Profiles       []Profile     `json:"profiles"`
-	Daemon         daemon.Status `json:"daemon"`
-	Home           string        `json:"home"`
-	Socket         string        `json:"socket"`
-	Database       Database      `json:"database"`
-	Git            Git           `json:"git"`
+	DefaultProfile string              `json:"default_profile"`
+	DefaultSource  string              `json:"default_source"`
+	DefaultUsable  bool                `json:"default_usable"`
+	Profiles       []Profile           `json:"profiles"`
+	Daemon         daemonclient.Status `json:"daemon"`
+	Home           string              `json:"home"`
+	Socket         string              `json:"socket"`
+	Database       Database            `json:"database"`
+	Git            Git                 `json:"git"`
 }
 
 // Run diagnoses the setup.
@@ -102,14 +102,14 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		o.Getenv = os.Getenv
 	}
 	r := Report{Home: o.Home.Dir, Socket: o.Home.Socket(), DefaultProfile: o.DefaultProfile, DefaultSource: o.DefaultSource}
-	st, err := daemon.Probe(ctx, o.Home)
+	st, err := daemonclient.Probe(ctx, o.Home)
 	if err != nil {
 		return r, err
 	}
 	r.Daemon = st
-	var client *daemon.Client
+	var client *daemonclient.Client
 	if st.Answering {
-		client = daemon.Dial(o.Home.Socket())
+		client = daemonclient.Dial(o.Home.Socket())
 		defer client.Close()
 	}
 	profiles, db := profilesAndDB(ctx, o.Home, client)
@@ -138,7 +138,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 // profilesAndDB reads the user's profiles and checks the database: through
 // the daemon when it answers (it holds the database), else by opening the
 // file read-only, never creating or migrating it.
-func profilesAndDB(ctx context.Context, home core.Home, client *daemon.Client) ([]core.Profile, Database) {
+func profilesAndDB(ctx context.Context, home core.Home, client *daemonclient.Client) ([]core.Profile, Database) {
 	d := Database{Path: home.DB()}
 	if client != nil {
 		d.Exists, d.Via = true, "daemon"

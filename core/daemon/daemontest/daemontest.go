@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/daemon"
+	"github.com/kandev/kandev/core/daemonclient"
 )
 
 var (
@@ -87,7 +87,7 @@ type Daemon struct {
 	Bin    string
 	Home   core.Home
 	Env    []string
-	Client *daemon.Client
+	Client *daemonclient.Client
 	cmd    *exec.Cmd
 	log    *bytes.Buffer
 	logMu  *sync.Mutex
@@ -165,7 +165,7 @@ func (d *Daemon) start() {
 	d.cmd = cmd
 	d.done = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(d.done) }()
-	d.Client = daemon.Dial(d.Home.Socket())
+	d.Client = daemonclient.Dial(d.Home.Socket())
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -1,4 +1,4 @@
-package daemon
+package wire
 
 import (
 	"bufio"
@@ -18,23 +18,26 @@ import (
 // internals). It is not JSON: at 100,000 tasks, decoding JSON into
 // []core.Task was most of the TUI's start and of the text list (see
 // docs/decisions/0020-task-summary-encoding.md). One header line, then
-// one line per task, fields separated by tabs, in summaryFields order;
+// one line per task, fields separated by tabs, in SummaryFields order;
 // strings escape backslash, tab, newline and carriage return as \\ \t \n
 // \r; times are Unix nanoseconds (0 for none; RFC 3339 text outside
 // 1700–2200); the pending question, the stall and the blockers, rare, are
 // their JSON.
 
-// summaryHeader starts a summary; its last field is the task count.
-const summaryHeader = "#kandev-task-summary 1"
+// flushAt is how much encoded output collects before it is written.
+const flushAt = 256 * 1024
 
-// summaryFields names the columns, in order (documentation and tests).
-var summaryFields = []string{"id", "parent_id", "status", "flags", "updated_at", "profile",
+// SummaryHeader starts a summary; its last field is the task count.
+const SummaryHeader = "#kandev-task-summary 1"
+
+// SummaryFields names the columns, in order (documentation and tests).
+var SummaryFields = []string{"id", "parent_id", "status", "flags", "updated_at", "profile",
 	"assignee.kind", "assignee.name", "handed_by.kind", "handed_by.name", "waiting", "blocked_by", "queued",
 	"session.id", "session.role", "session.state", "session.created_at", "session.updated_at",
 	"session.turn_started_at", "pending_question", "stalled", "title"}
 
-// summaryColumns is len(summaryFields), as a constant for the decoder.
-const summaryColumns = 22
+// SummaryColumns is len(SummaryFields), as a constant for the decoder.
+const SummaryColumns = 22
 
 // Flag letters of the flags column.
 const (
@@ -56,10 +59,10 @@ var (
 	nanosUntil = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
-// writeTaskSummaries writes the summary of tasks.
-func writeTaskSummaries(w io.Writer, tasks []*core.Task) error {
+// WriteTaskSummaries writes the summary of tasks.
+func WriteTaskSummaries(w io.Writer, tasks []*core.Task) error {
 	buf := make([]byte, 0, flushAt+8*1024)
-	buf = append(buf, summaryHeader...)
+	buf = append(buf, SummaryHeader...)
 	buf = append(buf, ' ')
 	buf = strconv.AppendInt(buf, int64(len(tasks)), 10)
 	buf = append(buf, '\n')
@@ -213,9 +216,9 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// readTaskSummaries decodes a summary into tasks holding only the summary's
+// ReadTaskSummaries decodes a summary into tasks holding only the summary's
 // fields. Each line becomes one string that the task's fields share.
-func readTaskSummaries(r io.Reader) ([]core.Task, error) {
+func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 	var tasks []core.Task
 	// One allocation for all the assignees and one for all the sessions.
 	var refs []core.Assignee
@@ -266,7 +269,7 @@ func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) er
 	if err != nil {
 		return fmt.Errorf("read task summary: %w", err)
 	}
-	count, ok := strings.CutPrefix(strings.TrimSuffix(first, "\n"), summaryHeader+" ")
+	count, ok := strings.CutPrefix(strings.TrimSuffix(first, "\n"), SummaryHeader+" ")
 	n, convErr := strconv.Atoi(count)
 	if !ok || convErr != nil || n < 0 {
 		return fmt.Errorf("read task summary: unknown header %q", strings.TrimSpace(first))
@@ -274,7 +277,7 @@ func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) er
 	if head != nil {
 		head(n)
 	}
-	var cols [summaryColumns]string
+	var cols [SummaryColumns]string
 	got := 0
 	for {
 		b, err := br.ReadSlice('\n')

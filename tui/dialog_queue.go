@@ -31,42 +31,42 @@ func (d *queueDialog) take(v core.QueueView) {
 }
 
 // loaded takes the engine's answer to a listing or a drop.
-func (d *queueDialog) loaded(m *Model, msg queueMsg) {
+func (d *queueDialog) loaded(msg queueMsg) action {
 	if msg.err != nil {
 		d.failed(msg.err)
-		return
+		return nil
 	}
 	d.busy, d.err = false, ""
 	d.take(msg.view)
 	if msg.drop {
 		d.note = fmt.Sprintf("dropped %d item(s)", len(msg.view.Dropped))
-		m.setStatus(fmt.Sprintf("task %s: %s from its queue", d.taskID, d.note), false)
-	}
-}
-
-func (d *queueDialog) update(m *Model, msg tea.KeyMsg) tea.Cmd {
-	switch {
-	case key.Matches(msg, m.keys.Cancel), msg.Type == tea.KeyRunes && string(msg.Runes) == "q":
-		m.dialog = nil
-		return nil
-	case d.busy || !d.ready:
-		return nil
-	case msg.Type == tea.KeyUp || (msg.Type == tea.KeyRunes && string(msg.Runes) == "k"):
-		d.choice = max(d.choice-1, 0)
-	case msg.Type == tea.KeyDown || (msg.Type == tea.KeyRunes && string(msg.Runes) == "j"):
-		d.choice = min(d.choice+1, max(len(d.items)-1, 0))
-	case key.Matches(msg, m.keys.DropOne) && len(d.items) > 0:
-		d.busy, d.err, d.note = true, "", ""
-		return dropQueuedCmd(m.ctx, m.client, d.id, d.taskID, core.DropQueueInput{ID: d.items[d.choice].ID})
-	case key.Matches(msg, m.keys.DropAll) && len(d.items) > 0:
-		d.busy, d.err, d.note = true, "", ""
-		return dropQueuedCmd(m.ctx, m.client, d.id, d.taskID, core.DropQueueInput{All: true})
+		return showStatus{text: fmt.Sprintf("task %s: %s from its queue", d.taskID, d.note)}
 	}
 	return nil
 }
 
-func (d *queueDialog) view(m *Model, w int) string {
-	st := m.st
+func (d *queueDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
+	switch {
+	case key.Matches(msg, ui.keys.Cancel), msg.Type == tea.KeyRunes && string(msg.Runes) == "q":
+		return closeDialog{}, nil
+	case d.busy || !d.ready:
+		return nil, nil
+	case msg.Type == tea.KeyUp || (msg.Type == tea.KeyRunes && string(msg.Runes) == "k"):
+		d.choice = max(d.choice-1, 0)
+	case msg.Type == tea.KeyDown || (msg.Type == tea.KeyRunes && string(msg.Runes) == "j"):
+		d.choice = min(d.choice+1, max(len(d.items)-1, 0))
+	case key.Matches(msg, ui.keys.DropOne) && len(d.items) > 0:
+		d.busy, d.err, d.note = true, "", ""
+		return dropQueued{taskID: d.taskID, in: core.DropQueueInput{ID: d.items[d.choice].ID}}, nil
+	case key.Matches(msg, ui.keys.DropAll) && len(d.items) > 0:
+		d.busy, d.err, d.note = true, "", ""
+		return dropQueued{taskID: d.taskID, in: core.DropQueueInput{All: true}}, nil
+	}
+	return nil, nil
+}
+
+func (d *queueDialog) view(ui dialogUI, w int) string {
+	st := ui.st
 	lines := []string{st.boxTitle.Render(truncate("Queue of task "+d.taskID, w)), truncate(d.title, w), ""}
 	switch {
 	case !d.ready:
@@ -91,7 +91,7 @@ func (d *queueDialog) view(m *Model, w int) string {
 	}
 	lines = append(lines, "", st.helpKey.Render("x")+" drop it   "+st.helpKey.Render("X")+" drop all   "+
 		st.helpKey.Render("↑↓")+" choose   "+st.helpKey.Render("esc")+" close")
-	if f := d.footer(m, w); f != "" {
+	if f := d.footer(st, w); f != "" {
 		lines = append(lines, "", f)
 	}
 	return strings.Join(lines, "\n")

@@ -1,4 +1,10 @@
-package daemon
+// Package daemonclient speaks to the kandev daemon over its unix socket:
+// the core.Client every front end uses, the tool host behind kandev mcp,
+// starting the daemon in the background when none answers (Connect), and
+// asking after or stopping it without starting one (Ping, Probe, Stop).
+// It depends on core and core/wire only: the front ends that use it never
+// link the engine, the store or SQLite (docs/decisions/0028).
+package daemonclient
 
 import (
 	"bufio"
@@ -16,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/wire"
 )
 
 // Client speaks to a daemon over its socket. It implements core.Client and
@@ -111,7 +118,7 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	}
 	if resp.StatusCode >= 300 {
 		defer resp.Body.Close()
-		var eb errorBody
+		var eb wire.ErrorBody
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		if json.Unmarshal(b, &eb) == nil && eb.Error != nil {
 			return nil, eb.Error
@@ -182,7 +189,7 @@ func (c *Client) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.
 }
 
 // ListTaskSummaries implements core.TaskSummaries: the listing with only
-// what a tree row shows, in the compact encoding of summary.go.
+// what a tree row shows, in the compact encoding of core/wire.
 func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
 	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
 	resp, err := c.send(ctx, "GET", p, nil)
@@ -195,7 +202,7 @@ func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return readTaskSummaries(resp.Body)
+	return wire.ReadTaskSummaries(resp.Body)
 }
 
 // ScanTaskSummaries is ListTaskSummaries one task at a time: fn gets each
@@ -226,7 +233,7 @@ func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, 
 		return err
 	}
 	defer resp.Body.Close()
-	return ScanTaskSummaries(resp.Body, count, fn)
+	return wire.ScanTaskSummaries(resp.Body, count, fn)
 }
 
 func listPath(in core.ListTasksInput) string {
@@ -478,7 +485,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args []byte) (any, e
 	var out struct {
 		Result json.RawMessage `json:"result"`
 	}
-	if err := c.do(ctx, "POST", "/v1/mcp/call", MCPCall{Tool: name, Arguments: args}, &out); err != nil {
+	if err := c.do(ctx, "POST", "/v1/mcp/call", wire.MCPCall{Tool: name, Arguments: args}, &out); err != nil {
 		return nil, err
 	}
 	return out.Result, nil

@@ -1,0 +1,22 @@
+// Package wire holds what the daemon and its clients both speak over the
+// socket: the error reply, a forwarded tool call, and the compact task
+// summary. It depends on core alone, so a client (kandev mcp, the TUI)
+// decodes the daemon's answers without linking the engine or the store.
+package wire
+
+import (
+	"encoding/json"
+
+	"github.com/kandev/kandev/core"
+)
+
+// ErrorBody is the body of every error reply.
+type ErrorBody struct {
+	Error *core.Error `json:"error"`
+}
+
+// MCPCall is the body of a tool call forwarded by the bridge.
+type MCPCall struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}

@@ -1,0 +1,114 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textarea"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+// messageDialog sends the selected task a message, queued or as an
+// interrupt.
+type messageDialog struct {
+	base
+	taskID    string
+	title     string
+	input     textarea.Model
+	interrupt bool
+	// canInterrupt: the operator may interrupt this task (mayInterrupt).
+	canInterrupt bool
+	running      bool
+}
+
+// mayInterrupt mirrors the engine's rule for who may interrupt a task: a
+// person (the operator) always; an agent only its direct children. The
+// TUI acts as the operator, so the toggle is always offered; the rule is
+// kept here so the toggle follows it if the TUI ever acts as someone else.
+func mayInterrupt(actor core.Actor, t *core.Task) bool {
+	switch actor.Kind {
+	case core.ActorPerson:
+		return true
+	case core.ActorAgent:
+		return t.ParentID != "" && t.ParentID == actor.TaskID
+	}
+	return false
+}
+
+func newMessageDialog(ui dialogUI, id int, t *core.Task) *messageDialog {
+	d := &messageDialog{base: base{id: id}, taskID: t.ID, title: oneLine(t.Title),
+		canInterrupt: mayInterrupt(core.OperatorActor(), t), running: isRunning(t)}
+	d.input = newTextArea(ui.st, "message to the agent", ui.keys.Newline)
+	d.resize(ui)
+	d.input.Focus()
+	return d
+}
+
+// resize fits the text box to the dialog: the dialog's width, and as many
+// lines as the screen leaves room for (up to messageRows; more scroll).
+func (d *messageDialog) resize(ui dialogUI) {
+	d.input.SetWidth(ui.width - 6)
+	d.input.SetHeight(clamp(ui.height-19, 1, messageRows))
+}
+
+func (d *messageDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
+	if d.busy {
+		return nil, nil
+	}
+	switch {
+	case key.Matches(msg, ui.keys.Cancel):
+		return closeDialog{}, nil
+	case msg.Type == tea.KeyTab:
+		if d.canInterrupt {
+			d.interrupt = !d.interrupt
+		}
+		return nil, nil
+	case key.Matches(msg, ui.keys.Submit):
+		in := core.MessageInput{Text: strings.TrimSpace(d.input.Value()), Delivery: core.DeliveryQueued}
+		if d.interrupt {
+			in.Delivery = core.DeliveryInterrupt
+		}
+		d.busy, d.err = true, ""
+		return messageTask{taskID: d.taskID, in: in}, nil
+	}
+	var cmd tea.Cmd
+	d.input, cmd = d.input.Update(msg)
+	return nil, cmd
+}
+
+func (d *messageDialog) view(ui dialogUI, w int) string {
+	st := ui.st
+	lines := []string{st.boxTitle.Render(truncate("Message task "+d.taskID+" · "+d.title, w)), ""}
+	for i, row := range strings.Split(d.input.View(), "\n") {
+		mark := "  "
+		if i == 0 {
+			mark = "> "
+		}
+		lines = append(lines, truncate(mark+row, w))
+	}
+	lines = append(lines, "")
+	if d.canInterrupt {
+		note := "queued: delivered when the current turn ends"
+		if d.interrupt {
+			note = "cancels the running turn and delivers this instead"
+			if !d.running {
+				note = "no turn is running: it goes first in the queue"
+			}
+		}
+		lines = append(lines, truncate(checkbox(d.interrupt)+" interrupt (tab) — "+note, w))
+	}
+	hint := "enter send · " + ui.keys.Newline.Help().Key + " new line · esc cancel · a new message supersedes a pending question"
+	for _, l := range wrap(hint, w) {
+		lines = append(lines, st.dim.Render(l))
+	}
+	if f := d.footer(st, w); f != "" {
+		lines = append(lines, "", f)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (d *messageDialog) help(k keyMap) []key.Binding {
+	return []key.Binding{k.Submit, k.Newline, k.Interrupt, k.Cancel}
+}

@@ -1,0 +1,196 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+const (
+	ntTitle = iota
+	ntPrompt
+	ntDesc
+	ntProfile
+	ntAuto
+	ntParent
+	ntStart
+	ntFields
+)
+
+// newTaskDialog creates a task, as a child of the selected one or a root.
+type newTaskDialog struct {
+	base
+	inputs      [3]textinput.Model // title, prompt, description
+	profiles    []core.Profile
+	profile     int
+	wantProfile string // chosen before the profiles arrived
+	autopilot   bool
+	parentID    string // the selected task when the dialog opened
+	parentTitle string
+	withParent  bool
+	start       bool
+	focus       int
+	cwd         string // the directory the task runs in
+}
+
+// newNewTaskDialog opens the dialog with sel (the selected task, or nil)
+// offered as the parent; cwd is where the UI was started.
+func newNewTaskDialog(ui dialogUI, id int, sel *core.Task, profiles []core.Profile, cwd string) *newTaskDialog {
+	d := &newTaskDialog{base: base{id: id}, start: true, wantProfile: core.DefaultProfile, cwd: cwd}
+	iw := ui.width - 21
+	d.inputs[0] = newInput(ui.st, "what the task is", iw)
+	d.inputs[1] = newInput(ui.st, "first message to the agent (optional)", iw)
+	d.inputs[2] = newInput(ui.st, "optional", iw)
+	d.inputs[0].Focus()
+	if t := sel; t != nil {
+		d.parentID, d.parentTitle, d.withParent = t.ID, oneLine(t.Title), true
+		d.wantProfile = t.Profile
+	}
+	d.setProfiles(profiles)
+	return d
+}
+
+// setProfiles takes a fresh profile list, keeping the chosen name.
+func (d *newTaskDialog) setProfiles(ps []core.Profile) {
+	cur := ""
+	if d.profile < len(d.profiles) {
+		cur = d.profiles[d.profile].Name
+	}
+	if cur == "" {
+		cur = d.wantProfile
+	}
+	d.profiles, d.profile = ps, 0
+	for i, p := range ps {
+		if p.Name == cur {
+			d.profile = i
+		}
+	}
+}
+
+func (d *newTaskDialog) setFocus(i int) {
+	d.focus = (i + ntFields) % ntFields
+	for j := range d.inputs {
+		if j == d.focus {
+			d.inputs[j].Focus()
+		} else {
+			d.inputs[j].Blur()
+		}
+	}
+}
+
+// input is the task the dialog would create now.
+func (d *newTaskDialog) input() core.CreateTaskInput {
+	in := core.CreateTaskInput{
+		Title:       strings.TrimSpace(d.inputs[0].Value()),
+		Prompt:      strings.TrimSpace(d.inputs[1].Value()),
+		Description: strings.TrimSpace(d.inputs[2].Value()),
+		Autopilot:   d.autopilot,
+		Start:       d.start,
+		CWD:         d.cwd,
+	}
+	if d.profile < len(d.profiles) {
+		in.Profile = d.profiles[d.profile].Name
+	}
+	if d.withParent {
+		in.ParentID = d.parentID
+	}
+	return in
+}
+
+func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
+	if d.busy {
+		return nil, nil
+	}
+	k := ui.keys
+	switch {
+	case key.Matches(msg, k.Cancel):
+		return closeDialog{}, nil
+	case key.Matches(msg, k.Submit):
+		d.busy, d.err = true, ""
+		return createTask{in: d.input()}, nil
+	case msg.Type == tea.KeyTab || msg.Type == tea.KeyDown:
+		d.setFocus(d.focus + 1)
+		return nil, nil
+	case msg.Type == tea.KeyShiftTab || msg.Type == tea.KeyUp:
+		d.setFocus(d.focus - 1)
+		return nil, nil
+	}
+	if d.focus < len(d.inputs) {
+		var cmd tea.Cmd
+		d.inputs[d.focus], cmd = d.inputs[d.focus].Update(msg)
+		return nil, cmd
+	}
+	toggle := key.Matches(msg, k.Toggle)
+	switch d.focus {
+	case ntProfile:
+		if n := len(d.profiles); n > 0 {
+			switch {
+			case key.Matches(msg, k.Left):
+				d.profile = (d.profile + n - 1) % n
+			case key.Matches(msg, k.Right), toggle:
+				d.profile = (d.profile + 1) % n
+			}
+		}
+	case ntAuto:
+		if toggle || key.Matches(msg, k.Left, k.Right) {
+			d.autopilot = !d.autopilot
+		}
+	case ntParent:
+		if d.parentID != "" && (toggle || key.Matches(msg, k.Left, k.Right)) {
+			d.withParent = !d.withParent
+		}
+	case ntStart:
+		if toggle || key.Matches(msg, k.Left, k.Right) {
+			d.start = !d.start
+		}
+	}
+	return nil, nil
+}
+
+func (d *newTaskDialog) view(ui dialogUI, w int) string {
+	st := ui.st
+	row := func(i int, label, value string) string {
+		mark, ls := "  ", st.label
+		if d.focus == i {
+			mark, ls = "> ", st.fieldFocus
+		}
+		return mark + ls.Render(fit(label, 12)) + " " + truncate(value, max(1, w-15))
+	}
+	prof := "(none)"
+	if d.profile < len(d.profiles) {
+		p := d.profiles[d.profile]
+		prof = "‹ " + p.Name + " ›"
+		if !p.MCP {
+			prof += st.dim.Render("  no MCP server: cannot run autopilot")
+		}
+	}
+	parent := "none (a root task)"
+	if d.withParent {
+		parent = d.parentID + " " + d.parentTitle
+	}
+	lines := []string{
+		st.boxTitle.Render("New task"),
+		"",
+		row(ntTitle, "title", d.inputs[0].View()),
+		row(ntPrompt, "prompt", d.inputs[1].View()),
+		row(ntDesc, "description", d.inputs[2].View()),
+		row(ntProfile, "profile", prof),
+		row(ntAuto, "autopilot", checkbox(d.autopilot)+" fixed at creation"),
+		row(ntParent, "parent", parent),
+		row(ntStart, "start now", checkbox(d.start)),
+		"",
+		st.dim.Render(truncate("tab/↑↓ move · space/←→ change · enter create · esc cancel", w)),
+	}
+	if f := d.footer(st, w); f != "" {
+		lines = append(lines, "", f)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (d *newTaskDialog) help(k keyMap) []key.Binding {
+	return []key.Binding{k.Submit, k.NextField, k.Toggle, k.Cancel}
+}

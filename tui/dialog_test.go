@@ -1,0 +1,154 @@
+package tui
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/kandev/kandev/core"
+)
+
+// These tests drive each dialog on its own, with no model and no client:
+// a key in, an action out.
+
+func testUI() dialogUI {
+	return dialogUI{st: testStyles(), keys: newKeyMap(), width: 74, height: 24}
+}
+
+// press sends keys to d and returns the last action any of them asked
+// for (nil when none did).
+func press(t *testing.T, d dialog, keys ...string) action {
+	t.Helper()
+	var last action
+	for _, k := range keys {
+		var msg tea.KeyMsg
+		if len([]rune(k)) > 1 && keyMsg(k).Type == tea.KeyRunes {
+			for _, r := range k {
+				if a, _ := d.update(testUI(), tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}}); a != nil {
+					last = a
+				}
+			}
+			continue
+		}
+		msg = keyMsg(k)
+		if a, _ := d.update(testUI(), msg); a != nil {
+			last = a
+		}
+	}
+	return last
+}
+
+func wantAction(t *testing.T, got, want action) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("action = %#v, want %#v", got, want)
+	}
+}
+
+func TestConfirmDialogActions(t *testing.T) {
+	d := &confirmDialog{base: base{id: 1}, op: opStop, taskID: "t1", title: "Stop task t1?"}
+	wantAction(t, press(t, d, "y"), stopTask{taskID: "t1"})
+	// Busy: a second y asks nothing until the outcome arrives.
+	wantAction(t, press(t, d, "y"), nil)
+	d.failed(errors.New("no"))
+	// After a refusal enter no longer confirms (it could be a stray key); y does.
+	wantAction(t, press(t, d, "enter"), nil)
+	wantAction(t, press(t, d, "n"), closeDialog{})
+
+	a := &confirmDialog{base: base{id: 2}, op: opArchive, taskID: "t2"}
+	wantAction(t, press(t, a, "enter"), archiveTask{taskID: "t2"})
+	wantAction(t, press(t, &confirmDialog{op: opArchive, taskID: "t2"}, "esc"), closeDialog{})
+}
+
+func TestHelpDialogActions(t *testing.T) {
+	wantAction(t, press(t, &helpDialog{}, "x"), closeDialog{})
+}
+
+func TestNewTaskDialogActions(t *testing.T) {
+	profiles := []core.Profile{{Name: "claude", MCP: true}, {Name: "mock", MCP: true}}
+	sel := &core.Task{ID: "p1", Title: "Parent", Profile: "claude"}
+	d := newNewTaskDialog(testUI(), 1, sel, profiles, "/repo")
+	got := press(t, d, "Fix it", "tab", "go", "enter")
+	wantAction(t, got, createTask{in: core.CreateTaskInput{Title: "Fix it", Prompt: "go", Profile: "claude",
+		ParentID: "p1", Start: true, CWD: "/repo"}})
+
+	// A root task: the parent toggled off, autopilot on, not started, the next profile.
+	d = newNewTaskDialog(testUI(), 2, sel, profiles, "/repo")
+	press(t, d, "Root")
+	d.setFocus(ntProfile)
+	press(t, d, "right", "down", "space", "down", "space", "down", "space")
+	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Root", Profile: "mock",
+		Autopilot: true, CWD: "/repo"}})
+	wantAction(t, press(t, newNewTaskDialog(testUI(), 3, nil, profiles, ""), "esc"), closeDialog{})
+}
+
+func TestAnswerDialogActions(t *testing.T) {
+	task := &core.Task{ID: "t1", PendingQuestion: &core.QuestionInfo{ID: "q1", Questions: []core.QuestionItem{
+		{Prompt: "Which DB?", Options: []core.QuestionOption{{Label: "sqlite"}, {Label: "postgres"}}},
+		{Prompt: "Why?"},
+	}}}
+	d := newAnswerDialog(testUI(), 1, task)
+	// enter on the first part moves on; on the last it answers.
+	wantAction(t, press(t, d, "2", "enter"), nil)
+	wantAction(t, press(t, d, "because", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"2", "because"}}})
+
+	d = newAnswerDialog(testUI(), 2, task)
+	wantAction(t, press(t, d, "up", "mine", "tab", "x", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"mine", "x"}}})
+	wantAction(t, press(t, newAnswerDialog(testUI(), 3, task), "esc"), closeDialog{})
+}
+
+func TestMessageDialogActions(t *testing.T) {
+	task := &core.Task{ID: "t1", Title: "Work"}
+	d := newMessageDialog(testUI(), 1, task)
+	wantAction(t, press(t, d, "hello", "ctrl+j", "there", "enter"), messageTask{taskID: "t1",
+		in: core.MessageInput{Text: "hello\nthere", Delivery: core.DeliveryQueued}})
+
+	d = newMessageDialog(testUI(), 2, task)
+	wantAction(t, press(t, d, "now", "tab", "enter"), messageTask{taskID: "t1",
+		in: core.MessageInput{Text: "now", Delivery: core.DeliveryInterrupt}})
+	wantAction(t, press(t, newMessageDialog(testUI(), 3, task), "esc"), closeDialog{})
+}
+
+func TestStatusDialogActions(t *testing.T) {
+	task := &core.Task{ID: "t1", Status: core.StatusReview}
+	wantAction(t, press(t, newStatusDialog(1, task), "y"), setTaskStatus{taskID: "t1", from: core.StatusReview, to: core.StatusDone})
+	wantAction(t, press(t, newStatusDialog(2, task), "1", "enter"), setTaskStatus{taskID: "t1", from: core.StatusReview, to: core.Statuses[0]})
+	wantAction(t, press(t, newStatusDialog(3, task), "down", "y"), setTaskStatus{taskID: "t1", from: core.StatusReview, to: core.StatusCancelled})
+	wantAction(t, press(t, newStatusDialog(4, task), "esc"), closeDialog{})
+}
+
+func TestHandoffDialogActions(t *testing.T) {
+	task := &core.Task{ID: "t1", Title: "Work",
+		Assignee: &core.Assignee{Kind: "person", Name: core.Operator},
+		HandedBy: &core.Assignee{Kind: "role", Name: "mock"}}
+	d := newHandoffDialog(testUI(), 1, task, []core.Profile{{Name: "mock", MCP: true}})
+	d.loaded(assigneesMsg{dialog: 1, roles: []core.Role{{Name: "reviewer", Profile: "mock"}}, persons: []core.Person{{Name: "alice"}}})
+	// back is chosen first when someone handed the task over.
+	wantAction(t, press(t, d, "enter", "look", "enter"), handOnTask{taskID: "t1", in: core.HandoffInput{To: "back", Message: "look"}})
+
+	d = newHandoffDialog(testUI(), 2, task, nil)
+	d.loaded(assigneesMsg{dialog: 2, roles: []core.Role{{Name: "reviewer", Profile: "mock"}}, persons: []core.Person{{Name: "alice"}}})
+	wantAction(t, press(t, d, "ali", "tab", "enter"), handOnTask{taskID: "t1", in: core.HandoffInput{To: "alice"}})
+
+	// A name the list lacks goes as typed.
+	d = newHandoffDialog(testUI(), 3, task, nil)
+	d.loaded(assigneesMsg{dialog: 3})
+	wantAction(t, press(t, d, "zed", "enter", "enter"), handOnTask{taskID: "t1", in: core.HandoffInput{To: "zed"}})
+	wantAction(t, press(t, newHandoffDialog(testUI(), 4, task, nil), "esc"), closeDialog{})
+}
+
+func TestQueueDialogActions(t *testing.T) {
+	d := &queueDialog{base: base{id: 1, busy: true}, taskID: "t1"}
+	// Nothing to drop before the listing arrives.
+	wantAction(t, press(t, d, "x"), nil)
+	wantAction(t, d.loaded(queueMsg{dialog: 1, view: core.QueueView{Items: []core.QueuedItem{{ID: 7}, {ID: 8}}}}), nil)
+	wantAction(t, press(t, d, "down", "x"), dropQueued{taskID: "t1", in: core.DropQueueInput{ID: 8}})
+	wantAction(t, d.loaded(queueMsg{dialog: 1, drop: true, view: core.QueueView{Items: []core.QueuedItem{{ID: 7}}, Dropped: []int64{8}}}),
+		showStatus{text: "task t1: dropped 1 item(s) from its queue"})
+	wantAction(t, press(t, d, "X"), dropQueued{taskID: "t1", in: core.DropQueueInput{All: true}})
+	wantAction(t, press(t, d, "esc"), closeDialog{})
+}
