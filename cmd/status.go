@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -61,24 +62,21 @@ func glanceRunning(t *core.Task) bool {
 	return t.Session != nil && (t.Session.State == core.SessionRunning || t.Session.State == core.SessionStarting)
 }
 
-func glance(ts []core.Task) Glance {
-	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
-	for i := range ts {
-		t := &ts[i]
-		if t.Status.Terminal() || t.Archived {
-			continue
-		}
-		g.Open++
-		// A task waiting on the operator is counted there only, even while
-		// its agent sits in the question call: it is not making progress.
-		if why := needsYou(t); why != "" {
-			g.NeedYou++
-			g.Tasks = append(g.Tasks, GlanceTask{ID: t.ID, Title: t.Title, Why: why})
-		} else if glanceRunning(t) {
-			g.Running++
-		}
+// add counts one task of the listing. t may be reused afterwards: what
+// is kept is copied.
+func (g *Glance) add(t *core.Task) {
+	if t.Status.Terminal() || t.Archived {
+		return
 	}
-	return g
+	g.Open++
+	// A task waiting on the operator is counted there only, even while
+	// its agent sits in the question call: it is not making progress.
+	if why := needsYou(t); why != "" {
+		g.NeedYou++
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: why})
+	} else if glanceRunning(t) {
+		g.Running++
+	}
 }
 
 // StatusOptions are `status`'s inputs.
@@ -134,11 +132,12 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		return nil
 	}
 	defer client.Close()
-	ts, err := client.ListTaskSummaries(ctx, core.ListTasksInput{})
-	if err != nil {
+	// Counted as the summaries stream in: a status bar asks often, and
+	// holding 100,000 tasks to count a few would cost it most of its time.
+	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
+	if err := scanTasks(ctx, client, core.ListTasksInput{}, func(int) {}, func(t *core.Task) error { g.add(t); return nil }); err != nil {
 		return err
 	}
-	g := glance(ts)
 	if f.JSON {
 		return f.printJSON(g)
 	}
