@@ -256,7 +256,7 @@ func narrate(ctx context.Context, out io.Writer, client core.Client, events <-ch
 			case ev.Type == core.EventTaskUpdated && ev.Task != nil && ev.Task.ID == rootID:
 				t := ev.Task
 				settled := t.Session == nil || !t.Session.State.Live()
-				if t.Assignee != nil && t.Assignee.Kind == "person" && t.Status == core.StatusReview && settled {
+				if t.Assignee != nil && t.Assignee.IsPerson() && t.Status == core.StatusReview && settled {
 					return nil
 				}
 			}

@@ -81,10 +81,10 @@ func assigneeLabel(t core.Task) string {
 	if t.Assignee == nil {
 		return t.Profile
 	}
-	if t.Assignee.Kind == "person" {
+	if t.Assignee.IsPerson() {
 		return "@" + t.Assignee.Name
 	}
-	if t.Assignee.Kind == "task" {
+	if t.Assignee.IsTask() {
 		return "^" + t.Assignee.Name // waits on the task that delegated it, for sign-off
 	}
 	if t.Assignee.Name == t.Profile {
@@ -311,10 +311,10 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	row("autopilot", fmt.Sprintf("%v", t.Autopilot))
 	row("profile", t.Profile)
 	if t.Assignee != nil {
-		row("assignee", t.Assignee.Kind+" "+t.Assignee.Name)
+		row("assignee", t.Assignee.Describe())
 	}
 	if t.HandedBy != nil {
-		row("handed by", t.HandedBy.Kind+" "+t.HandedBy.Name)
+		row("handed by", t.HandedBy.Describe())
 	}
 	if t.Stuck() {
 		row("stuck", "stalled in "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime)+
@@ -392,7 +392,7 @@ func formatMessage(m core.Message) string {
 	who := m.Author
 	switch m.Kind {
 	case core.MsgPrompt:
-		return fmt.Sprintf("%s %s › %s", ts, authorLabel(who), m.Text)
+		return fmt.Sprintf("%s %s › %s", ts, core.AuthorLabel(who), m.Text)
 	case core.MsgAgent:
 		return fmt.Sprintf("%s agent › %s", ts, strings.TrimRight(m.Text, "\n"))
 	case core.MsgThought:
@@ -404,23 +404,11 @@ func formatMessage(m core.Message) string {
 	case core.MsgQuestion:
 		return fmt.Sprintf("%s question › %s", ts, m.Text)
 	case core.MsgAnswer:
-		return fmt.Sprintf("%s answer (%s) › %s", ts, authorLabel(who), m.Text)
+		return fmt.Sprintf("%s answer (%s) › %s", ts, core.AuthorLabel(who), m.Text)
 	case core.MsgTurnEnd, core.MsgStatus, core.MsgPermission, core.MsgHandoff:
 		return fmt.Sprintf("%s · %s", ts, m.Text)
 	}
 	return fmt.Sprintf("%s %s › %s", ts, m.Kind, m.Text)
-}
-
-func authorLabel(a string) string {
-	switch {
-	case a == "person:"+core.Operator:
-		return "you"
-	case strings.HasPrefix(a, "person:"):
-		return strings.TrimPrefix(a, "person:")
-	case a == "":
-		return "kandev"
-	}
-	return a
 }
 
 func indent(s string) string {

@@ -73,7 +73,7 @@ func reportsTo(r core.Role) string {
 	if r.ReportsTo == nil {
 		return ""
 	}
-	return ", reports to " + r.ReportsTo.Kind + " " + r.ReportsTo.Name
+	return ", reports to " + r.ReportsTo.Describe()
 }
 
 // RoleListOptions are `role list`'s inputs.
@@ -118,7 +118,7 @@ func roleListRun(ctx context.Context, opts *RoleListOptions) error {
 	for _, r := range rs {
 		mgr, kind := "-", "named"
 		if r.ReportsTo != nil {
-			mgr = r.ReportsTo.Kind + " " + r.ReportsTo.Name
+			mgr = r.ReportsTo.Describe()
 		}
 		if r.Implicit {
 			kind = "profile"
@@ -168,7 +168,7 @@ func roleShowRun(ctx context.Context, opts *RoleShowOptions) error {
 	chain := r.Name
 	for cur := r; cur.ReportsTo != nil; {
 		chain += " → " + cur.ReportsTo.Name
-		if cur.ReportsTo.Kind != "role" {
+		if !cur.ReportsTo.IsRole() {
 			break
 		}
 		next, err := client.GetRole(ctx, cur.ReportsTo.Name)

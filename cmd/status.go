@@ -50,7 +50,7 @@ func needsYou(t *core.Task) string {
 		return "your turn"
 	case t.Interrupted:
 		return "interrupted"
-	case t.Escalated() && t.Assignee != nil && t.Assignee.Kind == "person":
+	case t.Escalated() && t.Assignee != nil && t.Assignee.IsPerson():
 		return "escalated to " + t.Assignee.Name
 	}
 	return ""

@@ -65,12 +65,12 @@ func waitOutcome(t core.Task) (string, string) {
 		// what the caller must know.
 		to := ""
 		if t.Assignee != nil {
-			to = " to " + t.Assignee.Kind + " " + t.Assignee.Name
+			to = " to " + t.Assignee.Describe()
 		}
 		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From + to
 	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
 		return "failed", "run failed: " + t.Session.Error
-	case t.Assignee != nil && t.Assignee.Kind == "person":
+	case t.Assignee != nil && t.Assignee.IsPerson():
 		return "person", "handed to " + t.Assignee.Name
 	}
 	return "", ""
@@ -191,7 +191,7 @@ func windingDown(t core.Task) bool {
 	default:
 		return false
 	}
-	return t.Assignee == nil || t.Assignee.Kind != "role" || t.Assignee.Name != t.Session.Role
+	return t.Assignee == nil || !t.Assignee.IsRoleNamed(t.Session.Role)
 }
 
 // waitCut turns a wait cut short into its outcome, quietly: its own

@@ -10,12 +10,12 @@ import (
 type ActorKind string
 
 const (
-	ActorPerson   ActorKind = "person"
+	ActorPerson   ActorKind = ActorKind(RefPerson)
 	ActorAgent    ActorKind = "agent"
 	ActorExternal ActorKind = "external"
 	// ActorRole is a role named as the actor of a stored change (a
 	// handoff by "role:eng"); live callers are never roles.
-	ActorRole ActorKind = "role"
+	ActorRole ActorKind = ActorKind(RefRole)
 )
 
 // Operator is the person who runs kandev; every CLI and TUI call acts as them.
@@ -36,16 +36,24 @@ func OperatorActor() Actor { return Actor{Kind: ActorPerson, Name: Operator} }
 // String is the stable form stored in created_by and message authors:
 // "person:operator", "task:k3f9qa", "role:eng", "external".
 func (a Actor) String() string {
+	if r, ok := a.Ref(); ok {
+		return r.String()
+	}
+	return string(ActorExternal)
+}
+
+// Ref names the actor as a Ref: a person, the task an agent works, or a
+// role. The external surface has none.
+func (a Actor) Ref() (Ref, bool) {
 	switch a.Kind {
 	case ActorPerson:
-		return "person:" + a.Name
+		return PersonRef(a.Name), true
 	case ActorAgent:
-		return "task:" + a.TaskID
+		return TaskRef(a.TaskID), true
 	case ActorRole:
-		return "role:" + a.Name
-	default:
-		return string(ActorExternal)
+		return RoleRef(a.Name), true
 	}
+	return Ref{}, false
 }
 
 // IsPerson reports whether a human acts.
@@ -54,12 +62,12 @@ func (a Actor) IsPerson() bool { return a.Kind == ActorPerson }
 // ParseActor reads the stored form back.
 func ParseActor(s string) Actor {
 	kind, rest, _ := strings.Cut(s, ":")
-	switch kind {
-	case "person":
+	switch RefKind(kind) {
+	case RefPerson:
 		return Actor{Kind: ActorPerson, Name: rest}
-	case "task":
+	case RefTask:
 		return Actor{Kind: ActorAgent, TaskID: rest}
-	case "role":
+	case RefRole:
 		return Actor{Kind: ActorRole, Name: rest}
 	default:
 		return Actor{Kind: ActorExternal}

@@ -247,9 +247,9 @@ type HandoffInput struct {
 
 // HandoffResult says where the task went.
 type HandoffResult struct {
-	TaskID string   `json:"task_id"`
-	From   Assignee `json:"from"`
-	To     Assignee `json:"to"`
+	TaskID string `json:"task_id"`
+	From   Ref    `json:"from"`
+	To     Ref    `json:"to"`
 	// Status: "handed_off"; Delivered says how the new assignee hears of it:
 	// "turn" (its agent runs on the task), "waiting" (a person), or
 	// "sign_off" (the delegating task's agent is woken to sign it off).
@@ -265,9 +265,9 @@ type BlockInput struct {
 
 // Role is a named agent identity: a profile and an optional manager.
 type Role struct {
-	Name      string    `json:"name"`
-	Profile   string    `json:"profile"`
-	ReportsTo *Assignee `json:"reports_to"`
+	Name      string `json:"name"`
+	Profile   string `json:"profile"`
+	ReportsTo *Ref   `json:"reports_to"`
 	// Implicit roles stand for a bare profile (tasks created with --profile).
 	Implicit  bool      `json:"implicit"`
 	CreatedAt time.Time `json:"created_at"`

@@ -2,6 +2,7 @@ package core
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -33,9 +34,9 @@ type Task struct {
 	Queued int `json:"queued"`
 
 	// Assignee moves the task forward: a role (its agent runs) or a person.
-	Assignee *Assignee `json:"assignee"`
+	Assignee *Ref `json:"assignee"`
 	// HandedBy is who handed the task to its assignee ("back" goes there).
-	HandedBy *Assignee `json:"handed_by"`
+	HandedBy *Ref `json:"handed_by"`
 	// Surface is the MCP surface its sessions get.
 	Surface string `json:"surface"`
 	// Stalled is set while the task is escalated after a stall.
@@ -72,15 +73,6 @@ type Workspace struct {
 	Base   string `json:"base"`   // the commit the branch started from
 }
 
-// Assignee is a role or a person.
-type Assignee struct {
-	Kind string `json:"kind"` // "role" or "person"
-	Name string `json:"name"`
-}
-
-// String is "role:NAME" or "person:NAME".
-func (a Assignee) String() string { return a.Kind + ":" + a.Name }
-
 // StallStuck is the Stall reason of a task that stalled with nobody to
 // escalate to (no manager, hander or person creator, no open creating
 // task): it stays with its role and waits for the operator.
@@ -116,6 +108,35 @@ type Stall struct {
 	From   string    `json:"from"`
 	Detail string    `json:"detail"`
 	At     time.Time `json:"at"`
+	// Failed: the role's run failed (rather than its turn ending without
+	// handing the task on). A failed run stays an alarm wherever it goes,
+	// never "back to you". Detail still reads "run failed: ..." for people.
+	Failed bool `json:"failed,omitempty"`
+}
+
+// StallFailedPrefix starts the Detail of a stall whose run failed. Code
+// tests Failed; the prefix is for people, and for reading stalls stored
+// before Failed existed.
+const StallFailedPrefix = "run failed: "
+
+// UnmarshalJSON reads a stall; one stored before Failed existed is failed
+// when its Detail carries the prefix.
+func (s *Stall) UnmarshalJSON(b []byte) error {
+	type plain Stall
+	var p struct {
+		plain
+		Failed *bool `json:"failed"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Stall(p.plain)
+	if p.Failed != nil {
+		s.Failed = *p.Failed
+	} else {
+		s.Failed = strings.HasPrefix(s.Detail, StallFailedPrefix)
+	}
+	return nil
 }
 
 // taskJSON is the wire shape: a root's parent_id and a live task's
@@ -139,8 +160,8 @@ type taskJSON struct {
 	Queued          int           `json:"queued"`
 	Session         *SessionInfo  `json:"session"`
 	PendingQuestion *QuestionInfo `json:"pending_question"`
-	Assignee        *Assignee     `json:"assignee"`
-	HandedBy        *Assignee     `json:"handed_by"`
+	Assignee        *Ref          `json:"assignee"`
+	HandedBy        *Ref          `json:"handed_by"`
 	Surface         string        `json:"surface"`
 	Stalled         *Stall        `json:"stalled"`
 	Waiting         string        `json:"waiting"`

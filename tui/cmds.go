@@ -383,7 +383,7 @@ func handoffText(id string, r core.HandoffResult) string {
 	case "turn":
 		return fmt.Sprintf("handed task %s to %s; its agent runs", id, to)
 	case "waiting":
-		if isOperator(r.To) {
+		if r.To.IsOperator() {
 			return fmt.Sprintf("handed task %s to you; it waits for you", id)
 		}
 		return fmt.Sprintf("handed task %s to %s; it waits for them", id, to)

@@ -404,9 +404,9 @@ func renderMessage(st styles, m core.Message, w int, loc *time.Location) []strin
 	style := st.logNote
 	switch m.Kind {
 	case core.MsgPrompt:
-		label, style = authorLabel(m.Author)+" ›", st.logYou
+		label, style = core.AuthorLabel(m.Author)+" ›", st.logYou
 		if meta.Delivery == string(core.DeliveryInterrupt) {
-			label = authorLabel(m.Author) + " (interrupt) ›"
+			label = core.AuthorLabel(m.Author) + " (interrupt) ›"
 		}
 	case core.MsgAgent:
 		label, style = "agent ›", st.logAgent
@@ -427,7 +427,7 @@ func renderMessage(st styles, m core.Message, w int, loc *time.Location) []strin
 		label, style = "? for "+who+" ›", st.logQ
 		text += "\n[" + questionState(meta) + "]"
 	case core.MsgAnswer:
-		label, style = "answer ("+authorLabel(m.Author)+") ›", st.logYou
+		label, style = "answer ("+core.AuthorLabel(m.Author)+") ›", st.logYou
 	case core.MsgHandoff:
 		label, style = "handoff ›", st.logQ
 	default:
@@ -491,19 +491,4 @@ func questionState(m messageMeta) string {
 		s += ": " + m.Resolution
 	}
 	return s
-}
-
-// authorLabel names who wrote an entry, as the operator thinks of them.
-func authorLabel(a string) string {
-	switch {
-	case a == "person:"+core.Operator:
-		return "you"
-	case strings.HasPrefix(a, "person:"):
-		return strings.TrimPrefix(a, "person:")
-	case strings.HasPrefix(a, "task:"):
-		return "task " + strings.TrimPrefix(a, "task:")
-	case a == "":
-		return "kandev"
-	}
-	return a
 }

@@ -34,8 +34,8 @@ type handoffDialog struct {
 	base
 	taskID    string
 	title     string
-	assignee  *core.Assignee
-	handedBy  *core.Assignee
+	assignee  *core.Ref
+	handedBy  *core.Ref
 	autopilot bool
 
 	filter textinput.Model
@@ -111,7 +111,7 @@ func (d *handoffDialog) setChoices(roles []core.Role, persons []core.Person) {
 	back := "nobody handed it over: the engine refuses back"
 	if b := d.handedBy; b != nil {
 		back = "→ " + describeAssignee(*b) + ", who handed it over"
-		if b.Kind == "task" {
+		if b.IsTask() {
 			back = "→ " + describeAssignee(*b) + ": its agent signs it off"
 		}
 	}
@@ -126,7 +126,7 @@ func (d *handoffDialog) setChoices(roles []core.Role, persons []core.Person) {
 		if ok, known := mcp[profile]; d.autopilot && known && !ok {
 			detail += " · no MCP: not for autopilot"
 		}
-		d.choices = append(d.choices, handChoice{name: name, detail: d.holds("role", name, detail)})
+		d.choices = append(d.choices, handChoice{name: name, detail: d.holds(core.RoleRef(name), detail)})
 	}
 	for _, r := range roles {
 		detail := "role · profile " + r.Profile
@@ -143,7 +143,7 @@ func (d *handoffDialog) setChoices(roles []core.Role, persons []core.Person) {
 		if p.Name == core.Operator {
 			detail = "person · you"
 		}
-		d.choices = append(d.choices, handChoice{name: p.Name, detail: d.holds("person", p.Name, detail)})
+		d.choices = append(d.choices, handChoice{name: p.Name, detail: d.holds(core.PersonRef(p.Name), detail)})
 	}
 	// A profile's own role exists as soon as it is named.
 	if !d.loading {
@@ -164,8 +164,8 @@ func (d *handoffDialog) setChoices(roles []core.Role, persons []core.Person) {
 
 // holds marks the choice that has the task now (the engine refuses to
 // hand it to them again).
-func (d *handoffDialog) holds(kind, name, detail string) string {
-	if a := d.assignee; a != nil && a.Kind == kind && a.Name == name {
+func (d *handoffDialog) holds(r core.Ref, detail string) string {
+	if a := d.assignee; a != nil && *a == r {
 		return detail + " · has it now"
 	}
 	return detail

@@ -32,7 +32,7 @@ func mayInterrupt(actor core.Actor, t *core.Task) bool {
 	case core.ActorPerson:
 		return true
 	case core.ActorAgent:
-		return t.ParentID != "" && t.ParentID == actor.TaskID
+		return core.IsDirectParent(actor.TaskID, *t)
 	}
 	return false
 }

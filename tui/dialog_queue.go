@@ -103,15 +103,8 @@ func (d *queueDialog) help(k keyMap) []key.Binding {
 
 // senderLabel is who queued an item, as the tree names people and tasks.
 func senderLabel(s string) string {
-	switch {
-	case s == "person:"+core.Operator:
-		return "you"
-	case strings.HasPrefix(s, "person:"):
-		return "@" + strings.TrimPrefix(s, "person:")
-	case strings.HasPrefix(s, "task:"):
-		return "task " + strings.TrimPrefix(s, "task:")
-	case s == "":
-		return "kandev"
+	if r, ok := core.ParseRef(s); ok && r.IsPerson() && !r.IsOperator() {
+		return "@" + r.Name
 	}
-	return s
+	return core.AuthorLabel(s)
 }

@@ -141,11 +141,11 @@ func assigneeLabel(t *core.Task) string {
 	switch {
 	case a == nil:
 		return t.Profile
-	case a.Kind == "person" && a.Name == core.Operator:
+	case a.IsOperator():
 		return "@you"
-	case a.Kind == "person":
+	case a.IsPerson():
 		return "@" + a.Name
-	case a.Kind == "task":
+	case a.IsTask():
 		return "^" + a.Name
 	case a.Name == t.Profile || a.Name == "":
 		return t.Profile
@@ -330,14 +330,12 @@ func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) s
 
 // describeAssignee says who an assignee is: "you", "role mock", "person
 // alice", "task k3f9qa".
-func describeAssignee(a core.Assignee) string {
-	if isOperator(a) {
+func describeAssignee(a core.Ref) string {
+	if a.IsOperator() {
 		return "you"
 	}
 	if a.Kind == "" {
 		return a.Name
 	}
-	return a.Kind + " " + a.Name
+	return a.Describe()
 }
-
-func isOperator(a core.Assignee) bool { return a.Kind == "person" && a.Name == core.Operator }

@@ -17,7 +17,7 @@ func waitAssignee(t *testing.T, d *daemontest.Daemon, id, kind, name string) cor
 	deadline := time.Now().Add(wait)
 	for {
 		task = get(t, d, id)
-		if task.Assignee != nil && task.Assignee.Kind == kind && task.Assignee.Name == name {
+		if task.Assignee != nil && string(task.Assignee.Kind) == kind && task.Assignee.Name == name {
 			return task
 		}
 		if time.Now().After(deadline) {
@@ -116,7 +116,7 @@ func TestEscalationChain(t *testing.T) {
 	}
 	// The engineer stalls again, the lead (resumed) stalls too: alice.
 	got := waitAssignee(t, d, task.ID, "person", "alice")
-	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:lead" || got.Status != core.StatusTodo {
+	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:lead" || got.Stalled.Failed || got.Status != core.StatusTodo {
 		t.Fatalf("alice's task: stalled %+v status %s", got.Stalled, got.Status)
 	}
 	sess := sessionsOf(t, d, task.ID)

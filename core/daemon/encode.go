@@ -169,12 +169,12 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendAssignee(b []byte, a *core.Assignee) []byte {
+func appendAssignee(b []byte, a *core.Ref) []byte {
 	if a == nil {
 		return append(b, "null"...)
 	}
 	b = append(b, `{"kind":`...)
-	b = appendString(b, a.Kind)
+	b = appendString(b, string(a.Kind))
 	b = append(b, `,"name":`...)
 	b = appendString(b, a.Name)
 	return append(b, '}')

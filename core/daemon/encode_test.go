@@ -252,7 +252,7 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.Assignee = &core.Assignee{Kind: "role", Name: randomString(rng)}
 	}
 	if rng.IntN(3) == 0 {
-		t.HandedBy = &core.Assignee{Kind: randomString(rng), Name: randomString(rng)}
+		t.HandedBy = &core.Assignee{Kind: core.RefKind(randomString(rng)), Name: randomString(rng)}
 	}
 	if rng.IntN(5) == 0 {
 		t.Stalled = &core.Stall{Reason: "Stalled", From: randomString(rng), Detail: randomString(rng), At: randomTime(rng)}

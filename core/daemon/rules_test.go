@@ -101,7 +101,7 @@ func TestFailedRunsEscalate(t *testing.T) {
 			task := create(t, d, core.CreateTaskInput{Title: c.name, Assignee: "eng", Start: true, Prompt: prompt})
 			got := waitAssignee(t, d, task.ID, "person", "alice")
 			if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:eng" ||
-				!strings.Contains(got.Stalled.Detail, "run failed") || !strings.Contains(got.Stalled.Detail, c.detail) {
+				!strings.Contains(got.Stalled.Detail, "run failed") || !strings.Contains(got.Stalled.Detail, c.detail) || !got.Stalled.Failed {
 				dump(t, d, task.ID)
 				t.Fatalf("stall record %+v, want Stalled from role:eng with %q", got.Stalled, c.detail)
 			}
@@ -262,7 +262,7 @@ func TestUnansweredChildQuestionStallsParent(t *testing.T) {
 	}
 	got := get(t, d, root.ID)
 	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || !strings.Contains(got.Stalled.Detail, "unanswered question") ||
-		!strings.Contains(got.Stalled.Detail, "Which database, sqlite or postgres?") || got.Assignee.Kind != "person" {
+		!strings.Contains(got.Stalled.Detail, "Which database, sqlite or postgres?") || got.Assignee.Kind != "person" || got.Stalled.Failed {
 		dump(t, d, root.ID)
 		t.Fatalf("root: stalled %+v assignee %+v", got.Stalled, got.Assignee)
 	}
@@ -311,7 +311,7 @@ func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 	}
 	got := showJSON(t, d, child.ID)
 	if got.Stalled == nil || got.Stalled.Reason != core.StallStuck || got.Stalled.From != "role:mock" ||
-		!strings.Contains(got.Stalled.Detail, "my last words") || !got.YourTurn || got.Assignee.Kind != "role" || got.Assignee.Name != "mock" {
+		!strings.Contains(got.Stalled.Detail, "my last words") || got.Stalled.Failed || !got.YourTurn || got.Assignee.Kind != "role" || got.Assignee.Name != "mock" {
 		t.Fatalf("stuck task: stalled %+v your_turn %v assignee %+v", got.Stalled, got.YourTurn, got.Assignee)
 	}
 	if out := d.MustRun("task", "show", child.ID); !strings.Contains(out, "stuck") || !strings.Contains(out, "nobody to escalate to") {

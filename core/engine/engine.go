@@ -178,7 +178,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.tasks = make(map[string]*core.Task, len(views))
 	e.order = make([]string, 0, len(views))
 	for i, v := range views {
-		slab[i] = taskFromView(v, explicit[strings.TrimPrefix(v.Assignee, "role:")])
+		a, _ := core.ParseRef(v.Assignee)
+		slab[i] = taskFromView(v, a.IsRole() && explicit[a.Name])
 		t := &slab[i]
 		e.tasks[t.ID] = t
 		e.order = append(e.order, t.ID)
@@ -270,7 +271,7 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		return core.Task{}, mapStoreErr(err, "task "+id)
 	}
 	explicitRole := false
-	if a := parseRef(v.Assignee); a != nil && a.Kind == "role" {
+	if a := core.ParseRefPtr(v.Assignee); a != nil && a.IsRole() {
 		if r, err := e.db.GetRole(ctx, a.Name); err == nil {
 			explicitRole = !r.Implicit
 		}
@@ -358,7 +359,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 		Status: core.Status(v.Status), Autopilot: v.Autopilot, Profile: v.Profile, CWD: v.CWD,
 		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
-		TitlePending: v.TitlePending, Assignee: parseRef(v.Assignee), HandedBy: parseRef(v.HandedBy),
+		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
 		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
 	}
 	if t.BlockedBy == nil {
@@ -388,7 +389,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 	active := !t.Archived && !t.Status.Terminal()
 	// A stuck task (stalled, nobody to escalate to) is the operator's too:
 	// nobody else will ever move it.
-	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.Kind == "person" && t.Assignee.Name == core.Operator) ||
+	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
 		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser) || t.Stuck())
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
@@ -494,7 +495,7 @@ func (e *Engine) GetProfile(ctx context.Context, name string) (core.Profile, err
 
 // AddProfile implements core.Client: add or replace a user profile.
 func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
-	if a := core.ActorFrom(ctx); a.Kind == core.ActorExternal {
+	if a := core.ActorFrom(ctx); external(a) {
 		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
 	}
 	if err := core.ValidateProfile(p); err != nil {
@@ -524,7 +525,7 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 // RemoveProfile implements core.Client. Removing an override restores the
 // built-in; a built-in itself cannot be removed.
 func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	if a := core.ActorFrom(ctx); a.Kind == core.ActorExternal {
+	if a := core.ActorFrom(ctx); external(a) {
 		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
 	}
 	p, err := e.profile(ctx, name)

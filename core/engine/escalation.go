@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	if err != nil || t.Archived || t.Status.Terminal() || t.Halted {
 		return
 	}
-	if t.Assignee == nil || t.Assignee.Kind != "role" || t.Assignee.Name != role {
+	if t.Assignee == nil || !t.Assignee.IsRoleNamed(role) {
 		return // handed on during the turn
 	}
 	if t.PendingQuestion != nil {
@@ -46,11 +47,11 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	}
 	switch {
 	case failed:
-		detail = "run failed: " + detail
+		detail = core.StallFailedPrefix + detail
 	case unanswered != "":
 		detail = unanswered
 	}
-	e.escalate(ctx, t, role, detail)
+	e.escalate(ctx, t, role, detail, failed)
 }
 
 // unansweredPrefix starts the stall detail of a task that left a child's
@@ -98,18 +99,18 @@ func (e *Engine) openSubtasks(taskID string) int {
 // task an agent created, the creating task's assignee is woken with the
 // report (see docs/decisions/0003-escalation-targets.md). With none of
 // these the task stays where it is and the daemon logs it.
-func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string) {
-	var target *core.Assignee
+func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string, failed bool) {
+	var target *core.Ref
 	if r, err := e.roleOf(ctx, role); err == nil {
-		target = parseRef(r.Manager)
+		target = core.ParseRefPtr(r.Manager)
 	}
 	reason := "Stalled"
 	// A turn that ended normally and goes back to the person who handed
 	// the task over or created it is their turn again, not an escalation
 	// (ADR 0025). A failed run or a child's question left unanswered stays
 	// an alarm wherever it goes.
-	normal := !strings.HasPrefix(detail, "run failed: ") && !strings.HasPrefix(detail, unansweredPrefix)
-	if target == nil && t.HandedBy != nil && t.HandedBy.Kind == "person" {
+	normal := !failed && !strings.HasPrefix(detail, unansweredPrefix)
+	if target == nil && t.HandedBy != nil && t.HandedBy.IsPerson() {
 		target = t.HandedBy
 		if normal {
 			reason = core.StallReturned
@@ -117,33 +118,33 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string)
 	}
 	creator := core.ParseActor(t.CreatedBy)
 	if target == nil && creator.Kind == core.ActorPerson {
-		target = &core.Assignee{Kind: "person", Name: creator.Name}
+		target = &core.Ref{Kind: core.RefPerson, Name: creator.Name}
 		if normal {
 			reason = core.StallReturned
 		}
 	}
 	if target != nil {
-		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, reason); err != nil {
+		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: failed}); err != nil {
 			e.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
 		}
 		return
 	}
 	if creator.Kind == core.ActorAgent {
 		if p, ok := e.cached(creator.TaskID); ok && !p.Archived && !p.Status.Terminal() {
-			e.reportStallToCreator(ctx, t, p, role, detail)
+			e.reportStallToCreator(ctx, t, p, role, detail, failed)
 			return
 		}
 	}
-	e.markStuck(ctx, t, role, detail)
+	e.markStuck(ctx, t, role, detail, failed)
 }
 
 // markStuck records a stall that has nowhere to go (ADR 0007): the task
 // stays with its role, marked Stuck, and its queue waits for explicit
 // input from the operator (or its parent), which clears the mark.
-func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string) {
+func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string, failed bool) {
 	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
-	stalled := metaJSON(map[string]any{"reason": core.StallStuck, "from": roleRef(role), "detail": truncateRunes(detail, 2000), "at": now})
+	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
 	if err := e.db.SetStalled(ctx, t.ID, stalled, now); err != nil {
 		e.log.Error("mark stuck", "task", t.ID, "err", err)
 	}
@@ -155,12 +156,12 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 
 // reportStallToCreator marks a stalled agent-created task and wakes the
 // creating task's assignee with the report. The task stays with its role.
-func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string) {
+func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, failed bool) {
 	now := time.Now().UTC()
-	stalled := metaJSON(map[string]any{"reason": "Stalled", "from": roleRef(role), "detail": truncateRunes(detail, 2000), "at": now})
+	stalled := stallJSON(core.Stall{Reason: "Stalled", From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
 	what := "left it without handing it on. Its last words:"
 	switch {
-	case strings.HasPrefix(detail, "run failed: "):
+	case failed:
 		what = "failed on it:"
 	case strings.HasPrefix(detail, unansweredPrefix):
 		what = "left a question from its own subtask unanswered:"
@@ -222,7 +223,7 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
 			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, open)
 		items = append(items, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
-			Sender: "task:" + t.ID, Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
+			Sender: core.TaskRef(t.ID).String(), Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
 	}
 	return items
 }
@@ -290,4 +291,14 @@ func (e *Engine) sweep(ctx context.Context) error {
 		e.kick(id)
 	}
 	return nil
+}
+
+// stallJSON is a stall as the tasks.stalled column stores it: the wire
+// shape of core.Stall.
+func stallJSON(st core.Stall) string {
+	b, err := json.Marshal(st)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
 }

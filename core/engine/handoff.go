@@ -42,16 +42,13 @@ func (e *Engine) handerOf(actor core.Actor) string {
 // was taken away): only the holder moves a task forward, and a second
 // handoff must not pull the task back from whoever has it now.
 func (e *Engine) mustHold(actor core.Actor, t core.Task) error {
-	if actor.Kind != core.ActorAgent || actor.TaskID != t.ID {
+	if !agentOf(actor, t.ID) || e.holder(actor, t) {
 		return nil
 	}
 	hander := e.handerOf(actor)
-	if t.Assignee != nil && t.Assignee.String() == hander {
-		return nil
-	}
 	holder := "nobody"
 	if t.Assignee != nil {
-		holder = t.Assignee.Kind + " " + t.Assignee.Name
+		holder = t.Assignee.Describe()
 	}
 	return core.Errorf(core.CodeConflict, "task %s is no longer yours: %s holds it now, not %s; end your turn", t.ID, holder, describeRef(hander)).
 		WithDetails(map[string]any{"task_id": t.ID, "assignee": t.Assignee})
@@ -67,7 +64,7 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	switch actor.Kind {
 	case core.ActorPerson:
 	case core.ActorAgent:
-		if t.ID != actor.TaskID && !e.isAncestor(actor.TaskID, t.ID) {
+		if !e.inSubtree(actor, t.ID) {
 			return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
 		}
 		if err := e.mustHold(actor, t); err != nil {
@@ -83,7 +80,7 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	if to == "" {
 		return core.HandoffResult{}, core.Errorf(core.CodeValidation, "say whom to hand the task to: a role, a person, or back")
 	}
-	var target core.Assignee
+	var target core.Ref
 	if to == "back" {
 		if t.HandedBy == nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
@@ -96,14 +93,19 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	if hander == "" {
 		return core.HandoffResult{}, core.Errorf(core.CodeInternal, "cannot tell who is handing task %s over", t.ID)
 	}
-	return e.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), "")
+	return e.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), nil)
 }
 
-// handoff moves a task to target. reason is "" for a plain handoff and
-// "Stalled" for an escalation (whose record stays on the task until the
-// next handoff).
-func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee, hander, message, reason string) (core.HandoffResult, error) {
-	from := core.Assignee{}
+// handoff moves a task to target. stall is nil for a plain handoff; for an
+// escalation it carries the reason ("Stalled", core.StallReturned) and
+// whether the run failed, and its record stays on the task until the next
+// handoff.
+func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error) {
+	reason := ""
+	if stall != nil {
+		reason = stall.Reason
+	}
+	from := core.Ref{}
 	if t.Assignee != nil {
 		from = *t.Assignee
 	}
@@ -111,7 +113,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", t.ID, target.Kind, target.Name)
 	}
 	profile := ""
-	if target.Kind == "role" {
+	if target.IsRole() {
 		r, err := e.roleOf(ctx, target.Name)
 		if err != nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
@@ -130,7 +132,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 	// Handing a task back to the task that delegated it asks that task's
 	// agent to sign it off.
 	var signOff *core.Task
-	if target.Kind == "task" {
+	if target.IsTask() {
 		p, ok := e.cached(target.Name)
 		if !ok || p.Archived || p.Status.Terminal() {
 			return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s, which delegated %s, is no longer open; hand it to a role or a person", target.Name, t.ID)
@@ -140,7 +142,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 	delivered := "turn"
 	status := core.StatusTodo
 	switch {
-	case target.Kind == "person":
+	case target.IsPerson():
 		delivered, status = "waiting", core.StatusReview
 	case signOff != nil:
 		delivered, status = "sign_off", core.StatusReview
@@ -162,7 +164,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 		}
 		stalled := ""
 		if reason != "" {
-			stalled = metaJSON(map[string]any{"reason": reason, "from": from.String(), "detail": truncateRunes(message, 2000), "at": now})
+			stalled = stallJSON(core.Stall{Reason: reason, From: from.String(), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed})
 		}
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
@@ -187,13 +189,13 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
 				Sender: hander, Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
 			return err
-		case target.Kind == "role":
+		case target.IsRole():
 			kind, body := itemHandoff, ""
 			if reason != "" {
 				kind = itemStalled
 				body = fmt.Sprintf("[kandev:stalled] Task %s (%s) stalled and was escalated to you, %s's manager. %s\n\n%s\n\n"+
 					"Hand it back with guidance (handoff_task_kandev to: \"back\"), hand it on, or work it yourself.",
-					t.ID, t.Title, from.Name, stallCause(message), orNone(message))
+					t.ID, t.Title, from.Name, stallCause(stall.Failed, message), orNone(message))
 			} else {
 				body = fmt.Sprintf("[kandev:handoff] Task %s (%s) was handed to you, role %s, by %s.\n\n%s",
 					t.ID, t.Title, target.Name, describeRef(hander), orNone(message))
@@ -229,7 +231,7 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 	case signOff != nil:
 		e.refreshQuiet(signOff.ID)
 		e.kick(signOff.ID)
-	case target.Kind == "role":
+	case target.IsRole():
 		e.kick(t.ID)
 	}
 	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
@@ -240,12 +242,12 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Assignee,
 // handed the task on and finishes its turn); by cancelling the turn when
 // someone else took the task away mid-turn. bySession is the session of
 // the agent that handed it over, if an agent did.
-func (e *Engine) releaseRun(taskID string, to core.Assignee, bySession string) {
+func (e *Engine) releaseRun(taskID string, to core.Ref, bySession string) {
 	rt := e.runtime(taskID)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	run := rt.run
-	if run == nil || (to.Kind == "role" && run.role == to.Name) {
+	if run == nil || (to.IsRole() && run.role == to.Name) {
 		return
 	}
 	if rt.turn != nil && rt.turn.run == run {
@@ -265,8 +267,8 @@ func (e *Engine) releaseRun(taskID string, to core.Assignee, bySession string) {
 }
 
 func describeRef(ref string) string {
-	if a := parseRef(ref); a != nil {
-		return a.Kind + " " + a.Name
+	if a := core.ParseRefPtr(ref); a != nil {
+		return a.Describe()
 	}
 	return ref
 }
@@ -278,8 +280,8 @@ func orNone(s string) string {
 	return s
 }
 
-func stallCause(detail string) string {
-	if strings.HasPrefix(detail, "run failed: ") {
+func stallCause(failed bool, detail string) string {
+	if failed {
 		return "Its run failed:"
 	}
 	if strings.HasPrefix(detail, unansweredPrefix) {

@@ -19,16 +19,16 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	if err != nil {
 		return core.Task{}, err
 	}
-	if actor.Kind == core.ActorAgent && !e.isAncestor(actor.TaskID, t.ID) {
+	if actor.Kind == core.ActorAgent && !e.above(actor, t.ID) {
 		return core.Task{}, core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
 	}
 	if err := e.deliverable(t); err != nil {
 		return core.Task{}, err
 	}
 	text := strings.TrimSpace(in.Prompt)
-	if t.Assignee != nil && t.Assignee.Kind != "role" {
+	if t.Assignee != nil && !t.Assignee.IsRole() {
 		// Starting a task that waits on you hands it back to its agent.
-		if actor.Kind == core.ActorPerson && t.Assignee.Kind == "person" && t.Assignee.Name == actor.Name && t.Session != nil {
+		if personActs(actor) && e.holder(actor, t) && t.Session != nil {
 			if text == "" {
 				text = "Continue work on the task."
 			}
@@ -116,23 +116,23 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if err != nil {
 		return core.MessageResult{}, err
 	}
-	if actor.Kind == core.ActorExternal {
+	if external(actor) {
 		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot message tasks")
 	}
 	if in.ReplyTo != "" {
 		return e.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
-	explicit := actor.Kind == core.ActorPerson || (actor.Kind == core.ActorAgent && t.ParentID == actor.TaskID)
+	explicit := steers(actor, t)
 	if delivery == core.DeliveryInterrupt && !explicit {
 		return core.MessageResult{}, e.notDirectParent(t, "interrupt")
 	}
-	if actor.Kind == core.ActorAgent && actor.TaskID == t.ID {
+	if agentOf(actor, t.ID) {
 		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
 	}
 	if err := e.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
-	if actor.Kind == core.ActorPerson && t.Assignee != nil && t.Assignee.Kind == "person" && delivery == core.DeliveryQueued {
+	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
 		return e.handBackWithMessage(ctx, t, actor, text)
 	}
 
@@ -214,13 +214,13 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 // handBackWithMessage: a person's message to a task that waits on a person
 // hands it back to the role that last worked it, with the message.
 func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
-	target := core.Assignee{Kind: "role", Name: t.Profile}
-	if t.HandedBy != nil && t.HandedBy.Kind == "role" {
+	target := core.RoleRef(t.Profile)
+	if t.HandedBy != nil && t.HandedBy.IsRole() {
 		target = *t.HandedBy
 	} else if t.Session != nil && t.Session.Role != "" {
-		target = core.Assignee{Kind: "role", Name: t.Session.Role}
+		target = core.RoleRef(t.Session.Role)
 	}
-	if _, err := e.handoff(ctx, t, target, personRef(actor.Name), text, ""); err != nil {
+	if _, err := e.handoff(ctx, t, target, personRef(actor.Name), text, nil); err != nil {
 		return core.MessageResult{}, err
 	}
 	return core.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil
@@ -255,7 +255,7 @@ func positionOf(queue []store.QueueItem, priority int) int {
 // waiting behind the queue. (The direct parent's interrupts count against
 // its own cap, so that no agent grows a queue without bound.)
 func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
-	if actor.Kind == core.ActorPerson && delivery == core.DeliveryInterrupt {
+	if personActs(actor) && delivery == core.DeliveryInterrupt {
 		return nil
 	}
 	sender := actor.String()
@@ -288,7 +288,8 @@ func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Acto
 // explicitSender: a stored sender that steers the task (a person, or the
 // task's direct parent).
 func (e *Engine) explicitSender(t core.Task, sender string) bool {
-	return strings.HasPrefix(sender, "person:") || (t.ParentID != "" && sender == "task:"+t.ParentID)
+	r, ok := core.ParseRef(sender)
+	return ok && (r.IsPerson() || (t.ParentID != "" && r == core.TaskRef(t.ParentID)))
 }
 
 func describeQueue(queue []store.QueueItem) []map[string]any {
@@ -320,7 +321,7 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 	switch actor.Kind {
 	case core.ActorPerson:
 	case core.ActorAgent:
-		if t.ParentID == "" || t.ParentID != actor.TaskID {
+		if !directParent(actor, t) {
 			return core.StopResult{}, e.notDirectParent(t, "stop")
 		}
 	default:

@@ -121,7 +121,7 @@ func (e *Engine) recordQuestion(ctx context.Context, tx *store.Tx, taskID, sessi
 	}
 	now := time.Now().UTC()
 	return tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgQuestion),
-		Author: "task:" + taskID, Text: renderQuestions(q.Questions, q.Context), Meta: string(b), Ref: q.QuestionID,
+		Author: core.TaskRef(taskID).String(), Text: renderQuestions(q.Questions, q.Context), Meta: string(b), Ref: q.QuestionID,
 		CreatedAt: now, UpdatedAt: now})
 }
 
@@ -295,7 +295,7 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	if q.Kind != core.QuestionParent {
 		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "question %s is for the operator (kandev task answer %s); agents cannot answer it", qid, child.ID)
 	}
-	if actor.Kind != core.ActorAgent || actor.TaskID != q.ParentTaskID {
+	if !agentOf(actor, q.ParentTaskID) {
 		return core.MessageResult{}, core.Errorf(core.CodeForbidden,
 			"only task %s, the direct parent that was asked, may answer question %s; to give task %s new input instead, send a message without reply_to_question_id",
 			q.ParentTaskID, qid, child.ID)
@@ -346,7 +346,7 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 // pending user question.
 func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
 	actor := core.ActorFrom(ctx)
-	if actor.Kind != core.ActorPerson {
+	if !personActs(actor) {
 		return core.AnswerResult{}, core.Errorf(core.CodeForbidden, "only a person answers user questions")
 	}
 	t, err := e.task(ctx, ref)

@@ -26,7 +26,7 @@ func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, err
 // withdraw input meant for another task.
 func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
 	actor := core.ActorFrom(ctx)
-	if actor.Kind != core.ActorPerson {
+	if !personActs(actor) {
 		return core.QueueView{}, core.Errorf(core.CodeForbidden, "only the operator drops queued messages")
 	}
 	if in.All == (in.ID != 0) {

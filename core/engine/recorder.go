@@ -213,7 +213,7 @@ func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]an
 	}
 	now := time.Now().UTC()
 	m, err := r.e.db.InsertMessage(context.Background(), store.Message{TaskID: r.taskID, SessionID: r.sessionID,
-		Kind: string(kind), Author: "task:" + r.taskID, Text: text, Meta: metaJSON, Ref: ref, CreatedAt: now, UpdatedAt: now})
+		Kind: string(kind), Author: core.TaskRef(r.taskID).String(), Text: text, Meta: metaJSON, Ref: ref, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
 		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
 		return store.Message{}

@@ -14,7 +14,7 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
 
-func validName(kind, name string) error {
+func validName(kind core.RefKind, name string) error {
 	if !nameRE.MatchString(name) {
 		return core.Errorf(core.CodeValidation, "%s name %q: use 1-32 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", kind, name)
 	}
@@ -27,42 +27,34 @@ func validName(kind, name string) error {
 // ref forms of assignees as stored: "role:NAME" / "person:NAME", and
 // "task:ID" for a task handed back to the task that delegated it, whose
 // agent signs it off.
-func roleRef(name string) string   { return "role:" + name }
-func personRef(name string) string { return "person:" + name }
-
-func parseRef(s string) *core.Assignee {
-	kind, name, ok := strings.Cut(s, ":")
-	if !ok || name == "" || (kind != "role" && kind != "person" && kind != "task") {
-		return nil
-	}
-	return &core.Assignee{Kind: kind, Name: name}
-}
+func roleRef(name string) string   { return core.RoleRef(name).String() }
+func personRef(name string) string { return core.PersonRef(name).String() }
 
 func roleFromStore(r store.Role) core.Role {
-	return core.Role{Name: r.Name, Profile: r.Profile, ReportsTo: parseRef(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
+	return core.Role{Name: r.Name, Profile: r.Profile, ReportsTo: core.ParseRefPtr(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
 }
 
 // lookupAssignee resolves a name to the role or person it names.
-func (e *Engine) lookupAssignee(ctx context.Context, name string) (core.Assignee, error) {
+func (e *Engine) lookupAssignee(ctx context.Context, name string) (core.Ref, error) {
 	name = strings.TrimSpace(name)
 	if _, err := e.db.GetRole(ctx, name); err == nil {
-		return core.Assignee{Kind: "role", Name: name}, nil
+		return core.RoleRef(name), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return core.Assignee{}, mapStoreErr(err, "role "+name)
+		return core.Ref{}, mapStoreErr(err, "role "+name)
 	}
 	if _, err := e.db.GetPerson(ctx, name); err == nil {
-		return core.Assignee{Kind: "person", Name: name}, nil
+		return core.PersonRef(name), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
-		return core.Assignee{}, mapStoreErr(err, "person "+name)
+		return core.Ref{}, mapStoreErr(err, "person "+name)
 	}
 	// A profile's own role exists as soon as it is named.
 	if _, err := e.profile(ctx, name); err == nil {
 		if err := e.db.EnsureImplicitRole(ctx, name, time.Now().UTC()); err != nil {
-			return core.Assignee{}, mapStoreErr(err, "role "+name)
+			return core.Ref{}, mapStoreErr(err, "role "+name)
 		}
-		return core.Assignee{Kind: "role", Name: name}, nil
+		return core.RoleRef(name), nil
 	}
-	return core.Assignee{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
+	return core.Ref{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
 }
 
 // ListRoles implements core.Client.
@@ -92,7 +84,7 @@ func (e *Engine) AddRole(ctx context.Context, in core.RoleInput) (core.Role, err
 	if err := e.personOnly(ctx, "add roles"); err != nil {
 		return core.Role{}, err
 	}
-	if err := validName("role", in.Name); err != nil {
+	if err := validName(core.RefRole, in.Name); err != nil {
 		return core.Role{}, err
 	}
 	if _, err := e.profile(ctx, in.Name); err == nil {
@@ -192,7 +184,7 @@ func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error
 	if err := e.personOnly(ctx, "add people"); err != nil {
 		return core.Person{}, err
 	}
-	if err := validName("person", name); err != nil {
+	if err := validName(core.RefPerson, name); err != nil {
 		return core.Person{}, err
 	}
 	if _, err := e.db.GetRole(ctx, name); err == nil {
@@ -209,7 +201,7 @@ func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error
 }
 
 func (e *Engine) personOnly(ctx context.Context, what string) error {
-	if a := core.ActorFrom(ctx); a.Kind != core.ActorPerson {
+	if a := core.ActorFrom(ctx); !personActs(a) {
 		return core.Errorf(core.CodeForbidden, "only a person may %s", what)
 	}
 	return nil
@@ -228,7 +220,7 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 	if err != nil {
 		return "", err
 	}
-	if a.Kind == "person" {
+	if a.IsPerson() {
 		return personRef(a.Name), nil
 	}
 	chain := []string{role, a.Name}
@@ -242,8 +234,8 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 		if err != nil {
 			break
 		}
-		m := parseRef(r.Manager)
-		if m == nil || m.Kind != "role" {
+		m := core.ParseRefPtr(r.Manager)
+		if m == nil || !m.IsRole() {
 			break
 		}
 		chain = append(chain, m.Name)

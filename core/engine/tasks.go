@@ -113,12 +113,12 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	}
 
 	// The assignee: a named role or person, else the profile's own role.
-	assignee := core.Assignee{Kind: "role", Name: prof.Name}
+	assignee := core.RoleRef(prof.Name)
 	if strings.TrimSpace(in.Assignee) != "" {
 		if assignee, err = e.lookupAssignee(ctx, in.Assignee); err != nil {
 			return core.Task{}, err
 		}
-		if assignee.Kind == "role" {
+		if assignee.IsRole() {
 			r, err := e.roleOf(ctx, assignee.Name)
 			if err != nil {
 				return core.Task{}, core.Errorf(core.CodeNotFound, "%v", err)
@@ -151,7 +151,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	}
 	// Who handed it over ("back" returns it there): the person who created
 	// it, or the task whose agent created it, which then signs it off.
-	handedBy := "task:" + actor.TaskID
+	handedBy := core.TaskRef(actor.TaskID).String()
 	if actor.Kind != core.ActorAgent {
 		handedBy = e.handerOf(actor)
 	}
@@ -173,7 +173,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			return core.Task{}, err
 		}
 		err = e.db.Tx(ctx, func(tx *store.Tx) error {
-			if assignee.Kind == "role" && assignee.Name == prof.Name {
+			if assignee.IsRoleNamed(prof.Name) {
 				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
 					return err
 				}
@@ -206,7 +206,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 					Sender: actor.String(), Text: prompt, Meta: meta, CreatedAt: now})
 				return err
 			}
-			if in.Start && assignee.Kind == "role" {
+			if in.Start && assignee.IsRole() {
 				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemKickoff,
 					Sender: actor.String(), Text: "Start work on the task.", Meta: meta, CreatedAt: now})
 				return err
@@ -452,10 +452,7 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 // mayEdit allows the operator everything and an agent its own subtree.
 func (e *Engine) mayEdit(ctx context.Context, t core.Task) error {
 	a := core.ActorFrom(ctx)
-	if a.Kind != core.ActorAgent {
-		return nil
-	}
-	if a.TaskID == t.ID || e.isAncestor(a.TaskID, t.ID) {
+	if a.Kind != core.ActorAgent || e.inSubtree(a, t.ID) {
 		return nil
 	}
 	return core.Errorf(core.CodeForbidden, "task %s is not yours or a descendant of yours", t.ID)

@@ -236,7 +236,7 @@ func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 }
 
 // assigneeIs matches "role:NAME", "person:NAME" or a bare NAME.
-func assigneeIs(a *core.Assignee, want string) bool {
+func assigneeIs(a *core.Ref, want string) bool {
 	if a == nil {
 		return false
 	}
@@ -271,7 +271,7 @@ func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capabi
 			}
 			return nil, err
 		}
-		if pid != actor.TaskID && !e.isAncestor(actor.TaskID, pid) {
+		if !e.inSubtree(actor, pid) {
 			return nil, core.Errorf(core.CodeForbidden, "task %s is outside your subtree; create subtasks under your own task or its descendants", pid)
 		}
 		in.ParentID = pid

@@ -168,7 +168,7 @@ func (e *Engine) held(t core.Task) string {
 		// A run that failed again would only fail again: explicit input
 		// (the operator's, or its parent's) clears the mark first.
 		return "stuck: nobody to escalate to"
-	case t.Assignee == nil || t.Assignee.Kind != "role":
+	case t.Assignee == nil || !t.Assignee.IsRole():
 		return "waiting on someone else"
 	}
 	return ""
@@ -249,7 +249,7 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 // launch spawns the task's agent and opens (or resumes) its session.
 func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, error) {
 	ctx := e.baseCtx
-	if t.Assignee == nil || t.Assignee.Kind != "role" {
+	if t.Assignee == nil || !t.Assignee.IsRole() {
 		return nil, errFenced
 	}
 	role, err := e.roleOf(ctx, t.Assignee.Name)

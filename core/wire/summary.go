@@ -99,9 +99,9 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 		}
 		b = append(b, '\t')
 	}
-	ref := func(a *core.Assignee) {
+	ref := func(a *core.Ref) {
 		if a != nil {
-			field(a.Kind)
+			field(string(a.Kind))
 			field(a.Name)
 		} else {
 			b = append(b, '\t', '\t')
@@ -221,13 +221,13 @@ func unescape(s string) string {
 func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 	var tasks []core.Task
 	// One allocation for all the assignees and one for all the sessions.
-	var refs []core.Assignee
+	var refs []core.Ref
 	var sessions []core.SessionInfo
 	n := -1
 	err := scanSummaryLines(r, func(count int) {
 		n = count
 		tasks = make([]core.Task, 0, n)
-		refs = make([]core.Assignee, 0, 2*n)
+		refs = make([]core.Ref, 0, 2*n)
 	}, func(cols []string) error {
 		tasks = append(tasks, core.Task{})
 		return summaryTask(&tasks[len(tasks)-1], cols, &refs, &sessions, n)
@@ -242,7 +242,7 @@ func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 // count first, to size what the caller builds.
 func ScanTaskSummaries(r io.Reader, count func(n int), fn func(*core.Task) error) error {
 	var t core.Task
-	refs := make([]core.Assignee, 0, 2)
+	refs := make([]core.Ref, 0, 2)
 	sessions := make([]core.SessionInfo, 0, 1)
 	var fnErr error
 	err := scanSummaryLines(r, count, func(cols []string) error {
@@ -325,7 +325,7 @@ func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) er
 // summaryTask fills t from one line's columns. t is in the caller's slab:
 // nothing here may take its address for an interface (json.Unmarshal),
 // or every task would escape to the heap on its own.
-func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]core.SessionInfo, n int) error {
+func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.SessionInfo, n int) error {
 	var bad error
 	at := func(s string) time.Time {
 		if s == "0" {
@@ -345,14 +345,14 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Assignee, sessions *[]co
 		return time.Unix(0, v).UTC()
 	}
 	flags := c[3]
-	ref := func(flag byte, kind, name string) *core.Assignee {
+	ref := func(flag byte, kind, name string) *core.Ref {
 		if strings.IndexByte(flags, flag) < 0 {
 			return nil
 		}
 		if len(*refs) == cap(*refs) {
-			*refs = make([]core.Assignee, 0, 64)
+			*refs = make([]core.Ref, 0, 64)
 		}
-		*refs = append(*refs, core.Assignee{Kind: unescape(kind), Name: unescape(name)})
+		*refs = append(*refs, core.Ref{Kind: core.RefKind(unescape(kind)), Name: unescape(name)})
 		return &(*refs)[len(*refs)-1]
 	}
 	*t = core.Task{ID: unescape(c[0]), ParentID: unescape(c[1]), Status: core.Status(unescape(c[2])), UpdatedAt: at(c[4]),

@@ -38,7 +38,7 @@ func SeedTasks(dbPath string, n int) (first string, err error) {
 			seen[id] = true
 			t := store.Task{ID: id, Title: fmt.Sprintf("Task %d: split the auth module into token and session parts", i),
 				CWD: cwd, Profile: "claude", Status: string(core.Statuses[i%len(core.Statuses)]), Autopilot: i%3 == 0,
-				CreatedBy: "person:operator", CreatedAt: base.Add(time.Duration(i) * time.Second)}
+				CreatedBy: core.OperatorRef().String(), CreatedAt: base.Add(time.Duration(i) * time.Second)}
 			t.UpdatedAt = t.CreatedAt
 			if i%4 == 0 {
 				t.Description = "Keep the public API; move parsing into its own file and add \"tests\" for it.\nSecond line."
@@ -46,7 +46,7 @@ func SeedTasks(dbPath string, n int) (first string, err error) {
 			if i%10 != 0 && len(ids) > 0 {
 				lo := max(0, len(ids)-50)
 				t.ParentID = ids[lo+rng.IntN(len(ids)-lo)]
-				t.CreatedBy = "task:" + t.ParentID
+				t.CreatedBy = core.TaskRef(t.ParentID).String()
 			}
 			if err := tx.InsertTask(ctx, t); err != nil {
 				return err
