@@ -135,7 +135,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	// Counted as the summaries stream in: a status bar asks often, and
 	// holding 100,000 tasks to count a few would cost it most of its time.
 	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
-	if err := scanTasks(ctx, client, core.ListTasksInput{}, func(int) {}, func(t *core.Task) error { g.add(t); return nil }); err != nil {
+	if err := scanTasks(ctx, client, core.ListTasksInput{}, nil, func(t *core.Task) error { g.add(t); return nil }); err != nil {
 		return err
 	}
 	if f.JSON {

@@ -67,7 +67,8 @@ type taskSummaryScanner interface {
 }
 
 // scanTasks gives fn the listing's tasks in order: streamed summaries when
-// the client can, else the summaries or tasks listed at once.
+// the client can, else the summaries or tasks listed at once. count, when
+// not nil, hears the number of tasks first.
 func scanTasks(ctx context.Context, client core.Client, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
 	if sc, ok := client.(taskSummaryScanner); ok {
 		return sc.ScanTaskSummaries(ctx, in, count, fn)
@@ -80,7 +81,9 @@ func scanTasks(ctx context.Context, client core.Client, in core.ListTasksInput, 
 	if err != nil {
 		return err
 	}
-	count(len(tasks))
+	if count != nil {
+		count(len(tasks))
+	}
 	for i := range tasks {
 		if err := fn(&tasks[i]); err != nil {
 			return err
