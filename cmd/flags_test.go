@@ -116,6 +116,8 @@ func TestNewCmdProfileFlags(t *testing.T) {
 		t.Error("profile add without --no-mcp: MCP false")
 	}
 	refused(t, f, NewCmdProfileAdd, "--command is required", "opus", "--command", "  ")
+	add = mustParse(t, f, NewCmdProfileAdd, "careful", "--command", "codex-acp", "--permission", "ask", "--autopilot-permission", "deny")
+	same(t, "profile add --permission", [2]string{add.Profile.Permission, add.Profile.AutopilotPermission}, [2]string{"ask", "deny"})
 
 	show := mustParse(t, f, NewCmdProfileShow, "opus", "--reveal")
 	same(t, "profile show", [2]any{show.Name, show.Reveal}, [2]any{"opus", true})

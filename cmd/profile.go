@@ -30,11 +30,19 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 	p := &opts.Profile
 	var noMCP bool
 	c := &cobra.Command{
-		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D]",
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P]",
 		Short: "Add (or replace) an agent profile",
+		Long: `Add (or replace) an agent profile.
+
+--permission sets how kandev answers the agent's permission requests on a normal
+task: allow, deny, or ask (a pending question for you, answered with kandev task
+answer ID --option N). --autopilot-permission sets it for autopilot tasks, where
+nobody is asked: allow or deny. Unset, they follow $KANDEV_PERMISSION and
+$KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.`,
 		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
   kandev profile add plain --command my-agent --no-mcp
-  kandev profile add opencode --command opencode --arg acp --start-timeout 3m`,
+  kandev profile add opencode --command opencode --arg acp --start-timeout 3m
+  kandev profile add careful --command codex-acp --permission ask --autopilot-permission deny`,
 		Args: exactArgs(1, "the profile NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			p.Name = args[0]
@@ -53,6 +61,10 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 	c.Flags().StringArrayVar(&p.Env, "env", nil, "an environment entry KEY=VALUE (repeat)")
 	c.Flags().BoolVar(&noMCP, "no-mcp", false, "the agent cannot take an injected MCP server (no autopilot)")
 	c.Flags().StringVar(&p.StartTimeout, "start-timeout", "", "how long the agent may take to start (e.g. 3m); default: the daemon's (60s)")
+	c.Flags().StringVar(&p.Permission, "permission", "", "answer to the agent's permission requests on a normal task: allow, deny or ask; default: the config's (ask)")
+	c.Flags().StringVar(&p.AutopilotPermission, "autopilot-permission", "", "answer to them on an autopilot task: allow or deny; default: the config's (allow)")
+	_ = c.RegisterFlagCompletionFunc("permission", cobra.FixedCompletions([]string{"allow", "deny", "ask"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("autopilot-permission", cobra.FixedCompletions([]string{"allow", "deny"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -166,6 +178,12 @@ func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	}
 	if p.StartTimeout != "" {
 		fmt.Fprintf(f.IO.Out, "start:    %s\n", p.StartTimeout)
+	}
+	if p.Permission != "" {
+		fmt.Fprintf(f.IO.Out, "permission: %s\n", p.Permission)
+	}
+	if p.AutopilotPermission != "" {
+		fmt.Fprintf(f.IO.Out, "autopilot permission: %s\n", p.AutopilotPermission)
 	}
 	return nil
 }

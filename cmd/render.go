@@ -376,7 +376,11 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		if q.Kind == core.QuestionParent {
 			who = "parent task " + q.ParentTaskID
 		}
-		row("pending question", q.ID+" for "+who)
+		id := q.ID
+		if q.Kind == core.QuestionPermission {
+			id += " (permission)"
+		}
+		row("pending question", id+" for "+who)
 		for _, l := range strings.Split(q.Text, "\n") {
 			fmt.Fprintf(w, "%-17s %s\n", "", l)
 		}

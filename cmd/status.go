@@ -40,7 +40,7 @@ func needsYou(t *core.Task) string {
 		return ""
 	}
 	switch {
-	case t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser && t.PendingQuestion.Status == core.QuestionPending:
+	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson() && t.PendingQuestion.Status == core.QuestionPending:
 		return "question"
 	case t.Stuck():
 		return "stuck"

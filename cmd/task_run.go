@@ -169,8 +169,15 @@ func NewCmdTaskAnswer(f *Factory, runF func(*TaskAnswerOptions) error) *cobra.Co
 	c := &cobra.Command{
 		Use:   "answer ID [--option N | TEXT]",
 		Short: "Answer a task's pending question to you",
+		Long: `Answer a task's pending question to you.
+
+A permission question (an agent asking to run a tool while the permission policy is
+ask) takes one of the agent's own options, by number or name: allow once, allow
+always (remembered for this task and that tool kind), reject. The agent's request
+waits for it and gets the option you pick.`,
 		Example: `  kandev task answer k3f9qa --option 2
   kandev task answer k3f9qa "use the existing session store"
+  kandev task answer k3f9qa --option 3                  # a permission question: reject
   kandev task answer k3f9qa --answer 1 --answer "free text"   # a question with two parts`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {

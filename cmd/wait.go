@@ -54,7 +54,7 @@ func waitOutcome(t core.Task) (string, string) {
 		return "done", "task is done"
 	case t.Status == core.StatusCancelled:
 		return "cancelled", "task was cancelled"
-	case t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser:
+	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson():
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stuck():
 		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From + " and waits for you: " + oneLineWait(t.Stalled.Detail)

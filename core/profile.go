@@ -11,6 +11,14 @@ import (
 // command; the runtime swaps in os.Executable() at launch.
 const SelfCommand = "@kandev"
 
+// Permission policies: how kandev answers an agent's
+// session/request_permission (ADR 0024).
+const (
+	PermissionAllow = "allow"
+	PermissionDeny  = "deny"
+	PermissionAsk   = "ask"
+)
+
 // DefaultProfile runs when a task names none.
 const DefaultProfile = "mock"
 
@@ -57,6 +65,16 @@ func ValidateProfile(p Profile) error {
 		if d, err := time.ParseDuration(p.StartTimeout); err != nil || d <= 0 {
 			return Errorf(CodeValidation, "profile %s: start timeout %q must be a positive duration such as 90s or 3m", p.Name, p.StartTimeout)
 		}
+	}
+	switch p.Permission {
+	case "", PermissionAllow, PermissionDeny, PermissionAsk:
+	default:
+		return Errorf(CodeValidation, "profile %s: permission %q must be allow, deny or ask", p.Name, p.Permission)
+	}
+	switch p.AutopilotPermission {
+	case "", PermissionAllow, PermissionDeny:
+	default:
+		return Errorf(CodeValidation, "profile %s: autopilot permission %q must be allow or deny (nobody is asked on autopilot)", p.Name, p.AutopilotPermission)
 	}
 	for _, kv := range p.Env {
 		k, _, ok := strings.Cut(kv, "=")

@@ -222,6 +222,14 @@ type Profile struct {
 	// MCP: the agent accepts an MCP server injected through session/new.
 	// Autopilot needs it, since an autopilot agent coordinates through tools.
 	MCP bool `json:"mcp"`
+	// Permission answers the agent's permission requests on a normal
+	// task: "allow", "deny" or "ask"; empty follows $KANDEV_PERMISSION,
+	// else config.toml, else "ask" (ADR 0024).
+	Permission string `json:"permission,omitempty"`
+	// AutopilotPermission answers them on an autopilot task, where nobody
+	// is asked: "allow" or "deny"; empty follows
+	// $KANDEV_AUTOPILOT_PERMISSION, else config.toml, else "allow".
+	AutopilotPermission string `json:"autopilot_permission,omitempty"`
 	// StartTimeout bounds the agent's start (initialize and session
 	// setup) for this profile, as a Go duration ("3m"); empty uses the
 	// daemon-wide default (KANDEV_AGENT_START_TIMEOUT, else 60 s).
@@ -307,7 +315,14 @@ type QuestionKind string
 const (
 	QuestionUser   QuestionKind = "user"
 	QuestionParent QuestionKind = "parent"
+	// QuestionPermission is an agent's session/request_permission waiting
+	// on the operator (policy ask, ADR 0024): its options are the agent's,
+	// and the turn waits for the answer.
+	QuestionPermission QuestionKind = "permission"
 )
+
+// ForPerson reports whether the operator answers questions of this kind.
+func (k QuestionKind) ForPerson() bool { return k == QuestionUser || k == QuestionPermission }
 
 // QuestionStatus is a question's lifecycle state.
 type QuestionStatus string
@@ -328,7 +343,23 @@ type QuestionInfo struct {
 	AskedAt      time.Time      `json:"asked_at"`
 	ParentTaskID string         `json:"parent_task_id,omitempty"`
 	Questions    []QuestionItem `json:"questions,omitempty"`
+	// Tool is what a permission question asks about (kind permission).
+	Tool *PermissionTool `json:"tool,omitempty"`
 }
+
+// PermissionTool is the tool call an agent asks permission for, as kandev
+// shows it: agent-supplied text, cleaned of terminal controls and bounded.
+type PermissionTool struct {
+	CallID string `json:"tool_call_id,omitempty"`
+	Title  string `json:"title"`
+	Kind   string `json:"kind,omitempty"`
+	// Input is the call's raw input as compact JSON, cut at
+	// PermissionInputMax bytes ("…" marks a cut).
+	Input string `json:"input,omitempty"`
+}
+
+// PermissionInputMax bounds a permission question's input text.
+const PermissionInputMax = 2000
 
 // QuestionItem is one prompt of a question, with optional choices.
 type QuestionItem struct {

@@ -115,6 +115,19 @@ func (q Queries) LastMessageOfKind(ctx context.Context, taskID, kind string) (Me
 	return m, nil
 }
 
+// PermissionRemembered reports whether the task's conversation records an
+// "allow always" for this tool key (a permission entry whose
+// $.remember is key).
+func (q Queries) PermissionRemembered(ctx context.Context, taskID, key string) (bool, error) {
+	var n int
+	err := q.q.QueryRowContext(ctx, `SELECT count(*) FROM messages
+		WHERE task_id = ? AND kind = 'permission' AND json_extract(meta, '$.remember') = ?`, taskID, key).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("remembered permission of %s: %w", taskID, mapErr(err))
+	}
+	return n > 0, nil
+}
+
 // PendingQuestion returns the task's pending question entry.
 func (q Queries) PendingQuestion(ctx context.Context, taskID string) (Message, error) {
 	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages

@@ -16,7 +16,11 @@ type Profile struct {
 	MCP     bool
 	// StartTimeout is a Go duration, or "" for the daemon's default.
 	StartTimeout string
-	CreatedAt    time.Time
+	// Permission and AutopilotPermission are the profile's own policies,
+	// or "" to follow the configuration.
+	Permission          string
+	AutopilotPermission string
+	CreatedAt           time.Time
 }
 
 // UpsertProfile adds a profile or replaces the one of that name.
@@ -29,11 +33,12 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
+	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, permission, autopilot_permission, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
-			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout`,
-		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, nanos(p.CreatedAt))
+			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout,
+			permission = excluded.permission, autopilot_permission = excluded.autopilot_permission`,
+		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, p.Permission, p.AutopilotPermission, nanos(p.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
 	}
@@ -43,7 +48,7 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 // GetProfile reads one user profile.
 func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(q.q.QueryRowContext(ctx,
-		`SELECT name, command, args, env, mcp, start_timeout, created_at FROM profiles WHERE name = ?`, name))
+		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, created_at FROM profiles WHERE name = ?`, name))
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
 	}
@@ -52,7 +57,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, created_at FROM profiles ORDER BY name`)
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, created_at FROM profiles ORDER BY name`)
 	return collect(rows, err, "list profiles", scanProfile)
 }
 
@@ -65,7 +70,7 @@ func scanProfile(s scanner) (Profile, error) {
 	var p Profile
 	var args, env string
 	var created int64
-	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &created); err != nil {
+	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &p.Permission, &p.AutopilotPermission, &created); err != nil {
 		return Profile{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {

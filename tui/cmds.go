@@ -187,8 +187,11 @@ func waitEventsCmd(gen int, ch <-chan core.Event) tea.Cmd {
 	}
 }
 
-func reconnectAfter(gen int, d time.Duration) tea.Cmd {
-	return tea.Tick(d, func(time.Time) tea.Msg { return reconnectMsg{gen: gen} })
+// timerFunc makes a timer's command (tea.Tick outside tests).
+type timerFunc func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
+
+func reconnectAfter(after timerFunc, gen int, d time.Duration) tea.Cmd {
+	return after(d, func(time.Time) tea.Msg { return reconnectMsg{gen: gen} })
 }
 
 // loadTasksCmd lists the tasks, as summaries when the client can: the
@@ -238,15 +241,15 @@ func loadConvoCmd(ctx context.Context, c core.Client, gen int, taskID string, ki
 	}
 }
 
-func debounceConvo(gen int, d time.Duration) tea.Cmd {
+func debounceConvo(after timerFunc, gen int, d time.Duration) tea.Cmd {
 	if d <= 0 {
 		return func() tea.Msg { return convoLoadMsg{gen: gen} }
 	}
-	return tea.Tick(d, func(time.Time) tea.Msg { return convoLoadMsg{gen: gen} })
+	return after(d, func(time.Time) tea.Msg { return convoLoadMsg{gen: gen} })
 }
 
-func tickCmd(d time.Duration) tea.Cmd {
-	return tea.Tick(d, func(t time.Time) tea.Msg { return tickMsg(t) })
+func tickCmd(after timerFunc, d time.Duration) tea.Cmd {
+	return after(d, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
 func createCmd(ctx context.Context, c core.Client, dialog int, in core.CreateTaskInput) tea.Cmd {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,7 +31,9 @@ type fakeClient struct {
 	convo    map[string][]core.Message           // by task, in sequence order
 	convoIns map[string][]core.ConversationInput // by task
 	gate     chan struct{}                       // when set, Conversation waits for it
-	streams  []chan core.Event
+	gated    int                                 // Conversation calls waiting at gate
+	streams  []*fakeStream
+	pushed   int // events pushed on any stream
 	calls    []string
 	errs     map[string]error // by method name
 
@@ -123,12 +128,22 @@ func (f *fakeClient) Conversation(ctx context.Context, id string, in core.Conver
 	}
 	f.convoIns[id] = append(f.convoIns[id], in)
 	gate := f.gate
+	if gate != nil {
+		f.gated++
+	}
 	f.mu.Unlock()
 	if gate != nil {
+		var err error
 		select {
 		case <-gate:
 		case <-ctx.Done():
-			return core.ConversationPage{}, ctx.Err()
+			err = ctx.Err()
+		}
+		f.mu.Lock()
+		f.gated--
+		f.mu.Unlock()
+		if err != nil {
+			return core.ConversationPage{}, err
 		}
 	}
 	f.mu.Lock()
@@ -177,19 +192,26 @@ func (f *fakeClient) addMessages(id string, ms ...core.Message) {
 	f.convo[id] = append(f.convo[id], ms...)
 }
 
+// fakeStream is one event stream: the test feeds it with push and ends it
+// with endStream.
+type fakeStream struct {
+	ch     chan core.Event
+	closed bool
+}
+
 // Events opens a stream the test feeds with push and ends with endStream.
 func (f *fakeClient) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
 	if err := f.record("Events"); err != nil {
 		return nil, err
 	}
-	ch := make(chan core.Event, 64)
+	s := &fakeStream{ch: make(chan core.Event, 64)}
 	f.mu.Lock()
-	f.streams = append(f.streams, ch)
+	f.streams = append(f.streams, s)
 	f.mu.Unlock()
-	return ch, nil
+	return s.ch, nil
 }
 
-func (f *fakeClient) stream() chan core.Event {
+func (f *fakeClient) stream() *fakeStream {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.streams) == 0 {
@@ -199,13 +221,49 @@ func (f *fakeClient) stream() chan core.Event {
 }
 
 func (f *fakeClient) push(evs ...core.Event) {
-	ch := f.stream()
+	s := f.stream()
 	for _, ev := range evs {
-		ch <- ev
+		f.mu.Lock()
+		if s.closed {
+			f.mu.Unlock()
+			panic("push on an ended event stream")
+		}
+		f.pushed++
+		f.mu.Unlock()
+		s.ch <- ev
 	}
 }
 
-func (f *fakeClient) endStream() { close(f.stream()) }
+func (f *fakeClient) endStream() { f.closeStream(f.stream()) }
+
+func (f *fakeClient) closeStream(s *fakeStream) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.ch)
+	}
+}
+
+// streamState: whether the stream the UI follows is open, how many
+// Conversation calls wait at the gate, and how many events were pushed.
+func (f *fakeClient) streamState(following <-chan core.Event) (open bool, gated, pushed int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.streams {
+		if (<-chan core.Event)(s.ch) == following {
+			open = !s.closed
+		}
+	}
+	if f.gate != nil {
+		select {
+		case <-f.gate: // opened: the held calls are on their way
+		default:
+			gated = f.gated
+		}
+	}
+	return open, gated, f.pushed
+}
 
 func (f *fakeClient) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
 	f.mu.Lock()
@@ -455,7 +513,9 @@ func demoConvo() map[string][]core.Message {
 // driver runs the model as bubbletea would, without a terminal: it feeds
 // every message the commands produce back into Update. Commands that
 // block (the event stream's wait) keep running in the background and
-// deliver when something arrives.
+// deliver when something arrives. Timers are the driver's: short ones
+// (backoff, debounce) fire at once, long ones (the flash) never do, so a
+// test sees the same thing on a fast or a loaded machine.
 type driver struct {
 	t    *testing.T
 	m    *Model
@@ -463,6 +523,10 @@ type driver struct {
 	msgs chan tea.Msg
 	quit bool
 	ctx  context.Context
+
+	running  atomic.Int64 // commands whose message is not yet in msgs
+	waiting  atomic.Int64 // of those, waits on an event stream
+	consumed int          // stream events Update has been given
 }
 
 func testStyles() styles {
@@ -473,26 +537,56 @@ func testStyles() styles {
 
 func newDriver(t *testing.T, f *fakeClient, w, h int, opts ...func(*Options)) *driver {
 	t.Helper()
+	return startDriver(t, f, f, w, h, opts...)
+}
+
+// startDriver runs a model over client (f, or a wrapper of it) and
+// settles its start.
+func startDriver(t *testing.T, client core.Client, f *fakeClient, w, h int, opts ...func(*Options)) *driver {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	o := Options{Now: func() time.Time { return testNow }, Location: time.UTC, CWD: "/work"}
 	for _, fn := range opts {
 		fn(&o)
 	}
-	m := newModel(ctx, f, o, testStyles())
-	m.tickEvery, m.debounce, m.backoff = 0, 0, time.Millisecond
+	m := newModel(ctx, client, o, testStyles())
 	d := &driver{t: t, m: m, f: f, msgs: make(chan tea.Msg, 1024), ctx: ctx}
+	// Reconnects wait for the test to send reconnectMsg: the first backoff
+	// is long enough for the driver to park it.
+	m.tickEvery, m.debounce, m.backoff, m.after = 0, 0, time.Hour, d.after
 	d.send(tea.WindowSizeMsg{Width: w, Height: h})
 	d.run(m.Init())
 	d.settle()
 	return d
 }
 
+// shortTimer is the longest timer the driver fires at once.
+const shortTimer = 100 * time.Millisecond
+
+func (d *driver) after(dur time.Duration, fn func(time.Time) tea.Msg) tea.Cmd {
+	if dur > shortTimer {
+		return nil
+	}
+	return func() tea.Msg { return fn(testNow) }
+}
+
 func (d *driver) run(cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
+	d.running.Add(1)
+	wait := isEventWait(cmd)
+	if wait {
+		d.waiting.Add(1)
+	}
 	go func() {
+		defer func() { // after the message is in msgs: settle sees one or the other
+			if wait {
+				d.waiting.Add(-1)
+			}
+			d.running.Add(-1)
+		}()
 		msg := cmd()
 		select {
 		case d.msgs <- msg:
@@ -519,19 +613,91 @@ func (d *driver) send(msg tea.Msg) {
 	d.run(cmd)
 }
 
-// settleIdle is how long settle waits for another message; the fake
-// client answers at once, so this is long.
-const settleIdle = 20 * time.Millisecond
+// isEventWait: cmd is a wait on the event stream (waitEventsCmd's
+// closure, found by its name: a tea.Cmd carries no other mark).
+func isEventWait(cmd tea.Cmd) bool {
+	fn := runtime.FuncForPC(reflect.ValueOf(cmd).Pointer())
+	return fn != nil && strings.Contains(fn.Name(), "waitEventsCmd")
+}
 
-// settle processes messages until none arrives for a short while.
+// deliver hands Update a message a command produced, counting the stream
+// events it carries (a test's own eventsMsg is not from the stream).
+func (d *driver) deliver(msg tea.Msg) {
+	d.t.Helper()
+	if ev, ok := msg.(eventsMsg); ok {
+		d.consumed += len(ev.events)
+	}
+	d.send(msg)
+}
+
+// quiet: no message waits, every event pushed has reached Update, and
+// every command still running is parked on the test (see parked).
+func (d *driver) quiet() bool {
+	// The order matters: a command puts its message in msgs before it
+	// stops counting as running, so msgs is read last.
+	running := d.running.Load()
+	return running == d.parked() && len(d.msgs) == 0
+}
+
+// parked counts the running commands that only the test can move:
+// Conversation calls held at a closed gate, and the waits on the event
+// stream while the stream the model follows is open and every event
+// pushed has reached Update (a wait that took events is still on its
+// way). A wait on an older stream is parked too: the fake ends a stream
+// only when the test says so, and the model ignores what an old
+// generation delivers.
+func (d *driver) parked() int64 {
+	open, gated, pushed := d.f.streamState(d.m.events)
+	n := int64(gated)
+	if d.m.conn == connLive && open && pushed == d.consumed {
+		n += d.waiting.Load()
+	}
+	return n
+}
+
+// settleLimit only ends a test that can never settle (a command that
+// blocks on something the fake does not count as parked); reaching it is
+// a bug in the test or the model, not slowness.
+const settleLimit = time.Minute
+
+// settleMessages ends a test whose commands feed each other for ever.
+const settleMessages = 100_000
+
+// settle processes messages until the model is quiet. It waits on the
+// commands themselves, never on a quiet spell, so a slow machine only
+// makes it slower.
 func (d *driver) settle() {
 	d.t.Helper()
+	stuck := time.NewTimer(settleLimit)
+	defer stuck.Stop()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	delivered := 0
 	for {
+		if delivered > settleMessages {
+			d.t.Fatalf("the model never settled: %d messages and counting (commands feeding each other)", delivered)
+		}
 		select {
 		case msg := <-d.msgs:
-			d.send(msg)
-		case <-time.After(settleIdle):
+			d.deliver(msg)
+			delivered++
+			stuck.Reset(settleLimit)
+			continue
+		default:
+		}
+		if d.quiet() {
 			return
+		}
+		select {
+		case msg := <-d.msgs:
+			d.deliver(msg)
+			delivered++
+			stuck.Reset(settleLimit)
+		case <-poll.C:
+		case <-stuck.C:
+			_, _, pushed := d.f.streamState(d.m.events)
+			d.t.Fatalf("the model never settled: %d commands running, %d parked, %d of %d events consumed",
+				d.running.Load(), d.parked(), d.consumed, pushed)
 		}
 	}
 }

@@ -45,6 +45,10 @@ type Model struct {
 	tickEvery time.Duration
 	debounce  time.Duration
 	backoff   time.Duration // the first reconnect pause; it doubles
+	// after is how every timer is made (tea.Tick); the Update tests
+	// replace it so short timers fire at once and long ones wait for the
+	// test, which makes their runs independent of the machine's speed.
+	after timerFunc
 
 	// The daemon link. gen counts connections; messages of an older
 	// connection are dropped.
@@ -92,7 +96,7 @@ func newModel(ctx context.Context, client core.Client, opts Options, st styles) 
 	}
 	m := &Model{
 		ctx: ctx, client: client, opts: opts, st: st, keys: newKeyMap(),
-		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff,
+		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick,
 		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
 	}
 	m.detail.follow = true
@@ -106,7 +110,7 @@ func (m *Model) Init() tea.Cmd {
 	m.gen = 1
 	cmds := []tea.Cmd{connectCmd(m.ctx, m.gen, m.client, nil)}
 	if m.tickEvery > 0 {
-		cmds = append(cmds, tickCmd(m.tickEvery))
+		cmds = append(cmds, tickCmd(m.after, m.tickEvery))
 	}
 	return tea.Batch(cmds...)
 }
@@ -191,7 +195,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.now = m.opts.Now()
 		m.frame++
-		add(tickCmd(m.tickInterval()))
+		add(tickCmd(m.after, m.tickInterval()))
 	}
 	add(m.sync())
 	return m, tea.Batch(cmds...)
@@ -217,7 +221,7 @@ func (m *Model) sync() tea.Cmd {
 		m.detail.switchTo(m.tree.selected)
 		m.fetching = ""
 		if m.tree.selected != "" {
-			cmd = debounceConvo(m.detail.gen, m.debounce)
+			cmd = debounceConvo(m.after, m.detail.gen, m.debounce)
 		}
 	}
 	if sel := m.tree.selected; sel != "" && m.fetching != sel && m.tasks.isPartial(sel) {
@@ -338,7 +342,7 @@ func (m *Model) lost(why string) tea.Cmd {
 	m.attempt++
 	d := m.backoff << min(m.attempt-1, 5)
 	m.retryIn = min(d, maxBackoff)
-	return reconnectAfter(m.gen, m.retryIn)
+	return reconnectAfter(m.after, m.gen, m.retryIn)
 }
 
 func (m *Model) onEvents(msg eventsMsg) tea.Cmd {

@@ -45,7 +45,7 @@ func (m *Model) notifyYou(t *core.Task) tea.Cmd {
 	}
 	text := "task " + t.ID + " " + why + ": " + oneLine(t.Title)
 	m.flash, m.flashTask = text, t.ID
-	cmds := []tea.Cmd{tea.Tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{text: text} })}
+	cmds := []tea.Cmd{m.after(flashFor, func(time.Time) tea.Msg { return flashEndMsg{text: text} })}
 	if !m.opts.NoBell && m.opts.Bell != nil {
 		w := m.opts.Bell
 		// Written around bubbletea's renderer: with the alternate screen

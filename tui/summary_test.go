@@ -3,9 +3,6 @@ package tui
 import (
 	"context"
 	"testing"
-	"time"
-
-	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
 )
@@ -48,16 +45,7 @@ func (c summaryClient) GetTask(ctx context.Context, id string) (core.Task, error
 
 func newSummaryDriver(t *testing.T, f *fakeClient, w, h int) *driver {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	o := Options{Now: func() time.Time { return testNow }, Location: time.UTC, CWD: "/work"}
-	m := newModel(ctx, summaryClient{f}, o, testStyles())
-	m.tickEvery, m.debounce, m.backoff = 0, 0, time.Millisecond
-	d := &driver{t: t, m: m, f: f, msgs: make(chan tea.Msg, 1024), ctx: ctx}
-	d.send(tea.WindowSizeMsg{Width: w, Height: h})
-	d.run(m.Init())
-	d.settle()
-	return d
+	return startDriver(t, summaryClient{f}, f, w, h)
 }
 
 // TestTreeLoadsSummariesAndTheSelectedTaskWhole: with a client that lists

@@ -167,12 +167,23 @@ func TestReconnectsWhenStreamEnds(t *testing.T) {
 			return f, nil
 		}
 	})
-	d.m.backoff = 40 * time.Millisecond
+	// A long backoff parks the driver's timer: the test fires each retry.
+	d.m.backoff = time.Hour
 	f.endStream()
 	d.settle()
-	d.mustShow("daemon connection lost")
-	d.eventually("the second reconnect", func() bool { return d.m.conn == connLive })
-	if reconnects != 2 {
+	d.mustShow("daemon connection lost", "the event stream ended")
+	if reconnects != 0 || d.m.conn != connLost {
+		t.Fatalf("before the backoff: %d reconnects, state %v", reconnects, d.m.conn)
+	}
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	d.mustShow("daemon connection lost", "cannot reach the kandev daemon")
+	if reconnects != 1 || d.m.conn != connLost {
+		t.Fatalf("after the failed retry: %d reconnects, state %v", reconnects, d.m.conn)
+	}
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	if reconnects != 2 || d.m.conn != connLive {
 		t.Fatalf("reconnected %d times", reconnects)
 	}
 	d.mustShow("● live", "reconnected to the daemon")

@@ -19,7 +19,13 @@ func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 	return nil
 }
 
+// RequestPermission hands the request to the handler with a context that
+// ends when kandev cancels the turn (session/cancel), the agent cancels
+// the request, or the connection closes: a handler waiting on a person
+// must then answer cancelled, as ACP asks of a client that cancels.
 func (c *client) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	ctx, done := c.run.permissionContext(ctx)
+	defer done()
 	return c.run.handler.Permission(ctx, req), nil
 }
 
@@ -49,20 +55,4 @@ func (c *client) ReleaseTerminal(context.Context, acp.ReleaseTerminalRequest) (a
 
 func (c *client) WaitForTerminalExit(context.Context, acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
 	return acp.WaitForTerminalExitResponse{}, acp.NewMethodNotFound("terminal/wait_for_exit")
-}
-
-// AllowPermission picks the first allow option, the "default allow" policy.
-// It returns the chosen option id ("" when the agent offered none to allow,
-// in which case the request is answered cancelled).
-func AllowPermission(req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, string) {
-	for _, kind := range []acp.PermissionOptionKind{acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways} {
-		for _, o := range req.Options {
-			if o.Kind == kind {
-				return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
-					Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}, string(o.OptionId)
-			}
-		}
-	}
-	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
-		Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}, ""
 }

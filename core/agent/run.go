@@ -96,6 +96,10 @@ type Run struct {
 	// worked, for the caller to record.
 	fallbacks []string
 	fault     string
+	// permissions are the cancels of the permission requests in flight;
+	// Cancel ends them all.
+	permissions map[uint64]context.CancelFunc
+	permSeq     uint64
 }
 
 // Start spawns the agent in its own process group. It returns as soon as
@@ -387,6 +391,26 @@ func (r *Run) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
 	return resp.StopReason, nil
 }
 
+// permissionContext derives the context a permission request is handled
+// under: Cancel ends it. done releases it.
+func (r *Run) permissionContext(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	if r.permissions == nil {
+		r.permissions = map[uint64]context.CancelFunc{}
+	}
+	r.permSeq++
+	id := r.permSeq
+	r.permissions[id] = cancel
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.permissions, id)
+		r.mu.Unlock()
+		cancel()
+	}
+}
+
 func (r *Run) cancelCount() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -401,6 +425,9 @@ func (r *Run) Cancel(ctx context.Context) error {
 	// Counted before sending: the agent's reply may beat our return.
 	r.mu.Lock()
 	r.cancels++
+	for _, cancel := range r.permissions {
+		cancel()
+	}
 	r.mu.Unlock()
 	return r.conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sessionID})
 }

@@ -47,8 +47,10 @@ func Keys() []Key {
 	return []Key{
 		{Name: "profile", Env: "KANDEV_PROFILE", Default: "",
 			Doc: "default agent profile of a new top-level task (unset: the first built-in agent found on PATH, else mock)"},
-		{Name: "permission", Env: "KANDEV_PERMISSION", Default: "allow", kind: kindEnum, values: []string{"allow", "deny", "ask"},
-			Doc: "answer to an agent's permission request: allow, deny or ask (stored only: agents are allowed today)"},
+		{Name: "permission", Env: "KANDEV_PERMISSION", Default: "ask", kind: kindEnum, values: []string{"allow", "deny", "ask"},
+			Doc: "answer to an agent's permission request on a normal task: allow, deny or ask you (a profile's own --permission wins)"},
+		{Name: "autopilot_permission", Env: "KANDEV_AUTOPILOT_PERMISSION", Default: "allow", kind: kindEnum, values: []string{"allow", "deny"},
+			Doc: "answer to an agent's permission request on an autopilot task, where nobody is asked: allow or deny (a profile's own --autopilot-permission wins)"},
 		{Name: "idle_timeout", Env: "KANDEV_IDLE_TIMEOUT", Default: "15m", kind: kindDuration,
 			Doc: "how long an agent whose task is held between turns keeps its process (0 keeps it up)"},
 		{Name: "start_timeout", Env: "KANDEV_AGENT_START_TIMEOUT", Default: "60s", kind: kindDuration,

@@ -36,12 +36,13 @@ func TestResolvePrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]Value{
-		"profile":       {Key: "profile", Value: "codex", Source: SourceEnv, Env: "KANDEV_PROFILE"},
-		"idle_timeout":  {Key: "idle_timeout", Value: "5m0s", Source: SourceFile, Env: "KANDEV_IDLE_TIMEOUT"},
-		"notifications": {Key: "notifications", Value: "true", Source: SourceFile, Env: "KANDEV_NOTIFICATIONS"},
-		"permission":    {Key: "permission", Value: "allow", Source: SourceDefault, Env: "KANDEV_PERMISSION"},
-		"start_timeout": {Key: "start_timeout", Value: "60s", Source: SourceDefault, Env: "KANDEV_AGENT_START_TIMEOUT"},
-		"workspace":     {Key: "workspace", Value: "shared", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
+		"profile":              {Key: "profile", Value: "codex", Source: SourceEnv, Env: "KANDEV_PROFILE"},
+		"idle_timeout":         {Key: "idle_timeout", Value: "5m0s", Source: SourceFile, Env: "KANDEV_IDLE_TIMEOUT"},
+		"notifications":        {Key: "notifications", Value: "true", Source: SourceFile, Env: "KANDEV_NOTIFICATIONS"},
+		"permission":           {Key: "permission", Value: "ask", Source: SourceDefault, Env: "KANDEV_PERMISSION"},
+		"autopilot_permission": {Key: "autopilot_permission", Value: "allow", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_PERMISSION"},
+		"start_timeout":        {Key: "start_timeout", Value: "60s", Source: SourceDefault, Env: "KANDEV_AGENT_START_TIMEOUT"},
+		"workspace":            {Key: "workspace", Value: "shared", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
 	}
 	list, err := c.List()
 	if err != nil {

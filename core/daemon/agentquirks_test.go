@@ -259,7 +259,7 @@ func TestOwnHandoffKeepsPendingQuestion(t *testing.T) {
 // A tool call an agent announces only in its permission request (Qwen
 // Code) is recorded under the request's title, not as a bare call id.
 func TestPermissionOnlyToolCallKeepsTitle(t *testing.T) {
-	d := daemontest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=allow"))
 	task := create(t, d, core.CreateTaskInput{Title: "tools", Start: true, Prompt: "mock: permitted rm -rf build\nmock: say done"})
 	waitSaid(t, d, task.ID, "done")
 	var calls []string

@@ -89,7 +89,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: startTimeout,
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
 		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout,
-		NoResume: o.NoResume})
+		NoResume: o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) }})
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
@@ -66,6 +67,10 @@ type Options struct {
 	// BeforeStart, when set, runs after a create with Start committed and
 	// before the start: a failpoint for a crash in between.
 	BeforeStart func(taskID string)
+	// Config reads the configuration (environment, then config.toml) when
+	// an agent asks a permission, so a changed policy applies at once;
+	// nil uses the built-in defaults.
+	Config func() (config.Config, error)
 }
 
 // DefaultQuestionTurnGrace is generous on purpose: the tool result tells
@@ -390,7 +395,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 	// A stuck task (stalled, nobody to escalate to) is the operator's too:
 	// nobody else will ever move it.
 	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
-		(t.PendingQuestion != nil && t.PendingQuestion.Kind == core.QuestionUser) || t.Stuck())
+		(t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson()) || t.Stuck())
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
@@ -456,7 +461,7 @@ func (e *Engine) profile(ctx context.Context, name string) (core.Profile, error)
 
 func profileFromStore(p store.Profile) core.Profile {
 	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP,
-		StartTimeout: p.StartTimeout, Source: "user"}
+		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission, Source: "user"}
 }
 
 func nonNil(s []string) []string {
@@ -509,7 +514,7 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 		p.StartTimeout = d.String()
 	}
 	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
-		StartTimeout: p.StartTimeout, CreatedAt: time.Now()})
+		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission, CreatedAt: time.Now()})
 	if err != nil {
 		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
 	}

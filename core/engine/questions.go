@@ -31,6 +31,12 @@ type questionMeta struct {
 	Answer     *answerMeta `json:"answer,omitempty"`
 	Resolution string      `json:"resolution,omitempty"`
 	ResolvedAt *time.Time  `json:"resolved_at,omitempty"`
+	// Tool, PermissionOptions and Remember belong to a permission
+	// question: the tool call, the agent's options (in the order of the
+	// question's), and the tool key an "allow always" is remembered by.
+	Tool              *core.PermissionTool `json:"tool,omitempty"`
+	PermissionOptions []permissionOption   `json:"permission_options,omitempty"`
+	Remember          string               `json:"remember,omitempty"`
 }
 
 type answerMeta struct {
@@ -46,6 +52,10 @@ type answerDelivery struct {
 	answers []string
 	text    string
 	reason  string
+	// option and by: a permission question's chosen option id and who
+	// chose it.
+	option string
+	by     string
 }
 
 func parseQuestion(m store.Message) (questionMeta, error) {
@@ -62,7 +72,7 @@ func questionInfo(m store.Message) (core.QuestionInfo, error) {
 		return core.QuestionInfo{}, err
 	}
 	return core.QuestionInfo{ID: q.QuestionID, Kind: q.Kind, Status: q.Status, Text: m.Text, AskedAt: q.AskedAt,
-		ParentTaskID: q.ParentTaskID, Questions: q.Questions}, nil
+		ParentTaskID: q.ParentTaskID, Questions: q.Questions, Tool: q.Tool}, nil
 }
 
 // validateQuestions checks the shared question shape beyond the schema.
@@ -380,6 +390,9 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 			"question %s is for task %s, the parent of task %s; only it may answer. To give task %s new input instead, send a message (kandev task message %s TEXT), which supersedes the question",
 			q.QuestionID, q.ParentTaskID, t.ID, t.ID, t.ID)
 	}
+	if q.Kind == core.QuestionPermission {
+		return e.answerPermission(ctx, t, m, q, in)
+	}
 	answers, err := answerTexts(q.Questions, in)
 	if err != nil {
 		return core.AnswerResult{}, err
@@ -489,6 +502,9 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		if err == nil {
 			m = existing
 			q, _ := parseQuestion(existing)
+			if q.Kind != core.QuestionUser {
+				return nil
+			}
 			q.Delivery = "waiting_call"
 			b, _ := json.Marshal(q)
 			_, err := tx.CompareAndSetMeta(ctx, existing.Seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC())

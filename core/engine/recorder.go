@@ -139,44 +139,40 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 	}
 }
 
-// Permission implements agent.Handler: the default policy allows, and the
-// request and the answer are recorded.
+// Permission implements agent.Handler: the task's permission policy
+// answers (see requestPermission); with "ask" the call blocks until the
+// operator answers or the turn is cancelled.
 func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequest) acp.RequestPermissionResponse {
-	resp, chosen := agent.AllowPermission(req)
-	title := ""
-	if req.ToolCall.Title != nil {
-		title = *req.ToolCall.Title
-	}
-	opts := make([]map[string]string, 0, len(req.Options))
-	for _, o := range req.Options {
-		opts = append(opts, map[string]string{"id": string(o.OptionId), "kind": string(o.Kind), "name": o.Name})
-	}
-	outcome := "allowed (" + chosen + ")"
-	if chosen == "" {
-		outcome = "cancelled: no allow option offered"
-	}
 	r.mu.Lock()
 	r.streamSeq = 0
-	if id := string(req.ToolCall.ToolCallId); id != "" && title != "" {
-		if _, known := r.tools[id]; !known {
-			// Announced only here (Qwen Code sends no tool_call first): the
-			// call's entry takes the request's title, not a bare id.
-			meta := map[string]any{"tool_call_id": id, "title": title, "status": "pending"}
-			if req.ToolCall.Kind != nil {
-				meta["kind"] = string(*req.ToolCall.Kind)
-			}
-			if req.ToolCall.RawInput != nil {
-				meta["raw_input"] = req.ToolCall.RawInput
-			}
-			m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+id)
-			r.tools[id] = toolEntry{seq: m.Seq, meta: meta}
+	id := string(req.ToolCall.ToolCallId)
+	var announced map[string]any
+	if ent, known := r.tools[id]; known {
+		announced = ent.meta
+	} else if id != "" && req.ToolCall.Title != nil && *req.ToolCall.Title != "" {
+		// Announced only here (Qwen Code sends no tool_call first): the
+		// call's entry takes the request's title, not a bare id.
+		meta := map[string]any{"tool_call_id": id, "title": *req.ToolCall.Title, "status": "pending"}
+		if req.ToolCall.Kind != nil {
+			meta["kind"] = string(*req.ToolCall.Kind)
 		}
+		if req.ToolCall.RawInput != nil {
+			meta["raw_input"] = req.ToolCall.RawInput
+		}
+		m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+id)
+		r.tools[id] = toolEntry{seq: m.Seq, meta: meta}
 	}
-	r.insert(core.MsgPermission, fmt.Sprintf("permission for %q: %s by policy allow", title, outcome),
-		map[string]any{"tool_call_id": string(req.ToolCall.ToolCallId), "title": title, "options": opts,
-			"selected": chosen, "policy": "allow"}, "")
+	tool := permissionTool(req, announced)
 	r.mu.Unlock()
-	return resp
+	return r.e.requestPermission(ctx, r.run, req, tool)
+}
+
+// insertEntry records an entry from outside the recorder's own calls.
+func (r *recorder) insertEntry(kind core.MessageKind, text string, meta map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.streamSeq = 0
+	r.insert(kind, text, meta, "")
 }
 
 // Garbage implements agent.Handler: output that is not ACP fails the run.

@@ -23,6 +23,15 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
+	// No agent's permission request outlives its daemon: their questions
+	// can no longer be answered, and a prompt they cut is delivered again.
+	if pending, err := e.db.PendingQuestions(ctx); err == nil {
+		for _, m := range pending {
+			if q, err := parseQuestion(m); err == nil && q.Kind == core.QuestionPermission {
+				e.stalePermission(ctx, m.TaskID, "", "the kandev daemon exited while the agent's request waited")
+			}
+		}
+	}
 	for i, s := range live {
 		killed := killOrphan(s)
 		reason := fmt.Sprintf("%sexited while this session was %s", core.SessionInterruptedPrefix, s.State)

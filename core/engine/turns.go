@@ -58,6 +58,8 @@ type taskRuntime struct {
 	// full disk); retry is the wait before the next attempt.
 	paused bool
 	retry  time.Duration
+	// permSem lets one permission request at a time ask the operator.
+	permSem chan struct{}
 }
 
 type turnState struct {
@@ -113,7 +115,7 @@ func (e *Engine) runtime(id string) *taskRuntime {
 	defer e.rtMu.Unlock()
 	rt := e.runtimes[id]
 	if rt == nil {
-		rt = &taskRuntime{id: id}
+		rt = &taskRuntime{id: id, permSem: make(chan struct{}, 1)}
 		e.runtimes[id] = rt
 	}
 	return rt
@@ -502,6 +504,9 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	rt.turn = nil
 	// Under the task lock: an answer arriving now goes to the queue.
 	e.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
+	// A permission request the agent left open past its turn's end can no
+	// longer be answered: no question stays pending on a finished turn.
+	e.stalePermission(ctx, t.ID, run.sessionID, "the turn ended before an answer")
 	if rt.run != run {
 		// Stopped, failed or shut down while the turn ran; whoever ended
 		// the run recorded why.
@@ -779,9 +784,13 @@ func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID,
 		return nil
 	}
 	// A turn cut short while it waited on the operator's answer continues
-	// with that answer; repeating its prompt would only ask again.
+	// with that answer; repeating its prompt would only ask again. A
+	// permission question is not such an answer: its request died with
+	// the run, so the prompt is delivered again.
 	if pq, err := q.PendingQuestion(ctx, taskID); err == nil && pq.SessionID == sessionID {
-		return nil
+		if pm, err := parseQuestion(pq); err != nil || pm.Kind != core.QuestionPermission {
+			return nil
+		}
 	}
 	if end, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
 		return nil

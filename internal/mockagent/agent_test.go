@@ -268,8 +268,9 @@ func TestPermission(t *testing.T) {
 	if r.SessionId != sid || r.ToolCall.Title == nil || *r.ToolCall.Title != "rm -rf build" || r.ToolCall.ToolCallId == "" {
 		t.Errorf("request %+v", r)
 	}
-	if len(r.Options) != 2 || r.Options[0].OptionId != "allow" || r.Options[0].Kind != acp.PermissionOptionKindAllowOnce ||
-		r.Options[1].OptionId != "reject" || r.Options[1].Kind != acp.PermissionOptionKindRejectOnce {
+	if len(r.Options) != 3 || r.Options[0].OptionId != "allow" || r.Options[0].Kind != acp.PermissionOptionKindAllowOnce ||
+		r.Options[1].OptionId != "allow-always" || r.Options[1].Kind != acp.PermissionOptionKindAllowAlways ||
+		r.Options[2].OptionId != "reject" || r.Options[2].Kind != acp.PermissionOptionKindRejectOnce {
 		t.Errorf("options %+v", r.Options)
 	}
 	if reqs[0].ToolCall.ToolCallId == reqs[1].ToolCall.ToolCallId {

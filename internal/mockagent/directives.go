@@ -81,7 +81,11 @@ func (t *turn) exec(d string) error {
 	case "history":
 		t.sayf("history: session %s turn %d; earlier: %s", t.sid, t.number, strings.Join(t.earlier, "; "))
 	case "permission":
-		return t.permission(arg)
+		return t.permission(arg, acp.ToolKindExecute, map[string]any{"command": arg})
+	case "mcppermission":
+		// As Claude Code asks before an MCP tool: its mcp__SERVER__TOOL
+		// name as the title, kind other.
+		return t.permission("mcp__kandev__"+arg, acp.ToolKindOther, map[string]any{})
 	case "permitted":
 		return t.permitted(arg)
 	case "tool":
@@ -150,15 +154,23 @@ func (t *turn) crash() error {
 	return errCrashed
 }
 
-func (t *turn) permission(title string) error {
+// permissionOptions are what the mock offers, as Claude Code does: allow
+// once, allow always, reject.
+var permissionOptions = []acp.PermissionOption{
+	{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow once", OptionId: "allow"},
+	{Kind: acp.PermissionOptionKindAllowAlways, Name: "Allow always", OptionId: "allow-always"},
+	{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
+}
+
+// permission asks the client's permission for a tool call and says the
+// outcome it got, so a test sees what reached the agent.
+func (t *turn) permission(title string, kind acp.ToolKind, input map[string]any) error {
 	id := t.nextToolCallID()
 	resp, err := t.a.conn.RequestPermission(t.ctx, acp.RequestPermissionRequest{
 		SessionId: t.sid,
-		ToolCall:  acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title)},
-		Options: []acp.PermissionOption{
-			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
-			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
-		},
+		ToolCall: acp.ToolCallUpdate{ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(kind),
+			RawInput: input},
+		Options: permissionOptions,
 	})
 	if err != nil {
 		if t.ctx.Err() != nil {

@@ -1,0 +1,531 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/config"
+	"github.com/kandev/kandev/core/textsafe"
+	"github.com/kandev/kandev/store"
+)
+
+// permissionOption is one of the agent's options, as its request gave it
+// (the id goes back to the agent; name and kind are shown).
+type permissionOption struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
+
+// permissionDecision is how one request was answered.
+type permissionDecision struct {
+	option  string // the chosen option id; "" answers cancelled
+	outcome string // what the conversation says: "allowed (allow)", ...
+	by      string // "policy", "kandev", "person:operator", ...
+	policy  string
+	source  string
+	// remember is the tool key an "allow always" answer is remembered by.
+	remember   string
+	questionID string
+}
+
+// Bounds on agent-supplied text in a permission request.
+const (
+	permissionTitleMax  = 200
+	permissionOptionMax = 80
+)
+
+// permissionTool cleans and bounds what the request says about its tool
+// call: agents are untrusted input, and this text reaches terminals.
+func permissionTool(req acp.RequestPermissionRequest, announced map[string]any) core.PermissionTool {
+	tc := req.ToolCall
+	t := core.PermissionTool{CallID: truncateRunes(textsafe.Line(string(tc.ToolCallId)), permissionOptionMax)}
+	if tc.Title != nil {
+		t.Title = *tc.Title
+	} else if s, _ := announced["title"].(string); s != "" {
+		t.Title = s
+	}
+	if tc.Kind != nil {
+		t.Kind = string(*tc.Kind)
+	} else if s, _ := announced["kind"].(string); s != "" {
+		t.Kind = s
+	}
+	raw := tc.RawInput
+	if raw == nil {
+		raw = announced["raw_input"]
+	}
+	if raw != nil {
+		if b, err := json.Marshal(raw); err == nil {
+			in := textsafe.Line(string(b))
+			if len(in) > core.PermissionInputMax {
+				in = strings.ToValidUTF8(in[:core.PermissionInputMax], "") + "…"
+			}
+			t.Input = in
+		}
+	}
+	t.Title = truncateRunes(textsafe.Line(t.Title), permissionTitleMax)
+	t.Kind = truncateRunes(textsafe.Line(t.Kind), permissionOptionMax)
+	if t.Title == "" {
+		t.Title = "(untitled tool call)"
+	}
+	return t
+}
+
+// toolKey is what an "allow always" is remembered by, for the rest of the
+// task: the ACP tool kind ("kind:execute", "kind:edit"...), or, for a call
+// of kind "other" or none (which says nothing about what it does), its
+// exact title ("title:rm -rf build/").
+func toolKey(t core.PermissionTool) string {
+	if t.Kind != "" && t.Kind != string(acp.ToolKindOther) {
+		return "kind:" + t.Kind
+	}
+	return "title:" + t.Title
+}
+
+// kandevToolName recognises a request for one of kandev's own MCP tools,
+// which never needs a person's permission. The title, trimmed, must be the
+// tool's registered name alone or in one of the forms agents show an MCP
+// tool in: "mcp__kandev__NAME" (Claude Code), "kandev.NAME", "kandev/NAME",
+// "kandev: NAME" (the mock), "kandev__NAME", "NAME (kandev MCP Server)"
+// (Gemini CLI, Qwen Code). A call of a kind that acts on the machine
+// (execute, edit, delete, move) is never taken for one, whatever its title.
+func kandevToolName(t core.PermissionTool) (string, bool) {
+	switch acp.ToolKind(t.Kind) {
+	case acp.ToolKindExecute, acp.ToolKindEdit, acp.ToolKindDelete, acp.ToolKindMove:
+		return "", false
+	}
+	name := strings.TrimSpace(t.Title)
+	name = strings.TrimSpace(strings.TrimSuffix(name, "(kandev MCP Server)"))
+	for _, p := range []string{"mcp__kandev__", "kandev__", "kandev.", "kandev/", "kandev:"} {
+		if strings.HasPrefix(name, p) {
+			name = strings.TrimSpace(name[len(p):])
+			break
+		}
+	}
+	if _, ok := capability.Lookup(name); ok {
+		return name, true
+	}
+	return "", false
+}
+
+// pickOption returns the id of the first option of the first kind that
+// the agent offers, or "".
+func pickOption(opts []acp.PermissionOption, kinds ...acp.PermissionOptionKind) string {
+	for _, k := range kinds {
+		for _, o := range opts {
+			if o.Kind == k {
+				return string(o.OptionId)
+			}
+		}
+	}
+	return ""
+}
+
+// permissionPolicy resolves the policy for a run's task: the profile's own
+// setting, else the environment, else config.toml, else the built-in
+// (ask on a normal task, allow on autopilot). Read at every request, so a
+// `kandev config set permission` applies without a restart.
+func (e *Engine) permissionPolicy(ctx context.Context, profile string, autopilot bool) (policy, source string) {
+	key := "permission"
+	if autopilot {
+		key = "autopilot_permission"
+	}
+	if p, err := e.profile(ctx, profile); err == nil {
+		own := p.Permission
+		if autopilot {
+			own = p.AutopilotPermission
+		}
+		if own != "" {
+			return own, "profile " + p.Name
+		}
+	}
+	var cfg config.Config
+	if e.opts.Config != nil {
+		c, err := e.opts.Config()
+		if err != nil {
+			// A broken file must not silently allow: the built-in default,
+			// and the reason in the record.
+			k, _ := config.Lookup(key)
+			return k.Default, "default (config error: " + err.Error() + ")"
+		}
+		cfg = c
+	}
+	v, err := cfg.Get(key)
+	if err != nil {
+		k, _ := config.Lookup(key)
+		return k.Default, "default (config error: " + err.Error() + ")"
+	}
+	switch v.Source {
+	case config.SourceEnv:
+		return v.Value, "$" + v.Env
+	case config.SourceFile:
+		return v.Value, "config file"
+	}
+	return v.Value, "default"
+}
+
+// requestPermission answers an agent's session/request_permission for a
+// live run: kandev's own tools are allowed; an autopilot task follows its
+// autopilot policy; a normal task follows its policy, and with "ask" the
+// request becomes the operator's pending question and the turn waits for
+// it. Every decision is recorded in the conversation.
+func (e *Engine) requestPermission(ctx context.Context, run *liveRun, req acp.RequestPermissionRequest, tool core.PermissionTool) acp.RequestPermissionResponse {
+	taskID := run.rt.id
+	opts := make([]permissionOption, 0, len(req.Options))
+	for _, o := range req.Options {
+		opts = append(opts, permissionOption{ID: string(o.OptionId), Kind: string(o.Kind), Name: string(o.Name)})
+	}
+	allow := func() string {
+		return pickOption(req.Options, acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways)
+	}
+	var d permissionDecision
+	if name, ok := kandevToolName(tool); ok {
+		d = permissionDecision{option: allow(), by: "kandev", policy: "allow", source: name + " is kandev's own tool"}
+	} else {
+		t, _ := e.cached(taskID)
+		policy, source := e.permissionPolicy(ctx, run.profile, t.Autopilot)
+		if t.Autopilot {
+			source = "autopilot, " + source
+		}
+		d = permissionDecision{by: "policy", policy: policy, source: source}
+		switch policy {
+		case core.PermissionAllow:
+			d.option = allow()
+		case core.PermissionDeny:
+			d.option = pickOption(req.Options, acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways)
+		default:
+			if t.Autopilot {
+				// Nobody is asked on autopilot, whatever a bad value says.
+				d.policy = core.PermissionDeny
+				d.option = pickOption(req.Options, acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways)
+				break
+			}
+			d = e.askPermission(ctx, run, req, tool, opts, source)
+		}
+	}
+	e.recordPermission(run, tool, opts, d)
+	if d.option == "" {
+		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
+	}
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+		Selected: &acp.RequestPermissionOutcomeSelected{OptionId: acp.PermissionOptionId(d.option)}}}
+}
+
+// askPermission makes the request the operator's pending question (kind
+// permission) and waits for the answer, unless an earlier "allow always"
+// of this task covers the tool. A cancelled turn, a stop, a superseding
+// message or a shutdown ends the wait with the request cancelled and the
+// question no longer pending.
+func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.RequestPermissionRequest, tool core.PermissionTool, opts []permissionOption, source string) permissionDecision {
+	rt := run.rt
+	d := permissionDecision{by: "policy", policy: core.PermissionAsk, source: source}
+	// One question at a time per task: parallel requests (an agent running
+	// tools side by side) wait their turn, and may then find the tool
+	// allowed always by the first answer.
+	select {
+	case rt.permSem <- struct{}{}:
+	case <-ctx.Done():
+		d.outcome = "cancelled: the turn was cancelled before kandev could ask"
+		return d
+	case <-e.baseCtx.Done():
+		d.outcome = "cancelled: the daemon is shutting down"
+		return d
+	}
+	defer func() { <-rt.permSem }()
+	key := toolKey(tool)
+	if ok, err := e.db.PermissionRemembered(ctx, rt.id, key); err == nil && ok {
+		d.option = pickOption(req.Options, acp.PermissionOptionKindAllowAlways, acp.PermissionOptionKindAllowOnce)
+		d.by, d.source = "remembered", "you chose allow always for "+key+" earlier in this task"
+		return d
+	}
+	item := core.QuestionItem{Prompt: permissionPrompt(tool)}
+	for _, o := range opts {
+		label := truncateRunes(textsafe.Line(o.Name), permissionOptionMax)
+		if label == "" {
+			label = truncateRunes(textsafe.Line(o.ID), permissionOptionMax)
+		}
+		item.Options = append(item.Options, core.QuestionOption{Label: label, Description: truncateRunes(textsafe.Line(o.Kind), permissionOptionMax)})
+	}
+	if len(item.Options) == 0 {
+		d.outcome = "cancelled: the agent offered no option to choose"
+		return d
+	}
+	qid := "q" + core.NewID()
+	ch := make(chan answerDelivery, 1)
+	e.waitMu.Lock()
+	e.waiters[qid] = ch
+	e.waitMu.Unlock()
+	forget := func() {
+		e.waitMu.Lock()
+		if e.waiters[qid] == ch {
+			delete(e.waiters, qid)
+		}
+		e.waitMu.Unlock()
+	}
+	var m store.Message
+	busy := ""
+	// Written whole even if the request is cancelled meanwhile: the wait
+	// below then stales it.
+	bg := context.WithoutCancel(ctx)
+	err := e.db.Tx(bg, func(tx *store.Tx) error {
+		if cur, err := tx.PendingQuestion(bg, rt.id); err == nil {
+			q, _ := parseQuestion(cur)
+			busy = q.QuestionID
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		var err error
+		m, err = e.recordQuestion(bg, tx, rt.id, run.sessionID, questionMeta{QuestionID: qid, Kind: core.QuestionPermission,
+			Status: core.QuestionPending, Questions: []core.QuestionItem{item}, AskedSession: run.sessionID, AskedAt: time.Now().UTC(),
+			Delivery: "waiting_call", Tool: &tool, PermissionOptions: opts, Remember: key})
+		return err
+	})
+	if err != nil || busy != "" {
+		forget()
+		if err != nil {
+			e.log.Error("record permission question", "task", rt.id, "err", err)
+			d.outcome = "cancelled: kandev could not record the question: " + err.Error()
+		} else {
+			d.outcome = "cancelled: question " + busy + " is already pending on this task"
+		}
+		return d
+	}
+	d.questionID = qid
+	e.publishMessage(core.EventMessageAdded, m)
+	e.publishQuestion(m.Seq)
+	e.refreshQuiet(rt.id)
+
+	var got answerDelivery
+	select {
+	case got = <-ch:
+	case <-ctx.Done():
+		got = e.endPermissionWait(m, ch, "the turn was cancelled while the request waited")
+	case <-e.baseCtx.Done():
+		got = e.endPermissionWait(m, ch, "the daemon shut down while the request waited")
+	}
+	if got.status != core.QuestionAnswered {
+		d.outcome = "cancelled: " + string(got.status) + ": " + got.reason
+		return d
+	}
+	d.option, d.by = got.option, got.by
+	for _, o := range opts {
+		if o.ID == got.option && o.Kind == string(acp.PermissionOptionKindAllowAlways) {
+			d.remember = key
+		}
+	}
+	return d
+}
+
+// endPermissionWait ends the wait of a permission question whose request
+// is going away: it becomes stale, unless an answer or a supersede got it
+// first, in which case that is what the agent is told.
+func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why string) answerDelivery {
+	ctx := context.Background()
+	resolved := false
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+		resolved = ok
+		return err
+	})
+	if err != nil || resolved {
+		e.waitMu.Lock()
+		if e.waiters[m.Ref] == ch {
+			delete(e.waiters, m.Ref)
+		}
+		e.waitMu.Unlock()
+		if err != nil {
+			e.log.Error("make permission question stale", "task", m.TaskID, "err", err)
+		}
+		e.publishQuestion(m.Seq)
+		e.refreshQuiet(m.TaskID)
+		return answerDelivery{status: core.QuestionStale, reason: why}
+	}
+	// Someone resolved it first; they hand their outcome to the waiter
+	// right after their commit.
+	select {
+	case d := <-ch:
+		return d
+	case <-e.baseCtx.Done():
+		return answerDelivery{status: core.QuestionStale, reason: why}
+	}
+}
+
+// permissionPrompt is the question's text: the tool call, and what it
+// would do, as far as the agent said.
+func permissionPrompt(t core.PermissionTool) string {
+	var b strings.Builder
+	b.WriteString("The agent asks permission to run: " + t.Title)
+	var extra []string
+	if t.Kind != "" {
+		extra = append(extra, "kind "+t.Kind)
+	}
+	if t.Input != "" {
+		extra = append(extra, "input "+t.Input)
+	}
+	if len(extra) > 0 {
+		b.WriteString("\n" + strings.Join(extra, "; "))
+	}
+	return b.String()
+}
+
+// recordPermission writes the decision into the conversation (after the
+// call's own entry, created here when only the request announced it).
+func (e *Engine) recordPermission(run *liveRun, tool core.PermissionTool, opts []permissionOption, d permissionDecision) {
+	chosen := ""
+	for _, o := range opts {
+		if o.ID == d.option {
+			chosen = o.Name
+			if chosen == "" {
+				chosen = o.ID
+			}
+			chosen = truncateRunes(textsafe.Line(chosen), permissionOptionMax) + " (" + o.Kind + ")"
+		}
+	}
+	var text string
+	switch {
+	case d.option != "" && d.by == "policy":
+		text = fmt.Sprintf("%s by policy %s (%s)", chosen, d.policy, d.source)
+	case d.option != "" && d.by == "kandev":
+		text = fmt.Sprintf("%s: %s", chosen, d.source)
+	case d.option != "" && d.by == "remembered":
+		text = fmt.Sprintf("%s: %s", chosen, d.source)
+	case d.option != "":
+		text = fmt.Sprintf("%s, answered by %s", chosen, d.by)
+	case d.outcome != "":
+		text = d.outcome
+	default:
+		text = fmt.Sprintf("cancelled: policy %s (%s), but the agent offered no option for it", d.policy, d.source)
+	}
+	if d.remember != "" {
+		text += "; remembered for " + d.remember + " for the rest of this task"
+	}
+	meta := map[string]any{"tool_call_id": tool.CallID, "title": tool.Title, "kind": tool.Kind, "options": opts,
+		"selected": d.option, "policy": d.policy, "source": d.source, "by": d.by}
+	if d.remember != "" {
+		meta["remember"] = d.remember
+	}
+	if d.questionID != "" {
+		meta["question_id"] = d.questionID
+	}
+	run.rec.insertEntry(core.MsgPermission, fmt.Sprintf("permission for %q: %s", tool.Title, text), meta)
+}
+
+// permissionChoice turns the operator's answer into one of the agent's
+// options: an option number, or an option's name or id.
+func permissionChoice(q questionMeta, in core.AnswerInput) (int, error) {
+	raw := ""
+	switch {
+	case len(in.Answers) > 1:
+		return 0, core.Errorf(core.CodeValidation, "a permission question has one part; give one answer")
+	case len(in.Answers) == 1:
+		raw = in.Answers[0]
+	case in.Option > 0 && in.Text != "":
+		return 0, core.Errorf(core.CodeValidation, "give either an option number or an option's name, not both")
+	case in.Option > 0:
+		raw = strconv.Itoa(in.Option)
+	default:
+		raw = in.Text
+	}
+	raw = strings.TrimSpace(raw)
+	var names []string
+	for i, o := range q.PermissionOptions {
+		names = append(names, fmt.Sprintf("%d) %s", i+1, o.Name))
+	}
+	if raw == "" {
+		return 0, core.Errorf(core.CodeValidation, "choose one of the agent's options with --option N: %s", strings.Join(names, ", "))
+	}
+	if n, err := strconv.Atoi(raw); err == nil {
+		if n < 1 || n > len(q.PermissionOptions) {
+			return 0, core.Errorf(core.CodeValidation, "option %d does not exist: the agent offered %s", n, strings.Join(names, ", "))
+		}
+		return n - 1, nil
+	}
+	for i, o := range q.PermissionOptions {
+		if strings.EqualFold(raw, o.Name) || raw == o.ID {
+			return i, nil
+		}
+	}
+	return 0, core.Errorf(core.CodeValidation, "a permission question takes one of the agent's options, not free text: %s", strings.Join(names, ", "))
+}
+
+// answerPermission hands the operator's choice to the waiting request.
+func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Message, q questionMeta, in core.AnswerInput) (core.AnswerResult, error) {
+	i, err := permissionChoice(q, in)
+	if err != nil {
+		return core.AnswerResult{}, err
+	}
+	actor := core.ActorFrom(ctx)
+	o := q.PermissionOptions[i]
+	label := o.Name
+	if i < len(q.Questions[0].Options) {
+		label = q.Questions[0].Options[i].Label
+	}
+	now := time.Now().UTC()
+	claimed := false
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "",
+			&answerMeta{Text: label, Answers: []string{label}, By: actor.String(), At: now})
+		claimed = ok
+		return err
+	})
+	if err != nil {
+		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
+	}
+	if !claimed {
+		cur, err := e.db.GetMessage(ctx, m.Seq)
+		if err == nil {
+			if cq, err := parseQuestion(cur); err == nil && cq.Status != core.QuestionAnswered {
+				return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, cq.Status, cq.Resolution)
+			}
+		}
+		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+	}
+	delivered := "waiting_call"
+	if !e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: []string{label}, text: label, option: o.ID, by: actor.String()}) {
+		// The request ended without staling its question (a daemon that
+		// died before its recovery ran): nobody waits for this answer.
+		delivered = "none"
+		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", fmt.Sprintf("permission question %s answered %q, but the agent's request had already ended", q.QuestionID, label), nil)
+	}
+	e.publishQuestion(m.Seq)
+	e.refreshQuiet(t.ID)
+	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+}
+
+// stalePermission ends a pending permission question of a session whose
+// turn ended or whose daemon went away: its request cannot be answered.
+func (e *Engine) stalePermission(ctx context.Context, taskID, sessionID, why string) {
+	m, err := e.db.PendingQuestion(ctx, taskID)
+	if err != nil {
+		return
+	}
+	q, err := parseQuestion(m)
+	if err != nil || q.Kind != core.QuestionPermission || (sessionID != "" && q.AskedSession != sessionID) {
+		return
+	}
+	resolved := false
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+		resolved = ok
+		return err
+	})
+	if err != nil {
+		e.log.Error("make permission question stale", "task", taskID, "err", err)
+		return
+	}
+	if resolved {
+		e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
+		e.publishQuestion(m.Seq)
+		e.refreshQuiet(taskID)
+	}
+}

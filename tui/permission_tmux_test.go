@@ -1,0 +1,49 @@
+package tui_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+// TestTmuxPermissionQuestion: with the permission policy ask, an agent's
+// permission request shows as ?you on its row and in the status bar, the
+// detail and the answer dialog show the tool and its input with the
+// agent's own options, and picking reject from the dialog reaches the
+// agent.
+func TestTmuxPermissionQuestion(t *testing.T) {
+	needTmux(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=ask"))
+	s := startTmux(t, d, 80, 30)
+	s.waitText("● live", "0 tasks")
+
+	task := createTask(t, d, core.CreateTaskInput{Title: "Clean the build", Start: true,
+		Prompt: "mock: permission rm -rf build/\nmock: say done asking"})
+	s.waitRow(task.ID, "?you")
+	s.waitText("?you 1")
+	s.selectRow(task.ID)
+	s.waitText("?you asks you (a to answer): The agent asks permission to run: rm -rf build/")
+
+	s.keys("a")
+	s.waitText("Answer task "+task.ID, "rm -rf build/", `input {"command":"rm -rf build/"}`,
+		"1) Allow once", "2) Allow always", "3) Reject")
+	s.keys("3", "Enter")
+	s.waitText("?you 0")
+	daemontest.Eventually(t, 20*time.Second, "the rejection to reach the agent", func() bool {
+		return agentSaid(t, d, task.ID, "permission: reject\ndone asking")
+	})
+	s.waitFor("the row without ?you", func(scr string) bool {
+		r := row(scr, task.ID)
+		return r != "" && !strings.Contains(r, "?you")
+	})
+	tk, err := d.Client.GetTask(context.Background(), task.ID)
+	if err != nil || (tk.PendingQuestion != nil && tk.PendingQuestion.Status == core.QuestionPending) {
+		t.Fatalf("engine still has a pending question: %+v %v", tk.PendingQuestion, err)
+	}
+	s.keys("q")
+	s.waitText("kandev exited with status 0")
+}
