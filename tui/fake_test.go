@@ -702,18 +702,6 @@ func (d *driver) settle() {
 	}
 }
 
-// eventually settles until cond holds, for at most two seconds.
-func (d *driver) eventually(what string, cond func() bool) {
-	d.t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			d.t.Fatalf("timed out waiting for %s:\n%s", what, d.view())
-		}
-		d.settle()
-	}
-}
-
 // keys sends key presses ("j", "enter", "ctrl+c", or text) and settles.
 func (d *driver) keys(keys ...string) {
 	d.t.Helper()
