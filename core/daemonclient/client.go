@@ -205,6 +205,20 @@ func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) 
 	return wire.ReadTaskSummaries(resp.Body)
 }
 
+func listPath(in core.ListTasksInput) string {
+	q := url.Values{}
+	if in.All {
+		q.Set("all", "1")
+	}
+	if in.Root != "" {
+		q.Set("root", in.Root)
+	}
+	if len(q) == 0 {
+		return "/v1/tasks"
+	}
+	return "/v1/tasks?" + q.Encode()
+}
+
 // ScanTaskSummaries is ListTaskSummaries one task at a time: fn gets each
 // task as its line is decoded, and must copy what it keeps (the task is
 // reused). The text task list reads 100,000 tasks this way without holding
@@ -234,20 +248,6 @@ func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, 
 	}
 	defer resp.Body.Close()
 	return wire.ScanTaskSummaries(resp.Body, count, fn)
-}
-
-func listPath(in core.ListTasksInput) string {
-	q := url.Values{}
-	if in.All {
-		q.Set("all", "1")
-	}
-	if in.Root != "" {
-		q.Set("root", in.Root)
-	}
-	if len(q) == 0 {
-		return "/v1/tasks"
-	}
-	return "/v1/tasks?" + q.Encode()
 }
 
 // GetTask implements core.Client.

@@ -219,107 +219,58 @@ func unescape(s string) string {
 // ReadTaskSummaries decodes a summary into tasks holding only the summary's
 // fields. Each line becomes one string that the task's fields share.
 func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
-	var tasks []core.Task
-	// One allocation for all the assignees and one for all the sessions.
-	var refs []core.Ref
-	var sessions []core.SessionInfo
-	n := -1
-	err := scanSummaryLines(r, func(count int) {
-		n = count
-		tasks = make([]core.Task, 0, n)
-		refs = make([]core.Ref, 0, 2*n)
-	}, func(cols []string) error {
-		tasks = append(tasks, core.Task{})
-		return summaryTask(&tasks[len(tasks)-1], cols, &refs, &sessions, n)
-	})
-	return tasks, err
-}
-
-// ScanTaskSummaries decodes a summary one line at a time, calling fn with
-// each task as it is decoded, so that a long listing is never held whole.
-// The task and what it points to are reused for the next line: fn must
-// copy what it keeps. count, when not nil, is told the header's task
-// count first, to size what the caller builds.
-func ScanTaskSummaries(r io.Reader, count func(n int), fn func(*core.Task) error) error {
-	var t core.Task
-	refs := make([]core.Ref, 0, 2)
-	sessions := make([]core.SessionInfo, 0, 1)
-	var fnErr error
-	err := scanSummaryLines(r, count, func(cols []string) error {
-		refs, sessions = refs[:0], sessions[:0]
-		if err := summaryTask(&t, cols, &refs, &sessions, 0); err != nil {
-			return err
-		}
-		fnErr = fn(&t)
-		return fnErr
-	})
-	if fnErr != nil {
-		// The caller's own error (a closed pipe, enough rows), not the
-		// summary's: returned as it was.
-		return fnErr
-	}
-	return err
-}
-
-// scanSummaryLines reads a summary's header (passing its count to head)
-// and gives each line's columns to line, in order, checking the count.
-func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) error) error {
 	br := bufio.NewReaderSize(r, 256*1024)
-	first, err := br.ReadString('\n')
+	head, err := br.ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("read task summary: %w", err)
+		return nil, fmt.Errorf("read task summary: %w", err)
 	}
-	count, ok := strings.CutPrefix(strings.TrimSuffix(first, "\n"), SummaryHeader+" ")
+	count, ok := strings.CutPrefix(strings.TrimSuffix(head, "\n"), SummaryHeader+" ")
 	n, convErr := strconv.Atoi(count)
 	if !ok || convErr != nil || n < 0 {
-		return fmt.Errorf("read task summary: unknown header %q", strings.TrimSpace(first))
+		return nil, fmt.Errorf("read task summary: unknown header %q", strings.TrimSpace(head))
 	}
-	if head != nil {
-		head(n)
-	}
+	tasks := make([]core.Task, 0, n)
+	// One allocation for all the assignees and one for all the sessions.
+	refs := make([]core.Ref, 0, 2*n)
+	var sessions []core.SessionInfo
 	var cols [SummaryColumns]string
-	got := 0
 	for {
-		b, err := br.ReadSlice('\n')
+		line, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
 			// A line longer than the buffer (a huge title or question).
 			rest, err2 := br.ReadBytes('\n')
-			b = append(append([]byte(nil), b...), rest...)
+			line = append(append([]byte(nil), line...), rest...)
 			err = err2
 		}
-		if len(b) > 0 {
-			if b[len(b)-1] != '\n' {
-				return fmt.Errorf("read task summary: truncated line after %d tasks", got)
+		if len(line) > 0 {
+			if line[len(line)-1] != '\n' {
+				return nil, fmt.Errorf("read task summary: truncated line after %d tasks", len(tasks))
 			}
-			s := string(b[:len(b)-1])
-			whole := s
+			s := string(line[:len(line)-1])
+			if strings.Count(s, "\t") != len(cols)-1 {
+				return nil, fmt.Errorf("read task summary: line %d has %d fields, want %d", len(tasks)+2, strings.Count(s, "\t")+1, len(cols))
+			}
 			for i := range len(cols) - 1 {
 				j := strings.IndexByte(s, '\t')
-				if j < 0 {
-					return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
-				}
 				cols[i], s = s[:j], s[j+1:]
 			}
-			if strings.IndexByte(s, '\t') >= 0 {
-				return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
-			}
 			cols[len(cols)-1] = s
-			got++
-			if err := line(cols[:]); err != nil {
-				return fmt.Errorf("read task summary: line %d: %w", got+1, err)
+			tasks = append(tasks, core.Task{})
+			if err := summaryTask(&tasks[len(tasks)-1], cols[:], &refs, &sessions, n); err != nil {
+				return nil, fmt.Errorf("read task summary: line %d: %w", len(tasks)+1, err)
 			}
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("read task summary: %w", err)
+			return nil, fmt.Errorf("read task summary: %w", err)
 		}
 	}
-	if got != n {
-		return fmt.Errorf("read task summary: %d tasks, header says %d", got, n)
+	if len(tasks) != n {
+		return nil, fmt.Errorf("read task summary: %d tasks, header says %d", len(tasks), n)
 	}
-	return nil
+	return tasks, nil
 }
 
 // summaryTask fills t from one line's columns. t is in the caller's slab:
@@ -409,4 +360,91 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 		t.Stalled = &st
 	}
 	return bad
+}
+
+// ScanTaskSummaries decodes a summary one line at a time, calling fn with
+// each task as it is decoded, so that a long listing is never held whole.
+// The task and what it points to are reused for the next line: fn must
+// copy what it keeps. count, when not nil, is told the header's task
+// count first, to size what the caller builds.
+func ScanTaskSummaries(r io.Reader, count func(n int), fn func(*core.Task) error) error {
+	var t core.Task
+	refs := make([]core.Ref, 0, 2)
+	sessions := make([]core.SessionInfo, 0, 1)
+	var fnErr error
+	err := scanSummaryLines(r, count, func(cols []string) error {
+		refs, sessions = refs[:0], sessions[:0]
+		if err := summaryTask(&t, cols, &refs, &sessions, 0); err != nil {
+			return err
+		}
+		fnErr = fn(&t)
+		return fnErr
+	})
+	if fnErr != nil {
+		// The caller's own error (a closed pipe, enough rows), not the
+		// summary's: returned as it was.
+		return fnErr
+	}
+	return err
+}
+
+// scanSummaryLines reads a summary's header (passing its count to head)
+// and gives each line's columns to line, in order, checking the count.
+func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) error) error {
+	br := bufio.NewReaderSize(r, 256*1024)
+	first, err := br.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read task summary: %w", err)
+	}
+	count, ok := strings.CutPrefix(strings.TrimSuffix(first, "\n"), SummaryHeader+" ")
+	n, convErr := strconv.Atoi(count)
+	if !ok || convErr != nil || n < 0 {
+		return fmt.Errorf("read task summary: unknown header %q", strings.TrimSpace(first))
+	}
+	if head != nil {
+		head(n)
+	}
+	var cols [SummaryColumns]string
+	got := 0
+	for {
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer (a huge title or question).
+			rest, err2 := br.ReadBytes('\n')
+			b = append(append([]byte(nil), b...), rest...)
+			err = err2
+		}
+		if len(b) > 0 {
+			if b[len(b)-1] != '\n' {
+				return fmt.Errorf("read task summary: truncated line after %d tasks", got)
+			}
+			s := string(b[:len(b)-1])
+			whole := s
+			for i := range len(cols) - 1 {
+				j := strings.IndexByte(s, '\t')
+				if j < 0 {
+					return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
+				}
+				cols[i], s = s[:j], s[j+1:]
+			}
+			if strings.IndexByte(s, '\t') >= 0 {
+				return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
+			}
+			cols[len(cols)-1] = s
+			got++
+			if err := line(cols[:]); err != nil {
+				return fmt.Errorf("read task summary: line %d: %w", got+1, err)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read task summary: %w", err)
+		}
+	}
+	if got != n {
+		return fmt.Errorf("read task summary: %d tasks, header says %d", got, n)
+	}
+	return nil
 }
