@@ -12,9 +12,9 @@ import (
 	"github.com/kandev/kandev/core/wire"
 )
 
-// TestScanTaskSummaries: scanning gives, line by line, the tasks reading
-// gives at once, and refuses the damage reading refuses; the caller's own
-// error stops the scan and comes back unchanged.
+// TestScanTaskSummaries: scanning gives, line by line, every field a
+// summary carries, and refuses a damaged body; the caller's own error
+// stops the scan and comes back unchanged.
 func TestScanTaskSummaries(t *testing.T) {
 	var tasks []core.Task
 	for _, tt := range trickyTasks() {
@@ -37,12 +37,12 @@ func TestScanTaskSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := buf.String()
-	want, err := wire.ReadTaskSummaries(strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
+	want := make([]core.Task, len(tasks))
+	for i := range tasks {
+		want[i] = summaryOf(t, tasks[i])
 	}
 	var got []core.Task
-	err = wire.ScanTaskSummaries(strings.NewReader(body), nil, func(st *core.Task) error {
+	err := wire.ScanTaskSummaries(strings.NewReader(body), nil, func(st *core.Task) error {
 		c := *st // the task is reused: keep a deep copy
 		if st.Assignee != nil {
 			a := *st.Assignee
@@ -63,7 +63,12 @@ func TestScanTaskSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("scan differs from read (%d vs %d tasks)", len(got), len(want))
+		for i := range min(len(got), len(want)) {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("task %d:\n got %#v\nwant %#v", i, got[i], want[i])
+			}
+		}
+		t.Fatalf("scanned %d tasks, wrote %d", len(got), len(want))
 	}
 
 	lastLine := strings.LastIndexByte(body[:len(body)-1], '\n')
