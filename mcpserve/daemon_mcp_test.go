@@ -34,26 +34,16 @@ func bg() context.Context { return context.Background() }
 func agentLines(t testing.TB, d *daemontest.Daemon, taskID string) []string {
 	t.Helper()
 	var lines []string
-	var after int64
-	for {
-		page, err := d.Client.Conversation(bg(), taskID, core.ConversationInput{After: after, Limit: 200})
-		if err != nil {
-			t.Fatalf("conversation of %s: %v", taskID, err)
-		}
-		for _, m := range page.Messages {
-			if m.Kind == core.MsgAgent {
-				for _, l := range strings.Split(m.Text, "\n") {
-					if l = strings.TrimSpace(l); l != "" {
-						lines = append(lines, l)
-					}
+	for _, m := range d.Conversation(t, taskID) {
+		if m.Kind == core.MsgAgent {
+			for _, l := range strings.Split(m.Text, "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					lines = append(lines, l)
 				}
 			}
 		}
-		if !page.More {
-			return lines
-		}
-		after = page.Next
 	}
+	return lines
 }
 
 // waitLine waits until the agent has said n lines starting with prefix and

@@ -49,7 +49,7 @@ func reportPerSecond(b *testing.B, perOp int, unit string) {
 // BenchmarkStoreCreateTask is one task per write transaction, as the
 // engine's CreateTask does it.
 func BenchmarkStoreCreateTask(b *testing.B) {
-	db := openIssue2(b)
+	db := openFreshDB(b)
 	ctx := context.Background()
 	i := 0
 	for b.Loop() {
@@ -64,7 +64,7 @@ func BenchmarkStoreCreateTask(b *testing.B) {
 
 // BenchmarkStoreInsertTasksBulk is 1,000 tasks per transaction.
 func BenchmarkStoreInsertTasksBulk(b *testing.B) {
-	db := openIssue2(b)
+	db := openFreshDB(b)
 	ctx := context.Background()
 	next := 0
 	for b.Loop() {
@@ -87,7 +87,7 @@ func BenchmarkStoreInsertTasksBulk(b *testing.B) {
 // BenchmarkStoreTaskViews10k loads every task's view: what a daemon start
 // does (per 10,000 tasks).
 func BenchmarkStoreTaskViews10k(b *testing.B) {
-	db := openIssue2(b)
+	db := openFreshDB(b)
 	seedBench(b, db, 10_000)
 	ctx := context.Background()
 	for b.Loop() {
@@ -101,7 +101,7 @@ func BenchmarkStoreTaskViews10k(b *testing.B) {
 
 // BenchmarkStoreListTasks10k lists the task rows alone.
 func BenchmarkStoreListTasks10k(b *testing.B) {
-	db := openIssue2(b)
+	db := openFreshDB(b)
 	seedBench(b, db, 10_000)
 	ctx := context.Background()
 	for b.Loop() {
@@ -116,7 +116,7 @@ func BenchmarkStoreListTasks10k(b *testing.B) {
 // BenchmarkStoreTaskView reads one view in a 10,000-task database: the
 // refresh after every change.
 func BenchmarkStoreTaskView(b *testing.B) {
-	db := openIssue2(b)
+	db := openFreshDB(b)
 	seedBench(b, db, 10_000)
 	ctx := context.Background()
 	i := 0

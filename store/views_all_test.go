@@ -13,7 +13,7 @@ import (
 // blockers by separate queries) gives each task the view it has when
 // loaded by id (a join and per-row subqueries).
 func TestAllTaskViewsMatchOneByOne(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("aaaa01", ""), i2Task("bbbb01", "aaaa01"), i2Task("cccc01", ""),
 		i2Task("dddd01", ""), i2Task("eeee01", ""), i2Task("ffff01", ""))

@@ -164,12 +164,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 func createTask(t *testing.T, d *daemontest.Daemon, in core.CreateTaskInput) core.Task {
 	t.Helper()
-	in.CWD = os.TempDir()
-	task, err := d.Client.CreateTask(context.Background(), in)
-	if err != nil {
-		t.Fatalf("create %q: %v", in.Title, err)
-	}
-	return task
+	return d.CreateTask(t, in)
 }
 
 // colorSGR matches escape sequences that set a color (not bold, faint,
@@ -408,11 +403,7 @@ func TestTmuxHandOnAndDone(t *testing.T) {
 }
 
 func agentSaid(t *testing.T, d *daemontest.Daemon, id, text string) bool {
-	page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{Limit: 1000})
-	if err != nil {
-		t.Fatalf("conversation of %s: %v", id, err)
-	}
-	for _, m := range page.Messages {
+	for _, m := range d.Conversation(t, id) {
 		if m.Kind == core.MsgAgent && strings.Contains(m.Text, text) {
 			return true
 		}
@@ -423,11 +414,7 @@ func agentSaid(t *testing.T, d *daemontest.Daemon, id, text string) bool {
 // promptSent: a prompt the task's agent got carries text (the engine may
 // wrap it, e.g. in a handoff note).
 func promptSent(t *testing.T, d *daemontest.Daemon, id, text string) bool {
-	page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{Limit: 1000})
-	if err != nil {
-		t.Fatalf("conversation of %s: %v", id, err)
-	}
-	for _, m := range page.Messages {
+	for _, m := range d.Conversation(t, id) {
 		if m.Kind == core.MsgPrompt && strings.Contains(m.Text, text) {
 			return true
 		}

@@ -82,8 +82,10 @@ type Run struct {
 	flow *flow
 	// stdout is the read end of the agent's stdout; stdoutDone closes when
 	// the reader reached its end. Terminate closes it.
-	stdout     *os.File
+	stdout     io.Closer
 	stdoutDone <-chan struct{}
+	// peer is set for an agent served in this process (Attach); cmd is nil.
+	peer *Peer
 	// stderrDone closes when the stderr copier reached EOF.
 	stderrDone chan struct{}
 
@@ -158,8 +160,7 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	stdoutW.Close() // the child holds its own copy
 	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
 		flow: newFlow(), stderrDone: make(chan struct{})}
-	stdout := &eofReader{r: stdoutR, done: make(chan struct{})}
-	r.stdout, r.stdoutDone = stdoutR, stdout.done
+	stdout := r.connect(stdin, stdoutR)
 	if log != nil {
 		stderrW.Close() // the child holds its own copy
 		go func() {
@@ -171,17 +172,6 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	} else {
 		close(r.stderrDone)
 	}
-	logger := spec.Logger
-	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	// The guard holds reads back until the logger is set: SetLogger on a
-	// connection whose reader already runs is a data race in the SDK.
-	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, onFault: r.onFault,
-		flow: r.flow, ready: make(chan struct{})}
-	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
-	r.conn.SetLogger(logger)
-	close(guard.ready)
 	go func() {
 		r.exitErr = cmd.Wait()
 		// The last words on stdout and stderr belong to the run; helpers
@@ -196,6 +186,62 @@ func Start(spec Spec, h Handler) (*Run, error) {
 		close(r.exited)
 	}()
 	return r, nil
+}
+
+// connect opens the ACP connection over the agent's stdin and stdout and
+// returns the reader that marks stdout's end.
+func (r *Run) connect(stdin io.Writer, stdoutR io.ReadCloser) *eofReader {
+	stdout := &eofReader{r: stdoutR, done: make(chan struct{})}
+	r.stdout, r.stdoutDone = stdoutR, stdout.done
+	logger := r.spec.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	// The guard holds reads back until the logger is set: SetLogger on a
+	// connection whose reader already runs is a data race in the SDK.
+	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, onFault: r.onFault,
+		flow: r.flow, ready: make(chan struct{})}
+	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
+	r.conn.SetLogger(logger)
+	close(guard.ready)
+	return stdout
+}
+
+// Peer is an agent served inside this process over a pair of pipes rather
+// than a child process: engine tests run the mock agent this way, so the
+// engine's races can be driven without spawning anything. Everything above
+// the byte streams (the ACP connection, the line guard, cancels, the
+// handler) is the same code a process gets.
+type Peer struct {
+	// Stdin carries what kandev sends; closing it is the agent's EOF.
+	Stdin io.WriteCloser
+	// Stdout carries what the agent sends; the agent closes its end when
+	// it ends.
+	Stdout io.ReadCloser
+	// Done closes once the agent has ended; Err then says why (nil: a
+	// clean exit).
+	Done <-chan struct{}
+	Err  func() error
+	// Kill ends the agent at once, as SIGKILL ends a process.
+	Kill func()
+}
+
+// Attach opens an ACP connection to an agent served in this process.
+func Attach(spec Spec, h Handler, p Peer) *Run {
+	r := &Run{spec: spec, handler: h, stdin: p.Stdin, peer: &p, exited: make(chan struct{}),
+		flow: newFlow(), stderrDone: make(chan struct{})}
+	close(r.stderrDone)
+	stdout := r.connect(p.Stdin, p.Stdout)
+	go func() {
+		<-p.Done
+		r.exitErr = p.Err()
+		select {
+		case <-stdout.done:
+		case <-time.After(stderrSettle):
+		}
+		close(r.exited)
+	}()
+	return r
 }
 
 // eofReader closes done once its reader returns an error (EOF included).
@@ -216,14 +262,28 @@ func (e *eofReader) Read(p []byte) (int, error) {
 // stderrSettle bounds how long an exit waits for the output copiers.
 const stderrSettle = 500 * time.Millisecond
 
-// PID is the agent's process id, which is also its process group id.
-func (r *Run) PID() int { return r.cmd.Process.Pid }
+// PID is the agent's process id, which is also its process group id; 0 for
+// an agent served in this process.
+func (r *Run) PID() int {
+	if r.cmd == nil {
+		return 0
+	}
+	return r.cmd.Process.Pid
+}
 
 // SessionID is the agent's own session id, set by Open.
-func (r *Run) SessionID() string { return string(r.sessionID) }
+func (r *Run) SessionID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.sessionID)
+}
 
 // Resumed reports whether Open continued an earlier agent session.
-func (r *Run) Resumed() bool { return r.resumed }
+func (r *Run) Resumed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.resumed
+}
 
 // Exited closes when the process has exited.
 func (r *Run) Exited() <-chan struct{} { return r.exited }
@@ -345,7 +405,9 @@ func (r *Run) Open(ctx context.Context) error {
 			}
 			err := st.call()
 			if err == nil {
+				r.mu.Lock()
 				r.sessionID, r.resumed = id, true
+				r.mu.Unlock()
 				return nil
 			}
 			if ctx.Err() != nil || r.disconnected() {
@@ -361,7 +423,9 @@ func (r *Run) Open(ctx context.Context) error {
 	if err != nil {
 		return r.wrap(ctx, "session/new", err)
 	}
+	r.mu.Lock()
 	r.sessionID = sess.SessionId
+	r.mu.Unlock()
 	return nil
 }
 
@@ -380,7 +444,7 @@ func (r *Run) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
 	ctx, stop := r.cancelOnExit(ctx)
 	defer stop()
 	before := r.cancelCount()
-	resp, err := r.conn.Prompt(ctx, acp.PromptRequest{SessionId: r.sessionID, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	resp, err := r.conn.Prompt(ctx, acp.PromptRequest{SessionId: acp.SessionId(r.SessionID()), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 	if err != nil {
 		var rpcErr *acp.RequestError
 		if r.cancelCount() != before && errors.As(err, &rpcErr) && ctx.Err() == nil && !r.disconnected() && r.GarbageLine() == "" && r.Fault() == "" {
@@ -419,17 +483,21 @@ func (r *Run) cancelCount() uint64 {
 
 // Cancel asks the agent to end the running turn (session/cancel).
 func (r *Run) Cancel(ctx context.Context) error {
-	if r.sessionID == "" {
+	// A stop may cancel while Open still runs in another goroutine: the
+	// session id is read under the lock Open writes it under.
+	r.mu.Lock()
+	id := r.sessionID
+	if id == "" {
+		r.mu.Unlock()
 		return nil
 	}
 	// Counted before sending: the agent's reply may beat our return.
-	r.mu.Lock()
 	r.cancels++
 	for _, cancel := range r.permissions {
 		cancel()
 	}
 	r.mu.Unlock()
-	return r.conn.Cancel(ctx, acp.CancelNotification{SessionId: r.sessionID})
+	return r.conn.Cancel(ctx, acp.CancelNotification{SessionId: id})
 }
 
 // Grace is how long each step of Terminate waits for the process to exit.
@@ -453,6 +521,10 @@ func (r *Run) Terminate(g Grace) {
 	_ = r.Cancel(ctx)
 	cancel()
 	r.stdin.Close()
+	if r.peer != nil {
+		r.terminatePeer(g)
+		return
+	}
 	pgid := r.PID()
 	id := r.spec.SessionID
 	steps := []struct {
@@ -485,6 +557,19 @@ func (r *Run) Terminate(g Grace) {
 	select {
 	case <-r.stdoutDone:
 	case <-time.After(killWait):
+	}
+	r.stdout.Close()
+}
+
+// terminatePeer is Terminate for an agent in this process: after the
+// cancel and the closed stdin, the grace a process would get before its
+// signals, then the kill.
+func (r *Run) terminatePeer(g Grace) {
+	select {
+	case <-r.exited:
+	case <-time.After(g.Cancel + g.Interrupt + g.Terminate):
+		r.peer.Kill()
+		<-r.exited
 	}
 	r.stdout.Close()
 }

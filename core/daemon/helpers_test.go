@@ -3,7 +3,6 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,14 +18,7 @@ const wait = 30 * time.Second
 
 func create(t *testing.T, d *daemontest.Daemon, in core.CreateTaskInput) core.Task {
 	t.Helper()
-	if in.CWD == "" {
-		in.CWD = os.TempDir()
-	}
-	task, err := d.Client.CreateTask(context.Background(), in)
-	if err != nil {
-		t.Fatalf("create task %q: %v", in.Title, err)
-	}
-	return task
+	return d.CreateTask(t, in)
 }
 
 func get(t *testing.T, d *daemontest.Daemon, id string) core.Task {
@@ -40,19 +32,7 @@ func get(t *testing.T, d *daemontest.Daemon, id string) core.Task {
 
 func conversation(t *testing.T, d *daemontest.Daemon, id string) []core.Message {
 	t.Helper()
-	var all []core.Message
-	var after int64
-	for {
-		page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{After: after, Limit: 500})
-		if err != nil {
-			t.Fatalf("conversation of %s: %v", id, err)
-		}
-		all = append(all, page.Messages...)
-		after = page.Next
-		if !page.More {
-			return all
-		}
-	}
+	return d.Conversation(t, id)
 }
 
 // said returns what the agent said on a task, one entry per agent message.

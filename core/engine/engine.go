@@ -71,7 +71,27 @@ type Options struct {
 	// an agent asks a permission, so a changed policy applies at once;
 	// nil uses the built-in defaults.
 	Config func() (config.Config, error)
+	// Launcher starts each agent run. Default: ProcessLauncher, a child
+	// process per run (core/agent). Tests serve the mock agent in process
+	// over pipes instead, so the engine's races run without processes.
+	Launcher Launcher
 }
+
+// Launcher starts one agent run: the process (or, in tests, the in-process
+// agent) behind a session, speaking ACP to h. It returns once the agent
+// exists; the engine then opens its session (Run.Open) under its own fence.
+type Launcher interface {
+	Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error)
+}
+
+// LauncherFunc adapts a function to Launcher.
+type LauncherFunc func(spec agent.Spec, h agent.Handler) (*agent.Run, error)
+
+// Launch implements Launcher.
+func (f LauncherFunc) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) { return f(spec, h) }
+
+// ProcessLauncher runs every agent as a child process in its own group.
+var ProcessLauncher Launcher = LauncherFunc(agent.Start)
 
 // DefaultQuestionTurnGrace is generous on purpose: the tool result tells
 // the agent to end its turn, and a cancel costs some agents (Gemini CLI)
@@ -98,9 +118,12 @@ type Engine struct {
 	// afterStoreRead lets a test hold a refresh between its read and its
 	// cache write.
 	afterStoreRead func(id string)
-	tasks          map[string]*core.Task
-	order          []string
-	children       map[string][]string
+	// loopEnded lets a test wait for a task's turn loop to end: the one
+	// moment after which nothing more is delivered until the next kick.
+	loopEnded func(id string)
+	tasks     map[string]*core.Task
+	order     []string
+	children  map[string][]string
 
 	rtMu     sync.Mutex
 	runtimes map[string]*taskRuntime
@@ -143,6 +166,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	if opts.QuestionTurnGrace <= 0 {
 		opts.QuestionTurnGrace = DefaultQuestionTurnGrace
+	}
+	if opts.Launcher == nil {
+		opts.Launcher = ProcessLauncher
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 10 * time.Second

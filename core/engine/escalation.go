@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -22,6 +23,12 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 			e.log.Error("clear stall check", "task", taskID, "err", err)
 		}
 	}()
+	// A child's question is read before the task, never after: the question
+	// and its notice to this task commit together, so one recorded after
+	// this read shows in the task read below as a queued turn (its notice),
+	// which holds the task. Read the other way round, a question asked
+	// between the reads was taken for one this task's turn ignored.
+	unanswered := e.unansweredChildQuestion(ctx, taskID)
 	// The store, not the cache: a handoff that committed a moment ago (and
 	// whose refresh has not run yet) must hold the task.
 	t, err := e.storedTask(ctx, taskID)
@@ -41,7 +48,6 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	// relay: a relay is its own pending question, above) is not a hold: the
 	// child waits on this task, so this task waiting on the child would be
 	// a deadlock that nobody is told about.
-	unanswered := e.unansweredChildQuestion(ctx, taskID)
 	if unanswered == "" && (len(t.BlockedBy) > 0 || e.openSubtasks(taskID) > 0) {
 		return // waits on subtasks or blockers; their finishing wakes it
 	}
@@ -145,13 +151,18 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
-	if err := e.db.SetStalled(ctx, t.ID, stalled, now); err != nil {
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
+		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
+			return err
+		}
+		return c.noteTx(ctx, tx, t.ID, core.MsgStatus, "kandev",
+			fmt.Sprintf("stuck: role %s stalled on the task (%s), and there is no manager, hander or creator to escalate to; it waits for the operator",
+				role, truncateRunes(orNone(detail), 200)), map[string]any{"reason": core.StallStuck})
+	})
+	if err != nil {
 		e.log.Error("mark stuck", "task", t.ID, "err", err)
 	}
-	e.note(ctx, t.ID, "", core.MsgStatus, "kandev",
-		fmt.Sprintf("stuck: role %s stalled on the task (%s), and there is no manager, hander or creator to escalate to; it waits for the operator",
-			role, truncateRunes(orNone(detail), 200)), map[string]any{"reason": core.StallStuck})
-	e.refreshQuiet(t.ID)
 }
 
 // reportStallToCreator marks a stalled agent-created task and wakes the
@@ -159,33 +170,29 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, failed bool) {
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: "Stalled", From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
-	what := "left it without handing it on. Its last words:"
-	switch {
-	case failed:
-		what = "failed on it:"
-	case strings.HasPrefix(detail, unansweredPrefix):
-		what = "left a question from its own subtask unanswered:"
-	}
-	body := fmt.Sprintf("[kandev:stalled] Your subtask %s (%s) stalled: its role %s %s\n\n%s\n\nchild_task_id: %s\n\n"+
-		"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off.",
-		t.ID, t.Title, role, what, orNone(detail), t.ID)
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(failed, detail), Detail: detail}
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
 		}
-		_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
-			Sender: roleRef(role), Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
-		return err
+		if _, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: creator.ID, Priority: priorityNormal, Kind: itemStalled,
+			Sender: roleRef(role), Text: detail, CreatedAt: now}, prompt.NoticeStallReport, report, map[string]any{"child_task_id": t.ID})); err != nil {
+			return err
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgHandoff), Author: "kandev",
+			Text: fmt.Sprintf("Stalled: reported to task %s, which created it", creator.ID),
+			Meta: metaJSON(map[string]any{"reason": "Stalled", "reported_to": creator.ID}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		c.touch(t.ID)
+		c.wake(creator.ID)
+		return nil
 	})
 	if err != nil {
 		e.log.Error("report stall", "task", t.ID, "err", err)
-		return
 	}
-	e.note(ctx, t.ID, "", core.MsgHandoff, "kandev", fmt.Sprintf("Stalled: reported to task %s, which created it", creator.ID),
-		map[string]any{"reason": "Stalled", "reported_to": creator.ID})
-	e.refreshQuiet(t.ID)
-	e.refreshQuiet(creator.ID)
-	e.kick(creator.ID)
 }
 
 // wakesFor builds the wakes a task reaching done or cancelled causes: one
@@ -220,10 +227,10 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 		if rel == "subtask" && open > 0 {
 			open-- // this one, finishing now
 		}
-		body := fmt.Sprintf("[kandev:wake] Your %s %s (%s) finished: %s.\n\n%s\n\nfinished_task_id: %s\nopen_subtasks: %d",
-			rel, t.ID, t.Title, t.Status, orNone(summary), t.ID, open)
-		items = append(items, store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
-			Sender: core.TaskRef(t.ID).String(), Text: body, Meta: metaJSON(map[string]any{"finished_task_id": t.ID, "status": t.Status}), CreatedAt: now})
+		wake := prompt.Wake{Relation: rel, TaskID: t.ID, Title: t.Title, Status: string(t.Status), Summary: summary, OpenSubtasks: open}
+		items = append(items, noticeItem(store.QueueItem{TaskID: id, Priority: priorityNormal, Kind: itemWake,
+			Sender: core.TaskRef(t.ID).String(), Text: summary, CreatedAt: now}, prompt.NoticeWake, wake,
+			map[string]any{"finished_task_id": t.ID, "status": t.Status}))
 	}
 	return items
 }

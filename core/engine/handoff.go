@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -152,8 +153,32 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	}
 	now := time.Now().UTC()
 	by := core.ParseActor(hander)
-	post := func() {}
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
+	switch reason {
+	case "":
+	case core.StallReturned:
+		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
+	default:
+		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
+	}
+	if message != "" {
+		text += ": " + message
+	}
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
+		switch {
+		case signOff != nil:
+			c.wake(signOff.ID)
+		case target.IsRole():
+			c.wake(t.ID)
+		}
+		m, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgHandoff), Author: hander, Text: text,
+			Meta:      metaJSON(map[string]any{"from": from, "to": target, "by": hander, "message": message, "reason": reason, "delivered": delivered}),
+			CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(m)
 		if err := tx.Assign(ctx, t.ID, target.String(), hander, profile, now); err != nil {
 			return err
 		}
@@ -175,33 +200,25 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 			}
 		}
 		if from != target {
-			var err error
-			if post, err = e.supersedeTx(ctx, tx, t, by); err != nil {
+			if err := e.supersedeTx(ctx, tx, t, by, c); err != nil {
 				return err
 			}
 		}
 		switch {
 		case signOff != nil:
-			body := fmt.Sprintf("[kandev:handoff] Your subtask %s (%s) was handed to you for sign-off by %s.\n\n%s\n\n"+
-				"child_task_id: %s\n\nReview it, then sign it off with set_task_status_kandev(task_id: %q, status: \"done\"), "+
-				"or hand it back with guidance: handoff_task_kandev(task_id: %q, to: \"back\", message: ...).",
-				t.ID, t.Title, describeRef(hander), orNone(message), t.ID, t.ID, t.ID)
-			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
-				Sender: hander, Text: body, Meta: metaJSON(map[string]any{"child_task_id": t.ID}), CreatedAt: now})
+			data := prompt.SignOff{ChildID: t.ID, ChildTitle: t.Title, By: describeRef(hander), Message: message}
+			_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
+				Sender: hander, Text: message, CreatedAt: now}, prompt.NoticeSignOff, data, map[string]any{"child_task_id": t.ID}))
 			return err
 		case target.IsRole():
-			kind, body := itemHandoff, ""
+			kind, notice := itemHandoff, prompt.NoticeHandoff
+			var data any = prompt.Handoff{TaskID: t.ID, Title: t.Title, Role: target.Name, By: describeRef(hander), Message: message}
 			if reason != "" {
-				kind = itemStalled
-				body = fmt.Sprintf("[kandev:stalled] Task %s (%s) stalled and was escalated to you, %s's manager. %s\n\n%s\n\n"+
-					"Hand it back with guidance (handoff_task_kandev to: \"back\"), hand it on, or work it yourself.",
-					t.ID, t.Title, from.Name, stallCause(stall.Failed, message), orNone(message))
-			} else {
-				body = fmt.Sprintf("[kandev:handoff] Task %s (%s) was handed to you, role %s, by %s.\n\n%s",
-					t.ID, t.Title, target.Name, describeRef(hander), orNone(message))
+				kind, notice = itemStalled, prompt.NoticeEscalation
+				data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Failed, message), Detail: message}
 			}
-			_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
-				Text: body, Meta: metaJSON(map[string]any{"from": from.String(), "to": target.String()}), CreatedAt: now})
+			_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
+				Text: message, CreatedAt: now}, notice, data, map[string]any{"from": from.String(), "to": target.String()}))
 			return err
 		}
 		return nil
@@ -209,31 +226,8 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	if err != nil {
 		return core.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
 	}
-	post()
-	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
-	switch reason {
-	case "":
-	case core.StallReturned:
-		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
-	default:
-		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
-	}
-	if message != "" {
-		text += ": " + message
-	}
-	e.note(ctx, t.ID, "", core.MsgHandoff, hander, text, map[string]any{"from": from, "to": target, "by": hander,
-		"message": message, "reason": reason, "delivered": delivered})
 	e.releaseRun(t.ID, target, core.ActorFrom(ctx).SessionID)
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.HandoffResult{}, err
-	}
-	switch {
-	case signOff != nil:
-		e.refreshQuiet(signOff.ID)
-		e.kick(signOff.ID)
-	case target.IsRole():
-		e.kick(t.ID)
-	}
+	e.announce(c)
 	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
 }
 
@@ -280,14 +274,16 @@ func orNone(s string) string {
 	return s
 }
 
-func stallCause(failed bool, detail string) string {
-	if failed {
-		return "Its run failed:"
+// stallWhy says why a role stalled, for the notices that word it
+// (prompt.Why*).
+func stallWhy(failed bool, detail string) string {
+	switch {
+	case failed:
+		return prompt.WhyFailed
+	case strings.HasPrefix(detail, unansweredPrefix):
+		return prompt.WhyUnanswered
 	}
-	if strings.HasPrefix(detail, unansweredPrefix) {
-		return "Its turn ended with a question from its subtask unanswered:"
-	}
-	return "Its turn ended without handing the task on. Its last words:"
+	return prompt.WhyLastWords
 }
 
 // BlockTask implements core.Client.

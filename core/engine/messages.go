@@ -43,11 +43,10 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	rt := e.runtime(t.ID)
 	rt.mu.Lock()
 	now := time.Now().UTC()
-	post := func() {}
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.wake(t.ID)
 		if text != "" {
-			var err error
-			if post, err = e.supersedeTx(ctx, tx, t, actor); err != nil {
+			if err := e.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemMessage,
@@ -74,13 +73,7 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	if post != nil {
-		post()
-	}
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.Task{}, err
-	}
-	e.kick(t.ID)
+	e.announce(c)
 	return e.task(ctx, t.ID)
 }
 
@@ -153,11 +146,10 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	}
 	now := time.Now().UTC()
 	var item store.QueueItem
-	post := func() {}
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.wake(t.ID)
 		if explicit {
-			var err error
-			if post, err = e.supersedeTx(ctx, tx, t, actor); err != nil {
+			if err := e.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if t.Halted {
@@ -180,9 +172,6 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		rt.mu.Unlock()
 		return core.MessageResult{}, mapStoreErr(err, "message to "+t.ID)
 	}
-	if post != nil {
-		post()
-	}
 	res := core.MessageResult{TaskID: t.ID, Status: "queued", QueueID: item.ID}
 	switch {
 	case delivery == core.DeliveryInterrupt && rt.turn != nil:
@@ -204,10 +193,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		res.Position = positionOf(queue, priority) + 1
 	}
 	rt.mu.Unlock()
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.MessageResult{}, err
-	}
-	e.kick(t.ID)
+	e.announce(c)
 	return res, nil
 }
 
@@ -308,72 +294,6 @@ func (e *Engine) notDirectParent(t core.Task, what string) error {
 		return core.Errorf(core.CodeForbidden, "only the operator may %s task %s: it is a root task and has no parent", what, t.ID)
 	}
 	return core.Errorf(core.CodeForbidden, "only task %s, the direct parent of task %s, may %s it", t.ParentID, t.ID, what)
-}
-
-// StopTask implements core.Client: halt-only, direct-parent-only (or a
-// person), idempotent.
-func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, error) {
-	actor := core.ActorFrom(ctx)
-	t, err := e.task(ctx, ref)
-	if err != nil {
-		return core.StopResult{}, err
-	}
-	switch actor.Kind {
-	case core.ActorPerson:
-	case core.ActorAgent:
-		if !directParent(actor, t) {
-			return core.StopResult{}, e.notDirectParent(t, "stop")
-		}
-	default:
-		return core.StopResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot stop tasks")
-	}
-	stopped, sessions := e.halt(ctx, t.ID, "stopped by "+actor.String(), true)
-	if !stopped {
-		return core.StopResult{TaskID: t.ID, Result: "not_running"}, nil
-	}
-	now := time.Now().UTC()
-	if cur, ok := e.cached(t.ID); ok && (cur.Status == core.StatusInProgress || cur.Status == core.StatusTodo) {
-		if err := e.db.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now); err != nil {
-			e.log.Error("stop: move to review", "task", t.ID, "err", err)
-		}
-	}
-	e.staleQuestion(ctx, t.ID, "the task was stopped")
-	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "stopped by "+actor.String(), map[string]any{"sessions": sessions})
-	if _, err := e.refresh(ctx, t.ID); err != nil {
-		return core.StopResult{}, err
-	}
-	return core.StopResult{TaskID: t.ID, Result: "stopped", Sessions: sessions}, nil
-}
-
-// halt bumps the task's stop fence and ends its live run, if any. It
-// reports whether anything was live (a run, or a turn loop about to launch
-// one) and which sessions it ended. With markHalted, the queue then waits
-// for explicit input.
-func (e *Engine) halt(ctx context.Context, taskID, why string, markHalted bool) (bool, []string) {
-	rt := e.runtime(taskID)
-	rt.mu.Lock()
-	// Live: a run exists, or a turn loop acting under the current fence may
-	// be about to launch one.
-	live := rt.run != nil || (rt.busy && rt.loopFence == rt.fence)
-	rt.fence++
-	var sessions []string
-	if run := rt.run; run != nil {
-		// A run finishing the turn in which it handed the task on ends by
-		// itself; only an explicit stop cuts it short.
-		if !markHalted && rt.turn != nil && rt.turn.run == run && rt.turn.handedOff {
-			rt.mu.Unlock()
-			return false, nil
-		}
-		sessions = append(sessions, run.sessionID)
-		e.endRunLocked(run, core.SessionCancelled, why)
-	}
-	if markHalted && live {
-		if err := e.db.SetTaskHalted(ctx, taskID, true, time.Now().UTC()); err != nil {
-			e.log.Error("halt task", "task", taskID, "err", err)
-		}
-	}
-	rt.mu.Unlock()
-	return live, sessions
 }
 
 // failRun ends a misbehaving run (it wrote garbage) as failed: a stall of

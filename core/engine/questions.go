@@ -11,6 +11,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -208,72 +209,64 @@ func (e *Engine) dropWaitingCall(ctx context.Context, taskID, why string) {
 // supersedeTx: explicit new input (the operator's, or the direct parent's)
 // supersedes the task's pending question. The returned func tells whoever
 // waits on it; run it after the transaction commits.
-func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor) (func(), error) {
+func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, c *changes) error {
 	m, err := tx.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return func() {}, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if by := core.ActorFrom(ctx); by.Kind == core.ActorAgent && by.TaskID == t.ID {
 		// The asker's own move (the handoff to a person its preamble asks
 		// for) is not new input to it: its question keeps waiting.
-		return func() {}, nil
+		return nil
 	}
 	reason := "new input from " + actor.String() + " superseded it"
 	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionSuperseded, reason, nil)
 	if err != nil || !ok {
-		return func() {}, err
+		return err
 	}
 	q, _ := parseQuestion(m)
 	d := answerDelivery{status: core.QuestionSuperseded, reason: reason}
 	if err := e.afterResolve(ctx, tx, m, d); err != nil {
-		return nil, err
+		return err
 	}
-	return func() {
-		e.notifyWaiter(q.QuestionID, d)
-		e.publishQuestion(m.Seq)
-		if q.ParentTaskID != "" {
-			e.refreshQuiet(q.ParentTaskID)
-		}
-	}, nil
+	c.tellWaiter(q.QuestionID, d)
+	c.question(m.Seq)
+	if q.ParentTaskID != "" {
+		c.touch(q.ParentTaskID)
+	}
+	return nil
 }
 
-// staleQuestion: the task (or its session) reached a terminal state, so
-// its pending question can no longer be answered.
-func (e *Engine) staleQuestion(ctx context.Context, taskID, why string) {
-	var m store.Message
-	var q questionMeta
-	resolved := false
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		m, err = tx.PendingQuestion(ctx, taskID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
-		if err != nil || !ok {
-			return err
-		}
-		resolved = true
-		q, _ = parseQuestion(m)
-		return e.afterResolve(ctx, tx, m, answerDelivery{status: core.QuestionStale, reason: why})
-	})
+// staleQuestionTx: the task (or its session) reached a terminal state or
+// was stopped, so its pending question can no longer be answered. It makes
+// the question stale within tx, if there is one, and says what is to be
+// announced.
+func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why string, c *changes) error {
+	m, err := tx.PendingQuestion(ctx, taskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
 	if err != nil {
-		e.log.Error("make question stale", "task", taskID, "err", err)
-		return
+		return err
 	}
-	if resolved {
-		e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
-		e.publishQuestion(m.Seq)
-		if q.ParentTaskID != "" {
-			e.refreshQuiet(q.ParentTaskID)
-		}
+	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+	if err != nil || !ok {
+		return err
 	}
+	d := answerDelivery{status: core.QuestionStale, reason: why}
+	if err := e.afterResolve(ctx, tx, m, d); err != nil {
+		return err
+	}
+	q, _ := parseQuestion(m)
+	c.tellWaiter(q.QuestionID, d)
+	c.question(m.Seq)
+	if q.ParentTaskID != "" {
+		c.touch(q.ParentTaskID)
+	}
+	return nil
 }
 
 func (e *Engine) publishQuestion(seq int64) {
@@ -319,16 +312,25 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	}
 	now := time.Now().UTC()
 	claimed := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, By: actor.String(), At: now})
 		if err != nil || !ok {
 			return err
 		}
 		claimed = true
-		body := fmt.Sprintf("[kandev:answer] Your parent task %s answered your question %s:\n\n%s\n\nquestion_id: %s", q.ParentTaskID, qid, text, qid)
-		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: child.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
-			Text: body, Meta: metaJSON(map[string]any{"question_id": qid, "session_id": q.AskedSession}), CreatedAt: now})
-		return err
+		if _, err = tx.Enqueue(ctx, answerItem(child.ID, actor.String(), prompt.Answer{ParentTaskID: q.ParentTaskID, QuestionID: qid, Text: text},
+			map[string]any{"session_id": q.AskedSession}, now)); err != nil {
+			return err
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: child.ID, Kind: string(core.MsgAnswer), Author: actor.String(), Text: text,
+			Meta: metaJSON(map[string]any{"question_id": qid}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		c.question(m.Seq)
+		c.wake(child.ID)
+		return nil
 	})
 	if err != nil {
 		return core.MessageResult{}, mapStoreErr(err, "answer to "+qid)
@@ -345,10 +347,7 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 		}
 		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
 	}
-	e.note(ctx, child.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": qid})
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(child.ID)
-	e.kick(child.ID)
+	e.announce(c)
 	return core.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
 }
 
@@ -418,9 +417,7 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 			return err
 		}
 		claimed = true
-		body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", q.QuestionID, text, q.QuestionID)
-		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: itemAnswer, Sender: actor.String(),
-			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID}), CreatedAt: now})
+		item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
 		return err
 	})
 	if err != nil {
@@ -440,14 +437,28 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	rt.mu.Unlock()
 	if took {
 		delivered = "waiting_call"
-		if err := e.db.DeleteQueueItem(ctx, item.ID); err != nil {
-			e.log.Error("withdraw an answer the waiting call took", "task", t.ID, "err", err)
-		}
 	}
-	e.note(ctx, t.ID, "", core.MsgAnswer, actor.String(), text, map[string]any{"question_id": q.QuestionID, "delivered": delivered})
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(t.ID)
-	e.kick(t.ID)
+	// The second step of an answer: the copy a waiting call took is
+	// withdrawn, and the answer noted, together.
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.question(m.Seq)
+		c.wake(t.ID)
+		if took {
+			if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
+				return err
+			}
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgAnswer), Author: actor.String(), Text: text,
+			Meta: metaJSON(map[string]any{"question_id": q.QuestionID, "delivered": delivered}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		return nil
+	})
+	if err != nil {
+		e.log.Error("note the answer", "task", t.ID, "err", err)
+	}
 	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
@@ -594,14 +605,14 @@ func (e *Engine) markNextTurn(seq int64) {
 
 func (e *Engine) queueLateAnswer(taskID, qid, text string) {
 	ctx := context.Background()
-	body := fmt.Sprintf("[kandev:answer] The operator answered your question %s:\n\n%s\n\nquestion_id: %s", qid, text, qid)
-	if _, err := e.db.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemAnswer,
-		Sender: core.OperatorActor().String(), Text: body, Meta: metaJSON(map[string]any{"question_id": qid}), CreatedAt: time.Now().UTC()}); err != nil {
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.wake(taskID)
+		_, err := tx.Enqueue(ctx, answerItem(taskID, core.OperatorActor().String(), prompt.Answer{QuestionID: qid, Text: text}, nil, time.Now().UTC()))
+		return err
+	})
+	if err != nil {
 		e.log.Error("queue late answer", "task", taskID, "err", err)
-		return
 	}
-	e.refreshQuiet(taskID)
-	e.kick(taskID)
 }
 
 // askParent records an autopilot child's question for its direct parent,
@@ -624,7 +635,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 	parentID := child.ParentID
 	var m store.Message
 	existing := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		if cur, err := tx.PendingQuestion(ctx, child.ID); err == nil {
 			m, existing = cur, true
 			return nil
@@ -639,14 +650,17 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		if err != nil {
 			return err
 		}
-		body := fmt.Sprintf("[kandev:question] Your autopilot child task %s (%s) asks you:\n\n%s\n\n"+
-			"question_id: %s\nchild_task_id: %s\n\n"+
-			"Answer with message_task_kandev(task_id: %q, prompt: <your answer>, reply_to_question_id: %q). "+
-			"Only you can answer; the child waits until you do.",
-			child.ID, child.Title, renderQuestions(items, q.Context), q.QuestionID, child.ID, child.ID, q.QuestionID)
-		_, err = tx.Enqueue(ctx, store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
-			Text: body, Meta: metaJSON(map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID}), CreatedAt: now})
-		return err
+		asked := renderQuestions(items, q.Context)
+		data := prompt.Question{ChildID: child.ID, ChildTitle: child.Title, Questions: asked, QuestionID: q.QuestionID}
+		if _, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: parentID, Priority: priorityNormal, Kind: itemQuestion, Sender: actor.String(),
+			Text: asked, CreatedAt: now}, prompt.NoticeQuestion, data, map[string]any{"question_id": q.QuestionID, "child_task_id": child.ID})); err != nil {
+			return err
+		}
+		c.addMessage(m)
+		c.question(m.Seq)
+		c.touch(child.ID)
+		c.wake(parentID)
+		return nil
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, "question")
@@ -656,11 +670,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "parent_task_id": q.ParentTaskID,
 			"message": "You already have a pending question; end your turn now and wait for the answer."}, nil
 	}
-	e.publishMessage(core.EventMessageAdded, m)
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(child.ID)
-	e.refreshQuiet(parentID)
-	e.kick(parentID)
+	e.announce(c)
 	e.endTurnForQuestion(actor.SessionID)
 	return map[string]any{"question_id": q.QuestionID, "status": "waiting_for_parent", "parent_task_id": parentID,
 		"message": "Question recorded and sent to your parent task. End your turn now: the answer arrives as your next message."}, nil
@@ -701,4 +711,15 @@ func (e *Engine) endTurnForQuestion(sessionID string) {
 			_ = run.proc.Cancel(cctx)
 		}
 	}()
+}
+
+// answerItem queues the answer to a task's own question, from its parent
+// or the operator: one notice, rendered at delivery.
+func answerItem(taskID, sender string, a prompt.Answer, meta map[string]any, now time.Time) store.QueueItem {
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta["question_id"] = a.QuestionID
+	return noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemAnswer, Sender: sender,
+		Text: a.Text, CreatedAt: now}, prompt.NoticeAnswer, a, meta)
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/store"
@@ -40,7 +41,8 @@ func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueIn
 	rt := e.runtime(t.ID)
 	rt.mu.Lock()
 	var dropped []int64
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		dropped = nil
 		queue, err := tx.Queue(ctx, t.ID)
 		if err != nil {
 			return err
@@ -54,6 +56,18 @@ func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueIn
 			}
 			dropped = append(dropped, it.ID)
 		}
+		if len(dropped) == 0 {
+			return nil
+		}
+		now := time.Now().UTC()
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: actor.String(),
+			Text: fmt.Sprintf("%s dropped %d queued item(s)", actor.String(), len(dropped)),
+			Meta: metaJSON(map[string]any{"dropped": dropped}), CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
+		c.touch(t.ID)
 		return nil
 	})
 	rt.mu.Unlock()
@@ -63,13 +77,7 @@ func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueIn
 	if !in.All && len(dropped) == 0 {
 		return core.QueueView{}, core.Errorf(core.CodeNotFound, "task %s has no queued item %d (see kandev task queue %s)", t.ID, in.ID, t.ID)
 	}
-	if len(dropped) > 0 {
-		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(),
-			fmt.Sprintf("%s dropped %d queued item(s)", actor.String(), len(dropped)), map[string]any{"dropped": dropped})
-		if _, err := e.refresh(ctx, t.ID); err != nil {
-			return core.QueueView{}, err
-		}
-	}
+	e.announce(c)
 	view, err := e.TaskQueue(ctx, t.ID)
 	view.Dropped = dropped
 	return view, err

@@ -163,6 +163,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
 	}
 	prompt := strings.TrimSpace(in.Prompt)
+	var created changes
 	e.wsMu.RLock()
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
@@ -172,7 +173,8 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			e.wsMu.RUnlock()
 			return core.Task{}, err
 		}
-		err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		created, err = e.tx(ctx, func(tx *store.Tx, c *changes) error {
+			c.touch(row.ID)
 			if assignee.IsRoleNamed(prof.Name) {
 				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
 					return err
@@ -231,7 +233,8 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task")
 	}
-	t, err := e.refresh(ctx, row.ID)
+	e.announce(created)
+	t, err := e.task(ctx, row.ID)
 	if err != nil {
 		return core.Task{}, err
 	}
@@ -435,7 +438,8 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 		desc = strings.TrimSpace(*in.Description)
 	}
 	now := time.Now().UTC()
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
 		if in.Title != nil {
 			if err := tx.SetTaskTitle(ctx, t.ID, title, now); err != nil {
 				return err
@@ -446,7 +450,7 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	return e.refresh(ctx, t.ID)
+	return e.task(ctx, t.ID)
 }
 
 // mayEdit allows the operator everything and an agent its own subtree.
@@ -483,30 +487,36 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 	if t.Archived {
 		return t, nil
 	}
-	e.halt(ctx, t.ID, "archived", false)
+	e.halt(t.ID, "archived")
 	// An archived task takes no turn, so it cannot stay in progress: it
 	// goes to review, as a stop leaves it (ADR 0016). Its subtasks are
 	// not touched.
-	toReview := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.ArchiveTask(ctx, t.ID, now); err != nil {
 			return err
 		}
+		if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was archived", c); err != nil {
+			return err
+		}
 		if cur, ok := e.cached(t.ID); ok && cur.Status == core.StatusInProgress {
-			toReview = true
-			return tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now)
+			if err := tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now); err != nil {
+				return err
+			}
+			actor := core.ActorFrom(ctx)
+			note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: actor.String(),
+				Text: "archived by " + actor.String() + ": in_progress → review", Meta: "{}", CreatedAt: now, UpdatedAt: now})
+			if err != nil {
+				return err
+			}
+			c.addMessage(note)
 		}
 		return nil
 	})
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	e.staleQuestion(ctx, t.ID, "the task was archived")
-	if toReview {
-		actor := core.ActorFrom(ctx)
-		e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "archived by "+actor.String()+": in_progress → review", nil)
-	}
+	e.announce(c)
 	return e.refresh(ctx, t.ID)
 }
 
@@ -549,7 +559,7 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	// The status and the wakes it causes land together: a waiting task
 	// never sees its subtask finished without the wake already queued, so
 	// its stall check cannot run in between (rule 4).
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
 			return err
@@ -564,7 +574,19 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 			if _, err := tx.Enqueue(ctx, w); err != nil {
 				return err
 			}
+			c.wake(w.TaskID)
 		}
+		if status.Terminal() {
+			if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was marked "+string(status), c); err != nil {
+				return err
+			}
+		}
+		note, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: core.ActorFrom(ctx).String(),
+			Text: "status: " + string(t.Status) + " → " + string(status), Meta: "{}", CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(note)
 		return nil
 	})
 	if err != nil {
@@ -576,23 +598,10 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 		// and run a turn on a finished task. Now a loop that read it before
 		// the commit holds a stale fence and launches nothing, and one that
 		// reads it after sees it finished.
-		e.halt(ctx, t.ID, "marked "+string(status), false)
+		e.halt(t.ID, "marked "+string(status))
 	}
-	for _, w := range wakes {
-		e.refreshQuiet(w.TaskID)
-	}
-	if status.Terminal() {
-		e.staleQuestion(ctx, t.ID, "the task was marked "+string(status))
-	}
-	e.note(ctx, t.ID, "", core.MsgStatus, core.ActorFrom(ctx).String(), "status: "+string(t.Status)+" → "+string(status), nil)
-	nt, err := e.refresh(ctx, t.ID)
-	if err != nil {
-		return core.Task{}, err
-	}
-	for _, w := range wakes {
-		e.kick(w.TaskID)
-	}
-	return nt, nil
+	e.announce(c)
+	return e.refresh(ctx, t.ID)
 }
 
 func firstLine(s string) string {

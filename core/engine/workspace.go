@@ -239,7 +239,8 @@ func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error)
 		return core.Task{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
 	now := time.Now().UTC()
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	actor := core.ActorFrom(ctx)
+	err = e.commit(ctx, func(tx *store.Tx, ch *changes) error {
 		if err := tx.SetWorkspaceMode(ctx, t.ID, core.WorkspaceDiscarded, now); err != nil {
 			return err
 		}
@@ -247,20 +248,15 @@ func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error)
 			if err := tx.SetWorkspaceMode(ctx, c.ID, core.WorkspaceDiscarded, now); err != nil {
 				return err
 			}
+			ch.touch(c.ID)
 		}
-		return nil
+		ch.touch(t.ID)
+		return ch.noteTx(ctx, tx, t.ID, core.MsgStatus, actor.String(), "discarded worktree "+wt.Dir+" and branch "+wt.Branch+" by "+actor.String(), nil)
 	})
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	actor := core.ActorFrom(ctx)
-	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), "discarded worktree "+wt.Dir+" and branch "+wt.Branch+" by "+actor.String(), nil)
-	for _, c := range e.inheritors(t) {
-		if _, err := e.refresh(ctx, c.ID); err != nil {
-			return core.Task{}, err
-		}
-	}
-	return e.refresh(ctx, t.ID)
+	return e.task(ctx, t.ID)
 }
 
 // inheritors are the descendants of t that work in its worktree.

@@ -25,6 +25,7 @@ type agent struct {
 	exit   func(int)
 	getenv func(string) string
 	store  store
+	dial   MCPDialer
 
 	initDelay time.Duration
 	resume    bool // advertise sessionCapabilities.resume
@@ -57,6 +58,7 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		errOut:   errOut,
 		logger:   logger,
 		exit:     cfg.exit,
+		dial:     cfg.dial,
 		getenv:   cfg.getenv,
 		store:    store{dir: stateDir(cfg.getenv)},
 		handlers: newTracker(),
@@ -271,7 +273,7 @@ func (a *agent) newSession(st sessionState, servers []acp.McpServer) *session {
 	return &session{
 		state: st,
 		turn:  make(chan struct{}, 1),
-		mcp:   newMCPConn(servers, a.errOut, a.logger),
+		mcp:   newMCPConn(servers, a.errOut, a.logger, a.dial),
 	}
 }
 

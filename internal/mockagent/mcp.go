@@ -31,15 +31,20 @@ type mcpConn struct {
 	server *acp.McpServerStdio // nil when the session has no kandev server
 	stderr io.Writer
 	logger *slog.Logger
+	dial   MCPDialer // nil: start the server's command
 
 	mu     sync.Mutex
 	client *client.Client
 	closed bool
 }
 
-func newMCPConn(servers []acp.McpServer, stderr io.Writer, logger *slog.Logger) *mcpConn {
-	return &mcpConn{server: findKandevServer(servers), stderr: stderr, logger: logger}
+func newMCPConn(servers []acp.McpServer, stderr io.Writer, logger *slog.Logger, dial MCPDialer) *mcpConn {
+	return &mcpConn{server: findKandevServer(servers), stderr: stderr, logger: logger, dial: dial}
 }
+
+// MCPDialer reaches the kandev MCP server a session was given without
+// starting its command: in-process tests serve it over pipes.
+type MCPDialer func(ctx context.Context, server acp.McpServerStdio) (transport.Interface, error)
 
 // findKandevServer picks the stdio server named "kandev"; kandev offers no
 // other transport to agents.
@@ -74,14 +79,22 @@ func (m *mcpConn) get(ctx context.Context) (*client.Client, error) {
 }
 
 func (m *mcpConn) start(ctx context.Context) (*client.Client, error) {
-	env := make([]string, 0, len(m.server.Env))
-	for _, e := range m.server.Env {
-		env = append(env, e.Name+"="+e.Value)
+	var t transport.Interface
+	if m.dial != nil {
+		var err error
+		if t, err = m.dial(ctx, *m.server); err != nil {
+			return nil, fmt.Errorf("reach MCP server %s: %w", m.server.Name, err)
+		}
+	} else {
+		env := make([]string, 0, len(m.server.Env))
+		for _, e := range m.server.Env {
+			env = append(env, e.Name+"="+e.Value)
+		}
+		// The server's stderr goes to our stderr, never to the ACP stream.
+		t = transport.NewStdioWithOptions(m.server.Command, env, m.server.Args,
+			transport.WithCommandStderrWriter(m.stderr),
+			transport.WithCommandLogger(m.logger))
 	}
-	// The server's stderr goes to our stderr, never to the ACP stream.
-	t := transport.NewStdioWithOptions(m.server.Command, env, m.server.Args,
-		transport.WithCommandStderrWriter(m.stderr),
-		transport.WithCommandLogger(m.logger))
 	// The process must outlive the turn that starts it, so it is not tied to
 	// ctx; close stops it.
 	if err := t.Start(context.Background()); err != nil {

@@ -30,6 +30,28 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer, get
 	return run(ctx, config{in: in, out: out, errOut: errOut, getenv: getenv, exit: os.Exit})
 }
 
+// Options configure Serve, the mock agent run inside another process.
+type Options struct {
+	// Getenv is the agent's environment (KANDEV_MOCK_* switches).
+	Getenv func(string) string
+	// ErrOut receives what the agent writes to stderr.
+	ErrOut io.Writer
+	// Exit replaces the process exit of `mock: crash` and of
+	// KANDEV_MOCK_EXIT_AT_START: output is severed first, then Exit is
+	// called with the status a process would exit with.
+	Exit func(code int)
+	// DialMCP reaches the session's kandev MCP server instead of starting
+	// its command.
+	DialMCP MCPDialer
+}
+
+// Serve is Run for an agent that lives inside the caller's process: engine
+// tests drive it over pipes (see agent.Attach). The stubborn and sleeper
+// switches, which model processes, do not apply.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, o Options) error {
+	return run(ctx, config{in: in, out: out, errOut: o.ErrOut, getenv: o.Getenv, exit: o.Exit, dial: o.DialMCP})
+}
+
 // config carries Run's arguments plus the process-exit hook, which tests
 // replace to observe `mock: crash` without dying.
 type config struct {
@@ -38,6 +60,7 @@ type config struct {
 	errOut io.Writer
 	getenv func(string) string
 	exit   func(code int)
+	dial   MCPDialer
 }
 
 func run(ctx context.Context, cfg config) error {

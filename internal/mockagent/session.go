@@ -44,7 +44,7 @@ func (s *session) client() *mcpConn {
 func (s *session) setServers(servers []acp.McpServer) {
 	s.mu.Lock()
 	old := s.mcp
-	s.mcp = newMCPConn(servers, old.stderr, old.logger)
+	s.mcp = newMCPConn(servers, old.stderr, old.logger, old.dial)
 	s.mu.Unlock()
 	old.close()
 }

@@ -287,6 +287,39 @@ func (d *Daemon) MustRun(args ...string) string {
 	return r.Stdout
 }
 
+// CreateTask creates a task through the daemon's client; a task given no
+// directory works in the system's temp dir (never a repository, so it
+// gets no worktree).
+func (d *Daemon) CreateTask(t testing.TB, in core.CreateTaskInput) core.Task {
+	t.Helper()
+	if in.CWD == "" {
+		in.CWD = os.TempDir()
+	}
+	task, err := d.Client.CreateTask(context.Background(), in)
+	if err != nil {
+		t.Fatalf("create task %q: %v", in.Title, err)
+	}
+	return task
+}
+
+// Conversation reads a task's whole conversation, page by page.
+func (d *Daemon) Conversation(t testing.TB, id string) []core.Message {
+	t.Helper()
+	var all []core.Message
+	var after int64
+	for {
+		page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{After: after, Limit: 500})
+		if err != nil {
+			t.Fatalf("conversation of %s: %v", id, err)
+		}
+		all = append(all, page.Messages...)
+		after = page.Next
+		if !page.More {
+			return all
+		}
+	}
+}
+
 // Eventually polls cond until it holds or the timeout passes.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -10,7 +10,7 @@ import (
 )
 
 func TestTaskRoundTrip(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	in := Task{ID: "k3f9qa", Title: "Split the auth module", Description: "keep the API\nsecond line",
 		CWD: "/src/app", Profile: "claude", Status: "review", Autopilot: true, CreatedBy: "person:operator",
@@ -39,7 +39,7 @@ func TestTaskRoundTrip(t *testing.T) {
 // Autopilot and parent are fixed at creation by the schema itself, for
 // every write path: the typed queries and raw SQL.
 func TestAutopilotAndParentTriggers(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	auto := i2Task("auto22", "")
 	auto.Autopilot = true
@@ -102,7 +102,7 @@ func TestAutopilotAndParentTriggers(t *testing.T) {
 // shape the foreign key alone would let through, a task naming itself, is
 // refused by a trigger.
 func TestParentMustExist(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	if err := db.InsertTask(ctx, i2Task("kid222", "nope22")); !errors.Is(err, ErrConstraint) {
 		t.Fatalf("child of a missing parent: %v", err)
@@ -117,7 +117,7 @@ func TestParentMustExist(t *testing.T) {
 }
 
 func TestListTasksOrderFiltersAndSubtree(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	// Creation order decides, then id for equal timestamps.
 	same := i2Time.Add(time.Hour)
@@ -170,7 +170,7 @@ func TestListTasksOrderFiltersAndSubtree(t *testing.T) {
 }
 
 func TestArchiveKeepsTheFirstTime(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("arch22", ""))
 	first := i2Time.Add(time.Hour)
@@ -190,7 +190,7 @@ func TestArchiveKeepsTheFirstTime(t *testing.T) {
 }
 
 func TestTaskIDsWithPrefix(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("ab2345", ""), i2Task("ab2399", ""), i2Task("ac2345", ""), i2Task("b22345", ""))
 	for _, c := range []struct {
@@ -217,7 +217,7 @@ func TestTaskIDsWithPrefix(t *testing.T) {
 }
 
 func TestTaskUpdates(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("upd222", ""))
 	later := i2Time.Add(time.Hour)

@@ -9,7 +9,7 @@ import (
 )
 
 func TestTypedErrors(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("root22", ""))
 
@@ -70,7 +70,7 @@ func TestMapErr(t *testing.T) {
 
 // A failing function rolls the whole transaction back.
 func TestTxIsAllOrNothing(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	err := db.Tx(ctx, func(tx *Tx) error {
 		if err := tx.InsertTask(ctx, i2Task("first2", "")); err != nil {

@@ -1,7 +1,7 @@
 package engine_test
 
-// Issue 2's task rules, in process: a real store on a temp file and an
-// engine over it; no agent ever starts.
+// The task rules (create, list, edit, status moves, archive), in process:
+// a real store on a temp file and an engine over it; no agent ever starts.
 
 import (
 	"context"

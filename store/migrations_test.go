@@ -38,7 +38,7 @@ func userVersion(t *testing.T, db *DB) int {
 }
 
 func TestFreshDatabaseHasEveryMigration(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	n := embeddedMigrationCount(t)
 	if n < 2 {
 		t.Fatalf("only %d embedded migrations", n)
@@ -88,7 +88,7 @@ func TestReopenIsANoOp(t *testing.T) {
 // Every pooled connection must run with WAL, foreign keys and a busy
 // timeout, not just the first one.
 func TestPragmasOnEveryPooledConnection(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	const n = 6
 	var conns []interface{ Close() error }

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// openIssue2 opens a fresh, fully migrated database in a temp dir.
-func openIssue2(t testing.TB) *DB {
+// openFreshDB opens a fresh, fully migrated database in a temp dir.
+func openFreshDB(t testing.TB) *DB {
 	t.Helper()
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "kandev.db"))
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestQueueOrderIsPriorityThenID(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("queue2", ""), i2Task("other2", ""))
 	var want []int64
@@ -73,7 +73,7 @@ func insertQuestion(t *testing.T, db *DB, taskID, status string) Message {
 // The pending → answered claim happens exactly once however many callers
 // race for it.
 func TestCompareAndSetMetaExactlyOnce(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("askq22", ""))
 	m := insertQuestion(t, db, "askq22", "pending")
@@ -129,7 +129,7 @@ func TestCompareAndSetMetaExactlyOnce(t *testing.T) {
 }
 
 func TestTaskViews(t *testing.T) {
-	db := openIssue2(t)
+	db := openFreshDB(t)
 	ctx := context.Background()
 	mustInsert(t, db, i2Task("bare22", ""), i2Task("busy22", ""), i2Task("askd22", "busy22"))
 

@@ -1,0 +1,78 @@
+package engine
+
+// Events and notes: what the engine publishes on its bus and writes into
+// a task's conversation by itself.
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
+func (e *Engine) updateSession(id string, u store.SessionUpdate) {
+	if err := e.db.UpdateSession(context.Background(), id, u, time.Now().UTC()); err != nil {
+		e.log.Error("update session", "session", id, "err", err)
+	}
+	e.publishSession(id)
+}
+
+func (e *Engine) publishSession(id string) {
+	s, err := e.db.GetSession(context.Background(), id)
+	if err != nil {
+		return
+	}
+	info := sessionInfo(s)
+	e.bus.Publish(core.Event{Type: core.EventSessionUpdated, TaskID: s.TaskID, Session: &info})
+}
+
+func (e *Engine) publishMessage(typ core.EventType, m store.Message) {
+	cm := messageFromStore(m)
+	e.bus.Publish(core.Event{Type: typ, TaskID: m.TaskID, Message: &cm})
+}
+
+// note appends an engine-written entry to a task's conversation.
+func (e *Engine) note(ctx context.Context, taskID, sessionID string, kind core.MessageKind, author, text string, meta map[string]any) {
+	metaJSON := "{}"
+	if meta != nil {
+		b, _ := json.Marshal(meta)
+		metaJSON = string(b)
+	}
+	now := time.Now().UTC()
+	m, err := e.db.InsertMessage(context.WithoutCancel(ctx), store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(kind),
+		Author: author, Text: text, Meta: metaJSON, CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		e.log.Error("record note", "task", taskID, "err", err)
+		return
+	}
+	e.publishMessage(core.EventMessageAdded, m)
+}
+
+// dropMetaKey removes one field from a JSON object.
+func dropMetaKey(meta, key string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(meta), &m) != nil {
+		return meta
+	}
+	delete(m, key)
+	out, _ := json.Marshal(m)
+	return string(out)
+}
+
+// mergeMeta lays extra JSON object fields over base.
+func mergeMeta(base, extra string) string {
+	if extra == "" || extra == "{}" {
+		return base
+	}
+	var a, b map[string]any
+	if json.Unmarshal([]byte(base), &a) != nil || json.Unmarshal([]byte(extra), &b) != nil {
+		return base
+	}
+	for k, v := range b {
+		a[k] = v
+	}
+	out, _ := json.Marshal(a)
+	return string(out)
+}

@@ -1,0 +1,460 @@
+package engine
+
+// The run lifecycle: one agent process and its session, from launch
+// (under the stop fence) to its end, failure, idle end or interruption.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/store"
+)
+
+// taskRuntime is the live, in-memory side of one task. mu serialises every
+// lifecycle decision for the task; fence is the stop fence: a stop bumps it,
+// and a launch or delivery that sees it changed gives up.
+type taskRuntime struct {
+	id    string
+	mu    sync.Mutex
+	busy  bool
+	run   *liveRun
+	turn  *turnState
+	fence uint64
+	// loopFence is the fence the turn loop last acted under; a loop whose
+	// fence is stale is winding down after a stop and will launch nothing.
+	loopFence uint64
+	// paused ends the turn loop after a delivery could not be written (a
+	// full disk); retry is the wait before the next attempt.
+	paused bool
+	retry  time.Duration
+	// permSem lets one permission request at a time ask the operator.
+	permSem chan struct{}
+}
+
+type turnState struct {
+	run         *liveRun
+	interrupted bool // cancelled to make way for an interrupt message
+	forQuestion bool // ended by the engine after ask_parent_question_kandev
+	handedOff   bool // the task changed hands during the turn
+}
+
+// liveRun is one agent process and its session row.
+type liveRun struct {
+	rt        *taskRuntime
+	sessionID string
+	role      string
+	profile   string
+	proc      *agent.Run
+	set       capability.Set
+	rec       *recorder
+	prompts   int
+	ended     bool
+	// opening: launch is still setting the session up; an exit now is
+	// launch's to report (a failed start), not watchExit's.
+	opening bool
+	// idle ends the run after IdleTimeout without a turn; the next input
+	// resumes its agent session.
+	idle *time.Timer
+}
+
+var errFenced = errors.New("stopped while starting")
+
+// runFailedError: the role's agent was spawned (or tried to be) and its
+// run failed before it could take a turn. Like a failed turn it is a
+// stall (rule 4); the session's failure and the stall-check outbox were
+// written together.
+type runFailedError struct{ role, reason string }
+
+func (r *runFailedError) Error() string { return r.reason }
+
+// unservedError: the profile cannot start at all (missing, command not
+// found). The queue waits; it is not a failed run.
+type unservedError struct{ reason string }
+
+func (u *unservedError) Error() string { return u.reason }
+
+// writeError: the store could not record the start of a run (a full
+// disk). The task retries by itself; see deliveryFailed.
+type writeError struct{ err error }
+
+func (w *writeError) Error() string { return w.err.Error() }
+
+func (e *Engine) runtime(id string) *taskRuntime {
+	e.rtMu.Lock()
+	defer e.rtMu.Unlock()
+	rt := e.runtimes[id]
+	if rt == nil {
+		rt = &taskRuntime{id: id, permSem: make(chan struct{}, 1)}
+		e.runtimes[id] = rt
+	}
+	return rt
+}
+
+// launch spawns the task's agent and opens (or resumes) its session.
+func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, error) {
+	ctx := e.baseCtx
+	if t.Assignee == nil || !t.Assignee.IsRole() {
+		return nil, errFenced
+	}
+	role, err := e.roleOf(ctx, t.Assignee.Name)
+	if err != nil {
+		return nil, &unservedError{reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
+	}
+	prof, err := e.profile(ctx, role.Profile)
+	if err != nil {
+		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
+	}
+	command := prof.Command
+	if command == core.SelfCommand {
+		command = e.opts.SelfExe
+	} else if path, err := exec.LookPath(command); err != nil && !errors.Is(err, fs.ErrPermission) {
+		// Missing is not a failure: the task waits and starts once the CLI
+		// is installed. A file that is there but cannot run is: spawning it
+		// fails below and the run escalates.
+		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: command %s not found in PATH", prof.Name, prof.Command)}
+	} else if err == nil {
+		command = path
+	}
+	e.clearUnserved(rt.id)
+	var resumeID string
+	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role.Name); err == nil {
+		resumeID = prev.AgentSessionID
+	}
+	set := e.capabilitySet(t)
+	token, hash, err := newToken()
+	if err != nil {
+		return nil, err
+	}
+	sessionID := "s" + core.NewID()
+	// The worktree's .kandev/setup runs before its first agent, outside
+	// the runtime lock (it may take minutes; a stop meanwhile fences the
+	// launch below). Its failure is this run's failure.
+	setupOut, setupErr := e.setupWorktree(ctx, t)
+
+	rt.mu.Lock()
+	if rt.fence != fence || e.isClosing() {
+		rt.mu.Unlock()
+		return nil, errFenced
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.InsertSession(ctx, store.Session{ID: sessionID, TaskID: t.ID, Role: role.Name, Profile: prof.Name,
+			State: string(core.SessionStarting), CreatedAt: now, UpdatedAt: now}); err != nil {
+			return err
+		}
+		return tx.InsertToken(ctx, store.Token{Hash: hash, SessionID: sessionID, TaskID: t.ID, CreatedAt: now})
+	})
+	if err != nil {
+		rt.mu.Unlock()
+		e.log.Error("record session", "task", t.ID, "err", err)
+		return nil, &writeError{err: err}
+	}
+	if setupErr != nil {
+		reason := "worktree setup failed: " + setupErr.Error()
+		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
+		rt.mu.Unlock()
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		return nil, &runFailedError{role: role.Name, reason: reason}
+	}
+	if setupOut != "" {
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "worktree setup:\n"+setupOut, nil)
+	}
+	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set, opening: true}
+	run.rec = newRecorder(e, t.ID, sessionID, run)
+	var env []string
+	if prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {
+		// The mock agent no longer sees KANDEV_HOME; its sessions' state
+		// still belongs to this home, not to a directory homes share.
+		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(e.opts.Home.Dir, "mock-agent"))
+	}
+	env = append(append(append(env, prof.Env...), clearedAgentEnv...),
+		"KANDEV_TASK_ID="+t.ID)
+	spec := agent.Spec{
+		Command: command, Args: prof.Args, Env: env, Dir: t.CWD, SessionID: sessionID,
+		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
+		StartTimeout: startTimeout(prof, e.opts.StartTimeout), Logger: e.log.With("session", sessionID),
+		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
+			Name: "kandev", Command: e.opts.SelfExe, Args: []string{"mcp"},
+			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
+		}}},
+	}
+	proc, err := e.opts.Launcher.Launch(spec, run.rec)
+	if err != nil {
+		reason := "agent failed to start: " + err.Error()
+		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
+		rt.mu.Unlock()
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		return nil, &runFailedError{role: role.Name, reason: reason}
+	}
+	run.proc = proc
+	// Register under the engine lock with the closing check, so a shutdown
+	// that already took its list of runs cannot miss this one.
+	e.rtMu.Lock()
+	if e.closing {
+		e.rtMu.Unlock()
+		e.finishSession(sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
+		rt.mu.Unlock()
+		proc.Terminate(e.opts.Grace)
+		return nil, errFenced
+	}
+	e.sessions[sessionID] = run
+	e.tokens[hash] = core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: sessionID}
+	e.rtMu.Unlock()
+	rt.run = run
+	pid := proc.PID()
+	e.updateSession(sessionID, store.SessionUpdate{PID: &pid})
+	e.procWG.Add(1)
+	go e.watchExit(run)
+	rt.mu.Unlock()
+	e.refreshQuiet(t.ID)
+
+	// What the agent streams while its session opens is a session/load
+	// replay of history kandev already recorded: none of it is new.
+	run.rec.setReplaying(true)
+	openErr := proc.Open(ctx)
+	run.rec.setReplaying(false)
+	if openErr == nil && proc.GarbageLine() != "" {
+		// Non-ACP output before the answers: the session may be up, but the
+		// agent is not speaking the protocol (see also recorder.Garbage).
+		openErr = fmt.Errorf("agent wrote output that is not ACP: %q", truncateRunes(proc.GarbageLine(), 200))
+	}
+
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	run.opening = false
+	if rt.run != run {
+		return nil, errFenced // a stop (or shutdown) took it meanwhile
+	}
+	if openErr != nil {
+		reason := "agent failed to start: " + openErr.Error()
+		e.failRunLocked(run, reason)
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		return nil, &runFailedError{role: role.Name, reason: reason}
+	}
+	agentSID := proc.SessionID()
+	state := string(core.SessionWaitingForInput)
+	e.updateSession(sessionID, store.SessionUpdate{AgentSessionID: &agentSID, State: &state})
+	for _, f := range proc.Fallbacks() {
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "resume: "+f, map[string]any{"resume_fallback": true})
+	}
+	how := "started a new agent session"
+	if proc.Resumed() {
+		how = "resumed agent session " + agentSID
+	} else if resumeID != "" {
+		how = "could not resume agent session " + resumeID + "; started a new one"
+	}
+	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", role.Name, prof.Name, pid, how),
+		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
+	return run, nil
+}
+
+// startTimeout is the profile's own start bound when it has one (OpenCode
+// may take a minute to start on a busy machine), else the daemon's.
+func startTimeout(p core.Profile, daemonDefault time.Duration) time.Duration {
+	if d, err := time.ParseDuration(p.StartTimeout); err == nil && d > 0 {
+		return d
+	}
+	return daemonDefault
+}
+
+// watchExit notices an agent that exits between turns, so the next
+// message relaunches it instead of being handed to a dead process.
+func (e *Engine) watchExit(run *liveRun) {
+	defer e.procWG.Done()
+	<-run.proc.Exited()
+	rt := run.rt
+	rt.mu.Lock()
+	if run.ended || run.opening || (rt.turn != nil && rt.turn.run == run) {
+		// Ended on purpose, or launch or a running turn will report the exit.
+		rt.mu.Unlock()
+		return
+	}
+	reason := "agent exited between turns: " + run.proc.ExitReason()
+	state := core.SessionFailed
+	if run.proc.ExitedCleanly() {
+		state = core.SessionCompleted
+	}
+	e.endRunLocked(run, state, reason)
+	rt.mu.Unlock()
+	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", reason+"; the next message starts it again", nil)
+	e.refreshQuiet(rt.id)
+}
+
+// armIdle schedules the end of a run that stays without a turn for
+// IdleTimeout: an agent held by a question or by subtasks need not keep a
+// process (and its memory) up for hours. rt.mu must be held.
+func (e *Engine) armIdle(run *liveRun) {
+	if e.opts.IdleTimeout <= 0 || run.ended {
+		return
+	}
+	if run.idle != nil {
+		run.idle.Stop()
+	}
+	var timer *time.Timer
+	timer = time.AfterFunc(e.opts.IdleTimeout, func() {
+		rt := run.rt
+		rt.mu.Lock()
+		if run.ended || run.idle != timer || rt.turn != nil || e.isClosing() {
+			rt.mu.Unlock()
+			return
+		}
+		e.endRunLocked(run, core.SessionCompleted, fmt.Sprintf("idle for %s; the next message resumes it", e.opts.IdleTimeout))
+		rt.mu.Unlock()
+		e.refreshQuiet(rt.id)
+	})
+	run.idle = timer
+}
+
+// endRunLocked ends a live run: session state and reason recorded, token
+// revoked, process group torn down in the background. rt.mu must be held.
+func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason string) {
+	e.closeRunLocked(run, state, reason, false)
+}
+
+// failRunLocked ends a run that failed, writing the stall-check outbox with
+// the session's failure so a crash before the check leaves it for the
+// startup sweep. The caller runs afterTurn once rt.mu is released.
+func (e *Engine) failRunLocked(run *liveRun, reason string) {
+	e.closeRunLocked(run, core.SessionFailed, reason, true)
+}
+
+func (e *Engine) closeRunLocked(run *liveRun, state core.SessionState, reason string, check bool) {
+	if run.ended {
+		return
+	}
+	e.releaseRunLocked(run)
+	e.finishSessionChecked(run.rt.id, run.sessionID, state, reason, check)
+	e.terminate(run)
+}
+
+// releaseRunLocked takes a run out of the engine's memory: no turn goes to
+// it and its token is no longer live. rt.mu must be held.
+func (e *Engine) releaseRunLocked(run *liveRun) {
+	run.ended = true
+	if run.idle != nil {
+		run.idle.Stop()
+		run.idle = nil
+	}
+	if run.rt.run == run {
+		run.rt.run = nil
+	}
+	e.rtMu.Lock()
+	delete(e.sessions, run.sessionID)
+	for h, a := range e.tokens {
+		if a.SessionID == run.sessionID {
+			delete(e.tokens, h)
+		}
+	}
+	e.rtMu.Unlock()
+}
+
+// terminate tears a released run's process down in the background.
+func (e *Engine) terminate(run *liveRun) {
+	if run.proc != nil {
+		e.procWG.Add(1)
+		go func() {
+			defer e.procWG.Done()
+			run.proc.Terminate(e.opts.Grace)
+		}()
+	}
+}
+
+// finishSession records a session's terminal state and revokes its token.
+func (e *Engine) finishSession(sessionID string, state core.SessionState, reason string) {
+	e.finishSessionChecked("", sessionID, state, reason, false)
+}
+
+// finishSessionChecked is finishSession that, with check, also sets the
+// task's stall-check outbox in the same transaction.
+func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.SessionState, reason string, check bool) {
+	ctx := context.Background()
+	st := string(state)
+	now := time.Now().UTC()
+	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+			return err
+		}
+		if check {
+			if err := tx.SetNeedsCheck(ctx, taskID, true); err != nil {
+				return err
+			}
+		}
+		return tx.RevokeSessionTokens(ctx, sessionID, now)
+	})
+	if err != nil {
+		e.log.Error("finish session", "session", sessionID, "err", err)
+	}
+	e.publishSession(sessionID)
+}
+
+// interruptRun ends a run because the daemon is going away. The prompt of a
+// turn it cut short is queued again at the front, so nothing is lost; the
+// requeue and the session's end are one transaction, so a crash between
+// them cannot make the next start queue the prompt a second time.
+func (e *Engine) interruptRun(run *liveRun, reason string) {
+	rt := run.rt
+	rt.mu.Lock()
+	inTurn := rt.turn != nil && rt.turn.run == run
+	if inTurn && !run.ended {
+		ctx := context.Background()
+		st := string(core.SessionCancelled)
+		now := time.Now().UTC()
+		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
+				return err
+			}
+			if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+				return err
+			}
+			return tx.RevokeSessionTokens(ctx, run.sessionID, now)
+		})
+		if err != nil {
+			e.log.Error("requeue interrupted prompt", "task", rt.id, "err", err)
+		}
+	}
+	e.endRunLocked(run, core.SessionCancelled, reason)
+	rt.mu.Unlock()
+	e.refreshQuiet(rt.id)
+}
+
+// capabilitySet derives a session's tools from persisted task fields.
+func (e *Engine) capabilitySet(t core.Task) capability.Set {
+	surface, err := capability.ParseSurface(t.Surface)
+	if err != nil || surface == capability.External {
+		surface = capability.KanbanTask
+	}
+	return capability.Resolve(capability.Case{
+		Surface: surface, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
+		TitlePending: t.TitlePending,
+	})
+}
+
+func newToken() (token, hash string, err error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", "", fmt.Errorf("mint token: %w", err)
+	}
+	token = base64.RawURLEncoding.EncodeToString(b)
+	return token, hashToken(token), nil
+}
+
+func hashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,83 @@
+package prompt
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// Each notice, rendered from the data a queue row carries (through JSON,
+// as delivery reads it), is the text agents were given before the
+// templates existed, word for word.
+func TestNotices(t *testing.T) {
+	cases := []struct {
+		notice string
+		data   any
+		want   string
+	}{
+		{NoticeKickoff, struct{}{}, "[kandev:task] Start work on your task."},
+		{NoticeMessage, Message{From: "From the operator", Text: "go on"}, "[kandev:message] From the operator:\n\ngo on"},
+		{NoticeRedeliver, Message{From: "From task t1 (build)", Text: "again"},
+			"[kandev:message] kandev restarted before your turn on this message ended; here it is again.\n\nFrom task t1 (build):\n\nagain"},
+		{NoticeQuestion, Question{ChildID: "c1", ChildTitle: "child", Questions: "Left or right?\n", QuestionID: "q1"},
+			"[kandev:question] Your autopilot child task c1 (child) asks you:\n\nLeft or right?\n\n\nquestion_id: q1\nchild_task_id: c1\n\n" +
+				`Answer with message_task_kandev(task_id: "c1", prompt: <your answer>, reply_to_question_id: "q1"). ` +
+				"Only you can answer; the child waits until you do."},
+		{NoticeAnswer, Answer{ParentTaskID: "p1", QuestionID: "q1", Text: "right"},
+			"[kandev:answer] Your parent task p1 answered your question q1:\n\nright\n\nquestion_id: q1"},
+		{NoticeAnswer, Answer{QuestionID: "q2", Text: "left"},
+			"[kandev:answer] The operator answered your question q2:\n\nleft\n\nquestion_id: q2"},
+		{NoticeStallReport, StallReport{ChildID: "c1", ChildTitle: "child", Role: "dev", Why: WhyFailed, Detail: "run failed: boom"},
+			"[kandev:stalled] Your subtask c1 (child) stalled: its role dev failed on it:\n\nrun failed: boom\n\nchild_task_id: c1\n\n" +
+				"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off."},
+		{NoticeStallReport, StallReport{ChildID: "c1", ChildTitle: "child", Role: "dev", Why: WhyUnanswered, Detail: "unanswered question q1"},
+			"[kandev:stalled] Your subtask c1 (child) stalled: its role dev left a question from its own subtask unanswered:\n\nunanswered question q1\n\nchild_task_id: c1\n\n" +
+				"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off."},
+		{NoticeStallReport, StallReport{ChildID: "c1", ChildTitle: "child", Role: "dev", Detail: " "},
+			"[kandev:stalled] Your subtask c1 (child) stalled: its role dev left it without handing it on. Its last words:\n\n(no message)\n\nchild_task_id: c1\n\n" +
+				"Decide what it needs: message it (message_task_kandev), hand it on (handoff_task_kandev with task_id), stop it, or sign it off."},
+		{NoticeEscalation, Escalation{TaskID: "t1", Title: "build", From: "dev", Why: WhyFailed, Detail: "run failed: boom"},
+			"[kandev:stalled] Task t1 (build) stalled and was escalated to you, dev's manager. Its run failed:\n\nrun failed: boom\n\n" +
+				`Hand it back with guidance (handoff_task_kandev to: "back"), hand it on, or work it yourself.`},
+		{NoticeEscalation, Escalation{TaskID: "t1", Title: "build", From: "dev", Detail: "done, I think"},
+			"[kandev:stalled] Task t1 (build) stalled and was escalated to you, dev's manager. Its turn ended without handing the task on. Its last words:\n\ndone, I think\n\n" +
+				`Hand it back with guidance (handoff_task_kandev to: "back"), hand it on, or work it yourself.`},
+		{NoticeHandoff, Handoff{TaskID: "t1", Title: "build", Role: "qa", By: "role dev", Message: "please test"},
+			"[kandev:handoff] Task t1 (build) was handed to you, role qa, by role dev.\n\nplease test"},
+		{NoticeSignOff, SignOff{ChildID: "c1", ChildTitle: "child", By: "role dev", OpenSubtasks: 2},
+			"[kandev:handoff] Your subtask c1 (child) was handed to you for sign-off by role dev.\n\n(no message)\n\nchild_task_id: c1\n\n" +
+				`Review it, then sign it off with set_task_status_kandev(task_id: "c1", status: "done"), or hand it back with guidance: handoff_task_kandev(task_id: "c1", to: "back", message: ...).` +
+				"\nopen_subtasks: 2"},
+		{NoticeWake, Wake{Relation: "subtask", TaskID: "c1", Title: "child", Status: "done", Summary: "all green", OpenSubtasks: 0},
+			"[kandev:wake] Your subtask c1 (child) finished: done.\n\nall green\n\nfinished_task_id: c1\nopen_subtasks: 0"},
+	}
+	seen := map[string]bool{}
+	for _, c := range cases {
+		raw, err := json.Marshal(c.data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := Delivered{Notice: c.notice, Data: raw}.Decode()
+		if err != nil {
+			t.Fatalf("%s: %v", c.notice, err)
+		}
+		if s, ok := data.(*SignOff); ok {
+			s.OpenSubtasks = c.data.(SignOff).OpenSubtasks // counted at delivery, not carried
+		}
+		got, err := RenderNotice(c.notice, data)
+		if err != nil {
+			t.Fatalf("%s: %v", c.notice, err)
+		}
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.notice, got, c.want)
+		}
+		seen[c.notice] = true
+	}
+	for _, tmpl := range notices.Templates() {
+		if name := tmpl.Name(); name != "notices" && !seen[name] {
+			t.Errorf("notice %s has no case here", name)
+		}
+	}
+	if _, err := (Delivered{Notice: "nonsense", Data: []byte(`{}`)}).Decode(); err == nil {
+		t.Error("an unknown notice decoded")
+	}
+}
