@@ -104,6 +104,18 @@ type TaskSummaries interface {
 	ListTaskSummaries(ctx context.Context, in ListTasksInput) ([]Task, error)
 }
 
+// TaskSummaryStream is a client that hands over the first summaries of a
+// listing as soon as they are read. Summaries come in the tree's order (a
+// top-level task, then its subtree depth first), so the first ones are the
+// tree's first rows: the TUI draws them while the rest of 100,000 arrive.
+type TaskSummaryStream interface {
+	// StreamTaskSummaries calls first once, with the first n summaries (all
+	// of them when there are fewer), then returns the whole listing.
+	// first's slice shares the returned slice's array, whose elements the
+	// stream no longer writes once first has them.
+	StreamTaskSummaries(ctx context.Context, in ListTasksInput, n int, first func([]Task)) ([]Task, error)
+}
+
 // ListTasksInput narrows a listing.
 type ListTasksInput struct {
 	All  bool   `json:"all,omitempty"`  // include archived tasks

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,14 +49,15 @@ func BuiltinProfile(name string) (Profile, bool) {
 	return Profile{}, false
 }
 
+// Compiled on first use, not in every kandev process's init.
 var (
-	profileNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`)
-	envKeyRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	profileNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`) })
+	envKeyRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 // ValidateProfile checks a profile a user wants to add.
 func ValidateProfile(p Profile) error {
-	if !profileNameRE.MatchString(p.Name) {
+	if !profileNameRE().MatchString(p.Name) {
 		return Errorf(CodeValidation, "profile name %q: use 1-32 lowercase letters, digits, '.', '_' or '-', starting with a letter or digit", p.Name)
 	}
 	if strings.TrimSpace(p.Command) == "" {
@@ -78,7 +80,7 @@ func ValidateProfile(p Profile) error {
 	}
 	for _, kv := range p.Env {
 		k, _, ok := strings.Cut(kv, "=")
-		if !ok || !envKeyRE.MatchString(k) {
+		if !ok || !envKeyRE().MatchString(k) {
 			return Errorf(CodeValidation, "profile %s: env %q must be KEY=VALUE with a shell-style KEY", p.Name, kv)
 		}
 	}

@@ -91,21 +91,26 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 	views := make([]TaskView, 0, n)
 	var questionSeqs []int64
 	var questionAt []int
+	// Each row is scanned straight into its place in views, through one
+	// destination list: a view and a list allocated per row were 80 MB of
+	// garbage at 100,000 tasks, on the daemon's start.
+	var s Session
+	var created, updated, archived, sTurn, sCreated, sUpdated, qseq int64
+	var blockers string
+	dest := make([]any, 0, 40)
 	for rows.Next() {
-		var v TaskView
-		var s Session
-		var created, updated, archived, sTurn, sCreated, sUpdated, qseq int64
-		var blockers string
-		dest := []any{&v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
+		views = append(views, TaskView{})
+		v := &views[len(views)-1]
+		s, qseq, blockers = Session{}, 0, ""
+		dest = append(dest[:0], &v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
 			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit}
+			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit)
 		if ids != nil {
 			dest = append(dest, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
 				&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
 		}
-		err := rows.Scan(dest...)
-		if err != nil {
+		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
 		}
@@ -114,13 +119,13 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 			v.OpenBlockers = strings.Split(blockers, ",")
 		}
 		if s.ID != "" {
-			v.Session = finishSession(&s, v.ID, sTurn, sCreated, sUpdated)
+			sc := s
+			v.Session = finishSession(&sc, v.ID, sTurn, sCreated, sUpdated)
 		}
 		if qseq != 0 {
 			questionSeqs = append(questionSeqs, qseq)
-			questionAt = append(questionAt, len(views))
+			questionAt = append(questionAt, len(views)-1)
 		}
-		views = append(views, v)
 	}
 	if err := rows.Close(); err != nil {
 		return nil, mapErr(err)

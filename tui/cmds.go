@@ -44,7 +44,10 @@ type tasksMsg struct {
 	// partial: the tasks are summaries (core.TaskSummaries); the selected
 	// one is loaded whole for the detail pane.
 	partial bool
-	err     error
+	// rest, when set, says tasks are only the listing's first rows (the
+	// tree's order), drawn at once; rest reads the whole listing.
+	rest tea.Cmd
+	err  error
 }
 
 // taskMsg is one task loaded whole, for the detail pane.
@@ -117,6 +120,35 @@ type opDoneMsg struct {
 	text   string
 	task   *core.Task // a created task, to select it
 	err    error
+}
+
+// changesMsg: a task's change summary (its diff without the patch), for
+// the detail pane.
+type changesMsg struct {
+	taskID string
+	diff   core.TaskDiff
+	err    error
+}
+
+func loadChangesCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+	return func() tea.Msg {
+		d, err := c.TaskDiff(ctx, id, core.DiffInput{})
+		return changesMsg{taskID: id, diff: d, err: err}
+	}
+}
+
+// diffMsg: a task's diff, for the diff view that asked.
+type diffMsg struct {
+	dialog int
+	diff   core.TaskDiff
+	err    error
+}
+
+func loadDiffCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		d, err := c.TaskDiff(ctx, id, core.DiffInput{Patch: true})
+		return diffMsg{dialog: dialog, diff: d, err: err}
+	}
 }
 
 // queueMsg: a task's queue, for the queue dialog that asked (after a
@@ -197,8 +229,26 @@ func reconnectAfter(after timerFunc, gen int, d time.Duration) tea.Cmd {
 // loadTasksCmd lists the tasks, as summaries when the client can: the
 // tree needs no more, and at 100,000 tasks decoding whole tasks was most
 // of the start.
+//
+// A streaming client hands over the first rows (firstRows summaries in the
+// tree's order) as soon as they are read: the tree draws them while the
+// rest of a large listing arrives (at 100,000 tasks, most of the start).
 func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
 	return func() tea.Msg {
+		if sc, ok := c.(core.TaskSummaryStream); ok {
+			early := make(chan []core.Task, 1)
+			whole := make(chan tasksMsg, 1)
+			go func() {
+				ts, err := sc.StreamTaskSummaries(ctx, core.ListTasksInput{}, firstRows, func(first []core.Task) { early <- first })
+				close(early)
+				whole <- tasksMsg{gen: gen, tasks: ts, partial: true, err: err}
+			}()
+			first, ok := <-early
+			if !ok || len(first) < firstRows {
+				return <-whole // a failure, or a listing that fits in the first rows
+			}
+			return tasksMsg{gen: gen, tasks: first, partial: true, rest: func() tea.Msg { return <-whole }}
+		}
 		if sc, ok := c.(core.TaskSummaries); ok {
 			ts, err := sc.ListTaskSummaries(ctx, core.ListTasksInput{})
 			return tasksMsg{gen: gen, tasks: ts, partial: true, err: err}
@@ -207,6 +257,10 @@ func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
 		return tasksMsg{gen: gen, tasks: ts, err: err}
 	}
 }
+
+// firstRows is how many summaries the tree draws before the rest of the
+// listing has arrived: more than a tall terminal shows.
+const firstRows = 500
 
 func loadTaskCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
 	return func() tea.Msg {

@@ -29,6 +29,9 @@ type detailPane struct {
 	// refreshTo: a reload reads the window again forward, up to this
 	// sequence number.
 	refreshTo int64
+	// settled: the selection rested on this task for the debounce, so
+	// what is read for it alone (its change summary) may be read.
+	settled bool
 }
 
 func (d *detailPane) switchTo(id string) {
@@ -37,6 +40,7 @@ func (d *detailPane) switchTo(id string) {
 	d.loading = id != ""
 	d.err = ""
 	d.pos, d.follow, d.unseen, d.refreshTo = logPos{}, true, 0, 0
+	d.settled = false
 }
 
 // afterRender counts the lines added below while the operator reads
@@ -57,11 +61,21 @@ func (d *detailPane) afterRender(widthChanged bool) {
 // The header takes at most half the pane (more only when its one-line
 // fields need it); a title or description that does not fit ends in "…".
 func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
+	return detailHeaderWith(st, t, nil, w, h, now)
+}
+
+// detailHeaderWith is detailHeader with the task's change summary, when
+// it was read (ch is for the selected task only).
+func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now time.Time) []string {
 	if t == nil {
 		return []string{st.dim.Render(fit("no task selected", w))}
 	}
 	var fields []string
 	add := func(s string) { fields = append(fields, truncate(s, w)) }
+	// Texts from agents and the engine (last words, an error, a question)
+	// wrap at word boundaries, up to a few lines each so the log keeps room.
+	most := clamp(h/4, 1, 4)
+	addLong := func(s string) { fields = append(fields, clipLines(wrap(s, w), most, w)...) }
 	glyph, _ := statusGlyph(t.Status)
 	parts := []string{t.ID, glyph + " " + string(t.Status), "profile " + t.Profile}
 	if t.Autopilot {
@@ -96,9 +110,9 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 			// A failed run's error is an error; any other ended run just says
 			// why it ended.
 			if s.State == core.SessionFailed {
-				add(st.errText.Render("error: ") + oneLine(s.Error))
+				addLong(st.errText.Render("error: ") + oneLine(s.Error))
 			} else {
-				add("ended: " + oneLine(s.Error))
+				addLong("ended: " + oneLine(s.Error))
 			}
 		}
 	} else {
@@ -108,26 +122,29 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 		}
 		add(line)
 	}
+	for _, l := range workspaceLines(t, ch) {
+		add(l)
+	}
 	if s := t.Stalled; s != nil && t.Stuck() {
 		line := st.badgeBad.Render("STUCK") + " stalled in " + s.From + ", nobody to escalate to: it waits for you"
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}
-		add(line)
+		addLong(line)
 	} else if s != nil && t.BackToYou() {
-		add(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
+		addLong(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}
-		add(line)
+		addLong(line)
 	}
 	if t.Interrupted {
 		add(st.badgeStop.Render("INTERRUPTED") + " a daemon exit cut its run short; r resumes it")
 	}
 	if t.Waiting != "" {
-		add(st.badgeWarn.Render("WAITING") + " " + oneLine(t.Waiting))
+		addLong(st.badgeWarn.Render("WAITING") + " " + oneLine(t.Waiting))
 	}
 	if len(t.BlockedBy) > 0 {
 		add("blocked by " + strings.Join(t.BlockedBy, ", "))
@@ -135,9 +152,9 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 	if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending {
 		ask := firstPrompt(q)
 		if q.Kind == core.QuestionParent {
-			add(st.badgePar.Render("?parent") + " asks task " + q.ParentTaskID + ": " + ask)
+			addLong(st.badgePar.Render("?parent") + " asks task " + q.ParentTaskID + ": " + ask)
 		} else {
-			add(st.badgeYou.Render("?you") + " asks you (a to answer): " + ask)
+			addLong(st.badgeYou.Render("?you") + " asks you (a to answer): " + ask)
 		}
 	}
 
@@ -156,6 +173,49 @@ func detailHeader(st styles, t *core.Task, w, h int, now time.Time) []string {
 	out = append(out, fields...)
 	for _, l := range desc {
 		out = append(out, st.dim.Render(l))
+	}
+	return out
+}
+
+// workspaceLines say where the task works: its branch and what it
+// changed there, then its directory.
+func workspaceLines(t *core.Task, ch *changeState) []string {
+	ws := t.Workspace
+	if ws == nil {
+		if t.CWD == "" {
+			return nil
+		}
+		return []string{"dir " + t.CWD}
+	}
+	dir := ws.Dir
+	if dir == "" {
+		dir = t.CWD
+	}
+	var first string
+	switch ws.Mode {
+	case core.WorkspaceWorktree:
+		first = "branch " + ws.Branch + " · "
+		switch {
+		case ch == nil || ch.taskID != t.ID || (ch.diff == nil && ch.err == ""):
+			first += "changes …"
+		case ch.err != "":
+			first += "changes: " + ch.err
+		default:
+			first += changeSummary(*ch.diff)
+			if len(ch.diff.Files) > 0 {
+				first += " (v shows them)"
+			}
+		}
+	case core.WorkspaceInherit:
+		first = "branch " + ws.Branch + " · in its parent's worktree"
+	case core.WorkspaceDiscarded:
+		first = "worktree discarded"
+	default:
+		first = "shared directory (no worktree)"
+	}
+	out := []string{first}
+	if dir != "" {
+		out = append(out, "dir "+dir)
 	}
 	return out
 }
@@ -260,8 +320,8 @@ func (d *detailPane) setStart(s, h int) {
 func (d *detailPane) toBottom() { d.follow, d.unseen = true, 0 }
 
 // view draws the pane in w×h cells.
-func (d *detailPane) view(st styles, t *core.Task, w, h int, focused bool, now time.Time) []string {
-	out := detailHeader(st, t, w, h, now)
+func (d *detailPane) view(st styles, t *core.Task, ch *changeState, w, h int, focused bool, now time.Time) []string {
+	out := detailHeaderWith(st, t, ch, w, h, now)
 	if len(out) > h {
 		out = out[:h]
 	}

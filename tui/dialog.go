@@ -39,10 +39,11 @@ type dialogUI struct {
 	keys   keyMap
 	width  int // Model.dialogWidth
 	height int // the screen's rows
+	body   int // the rows between the top and the status bar
 }
 
 func (m *Model) dialogUI() dialogUI {
-	return dialogUI{st: m.st, keys: m.keys, width: m.dialogWidth(), height: m.h}
+	return dialogUI{st: m.st, keys: m.keys, width: m.dialogWidth(), height: m.h, body: m.layout().bodyH}
 }
 
 // action is what a dialog asks of the model. nil asks nothing.

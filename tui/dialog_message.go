@@ -21,6 +21,7 @@ type messageDialog struct {
 	// canInterrupt: the operator may interrupt this task (mayInterrupt).
 	canInterrupt bool
 	running      bool
+	asks         bool // the task has a pending question, which a message supersedes
 }
 
 // mayInterrupt mirrors the engine's rule for who may interrupt a task: a
@@ -39,7 +40,8 @@ func mayInterrupt(actor core.Actor, t *core.Task) bool {
 
 func newMessageDialog(ui dialogUI, id int, t *core.Task) *messageDialog {
 	d := &messageDialog{base: base{id: id}, taskID: t.ID, title: oneLine(t.Title),
-		canInterrupt: mayInterrupt(core.OperatorActor(), t), running: isRunning(t)}
+		canInterrupt: mayInterrupt(core.OperatorActor(), t), running: isRunning(t),
+		asks: t.PendingQuestion != nil && t.PendingQuestion.Status == core.QuestionPending}
 	d.input = newTextArea(ui.st, "message to the agent", ui.keys.Newline)
 	d.resize(ui)
 	d.input.Focus()
@@ -97,12 +99,14 @@ func (d *messageDialog) view(ui dialogUI, w int) string {
 				note = "no turn is running: it goes first in the queue"
 			}
 		}
-		lines = append(lines, truncate(checkbox(d.interrupt)+" interrupt (tab) — "+note, w))
+		lines = append(lines, hanging(checkbox(d.interrupt)+" interrupt (tab) — "+note, w, 4)...)
 	}
-	hint := "enter send · " + ui.keys.Newline.Help().Key + " new line · esc cancel · a new message supersedes a pending question"
-	for _, l := range wrap(hint, w) {
-		lines = append(lines, st.dim.Render(l))
+	if d.asks {
+		lines = append(lines, hanging("Its pending question is superseded by this message.", w, 0)...)
 	}
+	// The keys take one line at 80 columns; what a message does is said above.
+	hint := "enter send · " + ui.keys.Newline.Help().Key + " new line · esc cancel"
+	lines = append(lines, st.dim.Render(truncate(hint, w)))
 	if f := d.footer(st, w); f != "" {
 		lines = append(lines, "", f)
 	}

@@ -18,6 +18,7 @@ const (
 	ntAuto
 	ntParent
 	ntStart
+	ntWorkspace // last, so the fields above keep their tab order
 	ntFields
 )
 
@@ -34,7 +35,11 @@ type newTaskDialog struct {
 	withParent  bool
 	start       bool
 	focus       int
-	cwd         string // the directory the task runs in
+	cwd         string // where the UI was started: a root task's directory
+	// otherWorkspace picks the second workspace choice: for a child, a new
+	// worktree instead of its parent's; for a root task, its directory as
+	// it is instead of a worktree. Off is the CLI's default (ADR 0027).
+	otherWorkspace bool
 }
 
 // newNewTaskDialog opens the dialog with sel (the selected task, or nil)
@@ -90,15 +95,38 @@ func (d *newTaskDialog) input() core.CreateTaskInput {
 		Description: strings.TrimSpace(d.inputs[2].Value()),
 		Autopilot:   d.autopilot,
 		Start:       d.start,
-		CWD:         d.cwd,
 	}
 	if d.profile < len(d.profiles) {
 		in.Profile = d.profiles[d.profile].Name
 	}
 	if d.withParent {
+		// As `kandev task create --parent` without --cwd: the child works
+		// where its parent works, in its worktree if it has one (inherit),
+		// or in a new worktree branched from the parent's branch (new).
 		in.ParentID = d.parentID
+		if d.otherWorkspace {
+			in.Workspace = "new"
+		}
+		return in
+	}
+	in.CWD = d.cwd
+	if d.otherWorkspace {
+		in.Workspace = core.WorkspaceShared
 	}
 	return in
+}
+
+// workspaceText says where the task will work.
+func (d *newTaskDialog) workspaceText() (choice, detail string) {
+	switch {
+	case d.withParent && !d.otherWorkspace:
+		return "inherit", "its parent's worktree or directory"
+	case d.withParent:
+		return "new", "a worktree of its own from its parent's branch"
+	case !d.otherWorkspace:
+		return "worktree", "its own in a git repository, else the directory"
+	}
+	return "shared", "the directory as it is"
 }
 
 func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
@@ -141,11 +169,17 @@ func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		}
 	case ntParent:
 		if d.parentID != "" && (toggle || key.Matches(msg, k.Left, k.Right)) {
-			d.withParent = !d.withParent
+			// The workspace choices differ for a child and a root task:
+			// back to the default.
+			d.withParent, d.otherWorkspace = !d.withParent, false
 		}
 	case ntStart:
 		if toggle || key.Matches(msg, k.Left, k.Right) {
 			d.start = !d.start
+		}
+	case ntWorkspace:
+		if toggle || key.Matches(msg, k.Left, k.Right) {
+			d.otherWorkspace = !d.otherWorkspace
 		}
 	}
 	return nil, nil
@@ -168,6 +202,7 @@ func (d *newTaskDialog) view(ui dialogUI, w int) string {
 			prof += st.dim.Render("  no MCP server: cannot run autopilot")
 		}
 	}
+	ws, wsDetail := d.workspaceText()
 	parent := "none (a root task)"
 	if d.withParent {
 		parent = d.parentID + " " + d.parentTitle
@@ -182,6 +217,7 @@ func (d *newTaskDialog) view(ui dialogUI, w int) string {
 		row(ntAuto, "autopilot", checkbox(d.autopilot)+" fixed at creation"),
 		row(ntParent, "parent", parent),
 		row(ntStart, "start now", checkbox(d.start)),
+		row(ntWorkspace, "workspace", "‹ "+ws+" › "+st.dim.Render(wsDetail)),
 		"",
 		st.dim.Render(truncate("tab/↑↓ move · space/←→ change · enter create · esc cancel", w)),
 	}

@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -14,7 +15,7 @@ import (
 // a key in, an action out.
 
 func testUI() dialogUI {
-	return dialogUI{st: testStyles(), keys: newKeyMap(), width: 74, height: 24}
+	return dialogUI{st: testStyles(), keys: newKeyMap(), width: 74, height: 24, body: 22}
 }
 
 // press sends keys to d and returns the last action any of them asked
@@ -71,8 +72,33 @@ func TestNewTaskDialogActions(t *testing.T) {
 	sel := &core.Task{ID: "p1", Title: "Parent", Profile: "claude"}
 	d := newNewTaskDialog(testUI(), 1, sel, profiles, "/repo")
 	got := press(t, d, "Fix it", "tab", "go", "enter")
+	// A child sends no directory, so it works in its parent's worktree
+	// (or directory), as the CLI's child does.
 	wantAction(t, got, createTask{in: core.CreateTaskInput{Title: "Fix it", Prompt: "go", Profile: "claude",
-		ParentID: "p1", Start: true, CWD: "/repo"}})
+		ParentID: "p1", Start: true}})
+
+	// Asked for, a child gets a worktree of its own (from its parent's branch).
+	d = newNewTaskDialog(testUI(), 4, sel, profiles, "/repo")
+	press(t, d, "Kid")
+	d.setFocus(ntWorkspace)
+	if !strings.Contains(d.view(testUI(), 70), "‹ inherit ›") {
+		t.Fatalf("a child inherits by default:\n%s", d.view(testUI(), 70))
+	}
+	press(t, d, "space")
+	if !strings.Contains(d.view(testUI(), 70), "‹ new ›") {
+		t.Fatalf("space should choose a new worktree:\n%s", d.view(testUI(), 70))
+	}
+	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Kid", Profile: "claude",
+		ParentID: "p1", Start: true, Workspace: "new"}})
+
+	// A root task sends the UI's directory (a worktree in a git
+	// repository), or runs in it as it is when asked.
+	d = newNewTaskDialog(testUI(), 5, nil, profiles, "/repo")
+	press(t, d, "Top")
+	d.setFocus(ntWorkspace)
+	press(t, d, "right")
+	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Top", Profile: core.DefaultProfile,
+		Start: true, CWD: "/repo", Workspace: core.WorkspaceShared}})
 
 	// A root task: the parent toggled off, autopilot on, not started, the next profile.
 	d = newNewTaskDialog(testUI(), 2, sel, profiles, "/repo")
@@ -151,4 +177,16 @@ func TestQueueDialogActions(t *testing.T) {
 		showStatus{text: "task t1: dropped 1 item(s) from its queue"})
 	wantAction(t, press(t, d, "X"), dropQueued{taskID: "t1", in: core.DropQueueInput{All: true}})
 	wantAction(t, press(t, d, "esc"), closeDialog{})
+}
+
+func TestDiffViewActions(t *testing.T) {
+	d := newDiffView(1, &core.Task{ID: "t1"})
+	// While it reads, only closing does anything.
+	wantAction(t, press(t, d, "j"), nil)
+	d.loaded(diffMsg{dialog: 1, diff: loaderDiff()})
+	// Scrolling and moving between files are the view's own: no action.
+	wantAction(t, press(t, d, "j", "tab", "shift+tab", "G", "g", "pgdown"), nil)
+	for _, k := range []string{"esc", "v", "q"} {
+		wantAction(t, press(t, d, k), closeDialog{})
+	}
 }

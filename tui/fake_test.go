@@ -46,6 +46,7 @@ type fakeClient struct {
 	statuses []statusCall
 	handoffs []core.HandoffInput
 	queue    map[string][]core.QueuedItem // by task
+	diffs    map[string]core.TaskDiff     // by task
 }
 
 // statusCall is one SetTaskStatus the UI made.
@@ -62,6 +63,7 @@ func newFake(tasks ...core.Task) *fakeClient {
 		},
 		convo:   map[string][]core.Message{},
 		queue:   map[string][]core.QueuedItem{},
+		diffs:   map[string]core.TaskDiff{},
 		errs:    map[string]error{},
 		stopRes: "stopped",
 		roles: []core.Role{
@@ -843,4 +845,26 @@ func (f *fakeClient) queueView(id string) core.QueueView {
 		v.Items = append(v.Items, it)
 	}
 	return v
+}
+
+// TaskDiff answers from diffs (by task); a task without one has no
+// worktree, as the engine says.
+func (f *fakeClient) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
+	call := "TaskDiff " + id
+	if in.Patch {
+		call += " patch"
+	}
+	if err := f.record(call); err != nil {
+		return core.TaskDiff{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.diffs[id]
+	if !ok {
+		return core.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to diff", id)
+	}
+	if !in.Patch {
+		d.Patch = ""
+	}
+	return d, nil
 }

@@ -265,3 +265,20 @@ func TestGoldenTreeOverflowFiltered(t *testing.T) {
 	g.waitScreen(`filter: "plain`, "27 tasks · 2 running · ?you 1 · ?parent 1 · @you 1")
 	golden.RequireEqual(t, g.finalScreen())
 }
+
+// At 80×24 the message dialog's keys take one line and the interrupt
+// note wraps under its checkbox; a task with a pending question says the
+// message supersedes it.
+func TestGoldenMessageHintFits(t *testing.T) {
+	f := newFake(demoTasks()...)
+	f.convo = demoConvo()
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "j", "j", "j")
+	g.waitScreen("[pending: press a to answer]")
+	g.keys("m")
+	g.typeText("Use postgres, and say why in the migration's notes.")
+	g.keys("tab")
+	g.waitScreen("Message task ask001", "[x] interrupt", "superseded")
+	golden.RequireEqual(t, g.finalScreen())
+}

@@ -86,6 +86,13 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.openDialog(d)
 			return loadQueueCmd(m.ctx, m.client, d.id, t.ID)
 		}
+	case key.Matches(msg, k.Diff):
+		if t := m.needTask("see the diff of"); t != nil {
+			m.setStatus("", false)
+			d := newDiffView(m.nextDialogID(), t)
+			m.openDialog(d)
+			return loadDiffCmd(m.ctx, m.client, d.id, t.ID)
+		}
 	case key.Matches(msg, k.Start):
 		if t := m.needTask("start"); t != nil {
 			m.setStatus("starting task "+t.ID+"…", false)
@@ -298,7 +305,7 @@ func (m *Model) treeOrder() []string {
 		}
 	}
 	for _, id := range s.order {
-		if e := s.byID[id]; e != nil && s.isRoot(&e.t) {
+		if e := s.byID[id]; e != nil && s.isRoot(e.t) {
 			visit(id)
 		}
 	}

@@ -15,7 +15,7 @@ type keyMap struct {
 	NextWaiting                             key.Binding
 
 	New, Answer, Message, HandOn, Done key.Binding
-	Stop, Start, Archive, Queue        key.Binding
+	Stop, Start, Archive, Queue, Diff  key.Binding
 	Filter, State, Help, Quit, Cancel  key.Binding
 
 	// Dialog keys.
@@ -24,6 +24,7 @@ type keyMap struct {
 	Interrupt, Newline                                key.Binding
 	Choose, ToMessage, SendHandOn, SetStatus          key.Binding
 	CancelDialog, DropOne, DropAll                    key.Binding
+	Scroll, NextFile, PrevFile, CloseDiff             key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -51,6 +52,7 @@ func newKeyMap() keyMap {
 		Start:   b("r", "start/resume", "r"),
 		Archive: b("x", "archive", "x"),
 		Queue:   b("Q", "queued messages", "Q"),
+		Diff:    b("v", "view its diff", "v"),
 		Filter:  b("/", "filter", "/"),
 		State:   b("f", "state filter", "f"),
 		Help:    b("?", "help", "?"),
@@ -75,6 +77,10 @@ func newKeyMap() keyMap {
 		CancelDialog: b("n/esc", "cancel", "n", "esc"),
 		DropOne:      b("x/del", "drop it", "x", "delete"),
 		DropAll:      b("X", "drop all", "X"),
+		Scroll:       b("↑↓/pgup/pgdn", "scroll", "up", "down"),
+		NextFile:     b("tab", "next file", "tab"),
+		PrevFile:     b("shift+tab", "previous file", "shift+tab"),
+		CloseDiff:    b("esc/v/q", "close", "esc", "v", "q"),
 	}
 }
 
@@ -101,7 +107,7 @@ func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
 		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
-		{k.Filter, k.State, k.Cancel, k.Help, k.Quit},
+		{k.Diff, k.Filter, k.State, k.Cancel, k.Help, k.Quit},
 	}
 }
 

@@ -69,6 +69,7 @@ type Model struct {
 	tasks    *taskStore
 	tree     treePane
 	detail   detailPane
+	changes  changeState
 	profiles []core.Profile
 
 	filter      filter
@@ -176,12 +177,19 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if d, ok := m.dialog.(*handoffDialog); ok && d.id == msg.dialog {
 			d.loaded(msg)
 		}
+	case changesMsg:
+		add(m.onChanges(msg))
+	case diffMsg:
+		if d, ok := m.dialog.(*diffView); ok && d.id == msg.dialog {
+			d.loaded(msg)
+		}
 	case queueMsg:
 		if d, ok := m.dialog.(*queueDialog); ok && d.id == msg.dialog {
 			add(m.act(d, d.loaded(msg)))
 		}
 	case convoLoadMsg:
 		if msg.gen == m.detail.gen && m.detail.convo.taskID != "" {
+			m.detail.settled = true
 			add(m.loadTail(false))
 		}
 	case convoPageMsg:
@@ -228,6 +236,7 @@ func (m *Model) sync() tea.Cmd {
 		m.fetching = sel
 		cmd = tea.Batch(cmd, loadTaskCmd(m.ctx, m.client, sel))
 	}
+	cmd = tea.Batch(cmd, m.changesCmd())
 	d := &m.detail
 	widthChanged := d.convo.width != lay.detailW
 	d.convo.render(m.st, lay.detailW, m.opts.Location)
@@ -329,6 +338,7 @@ func (m *Model) reload() tea.Cmd {
 	if m.detail.convo.taskID != "" {
 		cmds = append(cmds, m.reloadConvo())
 	}
+	cmds = append(cmds, m.refreshChanges(m.changes.taskID))
 	return tea.Batch(cmds...)
 }
 
@@ -432,11 +442,77 @@ func (m *Model) applyTask(ev core.Event) tea.Cmd {
 		m.needLayout = true
 	}
 	after := m.tasks.get(id)
+	var refresh tea.Cmd
+	// What a task changed moves when its turn ends or the task changes
+	// (a merge, a discard); not with every output of a running turn.
+	if ev.Type == core.EventTaskUpdated || (before != nil && after != nil && isRunning(before) && !isRunning(after)) {
+		refresh = m.refreshChanges(id)
+	}
 	if after != nil && newlyYours(before, after) {
-		return m.notifyYou(after)
+		return tea.Batch(refresh, m.notifyYou(after))
 	}
 	if id == m.flashTask && !yours(after) {
 		m.flash, m.flashTask = "", "" // dealt with already
+	}
+	return refresh
+}
+
+// changeState is the selected task's change summary (its diff's stat).
+// It is read for the selected task alone, once the selection rests on it,
+// and again when the task's turn ends or the task changes.
+type changeState struct {
+	taskID string
+	diff   *core.TaskDiff
+	err    string
+	busy   bool
+	again  bool // the task changed while the read was in flight
+}
+
+// hasWorktree: the task owns a worktree, so it has changes to summarize.
+func hasWorktree(t *core.Task) bool {
+	return t != nil && t.Workspace != nil && t.Workspace.Mode == core.WorkspaceWorktree
+}
+
+// changesCmd starts reading the selected task's change summary when it
+// has none yet.
+func (m *Model) changesCmd() tea.Cmd {
+	t := m.selectedTask()
+	if t == nil || !m.detail.settled || m.changes.taskID == t.ID || m.tasks.isPartial(t.ID) || !hasWorktree(t) {
+		return nil
+	}
+	m.changes = changeState{taskID: t.ID, busy: true}
+	return loadChangesCmd(m.ctx, m.client, t.ID)
+}
+
+// refreshChanges reads the summary again if it is the shown task's.
+func (m *Model) refreshChanges(id string) tea.Cmd {
+	c := &m.changes
+	switch {
+	case id == "" || id != c.taskID:
+		return nil
+	case c.busy:
+		c.again = true
+		return nil
+	}
+	c.busy = true
+	return loadChangesCmd(m.ctx, m.client, id)
+}
+
+func (m *Model) onChanges(msg changesMsg) tea.Cmd {
+	c := &m.changes
+	if msg.taskID != c.taskID {
+		return nil
+	}
+	c.busy = false
+	if msg.err != nil {
+		c.diff, c.err = nil, errorText(msg.err)
+	} else {
+		d := msg.diff
+		c.diff, c.err = &d, ""
+	}
+	if c.again {
+		c.again = false
+		return m.refreshChanges(msg.taskID)
 	}
 	return nil
 }
@@ -451,6 +527,12 @@ func (m *Model) onTasks(msg tasksMsg) tea.Cmd {
 	}
 	m.tasks.reset(msg.tasks, msg.partial)
 	m.fetching = ""
+	if msg.rest != nil {
+		// The first rows only: draw them; events wait for the whole
+		// listing, which they may postdate.
+		m.needLayout = true
+		return msg.rest
+	}
 	for _, ev := range m.buffered {
 		m.applyTask(ev)
 	}

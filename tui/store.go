@@ -19,7 +19,9 @@ type taskStore struct {
 }
 
 type entry struct {
-	t core.Task
+	// t points into the listing the store was reset from (no copy of
+	// 100,000 tasks), or at a task an event brought.
+	t *core.Task
 	// partial: t is a summary (no description, session details, ...);
 	// an event or a GetTask replaces it with the whole task.
 	partial bool
@@ -56,19 +58,23 @@ func newTaskStore() *taskStore {
 	return &taskStore{byID: map[string]*entry{}, kids: map[string][]string{}}
 }
 
-// reset replaces everything with a fresh listing (creation order);
-// partial says the tasks are summaries.
+// reset replaces everything with a fresh listing (creation order, or the
+// tree's order: a parent before its children); partial says the tasks are
+// summaries. The store keeps tasks and changes them in place: the caller
+// hands them over.
 func (s *taskStore) reset(tasks []core.Task, partial bool) {
 	*s = taskStore{byID: make(map[string]*entry, len(tasks)), kids: make(map[string][]string, len(tasks)/4+1),
 		order: make([]string, 0, len(tasks))}
 	// One allocation for every entry: at 100,000 tasks, one each was a
-	// good part of the first frame, in allocation and in GC.
+	// good part of the first frame, in allocation and in GC. Entries point
+	// into tasks, which the store keeps: copying them doubled the TUI's
+	// memory at 100,000 tasks.
 	slab := make([]entry, len(tasks))
 	for i := range tasks {
 		if tasks[i].Archived {
 			continue
 		}
-		slab[i] = entry{t: tasks[i], row: -1, partial: partial}
+		slab[i] = entry{t: &tasks[i], row: -1, partial: partial}
 		s.add(&slab[i])
 	}
 }
@@ -81,21 +87,21 @@ func (s *taskStore) isPartial(id string) bool {
 
 func (s *taskStore) get(id string) *core.Task {
 	if e := s.byID[id]; e != nil {
-		return &e.t
+		return e.t
 	}
 	return nil
 }
 
 func (s *taskStore) len() int { return len(s.byID) }
 
-func (s *taskStore) insert(t core.Task) { s.add(&entry{t: t, row: -1}) }
+func (s *taskStore) insert(t core.Task) { s.add(&entry{t: &t, row: -1}) }
 
 func (s *taskStore) add(e *entry) {
 	id := e.t.ID
 	s.byID[id] = e
 	s.order = append(s.order, id)
 	s.kids[e.t.ParentID] = append(s.kids[e.t.ParentID], id)
-	s.counts.add(&e.t, 1)
+	s.counts.add(e.t, 1)
 }
 
 // upsert applies a task as the engine reported it. It reports whether the
@@ -113,15 +119,15 @@ func (s *taskStore) upsert(t core.Task) (structural bool) {
 		s.insert(t)
 		return true
 	}
-	s.counts.add(&e.t, -1)
+	s.counts.add(e.t, -1)
 	e.partial = false
 	moved := e.t.ParentID != t.ParentID
 	if moved {
 		s.kids[e.t.ParentID] = without(s.kids[e.t.ParentID], t.ID)
 		s.kids[t.ParentID] = append(s.kids[t.ParentID], t.ID)
 	}
-	e.t = t
-	s.counts.add(&e.t, 1)
+	e.t = &t
+	s.counts.add(e.t, 1)
 	return moved
 }
 
@@ -130,7 +136,7 @@ func (s *taskStore) remove(id string) {
 	if e == nil {
 		return
 	}
-	s.counts.add(&e.t, -1)
+	s.counts.add(e.t, -1)
 	delete(s.byID, id)
 	s.kids[e.t.ParentID] = without(s.kids[e.t.ParentID], id)
 	s.dead++
@@ -151,9 +157,9 @@ func (s *taskStore) update(id string, fn func(t *core.Task)) bool {
 	if e == nil {
 		return false
 	}
-	s.counts.add(&e.t, -1)
-	fn(&e.t)
-	s.counts.add(&e.t, 1)
+	s.counts.add(e.t, -1)
+	fn(e.t)
+	s.counts.add(e.t, 1)
 	return true
 }
 

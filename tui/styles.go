@@ -54,6 +54,10 @@ type styles struct {
 	logTool    lipgloss.Style
 	logQ       lipgloss.Style
 	logNote    lipgloss.Style
+	diffFile   lipgloss.Style // a file's header in the diff view
+	diffHunk   lipgloss.Style // @@ … @@
+	diffAdd    lipgloss.Style
+	diffDel    lipgloss.Style
 }
 
 func newStyles(r *lipgloss.Renderer, color bool) styles {
@@ -79,6 +83,8 @@ func newStyles(r *lipgloss.Renderer, color bool) styles {
 	s.badgeYou = n().Bold(true)
 	s.badgeBad = n().Bold(true)
 	s.helpKey = n().Bold(true)
+	s.diffFile = n().Bold(true)
+	s.diffHunk = n().Faint(true)
 	if !color {
 		return s
 	}
@@ -114,5 +120,9 @@ func newStyles(r *lipgloss.Renderer, color bool) styles {
 	s.logTool = n().Foreground(c("#bb9af7"))
 	s.logQ = n().Foreground(c("#e0af68")).Bold(true)
 	s.logNote = n().Faint(true)
+	s.diffFile = n().Foreground(c("#7aa2f7")).Bold(true)
+	s.diffHunk = n().Foreground(c("#7dcfff"))
+	s.diffAdd = n().Foreground(c("#9ece6a"))
+	s.diffDel = n().Foreground(c("#f7768e"))
 	return s
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -91,5 +92,89 @@ func TestTreeLoadsSummariesAndTheSelectedTaskWhole(t *testing.T) {
 	d.mustShow("Changed while you looked elsewhere.")
 	if n := f.callCount("GetTask " + upd.ID); n != 0 {
 		t.Fatalf("%s was loaded %d times though an event brought it whole", upd.ID, n)
+	}
+}
+
+// streamClient is summaryClient over a slow listing: the first rows come
+// at once, the rest of the listing (and the whole listing) wait at the
+// fake's gate, as its Conversation calls do.
+type streamClient struct {
+	summaryClient
+}
+
+// hold waits at the fake's gate, counted as held (the driver's parked).
+func (c streamClient) hold(ctx context.Context) error {
+	c.mu.Lock()
+	gate := c.gate
+	if gate != nil {
+		c.gated++
+	}
+	c.mu.Unlock()
+	if gate == nil {
+		return nil
+	}
+	var err error
+	select {
+	case <-gate:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	c.mu.Lock()
+	c.gated--
+	c.mu.Unlock()
+	return err
+}
+
+func (c streamClient) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	if err := c.hold(ctx); err != nil {
+		return nil, err
+	}
+	return c.summaryClient.ListTaskSummaries(ctx, in)
+}
+
+func (c streamClient) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
+	ts, err := c.summaryClient.ListTaskSummaries(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	first(ts[:min(n, len(ts)):min(n, len(ts))])
+	if err := c.hold(ctx); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// TestTreeDrawsFirstRowsBeforeTheWholeListing: at 100,000 tasks reading
+// the listing is most of the start; the tree draws its first rows as soon
+// as they are read and fills in the rest when it arrives. Events that come
+// meanwhile apply on top of the whole listing.
+func TestTreeDrawsFirstRowsBeforeTheWholeListing(t *testing.T) {
+	var tasks []core.Task
+	for i := range firstRows + 100 {
+		tasks = append(tasks, core.Task{ID: fmt.Sprintf("t%04d", i), Title: fmt.Sprintf("Row %d of the listing", i),
+			Status: core.StatusTodo, Profile: "claude", CreatedAt: testNow, UpdatedAt: testNow})
+	}
+	f := newFake(tasks...)
+	f.gate = make(chan struct{})
+	d := startDriver(t, streamClient{summaryClient{f}}, f, 120, 40)
+	d.mustShow("Row 0 of the listing", "Row 1 of the listing", "Row 20 of the listing")
+	if n := d.m.tasks.len(); n != firstRows {
+		t.Fatalf("before the whole listing the store holds %d tasks, want the first %d", n, firstRows)
+	}
+
+	// An event while the rest is on its way waits for it.
+	upd := tasks[len(tasks)-1]
+	upd.Title = "Renamed while loading"
+	d.f.push(core.Event{Type: core.EventTaskUpdated, TaskID: upd.ID, Task: &upd})
+	d.settle()
+	f.mu.Lock()
+	close(f.gate)
+	f.mu.Unlock()
+	d.settle()
+	if n := d.m.tasks.len(); n != len(tasks) {
+		t.Fatalf("after the whole listing the store holds %d tasks, want %d", n, len(tasks))
+	}
+	if got := d.m.tasks.get(upd.ID); got == nil || got.Title != "Renamed while loading" {
+		t.Fatalf("the event during the load was lost: %+v", got)
 	}
 }

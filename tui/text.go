@@ -65,6 +65,22 @@ func padLeft(s string, w int) string {
 	return s
 }
 
+// hanging wraps s at word boundaries in w cells, indenting the lines after
+// the first by indent cells (under a checkbox, say).
+func hanging(s string, w, indent int) []string {
+	first := wrap(s, w)
+	if len(first) <= 1 || indent <= 0 {
+		return first
+	}
+	rest := strings.TrimSpace(strings.TrimPrefix(s, first[0]))
+	out := []string{first[0]}
+	pad := strings.Repeat(" ", indent)
+	for _, l := range wrap(rest, max(1, w-indent)) {
+		out = append(out, pad+l)
+	}
+	return out
+}
+
 // wrap breaks sanitized text into lines of at most w cells, at spaces
 // where it can and inside words where it must. Trailing blank lines go.
 func wrap(s string, w int) []string {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -139,17 +140,40 @@ func (s *tmuxSession) waitRow(id string, want ...string) string {
 	})
 }
 
-// selectRow moves the cursor onto the task's row.
+// rowIDs are the ids of the tree's rows on the screen, in order, and the
+// selected one's.
+func rowIDs(scr string) (ids []string, selected string) {
+	re := regexp.MustCompile(`^(.).*\s(\S+)\s+\S+\s+\d+[smhd]`)
+	for _, l := range strings.Split(scr, "\n") {
+		if m := re.FindStringSubmatch(l); m != nil {
+			ids = append(ids, m[2])
+			if m[1] == ">" {
+				selected = m[2]
+			}
+		}
+	}
+	return ids, selected
+}
+
+// selectRow moves the cursor onto the task's row. It counts the rows
+// between the selected one and the target on one screen and sends that
+// many moves, then waits for the target to be selected: checking the
+// screen between keys missed the target when the UI lagged behind them.
 func (s *tmuxSession) selectRow(id string) {
 	s.t.Helper()
-	s.keys("g")
-	for i := 0; i < 30; i++ {
-		if strings.HasPrefix(row(s.screen(), id), ">") {
-			return
-		}
-		s.keys("j")
+	ids, cur := rowIDs(s.screen())
+	from, to := slices.Index(ids, cur), slices.Index(ids, id)
+	if from < 0 || to < 0 {
+		s.t.Fatalf("cannot select %s: rows %v, selected %q:\n%s", id, ids, cur, s.screen())
 	}
-	s.t.Fatalf("could not select %s:\n%s", id, s.screen())
+	k, n := "j", to-from
+	if n < 0 {
+		k, n = "k", -n
+	}
+	for range n {
+		s.keys(k)
+	}
+	s.waitFor("row "+id+" selected", func(scr string) bool { return strings.HasPrefix(row(scr, id), ">") })
 }
 
 func quoteAll(ss []string) []string {

@@ -31,6 +31,11 @@ func newTreePane() treePane { return treePane{collapsed: map[string]bool{}} }
 // flatten lays the store out as rows under the filter and collapsed set,
 // and keeps the selection on the same task when it is still shown.
 func (tp *treePane) flatten(s *taskStore, f filter) {
+	if n := len(s.byID); cap(tp.rows) < n {
+		// Sized once: growing by appends to 100,000 rows allocated several
+		// times the final slice, a good part of the TUI's peak memory.
+		tp.rows = make([]flatRow, 0, n)
+	}
 	tp.rows = tp.rows[:0]
 	filtering := f.active()
 	if filtering {
@@ -44,7 +49,7 @@ func (tp *treePane) flatten(s *taskStore, f filter) {
 			if e == nil {
 				continue
 			}
-			e.match = f.match(&e.t)
+			e.match = f.match(e.t)
 			if e.match {
 				e.keep = true
 			}
@@ -91,7 +96,7 @@ func (tp *treePane) flatten(s *taskStore, f filter) {
 	}
 	for _, id := range s.order {
 		e := s.byID[id]
-		if e == nil || !s.isRoot(&e.t) || (filtering && !e.keep) {
+		if e == nil || !s.isRoot(e.t) || (filtering && !e.keep) {
 			continue
 		}
 		visit(id, "", true, true)
@@ -168,7 +173,7 @@ func (tp *treePane) view(st styles, s *taskStore, w, h int, now time.Time, frame
 			out = append(out, strings.Repeat(" ", w))
 			continue
 		}
-		rm := rowFor(&e.t, now, frame)
+		rm := rowFor(e.t, now, frame)
 		sel := i == tp.cursor
 		out = append(out, rm.render(st, r, w, sel, focused))
 	}

@@ -77,11 +77,13 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 // styles keep reverse, bold and faint (which are not color) so the
 // selection and the input cursor stay visible.
 //
-// The background is what bubbletea's own init already asked lipgloss's
-// default renderer (cached; termenv falls back to COLORFGBG when the
-// terminal does not answer); this renderer is told, not left to ask again,
-// since a query sent once bubbletea owns the input would eat its answer.
-// See docs/decisions/0019-dependency-inits.md.
+// The background is what lipgloss's default renderer settled on during
+// bubbletea's init: without asking the terminal (the kandev binary keeps
+// package inits from querying, cmd/kandev/internal/quietinit), termenv
+// takes COLORFGBG, else dark. This renderer is told, not left to ask: a
+// query that goes unanswered waits 5 s, and one sent once bubbletea owns
+// the input would eat its answer. kandev's styles do not depend on it.
+// See docs/decisions/0036-no-terminal-query-at-start.md.
 func terminalStyles(out io.Writer, noColor bool) styles {
 	r := lipgloss.NewRenderer(out)
 	r.SetHasDarkBackground(lipgloss.HasDarkBackground())

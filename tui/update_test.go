@@ -335,7 +335,9 @@ func TestNewTask(t *testing.T) {
 		t.Fatalf("CreateTask calls: %d", len(f.created))
 	}
 	got := f.created[0]
-	want := core.CreateTaskInput{Title: "Add rate limits", Prompt: "mock: say hi", ParentID: "kid001", Profile: "plain", Autopilot: true, Start: false, CWD: "/work"}
+	// A child sends no directory: it works where its parent works, as
+	// `kandev task create --parent` does.
+	want := core.CreateTaskInput{Title: "Add rate limits", Prompt: "mock: say hi", ParentID: "kid001", Profile: "plain", Autopilot: true, Start: false, CWD: ""}
 	if got.Title != want.Title || got.Prompt != want.Prompt || got.ParentID != want.ParentID || got.Profile != want.Profile ||
 		got.Autopilot != want.Autopilot || got.Start != want.Start || got.CWD != want.CWD {
 		t.Fatalf("CreateTask input %+v, want %+v", got, want)

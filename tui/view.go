@@ -43,7 +43,7 @@ func (m *Model) layout() layout {
 func (m *Model) logHeight() int { return m.logHeightIn(m.layout()) }
 
 func (m *Model) logHeightIn(l layout) int {
-	return logHeight(len(detailHeader(m.st, m.selectedTask(), l.detailW, l.detail, m.now)), l.detail)
+	return logHeight(len(detailHeaderWith(m.st, m.selectedTask(), &m.changes, l.detailW, l.detail, m.now)), l.detail)
 }
 
 func (m *Model) dialogWidth() int { return clamp(m.w-6, 30, 76) }
@@ -58,9 +58,16 @@ func (m *Model) View() string {
 		return strings.Join(lines[:min(len(lines), m.h)], "\n")
 	}
 	l := m.layout()
-	body := m.viewBody(l)
-	if m.dialog != nil {
-		body = m.overlay(body, l)
+	var body []string
+	if f, ok := m.dialog.(interface {
+		fullView(dialogUI, int, int) []string
+	}); ok {
+		body = f.fullView(m.dialogUI(), m.w, l.bodyH)
+	} else {
+		body = m.viewBody(l)
+		if m.dialog != nil {
+			body = m.overlay(body, l)
+		}
 	}
 	out := make([]string, 0, m.h)
 	out = append(out, body...)
@@ -72,7 +79,7 @@ func (m *Model) View() string {
 func (m *Model) viewBody(l layout) []string {
 	task := m.selectedTask()
 	tree := m.tree.view(m.st, m.tasks, l.treeW, l.treeH, m.now, m.frame, !m.focusLog)
-	det := m.detail.view(m.st, task, l.detailW, l.detail, m.focusLog, m.now)
+	det := m.detail.view(m.st, task, &m.changes, l.detailW, l.detail, m.focusLog, m.now)
 	if l.wide {
 		sep := m.st.divider.Render("│")
 		out := make([]string, l.bodyH)

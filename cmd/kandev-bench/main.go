@@ -17,6 +17,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -25,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +62,12 @@ func main() {
 
 type binary struct{ name, path string }
 
+// only and seeded are the -only and -seeded flags.
+var only, seeded string
+
+// wanted reports whether the figure named name is measured (-only).
+func wanted(name string) bool { return only == "" || strings.Contains(name, only) }
+
 type sample struct {
 	took time.Duration
 	rss  int64 // KiB
@@ -74,7 +82,10 @@ func run() error {
 	bins := flag.String("bin", "", "binaries to compare, name=path,... (default: build ./cmd/kandev)")
 	runs := flag.Int("runs", 7, "interleaved rounds per figure")
 	sizesFlag := flag.String("sizes", "", "task counts (default 1000,10000; with KANDEV_BENCH_100K=1 also 100000)")
+	onlyFlag := flag.String("only", "", "measure only the figures whose name contains this text (e.g. TUI, daemon, list)")
+	seededFlag := flag.String("seeded", "", "directory of databases seeded earlier (kandev-N.db, made and kept when missing): no seeding in this run")
 	flag.Parse()
+	only, seeded = *onlyFlag, *seededFlag
 
 	work, err := os.MkdirTemp("", "kb-")
 	if err != nil {
@@ -176,12 +187,12 @@ type home struct {
 }
 
 func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string) error {
-	seedDir := filepath.Join(work, fmt.Sprintf("seed-%d", n))
-	if err := os.MkdirAll(seedDir, 0o700); err != nil {
-		return err
+	seedDB := filepath.Join(work, fmt.Sprintf("seed-%d.db", n))
+	if seeded != "" {
+		seedDB = filepath.Join(seeded, fmt.Sprintf("kandev-%d.db", n))
 	}
 	start := time.Now()
-	firstID, title, err := seedChild(filepath.Join(seedDir, "kandev.db"), n)
+	firstID, title, err := seedChild(seedDB, n)
 	if err != nil {
 		return err
 	}
@@ -198,7 +209,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
 		}
-		if err := copyFile(filepath.Join(seedDir, "kandev.db"), filepath.Join(dir, "kandev.db")); err != nil {
+		if err := copyFile(seedDB, filepath.Join(dir, "kandev.db")); err != nil {
 			return err
 		}
 		h := &home{bin: b, dir: dir, taskID: firstID, title: title,
@@ -227,17 +238,18 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 	mcp := add("kandev mcp start to tools/list")
 	tuiQuiet := add("TUI spawn to first row (pty answers nothing)")
 	tuiAnswer := add("TUI spawn to first row (pty answers queries)")
+	tuiWhole := add("TUI spawn to whole tree loaded (answers)")
 
 	cwd := filepath.Join(work, "cwd")
 	_ = os.MkdirAll(cwd, 0o755)
 	for round := range runs {
-		// The floor, once per round.
+		// The floors, once per round.
 		s, err := timeProc(nil, hello)
 		if err != nil {
 			return err
 		}
 		floorHello.samples["floor"] = append(floorHello.samples["floor"], s)
-		if floorSQL != nil {
+		if floorSQL != nil && (wanted(floorSQL.name) || wanted(listJSON.name)) {
 			s, err := timeProc(nil, sqlite, "-json", filepath.Join(homes[0].dir, "kandev.db"), "SELECT * FROM tasks")
 			if err != nil {
 				return err
@@ -248,7 +260,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			// Daemon start: a fresh daemon each round, timed until it
 			// answers. The last round's daemon is the one the commands
 			// of this round talk to; its peak RSS is noted at its stop.
-			if rss := h.stop(); rss > 0 {
+			if rss := h.stop(); rss > 0 && len(dStart.samples[h.bin.name]) > 0 {
 				ss := dStart.samples[h.bin.name]
 				ss[len(ss)-1].rss = rss
 			}
@@ -256,7 +268,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			if err != nil {
 				return fmt.Errorf("%s: %w", h.bin.name, err)
 			}
-			dStart.samples[h.bin.name] = append(dStart.samples[h.bin.name], s)
+			if wanted(dStart.name) {
+				dStart.samples[h.bin.name] = append(dStart.samples[h.bin.name], s)
+			}
 		}
 		steps := []struct {
 			r    *result
@@ -270,6 +284,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			{listOpen, []string{"task", "list"}},
 		}
 		for _, st := range steps {
+			if !wanted(st.r.name) {
+				continue
+			}
 			for _, h := range homes {
 				s, err := timeProc(h.env, h.bin.path, st.args...)
 				if err != nil {
@@ -279,6 +296,9 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			}
 		}
 		for _, h := range homes {
+			if !wanted(mcp.name) {
+				break
+			}
 			s, err := timeMCP(h)
 			if err != nil {
 				return fmt.Errorf("%s mcp: %w", h.bin.name, err)
@@ -289,12 +309,22 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			r      *result
 			answer bool
 		}{{tuiQuiet, false}, {tuiAnswer, true}} {
+			if !wanted(tr.r.name) && !(tr.answer && wanted(tuiWhole.name)) {
+				continue
+			}
 			for _, h := range homes {
-				s, err := timeTUI(h, tr.answer)
+				whole := 0
+				if tr.answer && wanted(tuiWhole.name) {
+					whole = n
+				}
+				s, all, err := timeTUI(h, tr.answer, whole)
 				if err != nil {
 					return fmt.Errorf("%s TUI: %w", h.bin.name, err)
 				}
 				tr.r.samples[h.bin.name] = append(tr.r.samples[h.bin.name], s)
+				if whole > 0 {
+					tuiWhole.samples[h.bin.name] = append(tuiWhole.samples[h.bin.name], all)
+				}
 			}
 		}
 	}
@@ -318,6 +348,13 @@ func printTable(results []*result, binaries []binary) {
 	}
 	fmt.Println()
 	for _, r := range results {
+		measured := false
+		for _, ss := range r.samples {
+			measured = measured || len(ss) > 0
+		}
+		if !measured {
+			continue
+		}
 		fmt.Printf("| %-46s |", r.name)
 		for _, c := range cols {
 			ss := r.samples[c]
@@ -483,49 +520,84 @@ func timeMCP(h *home) (sample, error) {
 
 // timeTUI times the TUI on a pty from spawn until the first task's title
 // is on the screen. With answer, the pty answers colour (OSC 10/11) and
-// cursor-position queries as a terminal would.
-func timeTUI(h *home, answer bool) (sample, error) {
+// cursor-position queries as a terminal would. With whole > 0 it goes on
+// until the status line counts at least that many tasks (the whole
+// listing is in) and returns that time too; the peak RSS of both samples
+// is then the process's after the whole listing.
+func timeTUI(h *home, answer bool, whole int) (sample, sample, error) {
 	cmd := exec.Command(h.bin.path)
 	cmd.Env = h.env
 	start := time.Now()
 	pty, err := daemontest.StartPTY(cmd, 120, 40)
 	if err != nil {
-		return sample{}, err
+		return sample{}, sample{}, err
 	}
 	defer pty.Close()
 	want := []byte(h.title)
-	found := make(chan time.Duration, 1)
+	found := make(chan time.Duration, 2)
 	go func() {
+		defer close(found)
 		var seen []byte
 		buf := make([]byte, 64<<10)
+		first := false
 		for {
 			n, err := pty.Read(buf)
 			seen = append(seen, buf[:n]...)
 			if answer {
 				answerQueries(pty, buf[:n])
 			}
-			if strings.Contains(string(seen), string(want)) {
+			if !first && bytes.Contains(seen, want) {
+				found <- time.Since(start)
+				first = true
+				if whole == 0 {
+					return
+				}
+			}
+			if first && countsAtLeast(seen, whole) {
 				found <- time.Since(start)
 				return
 			}
 			if err != nil {
-				close(found)
 				return
 			}
 		}
 	}()
-	var took time.Duration
-	var ok bool
-	select {
-	case took, ok = <-found:
-	case <-time.After(time.Minute):
+	timeout := time.After(time.Minute)
+	var took [2]time.Duration
+	got := 0
+	for got < 2 && (got < 1 || whole > 0) {
+		var ok bool
+		select {
+		case took[got], ok = <-found:
+		case <-timeout:
+		}
+		if !ok {
+			break
+		}
+		got++
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	if !ok {
-		return sample{}, errors.New("the first row never appeared")
+	rss := rssOf(cmd.ProcessState)
+	switch {
+	case got == 0:
+		return sample{}, sample{}, errors.New("the first row never appeared")
+	case whole > 0 && got < 2:
+		return sample{}, sample{}, fmt.Errorf("the status line never counted %d tasks", whole)
 	}
-	return sample{took: took, rss: rssOf(cmd.ProcessState)}, nil
+	return sample{took: took[0], rss: rss}, sample{took: took[1], rss: rss}, nil
+}
+
+var tasksCount = regexp.MustCompile(`(\d+) tasks`)
+
+// countsAtLeast reports whether the screen output counts n tasks or more.
+func countsAtLeast(b []byte, n int) bool {
+	for _, m := range tasksCount.FindAllSubmatch(b, -1) {
+		if v, err := strconv.Atoi(string(m[1])); err == nil && v >= n {
+			return true
+		}
+	}
+	return false
 }
 
 func answerQueries(w io.Writer, b []byte) {
@@ -564,6 +636,15 @@ func copyFile(from, to string) error {
 // (ru_maxrss) from its parent's, since Go spawns with vfork: a parent that
 // had held 100,000 tasks would make every measured process look that big.
 func seedChild(dbPath string, n int) (string, string, error) {
+	firstFile := dbPath + ".first"
+	if seeded != "" {
+		if b, err := os.ReadFile(firstFile); err == nil {
+			return strings.TrimSpace(string(b)), seedTitle, nil
+		}
+		if err := os.MkdirAll(seeded, 0o700); err != nil {
+			return "", "", err
+		}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return "", "", err
@@ -574,7 +655,13 @@ func seedChild(dbPath string, n int) (string, string, error) {
 	if err != nil {
 		return "", "", fmt.Errorf("seed %d tasks: %w", n, err)
 	}
-	return strings.TrimSpace(string(out)), seedTitle, nil
+	first := strings.TrimSpace(string(out))
+	if seeded != "" {
+		if err := os.WriteFile(firstFile, []byte(first+"\n"), 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	return first, seedTitle, nil
 }
 
 // seedTitle begins the first seeded task's title: the TUI's first row.

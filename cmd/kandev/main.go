@@ -5,6 +5,10 @@ import (
 	"os"
 
 	"github.com/kandev/kandev/cmd"
+	"github.com/kandev/kandev/cmd/kandev/internal/quietinit"
 )
 
-func main() { os.Exit(cmd.Main()) }
+func main() {
+	quietinit.Restore()
+	os.Exit(cmd.Main())
+}

@@ -3,6 +3,8 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +180,33 @@ func TestUnservedRunWaitsThenStarts(t *testing.T) {
 	if got := get(t, d, task.ID); got.Waiting != "" {
 		t.Fatalf("waiting reason not cleared: %q", got.Waiting)
 	}
+}
+
+// A run that waits for its CLI starts on the daemon's next start once the
+// CLI is there, with nothing else said (the start's sweep kicks it).
+func TestUnservedRunStartsAfterRestart(t *testing.T) {
+	d := daemontest.Start(t)
+	ctx := context.Background()
+	cli := filepath.Join(d.Home.Dir, "later-agent")
+	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "later", Command: cli, MCP: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "worker", Profile: "later"}); err != nil {
+		t.Fatal(err)
+	}
+	// A message, not a start: a start's queue item is kicked on restart
+	// for its own reason.
+	task := create(t, d, core.CreateTaskInput{Title: "waits", Assignee: "worker"})
+	d.MustRun("task", "message", task.ID, "mock: say running after the restart")
+	daemontest.Eventually(t, wait, "the waiting reason", func() bool { return get(t, d, task.ID).Waiting != "" })
+	d.Stop()
+	// Install the "CLI" while no daemon runs.
+	script := "#!/bin/sh\nexec " + d.Bin + " mock-agent \"$@\"\n"
+	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.Restart()
+	waitSaid(t, d, task.ID, "running after the restart")
 }
 
 // A parent waiting on three subtasks gets one wake turn per finished one.

@@ -417,10 +417,12 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 	_ = writeTaskPtrs(w, tasks)
 }
 
-// listTaskSummaries is listTasks as the compact summary (core/wire).
+// listTaskSummaries is listTasks as the compact summary (core/wire), in
+// the order a tree shows the tasks (engine.TreeSnapshot), so a reader can
+// draw the first rows before the last line arrives.
 func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	tasks, err := h.eng.TreeSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -41,7 +41,7 @@ func BenchmarkReadTaskSummaries100k(b *testing.B) {
 	b.SetBytes(int64(buf.Len()))
 	b.ReportAllocs()
 	for b.Loop() {
-		ts, err := wire.ReadTaskSummaries(bytes.NewReader(buf.Bytes()))
+		ts, err := wire.ReadTaskSummaries(bytes.NewReader(buf.Bytes()), 0, nil)
 		if err != nil || len(ts) != 100_000 {
 			b.Fatalf("%d tasks, %v", len(ts), err)
 		}

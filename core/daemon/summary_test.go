@@ -3,6 +3,8 @@ package daemon
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -72,7 +74,7 @@ func roundTripSummaries(t *testing.T, tasks []core.Task) []core.Task {
 	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
 		t.Fatal(err)
 	}
-	got, err := wire.ReadTaskSummaries(&buf)
+	got, err := wire.ReadTaskSummaries(&buf, 0, nil)
 	if err != nil {
 		t.Fatalf("read back: %v", err)
 	}
@@ -137,7 +139,7 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		"empty":            "",
 		"newer version":    strings.Replace(full, wire.SummaryHeader, "#kandev-task-summary 2", 1),
 	} {
-		if _, err := wire.ReadTaskSummaries(strings.NewReader(body)); err == nil {
+		if _, err := wire.ReadTaskSummaries(strings.NewReader(body), 0, nil); err == nil {
 			t.Errorf("%s: read without an error", name)
 		}
 	}
@@ -146,4 +148,55 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 func marshals(t core.Task) bool {
 	_, err := json.Marshal(t)
 	return err == nil
+}
+
+// TestTaskSummariesFirstRows: the reader hands over the first n tasks as
+// soon as they are decoded, before it reads further (a reader blocked after
+// them still delivers), and they are the whole listing's first n; a listing
+// shorter than n is handed over whole at its end.
+func TestTaskSummariesFirstRows(t *testing.T) {
+	tasks := make([]core.Task, 10)
+	ptrs := make([]*core.Task, len(tasks))
+	for i := range tasks {
+		tasks[i] = core.Task{ID: fmt.Sprintf("t%d", i), Title: fmt.Sprintf("task %d", i), Status: core.StatusTodo}
+		ptrs[i] = &tasks[i]
+	}
+	var buf bytes.Buffer
+	if err := wire.WriteTaskSummaries(&buf, ptrs); err != nil {
+		t.Fatal(err)
+	}
+	// The body stops after the fourth task's line until released.
+	lines := strings.SplitAfter(buf.String(), "\n")
+	pr, pw := io.Pipe()
+	got := make(chan []core.Task, 1)
+	done := make(chan error, 1)
+	var whole []core.Task
+	go func() {
+		var err error
+		whole, err = wire.ReadTaskSummaries(pr, 3, func(first []core.Task) { got <- first })
+		done <- err
+	}()
+	if _, err := io.WriteString(pw, strings.Join(lines[:5], "")); err != nil {
+		t.Fatal(err)
+	}
+	first := <-got
+	if len(first) != 3 || first[0].ID != "t0" || first[2].ID != "t2" {
+		t.Fatalf("first rows %+v", first)
+	}
+	if _, err := io.WriteString(pw, strings.Join(lines[5:], "")); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(whole) != 10 || &whole[0] != &first[0] {
+		t.Fatalf("whole listing of %d tasks, sharing the first rows' array: %v", len(whole), &whole[0] == &first[0])
+	}
+
+	var short []core.Task
+	all, err := wire.ReadTaskSummaries(strings.NewReader(buf.String()), 50, func(f []core.Task) { short = f })
+	if err != nil || len(short) != 10 || len(all) != 10 {
+		t.Fatalf("a listing shorter than the first rows: handed %d, read %d, %v", len(short), len(all), err)
+	}
 }

@@ -37,7 +37,8 @@ var (
 	_ core.Client   = (*Client)(nil)
 	_ core.ToolHost = (*Client)(nil)
 
-	_ core.TaskSummaries = (*Client)(nil)
+	_ core.TaskSummaries     = (*Client)(nil)
+	_ core.TaskSummaryStream = (*Client)(nil)
 )
 
 // Dial returns a client of the daemon at socket. It does not connect yet.
@@ -191,18 +192,27 @@ func (c *Client) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.
 // ListTaskSummaries implements core.TaskSummaries: the listing with only
 // what a tree row shows, in the compact encoding of core/wire.
 func (c *Client) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	return c.StreamTaskSummaries(ctx, in, 0, nil)
+}
+
+// StreamTaskSummaries implements core.TaskSummaryStream.
+func (c *Client) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
 	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
 	resp, err := c.send(ctx, "GET", p, nil)
 	var e *core.Error
 	if errors.As(err, &e) && e.Code == core.CodeInternal && strings.HasPrefix(e.Message, "daemon answered 404 ") {
 		// A daemon older than this binary has no such route.
-		return c.ListTasks(ctx, in)
+		ts, err := c.ListTasks(ctx, in)
+		if err == nil && first != nil {
+			first(ts[:min(n, len(ts))])
+		}
+		return ts, err
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return wire.ReadTaskSummaries(resp.Body)
+	return wire.ReadTaskSummaries(resp.Body, n, first)
 }
 
 func listPath(in core.ListTasksInput) string {

@@ -66,7 +66,12 @@ func (r *recorder) setReplaying(on bool) {
 func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.replaying {
+	// A stopped run is past its end: what its agent still says before the
+	// signals reach it (a turn that went on after the cancel, say after a
+	// permission answered cancelled) is not the task's conversation. Only
+	// a stop: a run that ends by itself may still have updates queued
+	// that it sent before its exit.
+	if r.replaying || (r.run != nil && r.run.stopped.Load()) {
 		return
 	}
 	u := n.Update

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -65,6 +66,9 @@ type liveRun struct {
 	rec       *recorder
 	prompts   int
 	ended     bool
+	// stopped: a stop released this run. The recorder reads it without
+	// the task's lock: a stopped run's further updates are not recorded.
+	stopped atomic.Bool
 	// opening: launch is still setting the session up; an exit now is
 	// launch's to report (a failed start), not watchExit's.
 	opening bool

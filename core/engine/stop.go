@@ -45,7 +45,9 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 	sessions := []string{}
 	if run != nil {
 		sessions = append(sessions, run.sessionID)
-		// Out of memory first, so its token is refused from this moment.
+		// Out of memory first, so its token is refused from this moment,
+		// and nothing its agent says from now on is recorded.
+		run.stopped.Store(true)
 		e.releaseRunLocked(run)
 	}
 	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {

@@ -333,6 +333,40 @@ func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 	return out, nil
 }
 
+// TreeSnapshot is TaskSnapshot in the order a tree shows the tasks: each
+// top-level task (no parent, or a parent the listing leaves out) in
+// creation order, followed depth first by its subtree, children in
+// creation order. A reader can then lay out the first rows of the tree
+// from the first lines of the listing, before the rest has arrived (the
+// TUI's first frame at 100,000 tasks). A listing under a root is in this
+// order already.
+func (e *Engine) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
+	if in.Root != "" {
+		return e.TaskSnapshot(ctx, in)
+	}
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	out := make([]*core.Task, 0, len(e.order))
+	shown := func(t *core.Task) bool { return t != nil && (in.All || !t.Archived) }
+	var walk func(t *core.Task)
+	walk = func(t *core.Task) {
+		out = append(out, t)
+		for _, c := range e.children[t.ID] {
+			if ct := e.tasks[c]; shown(ct) {
+				walk(ct)
+			}
+		}
+	}
+	for _, id := range e.order {
+		t := e.tasks[id]
+		if !shown(t) || (t.ParentID != "" && shown(e.tasks[t.ParentID])) {
+			continue
+		}
+		walk(t)
+	}
+	return out, nil
+}
+
 // taskPage is one page of a listing: up to limit tasks that match, after
 // the task cursor (from the start when ""), and the cursor of the next
 // page ("" when none). Without a root it walks the creation order from

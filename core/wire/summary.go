@@ -217,8 +217,17 @@ func unescape(s string) string {
 }
 
 // ReadTaskSummaries decodes a summary into tasks holding only the summary's
-// fields. Each line becomes one string that the task's fields share.
-func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
+// fields. Each line becomes one string that the task's fields share. When
+// first is not nil it gets the first n tasks as soon as they are decoded
+// (all of them, at the end, when there are fewer).
+func ReadTaskSummaries(r io.Reader, n int, first func([]core.Task)) ([]core.Task, error) {
+	early := n
+	tell := func(tasks []core.Task) {
+		if first != nil {
+			first(tasks[:len(tasks):len(tasks)])
+			first = nil
+		}
+	}
 	br := bufio.NewReaderSize(r, 256*1024)
 	head, err := br.ReadString('\n')
 	if err != nil {
@@ -230,8 +239,9 @@ func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 		return nil, fmt.Errorf("read task summary: unknown header %q", strings.TrimSpace(head))
 	}
 	tasks := make([]core.Task, 0, n)
-	// One allocation for all the assignees and one for all the sessions.
-	refs := make([]core.Ref, 0, 2*n)
+	// Assignees and sessions are allocated in chunks as tasks need them
+	// (summaryTask), not one each.
+	var refs []core.Ref
 	var sessions []core.SessionInfo
 	var cols [SummaryColumns]string
 	for {
@@ -255,9 +265,15 @@ func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 				cols[i], s = s[:j], s[j+1:]
 			}
 			cols[len(cols)-1] = s
+			if len(tasks) == cap(tasks) {
+				return nil, fmt.Errorf("read task summary: more tasks than the header's %d", n)
+			}
 			tasks = append(tasks, core.Task{})
 			if err := summaryTask(&tasks[len(tasks)-1], cols[:], &refs, &sessions, n); err != nil {
 				return nil, fmt.Errorf("read task summary: line %d: %w", len(tasks)+1, err)
+			}
+			if len(tasks) == early {
+				tell(tasks)
 			}
 		}
 		if err == io.EOF {
@@ -270,6 +286,7 @@ func ReadTaskSummaries(r io.Reader) ([]core.Task, error) {
 	if len(tasks) != n {
 		return nil, fmt.Errorf("read task summary: %d tasks, header says %d", len(tasks), n)
 	}
+	tell(tasks)
 	return tasks, nil
 }
 
@@ -301,7 +318,7 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 			return nil
 		}
 		if len(*refs) == cap(*refs) {
-			*refs = make([]core.Ref, 0, 64)
+			*refs = make([]core.Ref, 0, min(max(64, n/8), 4096))
 		}
 		*refs = append(*refs, core.Ref{Kind: core.RefKind(unescape(kind)), Name: unescape(name)})
 		return &(*refs)[len(*refs)-1]
@@ -339,7 +356,7 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 	t.Queued = q
 	if strings.IndexByte(flags, flagSession) >= 0 {
 		if *sessions == nil || len(*sessions) == cap(*sessions) {
-			*sessions = make([]core.SessionInfo, 0, max(64, n/4))
+			*sessions = make([]core.SessionInfo, 0, min(max(64, n/16), 4096))
 		}
 		*sessions = append(*sessions, core.SessionInfo{ID: unescape(c[13]), TaskID: t.ID, Role: unescape(c[14]),
 			State: core.SessionState(unescape(c[15])), CreatedAt: at(c[16]), UpdatedAt: at(c[17]), TurnStartedAt: at(c[18])})

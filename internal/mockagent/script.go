@@ -3,6 +3,7 @@ package mockagent
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -10,17 +11,23 @@ import (
 // Everything else is ignored, since kandev wraps prompts in its own text.
 const directivePrefix = "mock:"
 
+// The patterns compile on first use, not in the package's init: every
+// kandev process links this package, and only the mock agent matches.
 var (
 	// varRE matches "key: value" lines; kandev writes ids this way in the
 	// prompts it generates (question_id: q1, child_task_id: abc).
-	varRE = regexp.MustCompile(`^\s*([a-z_]+):\s*(\S.*)$`)
+	varRE = lazyRE(`^\s*([a-z_]+):\s*(\S.*)$`)
 	// refRE matches ${key} references inside directive arguments.
-	refRE = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)
+	refRE = lazyRE(`\$\{([A-Za-z0-9_]+)\}`)
 	// leadingTagRE matches one [kandev:KIND] tag at the start of a line.
-	leadingTagRE = regexp.MustCompile(`^\[kandev:[^\]\s]+\]\s*`)
+	leadingTagRE = lazyRE(`^\[kandev:[^\]\s]+\]\s*`)
 	// kindRE limits reaction kinds to what can appear in a tag.
-	kindRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	kindRE = lazyRE(`^[A-Za-z0-9_.-]+$`)
 )
+
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // script is a prompt as the interpreter sees it.
 type script struct {
@@ -42,7 +49,7 @@ func parseScript(text string) script {
 			s.directives = append(s.directives, strings.TrimSpace(d))
 			continue
 		}
-		if m := varRE.FindStringSubmatch(line); m != nil && m[1] != "mock" {
+		if m := varRE().FindStringSubmatch(line); m != nil && m[1] != "mock" {
 			s.vars[m[1]] = strings.TrimSpace(m[2])
 		}
 	}
@@ -53,7 +60,7 @@ func parseScript(text string) script {
 // prompts; a line that is only tags becomes empty.
 func stripTags(line string) string {
 	for {
-		loc := leadingTagRE.FindStringIndex(line)
+		loc := leadingTagRE().FindStringIndex(line)
 		if loc == nil {
 			return strings.TrimSpace(line)
 		}
@@ -69,7 +76,7 @@ func hasTag(text, kind string) bool {
 // expand replaces ${key} with its value; unknown keys stay as written so a
 // typo is visible in the output instead of silently becoming empty.
 func expand(s string, vars map[string]string) string {
-	return refRE.ReplaceAllStringFunc(s, func(ref string) string {
+	return refRE().ReplaceAllStringFunc(s, func(ref string) string {
 		if v, ok := vars[ref[2:len(ref)-1]]; ok {
 			return v
 		}
@@ -93,7 +100,7 @@ func parseReaction(arg string) (reaction, bool) {
 	kind = strings.TrimSpace(kind)
 	directive = strings.TrimSpace(directive)
 	directive = strings.TrimSpace(strings.TrimPrefix(directive, directivePrefix))
-	if !ok || !kindRE.MatchString(kind) || directive == "" {
+	if !ok || !kindRE().MatchString(kind) || directive == "" {
 		return reaction{}, false
 	}
 	return reaction{Kind: kind, Directive: directive}, true

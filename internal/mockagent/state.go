@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 )
 
 // sessionState is what survives the process: enough for a later mock agent
@@ -33,7 +32,7 @@ var errUnknownSession = errors.New("unknown session")
 
 // sessionIDRE keeps session ids safe to use as file names; ids from a
 // client are checked against it before touching the disk.
-var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var sessionIDRE = lazyRE(`^[A-Za-z0-9_-]{1,128}$`)
 
 // store keeps one JSON file per session in dir.
 type store struct{ dir string }
@@ -61,7 +60,7 @@ func newSessionID() (string, error) {
 func (s store) path(id string) string { return filepath.Join(s.dir, id+".json") }
 
 func (s store) load(id string) (sessionState, error) {
-	if !sessionIDRE.MatchString(id) {
+	if !sessionIDRE().MatchString(id) {
 		return sessionState{}, fmt.Errorf("%w %q", errUnknownSession, id)
 	}
 	b, err := os.ReadFile(s.path(id))

@@ -30,6 +30,8 @@ func SeedTasks(dbPath string, n int) (first string, err error) {
 	base := time.Now().Add(-time.Duration(n) * time.Second).UTC()
 	cwd := filepath.Join(os.TempDir(), "project")
 	err = db.Tx(ctx, func(tx *store.Tx) error {
+		batch := make([]store.Task, 0, 1000)
+		var sessions []store.Session
 		for i := range n {
 			id := core.NewID()
 			for seen[id] {
@@ -48,17 +50,24 @@ func SeedTasks(dbPath string, n int) (first string, err error) {
 				t.ParentID = ids[lo+rng.IntN(len(ids)-lo)]
 				t.CreatedBy = core.TaskRef(t.ParentID).String()
 			}
-			if err := tx.InsertTask(ctx, t); err != nil {
-				return err
-			}
-			if i%100 == 0 {
-				s := store.Session{ID: "s" + id, TaskID: id, Role: "worker", Profile: "claude", State: "completed",
-					AgentSessionID: "agent-" + id, Turns: 3, CreatedAt: t.CreatedAt, UpdatedAt: t.CreatedAt}
-				if err := tx.InsertSession(ctx, s); err != nil {
+			batch = append(batch, t)
+			if len(batch) == cap(batch) || i == n-1 {
+				if err := tx.InsertTasks(ctx, batch); err != nil {
 					return err
 				}
+				batch = batch[:0]
+			}
+			if i%100 == 0 {
+				sessions = append(sessions, store.Session{ID: "s" + id, TaskID: id, Role: "worker", Profile: "claude", State: "completed",
+					AgentSessionID: "agent-" + id, Turns: 3, CreatedAt: t.CreatedAt, UpdatedAt: t.CreatedAt})
 			}
 			ids = append(ids, id)
+		}
+		// After their tasks, which they reference.
+		for _, s := range sessions {
+			if err := tx.InsertSession(ctx, s); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
