@@ -25,7 +25,7 @@ const (
 // newTaskDialog creates a task, as a child of the selected one or a root.
 type newTaskDialog struct {
 	base
-	inputs      [3]textinput.Model // title, prompt, description
+	inputs   [3]textinput.Model // title, prompt, description
 	profiles []core.Profile
 	// profile indexes profiles; -1 is the default: no profile is sent and
 	// the daemon picks (KANDEV_PROFILE, config.toml, the first usable
