@@ -185,32 +185,49 @@ func (d *finishDialog) view(ui dialogUI, w int) string {
 		field("branch", branch)
 	}
 	field("changes", changes)
-	lines = append(lines, d.fileLines(st, w)...)
+	var explain, tail []string
 	if d.op == opMerge {
-		add("Uncommitted work in its worktree is committed on its branch first. If the main checkout has uncommitted changes or the merge would conflict, nothing changes and kandev says what to do.")
-		lines = append(lines, "",
+		explain = wrap("Uncommitted work in its worktree is committed on its branch first. If the main checkout has uncommitted changes or the merge would conflict, nothing changes and kandev says what to do. A merge fast-forwards when that branch has not moved (no merge commit, no message); a squash makes one commit.", w)
+		tail = append(tail, "",
 			"How     "+checkbox(!d.squash)+" merge commit   "+checkbox(d.squash)+" squash into one commit",
 			"Message "+d.msg.View(),
 			"", st.helpKey.Render("enter")+" merge   "+st.helpKey.Render("tab")+" merge/squash   "+st.helpKey.Render("esc")+" cancel")
 	} else {
-		add("Both are deleted. Work on the branch that was not merged is lost: kandev keeps no copy. The task stays; its workspace shows as discarded.")
-		lines = append(lines, "", st.helpKey.Render("y")+" discard   "+st.helpKey.Render("n/esc")+" cancel")
+		// What a discard loses is the point of asking: it is never cut.
+		tail = append(wrap("Both are deleted. Work on the branch that was not merged is lost: kandev keeps no copy. The task stays; its workspace shows as discarded.", w),
+			"", st.helpKey.Render("y")+" discard   "+st.helpKey.Render("n/esc")+" cancel")
 	}
 	if f := d.footer(st, w); f != "" {
-		lines = append(lines, "", f)
+		tail = append(tail, "", f)
+		tail = strings.Split(strings.Join(tail, "\n"), "\n") // the footer is wrapped
 	}
+	// The box must fit the body (80×24 included), or the overlay cuts its
+	// end, where the keys and a refusal are: the explanation goes first (a
+	// refusal says what matters then), then files from the list.
+	budget := ui.body - 2 // the box's borders
+	files := d.fileLines(st, w, maxFinishFiles)
+	if d.err != "" || len(lines)+len(files)+len(explain)+len(tail) > budget {
+		explain = nil
+	}
+	if room := budget - len(lines) - len(tail); len(files) > room {
+		files = d.fileLines(st, w, max(1, room))
+	}
+	lines = append(lines, files...)
+	lines = append(lines, explain...)
+	lines = append(lines, tail...)
 	return strings.Join(lines, "\n")
 }
 
-// fileLines lists the changed files with their line counts.
-func (d *finishDialog) fileLines(st styles, w int) []string {
+// fileLines lists the changed files with their line counts, in at most
+// limit lines.
+func (d *finishDialog) fileLines(st styles, w, limit int) []string {
 	if d.diff == nil {
 		return nil
 	}
 	var out []string
 	files := d.diff.Files
 	for i, f := range files {
-		if i == maxFinishFiles-1 && len(files) > maxFinishFiles {
+		if i == limit-1 && len(files) > limit {
 			out = append(out, st.dim.Render(fmt.Sprintf("  … and %d more files", len(files)-i)))
 			break
 		}
@@ -228,4 +245,15 @@ func (d *finishDialog) help(k keyMap) []key.Binding {
 		return []key.Binding{k.DoMerge, k.MergeHow, relabel(k.Cancel, "cancel")}
 	}
 	return []key.Binding{k.DoDiscard, k.CancelDialog}
+}
+
+// failed shows the engine's refusal. A refusal (not an internal failure)
+// changed nothing, which the operator needs to know before trying again;
+// the engine's "merge refused" prefix would only repeat the dialog's.
+func (d *finishDialog) failed(err error) {
+	d.base.failed(err)
+	switch core.AsError(err).Code {
+	case core.CodeConflict, core.CodeValidation, core.CodeNotFound:
+		d.err = "nothing changed. " + strings.TrimPrefix(d.err, "merge refused: ")
+	}
 }

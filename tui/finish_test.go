@@ -58,7 +58,7 @@ func TestMergeDialogActions(t *testing.T) {
 	// Busy: nothing more until the outcome arrives; esc does not leave it.
 	wantAction(t, press(t, d, "enter", "esc"), nil)
 	d.failed(core.Errorf(core.CodeConflict, "merging kandev/wt0001 into main conflicts in:\nf.txt\nresolve it in the task's worktree"))
-	if v := d.view(testUI(), 70); !containsAll(strings.Join(strings.Fields(v), " "), "✗ refused: merging kandev/wt0001 into main conflicts in: f.txt resolve it") {
+	if v := d.view(testUI(), 70); !containsAll(strings.Join(strings.Fields(v), " "), "✗ refused: nothing changed. merging kandev/wt0001 into main conflicts in: f.txt resolve it") {
 		t.Fatalf("the refusal is not shown:\n%s", v)
 	}
 
@@ -163,7 +163,7 @@ func TestMergeRefusalShown(t *testing.T) {
 	d.keys("M")
 	d.mustShow("Merge task wt0001's branch?", "+12 −2 in 2 files")
 	d.keys("enter")
-	d.mustShow("✗ refused: merging kandev/wt0001-rename-the-config-loader into main", "conflicts in: config/load.go resolve it in the task's",
+	d.mustShow("✗ refused: nothing changed. merging kandev/wt0001-rename-the-config-", "into main conflicts in: config/load.go resolve it in the",
 		"and merge again")
 	if _, ok := d.m.dialog.(*finishDialog); !ok {
 		t.Fatalf("the refusal should keep the dialog open: %T", d.m.dialog)
@@ -228,4 +228,34 @@ func TestGoldenDiscardConfirm(t *testing.T) {
 	g.keys("D")
 	g.waitScreen("Discard task wt0001's worktree and branch?", "README.md", "y discard")
 	golden.RequireEqual(t, g.finalScreen())
+}
+
+// At 80×24 the box fits the body even with many files and a long
+// refusal: the explanation and then files make room, so the keys and the
+// refusal (at the box's end, where the overlay would cut) always show.
+func TestFinishDialogFitsTheScreen(t *testing.T) {
+	diff := loaderDiff()
+	for i := range 12 {
+		diff.Files = append(diff.Files, core.DiffFileStat{Path: "pkg/file" + string(rune('a'+i)) + ".go", Added: i, Deleted: 1})
+	}
+	ui := testUI()
+	for _, op := range []opKind{opMerge, opDiscard} {
+		d := newFinishDialog(ui, 1, op, finishTask(), &diff, nil)
+		v := d.view(ui, ui.width-4)
+		if n := strings.Count(v, "\n") + 1; n > ui.body-2 {
+			t.Fatalf("%s: %d lines in a body of %d:\n%s", op, n, ui.body, v)
+		}
+		if !strings.Contains(v, "… and ") || !strings.Contains(v, "cancel") {
+			t.Fatalf("%s: the list should be cut, the keys kept:\n%s", op, v)
+		}
+		d.failed(core.Errorf(core.CodeConflict, "merging kandev/wt0001-rename-the-config-loader into main conflicts in:\n%s\nresolve it in the task's worktree /home/me/.local/share/kandev/worktrees/app/wt0001 (merge main there) and merge again",
+			strings.Repeat("pkg/some/deep/path/file.go\n", 6)))
+		v = d.view(ui, ui.width-4)
+		if n := strings.Count(v, "\n") + 1; n > ui.body-2 {
+			t.Fatalf("%s with a refusal: %d lines in a body of %d:\n%s", op, n, ui.body, v)
+		}
+		if !strings.Contains(v, "and merge again") || !strings.Contains(v, "branch   kandev/wt0001") {
+			t.Fatalf("%s: the refusal and the branch should show:\n%s", op, v)
+		}
+	}
 }
