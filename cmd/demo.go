@@ -152,7 +152,9 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		return err
 	}
 	fmt.Fprintf(out, "kandev demo: a coordinating agent and two subtasks, all run by the bundled mock agent\n\n")
-	root, err := client.CreateTask(ctx, core.CreateTaskInput{Title: "Ship the login feature", CWD: work, Prompt: demoScript(), Start: true})
+	// The scenario is the mock's, whatever agents this machine has.
+	root, err := client.CreateTask(ctx, core.CreateTaskInput{Title: "Ship the login feature", CWD: work, Prompt: demoScript(), Start: true,
+		Profile: core.DefaultProfile})
 	if err != nil {
 		return err
 	}

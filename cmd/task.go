@@ -379,7 +379,11 @@ func NewCmdTaskArchive(f *Factory, runF func(*TaskIDOptions) error) *cobra.Comma
 	return &cobra.Command{
 		Use:   "archive ID",
 		Short: "Archive a task (idempotent; halts its agent)",
-		Args:  exactArgs(1, "one task ID"),
+		Long: `Archive a task: it leaves the tree and takes no more turns; its agent is halted.
+A done task's own worktree is removed, its uncommitted work first committed on its
+branch, and the branch kept unless it was merged. Any other task (cancelled
+included) keeps its worktree: kandev task discard removes it.`,
+		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {

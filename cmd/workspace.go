@@ -181,8 +181,9 @@ func NewCmdTaskDiscard(f *Factory, runF func(*TaskDiscardOptions) error) *cobra.
 		Use:   "discard ID --yes",
 		Short: "Delete a task's worktree and branch, with any work not merged",
 		Long: `Delete a task's worktree and its branch, with whatever they hold that was
-not merged. The task stays (its workspace shows as discarded). Stop and
-archive never delete a worktree; only this does. Needs --yes.`,
+not merged. The task stays (its workspace shows as discarded). Stop never
+deletes a worktree, nor does archiving a task that is not done; archiving a
+done task removes its worktree but keeps its branch. Needs --yes.`,
 		Args: exactArgs(1, "one task ID"),
 		PreRunE: func(c *cobra.Command, args []string) error {
 			if !opts.Yes {

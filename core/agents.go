@@ -29,7 +29,10 @@ func AgentInfos() []AgentInfo {
 		{Profile: "gemini", Install: "npm install -g @google/gemini-cli@0.61.0",
 			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"}},
 		{Profile: "qwen", Install: "npm install -g @qwen-code/qwen-code@0.15.10",
-			Credentials: []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"}},
+			// Qwen Code reads Alibaba Cloud Model Studio keys (DashScope's
+			// pay-as-you-go, the Coding Plan's) as well as an
+			// OpenAI-compatible endpoint.
+			Credentials: []string{"DASHSCOPE_API_KEY", "BAILIAN_CODING_PLAN_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"}},
 		{Profile: "opencode", Install: "npm install -g opencode-ai@1.18.33",
 			Credentials: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}},
 	}

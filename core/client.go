@@ -359,6 +359,12 @@ type TaskDiff struct {
 	Stat      string         `json:"stat"`
 	Patch     string         `json:"patch,omitempty"`
 	Truncated bool           `json:"truncated,omitempty"`
+	// PatchBytes is the size of the whole patch, cut or not (0 when no
+	// patch was asked for).
+	PatchBytes int `json:"patch_bytes,omitempty"`
+	// FilesTotal is how many files changed when Files lists only the
+	// first of them (get_task_diff_kandev bounds its result); 0 otherwise.
+	FilesTotal int `json:"files_total,omitempty"`
 }
 
 // DiffFileStat is one changed file (-1 lines for a binary file).

@@ -61,6 +61,7 @@ const (
 	WorkspaceInherit   = "inherit"   // the task works in its parent's worktree
 	WorkspaceShared    = "shared"    // the task runs in its directory as it is
 	WorkspaceDiscarded = "discarded" // its worktree and branch were removed
+	WorkspaceRetired   = "retired"   // archived when done: its worktree was removed, its branch kept unless merged
 )
 
 // Workspace is a task's git workspace. Repo, Dir, Branch and Base are

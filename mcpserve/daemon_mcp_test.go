@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kandev/kandev/core"
@@ -98,7 +100,16 @@ func mcpClient(t *testing.T, bin string, kv ...string) *client.Client {
 	// The transport appends to os.Environ; empty values override any
 	// session of the test's own.
 	env := append([]string{"KANDEV_TOKEN=", "KANDEV_SOCKET=", "KANDEV_HOME="}, kv...)
-	c, err := client.NewStdioMCPClient(bin, env, "mcp")
+	// Not this package's directory: a task created on the external surface
+	// works where kandev mcp runs, and here that would be a worktree and a
+	// branch in the checkout under test.
+	dir := t.TempDir()
+	c, err := client.NewStdioMCPClientWithOptions(bin, env, []string{"mcp"},
+		transport.WithCommandFunc(func(ctx context.Context, command string, env, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Env, cmd.Dir = append(os.Environ(), env...), dir
+			return cmd, nil
+		}))
 	if err != nil {
 		t.Fatalf("start kandev mcp: %v", err)
 	}

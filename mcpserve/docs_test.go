@@ -45,6 +45,11 @@ var toolErrors = map[string][]toolError{
 		{"NOT_FOUND", "`task_id` names no task"},
 		{"VALIDATION_ERROR", "`task_id` is an ambiguous id prefix"},
 	},
+	"get_task_diff_kandev": {
+		{"NOT_FOUND", "`task_id` names no task; the task's worktree is gone from disk"},
+		{"VALIDATION_ERROR", "`task_id` is an ambiguous id prefix; the task runs in a shared directory (no worktree of its own or its parent's), or its worktree was discarded"},
+		{"FORBIDDEN", "the task is neither yours nor in your subtree"},
+	},
 	"get_task_conversation_kandev": {
 		{"NOT_FOUND", "`task_id` names no task"},
 		{"VALIDATION_ERROR", "`task_id` is an ambiguous id prefix"},

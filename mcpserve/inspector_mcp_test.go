@@ -49,7 +49,9 @@ func inspect(t *testing.T, cli, bin string, env []string, args ...string) map[st
 	argv = append(argv, bin, "mcp")
 	argv = append(argv, args...)
 	cmd := exec.Command(cli, argv...)
-	cmd.Env = cleanEnv()
+	// kandev mcp runs where the inspector does: not in the checkout under
+	// test, where an external task would get a worktree and a branch.
+	cmd.Env, cmd.Dir = cleanEnv(), t.TempDir()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

@@ -4,6 +4,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kandev/kandev/core"
 )
 
 func TestProgressInterval(t *testing.T) {
@@ -42,5 +46,28 @@ func TestResolveHomeOrder(t *testing.T) {
 		if h.Dir != filepath.Clean(tc.want) {
 			t.Errorf("resolveHome(%q, %v) = %s, want %s", tc.flag, tc.env, h.Dir, tc.want)
 		}
+	}
+}
+
+// get_task_diff_kandev's text is a summary line, the stat and the patch
+// as git prints them (a model given only the text still reads the diff),
+// not the structured content's JSON again.
+func TestTaskDiffText(t *testing.T) {
+	d := core.TaskDiff{TaskID: "abc123", Dir: "/w/abc123", Branch: "kandev/abc123-x", Base: "0123456789abcdef",
+		Files: []core.DiffFileStat{{Path: "a.go", Added: 2, Deleted: 1}}, Added: 2, Deleted: 1,
+		Stat: " a.go | 3 ++-\n 1 file changed\n", Patch: "diff --git a/a.go b/a.go\n+\"quoted\"\n"}
+	res := taskDiffResult(d)
+	text, ok := mcp.AsTextContent(res.Content[0])
+	if !ok || len(res.RawStructuredContent) == 0 {
+		t.Fatalf("result %+v", res)
+	}
+	want := "Task abc123 changed 1 file(s) (+2 -1) on branch kandev/abc123-x against its base 0123456789ab, in worktree /w/abc123.\n\n" +
+		d.Stat + "\n" + d.Patch
+	if text.Text != want {
+		t.Errorf("text:\n%s\nwant:\n%s", text.Text, want)
+	}
+	empty := taskDiffText(core.TaskDiff{TaskID: "abc123", Dir: "/w", Branch: "b", Base: "0123"})
+	if empty != "No changes in task abc123 (branch b, worktree /w) since its base 0123.\n" {
+		t.Errorf("no changes: %q", empty)
 	}
 }

@@ -124,8 +124,11 @@ func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
 			}
 			return errorResult(core.AsError(err)), nil
 		}
-		if t.Name == "list_tasks_kandev" {
+		switch t.Name {
+		case "list_tasks_kandev":
 			return taskPageResult(res), nil
+		case "get_task_diff_kandev":
+			return taskDiffResult(res), nil
 		}
 		return successResult(res), nil
 	}
@@ -285,6 +288,47 @@ func taskPageText(tasks []core.Task, next string) string {
 			b.WriteString(" (" + strings.Join(notes, "; ") + ")")
 		}
 		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// taskDiffResult carries a task's diff as data (structured content) and,
+// for clients that give their model only the text, as a summary line, the
+// stat and the patch as git prints them: the patch is what a reviewer
+// reads, and JSON-escaped it would be longer and harder to read.
+func taskDiffResult(v any) *mcp.CallToolResult {
+	res := successResult(v)
+	if res.IsError || len(res.RawStructuredContent) == 0 {
+		return res
+	}
+	var d core.TaskDiff
+	if json.Unmarshal(res.RawStructuredContent, &d) != nil {
+		return res
+	}
+	res.Content = []mcp.Content{mcp.NewTextContent(taskDiffText(d))}
+	return res
+}
+
+func taskDiffText(d core.TaskDiff) string {
+	var b strings.Builder
+	base := d.Base
+	if len(base) > 12 {
+		base = base[:12]
+	}
+	files := max(d.FilesTotal, len(d.Files))
+	if files == 0 {
+		fmt.Fprintf(&b, "No changes in task %s (branch %s, worktree %s) since its base %s.\n", d.TaskID, d.Branch, d.Dir, base)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Task %s changed %d file(s) (+%d -%d) on branch %s against its base %s, in worktree %s.", d.TaskID, files, d.Added, d.Deleted, d.Branch, base, d.Dir)
+	if d.Truncated {
+		b.WriteString(" The result is cut to fit; the markers say where.")
+	}
+	b.WriteString("\n\n")
+	b.WriteString(d.Stat)
+	if d.Patch != "" {
+		b.WriteString("\n")
+		b.WriteString(d.Patch)
 	}
 	return b.String()
 }

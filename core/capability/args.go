@@ -40,6 +40,17 @@ type TaskIDArgs struct {
 	TaskID string `json:"task_id"`
 }
 
+// DiffArgs are get_task_diff_kandev's arguments.
+type DiffArgs struct {
+	TaskID   string `json:"task_id"`
+	StatOnly bool   `json:"stat_only"`
+}
+
+// MaxToolPatch bounds the patch get_task_diff_kandev returns: a model's
+// context is not the place for a whole rewrite, and the stat still names
+// every file.
+const MaxToolPatch = 64 << 10
+
 // ConversationArgs are get_task_conversation_kandev's arguments.
 type ConversationArgs struct {
 	TaskID string `json:"task_id"`
@@ -124,6 +135,8 @@ func ArgsFor(name string) any {
 		return &ListTasksArgs{}
 	case "get_task_kandev":
 		return &TaskIDArgs{}
+	case "get_task_diff_kandev":
+		return &DiffArgs{}
 	case "get_task_conversation_kandev":
 		return &ConversationArgs{}
 	case "message_task_kandev":

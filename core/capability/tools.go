@@ -70,7 +70,7 @@ var registry = []Tool{
 			{Name: "autopilot", Type: "boolean", Default: false,
 				Description: "Run the new task on autopilot: its agent works without asking the operator and sends any question to its parent task (you). " +
 					"Fixed at creation, never changed later, and never inherited: a child of an autopilot task is not on autopilot unless you set this."},
-			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile."},
+			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile (on the external surface, to kandev's default profile: the configured one, else the first agent installed)."},
 			{Name: "start", Type: "boolean", Default: true, Description: "Start the task's agent at once. When false the task waits in todo."},
 			{Name: "cwd", Type: "string", Description: "Absolute workspace directory. Defaults to the parent's (on the external surface, to where your agent runs)."},
 			{Name: "workspace", Type: "string", Enum: []string{"inherit", "new"}, Default: "inherit",
@@ -99,12 +99,25 @@ var registry = []Tool{
 	{
 		Name:        "get_task_kandev",
 		Title:       "Get task",
-		Description: "Get one task: fields, status, latest session and pending question.",
+		Description: "Get one task: fields, status, workspace (its directory, git branch and base commit), latest session and pending question.",
 		Params: []Param{
 			{Name: "task_id", Type: "string", Description: "Task id. Defaults to your own task."},
 		},
 		ReadOnly: true, Idempotent: true,
 		Surfaces: []Surface{KanbanTask, OfficeTask, Configuration, External},
+	},
+	{
+		Name:  "get_task_diff_kandev",
+		Title: "Read a task's diff",
+		Description: "What a task changed in its git worktree against the commit its branch started from: commits on its branch plus uncommitted work, as a stat and a patch. " +
+			"Use it to review a subtask's work before you sign it off. Only your own task and tasks in your subtree. " +
+			"A patch over 64 KiB (or a stat of hundreds of files) is cut at a line boundary and ends with a marker giving the totals and where the rest is.",
+		Params: []Param{
+			{Name: "task_id", Type: "string", Description: "Task id: a task in your subtree. Defaults to your own task."},
+			{Name: "stat_only", Type: "boolean", Default: false, Description: "Only the files changed and their line counts, no patch."},
+		},
+		ReadOnly: true, Idempotent: true,
+		Surfaces: taskSurfaces,
 	},
 	{
 		Name:        "get_task_conversation_kandev",

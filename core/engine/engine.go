@@ -68,8 +68,9 @@ type Options struct {
 	// before the start: a failpoint for a crash in between.
 	BeforeStart func(taskID string)
 	// Config reads the configuration (environment, then config.toml) when
-	// an agent asks a permission, so a changed policy applies at once;
-	// nil uses the built-in defaults.
+	// an agent asks a permission, so a changed policy applies at once, and
+	// when a top-level task is created without a profile, for the default
+	// one (ADR 0038); nil uses the built-in defaults (and core.DefaultProfile).
 	Config func() (config.Config, error)
 	// Launcher starts each agent run. Default: ProcessLauncher, a child
 	// process per run (core/agent). Tests serve the mock agent in process

@@ -76,7 +76,10 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		profileName = parent.Profile
 	}
 	if profileName == "" {
-		profileName = core.DefaultProfile
+		var err error
+		if profileName, err = e.defaultProfile(ctx); err != nil {
+			return core.Task{}, err
+		}
 	}
 	prof, err := e.profile(ctx, profileName)
 	if err != nil {
@@ -551,6 +554,7 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
 	e.announce(c)
+	e.retireWorktree(ctx, t)
 	return e.refresh(ctx, t.ID)
 }
 

@@ -119,6 +119,8 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 		return e.toolListTasks(ctx, actor, a)
 	case *capability.TaskIDArgs:
 		return e.GetTask(ctx, orSelf(a.TaskID, actor))
+	case *capability.DiffArgs:
+		return e.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
 	case *capability.ConversationArgs:
 		return e.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
 	case *capability.MessageTaskArgs:

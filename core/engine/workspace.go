@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
@@ -159,6 +162,11 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to %s", t.ID, verb)
 	case w.Mode == core.WorkspaceDiscarded:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s's worktree was discarded", t.ID)
+	case w.Mode == core.WorkspaceRetired && own && e.sharesParentWorktree(t):
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s worked in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
+	case w.Mode == core.WorkspaceRetired && verb == "merge":
+		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its work is on branch %s: merge it with git (git merge %s in %s)",
+			t.ID, w.Branch, w.Branch, w.Repo)
 	case w.Mode == core.WorkspaceInherit && own:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
 	}
@@ -171,10 +179,19 @@ func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (c
 	if err != nil {
 		return core.TaskDiff{}, err
 	}
-	if _, err := os.Stat(wt.Dir); err != nil {
-		return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+	var d workspace.Diff
+	if t.Workspace.Mode == core.WorkspaceRetired {
+		// Archived done: the worktree is gone, its work committed on the branch.
+		d, err = e.ws.DiffBranch(ctx, wt, in.Patch)
+		if errors.Is(err, workspace.ErrNoBranch) {
+			return core.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its branch %s no longer exists (merged, or discarded)", t.ID, wt.Branch)
+		}
+	} else {
+		if _, err := os.Stat(wt.Dir); err != nil {
+			return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+		}
+		d, err = e.ws.Diff(ctx, wt, in.Patch)
 	}
-	d, err := e.ws.Diff(ctx, wt, in.Patch)
 	if err != nil {
 		return core.TaskDiff{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
@@ -184,10 +201,65 @@ func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (c
 		out.Files = append(out.Files, core.DiffFileStat(f))
 	}
 	out.Added, out.Deleted = d.Totals()
+	out.PatchBytes = len(out.Patch)
 	if len(out.Patch) > core.MaxPatch {
 		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
 	}
 	return out, nil
+}
+
+// Bounds of get_task_diff_kandev's result besides the patch's: a change
+// of thousands of files must not flood a model's context either.
+const (
+	maxToolStat  = 16 << 10
+	maxToolFiles = 200
+)
+
+// toolTaskDiff is get_task_diff_kandev: TaskDiff as the caller (an agent
+// may read its own task's diff and those of its subtree, as it may act on
+// them: TaskDiff checks mayEdit), bounded for a model's context. A patch
+// over capability.MaxToolPatch is cut at a line boundary and ends with a
+// marker saying so and where the rest is.
+func (e *Engine) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (core.TaskDiff, error) {
+	d, err := e.TaskDiff(ctx, ref, core.DiffInput{Patch: !statOnly})
+	if err != nil {
+		return core.TaskDiff{}, err
+	}
+	if len(d.Files) > maxToolFiles {
+		d.FilesTotal = len(d.Files)
+		d.Files = d.Files[:maxToolFiles]
+	}
+	if len(d.Stat) > maxToolStat {
+		d.Stat = cutAtLine(d.Stat, maxToolStat) + fmt.Sprintf("[kandev: stat cut; %d files changed, +%d -%d in all]\n", max(d.FilesTotal, len(d.Files)), d.Added, d.Deleted)
+		d.Truncated = true
+	}
+	if d.Patch != "" && (len(d.Patch) > capability.MaxToolPatch || d.PatchBytes > len(d.Patch)) {
+		tail := func(shown int) string {
+			return fmt.Sprintf("\n[kandev: patch cut at %d of %d bytes; the stat names the files changed; the rest is in %s (git diff %s there, or kandev task diff %s)]\n",
+				shown, d.PatchBytes, d.Dir, shortCommit(d.Base), d.TaskID)
+		}
+		if room := capability.MaxToolPatch - len(tail(d.PatchBytes)); len(d.Patch) > room {
+			d.Patch = cutAtLine(d.Patch, room)
+		}
+		d.Patch += tail(len(d.Patch))
+		d.Truncated = true
+	}
+	return d, nil
+}
+
+// cutAtLine returns the longest prefix of s of at most n bytes that ends
+// at a line break, or, for a line longer than n, at a character boundary.
+func cutAtLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if i := strings.LastIndexByte(s[:n], '\n'); i >= 0 {
+		return s[:i+1]
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MergeTask implements core.Client. The task's agent must not be in a
@@ -257,6 +329,74 @@ func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error)
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
 	return e.task(ctx, t.ID)
+}
+
+// retireWorktree applies the archive rule of ADR 0038 to a task just
+// archived: a done task's own worktree is removed, its uncommitted work
+// first committed on its branch, and the branch kept unless git calls it
+// merged. A task not done (cancelled included) keeps its worktree, as a
+// stop does, and so does a worktree that a descendant still working in it
+// (not done, cancelled or archived) needs. Archiving has happened either
+// way: a failure here is noted on the task, never returned.
+func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
+	w := t.Workspace
+	if t.Status != core.StatusDone || w == nil || w.Mode != core.WorkspaceWorktree || w.Dir == "" {
+		return
+	}
+	inheritors := e.inheritors(t)
+	for _, c := range inheritors {
+		if !c.Archived && c.Status != core.StatusDone && c.Status != core.StatusCancelled {
+			e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": subtask "+c.ID+" still works in it", nil)
+			return
+		}
+	}
+	ctx = context.WithoutCancel(ctx) // half a removal helps nobody
+	r, err := e.ws.Retire(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+	if err != nil {
+		e.log.Warn("archive: keep the worktree of a done task", "task", t.ID, "err", err)
+		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": "+err.Error(), nil)
+		return
+	}
+	now := time.Now().UTC()
+	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+		for _, id := range append([]string{t.ID}, taskIDs(inheritors)...) {
+			if err := tx.SetWorkspaceMode(ctx, id, core.WorkspaceRetired, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.log.Error("archive: record the removed worktree", "task", t.ID, "err", err)
+	}
+	what := "removed worktree " + w.Dir + " of the done task; branch " + w.Branch + " kept"
+	switch {
+	case r.BranchDeleted:
+		what = "removed worktree " + w.Dir + " of the done task and its branch " + w.Branch + ", merged"
+	case r.Committed:
+		what += ", with its uncommitted work committed on it"
+	}
+	e.note(ctx, t.ID, "", core.MsgStatus, "kandev", what, nil)
+	for _, c := range inheritors {
+		if _, err := e.refresh(ctx, c.ID); err != nil {
+			e.log.Error("archive: refresh", "task", c.ID, "err", err)
+		}
+	}
+}
+
+// sharesParentWorktree reports whether t worked in its parent's worktree
+// (a retired inheritor keeps its parent's directory and branch).
+func (e *Engine) sharesParentWorktree(t core.Task) bool {
+	p, ok := e.cached(t.ParentID)
+	return ok && t.ParentID != "" && p.Workspace != nil && t.Workspace != nil && p.Workspace.Dir == t.Workspace.Dir
+}
+
+func taskIDs(ts []core.Task) []string {
+	ids := make([]string, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	return ids
 }
 
 // inheritors are the descendants of t that work in its worktree.

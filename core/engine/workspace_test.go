@@ -5,6 +5,7 @@ package engine_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
 )
 
 func gitT(t *testing.T, dir string, args ...string) string {
@@ -308,5 +310,158 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("get_task_kandev lacks %s: %s", want, b)
 		}
+	}
+}
+
+// get_task_diff_kandev: an agent reads its own task's diff and those of
+// its subtree (the tasks it may act on and sign off), not a parent's or a
+// stranger's; a patch over the bound is cut at a line with a marker, and
+// the stat and totals still cover every file.
+func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grand, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: child.ID, Workspace: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The child writes a small file and a big one (about 3x the bound).
+	if err := os.WriteFile(filepath.Join(child.Workspace.Dir, "small.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var big strings.Builder
+	for i := 0; big.Len() < 3*capability.MaxToolPatch; i++ {
+		fmt.Fprintf(&big, "line %d of a large generated file\n", i)
+	}
+	if err := os.WriteFile(filepath.Join(child.Workspace.Dir, "zbig.txt"), []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(grand.Workspace.Dir, "grand.txt"), []byte("g\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	call := func(as core.Task, args string) (core.TaskDiff, error) {
+		t.Helper()
+		ctx := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: as.ID})
+		res, err := env.eng.CallTool(ctx, "get_task_diff_kandev", []byte(args))
+		if err != nil {
+			return core.TaskDiff{}, err
+		}
+		d, ok := res.(core.TaskDiff)
+		if !ok {
+			t.Fatalf("get_task_diff_kandev returned %T", res)
+		}
+		return d, nil
+	}
+
+	d, err := call(parent, `{"task_id":"`+child.ID+`"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Files) != 2 || d.Files[0].Path != "small.txt" || d.Files[1].Path != "zbig.txt" || d.Branch != child.Workspace.Branch ||
+		d.Dir != child.Workspace.Dir || d.Base != child.Workspace.Base {
+		t.Fatalf("child's diff: files %+v, branch %s, dir %s, base %s", d.Files, d.Branch, d.Dir, d.Base)
+	}
+	if !d.Truncated || len(d.Patch) > capability.MaxToolPatch || d.PatchBytes <= 3*capability.MaxToolPatch {
+		t.Fatalf("a patch of %d bytes: truncated %v, %d bytes returned (bound %d)", d.PatchBytes, d.Truncated, len(d.Patch), capability.MaxToolPatch)
+	}
+	if !strings.Contains(d.Patch, "+hello\n") || !strings.Contains(d.Stat, "zbig.txt") || d.Added != 1+strings.Count(big.String(), "\n") {
+		t.Fatalf("cut patch lost the small file or the totals: added %d, stat %q", d.Added, d.Stat)
+	}
+	body, marker, ok := strings.Cut(d.Patch, "\n[kandev: patch cut at ")
+	if !ok || !strings.HasSuffix(body, "\n") || !strings.Contains(marker, child.Workspace.Dir) || !strings.HasSuffix(marker, "]\n") {
+		t.Fatalf("no line-aligned cut with a marker naming the worktree: ...%q", d.Patch[max(0, len(d.Patch)-400):])
+	}
+	if want := fmt.Sprintf("cut at %d of %d bytes", len(body), d.PatchBytes); !strings.Contains(d.Patch, want) {
+		t.Errorf("marker lacks %q", want)
+	}
+
+	// The subtree: the root reads its grandchild's diff; stat_only has no patch.
+	d, err = call(parent, `{"task_id":"`+grand.ID+`","stat_only":true}`)
+	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "grand.txt" || d.Patch != "" || d.Truncated {
+		t.Fatalf("grandchild's stat: %+v, %v", d, err)
+	}
+	// Its own task, by default.
+	if d, err = call(child, `{}`); err != nil || d.TaskID != child.ID {
+		t.Fatalf("own diff: %+v, %v", d.TaskID, err)
+	}
+	// Not upwards, not sideways.
+	for _, c := range []struct {
+		as     core.Task
+		target string
+	}{{child, parent.ID}, {grand, child.ID}, {parent, stranger.ID}, {stranger, child.ID}} {
+		if _, err := call(c.as, `{"task_id":"`+c.target+`"}`); core.CodeOf(err) != core.CodeForbidden {
+			t.Errorf("task %s reading %s's diff: %v; want FORBIDDEN", c.as.Title, c.target, err)
+		}
+	}
+	// The external surface has no such tool.
+	ext := core.WithActor(env.ctx, core.Actor{Kind: core.ActorExternal})
+	if _, err := env.eng.CallTool(ext, "get_task_diff_kandev", []byte(`{"task_id":"`+child.ID+`"}`)); core.CodeOf(err) != core.CodeForbidden {
+		t.Errorf("external get_task_diff_kandev: %v", err)
+	}
+}
+
+// ADR 0038: archiving a done task removes the worktree it owns unless a
+// subtask that still works there (not finished, not archived) inherits
+// it; the inheritors of a removed worktree show it retired too.
+func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
+	env := newI2(t)
+	repo := newGitRepo(t, env)
+	mk := func(in core.CreateTaskInput) core.Task {
+		t.Helper()
+		task, err := env.eng.CreateTask(env.ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+	status := func(id string, s core.Status) {
+		t.Helper()
+		if _, err := env.eng.SetTaskStatus(env.ctx, id, s); err != nil {
+			t.Fatalf("%s -> %s: %v", id, s, err)
+		}
+	}
+	busy := mk(core.CreateTaskInput{Title: "busy parent", CWD: repo})
+	mk(core.CreateTaskInput{Title: "still working", ParentID: busy.ID})
+	status(busy.ID, core.StatusDone)
+	got, err := env.eng.ArchiveTask(env.ctx, busy.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(busy.Workspace.Dir); err != nil || got.Workspace.Mode != core.WorkspaceWorktree {
+		t.Fatalf("a worktree a subtask still works in was removed: %v, %+v", err, got.Workspace)
+	}
+
+	owner := mk(core.CreateTaskInput{Title: "owner", CWD: repo})
+	helper := mk(core.CreateTaskInput{Title: "helper", ParentID: owner.ID})
+	status(helper.ID, core.StatusDone)
+	status(owner.ID, core.StatusDone)
+	if got, err = env.eng.ArchiveTask(env.ctx, owner.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(owner.Workspace.Dir); !os.IsNotExist(err) || got.Workspace.Mode != core.WorkspaceRetired {
+		t.Fatalf("done owner archived: worktree stat %v, %+v", err, got.Workspace)
+	}
+	h, err := env.eng.GetTask(env.ctx, helper.ID)
+	if err != nil || h.Workspace.Mode != core.WorkspaceRetired {
+		t.Fatalf("inheriting helper after its owner's worktree went: %+v, %v", h.Workspace, err)
+	}
+	// A retired inheritor does not own the branch: discarding it is refused.
+	if _, err := env.eng.DiscardTask(env.ctx, helper.ID); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+		t.Fatalf("discard of a retired inheritor: %v", err)
+	}
+	// The branch has no commit of its own: git calls it merged, so it goes too.
+	if out := gitT(t, repo, "branch", "--list", owner.Workspace.Branch); out != "" {
+		t.Fatalf("an empty branch (merged: nothing of its own) stayed: %q", out)
 	}
 }

@@ -40,6 +40,7 @@ var coordinationSummaries = map[string]string{
 	"list_tasks_kandev":            "list your task's subtree with status and pending questions",
 	"get_task_kandev":              "read one task",
 	"get_task_conversation_kandev": "read a task's conversation, page by page",
+	"get_task_diff_kandev":         "read what a task in your subtree changed in its git worktree (stat and a bounded patch), to review it before you sign it off",
 	"message_task_kandev":          "send a message to a task (queued by default; delivery_mode \"interrupt\" for your direct children)",
 	"stop_task_kandev":             "halt your direct child task; its work and queued messages are kept",
 	"handoff_task_kandev":          "hand a task to a role, a person, or back to whoever handed it to you",

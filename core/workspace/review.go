@@ -83,6 +83,40 @@ func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, erro
 	return d, nil
 }
 
+// DiffBranch compares the task's branch with its base commit in the main
+// checkout's repository, for a worktree that is gone (retired by an
+// archive): its work is all committed on the branch. It wraps ErrNoBranch
+// when the branch no longer exists.
+func (m *Manager) DiffBranch(ctx context.Context, wt Worktree, patch bool) (Diff, error) {
+	if strings.HasPrefix(wt.Branch, "-") || wt.Branch == "" {
+		return Diff{}, fmt.Errorf("diff: bad branch %q", wt.Branch)
+	}
+	if _, err := m.git(ctx, wt.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+wt.Branch); err != nil {
+		return Diff{}, fmt.Errorf("diff: %w: %s", ErrNoBranch, wt.Branch)
+	}
+	run := func(args ...string) (string, error) {
+		return m.git(ctx, wt.Repo, append(append([]string{"diff", "--no-color"}, args...), wt.BaseCommit, "refs/heads/"+wt.Branch, "--")...)
+	}
+	d := Diff{Base: wt.BaseCommit}
+	num, err := run("--numstat", "-z")
+	if err != nil {
+		return Diff{}, fmt.Errorf("diff %s: %w", wt.Branch, err)
+	}
+	d.Files = parseNumstat(num)
+	if d.Stat, err = run("--stat"); err != nil {
+		return Diff{}, fmt.Errorf("diff %s: %w", wt.Branch, err)
+	}
+	if patch {
+		if d.Patch, err = run(); err != nil {
+			return Diff{}, fmt.Errorf("diff %s: %w", wt.Branch, err)
+		}
+	}
+	return d, nil
+}
+
+// ErrNoBranch is returned by DiffBranch when the task's branch is gone.
+var ErrNoBranch = errors.New("no such branch")
+
 // parseNumstat reads `git diff --numstat -z`: "added\tdeleted\tpath\0", or
 // for a rename "added\tdeleted\t\0old\0new\0".
 func parseNumstat(out string) []FileStat {

@@ -334,6 +334,50 @@ func (m *Manager) Discard(ctx context.Context, wt Worktree) error {
 	return m.removeLocked(ctx, wt.Repo, wt.Dir, wt.Branch)
 }
 
+// Retired says what Retire did with a worktree's branch.
+type Retired struct {
+	// Committed: uncommitted work was first committed on the branch.
+	Committed bool
+	// BranchDeleted: the branch was merged into the main checkout's
+	// branch, so it went with the worktree; otherwise it stays.
+	BranchDeleted bool
+}
+
+// Retire removes a finished task's worktree but keeps its work: anything
+// uncommitted is first committed on the task's branch, and the branch is
+// deleted only when git itself calls it merged into the branch the main
+// checkout is on (git branch -d). A worktree whose work cannot be
+// committed is left as it is, with the error.
+func (m *Manager) Retire(ctx context.Context, wt Worktree) (Retired, error) {
+	defer m.lock(wt.Repo)()
+	var r Retired
+	if _, err := os.Lstat(wt.Dir); err == nil {
+		st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+		if err != nil {
+			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
+		}
+		if strings.TrimSpace(st) != "" {
+			if err := m.commitPending(ctx, wt); err != nil {
+				return r, fmt.Errorf("retire worktree %s: keep it, its uncommitted work could not be committed: %w", wt.Dir, err)
+			}
+			r.Committed = true
+		}
+		if _, err := m.git(ctx, wt.Repo, "worktree", "remove", "--force", wt.Dir); err != nil {
+			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
+		}
+	}
+	if _, err := m.git(ctx, wt.Repo, "worktree", "prune"); err != nil {
+		return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
+	}
+	if wt.Branch != "" {
+		// -d, not -D: git refuses a branch not merged into HEAD.
+		if _, err := m.git(ctx, wt.Repo, "branch", "-d", wt.Branch); err == nil {
+			r.BranchDeleted = true
+		}
+	}
+	return r, nil
+}
+
 func (m *Manager) removeLocked(ctx context.Context, repo, dir, branch string) error {
 	var errs []error
 	if _, err := os.Lstat(dir); err == nil {
