@@ -181,7 +181,11 @@ func (d *finishDialog) view(ui dialogUI, w int) string {
 		field("branch", branch)
 		field("into", "the branch checked out in "+repo)
 	} else {
-		field("worktree", d.ws.Dir)
+		if d.ws.Mode == core.WorkspaceRetired {
+			field("worktree", "none: removed when the task was archived done")
+		} else {
+			field("worktree", d.ws.Dir)
+		}
 		field("branch", branch)
 	}
 	field("changes", changes)
@@ -194,7 +198,11 @@ func (d *finishDialog) view(ui dialogUI, w int) string {
 			"", st.helpKey.Render("enter")+" merge   "+st.helpKey.Render("tab")+" merge/squash   "+st.helpKey.Render("esc")+" cancel")
 	} else {
 		// What a discard loses is the point of asking: it is never cut.
-		tail = append(wrap("Both are deleted. Work on the branch that was not merged is lost: kandev keeps no copy. The task stays; its workspace shows as discarded.", w),
+		gone := "Both are deleted."
+		if d.ws.Mode == core.WorkspaceRetired {
+			gone = "The branch is deleted."
+		}
+		tail = append(wrap(gone+" Work on the branch that was not merged is lost: kandev keeps no copy. The task stays; its workspace shows as discarded.", w),
 			"", st.helpKey.Render("y")+" discard   "+st.helpKey.Render("n/esc")+" cancel")
 	}
 	if f := d.footer(st, w); f != "" {

@@ -100,6 +100,13 @@ func TestDiscardDialogActions(t *testing.T) {
 	wantAction(t, press(t, newFinishDialog(testUI(), 2, opDiscard, finishTask(), &diff, nil), "n"), closeDialog{})
 	back := newDiffView(9, finishTask())
 	wantAction(t, press(t, newFinishDialog(testUI(), 3, opDiscard, finishTask(), &diff, back), "esc"), backTo{d: back})
+	// A task archived done has no worktree left: only its branch goes.
+	retired := finishTask()
+	retired.Workspace.Mode = core.WorkspaceRetired
+	v := newFinishDialog(testUI(), 5, opDiscard, retired, &diff, nil).view(testUI(), 70)
+	if !containsAll(v, "worktree none: removed when the task was archived done", "The branch is deleted.") || strings.Contains(v, "Both are deleted") {
+		t.Fatalf("a retired task's discard should say only the branch goes:\n%s", v)
+	}
 	// Nothing confirmed before the stat says what would be lost.
 	wantAction(t, press(t, newFinishDialog(testUI(), 4, opDiscard, finishTask(), nil, nil), "y"), nil)
 }
