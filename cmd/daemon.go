@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -16,11 +17,18 @@ func NewCmdDaemon(f *Factory) *cobra.Command {
 		`The daemon (kandev serve) holds the task tree and runs the agents. Any command that needs it
 starts it in the background; these commands look at it without starting it, stop it, or
 restart it.`)
-	c.AddCommand(newCmdDaemonStatus(f), newCmdDaemonStop(f), newCmdDaemonRestart(f))
+	c.AddCommand(NewCmdDaemonStatus(f, nil), NewCmdDaemonStop(f, nil), NewCmdDaemonRestart(f, nil))
 	return c
 }
 
-func newCmdDaemonStatus(f *Factory) *cobra.Command {
+// DaemonStatusOptions are `daemon status`'s inputs.
+type DaemonStatusOptions struct {
+	F *Factory
+}
+
+// NewCmdDaemonStatus builds `kandev daemon status`.
+func NewCmdDaemonStatus(f *Factory, runF func(*DaemonStatusOptions) error) *cobra.Command {
+	opts := &DaemonStatusOptions{F: f}
 	return &cobra.Command{
 		Use:   "status",
 		Short: "Say whether the daemon runs: pid, version, home, socket, uptime, live agent runs",
@@ -29,21 +37,29 @@ uptime and the number of agent runs (processes) it holds. Exits 0 either way; --
 "running".`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			home, err := f.ResolveHome()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			st, err := daemonclient.Probe(c.Context(), home)
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				return f.printJSON(st)
-			}
-			printDaemonStatus(f, st)
-			return nil
+			return daemonStatusRun(c.Context(), opts)
 		},
 	}
+}
+
+func daemonStatusRun(ctx context.Context, opts *DaemonStatusOptions) error {
+	f := opts.F
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	st, err := daemonclient.Probe(ctx, home)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(st)
+	}
+	printDaemonStatus(f, st)
+	return nil
 }
 
 func printDaemonStatus(f *Factory, st daemonclient.Status) {
@@ -62,8 +78,15 @@ func printDaemonStatus(f *Factory, st daemonclient.Status) {
 	fmt.Fprintf(f.IO.Out, "home:     %s\nsocket:   %s\n", st.Home, st.Socket)
 }
 
-func newCmdDaemonStop(f *Factory) *cobra.Command {
-	var timeout time.Duration
+// DaemonStopOptions are `daemon stop`'s inputs.
+type DaemonStopOptions struct {
+	F       *Factory
+	Timeout time.Duration
+}
+
+// NewCmdDaemonStop builds `kandev daemon stop`.
+func NewCmdDaemonStop(f *Factory, runF func(*DaemonStopOptions) error) *cobra.Command {
+	opts := &DaemonStopOptions{F: f}
 	c := &cobra.Command{
 		Use:   "stop [--timeout D]",
 		Short: "Stop the daemon as SIGTERM does, and wait until it has exited",
@@ -72,64 +95,87 @@ marked interrupted. Returns once the daemon has exited, or fails after --timeout
 pid. With no daemon running it says so and exits 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			home, err := f.ResolveHome()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			res, err := daemonclient.Stop(c.Context(), home, timeout)
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				return f.printJSON(res)
-			}
-			if !res.WasRunning {
-				fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
-				return nil
-			}
-			fmt.Fprintf(f.IO.ErrOut, "Stopped the kandev daemon (pid %d)\n", res.PID)
-			return nil
+			return daemonStopRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the daemon to exit")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the daemon to exit")
 	return c
 }
 
-func newCmdDaemonRestart(f *Factory) *cobra.Command {
-	var timeout time.Duration
+func daemonStopRun(ctx context.Context, opts *DaemonStopOptions) error {
+	f := opts.F
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	res, err := daemonclient.Stop(ctx, home, opts.Timeout)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(res)
+	}
+	if !res.WasRunning {
+		fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
+		return nil
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Stopped the kandev daemon (pid %d)\n", res.PID)
+	return nil
+}
+
+// DaemonRestartOptions are `daemon restart`'s inputs.
+type DaemonRestartOptions struct {
+	F       *Factory
+	Timeout time.Duration
+}
+
+// NewCmdDaemonRestart builds `kandev daemon restart`.
+func NewCmdDaemonRestart(f *Factory, runF func(*DaemonRestartOptions) error) *cobra.Command {
+	opts := &DaemonRestartOptions{F: f}
 	c := &cobra.Command{
 		Use:   "restart [--timeout D]",
 		Short: "Stop the daemon (if it runs) and start it again in the background",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			home, err := f.ResolveHome()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			res, err := daemonclient.Stop(c.Context(), home, timeout)
-			if err != nil {
-				return err
-			}
-			client, err := daemonclient.Connect(c.Context(), home, f.Executable)
-			if err != nil {
-				return err
-			}
-			client.Close()
-			st, err := daemonclient.Probe(c.Context(), home)
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				return f.printJSON(st)
-			}
-			if res.WasRunning {
-				fmt.Fprintf(f.IO.ErrOut, "Restarted the kandev daemon (pid %d, was %d)\n", st.PID, res.PID)
-			} else {
-				fmt.Fprintf(f.IO.ErrOut, "Started the kandev daemon (pid %d)\n", st.PID)
-			}
-			return nil
+			return daemonRestartRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the old daemon to exit")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", daemonclient.DefaultStopTimeout, "how long to wait for the old daemon to exit")
 	return c
+}
+
+func daemonRestartRun(ctx context.Context, opts *DaemonRestartOptions) error {
+	f := opts.F
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	res, err := daemonclient.Stop(ctx, home, opts.Timeout)
+	if err != nil {
+		return err
+	}
+	client, err := daemonclient.Connect(ctx, home, f.Executable)
+	if err != nil {
+		return err
+	}
+	client.Close()
+	st, err := daemonclient.Probe(ctx, home)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(st)
+	}
+	if res.WasRunning {
+		fmt.Fprintf(f.IO.ErrOut, "Restarted the kandev daemon (pid %d, was %d)\n", st.PID, res.PID)
+	} else {
+		fmt.Fprintf(f.IO.ErrOut, "Started the kandev daemon (pid %d)\n", st.PID)
+	}
+	return nil
 }

@@ -37,7 +37,8 @@ func TestCLIDocs(t *testing.T) {
 	walk(root)
 	tmpl := template.Must(template.ParseFiles(filepath.Join("testdata", "cli.md.tmpl")))
 	var out bytes.Buffer
-	if err := tmpl.Execute(&out, map[string]string{"Commands": strings.TrimRight(b.String(), "\n")}); err != nil {
+	if err := tmpl.Execute(&out, map[string]string{"Commands": strings.TrimRight(b.String(), "\n"),
+		"JSONRule": strings.ReplaceAll(jsonRule, "\n", "\n  ")}); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join("..", "docs", "cli.md")

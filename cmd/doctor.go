@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -12,9 +13,15 @@ import (
 	"github.com/kandev/kandev/core/doctor"
 )
 
+// DoctorOptions are `doctor`'s inputs.
+type DoctorOptions struct {
+	F       *Factory
+	Timeout time.Duration
+}
+
 // NewCmdDoctor diagnoses the setup.
-func NewCmdDoctor(f *Factory) *cobra.Command {
-	var timeout time.Duration
+func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
+	opts := &DoctorOptions{F: f}
 	c := &cobra.Command{
 		Use:   "doctor [--timeout D]",
 		Short: "Check which agent profiles can run, the daemon, the database and git",
@@ -26,42 +33,50 @@ started), the home, the socket, the database's integrity (read-only) and git.
 Exits 1 when the default profile cannot run.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			home, err := f.ResolveHome()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			o := doctor.Options{Home: home, SelfExe: f.Executable, Getenv: f.Getenv, Timeout: timeout}
-			cfg, err := config.Load(f.Getenv)
-			if err != nil {
-				return err
-			}
-			v, err := cfg.Get("profile")
-			if err != nil {
-				return err
-			}
-			if v.Value != "" {
-				o.DefaultProfile, o.DefaultSource = v.Value, string(v.Source)
-			}
-			r, err := doctor.Run(c.Context(), o)
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				err = f.printJSON(r)
-			} else {
-				err = printDoctor(f, r)
-			}
-			if err != nil {
-				return err
-			}
-			if !r.DefaultUsable {
-				return fmt.Errorf("the default profile %s cannot run (see above)", r.DefaultProfile)
-			}
-			return nil
+			return doctorRun(c.Context(), opts)
 		},
 	}
-	c.Flags().DurationVar(&timeout, "timeout", doctor.DefaultTimeout, "how long each agent has to answer ACP initialize")
+	c.Flags().DurationVar(&opts.Timeout, "timeout", doctor.DefaultTimeout, "how long each agent has to answer ACP initialize")
 	return c
+}
+
+func doctorRun(ctx context.Context, opts *DoctorOptions) error {
+	f := opts.F
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	o := doctor.Options{Home: home, SelfExe: f.Executable, Getenv: f.Getenv, Timeout: opts.Timeout}
+	cfg, err := config.Load(f.Getenv)
+	if err != nil {
+		return err
+	}
+	v, err := cfg.Get("profile")
+	if err != nil {
+		return err
+	}
+	if v.Value != "" {
+		o.DefaultProfile, o.DefaultSource = v.Value, string(v.Source)
+	}
+	r, err := doctor.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		err = f.printJSON(r)
+	} else {
+		err = printDoctor(f, r)
+	}
+	if err != nil {
+		return err
+	}
+	if !r.DefaultUsable {
+		return fmt.Errorf("the default profile %s cannot run (see above)", r.DefaultProfile)
+	}
+	return nil
 }
 
 func printDoctor(f *Factory, r doctor.Report) error {

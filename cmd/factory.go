@@ -5,7 +5,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +27,8 @@ type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
+	// OutTTY: stdout is a terminal (--json is indented for a person).
+	OutTTY bool
 }
 
 // Factory carries what every command needs, built once per process.
@@ -81,7 +82,8 @@ func NewFactory() *Factory {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, Executable: exe, Getenv: os.Getenv}
+	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, OutTTY: isTerminal(os.Stdout)},
+		Executable: exe, Getenv: os.Getenv}
 }
 
 // ResolveHome applies --home, $KANDEV_HOME, $XDG_DATA_HOME.
@@ -122,13 +124,6 @@ func (f *Factory) configuredProfile() (string, error) {
 		return "", err
 	}
 	return v.Value, nil
-}
-
-// printJSON writes v as indented JSON to stdout.
-func (f *Factory) printJSON(v any) error {
-	enc := json.NewEncoder(f.IO.Out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // UsageError marks a mistake in how a command was invoked (exit code 2).

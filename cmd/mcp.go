@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"context"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/mcpserve"
@@ -19,8 +21,14 @@ const mcpExample = `  # Claude Code
   # Gemini CLI (~/.gemini/settings.json)
   { "mcpServers": { "kandev": { "command": "kandev", "args": ["mcp"] } } }`
 
+// MCPOptions are `mcp`'s inputs.
+type MCPOptions struct {
+	F *Factory
+}
+
 // NewCmdMCP builds `kandev mcp`.
-func NewCmdMCP(f *Factory) *cobra.Command {
+func NewCmdMCP(f *Factory, runF func(*MCPOptions) error) *cobra.Command {
+	opts := &MCPOptions{F: f}
 	return &cobra.Command{
 		Use:         "mcp",
 		Annotations: map[string]string{rawStreams: "1"},
@@ -42,11 +50,19 @@ The tools, their schemas and errors are in docs/mcp.md.`,
 		Example: mcpExample,
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			return mcpserve.Run(c.Context(), f.IO.In, f.IO.Out, f.Getenv,
-				mcpserve.WithHome(f.Home),
-				mcpserve.WithExecutable(f.Executable),
-				mcpserve.WithStderr(f.IO.ErrOut),
-				mcpserve.WithVersion(Version))
+			if runF != nil {
+				return runF(opts)
+			}
+			return mcpRun(c.Context(), opts)
 		},
 	}
+}
+
+func mcpRun(ctx context.Context, opts *MCPOptions) error {
+	f := opts.F
+	return mcpserve.Run(ctx, f.IO.In, f.IO.Out, f.Getenv,
+		mcpserve.WithHome(f.Home),
+		mcpserve.WithExecutable(f.Executable),
+		mcpserve.WithStderr(f.IO.ErrOut),
+		mcpserve.WithVersion(Version))
 }

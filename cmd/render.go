@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -95,47 +96,211 @@ func assigneeLabel(t core.Task) string {
 // writeTree prints tasks as a tree. Tasks whose parent is not in the list
 // (archived and hidden) print as roots.
 func writeTree(w io.Writer, tasks []core.Task) {
-	bw := bufio.NewWriter(w)
-	defer bw.Flush()
-	present := make(map[string]bool, len(tasks))
-	children := map[string][]int{}
-	var roots []int
-	for i, t := range tasks {
-		present[t.ID] = true
-		_ = i
+	var tr taskTree
+	for i := range tasks {
+		tr.add(&tasks[i])
 	}
-	for i, t := range tasks {
-		if t.ParentID != "" && present[t.ParentID] {
-			children[t.ParentID] = append(children[t.ParentID], i)
+	_, _ = tr.write(w, 0)
+}
+
+// taskTree holds a listing as the tree's rows, each row's text rendered
+// when its task arrives, so a listing of 100,000 tasks is held as about
+// 150 bytes a task instead of as core.Tasks. Every field a row shows is
+// cleaned as it is rendered (textsafe.Line): the tree writes to a
+// terminal as it is.
+type taskTree struct {
+	rows   []treeRow
+	chunks [][]byte // the rows' text, back to back
+	// index finds a row by its task id: ids of up to 8 bytes (all of
+	// kandev's) as a number, which hashes faster than a string; others
+	// by their text.
+	index   map[uint64]int32
+	indexS  map[string]int32
+	pending map[int32]string // rows whose parent had not arrived yet
+}
+
+type treeRow struct {
+	parent            int32 // -1: printed as a root
+	chunk, off, n     int32 // its text in chunks
+	first, last, next int32 // children, in list order; -1 for none
+}
+
+// treeChunk is the size of a text chunk; a chunk with less than
+// treeChunkRoom left is not started on, so rows are written where they
+// stay.
+const (
+	treeChunk     = 1 << 20
+	treeChunkRoom = 64 << 10
+)
+
+// grow makes room for n more rows.
+func (tr *taskTree) grow(n int) {
+	if tr.index == nil {
+		tr.index = make(map[uint64]int32, n)
+	}
+	tr.rows = slices.Grow(tr.rows, n)
+}
+
+// idKey packs an id of up to 8 bytes, none of them 0, into a number.
+func idKey(id string) (uint64, bool) {
+	if len(id) > 8 {
+		return 0, false
+	}
+	var k uint64
+	for i := 0; i < len(id); i++ {
+		if id[i] == 0 {
+			return 0, false
+		}
+		k = k<<8 | uint64(id[i])
+	}
+	return k, true
+}
+
+func (tr *taskTree) lookup(id string) (int32, bool) {
+	if k, ok := idKey(id); ok {
+		i, found := tr.index[k]
+		return i, found
+	}
+	i, found := tr.indexS[id]
+	return i, found
+}
+
+// add renders t's row. t may be reused once add returns.
+func (tr *taskTree) add(t *core.Task) {
+	if tr.index == nil {
+		tr.index = map[uint64]int32{}
+	}
+	i := int32(len(tr.rows))
+	row := treeRow{parent: -1, first: -1, last: -1, next: -1}
+	if t.ParentID != "" {
+		if p, ok := tr.lookup(t.ParentID); ok {
+			row.parent = p
 		} else {
-			roots = append(roots, i)
+			if tr.pending == nil {
+				tr.pending = map[int32]string{}
+			}
+			tr.pending[i] = strings.Clone(t.ParentID)
 		}
 	}
-	var walk func(i int, prefix, branch string)
-	walk = func(i int, prefix, branch string) {
-		t := tasks[i]
-		line := fmt.Sprintf("%s%s%s %-11s %s %s", prefix, branch, statusGlyph(t.Status), t.Status, t.ID, textsafe.Line(t.Title))
-		extra := append([]string{assigneeLabel(t)}, badges(t)...)
-		fmt.Fprintf(bw, "%s  [%s]\n", line, strings.Join(extra, " "))
-		kids := children[t.ID]
-		next := prefix
+	if k, ok := idKey(t.ID); ok {
+		tr.index[k] = i
+	} else {
+		if tr.indexS == nil {
+			tr.indexS = map[string]int32{}
+		}
+		tr.indexS[strings.Clone(t.ID)] = i
+	}
+	k := len(tr.chunks) - 1
+	if k < 0 || cap(tr.chunks[k])-len(tr.chunks[k]) < treeChunkRoom {
+		tr.chunks = append(tr.chunks, make([]byte, 0, treeChunk))
+		k++
+	}
+	start := len(tr.chunks[k])
+	tr.chunks[k] = appendRow(tr.chunks[k], t)
+	row.chunk, row.off, row.n = int32(k), int32(start), int32(len(tr.chunks[k])-start)
+	tr.rows = append(tr.rows, row)
+}
+
+// appendRow appends a task's row without the tree's prefix: glyph,
+// status, id, title, then the assignee and the badges in brackets.
+func appendRow(b []byte, t *core.Task) []byte {
+	b = append(b, statusGlyph(t.Status)...)
+	b = append(b, ' ')
+	st := oneLine(string(t.Status))
+	b = append(b, st...)
+	for n := utf8.RuneCountInString(st); n < 11; n++ {
+		b = append(b, ' ')
+	}
+	b = append(b, ' ')
+	b = append(b, oneLine(t.ID)...)
+	b = append(b, ' ')
+	b = append(b, oneLine(t.Title)...)
+	b = append(b, "  ["...)
+	b = append(b, oneLine(assigneeLabel(*t))...)
+	for _, x := range badges(*t) {
+		b = append(b, ' ')
+		b = append(b, x...)
+	}
+	return append(b, ']')
+}
+
+// oneLine is textsafe.Line with a fast way through the common case, a
+// string of printable ASCII.
+func oneLine(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return textsafe.Line(s)
+		}
+	}
+	return s
+}
+
+// link resolves the parents that came late and threads each row's
+// children in list order.
+func (tr *taskTree) link() {
+	for i, p := range tr.pending {
+		if pi, ok := tr.lookup(p); ok {
+			tr.rows[i].parent = pi
+		}
+	}
+	tr.pending = nil
+	for i := range tr.rows {
+		p := tr.rows[i].parent
+		if p < 0 {
+			continue
+		}
+		if tr.rows[p].last < 0 {
+			tr.rows[p].first = int32(i)
+		} else {
+			tr.rows[tr.rows[p].last].next = int32(i)
+		}
+		tr.rows[p].last = int32(i)
+	}
+}
+
+// write prints the tree, at most limit rows when limit > 0, and says how
+// many rows it printed.
+func (tr *taskTree) write(w io.Writer, limit int) (int, error) {
+	tr.link()
+	bw := bufio.NewWriterSize(w, 64*1024)
+	printed := 0
+	var prefix []byte
+	var walk func(i int32, branch string) bool
+	walk = func(i int32, branch string) bool {
+		if limit > 0 && printed >= limit {
+			return false
+		}
+		r := tr.rows[i]
+		bw.Write(prefix)
+		bw.WriteString(branch)
+		bw.Write(tr.chunks[r.chunk][r.off : r.off+r.n])
+		bw.WriteByte('\n')
+		printed++
+		keep := len(prefix)
 		switch branch {
 		case "├─ ":
-			next += "│  "
+			prefix = append(prefix, "│  "...)
 		case "└─ ":
-			next += "   "
+			prefix = append(prefix, "   "...)
 		}
-		for j, k := range kids {
+		for k := r.first; k >= 0; k = tr.rows[k].next {
 			b := "├─ "
-			if j == len(kids)-1 {
+			if tr.rows[k].next < 0 {
 				b = "└─ "
 			}
-			walk(k, next, b)
+			if !walk(k, b) {
+				return false
+			}
+		}
+		prefix = prefix[:keep]
+		return true
+	}
+	for i := range tr.rows {
+		if tr.rows[i].parent < 0 && !walk(int32(i), "") {
+			break
 		}
 	}
-	for _, r := range roots {
-		walk(r, "", "")
-	}
+	return printed, bw.Flush()
 }
 
 func writeTaskDetail(w io.Writer, t core.Task) {

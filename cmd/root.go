@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,16 +49,16 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdProfile(f),
 		NewCmdRole(f),
 		NewCmdPerson(f),
-		NewCmdWait(f),
+		NewCmdWait(f, nil),
 		NewCmdServe(f, nil),
 		NewCmdDaemon(f),
-		NewCmdStatus(f),
-		NewCmdDoctor(f),
+		NewCmdStatus(f, nil),
+		NewCmdDoctor(f, nil),
 		NewCmdConfig(f),
 		NewCmdEvents(f, nil),
 		NewCmdVersion(f, nil),
-		NewCmdMCP(f),
-		NewCmdMockAgent(f),
+		NewCmdMCP(f, nil),
+		NewCmdMockAgent(f, nil),
 		NewCmdDemo(f, nil),
 	)
 	registerCompletions(f, root)
@@ -95,8 +94,7 @@ func classify(err error) error {
 func printError(f *Factory, c *cobra.Command, err error) {
 	var ue *UsageError
 	if f.JSON {
-		b, _ := json.Marshal(map[string]any{"error": core.AsError(unwrapUsage(err))})
-		fmt.Fprintln(f.IO.ErrOut, string(b))
+		_ = f.printJSONLine(f.IO.ErrOut, map[string]any{"error": core.AsError(unwrapUsage(err))})
 		return
 	}
 	fmt.Fprintln(f.IO.ErrOut, "kandev: "+err.Error())

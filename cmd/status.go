@@ -1,7 +1,9 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -60,29 +62,32 @@ func glanceRunning(t *core.Task) bool {
 	return t.Session != nil && (t.Session.State == core.SessionRunning || t.Session.State == core.SessionStarting)
 }
 
-func glance(ts []core.Task) Glance {
-	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
-	for i := range ts {
-		t := &ts[i]
-		if t.Status.Terminal() || t.Archived {
-			continue
-		}
-		g.Open++
-		// A task waiting on the operator is counted there only, even while
-		// its agent sits in the question call: it is not making progress.
-		if why := needsYou(t); why != "" {
-			g.NeedYou++
-			g.Tasks = append(g.Tasks, GlanceTask{ID: t.ID, Title: t.Title, Why: why})
-		} else if glanceRunning(t) {
-			g.Running++
-		}
+// add counts one task of the listing. t may be reused afterwards: what
+// is kept is copied.
+func (g *Glance) add(t *core.Task) {
+	if t.Status.Terminal() || t.Archived {
+		return
 	}
-	return g
+	g.Open++
+	// A task waiting on the operator is counted there only, even while
+	// its agent sits in the question call: it is not making progress.
+	if why := needsYou(t); why != "" {
+		g.NeedYou++
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: why})
+	} else if glanceRunning(t) {
+		g.Running++
+	}
+}
+
+// StatusOptions are `status`'s inputs.
+type StatusOptions struct {
+	F     *Factory
+	Short bool
 }
 
 // NewCmdStatus builds `kandev status`.
-func NewCmdStatus(f *Factory) *cobra.Command {
-	var short bool
+func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{F: f}
 	c := &cobra.Command{
 		Use:   "status [--short]",
 		Short: "Count the tasks that need you and the tasks running",
@@ -97,43 +102,52 @@ starts the daemon: without one it says so (--short prints nothing) and exits 0.
   kandev status --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			if short && f.JSON {
+			if opts.Short && f.JSON {
 				return usagef("--short and --json cannot be used together")
 			}
-			home, err := f.ResolveHome()
-			if err != nil {
-				return err
+			if runF != nil {
+				return runF(opts)
 			}
-			client, ok := daemonclient.Ping(c.Context(), home)
-			if !ok {
-				switch {
-				case f.JSON:
-					return f.printJSON(Glance{Tasks: []GlanceTask{}})
-				case !short:
-					fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
-				}
-				return nil
-			}
-			defer client.Close()
-			ts, err := client.ListTaskSummaries(c.Context(), core.ListTasksInput{})
-			if err != nil {
-				return err
-			}
-			g := glance(ts)
-			if f.JSON {
-				return f.printJSON(g)
-			}
-			fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
-			if short {
-				return nil
-			}
-			tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
-			for _, t := range g.Tasks {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
-			}
-			return tw.Flush()
+			return statusRun(c.Context(), opts)
 		},
 	}
-	c.Flags().BoolVar(&short, "short", false, "one line for a status bar; nothing when the daemon is not running")
+	c.Flags().BoolVar(&opts.Short, "short", false, "one line for a status bar; nothing when the daemon is not running")
 	return c
+}
+
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	f, short := opts.F, opts.Short
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	client, ok := daemonclient.Ping(ctx, home)
+	if !ok {
+		switch {
+		case f.JSON:
+			return f.printJSON(Glance{Tasks: []GlanceTask{}})
+		case !short:
+			fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
+		}
+		return nil
+	}
+	defer client.Close()
+	// Counted as the summaries stream in: a status bar asks often, and
+	// holding 100,000 tasks to count a few would cost it most of its time.
+	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
+	if err := scanTasks(ctx, client, core.ListTasksInput{}, nil, func(t *core.Task) error { g.add(t); return nil }); err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(g)
+	}
+	fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
+	if short {
+		return nil
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	for _, t := range g.Tasks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
+	}
+	return tw.Flush()
 }

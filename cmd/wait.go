@@ -76,9 +76,16 @@ func waitOutcome(t core.Task) (string, string) {
 	return "", ""
 }
 
+// WaitOptions are `wait`'s inputs.
+type WaitOptions struct {
+	F       *Factory
+	ID      string
+	Timeout time.Duration
+}
+
 // NewCmdWait builds `kandev wait`.
-func NewCmdWait(f *Factory) *cobra.Command {
-	var timeout time.Duration
+func NewCmdWait(f *Factory, runF func(*WaitOptions) error) *cobra.Command {
+	opts := &WaitOptions{F: f}
 	c := &cobra.Command{
 		Use:   "wait ID [--timeout D]",
 		Short: "Block until a task needs someone, and say why",
@@ -91,75 +98,84 @@ Exit codes:
   13 failed, 14 cancelled, 15 stuck, 124 timeout, 130 interrupted (a signal),
   1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
-		RunE: func(c *cobra.Command, args []string) (err error) {
-			ctx := c.Context()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
 			}
-			defer func() { err = f.waitCut(c.Context(), ctx, args[0], timeout, err) }()
-			client, err := f.Client(ctx)
-			if err != nil {
-				return err
+			return waitRun(c.Context(), opts)
+		},
+	}
+	c.Flags().DurationVar(&opts.Timeout, "timeout", 0, "give up after this long (exit 124)")
+	return c
+}
+
+func waitRun(parent context.Context, opts *WaitOptions) (err error) {
+	f, id, timeout := opts.F, opts.ID, opts.Timeout
+	ctx := parent
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	defer func() { err = f.waitCut(parent, ctx, id, timeout, err) }()
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	// Subscribe first so no change falls between the read and the wait.
+	events, err := client.Events(ctx, core.EventsInput{TaskID: id})
+	if err != nil {
+		return err
+	}
+	t, err := client.GetTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	if t.ID != id {
+		events, err = client.Events(ctx, core.EventsInput{TaskID: t.ID})
+		if err != nil {
+			return err
+		}
+	}
+	// settling is the run whose turn was still going when the outcome
+	// was reached (an agent that handed the task on and keeps
+	// talking): wait returns once that turn has ended, so what the
+	// caller reads next shows the run settled.
+	var settling, outcome, why string
+	for {
+		if outcome, why = waitOutcome(t); outcome == "" {
+			settling = ""
+		} else if windingDown(t) && (settling == "" || settling == t.Session.ID) {
+			settling = t.Session.ID
+		} else {
+			return f.waitResult(t, outcome, why)
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				if outcome != "" {
+					return f.waitResult(t, outcome, why)
+				}
+				return f.waitResult(t, "timeout", fmt.Sprintf("still %s after %s", t.Status, timeout))
 			}
-			// Subscribe first so no change falls between the read and the wait.
-			events, err := client.Events(ctx, core.EventsInput{TaskID: args[0]})
-			if err != nil {
-				return err
+			return ctx.Err()
+		case ev, ok := <-events:
+			if !ok {
+				if ctx.Err() != nil {
+					continue
+				}
+				return core.Errorf(core.CodeUnavailable, "the daemon closed the event stream")
 			}
-			t, err := client.GetTask(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			if t.ID != args[0] {
-				events, err = client.Events(ctx, core.EventsInput{TaskID: t.ID})
-				if err != nil {
+			if ev.Task != nil {
+				t = *ev.Task
+			} else if ev.Type == core.EventSessionUpdated || ev.Type == core.EventQuestionUpdated || ev.Type == core.EventResync {
+				if t, err = client.GetTask(ctx, t.ID); err != nil {
 					return err
 				}
 			}
-			// settling is the run whose turn was still going when the outcome
-			// was reached (an agent that handed the task on and keeps
-			// talking): wait returns once that turn has ended, so what the
-			// caller reads next shows the run settled.
-			var settling, outcome, why string
-			for {
-				if outcome, why = waitOutcome(t); outcome == "" {
-					settling = ""
-				} else if windingDown(t) && (settling == "" || settling == t.Session.ID) {
-					settling = t.Session.ID
-				} else {
-					return f.waitResult(t, outcome, why)
-				}
-				select {
-				case <-ctx.Done():
-					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-						if outcome != "" {
-							return f.waitResult(t, outcome, why)
-						}
-						return f.waitResult(t, "timeout", fmt.Sprintf("still %s after %s", t.Status, timeout))
-					}
-					return ctx.Err()
-				case ev, ok := <-events:
-					if !ok {
-						if ctx.Err() != nil {
-							continue
-						}
-						return core.Errorf(core.CodeUnavailable, "the daemon closed the event stream")
-					}
-					if ev.Task != nil {
-						t = *ev.Task
-					} else if ev.Type == core.EventSessionUpdated || ev.Type == core.EventQuestionUpdated || ev.Type == core.EventResync {
-						if t, err = client.GetTask(ctx, t.ID); err != nil {
-							return err
-						}
-					}
-				}
-			}
-		},
+		}
 	}
-	c.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 124)")
-	return c
 }
 
 // windingDown reports a run still in its turn whose role no longer holds

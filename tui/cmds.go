@@ -106,10 +106,12 @@ const (
 	opStatus
 	opHandoff
 	opDrop
+	opMerge
+	opDiscard
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -448,4 +450,44 @@ func handoffText(id string, r core.HandoffResult) string {
 		return fmt.Sprintf("handed task %s back to task %s; its agent is asked to sign it off", id, r.To.Name)
 	}
 	return fmt.Sprintf("handed task %s to %s (%s)", id, to, r.Delivered)
+}
+
+// loadStatCmd reads a task's change stat (its diff without the patch) for
+// the merge or discard confirmation that asked.
+func loadStatCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		d, err := c.TaskDiff(ctx, id, core.DiffInput{})
+		return diffMsg{dialog: dialog, diff: d, err: err}
+	}
+}
+
+func mergeCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MergeInput) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.MergeTask(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opMerge, dialog: dialog, taskID: id, err: err}
+		}
+		how := "merged"
+		if in.Squash {
+			how = "squashed"
+		}
+		t := r.Task
+		return opDoneMsg{op: opMerge, dialog: dialog, taskID: id, task: &t,
+			text: fmt.Sprintf("%s %s into %s (%s)", how, r.Branch, r.Into, shortCommit(r.Commit))}
+	}
+}
+
+func discardCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		t, err := c.DiscardTask(ctx, id)
+		if err != nil {
+			return opDoneMsg{op: opDiscard, dialog: dialog, taskID: id, err: err}
+		}
+		w := t.Workspace
+		if w == nil {
+			w = &core.Workspace{}
+		}
+		return opDoneMsg{op: opDiscard, dialog: dialog, taskID: id, task: &t,
+			text: fmt.Sprintf("discarded worktree %s and branch %s of task %s", w.Dir, w.Branch, t.ID)}
+	}
 }

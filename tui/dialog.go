@@ -85,6 +85,24 @@ type (
 	}
 	// showStatus puts text in the status bar.
 	showStatus struct{ text string }
+	// openFinish opens the merge (op opMerge) or discard (opDiscard)
+	// confirmation of a task. diff is its changes when already read;
+	// back is the dialog to return to on cancel (the diff view).
+	openFinish struct {
+		op     opKind
+		taskID string
+		diff   *core.TaskDiff
+		back   dialog
+	}
+	// backTo closes the dialog and shows d again.
+	backTo struct{ d dialog }
+	// mergeTask merges a task's branch into the main checkout's branch.
+	mergeTask struct {
+		taskID string
+		in     core.MergeInput
+	}
+	// discardTask deletes a task's worktree and branch.
+	discardTask struct{ taskID string }
 )
 
 func (closeDialog) isAction()   {}
@@ -97,6 +115,10 @@ func (setTaskStatus) isAction() {}
 func (handOnTask) isAction()    {}
 func (dropQueued) isAction()    {}
 func (showStatus) isAction()    {}
+func (openFinish) isAction()    {}
+func (backTo) isAction()        {}
+func (mergeTask) isAction()     {}
+func (discardTask) isAction()   {}
 
 // act carries out what dialog d asked: every request to the daemon runs
 // in a tea.Cmd whose outcome names d, so a refusal lands in d.
@@ -132,8 +154,37 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 		return handoffCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case dropQueued:
 		return dropQueuedCmd(m.ctx, m.client, id, a.taskID, a.in)
+	case openFinish:
+		return m.openFinish(a)
+	case backTo:
+		if m.dialog == d {
+			m.dialog = a.d
+		}
+	case mergeTask:
+		m.setStatus("", false)
+		return mergeCmd(m.ctx, m.client, id, a.taskID, a.in)
+	case discardTask:
+		m.setStatus("", false)
+		return discardCmd(m.ctx, m.client, id, a.taskID)
 	}
 	return nil
+}
+
+// openFinish opens a merge or discard confirmation; it reads the task's
+// change stat unless the diff view already has it.
+func (m *Model) openFinish(a openFinish) tea.Cmd {
+	t := m.tasks.get(a.taskID)
+	if t == nil {
+		m.setStatus("task "+a.taskID+" is no longer in the tree", true)
+		return nil
+	}
+	m.setStatus("", false)
+	fd := newFinishDialog(m.dialogUI(), m.nextDialogID(), a.op, t, a.diff, a.back)
+	m.openDialog(fd)
+	if a.diff != nil {
+		return nil
+	}
+	return loadStatCmd(m.ctx, m.client, fd.id, t.ID)
 }
 
 // base holds what every dialog has: an id, a busy flag while its request

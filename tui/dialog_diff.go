@@ -163,6 +163,10 @@ func (d *diffView) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 	switch {
 	case key.Matches(msg, k.CloseDiff):
 		return closeDialog{}, nil
+	case key.Matches(msg, k.Merge):
+		return openFinish{op: opMerge, taskID: d.taskID, diff: d.diff, back: d}, nil
+	case key.Matches(msg, k.Discard):
+		return openFinish{op: opDiscard, taskID: d.taskID, diff: d.diff, back: d}, nil
 	case d.diff == nil:
 		return nil, nil
 	case key.Matches(msg, k.Up):
@@ -285,5 +289,7 @@ func shortCommit(c string) string {
 }
 
 func (d *diffView) help(k keyMap) []key.Binding {
-	return []key.Binding{k.Scroll, k.NextFile, k.PrevFile, k.CloseDiff}
+	// At 80 columns the bar keeps what it can from the front: the file
+	// keys and the two verbs, shortened, before scrolling.
+	return []key.Binding{k.NextFile, relabel(k.Merge, "merge"), relabel(k.Discard, "discard"), k.Scroll, k.PrevFile, k.CloseDiff}
 }

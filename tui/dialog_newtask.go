@@ -25,10 +25,13 @@ const (
 // newTaskDialog creates a task, as a child of the selected one or a root.
 type newTaskDialog struct {
 	base
-	inputs      [3]textinput.Model // title, prompt, description
-	profiles    []core.Profile
+	inputs   [3]textinput.Model // title, prompt, description
+	profiles []core.Profile
+	// profile indexes profiles; -1 is the default: no profile is sent and
+	// the daemon picks (KANDEV_PROFILE, config.toml, the first usable
+	// built-in agent, else mock; ADR 0023), as `kandev task create` does.
 	profile     int
-	wantProfile string // chosen before the profiles arrived
+	wantProfile string // chosen before the profiles arrived; "" the default
 	autopilot   bool
 	parentID    string // the selected task when the dialog opened
 	parentTitle string
@@ -45,7 +48,7 @@ type newTaskDialog struct {
 // newNewTaskDialog opens the dialog with sel (the selected task, or nil)
 // offered as the parent; cwd is where the UI was started.
 func newNewTaskDialog(ui dialogUI, id int, sel *core.Task, profiles []core.Profile, cwd string) *newTaskDialog {
-	d := &newTaskDialog{base: base{id: id}, start: true, wantProfile: core.DefaultProfile, cwd: cwd}
+	d := &newTaskDialog{base: base{id: id}, start: true, profile: -1, cwd: cwd}
 	iw := ui.width - 21
 	d.inputs[0] = newInput(ui.st, "what the task is", iw)
 	d.inputs[1] = newInput(ui.st, "first message to the agent (optional)", iw)
@@ -61,14 +64,11 @@ func newNewTaskDialog(ui dialogUI, id int, sel *core.Task, profiles []core.Profi
 
 // setProfiles takes a fresh profile list, keeping the chosen name.
 func (d *newTaskDialog) setProfiles(ps []core.Profile) {
-	cur := ""
-	if d.profile < len(d.profiles) {
+	cur := d.wantProfile
+	if d.profile >= 0 && d.profile < len(d.profiles) {
 		cur = d.profiles[d.profile].Name
 	}
-	if cur == "" {
-		cur = d.wantProfile
-	}
-	d.profiles, d.profile = ps, 0
+	d.profiles, d.profile = ps, -1
 	for i, p := range ps {
 		if p.Name == cur {
 			d.profile = i
@@ -96,7 +96,7 @@ func (d *newTaskDialog) input() core.CreateTaskInput {
 		Autopilot:   d.autopilot,
 		Start:       d.start,
 	}
-	if d.profile < len(d.profiles) {
+	if d.profile >= 0 && d.profile < len(d.profiles) {
 		in.Profile = d.profiles[d.profile].Name
 	}
 	if d.withParent {
@@ -155,14 +155,15 @@ func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 	toggle := key.Matches(msg, k.Toggle)
 	switch d.focus {
 	case ntProfile:
-		if n := len(d.profiles); n > 0 {
-			switch {
-			case key.Matches(msg, k.Left):
-				d.profile = (d.profile + n - 1) % n
-			case key.Matches(msg, k.Right), toggle:
-				d.profile = (d.profile + 1) % n
-			}
+		// The choices are the default, then each profile.
+		n, i := len(d.profiles)+1, d.profile+1
+		switch {
+		case key.Matches(msg, k.Left):
+			i = (i + n - 1) % n
+		case key.Matches(msg, k.Right), toggle:
+			i = (i + 1) % n
 		}
+		d.profile = i - 1
 	case ntAuto:
 		if toggle || key.Matches(msg, k.Left, k.Right) {
 			d.autopilot = !d.autopilot
@@ -194,8 +195,8 @@ func (d *newTaskDialog) view(ui dialogUI, w int) string {
 		}
 		return mark + ls.Render(fit(label, 12)) + " " + truncate(value, max(1, w-15))
 	}
-	prof := "(none)"
-	if d.profile < len(d.profiles) {
+	prof := "‹ default ›" + st.dim.Render("  the configured default (kandev config get profile)")
+	if d.profile >= 0 && d.profile < len(d.profiles) {
 		p := d.profiles[d.profile]
 		prof = "‹ " + p.Name + " ›"
 		if !p.MCP {

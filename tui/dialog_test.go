@@ -92,13 +92,32 @@ func TestNewTaskDialogActions(t *testing.T) {
 		ParentID: "p1", Start: true, Workspace: "new"}})
 
 	// A root task sends the UI's directory (a worktree in a git
-	// repository), or runs in it as it is when asked.
+	// repository), or runs in it as it is when asked. Its profile is the
+	// default until one is chosen: none is sent and the daemon picks the
+	// configured one, as `kandev task create` without --profile.
 	d = newNewTaskDialog(testUI(), 5, nil, profiles, "/repo")
 	press(t, d, "Top")
+	if !strings.Contains(d.view(testUI(), 70), "‹ default ›") {
+		t.Fatalf("a root task starts on the default profile:\n%s", d.view(testUI(), 70))
+	}
 	d.setFocus(ntWorkspace)
 	press(t, d, "right")
-	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Top", Profile: core.DefaultProfile,
+	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Top",
 		Start: true, CWD: "/repo", Workspace: core.WorkspaceShared}})
+
+	// From the default, left wraps to the last profile and right back.
+	d = newNewTaskDialog(testUI(), 6, nil, profiles, "/repo")
+	press(t, d, "Left")
+	d.setFocus(ntProfile)
+	press(t, d, "left")
+	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Left", Profile: "mock",
+		Start: true, CWD: "/repo"}})
+	d = newNewTaskDialog(testUI(), 7, nil, profiles, "/repo")
+	press(t, d, "Right")
+	d.setFocus(ntProfile)
+	press(t, d, "left", "right")
+	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Right",
+		Start: true, CWD: "/repo"}})
 
 	// A root task: the parent toggled off, autopilot on, not started, the next profile.
 	d = newNewTaskDialog(testUI(), 2, sel, profiles, "/repo")

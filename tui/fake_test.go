@@ -249,7 +249,7 @@ func (f *fakeClient) closeStream(s *fakeStream) {
 
 // streamState: whether the stream the UI follows is open, how many
 // Conversation calls wait at the gate, and how many events were pushed.
-func (f *fakeClient) streamState(following <-chan core.Event) (open bool, gated, pushed int) {
+func (f *fakeClient) streamState(following <-chan core.Event) (open, holding bool, gated, pushed int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, s := range f.streams {
@@ -261,10 +261,10 @@ func (f *fakeClient) streamState(following <-chan core.Event) (open bool, gated,
 		select {
 		case <-f.gate: // opened: the held calls are on their way
 		default:
-			gated = f.gated
+			holding, gated = true, f.gated
 		}
 	}
-	return open, gated, f.pushed
+	return open, holding, gated, f.pushed
 }
 
 func (f *fakeClient) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
@@ -529,6 +529,9 @@ type driver struct {
 	running  atomic.Int64 // commands whose message is not yet in msgs
 	waiting  atomic.Int64 // of those, waits on an event stream
 	consumed int          // stream events Update has been given
+	// restPending: the model waits for the rest of a listing whose first
+	// rows it drew; that wait is parked while the fake's gate holds it.
+	restPending bool
 }
 
 func testStyles() styles {
@@ -626,8 +629,13 @@ func isEventWait(cmd tea.Cmd) bool {
 // events it carries (a test's own eventsMsg is not from the stream).
 func (d *driver) deliver(msg tea.Msg) {
 	d.t.Helper()
-	if ev, ok := msg.(eventsMsg); ok {
-		d.consumed += len(ev.events)
+	switch msg := msg.(type) {
+	case eventsMsg:
+		d.consumed += len(msg.events)
+	case tasksMsg:
+		// First rows with the rest still on its way: the model now runs
+		// the command that waits for the rest.
+		d.restPending = msg.rest != nil
 	}
 	d.send(msg)
 }
@@ -642,17 +650,21 @@ func (d *driver) quiet() bool {
 }
 
 // parked counts the running commands that only the test can move:
-// Conversation calls held at a closed gate, and the waits on the event
+// Conversation calls held at a closed gate, the wait for the rest of a
+// listing the gate holds (restPending), and the waits on the event
 // stream while the stream the model follows is open and every event
 // pushed has reached Update (a wait that took events is still on its
 // way). A wait on an older stream is parked too: the fake ends a stream
 // only when the test says so, and the model ignores what an old
 // generation delivers.
 func (d *driver) parked() int64 {
-	open, gated, pushed := d.f.streamState(d.m.events)
+	open, holding, gated, pushed := d.f.streamState(d.m.events)
 	n := int64(gated)
 	if d.m.conn == connLive && open && pushed == d.consumed {
 		n += d.waiting.Load()
+	}
+	if d.restPending && holding {
+		n++
 	}
 	return n
 }
@@ -697,7 +709,7 @@ func (d *driver) settle() {
 			stuck.Reset(settleLimit)
 		case <-poll.C:
 		case <-stuck.C:
-			_, _, pushed := d.f.streamState(d.m.events)
+			_, _, _, pushed := d.f.streamState(d.m.events)
 			d.t.Fatalf("the model never settled: %d commands running, %d parked, %d of %d events consumed",
 				d.running.Load(), d.parked(), d.consumed, pushed)
 		}

@@ -93,6 +93,14 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.openDialog(d)
 			return loadDiffCmd(m.ctx, m.client, d.id, t.ID)
 		}
+	case key.Matches(msg, k.Merge):
+		if t := m.needTask("merge"); t != nil {
+			return m.openFinish(openFinish{op: opMerge, taskID: t.ID})
+		}
+	case key.Matches(msg, k.Discard):
+		if t := m.needTask("discard the worktree of"); t != nil {
+			return m.openFinish(openFinish{op: opDiscard, taskID: t.ID})
+		}
 	case key.Matches(msg, k.Start):
 		if t := m.needTask("start"); t != nil {
 			m.setStatus("starting task "+t.ID+"…", false)

@@ -16,6 +16,7 @@ type keyMap struct {
 
 	New, Answer, Message, HandOn, Done key.Binding
 	Stop, Start, Archive, Queue, Diff  key.Binding
+	Merge, Discard                     key.Binding
 	Filter, State, Help, Quit, Cancel  key.Binding
 
 	// Dialog keys.
@@ -25,6 +26,7 @@ type keyMap struct {
 	Choose, ToMessage, SendHandOn, SetStatus          key.Binding
 	CancelDialog, DropOne, DropAll                    key.Binding
 	Scroll, NextFile, PrevFile, CloseDiff             key.Binding
+	MergeHow, DoMerge, DoDiscard                      key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -53,6 +55,8 @@ func newKeyMap() keyMap {
 		Archive: b("x", "archive", "x"),
 		Queue:   b("Q", "queued messages", "Q"),
 		Diff:    b("v", "view its diff", "v"),
+		Merge:   b("M", "merge branch", "M"),
+		Discard: b("D", "discard worktree", "D"),
 		Filter:  b("/", "filter", "/"),
 		State:   b("f", "state filter", "f"),
 		Help:    b("?", "help", "?"),
@@ -81,6 +85,9 @@ func newKeyMap() keyMap {
 		NextFile:     b("tab", "next file", "tab"),
 		PrevFile:     b("shift+tab", "previous file", "shift+tab"),
 		CloseDiff:    b("esc/v/q", "close", "esc", "v", "q"),
+		MergeHow:     b("tab", "merge/squash", "tab"),
+		DoMerge:      b("enter", "merge", "enter"),
+		DoDiscard:    b("y", "discard", "y"),
 	}
 }
 
@@ -107,7 +114,7 @@ func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
 		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
-		{k.Diff, k.Filter, k.State, k.Cancel, k.Help, k.Quit},
+		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Cancel, k.Help, k.Quit},
 	}
 }
 
@@ -163,4 +170,9 @@ func items(bs ...key.Binding) []barItem {
 		out[i] = barItem{b, b.Help().Desc}
 	}
 	return out
+}
+
+// relabel is b with another description, for a bar short of room.
+func relabel(b key.Binding, desc string) key.Binding {
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Help().Key, desc))
 }

@@ -180,7 +180,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case changesMsg:
 		add(m.onChanges(msg))
 	case diffMsg:
-		if d, ok := m.dialog.(*diffView); ok && d.id == msg.dialog {
+		if d, ok := m.dialog.(interface {
+			dialog
+			loaded(diffMsg)
+		}); ok && d.dialogID() == msg.dialog {
 			d.loaded(msg)
 		}
 	case queueMsg:

@@ -102,27 +102,22 @@ type streamClient struct {
 	summaryClient
 }
 
-// hold waits at the fake's gate, counted as held (the driver's parked).
+// hold waits at the fake's gate. It runs in the listing's own goroutine,
+// not in a command, so it is not counted as gated: the driver counts the
+// command that waits for the rest of the listing instead (restPending).
 func (c streamClient) hold(ctx context.Context) error {
 	c.mu.Lock()
 	gate := c.gate
-	if gate != nil {
-		c.gated++
-	}
 	c.mu.Unlock()
 	if gate == nil {
 		return nil
 	}
-	var err error
 	select {
 	case <-gate:
+		return nil
 	case <-ctx.Done():
-		err = ctx.Err()
+		return ctx.Err()
 	}
-	c.mu.Lock()
-	c.gated--
-	c.mu.Unlock()
-	return err
 }
 
 func (c streamClient) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {

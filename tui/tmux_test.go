@@ -305,7 +305,7 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 	s.waitText("● live", "0 tasks")
 
 	s.keys("n")
-	s.waitText("New task", "‹ mock ›")
+	s.waitText("New task", "‹ default ›")
 	s.text("Greeter")
 	s.keys("Tab")
 	s.text("mock: say hello from the tui")
@@ -316,9 +316,11 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 	}
 	s.keys("Tab", "Space", "Enter")
 	s.waitText("refused", "autopilot")
-	// Back to the mock profile, without autopilot: created and started.
+	// Back to the default profile, without autopilot: created and started,
+	// on the profile the daemon picks (mock: no agent CLI is installed
+	// here, and none is configured).
 	s.keys("Up")
-	for i := 0; i < 8 && !strings.Contains(s.screen(), "‹ mock ›"); i++ {
+	for i := 0; i < 8 && !strings.Contains(s.screen(), "‹ default ›"); i++ {
 		s.keys("Right")
 	}
 	s.keys("Down", "Space", "Enter")

@@ -233,7 +233,8 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 	show := add("kandev task show ID --json")
 	create := add("kandev task create")
 	listJSON := add("kandev task list --json")
-	listText := add("kandev task list (text)")
+	listText := add("kandev task list --all (text)")
+	listOpen := add("kandev task list (text; open tasks since ADR 0035)")
 	mcp := add("kandev mcp start to tools/list")
 	tuiQuiet := add("TUI spawn to first row (pty answers nothing)")
 	tuiAnswer := add("TUI spawn to first row (pty answers queries)")
@@ -279,7 +280,8 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			{show, []string{"task", "show", firstID, "--json"}},
 			{create, []string{"task", "create", fmt.Sprintf("bench %d", round), "--cwd", cwd}},
 			{listJSON, []string{"task", "list", "--json"}},
-			{listText, []string{"task", "list"}},
+			{listText, []string{"task", "list", "--all"}},
+			{listOpen, []string{"task", "list"}},
 		}
 		for _, st := range steps {
 			if !wanted(st.r.name) {

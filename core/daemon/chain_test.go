@@ -130,7 +130,7 @@ func TestEscalationChain(t *testing.T) {
 	}
 	// kandev wait: escalated.
 	r := d.Run("wait", task.ID, "--json")
-	if r.Code != 12 || !strings.Contains(r.Stdout, `"outcome": "escalated"`) {
+	if r.Code != 12 || !strings.Contains(r.Stdout, `"outcome":"escalated"`) {
 		t.Fatalf("wait: exit %d %s", r.Code, r.Stdout)
 	}
 }

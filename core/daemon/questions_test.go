@@ -218,7 +218,7 @@ func TestUserQuestionAnsweredInCall(t *testing.T) {
 		t.Fatalf("bad option: %d %q", r.Code, r.Stderr)
 	}
 	out := d.MustRun("task", "answer", task.ID, "--option", "1", "--json")
-	if !strings.Contains(out, `"delivered": "waiting_call"`) {
+	if !strings.Contains(out, `"delivered":"waiting_call"`) {
 		t.Fatalf("answer: %s", out)
 	}
 	waitSaid(t, d, task.ID, "carrying on")

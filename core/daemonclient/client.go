@@ -229,6 +229,37 @@ func listPath(in core.ListTasksInput) string {
 	return "/v1/tasks?" + q.Encode()
 }
 
+// ScanTaskSummaries is ListTaskSummaries one task at a time: fn gets each
+// task as its line is decoded, and must copy what it keeps (the task is
+// reused). The text task list reads 100,000 tasks this way without holding
+// them.
+func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
+	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
+	resp, err := c.send(ctx, "GET", p, nil)
+	var e *core.Error
+	if errors.As(err, &e) && e.Code == core.CodeInternal && strings.HasPrefix(e.Message, "daemon answered 404 ") {
+		// A daemon older than this binary has no such route.
+		ts, err := c.ListTasks(ctx, in)
+		if err != nil {
+			return err
+		}
+		if count != nil {
+			count(len(ts))
+		}
+		for i := range ts {
+			if err := fn(&ts[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return wire.ScanTaskSummaries(resp.Body, count, fn)
+}
+
 // GetTask implements core.Client.
 func (c *Client) GetTask(ctx context.Context, id string) (core.Task, error) {
 	var t core.Task

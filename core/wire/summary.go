@@ -378,3 +378,90 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 	}
 	return bad
 }
+
+// ScanTaskSummaries decodes a summary one line at a time, calling fn with
+// each task as it is decoded, so that a long listing is never held whole.
+// The task and what it points to are reused for the next line: fn must
+// copy what it keeps. count, when not nil, is told the header's task
+// count first, to size what the caller builds.
+func ScanTaskSummaries(r io.Reader, count func(n int), fn func(*core.Task) error) error {
+	var t core.Task
+	refs := make([]core.Ref, 0, 2)
+	sessions := make([]core.SessionInfo, 0, 1)
+	var fnErr error
+	err := scanSummaryLines(r, count, func(cols []string) error {
+		refs, sessions = refs[:0], sessions[:0]
+		if err := summaryTask(&t, cols, &refs, &sessions, 0); err != nil {
+			return err
+		}
+		fnErr = fn(&t)
+		return fnErr
+	})
+	if fnErr != nil {
+		// The caller's own error (a closed pipe, enough rows), not the
+		// summary's: returned as it was.
+		return fnErr
+	}
+	return err
+}
+
+// scanSummaryLines reads a summary's header (passing its count to head)
+// and gives each line's columns to line, in order, checking the count.
+func scanSummaryLines(r io.Reader, head func(n int), line func(cols []string) error) error {
+	br := bufio.NewReaderSize(r, 256*1024)
+	first, err := br.ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("read task summary: %w", err)
+	}
+	count, ok := strings.CutPrefix(strings.TrimSuffix(first, "\n"), SummaryHeader+" ")
+	n, convErr := strconv.Atoi(count)
+	if !ok || convErr != nil || n < 0 {
+		return fmt.Errorf("read task summary: unknown header %q", strings.TrimSpace(first))
+	}
+	if head != nil {
+		head(n)
+	}
+	var cols [SummaryColumns]string
+	got := 0
+	for {
+		b, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer (a huge title or question).
+			rest, err2 := br.ReadBytes('\n')
+			b = append(append([]byte(nil), b...), rest...)
+			err = err2
+		}
+		if len(b) > 0 {
+			if b[len(b)-1] != '\n' {
+				return fmt.Errorf("read task summary: truncated line after %d tasks", got)
+			}
+			s := string(b[:len(b)-1])
+			whole := s
+			for i := range len(cols) - 1 {
+				j := strings.IndexByte(s, '\t')
+				if j < 0 {
+					return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
+				}
+				cols[i], s = s[:j], s[j+1:]
+			}
+			if strings.IndexByte(s, '\t') >= 0 {
+				return fmt.Errorf("read task summary: line %d has %d fields, want %d", got+2, strings.Count(whole, "\t")+1, len(cols))
+			}
+			cols[len(cols)-1] = s
+			got++
+			if err := line(cols[:]); err != nil {
+				return fmt.Errorf("read task summary: line %d: %w", got+1, err)
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read task summary: %w", err)
+		}
+	}
+	if got != n {
+		return fmt.Errorf("read task summary: %d tasks, header says %d", got, n)
+	}
+	return nil
+}

@@ -12,7 +12,7 @@ import (
 	"github.com/kandev/kandev/core/textsafe"
 )
 
-// --- diff -------------------------------------------------------------------
+// The verbs on a task's worktree: diff, merge, discard.
 
 // TaskDiffOptions are `task diff`'s inputs.
 type TaskDiffOptions struct {
@@ -115,8 +115,6 @@ func shortID(commit string) string {
 	return commit
 }
 
-// --- merge ------------------------------------------------------------------
-
 // TaskMergeOptions are `task merge`'s inputs.
 type TaskMergeOptions struct {
 	F     *Factory
@@ -141,23 +139,7 @@ conflict; the task's agent must not be in a turn.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			client, err := f.Client(c.Context())
-			if err != nil {
-				return err
-			}
-			res, err := client.MergeTask(c.Context(), opts.ID, opts.Input)
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				return f.printJSON(res)
-			}
-			how := "Merged"
-			if opts.Input.Squash {
-				how = "Squashed"
-			}
-			fmt.Fprintf(f.IO.ErrOut, "%s %s into %s (%s)\n", how, res.Branch, res.Into, shortID(res.Commit))
-			return nil
+			return taskMergeRun(c.Context(), opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.Input.Squash, "squash", false, "one commit on the main checkout's branch instead of a merge")
@@ -165,7 +147,26 @@ conflict; the task's agent must not be in a turn.`,
 	return c
 }
 
-// --- discard ----------------------------------------------------------------
+func taskMergeRun(ctx context.Context, opts *TaskMergeOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := client.MergeTask(ctx, opts.ID, opts.Input)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(res)
+	}
+	how := "Merged"
+	if opts.Input.Squash {
+		how = "Squashed"
+	}
+	fmt.Fprintf(f.IO.ErrOut, "%s %s into %s (%s)\n", how, res.Branch, res.Into, shortID(res.Commit))
+	return nil
+}
 
 // TaskDiscardOptions are `task discard`'s inputs.
 type TaskDiscardOptions struct {
@@ -196,81 +197,26 @@ done task removes its worktree but keeps its branch. Needs --yes.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			client, err := f.Client(c.Context())
-			if err != nil {
-				return err
-			}
-			t, err := client.DiscardTask(c.Context(), opts.ID)
-			if err != nil {
-				return err
-			}
-			w := t.Workspace
-			if w == nil {
-				w = &core.Workspace{}
-			}
-			return printTaskResult(f, t, "Discarded worktree %s and branch %s of task %s", w.Dir, w.Branch, t.ID)
+			return taskDiscardRun(c.Context(), opts)
 		},
 	}
 	c.Flags().BoolVar(&opts.Yes, "yes", false, "confirm: the work not merged is lost")
 	return c
 }
 
-// --- worktree prune ---------------------------------------------------------
-
-// NewCmdWorktree groups the worktree verbs.
-func NewCmdWorktree(f *Factory) *cobra.Command {
-	c := group("worktree", "Tasks' git worktrees", "")
-	c.AddCommand(NewCmdWorktreePrune(f, nil))
-	return c
-}
-
-// WorktreePruneOptions are `worktree prune`'s inputs.
-type WorktreePruneOptions struct {
-	F     *Factory
-	Input core.PruneInput
-}
-
-// NewCmdWorktreePrune builds `kandev worktree prune`.
-func NewCmdWorktreePrune(f *Factory, runF func(*WorktreePruneOptions) error) *cobra.Command {
-	opts := &WorktreePruneOptions{F: f}
-	c := &cobra.Command{
-		Use:   "prune [--dry-run]",
-		Short: "Remove worktrees under the kandev home that no task owns",
-		Long: `Remove the directories under $KANDEV_HOME/worktrees that no task owns (left by a
-create cut short, an interrupted discard, a home restored from a backup), with their
-kandev/<id> branches. The worktrees of tasks, stopped, archived or not, are kept.`,
-		Args: cobra.NoArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			if runF != nil {
-				return runF(opts)
-			}
-			client, err := f.Client(c.Context())
-			if err != nil {
-				return err
-			}
-			res, err := client.PruneWorktrees(c.Context(), opts.Input)
-			if err != nil {
-				return err
-			}
-			if f.JSON {
-				return f.printJSON(res)
-			}
-			verb := "Removed"
-			if opts.Input.DryRun {
-				verb = "Would remove"
-			}
-			for _, d := range res.Removed {
-				fmt.Fprintf(f.IO.Out, "%s %s\n", verb, d)
-			}
-			for _, b := range res.Branches {
-				fmt.Fprintf(f.IO.Out, "%s branch %s\n", verb, b)
-			}
-			if len(res.Removed) == 0 {
-				fmt.Fprintln(f.IO.ErrOut, "No orphaned worktrees")
-			}
-			return nil
-		},
+func taskDiscardRun(ctx context.Context, opts *TaskDiscardOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
 	}
-	c.Flags().BoolVar(&opts.Input.DryRun, "dry-run", false, "only list what would be removed")
-	return c
+	t, err := client.DiscardTask(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	w := t.Workspace
+	if w == nil {
+		w = &core.Workspace{}
+	}
+	return printTaskResult(f, t, "Discarded worktree %s and branch %s of task %s", w.Dir, w.Branch, t.ID)
 }

@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -112,8 +111,7 @@ func (p *logPrinter) add(m core.Message) {
 	p.printed[m.Seq] = m.Text
 	p.last = m.Seq
 	if p.f.JSON {
-		b, _ := json.Marshal(m)
-		fmt.Fprintln(p.f.IO.Out, string(b))
+		_ = p.f.printJSONLine(p.f.IO.Out, m)
 		return
 	}
 	fmt.Fprintln(p.f.IO.Out, formatMessage(m))
@@ -130,8 +128,7 @@ func (p *logPrinter) update(m core.Message) {
 	}
 	p.printed[m.Seq] = m.Text
 	if p.f.JSON {
-		b, _ := json.Marshal(m)
-		fmt.Fprintln(p.f.IO.Out, string(b))
+		_ = p.f.printJSONLine(p.f.IO.Out, m)
 		return
 	}
 	if (m.Kind == core.MsgAgent || m.Kind == core.MsgThought) && strings.HasPrefix(m.Text, prev) && p.last == m.Seq {

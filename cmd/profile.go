@@ -1,0 +1,267 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+)
+
+// NewCmdProfile groups the profile verbs.
+func NewCmdProfile(f *Factory) *cobra.Command {
+	c := group("profile", "Manage agent profiles", "")
+	c.AddCommand(NewCmdProfileAdd(f, nil), NewCmdProfileList(f, nil), NewCmdProfileShow(f, nil), NewCmdProfileRemove(f, nil))
+	return c
+}
+
+// ProfileAddOptions are `profile add`'s inputs.
+type ProfileAddOptions struct {
+	F       *Factory
+	Profile core.Profile
+}
+
+// NewCmdProfileAdd builds `kandev profile add`.
+func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Command {
+	opts := &ProfileAddOptions{F: f}
+	p := &opts.Profile
+	var noMCP bool
+	c := &cobra.Command{
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P]",
+		Short: "Add (or replace) an agent profile",
+		Long: `Add (or replace) an agent profile.
+
+--permission sets how kandev answers the agent's permission requests on a normal
+task: allow, deny, or ask (a pending question for you, answered with kandev task
+answer ID --option N). --autopilot-permission sets it for autopilot tasks, where
+nobody is asked: allow or deny. Unset, they follow $KANDEV_PERMISSION and
+$KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.`,
+		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
+  kandev profile add plain --command my-agent --no-mcp
+  kandev profile add opencode --command opencode --arg acp --start-timeout 3m
+  kandev profile add careful --command codex-acp --permission ask --autopilot-permission deny`,
+		Args: exactArgs(1, "the profile NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			p.Name = args[0]
+			p.MCP = !noMCP
+			if strings.TrimSpace(p.Command) == "" {
+				return usagef("--command is required")
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return profileAddRun(c.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&p.Command, "command", "", "the ACP agent executable")
+	c.Flags().StringArrayVar(&p.Args, "arg", nil, "an argument (repeat)")
+	c.Flags().StringArrayVar(&p.Env, "env", nil, "an environment entry KEY=VALUE (repeat)")
+	c.Flags().BoolVar(&noMCP, "no-mcp", false, "the agent cannot take an injected MCP server (no autopilot)")
+	c.Flags().StringVar(&p.StartTimeout, "start-timeout", "", "how long the agent may take to start (e.g. 3m); default: the daemon's (60s)")
+	c.Flags().StringVar(&p.Permission, "permission", "", "answer to the agent's permission requests on a normal task: allow, deny or ask; default: the config's (ask)")
+	c.Flags().StringVar(&p.AutopilotPermission, "autopilot-permission", "", "answer to them on an autopilot task: allow or deny; default: the config's (allow)")
+	_ = c.RegisterFlagCompletionFunc("permission", cobra.FixedCompletions([]string{"allow", "deny", "ask"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("autopilot-permission", cobra.FixedCompletions([]string{"allow", "deny"}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+func profileAddRun(ctx context.Context, opts *ProfileAddOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	saved, err := client.AddProfile(ctx, opts.Profile)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(saved)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Saved profile %s (%s)\n", saved.Name, saved.Source)
+	return nil
+}
+
+// ProfileListOptions are `profile list`'s inputs.
+type ProfileListOptions struct {
+	F *Factory
+}
+
+// NewCmdProfileList builds `kandev profile list`.
+func NewCmdProfileList(f *Factory, runF func(*ProfileListOptions) error) *cobra.Command {
+	opts := &ProfileListOptions{F: f}
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List profiles",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return profileListRun(c.Context(), opts)
+		},
+	}
+}
+
+func profileListRun(ctx context.Context, opts *ProfileListOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	ps, err := client.ListProfiles(ctx)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(ps)
+	}
+	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tMCP\tSOURCE\tCOMMAND")
+	for _, p := range ps {
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%s\n", p.Name, p.MCP, p.Source, p.CommandLine())
+	}
+	return tw.Flush()
+}
+
+// ProfileShowOptions are `profile show`'s inputs.
+type ProfileShowOptions struct {
+	F      *Factory
+	Name   string
+	Reveal bool
+}
+
+// NewCmdProfileShow builds `kandev profile show`.
+func NewCmdProfileShow(f *Factory, runF func(*ProfileShowOptions) error) *cobra.Command {
+	opts := &ProfileShowOptions{F: f}
+	c := &cobra.Command{
+		Use:   "show NAME [--reveal]",
+		Short: "Show one profile (secret-looking env values masked)",
+		Long: `Show one profile. The values of env entries whose names look secret (containing KEY,
+TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH or PRIVATE, in any case) print as
+**** (with their last 4 characters when long), in --json too, unless --reveal.`,
+		Args: exactArgs(1, "the profile NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return profileShowRun(c.Context(), opts)
+		},
+	}
+	c.Flags().BoolVar(&opts.Reveal, "reveal", false, "print secret-looking env values in clear")
+	return c
+}
+
+func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := client.GetProfile(ctx, opts.Name)
+	if err != nil {
+		return err
+	}
+	if !opts.Reveal {
+		p.Env = maskEnv(p.Env)
+	}
+	if f.JSON {
+		return f.printJSON(p)
+	}
+	fmt.Fprintf(f.IO.Out, "name:     %s\nsource:   %s\ncommand:  %s\nmcp:      %v\n", p.Name, p.Source, p.CommandLine(), p.MCP)
+	for _, e := range p.Env {
+		fmt.Fprintf(f.IO.Out, "env:      %s\n", e)
+	}
+	if p.StartTimeout != "" {
+		fmt.Fprintf(f.IO.Out, "start:    %s\n", p.StartTimeout)
+	}
+	if p.Permission != "" {
+		fmt.Fprintf(f.IO.Out, "permission: %s\n", p.Permission)
+	}
+	if p.AutopilotPermission != "" {
+		fmt.Fprintf(f.IO.Out, "autopilot permission: %s\n", p.AutopilotPermission)
+	}
+	return nil
+}
+
+// secretWords mark an env name whose value should not reach a screen or a
+// pasted bug report. Masking a harmless value by mistake costs a --reveal;
+// missing a key costs the key.
+var secretWords = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PRIVATE"}
+
+// maskEnv returns env with the values of secret-looking names masked: ****,
+// and the last 4 characters of a value long enough that they give nothing
+// useful away (they tell two keys apart).
+func maskEnv(env []string) []string {
+	if env == nil {
+		return nil
+	}
+	out := make([]string, len(env))
+	for i, e := range env {
+		out[i] = e
+		name, val, ok := strings.Cut(e, "=")
+		if !ok || val == "" || !secretName(name) {
+			continue
+		}
+		masked := "****"
+		if r := []rune(val); len(r) >= 16 {
+			masked += string(r[len(r)-4:])
+		}
+		out[i] = name + "=" + masked
+	}
+	return out
+}
+
+func secretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, w := range secretWords {
+		if strings.Contains(up, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ProfileRemoveOptions are `profile remove`'s inputs.
+type ProfileRemoveOptions struct {
+	F    *Factory
+	Name string
+}
+
+// NewCmdProfileRemove builds `kandev profile remove`.
+func NewCmdProfileRemove(f *Factory, runF func(*ProfileRemoveOptions) error) *cobra.Command {
+	opts := &ProfileRemoveOptions{F: f}
+	return &cobra.Command{
+		Use:   "remove NAME",
+		Short: "Remove a user profile (an override's built-in comes back)",
+		Args:  exactArgs(1, "the profile NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return profileRemoveRun(c.Context(), opts)
+		},
+	}
+}
+
+func profileRemoveRun(ctx context.Context, opts *ProfileRemoveOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := client.RemoveProfile(ctx, opts.Name)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(p)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Removed profile %s\n", p.Name)
+	return nil
+}

@@ -1,0 +1,164 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kandev/kandev/core"
+)
+
+// TaskCreateOptions are `task create`'s inputs.
+type TaskCreateOptions struct {
+	F     *Factory
+	Input core.CreateTaskInput
+}
+
+// NewCmdTaskCreate builds `kandev task create`.
+func NewCmdTaskCreate(f *Factory, runF func(*TaskCreateOptions) error) *cobra.Command {
+	opts := &TaskCreateOptions{F: f}
+	c := &cobra.Command{
+		Use:   "create TITLE",
+		Short: "Create a task",
+		Long: `Create a task. Autopilot is decided here, once: it cannot be changed later and a child
+never inherits it. An autopilot agent works without asking the operator and sends its
+questions to its parent task; its profile must accept kandev's MCP server.`,
+		Example: `  kandev task create "Split the auth module" --profile claude --autopilot --start
+  kandev task create "Extract token parsing" --parent k3f9qa -d "keep the API"`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("task create takes one TITLE (quote it): got %d arguments", len(args))
+			}
+			if len(args) == 0 && opts.Input.Prompt == "" {
+				return usagef("task create needs a TITLE (or --prompt to derive a placeholder title from)")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Input.Title = args[0]
+			}
+			// A child without --cwd works where its parent works (in its
+			// worktree, if it has one): the daemon fills it in.
+			if opts.Input.CWD == "" && opts.Input.ParentID == "" {
+				wd, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				opts.Input.CWD = wd
+			} else if opts.Input.CWD != "" {
+				if abs, err := filepath.Abs(opts.Input.CWD); err == nil {
+					opts.Input.CWD = abs
+				}
+			}
+			// A child without --profile takes its parent's (the daemon's
+			// rule); the configured default is for top-level tasks.
+			if opts.Input.Profile == "" && opts.Input.ParentID == "" {
+				p, err := f.configuredProfile()
+				if err != nil {
+					return err
+				}
+				opts.Input.Profile = p
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return taskCreateRun(c.Context(), opts)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&opts.Input.Description, "description", "d", "", "what the task is about")
+	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
+	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
+	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
+	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
+	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: worktree inside a git repository, and a child created without --cwd works in its parent's worktree")
+	fl.StringVar(&opts.Input.Base, "base", "", "the ref a worktree branches from (default: the repository's HEAD, or the parent's branch)")
+	fl.StringVar(&opts.Input.Branch, "branch", "", "the worktree's new branch (default: kandev/<task-id>-<slug-of-title>)")
+	fl.StringVar(&opts.Input.Prompt, "prompt", "", "first message for the task's agent")
+	fl.BoolVar(&opts.Input.Start, "start", false, "start the task's agent at once")
+	fl.StringVar(&opts.Input.Assignee, "assignee", "", "a role or person (default: the profile's own role)")
+	fl.StringArrayVar(&opts.Input.BlockedBy, "blocked-by", nil, "a task this one waits on (repeat)")
+	fl.StringVar(&opts.Input.Surface, "surface", "", "MCP surface of its sessions: kanban-task, office-task or configuration (default: from the assignee)")
+	return c
+}
+
+func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	// One key per invocation: a create whose reply was cut is retried
+	// once, and the daemon answers the retry with the task it made.
+	in := opts.Input
+	if in.IdempotencyKey == "" {
+		in.IdempotencyKey = "cli-" + core.NewID() + core.NewID() + core.NewID()
+	}
+	profiles, err := client.ListProfiles(ctx)
+	if err != nil {
+		return err
+	}
+	if in.Profile == "" && in.ParentID == "" {
+		// Nothing named one: the first built-in agent on PATH, said aloud
+		// so a person knows which agent their task got and why.
+		in.Profile = core.PickDefaultProfile(profiles, f.Executable)
+		fmt.Fprintf(f.IO.ErrOut, "Using profile %s: no --profile, $KANDEV_PROFILE or config profile; %s\n", in.Profile, pickedWhy(in.Profile))
+	}
+	t, err := client.CreateTask(ctx, in)
+	if core.CodeOf(err) == core.CodeUnavailable && ctx.Err() == nil {
+		t, err = client.CreateTask(ctx, in)
+	}
+	if err != nil {
+		return err
+	}
+	warnCannotStart(f, profiles, t.Profile)
+	if f.JSON {
+		return f.printJSON(t)
+	}
+	fmt.Fprintln(f.IO.Out, t.ID)
+	fmt.Fprintf(f.IO.ErrOut, "Created task %s: %s (%s)\n", t.ID, t.Title, describeMode(t))
+	return nil
+}
+
+func pickedWhy(profile string) string {
+	if profile == core.DefaultProfile {
+		return "no built-in agent's command is on PATH (kandev doctor)"
+	}
+	return "the first built-in agent whose command is on PATH (kandev config set profile NAME to choose)"
+}
+
+// warnCannotStart tells at once that the task's profile cannot start here:
+// otherwise the task only waits, and nothing says why until you look.
+// The lookup uses this shell's PATH, which the daemon started from it
+// shares.
+func warnCannotStart(f *Factory, profiles []core.Profile, name string) {
+	for _, p := range profiles {
+		if p.Name != name {
+			continue
+		}
+		if _, err := core.LookCommand(p, f.Executable); err != nil {
+			fmt.Fprintf(f.IO.ErrOut, "Warning: profile %s cannot start: %s is not on PATH; the task waits until it is.\nFix: %s\n",
+				p.Name, p.Command, core.CannotStartHint(p))
+		}
+		return
+	}
+}
+
+func describeMode(t core.Task) string {
+	parts := []string{"profile " + t.Profile}
+	if t.Autopilot {
+		parts = append([]string{"autopilot"}, parts...)
+	}
+	if t.ParentID != "" {
+		parts = append(parts, "parent "+t.ParentID)
+	}
+	if t.Session != nil {
+		parts = append(parts, "session "+string(t.Session.State))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,47 @@
+package cmd
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+)
+
+// TaskShowOptions are `task show`'s inputs.
+type TaskShowOptions struct {
+	F  *Factory
+	ID string
+}
+
+// NewCmdTaskShow builds `kandev task show`.
+func NewCmdTaskShow(f *Factory, runF func(*TaskShowOptions) error) *cobra.Command {
+	opts := &TaskShowOptions{F: f}
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one task",
+		Args:  exactArgs(1, "one task ID"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.ID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return taskShowRun(c.Context(), opts)
+		},
+	}
+}
+
+func taskShowRun(ctx context.Context, opts *TaskShowOptions) error {
+	f := opts.F
+	client, err := f.Client(ctx)
+	if err != nil {
+		return err
+	}
+	t, err := client.GetTask(ctx, opts.ID)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(t)
+	}
+	writeTaskDetail(f.IO.Out, t)
+	return nil
+}
