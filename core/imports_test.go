@@ -108,6 +108,14 @@ func TestImportRule(t *testing.T) {
 		func(p string) bool { return under(p, "mcpserve") || under(p, "tui") }, true,
 		module+"/core/daemon", module+"/core/engine", module+"/store", "modernc.org/sqlite")
 
+	// ADR 0039: every kandev command paid ~6 ms of package init for the JSON
+	// Schema engine mcp-go's server and client packages link; kandev serves
+	// and speaks MCP itself and keeps only mcp-go's protocol types.
+	forbid("no package links mcp-go's server or client, nor santhosh-tekuri/jsonschema (ADR 0039)",
+		func(string) bool { return true }, true,
+		"github.com/mark3labs/mcp-go/server", "github.com/mark3labs/mcp-go/client",
+		"github.com/santhosh-tekuri/jsonschema")
+
 	forbid("only cmd (the hidden mock-agent subcommand) and tests use the mock agent",
 		func(p string) bool { return p != module+"/cmd" }, false, module+"/internal/mockagent")
 }

@@ -10,28 +10,38 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
-// The stdio transport is kandev's own rather than server.StdioServer:
-// mcp-go's keeps its one client session in a package variable, so two
-// bridges in one process (tests, benchmarks) would share it, and it
-// answers requests its client has cancelled. This one has a session per
-// bridge, serves every request on its own goroutine, writes each message
-// whole under one lock, drops the answer to a cancelled request, and on
-// stdin EOF lets the calls in flight finish (waiting calls are cut off)
-// before returning.
+// kandev serves MCP over stdio with its own JSON-RPC loop rather than
+// mcp-go's server package (ADR 0039): that package links a general JSON
+// Schema engine whose package init cost every kandev command ~6 ms, for a
+// server that needs five methods. The wire shapes are mcp-go's mcp types.
+//
+// Messages are newline-delimited JSON-RPC 2.0 (MCP stdio). Every request
+// is served on its own goroutine, so a call that waits for a person never
+// holds up the others; each message is written whole under one lock; a
+// request the client cancels (notifications/cancelled) has its context
+// cancelled and gets no answer; on stdin EOF the calls in flight finish
+// (calls waiting for a person are cut off) before Run returns.
+
+// JSON-RPC error codes.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+)
 
 // transport runs one MCP session over a reader and a writer.
 type transport struct {
-	srv  *server.MCPServer
-	out  io.Writer
-	sess *session
+	b   *bridge
+	out io.Writer
 
 	wmu sync.Mutex // one message per write
 
 	mu       sync.Mutex
-	inflight map[string]*bool // request id -> cancelled by the client
+	inflight map[string]*call // request id -> its call
 
 	// eof is cancelled when the input ends: calls that wait for a person
 	// are then cut off, since nobody will read their answer.
@@ -39,63 +49,21 @@ type transport struct {
 	cancelEOF context.CancelFunc
 }
 
-// session is the one client of a bridge.
-type session struct {
-	id    string
-	notes chan mcp.JSONRPCNotification
-	mu    sync.Mutex
-	init  bool
+// call is a request being served.
+type call struct {
+	cancel    context.CancelFunc
+	cancelled bool // by the client: its answer is dropped
 }
-
-func (s *session) SessionID() string { return s.id }
-func (s *session) NotificationChannel() chan<- mcp.JSONRPCNotification {
-	return s.notes
-}
-func (s *session) Initialize() {
-	s.mu.Lock()
-	s.init = true
-	s.mu.Unlock()
-}
-func (s *session) Initialized() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.init
-}
-
-var _ server.ClientSession = (*session)(nil)
 
 func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	eof, cancelEOF := context.WithCancel(context.Background())
 	defer cancelEOF()
-	t := &transport{srv: b.srv, out: out, inflight: map[string]*bool{}, eof: eof, cancelEOF: cancelEOF,
-		sess: &session{id: "stdio", notes: make(chan mcp.JSONRPCNotification, 16)}}
+	t := &transport{b: b, out: out, inflight: map[string]*call{}, eof: eof, cancelEOF: cancelEOF}
 	b.tr = t
 	return t.run(ctx, in)
 }
 
 func (t *transport) run(ctx context.Context, in io.Reader) error {
-	if err := t.srv.RegisterSession(ctx, t.sess); err != nil {
-		return fmt.Errorf("mcp: %w", err)
-	}
-	defer t.srv.UnregisterSession(context.Background(), t.sess.id)
-	ctx = t.srv.WithContext(ctx, t.sess)
-
-	// Server-initiated notifications (none are expected today) go out as
-	// they come.
-	notesDone := make(chan struct{})
-	stopNotes := make(chan struct{})
-	go func() {
-		defer close(notesDone)
-		for {
-			select {
-			case n := <-t.sess.notes:
-				t.write(n)
-			case <-stopNotes:
-				return
-			}
-		}
-	}()
-
 	// The read loop dispatches each message itself: a request gets its own
 	// goroutine at once, a notification is handled in order.
 	var (
@@ -139,70 +107,149 @@ func (t *transport) run(ctx context.Context, in io.Reader) error {
 	// let the others answer, then stop.
 	t.cancelEOF()
 	wg.Wait()
-	close(stopNotes)
-	<-notesDone
 	if err != nil {
 		return fmt.Errorf("mcp: read stdin: %w", err)
 	}
 	return nil
 }
 
-// envelope is what the transport needs of a message to route it.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params struct {
-		RequestID json.RawMessage `json:"requestId"`
-	} `json:"params"`
+// message is an incoming JSON-RPC message: a request, a notification or
+// (never expected: kandev sends no requests) a response.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
+// rpcError is a JSON-RPC error; it is also the Go error of a method.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *rpcError) Error() string { return e.Message }
+
 func (t *transport) dispatch(ctx context.Context, wg *sync.WaitGroup, line []byte) {
-	line = bytes.TrimSpace(line)
-	var env envelope
-	if err := json.Unmarshal(line, &env); err != nil {
+	var msg message
+	if err := json.Unmarshal(line, &msg); err != nil {
 		t.writeRaw([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`))
 		return
 	}
-	hasID := len(env.ID) > 0 && string(env.ID) != "null"
+	hasID := len(msg.ID) > 0 && string(msg.ID) != "null"
 	switch {
-	case env.Method == "":
+	case msg.Method == "":
 		// A response to a request we never send: ignore it.
 		return
 	case !hasID:
-		if env.Method == string(mcp.MethodNotificationCancelled) {
-			t.markCancelled(string(env.Params.RequestID))
-		}
 		// Notifications are handled in order, on the read loop.
-		t.srv.HandleMessage(ctx, line)
+		t.notification(msg)
+		return
+	case msg.JSONRPC != mcp.JSONRPC_VERSION:
+		t.reply(msg.ID, nil, &rpcError{Code: codeInvalidRequest, Message: "Invalid JSON-RPC version"})
 		return
 	}
-	key := string(env.ID)
-	cancelled := new(bool)
+	key := string(msg.ID)
+	ctx, cancel := context.WithCancel(ctx)
+	c := &call{cancel: cancel}
 	t.mu.Lock()
-	t.inflight[key] = cancelled
+	t.inflight[key] = c
 	t.mu.Unlock()
-	msg := append([]byte(nil), line...)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		resp := t.srv.HandleMessage(ctx, msg)
+		defer cancel()
+		result, rerr := t.request(ctx, msg)
 		t.mu.Lock()
-		drop := *cancelled
+		drop := c.cancelled
 		delete(t.inflight, key)
 		t.mu.Unlock()
 		// A cancelled request gets no answer (MCP cancellation rule).
-		if resp != nil && !drop {
-			t.write(resp)
+		if !drop {
+			t.reply(msg.ID, result, rerr)
 		}
 	}()
 }
 
-func (t *transport) markCancelled(id string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if c, ok := t.inflight[id]; ok {
-		*c = true
+// notification handles a message that wants no answer.
+func (t *transport) notification(msg message) {
+	switch msg.Method {
+	case string(mcp.MethodNotificationCancelled):
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(msg.Params, &p) != nil {
+			return
+		}
+		t.mu.Lock()
+		if c, ok := t.inflight[string(p.RequestID)]; ok {
+			c.cancelled = true
+			c.cancel()
+		}
+		t.mu.Unlock()
+	default:
+		// notifications/initialized and anything else: nothing to do.
+		t.b.log.Debug("kandev mcp: notification", "method", msg.Method)
 	}
+}
+
+// request serves one request; a panic in a tool becomes an internal error
+// rather than the end of every agent's session.
+func (t *transport) request(ctx context.Context, msg message) (result any, rerr *rpcError) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, rerr = nil, &rpcError{Code: codeInternalError, Message: fmt.Sprintf("panic recovered in %s: %v", msg.Method, r)}
+		}
+	}()
+	switch msg.Method {
+	case string(mcp.MethodInitialize):
+		var p mcp.InitializeParams
+		if len(msg.Params) > 0 {
+			if err := json.Unmarshal(msg.Params, &p); err != nil {
+				return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
+			}
+		}
+		t.b.log.Debug("kandev mcp: initialize", "client", p.ClientInfo.Name, "protocol", p.ProtocolVersion)
+		return t.b.initialize(p.ProtocolVersion), nil
+	case string(mcp.MethodPing):
+		return mcp.EmptyResult{}, nil
+	case string(mcp.MethodToolsList):
+		return mcp.ListToolsResult{Tools: t.b.defs}, nil
+	case string(mcp.MethodToolsCall):
+		var p struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+			Meta      *mcp.Meta       `json:"_meta"`
+		}
+		if len(msg.Params) > 0 {
+			if err := json.Unmarshal(msg.Params, &p); err != nil {
+				return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
+			}
+		}
+		var token mcp.ProgressToken
+		if p.Meta != nil {
+			token = p.Meta.ProgressToken
+		}
+		return t.b.call(ctx, p.Name, p.Arguments, token)
+	}
+	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("Method %s not found", msg.Method)}
+}
+
+// reply answers a request with its result or its error.
+func (t *transport) reply(id json.RawMessage, result any, rerr *rpcError) {
+	if rerr != nil {
+		t.write(struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Error   *rpcError       `json:"error"`
+		}{mcp.JSONRPC_VERSION, id, rerr})
+		return
+	}
+	t.write(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  any             `json:"result"`
+	}{mcp.JSONRPC_VERSION, id, result})
 }
 
 // notify writes a notification to the client.
@@ -215,7 +262,7 @@ func (t *transport) write(msg any) {
 	b, err := json.Marshal(msg)
 	if err != nil {
 		b, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-			"error": map[string]any{"code": mcp.INTERNAL_ERROR, "message": "kandev mcp could not encode a message: " + err.Error()}})
+			"error": map[string]any{"code": codeInternalError, "message": "kandev mcp could not encode a message: " + err.Error()}})
 	}
 	t.writeRaw(b)
 }

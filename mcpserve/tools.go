@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
@@ -22,30 +22,17 @@ import (
 type bridge struct {
 	host     core.ToolHost
 	surface  core.ToolSurface
-	srv      *server.MCPServer
+	version  string
+	tools    map[string]capability.Tool
+	defs     []mcp.Tool // tools/list, sorted by name
 	progress time.Duration
 	log      *slog.Logger
 	tr       *transport
 }
 
 func newBridge(host core.ToolHost, surface core.ToolSurface, version string, progress time.Duration, log *slog.Logger) *bridge {
-	b := &bridge{host: host, surface: surface, progress: progress, log: log}
-	hooks := &server.Hooks{}
-	hooks.AddAfterCallTool(func(_ context.Context, _ any, req *mcp.CallToolRequest, result any) {
-		asCodedError(req, result)
-	})
-	sopts := []server.ServerOption{
-		server.WithToolCapabilities(false),
-		server.WithInputSchemaValidation(),
-		server.WithHooks(hooks),
-		server.WithRecovery(),
-		server.WithInstructions(instructions(surface)),
-	}
-	if log.Enabled(context.Background(), slog.LevelDebug) {
-		sopts = append(sopts, server.WithLogger(log))
-	}
-	b.srv = server.NewMCPServer("kandev", version, sopts...)
-	var tools []server.ServerTool
+	b := &bridge{host: host, surface: surface, version: version, progress: progress, log: log,
+		tools: map[string]capability.Tool{}}
 	for _, name := range surface.Tools {
 		t, ok := capability.Lookup(name)
 		if !ok {
@@ -58,10 +45,30 @@ func newBridge(host core.ToolHost, surface core.ToolSurface, version string, pro
 			log.Debug("kandev mcp: skipping tool", "tool", name, "err", err)
 			continue
 		}
-		tools = append(tools, server.ServerTool{Tool: mt, Handler: b.handler(t)})
+		if _, dup := b.tools[name]; dup {
+			continue
+		}
+		b.tools[name] = t
+		b.defs = append(b.defs, mt)
 	}
-	b.srv.AddTools(tools...)
+	slices.SortFunc(b.defs, func(x, y mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
 	return b
+}
+
+// initialize answers the handshake: the client's protocol version when it
+// is one that has the handshake, else the latest that does (as mcp-go
+// negotiates), and the tools capability without list changes (a
+// session's tools are fixed when the bridge starts).
+func (b *bridge) initialize(clientVersion string) *mcp.InitializeResult {
+	res := &mcp.InitializeResult{
+		ProtocolVersion: mcp.NegotiateLegacyVersion(clientVersion),
+		ServerInfo:      mcp.Implementation{Name: "kandev", Version: b.version},
+		Instructions:    instructions(b.surface),
+	}
+	res.Capabilities.Tools = &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{}
+	return res
 }
 
 // instructions is the short server description clients may show a model.
@@ -92,46 +99,52 @@ func Definition(t capability.Tool) (mcp.Tool, error) {
 	return mt, nil
 }
 
-// handler forwards one tool's calls to the daemon.
-func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := []byte(req.Params.RawArguments)
-		if len(args) == 0 && req.Params.Arguments != nil {
-			var err error
-			if args, err = json.Marshal(req.Params.Arguments); err != nil {
-				return errorResult(core.Errorf(core.CodeValidation, "arguments of %s are not JSON: %v", t.Name, err)), nil
-			}
-		}
-		if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
-			args = []byte("{}")
-		}
-		if t.Name == "create_task_kandev" && b.surface.TaskID == "" {
-			args = withDefaultCWD(args)
-		}
-		if t.Waits {
-			var stop func()
-			ctx, stop = b.waiting(ctx, req)
-			defer stop()
-		}
-		res, err := b.host.CallTool(ctx, t.Name, args)
-		if err != nil {
-			if ctx.Err() != nil {
-				if t.Waits {
-					return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cut off before an answer came; "+
-						"a question it recorded stays pending and its answer arrives as your next message", t.Name)), nil
-				}
-				return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cancelled before kandev answered", t.Name)), nil
-			}
-			return errorResult(core.AsError(err)), nil
-		}
-		switch t.Name {
-		case "list_tasks_kandev":
-			return taskPageResult(res), nil
-		case "get_task_diff_kandev":
-			return taskDiffResult(res), nil
-		}
-		return successResult(res), nil
+// call serves tools/call: a tool outside the session's surface is an
+// invalid-params error, arguments that break the tool's schema a
+// VALIDATION_ERROR result worded for the model, and anything else is
+// forwarded to the daemon.
+func (b *bridge) call(ctx context.Context, name string, args json.RawMessage, token mcp.ProgressToken) (*mcp.CallToolResult, *rpcError) {
+	t, ok := b.tools[name]
+	if !ok {
+		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("tool '%s' not found: tool not found", name)}
 	}
+	if why := explainInvalid(t, args); why != "" {
+		return errorResult(core.Errorf(core.CodeValidation, "invalid arguments for %s: %s", t.Name, why)), nil
+	}
+	return b.forward(ctx, t, args, token), nil
+}
+
+// forward passes one valid call to the daemon.
+func (b *bridge) forward(ctx context.Context, t capability.Tool, args []byte, token mcp.ProgressToken) *mcp.CallToolResult {
+	if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
+		args = []byte("{}")
+	}
+	if t.Name == "create_task_kandev" && b.surface.TaskID == "" {
+		args = withDefaultCWD(args)
+	}
+	if t.Waits {
+		var stop func()
+		ctx, stop = b.waiting(ctx, token)
+		defer stop()
+	}
+	res, err := b.host.CallTool(ctx, t.Name, args)
+	if err != nil {
+		if ctx.Err() != nil {
+			if t.Waits {
+				return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cut off before an answer came; "+
+					"a question it recorded stays pending and its answer arrives as your next message", t.Name))
+			}
+			return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cancelled before kandev answered", t.Name))
+		}
+		return errorResult(core.AsError(err))
+	}
+	switch t.Name {
+	case "list_tasks_kandev":
+		return taskPageResult(res)
+	case "get_task_diff_kandev":
+		return taskDiffResult(res)
+	}
+	return successResult(res)
 }
 
 // withDefaultCWD gives a task created on the external surface the
@@ -160,13 +173,9 @@ func withDefaultCWD(args []byte) []byte {
 // the client goes away (stdin EOF), and it reports progress while it
 // waits when the client gave a progress token. stop must be called before
 // the handler returns, so that no progress follows the result.
-func (b *bridge) waiting(ctx context.Context, req mcp.CallToolRequest) (context.Context, func()) {
+func (b *bridge) waiting(ctx context.Context, token mcp.ProgressToken) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	unhook := context.AfterFunc(b.tr.eof, cancel)
-	var token mcp.ProgressToken
-	if req.Params.Meta != nil {
-		token = req.Params.Meta.ProgressToken
-	}
 	if token == nil {
 		return ctx, func() { unhook(); cancel() }
 	}
@@ -346,40 +355,4 @@ func errorResult(e *core.Error) *mcp.CallToolResult {
 		StructuredContent: errorBody{Error: e},
 		IsError:           true,
 	}
-}
-
-// asCodedError rewrites the results mcp-go writes itself (a call refused
-// by input schema validation) into kandev's error shape, worded for the
-// model. kandev's own results always carry structured content, so these
-// are the ones without.
-func asCodedError(req *mcp.CallToolRequest, result any) {
-	r, ok := result.(*mcp.CallToolResult)
-	if !ok || r == nil || !r.IsError || r.StructuredContent != nil || len(r.RawStructuredContent) > 0 {
-		return
-	}
-	var msg string
-	if req != nil {
-		if t, ok := capability.Lookup(req.Params.Name); ok {
-			args := []byte(req.Params.RawArguments)
-			if len(args) == 0 && req.Params.Arguments != nil {
-				args, _ = json.Marshal(req.Params.Arguments)
-			}
-			if why := explainInvalid(t, args); why != "" {
-				msg = "invalid arguments for " + t.Name + ": " + why
-			}
-		}
-	}
-	if msg == "" {
-		var parts []string
-		for _, c := range r.Content {
-			if tc, ok := mcp.AsTextContent(c); ok {
-				parts = append(parts, tc.Text)
-			}
-		}
-		msg = strings.Join(parts, "\n")
-	}
-	if msg == "" {
-		msg = "invalid arguments"
-	}
-	*r = *errorResult(core.Errorf(core.CodeValidation, "%s", msg))
 }

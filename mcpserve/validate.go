@@ -3,130 +3,177 @@ package mcpserve
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
+	"unicode/utf8"
 
 	"github.com/kandev/kandev/core/capability"
 )
 
-// mcp-go validates every call against the tool's schema before the handler
-// runs (WithInputSchemaValidation), but words a failure for a programmer
-// ("<root>: &{Properties:[x]}"). explainInvalid words it again for the
-// model that must fix its call. It only runs on the failure path.
+// Every call is checked against its tool's parameters before anything is
+// forwarded, and a violation is worded for the model that must fix its
+// call. The check walks capability.Param directly: the tools' JSON Schemas
+// are generated from those parameters and use only type, properties,
+// required, additionalProperties:false, items, enum, minLength,
+// minimum/maximum and minItems/maxItems, so a general JSON Schema engine
+// (and the ~6 ms its package init cost every kandev command) buys nothing.
+// The semantics follow JSON Schema 2020-12 for that subset: a wrong type
+// is the only error reported at its location; the other keywords there
+// are all checked.
 
-var english = message.NewPrinter(language.English)
-
-// explainInvalid validates args against the tool's schema and describes
-// each violation, or returns "" when it cannot tell.
+// explainInvalid validates args against the tool's parameters and
+// describes each violation, sorted, or returns "" when they are valid.
 func explainInvalid(t capability.Tool, args []byte) string {
-	schema, err := json.Marshal(t.InputSchema())
-	if err != nil {
-		return ""
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return ""
-	}
-	c := jsonschema.NewCompiler()
-	url := "mem:///kandev/" + t.Name + ".json"
-	if err := c.AddResource(url, doc); err != nil {
-		return ""
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		return ""
-	}
-	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+	if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
 		args = []byte("{}")
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return "arguments are not valid JSON: " + err.Error()
 	}
-	err = sch.Validate(v)
-	var verr *jsonschema.ValidationError
-	if !errors.As(err, &verr) {
-		return ""
-	}
 	var msgs []string
-	leaves(verr, func(e *jsonschema.ValidationError) {
-		msgs = append(msgs, describe(t, e))
+	root := capability.Param{Type: "object", Props: t.Params}
+	check(root, v, nil, func(where string, msg string) {
+		msgs = append(msgs, describeAt(t, where, msg))
 	})
 	sort.Strings(msgs)
 	return strings.Join(msgs, "; ")
 }
 
-func leaves(e *jsonschema.ValidationError, f func(*jsonschema.ValidationError)) {
-	if len(e.Causes) == 0 {
-		f(e)
-		return
+// describeAt words one violation at where (questions[0].prompt); an
+// unknown argument at the top level also names the arguments the tool
+// takes.
+func describeAt(t capability.Tool, where, msg string) string {
+	if where != "" {
+		return where + ": " + msg
 	}
-	for _, c := range e.Causes {
-		leaves(c, f)
-	}
-}
-
-// describe words one violation, naming the argument by its path
-// (questions[0].prompt).
-func describe(t capability.Tool, e *jsonschema.ValidationError) string {
-	where := argPath(e.InstanceLocation)
-	switch k := e.ErrorKind.(type) {
-	case *kind.AdditionalProperties:
-		noun := "argument"
-		if len(k.Properties) > 1 {
-			noun = "arguments"
-		}
-		msg := fmt.Sprintf("unknown %s %s", noun, strings.Join(k.Properties, ", "))
-		if where != "" {
-			return where + ": " + msg
-		}
+	if strings.HasPrefix(msg, "unknown argument") {
 		if names := paramNames(t.Params); len(names) > 0 {
 			return fmt.Sprintf("%s (%s takes %s)", msg, t.Name, strings.Join(names, ", "))
 		}
 		return fmt.Sprintf("%s (%s takes no arguments)", msg, t.Name)
-	case *kind.Required:
-		msg := "missing required argument " + strings.Join(k.Missing, ", ")
-		if where != "" {
-			return where + ": " + msg
-		}
-		return msg
-	case *kind.Type:
+	}
+	return msg
+}
+
+// check reports each violation of p by v at path.
+func check(p capability.Param, v any, path []string, report func(where, msg string)) {
+	where := argPath(path)
+	if got := jsonType(v); !typeMatches(p.Type, v) {
 		if where == "" {
-			return fmt.Sprintf("arguments must be a JSON object, not %s", k.Got)
+			report(where, "arguments must be a JSON object, not "+got)
+			return
 		}
-		return fmt.Sprintf("%s: want %s, got %s", where, strings.Join(k.Want, " or "), k.Got)
-	case *kind.Enum:
-		want := make([]string, len(k.Want))
-		for i, w := range k.Want {
-			want[i] = fmt.Sprint(w)
-		}
-		return fmt.Sprintf("%s: want one of %s, got %v", where, strings.Join(want, ", "), jsonText(k.Got))
-	case *kind.MinLength:
-		if k.Want == 1 {
-			return where + ": must not be empty"
-		}
-		return fmt.Sprintf("%s: at least %d characters", where, k.Want)
-	case *kind.MinItems:
-		return fmt.Sprintf("%s: give at least %d, not %d", where, k.Want, k.Got)
-	case *kind.MaxItems:
-		return fmt.Sprintf("%s: give at most %d, not %d", where, k.Want, k.Got)
-	case *kind.Minimum:
-		return fmt.Sprintf("%s: must be at least %s, not %s", where, k.Want.RatString(), k.Got.RatString())
-	case *kind.Maximum:
-		return fmt.Sprintf("%s: must be at most %s, not %s", where, k.Want.RatString(), k.Got.RatString())
+		report(where, fmt.Sprintf("want %s, got %s", p.Type, got))
+		return
 	}
-	if where == "" {
-		where = "arguments"
+	if len(p.Enum) > 0 {
+		found := false
+		for _, e := range p.Enum {
+			if s, ok := v.(string); ok && s == e {
+				found = true
+				break
+			}
+		}
+		if !found {
+			report(where, fmt.Sprintf("want one of %s, got %s", strings.Join(p.Enum, ", "), jsonText(v)))
+		}
 	}
-	return where + ": " + e.ErrorKind.LocalizedString(english)
+	switch p.Type {
+	case "object":
+		m := v.(map[string]any)
+		var missing, unknown []string
+		known := map[string]bool{}
+		for _, c := range p.Props {
+			known[c.Name] = true
+			if _, ok := m[c.Name]; !ok && c.Required {
+				missing = append(missing, c.Name)
+			}
+		}
+		for k := range m {
+			if !known[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(missing) > 0 {
+			report(where, "missing required argument "+strings.Join(missing, ", "))
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			noun := "argument"
+			if len(unknown) > 1 {
+				noun = "arguments"
+			}
+			report(where, fmt.Sprintf("unknown %s %s", noun, strings.Join(unknown, ", ")))
+		}
+		for _, c := range p.Props {
+			if cv, ok := m[c.Name]; ok {
+				check(c, cv, append(path[:len(path):len(path)], c.Name), report)
+			}
+		}
+	case "array":
+		a := v.([]any)
+		if p.Min != nil && len(a) < *p.Min {
+			report(where, fmt.Sprintf("give at least %d, not %d", *p.Min, len(a)))
+		}
+		if p.Max != nil && len(a) > *p.Max {
+			report(where, fmt.Sprintf("give at most %d, not %d", *p.Max, len(a)))
+		}
+		if p.Items != nil {
+			for i, item := range a {
+				check(*p.Items, item, append(path[:len(path):len(path)], strconv.Itoa(i)), report)
+			}
+		}
+	case "string":
+		// A required string must not be empty (minLength 1 in its schema).
+		if p.Required && utf8.RuneCountInString(v.(string)) < 1 {
+			report(where, "must not be empty")
+		}
+	case "integer":
+		n, _ := new(big.Rat).SetString(string(v.(json.Number)))
+		if p.Min != nil && n.Cmp(big.NewRat(int64(*p.Min), 1)) < 0 {
+			report(where, fmt.Sprintf("must be at least %d, not %s", *p.Min, n.RatString()))
+		}
+		if p.Max != nil && n.Cmp(big.NewRat(int64(*p.Max), 1)) > 0 {
+			report(where, fmt.Sprintf("must be at most %d, not %s", *p.Max, n.RatString()))
+		}
+	}
+}
+
+// jsonType names v's JSON type as JSON Schema does.
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "unknown"
+}
+
+// typeMatches reports whether v is of the schema type want; an integer is
+// any number without a fractional part (1.0 included), as JSON Schema has
+// it.
+func typeMatches(want string, v any) bool {
+	got := jsonType(v)
+	if want == "integer" && got == "number" {
+		n, ok := new(big.Rat).SetString(string(v.(json.Number)))
+		return ok && n.IsInt()
+	}
+	return got == want
 }
 
 func argPath(segments []string) string {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
@@ -239,7 +238,7 @@ func (p *inProc) launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 // dialMCP serves the session's kandev MCP server in process: the real
 // bridge over pipes, its tools the engine's, its caller the one the
 // session's token names (checked on every call, as the daemon does).
-func (p *inProc) dialMCP(_ context.Context, server acp.McpServerStdio) (transport.Interface, error) {
+func (p *inProc) dialMCP(_ context.Context, server acp.McpServerStdio) (io.ReadWriteCloser, error) {
 	env := map[string]string{}
 	for _, e := range server.Env {
 		env[e.Name] = e.Value
@@ -253,7 +252,7 @@ func (p *inProc) dialMCP(_ context.Context, server acp.McpServerStdio) (transpor
 		fromSrvW.CloseWithError(err)
 		toSrvR.Close()
 	}()
-	return transport.NewIO(fromSrvR, toSrvW, io.NopCloser(strings.NewReader(""))), nil
+	return mockagent.MCPStream(fromSrvR, toSrvW), nil
 }
 
 // tokenHost is the daemon's MCP route without HTTP: each call carries the

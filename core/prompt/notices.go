@@ -6,14 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"text/template"
 )
 
 //go:embed notices.tmpl
 var noticesText string
 
-var notices = template.Must(template.New("notices").Option("missingkey=error").
-	Funcs(template.FuncMap{"orNone": orNone}).Parse(noticesText))
+// notices is parsed on first use, not at package init: every kandev
+// command links this package, and only the daemon renders notices.
+var notices = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("notices").Option("missingkey=error").
+		Funcs(template.FuncMap{"orNone": orNone}).Parse(noticesText))
+})
 
 // orNone stands in for an empty message, detail or summary.
 func orNone(s string) string {
@@ -119,7 +124,7 @@ type Wake struct {
 // RenderNotice renders the named notice from its data.
 func RenderNotice(name string, data any) (string, error) {
 	var b bytes.Buffer
-	if err := notices.ExecuteTemplate(&b, name, data); err != nil {
+	if err := notices().ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("prompt: render %s notice: %w", name, err)
 	}
 	return b.String(), nil

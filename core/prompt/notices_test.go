@@ -72,7 +72,7 @@ func TestNotices(t *testing.T) {
 		}
 		seen[c.notice] = true
 	}
-	for _, tmpl := range notices.Templates() {
+	for _, tmpl := range notices().Templates() {
 		if name := tmpl.Name(); name != "notices" && !seen[name] {
 			t.Errorf("notice %s has no case here", name)
 		}

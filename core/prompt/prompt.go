@@ -8,6 +8,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/kandev/kandev/core/capability"
@@ -16,7 +17,10 @@ import (
 //go:embed preamble.tmpl
 var preambleText string
 
-var preamble = template.Must(template.New("preamble").Parse(preambleText))
+// preamble is parsed on first use, not at package init (see notices).
+var preamble = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("preamble").Parse(preambleText))
+})
 
 // TaskInfo is the task identity the prompt shows.
 type TaskInfo struct {
@@ -90,7 +94,7 @@ func Preamble(task TaskInfo, set capability.Set) (string, error) {
 		}
 	}
 	var b bytes.Buffer
-	if err := preamble.Execute(&b, d); err != nil {
+	if err := preamble().Execute(&b, d); err != nil {
 		return "", fmt.Errorf("prompt: %w", err)
 	}
 	return strings.TrimSpace(b.String()) + "\n", nil

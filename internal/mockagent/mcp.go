@@ -10,8 +10,6 @@ import (
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -34,7 +32,7 @@ type mcpConn struct {
 	dial   MCPDialer // nil: start the server's command
 
 	mu     sync.Mutex
-	client *client.Client
+	client *mcpClient
 	closed bool
 }
 
@@ -43,8 +41,10 @@ func newMCPConn(servers []acp.McpServer, stderr io.Writer, logger *slog.Logger, 
 }
 
 // MCPDialer reaches the kandev MCP server a session was given without
-// starting its command: in-process tests serve it over pipes.
-type MCPDialer func(ctx context.Context, server acp.McpServerStdio) (transport.Interface, error)
+// starting its command: in-process tests serve it over pipes (MCPStream).
+// Reads get the server's output, writes feed its input, and Close ends
+// the session.
+type MCPDialer func(ctx context.Context, server acp.McpServerStdio) (io.ReadWriteCloser, error)
 
 // findKandevServer picks the stdio server named "kandev"; kandev offers no
 // other transport to agents.
@@ -58,7 +58,7 @@ func findKandevServer(servers []acp.McpServer) *acp.McpServerStdio {
 }
 
 // get returns an initialised client, starting the server if needed.
-func (m *mcpConn) get(ctx context.Context) (*client.Client, error) {
+func (m *mcpConn) get(ctx context.Context) (*mcpClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -78,41 +78,28 @@ func (m *mcpConn) get(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
-func (m *mcpConn) start(ctx context.Context) (*client.Client, error) {
-	var t transport.Interface
+func (m *mcpConn) start(ctx context.Context) (*mcpClient, error) {
+	var c *mcpClient
 	if m.dial != nil {
-		var err error
-		if t, err = m.dial(ctx, *m.server); err != nil {
+		conn, err := m.dial(ctx, *m.server)
+		if err != nil {
 			return nil, fmt.Errorf("reach MCP server %s: %w", m.server.Name, err)
 		}
+		c = newMCPClient(conn)
 	} else {
 		env := make([]string, 0, len(m.server.Env))
 		for _, e := range m.server.Env {
 			env = append(env, e.Name+"="+e.Value)
 		}
-		// The server's stderr goes to our stderr, never to the ACP stream.
-		t = transport.NewStdioWithOptions(m.server.Command, env, m.server.Args,
-			transport.WithCommandStderrWriter(m.stderr),
-			transport.WithCommandLogger(m.logger))
+		// The process must outlive the turn that starts it, so it is not
+		// tied to ctx; close stops it.
+		var err error
+		if c, err = spawnMCP(m.server.Command, m.server.Args, env, m.stderr); err != nil {
+			return nil, fmt.Errorf("start MCP server %s: %w", m.server.Command, err)
+		}
 	}
-	// The process must outlive the turn that starts it, so it is not tied to
-	// ctx; close stops it.
-	if err := t.Start(context.Background()); err != nil {
-		_ = t.Close() // releases the pipes made before the spawn failed
-		return nil, fmt.Errorf("start MCP server %s: %w", m.server.Command, err)
-	}
-	// Pin the initialize handshake: it is what real agents speak and it
-	// tells the server our client name.
-	c := client.NewClient(t, client.WithProtocolVersion(mcp.LATEST_LEGACY_PROTOCOL_VERSION))
-	if err := c.Start(context.Background()); err != nil {
-		_ = c.Close()
-		return nil, fmt.Errorf("start MCP client: %w", err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	req.Params.ClientInfo = mcp.Implementation{Name: mcpClientName, Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		_ = c.Close()
+	if err := c.initialize(ctx); err != nil {
+		_ = c.close()
 		return nil, fmt.Errorf("initialize MCP server %s: %w", m.server.Command, err)
 	}
 	return c, nil
@@ -123,10 +110,7 @@ func (m *mcpConn) callTool(ctx context.Context, name string, args []byte) (*mcp.
 	if err != nil {
 		return nil, err
 	}
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.RawArguments = args
-	res, err := c.CallTool(ctx, req)
+	res, err := c.callTool(ctx, name, args)
 	if err != nil {
 		return nil, fmt.Errorf("tools/call %s: %w", name, err)
 	}
@@ -139,12 +123,12 @@ func (m *mcpConn) listTools(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	tools, err := c.listTools(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tools/list: %w", err)
 	}
-	names := make([]string, 0, len(res.Tools))
-	for _, t := range res.Tools {
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
 		names = append(names, t.Name)
 	}
 	sort.Strings(names)
@@ -159,7 +143,7 @@ func (m *mcpConn) close() {
 	m.closed = true
 	m.mu.Unlock()
 	if c != nil {
-		if err := c.Close(); err != nil {
+		if err := c.close(); err != nil {
 			m.logger.Debug("close MCP client", "err", err)
 		}
 	}
