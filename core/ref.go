@@ -25,9 +25,6 @@ type Ref struct {
 	Name string  `json:"name"`
 }
 
-// Assignee is the Ref of whoever holds a task.
-type Assignee = Ref
-
 // RoleRef names a role.
 func RoleRef(name string) Ref { return Ref{Kind: RefRole, Name: name} }
 

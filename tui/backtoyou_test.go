@@ -16,7 +16,7 @@ import (
 func sayHi() core.Task {
 	return core.Task{ID: "hi0001", Title: "Say hi", Status: core.StatusTodo, Profile: "mock", CreatedBy: "person:operator",
 		CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute), YourTurn: true,
-		Assignee: &core.Assignee{Kind: "person", Name: core.Operator}, HandedBy: &core.Assignee{Kind: "role", Name: "mock"},
+		Assignee: &core.Ref{Kind: "person", Name: core.Operator}, HandedBy: &core.Ref{Kind: "role", Name: "mock"},
 		Stalled: &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: "hi\n", At: ago(time.Minute)},
 		Session: &core.SessionInfo{ID: "s-hi0001", TaskID: "hi0001", Role: "mock", State: core.SessionCompleted, Turns: 1,
 			Error: "the task was handed to person:operator", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)}}
@@ -58,7 +58,7 @@ func TestBackToYouIsYourTurn(t *testing.T) {
 func TestInterruptedTaskIsMarkedAndFound(t *testing.T) {
 	cut := core.Task{ID: "cut001", Title: "Cut by a reboot", Status: core.StatusInProgress, Profile: "mock",
 		CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute), Queued: 1, Interrupted: true,
-		Assignee: &core.Assignee{Kind: "role", Name: "mock"},
+		Assignee: &core.Ref{Kind: "role", Name: "mock"},
 		Session: &core.SessionInfo{ID: "s-cut001", TaskID: "cut001", Role: "mock", State: core.SessionCancelled,
 			Error: core.SessionInterruptedPrefix + "shut down", CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute)}}
 	d := newDriver(t, newFake(append(demoTasks()[:2], cut)...), 100, 30)

@@ -168,8 +168,8 @@ func TestStatusDialogActions(t *testing.T) {
 
 func TestHandoffDialogActions(t *testing.T) {
 	task := &core.Task{ID: "t1", Title: "Work",
-		Assignee: &core.Assignee{Kind: "person", Name: core.Operator},
-		HandedBy: &core.Assignee{Kind: "role", Name: "mock"}}
+		Assignee: &core.Ref{Kind: "person", Name: core.Operator},
+		HandedBy: &core.Ref{Kind: "role", Name: "mock"}}
 	d := newHandoffDialog(testUI(), 1, task, []core.Profile{{Name: "mock", MCP: true}})
 	d.loaded(assigneesMsg{dialog: 1, roles: []core.Role{{Name: "reviewer", Profile: "mock"}}, persons: []core.Person{{Name: "alice"}}})
 	// back is chosen first when someone handed the task over.

@@ -68,7 +68,7 @@ func newFake(tasks ...core.Task) *fakeClient {
 		stopRes: "stopped",
 		roles: []core.Role{
 			{Name: "mock", Profile: "mock", Implicit: true},
-			{Name: "reviewer", Profile: "claude", ReportsTo: &core.Assignee{Kind: "person", Name: core.Operator}},
+			{Name: "reviewer", Profile: "claude", ReportsTo: &core.Ref{Kind: "person", Name: core.Operator}},
 			{Name: "plainer", Profile: "plain"},
 		},
 		persons: []core.Person{{Name: core.Operator}, {Name: "alice"}},
@@ -392,7 +392,7 @@ func (f *fakeClient) HandoffTask(ctx context.Context, id string, in core.Handoff
 	if t == nil {
 		return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
 	}
-	var to *core.Assignee
+	var to *core.Ref
 	switch {
 	case in.To == "back":
 		to = t.HandedBy
@@ -402,12 +402,12 @@ func (f *fakeClient) HandoffTask(ctx context.Context, id string, in core.Handoff
 	default:
 		for _, r := range f.roles {
 			if r.Name == in.To {
-				to = &core.Assignee{Kind: "role", Name: r.Name}
+				to = &core.Ref{Kind: "role", Name: r.Name}
 			}
 		}
 		for _, p := range f.persons {
 			if p.Name == in.To {
-				to = &core.Assignee{Kind: "person", Name: p.Name}
+				to = &core.Ref{Kind: "person", Name: p.Name}
 			}
 		}
 		if to == nil {
@@ -478,7 +478,7 @@ func demoTasks() []core.Task {
 			CreatedAt: ago(45 * time.Minute), UpdatedAt: ago(2 * time.Minute), Session: session("kid002", core.SessionWaitingForInput, ago(2*time.Minute)),
 			PendingQuestion: parentQuestion("q-par", "root01")},
 		{ID: "kid003", Title: "Write the migration", ParentID: "root01", Status: core.StatusReview, Profile: "mock",
-			Assignee: &core.Assignee{Kind: "person", Name: core.Operator}, HandedBy: &core.Assignee{Kind: "role", Name: "mock"}, YourTurn: true,
+			Assignee: &core.Ref{Kind: "person", Name: core.Operator}, HandedBy: &core.Ref{Kind: "role", Name: "mock"}, YourTurn: true,
 			Stalled:   &core.Stall{Reason: "Stalled", From: "role:mock", Detail: "agent exited with status 3", At: ago(30 * time.Minute)},
 			CreatedAt: ago(44 * time.Minute), UpdatedAt: ago(30 * time.Minute), Session: &core.SessionInfo{ID: "s-kid003", TaskID: "kid003", State: core.SessionFailed, Error: "agent exited with status 3", CreatedAt: ago(31 * time.Minute), UpdatedAt: ago(30 * time.Minute)}},
 		{ID: "ask001", Title: "Choose the database for the audit log, which needs a long title to show truncation", Status: core.StatusInProgress, Profile: "mock",

@@ -49,7 +49,7 @@ func notifyDriver(t *testing.T, noBell bool, tasks ...core.Task) (*driver, *bell
 // question for the parent, and a task already yours changing again do not.
 func TestNotifiesWhenATaskNeedsYou(t *testing.T) {
 	work := core.Task{ID: "work01", Title: "Refactor the parser", Status: core.StatusInProgress, Profile: "mock",
-		CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute), Assignee: &core.Assignee{Kind: "role", Name: "mock"},
+		CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute), Assignee: &core.Ref{Kind: "role", Name: "mock"},
 		Session: session("work01", core.SessionRunning, ago(time.Minute))}
 	kid := core.Task{ID: "kid009", Title: "Pick a name", ParentID: "work01", Status: core.StatusInProgress, Profile: "mock",
 		CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute), Session: session("kid009", core.SessionRunning, ago(time.Minute))}
@@ -72,7 +72,7 @@ func TestNotifiesWhenATaskNeedsYou(t *testing.T) {
 
 	// The task comes back to you.
 	back := work
-	back.Assignee, back.YourTurn = &core.Assignee{Kind: "person", Name: core.Operator}, true
+	back.Assignee, back.YourTurn = &core.Ref{Kind: "person", Name: core.Operator}, true
 	back.Stalled = &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: "done", At: ago(0)}
 	d.f.push(core.Event{Type: core.EventTaskUpdated, TaskID: "work01", Task: &back})
 	d.settle()

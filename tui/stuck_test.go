@@ -12,7 +12,7 @@ import (
 // the "waiting on you" filter shows it, and w finds it.
 func TestStuckTaskNeedsYou(t *testing.T) {
 	stuck := core.Task{ID: "stk001", Title: "Orphaned subtask", Status: core.StatusInProgress, Profile: "mock",
-		CreatedAt: testNow, UpdatedAt: testNow, YourTurn: true, Assignee: &core.Assignee{Kind: "role", Name: "mock"},
+		CreatedAt: testNow, UpdatedAt: testNow, YourTurn: true, Assignee: &core.Ref{Kind: "role", Name: "mock"},
 		Session: session("stk001", core.SessionWaitingForInput, ago(time.Minute)),
 		Stalled: &core.Stall{Reason: core.StallStuck, From: "role:mock", Detail: "my last words", At: testNow}}
 	r := rowFor(&stuck, testNow, 0)

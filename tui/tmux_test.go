@@ -374,10 +374,10 @@ func TestTmuxHandOnAndDone(t *testing.T) {
 	task := createTask(t, d, core.CreateTaskInput{Title: "Write the changelog", Start: true, Prompt: "mock: say done"})
 	s.waitRow(task.ID, "@you")
 	tk, err := d.Client.GetTask(context.Background(), task.ID)
-	if err != nil || tk.Assignee == nil || *tk.Assignee != (core.Assignee{Kind: "person", Name: core.Operator}) || !tk.YourTurn || !tk.BackToYou() {
+	if err != nil || tk.Assignee == nil || *tk.Assignee != (core.Ref{Kind: "person", Name: core.Operator}) || !tk.YourTurn || !tk.BackToYou() {
 		t.Fatalf("engine state after the stall: %+v %v", tk.Assignee, err)
 	}
-	if tk.HandedBy == nil || *tk.HandedBy != (core.Assignee{Kind: "role", Name: "mock"}) {
+	if tk.HandedBy == nil || *tk.HandedBy != (core.Ref{Kind: "role", Name: "mock"}) {
 		t.Fatalf("handed by %+v, want role mock", tk.HandedBy)
 	}
 

@@ -892,10 +892,10 @@ func TestHandOnTypeToFilter(t *testing.T) {
 
 	// A task delegated by another task goes back to it for sign-off.
 	f.mu.Lock()
-	f.tasks[2].HandedBy = &core.Assignee{Kind: "task", Name: "root01"}
+	f.tasks[2].HandedBy = &core.Ref{Kind: "task", Name: "root01"}
 	f.mu.Unlock()
 	tasks := demoTasks()
-	tasks[2].HandedBy = &core.Assignee{Kind: "task", Name: "root01"}
+	tasks[2].HandedBy = &core.Ref{Kind: "task", Name: "root01"}
 	d.send(tasksMsg{gen: d.m.gen, tasks: tasks})
 	d.selectTask("kid002")
 	d.keys("o")

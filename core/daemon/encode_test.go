@@ -249,10 +249,10 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.PendingQuestion = &core.QuestionInfo{ID: randomString(rng), Text: randomString(rng), AskedAt: randomTime(rng)}
 	}
 	if rng.IntN(2) == 0 {
-		t.Assignee = &core.Assignee{Kind: "role", Name: randomString(rng)}
+		t.Assignee = &core.Ref{Kind: "role", Name: randomString(rng)}
 	}
 	if rng.IntN(3) == 0 {
-		t.HandedBy = &core.Assignee{Kind: core.RefKind(randomString(rng)), Name: randomString(rng)}
+		t.HandedBy = &core.Ref{Kind: core.RefKind(randomString(rng)), Name: randomString(rng)}
 	}
 	if rng.IntN(5) == 0 {
 		t.Stalled = &core.Stall{Reason: "Stalled", From: randomString(rng), Detail: randomString(rng), At: randomTime(rng)}

@@ -11,7 +11,7 @@ import (
 // as it never could for a cancelled one.
 func TestFinishedTasksAreHeld(t *testing.T) {
 	e := &Engine{}
-	role := &core.Assignee{Kind: "role", Name: "mock"}
+	role := &core.Ref{Kind: "role", Name: "mock"}
 	for _, st := range []core.Status{core.StatusDone, core.StatusCancelled} {
 		if got := e.held(core.Task{ID: "t1", Status: st, Assignee: role}); got != string(st) {
 			t.Errorf("held(%s task) = %q, want %q", st, got, st)
