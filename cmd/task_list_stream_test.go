@@ -25,7 +25,7 @@ func (c *listingClient) ScanTaskSummaries(_ context.Context, _ core.ListTasksInp
 	return wire.ScanTaskSummaries(c.r, count, fn)
 }
 
-func summaryBytes(t *testing.T, tasks []core.Task) []byte {
+func summaryBytes(t testing.TB, tasks []core.Task) []byte {
 	t.Helper()
 	ptrs := make([]*core.Task, len(tasks))
 	for i := range tasks {
@@ -38,7 +38,7 @@ func summaryBytes(t *testing.T, tasks []core.Task) []byte {
 	return b.Bytes()
 }
 
-func runTaskList(t *testing.T, r io.Reader, all bool, limit int) (string, string) {
+func runTaskList(t testing.TB, r io.Reader, all bool, limit int) (string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}}
@@ -224,5 +224,19 @@ func TestTaskListStreamsTheSameBytes(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkTaskListText: `task list` over a generated 100,000-task
+// summary body, the client's share (decode, render, print).
+func BenchmarkTaskListText(b *testing.B) {
+	body := summaryBytes(b, genTree(rand.New(rand.NewPCG(1, 2)), 100_000))
+	for _, all := range []bool{false, true} {
+		b.Run(fmt.Sprintf("all=%v", all), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				runTaskList(b, bytes.NewReader(body), all, 0)
+			}
+		})
 	}
 }
