@@ -258,11 +258,39 @@ func (tr *taskTree) link() {
 	}
 }
 
+// reset empties the tree for the next subtree, keeping its first chunk
+// and the room of its rows; a large index is dropped rather than cleared,
+// so one big subtree does not slow down every small one after it.
+func (tr *taskTree) reset() {
+	tr.rows = tr.rows[:0]
+	if len(tr.chunks) > 0 {
+		tr.chunks = tr.chunks[:1]
+		tr.chunks[0] = tr.chunks[0][:0]
+	}
+	tr.index = resetMap(tr.index)
+	tr.indexS = resetMap(tr.indexS)
+	tr.pending = nil
+}
+
+func resetMap[K comparable, V any](m map[K]V) map[K]V {
+	if len(m) > 4096 {
+		return nil
+	}
+	clear(m)
+	return m
+}
+
 // write prints the tree, at most limit rows when limit > 0, and says how
 // many rows it printed.
 func (tr *taskTree) write(w io.Writer, limit int) (int, error) {
-	tr.link()
 	bw := bufio.NewWriterSize(w, 64*1024)
+	printed := tr.writeTo(bw, limit)
+	return printed, bw.Flush()
+}
+
+// writeTo is write into bw, whose error says whether it was written.
+func (tr *taskTree) writeTo(bw *bufio.Writer, limit int) int {
+	tr.link()
 	printed := 0
 	var prefix []byte
 	var walk func(i int32, branch string) bool
@@ -300,7 +328,7 @@ func (tr *taskTree) write(w io.Writer, limit int) (int, error) {
 			break
 		}
 	}
-	return printed, bw.Flush()
+	return printed
 }
 
 func writeTaskDetail(w io.Writer, t core.Task) {
@@ -437,4 +465,122 @@ func orNothing(s string) string {
 		return "(nothing)"
 	}
 	return s
+}
+
+// treeStream prints a listing in the tree's order (ADR 0037: a top-level
+// task, then its subtree, depth first) one top-level subtree at a time:
+// a subtree is whole when a task arrives whose parent is not in it, so
+// it is printed then and forgotten. The rows are the ones taskTree would
+// print for the whole listing at once, hidden parents included: a
+// visible task under a hidden one prints as a root where it comes.
+type treeStream struct {
+	tr      taskTree
+	hidden  idSet // the current subtree's hidden tasks
+	open    bool  // the current subtree has a task, shown or hidden
+	bw      *bufio.Writer
+	limit   int // rows to print at most (0: all)
+	printed int
+	flushed bool
+}
+
+func newTreeStream(w io.Writer, limit int) *treeStream {
+	return &treeStream{bw: bufio.NewWriterSize(w, 64*1024), limit: limit}
+}
+
+// full reports whether the stream has printed its limit of rows: what
+// comes after is not kept.
+func (s *treeStream) full() bool { return s.limit > 0 && s.printed >= s.limit }
+
+// add takes the listing's next task, shown as a row or hidden (kept only
+// to know its children belong to the subtree). t may be reused once add
+// returns.
+func (s *treeStream) add(t *core.Task, shown bool) error {
+	if s.full() {
+		return nil
+	}
+	if s.open && (t.ParentID == "" || !s.inSubtree(t.ParentID)) {
+		if err := s.endSubtree(); err != nil || s.full() {
+			return err
+		}
+	}
+	s.open = true
+	if shown {
+		s.tr.add(t)
+	} else {
+		s.hidden.add(t.ID)
+	}
+	return nil
+}
+
+func (s *treeStream) inSubtree(id string) bool {
+	if _, ok := s.tr.lookup(id); ok {
+		return true
+	}
+	return s.hidden.has(id)
+}
+
+// endSubtree prints the subtree read so far. The first one is flushed at
+// once, so the first rows reach the terminal while the rest is read; after
+// that output goes out whenever 8 KiB are waiting, not once per top-level
+// task: a write for each of 100,000 one-row subtrees costs more than the
+// whole rendering.
+func (s *treeStream) endSubtree() error {
+	limit := 0
+	if s.limit > 0 {
+		limit = s.limit - s.printed
+	}
+	s.printed += s.tr.writeTo(s.bw, limit)
+	s.tr.reset()
+	s.hidden.reset()
+	s.open = false
+	if !s.flushed || s.bw.Buffered() >= 8<<10 {
+		s.flushed = true
+		return s.bw.Flush()
+	}
+	return nil
+}
+
+// close prints the last subtree and flushes.
+func (s *treeStream) close() error {
+	if s.open && !s.full() {
+		if err := s.endSubtree(); err != nil {
+			return err
+		}
+	}
+	return s.bw.Flush()
+}
+
+// idSet is a set of task ids, those of up to 8 bytes as numbers (see
+// idKey).
+type idSet struct {
+	n map[uint64]struct{}
+	s map[string]struct{}
+}
+
+func (set *idSet) add(id string) {
+	if k, ok := idKey(id); ok {
+		if set.n == nil {
+			set.n = map[uint64]struct{}{}
+		}
+		set.n[k] = struct{}{}
+		return
+	}
+	if set.s == nil {
+		set.s = map[string]struct{}{}
+	}
+	set.s[strings.Clone(id)] = struct{}{}
+}
+
+func (set *idSet) has(id string) bool {
+	if k, ok := idKey(id); ok {
+		_, found := set.n[k]
+		return found
+	}
+	_, found := set.s[id]
+	return found
+}
+
+func (set *idSet) reset() {
+	set.n = resetMap(set.n)
+	set.s = resetMap(set.s)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -110,15 +111,24 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 		}
 		return f.printJSON(tasks)
 	}
-	// Each summary is rendered as a row when it is decoded and not kept:
-	// the tree is printed once the listing is read, since in creation
-	// order a task's children can come after any later task (ADR 0035).
-	// The default asks for archived tasks too, only to count what it hides.
+	// Each summary is rendered as a row when it is decoded, and each
+	// top-level subtree is printed as soon as the next top-level task
+	// arrives: the route lists in the tree's order (ADR 0037), so only one
+	// subtree is held at a time (ADR 0035). The default asks for archived
+	// tasks too, only to count what it hides.
 	in := opts.Input
 	in.All = true
-	var tr taskTree
+	// Every field of a row is cleaned as it is rendered (appendRow); the
+	// cleaning writer would clean all 13 MB of a 100,000-task tree again,
+	// its box-drawing characters keeping it off its plain-ASCII fast path.
+	out := f.IO.Out
+	if f.rawOut != nil {
+		out = f.rawOut
+	}
+	st := newTreeStream(out, opts.Limit)
+	total, shown := -1, 0
 	var hidden map[string]int
-	err = scanTasks(ctx, client, in, tr.grow, func(t *core.Task) error {
+	err = scanTasks(ctx, client, in, func(n int) { total = n }, func(t *core.Task) error {
 		if !opts.Input.All && (t.Archived || t.Status.Terminal()) {
 			if hidden == nil {
 				hidden = map[string]int{}
@@ -128,32 +138,36 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 			} else {
 				hidden[string(t.Status)]++
 			}
-			return nil
+			return st.add(t, false)
 		}
-		tr.add(t)
+		shown++
+		if err := st.add(t, true); err != nil {
+			return err
+		}
+		if st.full() && opts.Input.All && total >= 0 {
+			// Every task is a row and the header counted them: the
+			// rest of the listing would change nothing printed.
+			return errEnoughRows
+		}
 		return nil
 	})
+	if errors.Is(err, errEnoughRows) {
+		shown, err = total, nil
+	}
 	if err != nil {
 		return err
 	}
-	// Every field of a row is cleaned as it is rendered (appendRow); the
-	// cleaning writer would clean all 13 MB of a 100,000-task tree again,
-	// its box-drawing characters keeping it off its plain-ASCII fast path.
-	out := f.IO.Out
-	if f.rawOut != nil {
-		out = f.rawOut
-	}
-	printed, err := tr.write(out, opts.Limit)
-	if err != nil {
+	if err := st.close(); err != nil {
 		return err
 	}
+	printed := st.printed
 	switch {
-	case len(tr.rows) == 0 && len(hidden) == 0:
+	case shown == 0 && len(hidden) == 0:
 		fmt.Fprintln(f.IO.ErrOut, "No tasks. Create one with: kandev task create TITLE")
-	case len(tr.rows) == 0:
+	case shown == 0:
 		fmt.Fprintln(f.IO.ErrOut, "No open tasks.")
 	}
-	if more := len(tr.rows) - printed; more > 0 {
+	if more := shown - printed; more > 0 {
 		fmt.Fprintf(f.IO.ErrOut, "%d more %s not shown (--limit %d)\n", more, plural(more, "task", "tasks"), opts.Limit)
 	}
 	if note := hiddenNote(hidden); note != "" {
@@ -182,6 +196,10 @@ func hiddenNote(hidden map[string]int) string {
 	}
 	return list + " " + plural(total, "task", "tasks") + " hidden; --all shows them"
 }
+
+// errEnoughRows stops reading a listing whose rest cannot change the
+// output.
+var errEnoughRows = errors.New("enough rows")
 
 func plural(n int, one, many string) string {
 	if n == 1 {

@@ -120,14 +120,16 @@ func TestTmuxMergeAndDiscard(t *testing.T) {
 
 	// Discard the second from the tree: n first does nothing, y discards.
 	s.keys("D")
-	s.waitText("Discard task "+second.ID+"'s worktree and branch?", "branch   "+second.Workspace.Branch, "lost")
+	s.waitText("Discard task "+second.ID+"'s worktree and branch?", "branch   "+second.Workspace.Branch, "lost",
+		"changes  +1 −1 in 1 file")
 	s.keys("n")
 	s.waitFor("the dialog to close", func(scr string) bool { return !strings.Contains(scr, "Discard task") })
 	if _, err := os.Stat(second.Workspace.Dir); err != nil {
 		t.Fatalf("a cancelled discard removed the worktree: %v", err)
 	}
 	s.keys("D")
-	s.waitText("Discard task " + second.ID + "'s worktree and branch?")
+	// y does nothing until the dialog has read the changes it names.
+	s.waitText("Discard task "+second.ID+"'s worktree and branch?", "changes  +1 −1 in 1 file")
 	s.keys("y")
 	s.waitText("discarded worktree")
 	if _, err := os.Stat(second.Workspace.Dir); !os.IsNotExist(err) {

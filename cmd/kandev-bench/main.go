@@ -69,8 +69,9 @@ var only, seeded string
 func wanted(name string) bool { return only == "" || strings.Contains(name, only) }
 
 type sample struct {
-	took time.Duration
-	rss  int64 // KiB
+	took  time.Duration
+	rss   int64     // KiB
+	start time.Time // when the process was started (timeProcTo)
 }
 
 type result struct {
@@ -234,6 +235,7 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 	create := add("kandev task create")
 	listJSON := add("kandev task list --json")
 	listText := add("kandev task list --all (text)")
+	listFirst := add("kandev task list --all (text): first row on stdout")
 	listOpen := add("kandev task list (text; open tasks since ADR 0035)")
 	mcp := add("kandev mcp start to tools/list")
 	tuiQuiet := add("TUI spawn to first row (pty answers nothing)")
@@ -284,15 +286,25 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			{listOpen, []string{"task", "list"}},
 		}
 		for _, st := range steps {
-			if !wanted(st.r.name) {
+			first := st.r == listText && wanted(listFirst.name)
+			if !wanted(st.r.name) && !first {
 				continue
 			}
 			for _, h := range homes {
-				s, err := timeProc(h.env, h.bin.path, st.args...)
+				var stdout firstWrite
+				s, err := timeProcTo(&stdout, h.env, h.bin.path, st.args...)
 				if err != nil {
 					return fmt.Errorf("%s %v: %w", h.bin.name, st.args, err)
 				}
-				st.r.samples[h.bin.name] = append(st.r.samples[h.bin.name], s)
+				if wanted(st.r.name) {
+					st.r.samples[h.bin.name] = append(st.r.samples[h.bin.name], s)
+				}
+				if first {
+					if stdout.at.IsZero() { // nothing on stdout: its end
+						stdout.at = s.start.Add(s.took)
+					}
+					listFirst.samples[h.bin.name] = append(listFirst.samples[h.bin.name], sample{took: stdout.at.Sub(s.start), rss: s.rss})
+				}
 			}
 		}
 		for _, h := range homes {
@@ -420,19 +432,35 @@ func rssOf(ps *os.ProcessState) int64 {
 // timeProc runs a process to its end, stdout drained as a pipe consumer
 // would, and times it from fork to exit.
 func timeProc(env []string, path string, args ...string) (sample, error) {
+	return timeProcTo(io.Discard, env, path, args...)
+}
+
+// timeProcTo is timeProc with stdout drained into w.
+func timeProcTo(w io.Writer, env []string, path string, args ...string) (sample, error) {
 	cmd := exec.Command(path, args...)
 	if env != nil {
 		cmd.Env = env
 	}
 	var stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	cmd.Stdout, cmd.Stderr = w, &stderr
 	start := time.Now()
 	err := cmd.Run()
 	took := time.Since(start)
 	if err != nil {
 		return sample{}, fmt.Errorf("%v: %s", err, stderr.String())
 	}
-	return sample{took: took, rss: rssOf(cmd.ProcessState)}, nil
+	return sample{took: took, rss: rssOf(cmd.ProcessState), start: start}, nil
+}
+
+// firstWrite drains a process's stdout and notes when its first bytes
+// came through the pipe.
+type firstWrite struct{ at time.Time }
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if w.at.IsZero() && len(p) > 0 {
+		w.at = time.Now()
+	}
+	return len(p), nil
 }
 
 // start starts the home's daemon in the foreground of a child process and
