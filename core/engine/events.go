@@ -13,10 +13,17 @@ import (
 )
 
 func (e *Engine) updateSession(id string, u store.SessionUpdate) {
-	if err := e.db.UpdateSession(context.Background(), id, u, time.Now().UTC()); err != nil {
+	ctx := context.Background()
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.session(id)
+		return tx.UpdateSession(ctx, id, u, time.Now().UTC())
+	})
+	if err != nil {
 		e.log.Error("update session", "session", id, "err", err)
+		// Show the session as it stands all the same.
+		c.session(id)
 	}
-	e.publishSession(id)
+	e.announce(c)
 }
 
 func (e *Engine) publishSession(id string) {
@@ -41,13 +48,19 @@ func (e *Engine) note(ctx context.Context, taskID, sessionID string, kind core.M
 		metaJSON = string(b)
 	}
 	now := time.Now().UTC()
-	m, err := e.db.InsertMessage(context.WithoutCancel(ctx), store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(kind),
-		Author: author, Text: text, Meta: metaJSON, CreatedAt: now, UpdatedAt: now})
+	ctx = context.WithoutCancel(ctx)
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		m, err := tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(kind),
+			Author: author, Text: text, Meta: metaJSON, CreatedAt: now, UpdatedAt: now})
+		if err != nil {
+			return err
+		}
+		c.addMessage(m)
+		return nil
+	})
 	if err != nil {
 		e.log.Error("record note", "task", taskID, "err", err)
-		return
 	}
-	e.publishMessage(core.EventMessageAdded, m)
 }
 
 // dropMetaKey removes one field from a JSON object.

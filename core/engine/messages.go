@@ -380,20 +380,31 @@ func (e *Engine) setUnserved(taskID, reason string) {
 	if t, ok := e.cached(taskID); ok && t.Waiting == reason {
 		return
 	}
-	if err := e.db.SetWaiting(ctx, taskID, reason, time.Now().UTC()); err != nil {
+	// The reason and its note are one transaction: the task never shows
+	// a waiting reason its conversation does not explain.
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(taskID)
+		if err := tx.SetWaiting(ctx, taskID, reason, time.Now().UTC()); err != nil {
+			return err
+		}
+		return c.noteTx(ctx, tx, taskID, core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
+	})
+	if err != nil {
 		e.log.Error("record waiting reason", "task", taskID, "err", err)
 	}
-	e.note(ctx, taskID, "", core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
 	e.log.Warn("task cannot start", "task", taskID, "reason", reason)
-	e.refreshQuiet(taskID)
 }
 
 func (e *Engine) clearUnserved(taskID string) {
 	if t, ok := e.cached(taskID); ok && t.Waiting != "" {
-		if err := e.db.SetWaiting(context.Background(), taskID, "", time.Now().UTC()); err != nil {
+		ctx := context.Background()
+		err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+			c.touch(taskID)
+			return tx.SetWaiting(ctx, taskID, "", time.Now().UTC())
+		})
+		if err != nil {
 			e.log.Error("clear waiting reason", "task", taskID, "err", err)
 		}
-		e.refreshQuiet(taskID)
 	}
 }
 

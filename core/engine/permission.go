@@ -276,7 +276,10 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 	// Written whole even if the request is cancelled meanwhile: the wait
 	// below then stales it.
 	bg := context.WithoutCancel(ctx)
-	err := e.db.Tx(bg, func(tx *store.Tx) error {
+	// The waiter is registered above, before the question is announced, so
+	// an answer given as soon as it shows finds the request waiting.
+	err := e.commit(bg, func(tx *store.Tx, c *changes) error {
+		busy = ""
 		if cur, err := tx.PendingQuestion(bg, rt.id); err == nil {
 			q, _ := parseQuestion(cur)
 			busy = q.QuestionID
@@ -288,7 +291,13 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 		m, err = e.recordQuestion(bg, tx, rt.id, run.sessionID, questionMeta{QuestionID: qid, Kind: core.QuestionPermission,
 			Status: core.QuestionPending, Questions: []core.QuestionItem{item}, AskedSession: run.sessionID, AskedAt: time.Now().UTC(),
 			Delivery: "waiting_call", Tool: &tool, PermissionOptions: opts, Remember: key})
-		return err
+		if err != nil {
+			return err
+		}
+		c.addMessage(m)
+		c.question(m.Seq)
+		c.touch(rt.id)
+		return nil
 	})
 	if err != nil || busy != "" {
 		forget()
@@ -301,9 +310,6 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 		return d
 	}
 	d.questionID = qid
-	e.publishMessage(core.EventMessageAdded, m)
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(rt.id)
 
 	var got answerDelivery
 	select {
@@ -332,9 +338,15 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why string) answerDelivery {
 	ctx := context.Background()
 	resolved := false
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	// tx then announce: the waiter is dropped between the two, so nothing
+	// can hand it an outcome once the question shows as stale.
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
 		resolved = ok
+		if ok {
+			c.question(m.Seq)
+			c.touch(m.TaskID)
+		}
 		return err
 	})
 	if err != nil || resolved {
@@ -345,9 +357,11 @@ func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why 
 		e.waitMu.Unlock()
 		if err != nil {
 			e.log.Error("make permission question stale", "task", m.TaskID, "err", err)
+			// Show the question as it stands all the same.
+			c.question(m.Seq)
+			c.touch(m.TaskID)
 		}
-		e.publishQuestion(m.Seq)
-		e.refreshQuiet(m.TaskID)
+		e.announce(c)
 		return answerDelivery{status: core.QuestionStale, reason: why}
 	}
 	// Someone resolved it first; they hand their outcome to the waiter
@@ -472,10 +486,17 @@ func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Mess
 	}
 	now := time.Now().UTC()
 	claimed := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	// tx then announce: the waiting request is handed the answer only once
+	// its claim committed, and the announcement carries the note written
+	// when nobody waited.
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "",
 			&answerMeta{Text: label, Answers: []string{label}, By: actor.String(), At: now})
 		claimed = ok
+		if ok {
+			c.question(m.Seq)
+			c.touch(t.ID)
+		}
 		return err
 	})
 	if err != nil {
@@ -494,11 +515,20 @@ func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Mess
 	if !e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: []string{label}, text: label, option: o.ID, by: actor.String()}) {
 		// The request ended without staling its question (a daemon that
 		// died before its recovery ran): nobody waits for this answer.
+		// A second transaction: whether the note is due is known only
+		// after the claim committed and the waiter was looked for.
 		delivered = "none"
-		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", fmt.Sprintf("permission question %s answered %q, but the agent's request had already ended", q.QuestionID, label), nil)
+		nctx := context.WithoutCancel(ctx)
+		note, err := e.tx(nctx, func(tx *store.Tx, nc *changes) error {
+			return nc.noteTx(nctx, tx, t.ID, core.MsgStatus, "kandev",
+				fmt.Sprintf("permission question %s answered %q, but the agent's request had already ended", q.QuestionID, label), map[string]any{})
+		})
+		if err != nil {
+			e.log.Error("record note", "task", t.ID, "err", err)
+		}
+		c.messages = append(note.messages, c.messages...)
 	}
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(t.ID)
+	e.announce(c)
 	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
@@ -513,19 +543,16 @@ func (e *Engine) stalePermission(ctx context.Context, taskID, sessionID, why str
 	if err != nil || q.Kind != core.QuestionPermission || (sessionID != "" && q.AskedSession != sessionID) {
 		return
 	}
-	resolved := false
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
-		resolved = ok
+		if ok {
+			c.tellWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
+			c.question(m.Seq)
+			c.touch(taskID)
+		}
 		return err
 	})
 	if err != nil {
 		e.log.Error("make permission question stale", "task", taskID, "err", err)
-		return
-	}
-	if resolved {
-		e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
-		e.publishQuestion(m.Seq)
-		e.refreshQuiet(taskID)
 	}
 }

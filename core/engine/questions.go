@@ -411,7 +411,12 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	// so there is never a moment with the question answered and nothing to
 	// deliver. When the agent's call still waits, it takes the answer and
 	// the queued copy is withdrawn.
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	// A first transaction that announces nothing: the waiting call may be
+	// handed the answer only once its claim committed, and under the task
+	// lock; the second transaction below depends on whether it took it, and
+	// announces the whole answer.
+	_, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
+		claimed = false
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
 		if err != nil || !ok {
 			return err
@@ -508,7 +513,15 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		return nil, err
 	}
 	var m store.Message
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	// tx then announce: the call's waiter is registered between the two,
+	// so an answer given as soon as the question shows finds it waiting.
+	// A question of another kind already pending announces nothing.
+	announced := func(c *changes, m store.Message) {
+		c.addMessage(m)
+		c.question(m.Seq)
+		c.touch(actor.TaskID)
+	}
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		existing, err := tx.PendingQuestion(ctx, actor.TaskID)
 		if err == nil {
 			m = existing
@@ -518,8 +531,11 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 			}
 			q.Delivery = "waiting_call"
 			b, _ := json.Marshal(q)
-			_, err := tx.CompareAndSetMeta(ctx, existing.Seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC())
-			return err
+			if _, err := tx.CompareAndSetMeta(ctx, existing.Seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC()); err != nil {
+				return err
+			}
+			announced(c, existing)
+			return nil
 		}
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
@@ -527,7 +543,11 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		m, err = e.recordQuestion(ctx, tx, actor.TaskID, actor.SessionID, questionMeta{
 			QuestionID: "q" + core.NewID(), Kind: core.QuestionUser, Status: core.QuestionPending, Questions: items,
 			Context: strings.TrimSpace(args.Context), AskedSession: actor.SessionID, AskedAt: time.Now().UTC(), Delivery: "waiting_call"})
-		return err
+		if err != nil {
+			return err
+		}
+		announced(c, m)
+		return nil
 	})
 	if err != nil {
 		return nil, mapStoreErr(err, "question")
@@ -543,9 +563,7 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 	}
 	e.waiters[q.QuestionID] = ch
 	e.waitMu.Unlock()
-	e.publishMessage(core.EventMessageAdded, m)
-	e.publishQuestion(m.Seq)
-	e.refreshQuiet(actor.TaskID)
+	e.announce(c)
 
 	select {
 	case d := <-ch:
@@ -598,9 +616,15 @@ func (e *Engine) markNextTurn(seq int64) {
 	}
 	q.Delivery = "next_turn"
 	b, _ := json.Marshal(q)
-	if ok, _ := e.db.CompareAndSetMeta(ctx, seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC()); ok {
-		e.publishQuestion(seq)
-	}
+	// Best effort, as before: a question that moved on meanwhile keeps
+	// its own state.
+	_ = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		ok, err := tx.CompareAndSetMeta(ctx, seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC())
+		if ok {
+			c.question(seq)
+		}
+		return err
+	})
 }
 
 func (e *Engine) queueLateAnswer(taskID, qid, text string) {

@@ -44,8 +44,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 		// live with its prompt queued, or the next start queues it again.
 		st := string(core.SessionCancelled)
 		now := time.Now().UTC()
-		var note store.Message
-		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 			if err := e.requeueOpenPrompt(ctx, tx.Queries, s.TaskID, s.ID); err != nil {
 				return err
 			}
@@ -58,12 +57,14 @@ func (e *Engine) Recover(ctx context.Context) error {
 			if err := tx.RevokeSessionTokens(ctx, s.ID, now); err != nil {
 				return err
 			}
-			var err error
-			note, err = tx.InsertMessage(ctx, store.Message{TaskID: s.TaskID, SessionID: s.ID, Kind: string(core.MsgStatus),
+			note, err := tx.InsertMessage(ctx, store.Message{TaskID: s.TaskID, SessionID: s.ID, Kind: string(core.MsgStatus),
 				Author: "kandev", Text: msg, Meta: metaJSON(map[string]any{"interrupted": true}), CreatedAt: now, UpdatedAt: now})
 			if err != nil {
 				return err
 			}
+			c.session(s.ID)
+			c.addMessage(note)
+			c.touch(s.TaskID)
 			// The task keeps its status: an interrupted run is no
 			// transition (its cut prompt is queued again; a question it
 			// waits on still waits).
@@ -72,9 +73,6 @@ func (e *Engine) Recover(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("recover session %s of task %s: %w", s.ID, s.TaskID, err)
 		}
-		e.publishSession(s.ID)
-		e.publishMessage(core.EventMessageAdded, note)
-		e.refreshQuiet(s.TaskID)
 	}
 	pending, err := e.db.PendingQuestions(ctx)
 	if err != nil {

@@ -137,10 +137,21 @@ func (e *Engine) EditRole(ctx context.Context, name string, in core.RoleInput) (
 			return core.Role{}, err
 		}
 	}
-	if err := e.db.UpdateRole(ctx, r); err != nil {
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		if err := tx.UpdateRole(ctx, r); err != nil {
+			return err
+		}
+		// The role's tasks show its profile and manager: their views are
+		// reloaded. A failed lookup does not undo the edit; those views
+		// then stay stale until their next change.
+		if ids, err := tx.TasksAssignedTo(ctx, roleRef(name)); err == nil {
+			c.touch(ids...)
+		}
+		return nil
+	})
+	if err != nil {
 		return core.Role{}, mapStoreErr(err, "role "+name)
 	}
-	e.refreshAssigned(ctx, roleRef(name))
 	return roleFromStore(r), nil
 }
 
@@ -242,17 +253,6 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 		cur = m.Name
 	}
 	return roleRef(a.Name), nil
-}
-
-// refreshAssigned reloads the views of an assignee's tasks.
-func (e *Engine) refreshAssigned(ctx context.Context, ref string) {
-	ids, err := e.db.TasksAssignedTo(ctx, ref)
-	if err != nil {
-		return
-	}
-	for _, id := range ids {
-		e.refreshQuiet(id)
-	}
 }
 
 // roleOf returns a role, its profile name, and whether it is explicit.

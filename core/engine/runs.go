@@ -157,7 +157,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		return nil, errFenced
 	}
 	now := time.Now().UTC()
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
+	// Announces nothing itself: the run is announced by the refresh below,
+	// once its process is registered and the task's lock released.
+	_, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
 		if err := tx.InsertSession(ctx, store.Session{ID: sessionID, TaskID: t.ID, Role: role.Name, Profile: prof.Name,
 			State: string(core.SessionStarting), CreatedAt: now, UpdatedAt: now}); err != nil {
 			return err
@@ -390,7 +392,8 @@ func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.Sessi
 	ctx := context.Background()
 	st := string(state)
 	now := time.Now().UTC()
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		c.session(sessionID)
 		if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
 			return err
 		}
@@ -403,8 +406,12 @@ func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.Sessi
 	})
 	if err != nil {
 		e.log.Error("finish session", "session", sessionID, "err", err)
+		// Show the session as it stands all the same.
+		c.session(sessionID)
 	}
-	e.publishSession(sessionID)
+	// Only the session is announced here: the caller holds the task's
+	// lock and refreshes the task once it let go.
+	e.announce(c)
 }
 
 // interruptRun ends a run because the daemon is going away. The prompt of a
@@ -415,11 +422,17 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 	rt := run.rt
 	rt.mu.Lock()
 	inTurn := rt.turn != nil && rt.turn.run == run
+	// tx then announce: the task is refreshed once its lock is released.
+	// endRunLocked below writes the session's end again in a transaction
+	// of its own (the same state and reason, the token revoked already),
+	// as it does for every run that ends.
+	var c changes
 	if inTurn && !run.ended {
 		ctx := context.Background()
 		st := string(core.SessionCancelled)
 		now := time.Now().UTC()
-		err := e.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		c, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
 			if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
 				return err
 			}
@@ -434,7 +447,8 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 	}
 	e.endRunLocked(run, core.SessionCancelled, reason)
 	rt.mu.Unlock()
-	e.refreshQuiet(rt.id)
+	c.touch(rt.id)
+	e.announce(c)
 }
 
 // capabilitySet derives a session's tools from persisted task fields.

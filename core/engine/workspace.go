@@ -357,18 +357,6 @@ func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
 		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": "+err.Error(), nil)
 		return
 	}
-	now := time.Now().UTC()
-	err = e.db.Tx(ctx, func(tx *store.Tx) error {
-		for _, id := range append([]string{t.ID}, taskIDs(inheritors)...) {
-			if err := tx.SetWorkspaceMode(ctx, id, core.WorkspaceRetired, now); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.log.Error("archive: record the removed worktree", "task", t.ID, "err", err)
-	}
 	what := "removed worktree " + w.Dir + " of the done task; branch " + w.Branch + " kept"
 	switch {
 	case r.BranchDeleted:
@@ -376,10 +364,24 @@ func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
 	case r.Committed:
 		what += ", with its uncommitted work committed on it"
 	}
-	e.note(ctx, t.ID, "", core.MsgStatus, "kandev", what, nil)
-	for _, c := range inheritors {
-		if _, err := e.refresh(ctx, c.ID); err != nil {
-			e.log.Error("archive: refresh", "task", c.ID, "err", err)
+	// The task itself is refreshed by the caller, after its own commit.
+	now := time.Now().UTC()
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		for _, id := range append([]string{t.ID}, taskIDs(inheritors)...) {
+			if err := tx.SetWorkspaceMode(ctx, id, core.WorkspaceRetired, now); err != nil {
+				return err
+			}
+		}
+		c.touch(taskIDs(inheritors)...)
+		return c.noteTx(ctx, tx, t.ID, core.MsgStatus, "kandev", what, map[string]any{})
+	})
+	if err != nil {
+		// The worktree is gone whether or not its record committed: the
+		// note says so all the same, outside the failed transaction.
+		e.log.Error("archive: record the removed worktree", "task", t.ID, "err", err)
+		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", what, nil)
+		for _, c := range inheritors {
+			e.refreshQuiet(c.ID)
 		}
 	}
 }
