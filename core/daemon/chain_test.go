@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,15 +231,29 @@ func TestThreeSubtasksThreeWakes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	daemontest.Eventually(t, wait, "three wake turns", func() bool {
+	wakeTurns := func() int {
 		n := 0
 		for _, m := range conversation(t, d, parent.ID) {
 			if m.Kind == core.MsgPrompt && strings.Contains(metaField(m, "rendered"), "[kandev:wake]") {
 				n++
 			}
 		}
-		return n == 3
-	})
+		return n
+	}
+	deadline := time.Now().Add(wait)
+	for wakeTurns() != 3 {
+		if time.Now().After(deadline) {
+			// Say what the parent got, so a rare failure can be read.
+			var b strings.Builder
+			for _, m := range conversation(t, d, parent.ID) {
+				fmt.Fprintf(&b, "%d %s %s %.120q %.200s\n", m.Seq, m.Kind, m.Author, m.Text, m.Meta)
+			}
+			q, _ := d.Client.TaskQueue(ctx, parent.ID)
+			t.Fatalf("timed out waiting for three wake turns (%d); parent %+v\nqueue %+v\nconversation:\n%s\ndaemon log:\n%s",
+				wakeTurns(), get(t, d, parent.ID), q, b.String(), d.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	// Each wake was its own turn, naming its subtask.
 	var wakes []string
 	turns := 0
