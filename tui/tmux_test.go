@@ -48,8 +48,10 @@ func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string)
 	s := &tmuxSession{t: t, sock: filepath.Join(dir, "tmux.sock"), d: d}
 	s.env = append(append(os.Environ(), d.Env...), extraEnv...)
 	// The shell keeps the pane open after kandev exits, so a crash shows.
+	// CI is unset for kandev: it runs in tmux as in a person's terminal,
+	// and termenv takes a set CI for "no terminal" (no colour at all).
 	envArgs := strings.Join(quoteAll(append(d.Env, extraEnv...)), " ")
-	script := fmt.Sprintf("env %s %s; echo \"kandev exited with status $?\"; sleep 600", envArgs, shellQuote(d.Bin))
+	script := fmt.Sprintf("env -u CI %s %s; echo \"kandev exited with status $?\"; sleep 600", envArgs, shellQuote(d.Bin))
 	s.tmux("new-session", "-d", "-s", "kandev", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
 	return s
