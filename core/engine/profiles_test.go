@@ -7,7 +7,7 @@ import (
 )
 
 func TestProfilesAddListShowRemove(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	ps, err := env.eng.ListProfiles(env.ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 // "run failed: " prefix in its detail) still reads as a failed run; one
 // that ended without a handoff does not.
 func TestLegacyStallRowsRead(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	failed := env.create(core.CreateTaskInput{Title: "failed"})
 	returned := env.create(core.CreateTaskInput{Title: "returned"})
 	env.close()

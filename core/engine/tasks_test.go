@@ -19,7 +19,7 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
-type i2Env struct {
+type engineEnv struct {
 	t    *testing.T
 	ctx  context.Context
 	dir  string
@@ -29,11 +29,11 @@ type i2Env struct {
 	path string
 }
 
-// newI2 opens a fresh store and an engine over it.
-func newI2(t *testing.T) *i2Env {
+// newEngineEnv opens a fresh store and an engine over it.
+func newEngineEnv(t *testing.T) *engineEnv {
 	t.Helper()
 	dir := t.TempDir()
-	env := &i2Env{t: t, ctx: context.Background(), dir: dir, cwd: filepath.Join(dir, "work"), path: filepath.Join(dir, "kandev.db")}
+	env := &engineEnv{t: t, ctx: context.Background(), dir: dir, cwd: filepath.Join(dir, "work"), path: filepath.Join(dir, "kandev.db")}
 	if err := os.Mkdir(env.cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func newI2(t *testing.T) *i2Env {
 	return env
 }
 
-func (env *i2Env) open() {
+func (env *engineEnv) open() {
 	env.t.Helper()
 	db, err := store.Open(env.ctx, env.path)
 	if err != nil {
@@ -56,7 +56,7 @@ func (env *i2Env) open() {
 	env.t.Cleanup(env.close)
 }
 
-func (env *i2Env) close() {
+func (env *engineEnv) close() {
 	if env.eng != nil {
 		env.eng.Close()
 		env.db.Close()
@@ -65,13 +65,13 @@ func (env *i2Env) close() {
 }
 
 // restart closes the engine and store and opens them again on the same file.
-func (env *i2Env) restart() {
+func (env *engineEnv) restart() {
 	env.t.Helper()
 	env.close()
 	env.open()
 }
 
-func (env *i2Env) create(in core.CreateTaskInput) core.Task {
+func (env *engineEnv) create(in core.CreateTaskInput) core.Task {
 	env.t.Helper()
 	if in.CWD == "" {
 		in.CWD = env.cwd
@@ -83,7 +83,7 @@ func (env *i2Env) create(in core.CreateTaskInput) core.Task {
 	return task
 }
 
-func (env *i2Env) get(id string) core.Task {
+func (env *engineEnv) get(id string) core.Task {
 	env.t.Helper()
 	task, err := env.eng.GetTask(env.ctx, id)
 	if err != nil {
@@ -92,7 +92,7 @@ func (env *i2Env) get(id string) core.Task {
 	return task
 }
 
-func (env *i2Env) count(all bool) int {
+func (env *engineEnv) count(all bool) int {
 	env.t.Helper()
 	ts, err := env.eng.ListTasks(env.ctx, core.ListTasksInput{All: all})
 	if err != nil {
@@ -122,7 +122,7 @@ func i2Ptr[T any](v T) *T { return &v }
 // --- autopilot ----------------------------------------------------------------
 
 func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	auto := env.create(core.CreateTaskInput{Title: "Split the auth module", Autopilot: true})
 	plain := env.create(core.CreateTaskInput{Title: "plain"})
 	if !auto.Autopilot || plain.Autopilot {
@@ -182,7 +182,7 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 }
 
 func TestAutopilotIsNeverInherited(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	root := env.create(core.CreateTaskInput{Title: "root", Autopilot: true})
 	child := env.create(core.CreateTaskInput{Title: "child", ParentID: root.ID})
 	autoChild := env.create(core.CreateTaskInput{Title: "auto child", ParentID: root.ID, Autopilot: true})
@@ -203,7 +203,7 @@ func TestAutopilotIsNeverInherited(t *testing.T) {
 }
 
 func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	if _, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "my-agent", MCP: false}); err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +242,7 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 // --- parents ------------------------------------------------------------------
 
 func TestParentMustExistAndBeLive(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "orphan", ParentID: "zzzzzz", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "parent task zzzzzz does not exist")
 
@@ -269,7 +269,7 @@ func TestParentMustExistAndBeLive(t *testing.T) {
 // parent can never change afterwards (there is no edit for it, and the
 // store's trigger refuses every other write).
 func TestNoCycles(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	a := env.create(core.CreateTaskInput{Title: "a"})
 	b := env.create(core.CreateTaskInput{Title: "b", ParentID: a.ID})
 	c := env.create(core.CreateTaskInput{Title: "c", ParentID: b.ID})
@@ -305,7 +305,7 @@ func TestNoCycles(t *testing.T) {
 // --- archive ------------------------------------------------------------------
 
 func TestArchiveIsIdempotent(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	task := env.create(core.CreateTaskInput{Title: "done with"})
 	first, err := env.eng.ArchiveTask(env.ctx, task.ID)
 	if err != nil {
@@ -347,7 +347,7 @@ func TestArchiveIsIdempotent(t *testing.T) {
 // --- profiles, cwd, titles ------------------------------------------------------
 
 func TestUnknownProfileIsRefused(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "nope", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "unknown profile nope")
 	if env.count(true) != 0 {
@@ -360,7 +360,7 @@ func TestUnknownProfileIsRefused(t *testing.T) {
 }
 
 func TestWorkingDirectory(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	file := filepath.Join(env.dir, "file")
 	if err := os.WriteFile(file, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -394,7 +394,7 @@ func TestWorkingDirectory(t *testing.T) {
 }
 
 func TestTitleRules(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	for _, in := range []core.CreateTaskInput{{Title: ""}, {Title: "   \t\n"}, {Title: "", Prompt: "  \n "}} {
 		in.CWD = env.cwd
 		_, err := env.eng.CreateTask(env.ctx, in)
@@ -447,9 +447,9 @@ func TestTitleRules(t *testing.T) {
 
 // seedI2 writes tasks with chosen ids straight into the store, then starts
 // the engine over them.
-func seedI2(t *testing.T, ids ...string) *i2Env {
+func seedI2(t *testing.T, ids ...string) *engineEnv {
 	t.Helper()
-	env := newI2(t)
+	env := newEngineEnv(t)
 	env.close()
 	db, err := store.Open(env.ctx, env.path)
 	if err != nil {
@@ -505,7 +505,7 @@ func TestIDPrefixResolution(t *testing.T) {
 }
 
 func TestListingOrderAndArchived(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	a := env.create(core.CreateTaskInput{Title: "a"})
 	b := env.create(core.CreateTaskInput{Title: "b"})
 	a1 := env.create(core.CreateTaskInput{Title: "a1", ParentID: a.ID})
@@ -553,7 +553,7 @@ func TestListingOrderAndArchived(t *testing.T) {
 // --- status -------------------------------------------------------------------
 
 func TestSetTaskStatus(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	task := env.create(core.CreateTaskInput{Title: "flow"})
 	for _, st := range []core.Status{core.StatusInProgress, core.StatusReview, core.StatusDone} {
 		got, err := env.eng.SetTaskStatus(env.ctx, task.ID, st)
@@ -590,7 +590,7 @@ func TestSetTaskStatus(t *testing.T) {
 }
 
 func TestCreatedTaskShape(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	before := time.Now().UTC()
 	task := env.create(core.CreateTaskInput{Title: "shape", Description: "d"})
 	if len(task.ID) != core.IDLength || task.Status != core.StatusTodo || task.CreatedBy != "person:operator" ||

@@ -28,7 +28,7 @@ func gitT(t *testing.T, dir string, args ...string) string {
 }
 
 // newGitRepo makes env.dir/app, a repository with src/main.go committed.
-func newGitRepo(t *testing.T, env *i2Env) string {
+func newGitRepo(t *testing.T, env *engineEnv) string {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not installed")
@@ -49,7 +49,7 @@ func newGitRepo(t *testing.T, env *i2Env) string {
 }
 
 func TestTaskInRepositoryGetsItsOwnWorktree(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	head := gitT(t, repo, "rev-parse", "HEAD")
 	task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "Fix the login", CWD: filepath.Join(repo, "src")})
@@ -82,7 +82,7 @@ func TestTaskInRepositoryGetsItsOwnWorktree(t *testing.T) {
 }
 
 func TestTaskWorkspaceOptions(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	first := gitT(t, repo, "rev-parse", "HEAD")
 	if err := os.WriteFile(filepath.Join(repo, "later.txt"), []byte("x\n"), 0o644); err != nil {
@@ -118,7 +118,7 @@ func TestTaskWorkspaceOptions(t *testing.T) {
 }
 
 func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	cases := []struct {
 		name string
@@ -153,7 +153,7 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 }
 
 func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
@@ -198,7 +198,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 }
 
 func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
@@ -253,7 +253,7 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 // unless it asks for a new one, which branches from the parent's branch
 // or the base it names.
 func TestAgentSubtaskWorkspace(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
@@ -318,7 +318,7 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 // stranger's; a patch over the bound is cut at a line with a marker, and
 // the stat and totals still cover every file.
 func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
@@ -415,7 +415,7 @@ func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 // subtask that still works there (not finished, not archived) inherits
 // it; the inheritors of a removed worktree show it retired too.
 func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
-	env := newI2(t)
+	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	mk := func(in core.CreateTaskInput) core.Task {
 		t.Helper()
