@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // TaskView is a task with what its summary needs: latest session, pending
@@ -41,18 +44,32 @@ const taskViewQuery = taskViewColumns + `
 		WHERE b.task_id = t.id AND bt.status NOT IN ('done', 'cancelled') AND bt.archived_at IS NULL), '')
 FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
 
-// allTaskViewsQuery reads every task without its session and without
-// the subqueries, which ran three times per row: reading a column costs
-// the same whether it holds anything, and most tasks have no session, no
-// queue, no question and no blockers. fillViewExtras reads those by
-// aggregate queries instead.
-const allTaskViewsQuery = viewTaskColumns + ` FROM tasks t`
+// allTaskRowsQuery reads every task as one text value: its rowid and its
+// columns joined by taskRowSep. At 100,000 tasks, reading 26 columns
+// through the driver (a type check, a copy and an interface per column)
+// was more than half of the daemon's start; one value per row, cut here,
+// costs about half as much, and a task's strings then share one
+// allocation. parseTaskRow refuses a row that does not cut cleanly (a text
+// holding the separator, a number that is not one): such a task is read
+// again by its rowid, column by column.
+const allTaskRowsQuery = `SELECT concat_ws(char(31), t.rowid, t.id, t.title, t.description, COALESCE(t.parent_id, ''),
+	t.cwd, t.profile, t.status, t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
+	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled,
+	t.needs_check, t.waiting, t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit) FROM tasks t`
+
+const (
+	taskRowSep = '\x1f'
+	// taskRowFields counts the columns after the rowid.
+	taskRowFields = 26
+)
 
 // allSessionsQuery reads the latest session of every task that has one.
 const allSessionsQuery = `SELECT t.id, ` + viewSessionColumns + ` FROM tasks t JOIN sessions s ON s.id = t.session_id`
 
-// taskViewExtras are the aggregate queries of allTaskViewsQuery: task id
-// and queue length, pending question seq, or open blockers.
+// taskViewExtras are the aggregate queries that stand for taskViewQuery's
+// per-row subqueries when every task is read: task id and queue length,
+// pending question seq, or open blockers. Most tasks have none of these,
+// so each is read once for all tasks rather than once per task.
 var taskViewExtras = [...]string{
 	`SELECT task_id, count(*) FROM queue GROUP BY task_id`,
 	`SELECT task_id, max(seq) FROM messages WHERE kind = 'question' AND json_extract(meta, '$.status') = 'pending' GROUP BY task_id`,
@@ -63,27 +80,31 @@ var taskViewExtras = [...]string{
 // TaskViews loads views of the given tasks, or of every task when ids is
 // nil, in creation order.
 func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error) {
-	query := allTaskViewsQuery
-	var args []any
-	if ids != nil {
-		query = taskViewQuery
-		if len(ids) == 0 {
-			return nil, nil
-		}
-		query += ` WHERE t.id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
-		for _, id := range ids {
-			args = append(args, id)
-		}
-	}
 	// Rows come in table order and are sorted here: SQLite's sorter,
 	// carrying every column of every row, was a third of the daemon's
 	// start at 100,000 tasks.
-	n := len(ids)
 	if ids == nil {
-		if err := q.q.QueryRowContext(ctx, `SELECT count(*) FROM tasks`).Scan(&n); err != nil {
-			return nil, fmt.Errorf("count tasks: %w", mapErr(err))
+		n, err := q.CountTasks(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("count tasks: %w", err)
 		}
+		views := make([]TaskView, 0, n)
+		err = q.EachTaskView(ctx, func(v *TaskView) { views = append(views, *v) })
+		if err != nil {
+			return nil, err
+		}
+		slices.SortFunc(views, func(a, b TaskView) int { return CompareCreated(&a.Task, &b.Task) })
+		return views, nil
 	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	query := taskViewQuery + ` WHERE t.id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+	args := make([]any, 0, len(ids))
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	n := len(ids)
 	rows, err := q.q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
@@ -105,11 +126,9 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		dest = append(dest[:0], &v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
 			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit)
-		if ids != nil {
-			dest = append(dest, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
-				&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
-		}
+			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit,
+			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
+			&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
@@ -130,11 +149,6 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 	if err := rows.Close(); err != nil {
 		return nil, mapErr(err)
 	}
-	if ids == nil {
-		if questionSeqs, questionAt, err = q.fillViewExtras(ctx, views); err != nil {
-			return nil, err
-		}
-	}
 	for i, seq := range questionSeqs {
 		m, err := q.GetMessage(ctx, seq)
 		if err != nil {
@@ -142,13 +156,284 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		}
 		views[questionAt[i]].Question = &m
 	}
-	slices.SortFunc(views, func(a, b TaskView) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(views, func(a, b TaskView) int { return CompareCreated(&a.Task, &b.Task) })
 	return views, nil
+}
+
+// CompareCreated orders tasks by creation, then id: the order of every
+// task list.
+func CompareCreated(a, b *Task) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
+}
+
+// EachTaskView calls fn, from one goroutine, with the view of every task,
+// in no particular order; the view is fn's only for the call (its fields
+// may be kept, the TaskView itself is reused). It is what the daemon's
+// start reads. Each task is read as one value (allTaskRowsQuery), the
+// table in a few rowid ranges on connections of their own, in parallel
+// with the aggregate queries for what else a view holds. The write lock
+// is held (nothing written) while they run, so every one of them reads
+// the same state.
+func (db *DB) EachTaskView(ctx context.Context, fn func(*TaskView)) error {
+	lock, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("load tasks: %w", mapErr(err))
+	}
+	defer lock.Rollback()
+	return db.Queries.eachTaskView(ctx, fn, min(runtime.GOMAXPROCS(0), 4))
+}
+
+// EachTaskView is DB.EachTaskView on one connection (a transaction's).
+func (q Queries) EachTaskView(ctx context.Context, fn func(*TaskView)) error {
+	return q.eachTaskView(ctx, fn, 1)
+}
+
+// taskBatch is a run of rows of allTaskRowsQuery one range scan read. The
+// rows, not views, wait for the parts before theirs: a task keeps its
+// row's text anyway, so they cost next to nothing to hold.
+type taskBatch struct {
+	rows []string
+	part int
+	last bool // the part's last batch
+	err  error
+}
+
+const taskBatchLen = 512
+
+// eachTaskView reads the tasks in parts rowid ranges, in parallel when
+// parts > 1 (on q's pool, which must then be a DB's). fn sees them in
+// table order, which is mostly creation order, whatever the parts.
+func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), parts int) error {
+	var last int64
+	if err := q.q.QueryRowContext(ctx, `SELECT COALESCE(max(rowid), 0) FROM tasks`).Scan(&last); err != nil {
+		return fmt.Errorf("load tasks: %w", mapErr(err))
+	}
+	// Small tables are not worth the goroutines.
+	if last < 20_000 {
+		parts = 1
+	}
+	var odd []any // rowids of rows that did not cut cleanly
+	var v TaskView
+	use := func(x *viewExtras, b *taskBatch) error {
+		for _, row := range b.rows {
+			v = TaskView{}
+			rowid, ok := parseTaskRow(row, &v.Task)
+			if rowid == 0 {
+				return fmt.Errorf("load tasks: a row without its rowid: %.40q", row)
+			}
+			if !ok {
+				odd = append(odd, rowid)
+				continue
+			}
+			x.fill(&v)
+			fn(&v)
+		}
+		return nil
+	}
+	if parts <= 1 {
+		x, err := q.viewExtras(ctx)
+		if err != nil {
+			return err
+		}
+		b, err := q.scanTaskRows(ctx, math.MinInt64, last, &taskBatch{rows: make([]string, 0, taskBatchLen)},
+			func(b *taskBatch) (*taskBatch, error) {
+				err := use(x, b)
+				b.rows = b.rows[:0]
+				return b, err
+			})
+		if err != nil {
+			return err
+		}
+		if err := use(x, b); err != nil {
+			return err
+		}
+		return q.oddTaskViews(ctx, odd, fn)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type extras struct {
+		x   *viewExtras
+		err error
+	}
+	xc := make(chan extras, 1)
+	go func() {
+		x, err := q.viewExtras(ctx)
+		xc <- extras{x, err}
+	}()
+	batches := make(chan *taskBatch, 2*parts)
+	free := make(chan *taskBatch, 4*parts)
+	next := func(part int) *taskBatch {
+		select {
+		case b := <-free:
+			b.rows, b.part, b.last = b.rows[:0], part, false
+			return b
+		default:
+			return &taskBatch{rows: make([]string, 0, taskBatchLen), part: part}
+		}
+	}
+	for i := range parts {
+		lo, hi := last*int64(i)/int64(parts), last*int64(i+1)/int64(parts)
+		if i == 0 {
+			lo = math.MinInt64
+		}
+		go func() {
+			b, err := q.scanTaskRows(ctx, lo, hi, next(i), func(b *taskBatch) (*taskBatch, error) {
+				select {
+				case batches <- b:
+					return next(i), nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			})
+			if err != nil {
+				b = &taskBatch{part: i, err: err}
+			}
+			// The reader takes every part's last batch, error or not.
+			b.last = true
+			batches <- b
+		}()
+	}
+	x := <-xc
+	err := x.err
+	// Batches are used in table order: a part's wait for the parts
+	// before it to end.
+	queued := make([][]*taskBatch, parts)
+	for cur, ended := 0, 0; ended < parts; {
+		b := <-batches
+		if b.last {
+			ended++
+		}
+		if err == nil {
+			err = b.err
+		}
+		if err != nil {
+			cancel()
+			continue
+		}
+		queued[b.part] = append(queued[b.part], b)
+		for cur < parts && len(queued[cur]) > 0 {
+			b := queued[cur][0]
+			queued[cur] = queued[cur][1:]
+			if err = use(x.x, b); err != nil {
+				cancel()
+				break
+			}
+			if b.last {
+				cur++
+			}
+			select {
+			case free <- b:
+			default:
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return q.oddTaskViews(ctx, odd, fn)
+}
+
+// scanTaskRows reads the tasks of rowids (lo, hi] into b, handing each
+// full batch to flush, which returns the batch to go on with, and returns
+// the last batch.
+func (q Queries) scanTaskRows(ctx context.Context, lo, hi int64, b *taskBatch,
+	flush func(*taskBatch) (*taskBatch, error)) (*taskBatch, error) {
+	rows, err := q.q.QueryContext(ctx, allTaskRowsQuery+` WHERE t.rowid > ? AND t.rowid <= ?`, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var row string
+	for rows.Next() {
+		if err := rows.Scan(&row); err != nil {
+			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+		}
+		b.rows = append(b.rows, row)
+		if len(b.rows) == cap(b.rows) {
+			if b, err = flush(b); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return nil, fmt.Errorf("load tasks: %w", mapErr(err))
+	}
+	return b, nil
+}
+
+// oddTaskViews reads the tasks whose rows did not cut cleanly column by
+// column, and calls fn with them.
+func (q Queries) oddTaskViews(ctx context.Context, rowids []any, fn func(*TaskView)) error {
+	if len(rowids) == 0 {
+		return nil
+	}
+	ids, err := q.ids(ctx, `SELECT id FROM tasks WHERE rowid IN (?`+strings.Repeat(",?", len(rowids)-1)+`)`, rowids...)
+	if err != nil {
+		return fmt.Errorf("load tasks: %w", err)
+	}
+	views, err := q.TaskViews(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range views {
+		fn(&views[i])
+	}
+	return nil
+}
+
+// parseTaskRow fills t from one row of allTaskRowsQuery. It returns the
+// row's rowid (0 when even that does not read) and whether the rest cut
+// into exactly its fields, each of its kind.
+func parseTaskRow(row string, t *Task) (rowid int64, ok bool) {
+	j := strings.IndexByte(row, taskRowSep)
+	if j < 0 {
+		return 0, false
+	}
+	rowid, err := strconv.ParseInt(row[:j], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	row = row[j+1:]
+	var f [taskRowFields]string
+	for i := range taskRowFields - 1 {
+		j := strings.IndexByte(row, taskRowSep)
+		if j < 0 {
+			return rowid, false
+		}
+		f[i], row = row[:j], row[j+1:]
+	}
+	if strings.IndexByte(row, taskRowSep) >= 0 {
+		return rowid, false
+	}
+	f[taskRowFields-1] = row
+	ok = true
+	flag := func(s string) bool {
+		switch s {
+		case "0":
+			return false
+		case "1":
+			return true
+		}
+		ok = false
+		return false
+	}
+	when := func(s string) time.Time {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			ok = false
+		}
+		return fromNanos(n)
+	}
+	*t = Task{ID: f[0], Title: f[1], Description: f[2], ParentID: f[3], CWD: f[4], Profile: f[5], Status: f[6],
+		Autopilot: flag(f[7]), CreatedBy: f[8], CreatedAt: when(f[9]), UpdatedAt: when(f[10]), ArchivedAt: when(f[11]),
+		Halted: flag(f[12]), SessionID: f[13], TitlePending: flag(f[14]), Assignee: f[15], HandedBy: f[16],
+		Surface: f[17], Stalled: f[18], NeedsCheck: flag(f[19]), Waiting: f[20], Workspace: f[21], RepoRoot: f[22],
+		WorktreeDir: f[23], Branch: f[24], BaseCommit: f[25]}
+	return rowid, ok
 }
 
 func finishSession(s *Session, taskID string, turn, created, updated int64) *Session {
@@ -157,17 +442,39 @@ func finishSession(s *Session, taskID string, turn, created, updated int64) *Ses
 	return s
 }
 
-// fillViewExtras sets the sessions, queue lengths and open blockers of
-// views (every task) and returns the pending questions' seqs and the views
-// they belong to.
-func (q Queries) fillViewExtras(ctx context.Context, views []TaskView) (seqs []int64, at []int, err error) {
-	index := make(map[string]int, len(views))
-	for j := range views {
-		index[views[j].ID] = j
+// viewExtras is what a view holds besides its task, for every task that
+// has any, by task id.
+type viewExtras struct {
+	sessions  map[string]*Session
+	queued    map[string]int
+	questions map[string]*Message
+	blockers  map[string][]string
+}
+
+// fill sets what v holds besides its task.
+func (x *viewExtras) fill(v *TaskView) {
+	if v.SessionID != "" {
+		v.Session = x.sessions[v.ID]
 	}
+	if len(x.queued) > 0 {
+		v.Queued = x.queued[v.ID]
+	}
+	if len(x.questions) > 0 {
+		v.Question = x.questions[v.ID]
+	}
+	if len(x.blockers) > 0 {
+		v.OpenBlockers = x.blockers[v.ID]
+	}
+}
+
+// viewExtras reads the latest sessions, queue lengths, pending questions
+// and open blockers of every task.
+func (q Queries) viewExtras(ctx context.Context) (*viewExtras, error) {
+	x := &viewExtras{sessions: map[string]*Session{}, queued: map[string]int{}, questions: map[string]*Message{},
+		blockers: map[string][]string{}}
 	rows, err := q.q.QueryContext(ctx, allSessionsQuery)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load sessions: %w", mapErr(err))
+		return nil, fmt.Errorf("load sessions: %w", mapErr(err))
 	}
 	for rows.Next() {
 		var id string
@@ -176,50 +483,50 @@ func (q Queries) fillViewExtras(ctx context.Context, views []TaskView) (seqs []i
 		if err := rows.Scan(&id, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
 			&turn, &created, &updated); err != nil {
 			rows.Close()
-			return nil, nil, fmt.Errorf("load sessions: %w", mapErr(err))
+			return nil, fmt.Errorf("load sessions: %w", mapErr(err))
 		}
-		if j, ok := index[id]; ok {
-			views[j].Session = finishSession(&s, id, turn, created, updated)
-		}
+		x.sessions[id] = finishSession(&s, id, turn, created, updated)
 	}
 	if err := rows.Close(); err != nil {
-		return nil, nil, mapErr(err)
+		return nil, mapErr(err)
 	}
+	questions := map[string]int64{}
 	for i, query := range taskViewExtras {
 		rows, err := q.q.QueryContext(ctx, query)
 		if err != nil {
-			return nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
+			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
 		}
 		for rows.Next() {
 			var id, val string
 			if err := rows.Scan(&id, &val); err != nil {
 				rows.Close()
-				return nil, nil, fmt.Errorf("load tasks: %w", mapErr(err))
-			}
-			j, ok := index[id]
-			if !ok {
-				continue // a task created since the main query
+				return nil, fmt.Errorf("load tasks: %w", mapErr(err))
 			}
 			switch i {
 			case 0:
-				views[j].Queued, err = strconv.Atoi(val)
+				x.queued[id], err = strconv.Atoi(val)
 			case 1:
-				var seq int64
-				seq, err = strconv.ParseInt(val, 10, 64)
-				seqs, at = append(seqs, seq), append(at, j)
+				questions[id], err = strconv.ParseInt(val, 10, 64)
 			case 2:
-				views[j].OpenBlockers = strings.Split(val, ",")
+				x.blockers[id] = strings.Split(val, ",")
 			}
 			if err != nil {
 				rows.Close()
-				return nil, nil, fmt.Errorf("load tasks: %s of task %s: %w", query, id, err)
+				return nil, fmt.Errorf("load tasks: %s of task %s: %w", query, id, err)
 			}
 		}
 		if err := rows.Close(); err != nil {
-			return nil, nil, mapErr(err)
+			return nil, mapErr(err)
 		}
 	}
-	return seqs, at, nil
+	for id, seq := range questions {
+		m, err := q.GetMessage(ctx, seq)
+		if err != nil {
+			return nil, err
+		}
+		x.questions[id] = &m
+	}
+	return x, nil
 }
 
 // TaskView loads one task's view.
