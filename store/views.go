@@ -183,12 +183,12 @@ func (db *DB) EachTaskView(ctx context.Context, fn func(*TaskView)) error {
 		return fmt.Errorf("load tasks: %w", mapErr(err))
 	}
 	defer lock.Rollback()
-	return db.Queries.eachTaskView(ctx, fn, min(runtime.GOMAXPROCS(0), 4))
+	return db.Queries.eachTaskView(ctx, fn, taskLoad{parts: min(runtime.GOMAXPROCS(0), 4), perPart: 10_000, batch: 512})
 }
 
 // EachTaskView is DB.EachTaskView on one connection (a transaction's).
 func (q Queries) EachTaskView(ctx context.Context, fn func(*TaskView)) error {
-	return q.eachTaskView(ctx, fn, 1)
+	return q.eachTaskView(ctx, fn, taskLoad{parts: 1, batch: 512})
 }
 
 // taskBatch is a run of rows of allTaskRowsQuery one range scan read. The
@@ -201,19 +201,26 @@ type taskBatch struct {
 	err  error
 }
 
-const taskBatchLen = 512
+// taskLoad is how eachTaskView reads: in up to parts rowid ranges of at
+// least perPart rows, batch rows at a time.
+type taskLoad struct {
+	parts   int
+	perPart int64
+	batch   int
+}
 
-// eachTaskView reads the tasks in parts rowid ranges, in parallel when
-// parts > 1 (on q's pool, which must then be a DB's). fn sees them in
-// table order, which is mostly creation order, whatever the parts.
-func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), parts int) error {
+// eachTaskView reads the tasks as load says, in parallel when in more
+// than one range (on q's pool, which must then be a DB's). fn sees them
+// in table order, which is mostly creation order, whatever the ranges.
+func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), load taskLoad) error {
 	var last int64
 	if err := q.q.QueryRowContext(ctx, `SELECT COALESCE(max(rowid), 0) FROM tasks`).Scan(&last); err != nil {
 		return fmt.Errorf("load tasks: %w", mapErr(err))
 	}
 	// Small tables are not worth the goroutines.
-	if last < 20_000 {
-		parts = 1
+	parts := load.parts
+	if load.perPart > 0 {
+		parts = int(min(int64(parts), last/load.perPart))
 	}
 	var odd []any // rowids of rows that did not cut cleanly
 	var v TaskView
@@ -238,7 +245,7 @@ func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), parts int
 		if err != nil {
 			return err
 		}
-		b, err := q.scanTaskRows(ctx, math.MinInt64, last, &taskBatch{rows: make([]string, 0, taskBatchLen)},
+		b, err := q.scanTaskRows(ctx, math.MinInt64, last, &taskBatch{rows: make([]string, 0, load.batch)},
 			func(b *taskBatch) (*taskBatch, error) {
 				err := use(x, b)
 				b.rows = b.rows[:0]
@@ -272,7 +279,7 @@ func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), parts int
 			b.rows, b.part, b.last = b.rows[:0], part, false
 			return b
 		default:
-			return &taskBatch{rows: make([]string, 0, taskBatchLen), part: part}
+			return &taskBatch{rows: make([]string, 0, load.batch), part: part}
 		}
 	}
 	for i := range parts {
