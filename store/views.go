@@ -227,9 +227,9 @@ func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), load task
 	use := func(x *viewExtras, b *taskBatch) error {
 		for _, row := range b.rows {
 			v = TaskView{}
-			rowid, ok := parseTaskRow(row, &v.Task)
-			if rowid == 0 {
-				return fmt.Errorf("load tasks: a row without its rowid: %.40q", row)
+			rowid, ok, err := parseTaskRow(row, &v.Task)
+			if err != nil {
+				return err
 			}
 			if !ok {
 				odd = append(odd, rowid)
@@ -375,46 +375,45 @@ func (q Queries) scanTaskRows(ctx context.Context, lo, hi int64, b *taskBatch,
 // oddTaskViews reads the tasks whose rows did not cut cleanly column by
 // column, and calls fn with them.
 func (q Queries) oddTaskViews(ctx context.Context, rowids []any, fn func(*TaskView)) error {
-	if len(rowids) == 0 {
-		return nil
-	}
-	ids, err := q.ids(ctx, `SELECT id FROM tasks WHERE rowid IN (?`+strings.Repeat(",?", len(rowids)-1)+`)`, rowids...)
-	if err != nil {
-		return fmt.Errorf("load tasks: %w", err)
-	}
-	views, err := q.TaskViews(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for i := range views {
-		fn(&views[i])
+	// A few hundred at a time, well within SQLite's limit on parameters.
+	for chunk := range slices.Chunk(rowids, 500) {
+		ids, err := q.ids(ctx, `SELECT id FROM tasks WHERE rowid IN (?`+strings.Repeat(",?", len(chunk)-1)+`)`, chunk...)
+		if err != nil {
+			return fmt.Errorf("load tasks: %w", err)
+		}
+		views, err := q.TaskViews(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for i := range views {
+			fn(&views[i])
+		}
 	}
 	return nil
 }
 
 // parseTaskRow fills t from one row of allTaskRowsQuery. It returns the
-// row's rowid (0 when even that does not read) and whether the rest cut
-// into exactly its fields, each of its kind.
-func parseTaskRow(row string, t *Task) (rowid int64, ok bool) {
+// row's rowid and whether the rest cut into exactly its fields, each of
+// its kind; an error when even the rowid does not read.
+func parseTaskRow(row string, t *Task) (rowid int64, ok bool, err error) {
 	j := strings.IndexByte(row, taskRowSep)
-	if j < 0 {
-		return 0, false
+	if j >= 0 {
+		rowid, err = strconv.ParseInt(row[:j], 10, 64)
 	}
-	rowid, err := strconv.ParseInt(row[:j], 10, 64)
-	if err != nil {
-		return 0, false
+	if j < 0 || err != nil {
+		return 0, false, fmt.Errorf("load tasks: a row without its rowid: %.40q", row)
 	}
 	row = row[j+1:]
 	var f [taskRowFields]string
 	for i := range taskRowFields - 1 {
 		j := strings.IndexByte(row, taskRowSep)
 		if j < 0 {
-			return rowid, false
+			return rowid, false, nil
 		}
 		f[i], row = row[:j], row[j+1:]
 	}
 	if strings.IndexByte(row, taskRowSep) >= 0 {
-		return rowid, false
+		return rowid, false, nil
 	}
 	f[taskRowFields-1] = row
 	ok = true
@@ -440,7 +439,7 @@ func parseTaskRow(row string, t *Task) (rowid int64, ok bool) {
 		Halted: flag(f[12]), SessionID: f[13], TitlePending: flag(f[14]), Assignee: f[15], HandedBy: f[16],
 		Surface: f[17], Stalled: f[18], NeedsCheck: flag(f[19]), Waiting: f[20], Workspace: f[21], RepoRoot: f[22],
 		WorktreeDir: f[23], Branch: f[24], BaseCommit: f[25]}
-	return rowid, ok
+	return rowid, ok, nil
 }
 
 func finishSession(s *Session, taskID string, turn, created, updated int64) *Session {
