@@ -64,7 +64,15 @@ const (
 )
 
 // allSessionsQuery reads the latest session of every task that has one.
-const allSessionsQuery = `SELECT t.id, ` + viewSessionColumns + ` FROM tasks t JOIN sessions s ON s.id = t.session_id`
+// It scans every task, tasks.session_id having no index;
+// fewSessionsQuery reads the same from the sessions' side, which costs
+// less while sessions are fewer than tasks: a task points only at a
+// session of its own (InsertSession is the one writer of session_id).
+const (
+	allSessionsQuery = `SELECT t.id, ` + viewSessionColumns + ` FROM tasks t JOIN sessions s ON s.id = t.session_id`
+	fewSessionsQuery = `SELECT t.id, ` + viewSessionColumns +
+		` FROM sessions s CROSS JOIN tasks t ON t.id = s.task_id AND t.session_id = s.id`
+)
 
 // taskViewExtras are the aggregate queries that stand for taskViewQuery's
 // per-row subqueries when every task is read: task id and queue length,
@@ -241,7 +249,7 @@ func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), load task
 		return nil
 	}
 	if parts <= 1 {
-		x, err := q.viewExtras(ctx)
+		x, err := q.viewExtras(ctx, last)
 		if err != nil {
 			return err
 		}
@@ -268,7 +276,7 @@ func (q Queries) eachTaskView(ctx context.Context, fn func(*TaskView), load task
 	}
 	xc := make(chan extras, 1)
 	go func() {
-		x, err := q.viewExtras(ctx)
+		x, err := q.viewExtras(ctx, last)
 		xc <- extras{x, err}
 	}()
 	batches := make(chan *taskBatch, 2*parts)
@@ -475,10 +483,18 @@ func (x *viewExtras) fill(v *TaskView) {
 
 // viewExtras reads the latest sessions, queue lengths, pending questions
 // and open blockers of every task.
-func (q Queries) viewExtras(ctx context.Context) (*viewExtras, error) {
+func (q Queries) viewExtras(ctx context.Context, tasks int64) (*viewExtras, error) {
 	x := &viewExtras{sessions: map[string]*Session{}, queued: map[string]int{}, questions: map[string]*Message{},
 		blockers: map[string][]string{}}
-	rows, err := q.q.QueryContext(ctx, allSessionsQuery)
+	var sessions int64
+	if err := q.q.QueryRowContext(ctx, `SELECT count(*) FROM sessions`).Scan(&sessions); err != nil {
+		return nil, fmt.Errorf("count sessions: %w", mapErr(err))
+	}
+	query := allSessionsQuery
+	if sessions*4 < tasks {
+		query = fewSessionsQuery
+	}
+	rows, err := q.q.QueryContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("load sessions: %w", mapErr(err))
 	}

@@ -131,6 +131,11 @@ func TestEachTaskViewMatchesByID(t *testing.T) {
 	for i := 0; i < n; i += 47 {
 		id := fmt.Sprintf("t%05d", i)
 		at := base.Add(time.Duration(i) * time.Second)
+		// An earlier session first: the view holds the latest.
+		if err := db.InsertSession(ctx, Session{ID: "o" + id, TaskID: id, Role: "worker", Profile: "mock", State: "failed",
+			CreatedAt: at.Add(-time.Minute), UpdatedAt: at.Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
 		if err := db.InsertSession(ctx, Session{ID: "s" + id, TaskID: id, Role: "worker", Profile: "mock", State: "completed",
 			AgentSessionID: "agent-" + id, PID: i, Turns: 2, TurnStartedAt: at, CreatedAt: at, UpdatedAt: at}); err != nil {
 			t.Fatal(err)
