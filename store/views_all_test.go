@@ -131,13 +131,14 @@ func TestEachTaskViewMatchesByID(t *testing.T) {
 	for i := 0; i < n; i += 47 {
 		id := fmt.Sprintf("t%05d", i)
 		at := base.Add(time.Duration(i) * time.Second)
-		// An earlier session first: the view holds the latest.
-		if err := db.InsertSession(ctx, Session{ID: "o" + id, TaskID: id, Role: "worker", Profile: "mock", State: "failed",
-			CreatedAt: at.Add(-time.Minute), UpdatedAt: at.Add(-time.Minute)}); err != nil {
-			t.Fatal(err)
-		}
 		if err := db.InsertSession(ctx, Session{ID: "s" + id, TaskID: id, Role: "worker", Profile: "mock", State: "completed",
 			AgentSessionID: "agent-" + id, PID: i, Turns: 2, TurnStartedAt: at, CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		// Another session of the task, later in the table, that the task
+		// does not point at: the view holds the one it points at.
+		if _, err := db.sql.ExecContext(ctx, `INSERT INTO sessions (id, task_id, role, profile, state, created_at, updated_at)
+			VALUES (?, ?, 'worker', 'mock', 'failed', ?, ?)`, "o"+id, id, at.UnixNano()-1, at.UnixNano()-1); err != nil {
 			t.Fatal(err)
 		}
 	}
