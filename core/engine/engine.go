@@ -231,8 +231,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			slab = make([]core.Task, 0, chunk)
 		}
 		a, _ := core.ParseRef(v.Assignee)
-		slab = append(slab, taskFromView(*v, a.IsRole() && explicit[a.Name]))
+		slab = slab[:len(slab)+1]
 		t := &slab[len(slab)-1]
+		setTaskFromView(t, v, a.IsRole() && explicit[a.Name])
 		loaded = append(loaded, t)
 		e.tasks[t.ID] = t
 		e.order = append(e.order, t.ID)
@@ -445,7 +446,15 @@ func (e *Engine) task(ctx context.Context, ref string) (core.Task, error) {
 // taskFromView builds the client view of a task. explicitRole says whether
 // its assignee is a named role (office work) rather than a bare profile.
 func taskFromView(v store.TaskView, explicitRole bool) core.Task {
-	t := core.Task{
+	var t core.Task
+	setTaskFromView(&t, &v, explicitRole)
+	return t
+}
+
+// setTaskFromView is taskFromView into t: at the start, 100,000 times,
+// copying each view and task by value showed in the profile.
+func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
+	*t = core.Task{
 		ID: v.ID, Title: v.Title, Description: v.Description, ParentID: v.ParentID,
 		Status: core.Status(v.Status), Autopilot: v.Autopilot, Profile: v.Profile, CWD: v.CWD,
 		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
@@ -486,7 +495,6 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
 		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.Error, core.SessionInterruptedPrefix)
-	return t
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {
