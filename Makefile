@@ -20,8 +20,16 @@ build:
 
 ## test: everything the README promises: unit, integration (real daemon,
 ## kandev mcp and mock agent processes), CLI scripts and TUI tests.
+## Tests run tasks in temp dirs: one that created a worktree of this
+## repository (a task started in the package directory) fails the run.
+REPO_TRACES = { git worktree list --porcelain; git branch --list 'kandev/*'; } 2>/dev/null
 test: lint inspector
-	$(GO) test -race -count=1 -timeout 20m ./...
+	@before="$$($(REPO_TRACES))"; \
+	$(GO) test -race -count=1 -timeout 20m ./... || exit $$?; \
+	after="$$($(REPO_TRACES))"; \
+	if [ "$$before" != "$$after" ]; then \
+	  echo "tests left worktrees or kandev/* branches in this repository:"; \
+	  printf '%s\n' "$$after" | grep -vxF "$$before"; exit 1; fi
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

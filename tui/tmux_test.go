@@ -52,7 +52,10 @@ func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string)
 	// and termenv takes a set CI for "no terminal" (no colour at all).
 	envArgs := strings.Join(quoteAll(append(d.Env, extraEnv...)), " ")
 	script := fmt.Sprintf("env -u CI %s %s; echo \"kandev exited with status $?\"; sleep 600", envArgs, shellQuote(d.Bin))
-	s.tmux("new-session", "-d", "-s", "kandev", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
+	// kandev starts in the temp dir, not the package directory: tasks
+	// the UI creates work in its directory, and in the repository they
+	// would leave a worktree and a kandev/* branch behind in it.
+	s.tmux("new-session", "-d", "-s", "kandev", "-c", dir, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
 	return s
 }
