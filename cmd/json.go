@@ -14,7 +14,8 @@ import (
 // stream of values (kandev events, task log) is one compact value per
 // line either way. docs/cli.md states it from here.
 const jsonRule = "`--json` prints one JSON value: indented when stdout is a terminal, compact on one\n" +
-	"line when it is a pipe or a file (a task list is then the daemon's bytes as they come).\n" +
+	"line when it is a pipe or a file (`task list` and `task show` then print the daemon's\n" +
+	"bytes as they come).\n" +
 	"A stream (`kandev events --json`, `kandev task log --json`) prints one compact value per\n" +
 	"line either way."
 

@@ -29,11 +29,26 @@ func NewCmdTaskShow(f *Factory, runF func(*TaskShowOptions) error) *cobra.Comman
 	}
 }
 
+// rawTaskGetter is a client that hands over the daemon's JSON of a task as
+// it came (daemonclient.Client does).
+type rawTaskGetter interface {
+	GetTaskJSON(ctx context.Context, id string) ([]byte, error)
+}
+
 func taskShowRun(ctx context.Context, opts *TaskShowOptions) error {
 	f := opts.F
 	client, err := f.Client(ctx)
 	if err != nil {
 		return err
+	}
+	if raw, ok := client.(rawTaskGetter); ok && f.JSON {
+		// The daemon's JSON is already the documented shape (the --json
+		// rule): printed as it came, as task list --json does.
+		b, err := raw.GetTaskJSON(ctx, opts.ID)
+		if err != nil {
+			return err
+		}
+		return f.writeJSON(b)
 	}
 	t, err := client.GetTask(ctx, opts.ID)
 	if err != nil {

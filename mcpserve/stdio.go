@@ -9,13 +9,13 @@ import (
 	"io"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/kandev/kandev/internal/mcpwire"
 )
 
 // kandev serves MCP over stdio with its own JSON-RPC loop rather than
 // mcp-go's server package (ADR 0039): that package links a general JSON
 // Schema engine whose package init cost every kandev command ~6 ms, for a
-// server that needs five methods. The wire shapes are mcp-go's mcp types.
+// server that needs five methods. The wire shapes are internal/mcpwire's.
 //
 // Messages are newline-delimited JSON-RPC 2.0 (MCP stdio). Every request
 // is served on its own goroutine, so a call that waits for a person never
@@ -145,7 +145,7 @@ func (t *transport) dispatch(ctx context.Context, wg *sync.WaitGroup, line []byt
 		// Notifications are handled in order, on the read loop.
 		t.notification(msg)
 		return
-	case msg.JSONRPC != mcp.JSONRPC_VERSION:
+	case msg.JSONRPC != mcpwire.JSONRPCVersion:
 		t.reply(msg.ID, nil, &rpcError{Code: codeInvalidRequest, Message: "Invalid JSON-RPC version"})
 		return
 	}
@@ -174,7 +174,7 @@ func (t *transport) dispatch(ctx context.Context, wg *sync.WaitGroup, line []byt
 // notification handles a message that wants no answer.
 func (t *transport) notification(msg message) {
 	switch msg.Method {
-	case string(mcp.MethodNotificationCancelled):
+	case mcpwire.MethodNotificationCancelled:
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
@@ -202,8 +202,8 @@ func (t *transport) request(ctx context.Context, msg message) (result any, rerr 
 		}
 	}()
 	switch msg.Method {
-	case string(mcp.MethodInitialize):
-		var p mcp.InitializeParams
+	case mcpwire.MethodInitialize:
+		var p mcpwire.InitializeParams
 		if len(msg.Params) > 0 {
 			if err := json.Unmarshal(msg.Params, &p); err != nil {
 				return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
@@ -211,22 +211,22 @@ func (t *transport) request(ctx context.Context, msg message) (result any, rerr 
 		}
 		t.b.log.Debug("kandev mcp: initialize", "client", p.ClientInfo.Name, "protocol", p.ProtocolVersion)
 		return t.b.initialize(p.ProtocolVersion), nil
-	case string(mcp.MethodPing):
-		return mcp.EmptyResult{}, nil
-	case string(mcp.MethodToolsList):
-		return mcp.ListToolsResult{Tools: t.b.defs}, nil
-	case string(mcp.MethodToolsCall):
+	case mcpwire.MethodPing:
+		return struct{}{}, nil
+	case mcpwire.MethodToolsList:
+		return mcpwire.ListToolsResult{Tools: t.b.defs}, nil
+	case mcpwire.MethodToolsCall:
 		var p struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-			Meta      *mcp.Meta       `json:"_meta"`
+			Name      string               `json:"name"`
+			Arguments json.RawMessage      `json:"arguments"`
+			Meta      *mcpwire.RequestMeta `json:"_meta"`
 		}
 		if len(msg.Params) > 0 {
 			if err := json.Unmarshal(msg.Params, &p); err != nil {
 				return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
 			}
 		}
-		var token mcp.ProgressToken
+		var token any
 		if p.Meta != nil {
 			token = p.Meta.ProgressToken
 		}
@@ -242,20 +242,19 @@ func (t *transport) reply(id json.RawMessage, result any, rerr *rpcError) {
 			JSONRPC string          `json:"jsonrpc"`
 			ID      json.RawMessage `json:"id"`
 			Error   *rpcError       `json:"error"`
-		}{mcp.JSONRPC_VERSION, id, rerr})
+		}{mcpwire.JSONRPCVersion, id, rerr})
 		return
 	}
 	t.write(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  any             `json:"result"`
-	}{mcp.JSONRPC_VERSION, id, result})
+	}{mcpwire.JSONRPCVersion, id, result})
 }
 
 // notify writes a notification to the client.
 func (t *transport) notify(method string, params map[string]any) {
-	t.write(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
-		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}})
+	t.write(mcpwire.Notification{JSONRPC: mcpwire.JSONRPCVersion, Method: method, Params: params})
 }
 
 func (t *transport) write(msg any) {

@@ -11,10 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/internal/mcpwire"
 )
 
 // bridge is one `kandev mcp` process's server: the session's tools, each
@@ -24,7 +23,7 @@ type bridge struct {
 	surface  core.ToolSurface
 	version  string
 	tools    map[string]capability.Tool
-	defs     []mcp.Tool // tools/list, sorted by name
+	defs     []mcpwire.Tool // tools/list, sorted by name
 	progress time.Duration
 	log      *slog.Logger
 	tr       *transport
@@ -51,7 +50,7 @@ func newBridge(host core.ToolHost, surface core.ToolSurface, version string, pro
 		b.tools[name] = t
 		b.defs = append(b.defs, mt)
 	}
-	slices.SortFunc(b.defs, func(x, y mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
+	slices.SortFunc(b.defs, func(x, y mcpwire.Tool) int { return strings.Compare(x.Name, y.Name) })
 	return b
 }
 
@@ -59,16 +58,13 @@ func newBridge(host core.ToolHost, surface core.ToolSurface, version string, pro
 // is one that has the handshake, else the latest that does (as mcp-go
 // negotiates), and the tools capability without list changes (a
 // session's tools are fixed when the bridge starts).
-func (b *bridge) initialize(clientVersion string) *mcp.InitializeResult {
-	res := &mcp.InitializeResult{
-		ProtocolVersion: mcp.NegotiateLegacyVersion(clientVersion),
-		ServerInfo:      mcp.Implementation{Name: "kandev", Version: b.version},
+func (b *bridge) initialize(clientVersion string) *mcpwire.InitializeResult {
+	return &mcpwire.InitializeResult{
+		ProtocolVersion: mcpwire.NegotiateLegacyVersion(clientVersion),
+		Capabilities:    mcpwire.ServerCapabilities{Tools: &mcpwire.ToolsCapability{}},
+		ServerInfo:      mcpwire.Implementation{Name: "kandev", Version: b.version},
 		Instructions:    instructions(b.surface),
 	}
-	res.Capabilities.Tools = &struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-	}{}
-	return res
 }
 
 // instructions is the short server description clients may show a model.
@@ -82,28 +78,31 @@ func instructions(s core.ToolSurface) string {
 // Definition is a registry tool as MCP declares it: its JSON Schema, title,
 // description and truthful annotations. No kandev tool reaches outside
 // kandev, so openWorldHint is false throughout.
-func Definition(t capability.Tool) (mcp.Tool, error) {
+func Definition(t capability.Tool) (mcpwire.Tool, error) {
 	schema, err := json.Marshal(t.InputSchema())
 	if err != nil {
-		return mcp.Tool{}, fmt.Errorf("schema of %s: %w", t.Name, err)
+		return mcpwire.Tool{}, fmt.Errorf("schema of %s: %w", t.Name, err)
 	}
-	mt := mcp.NewToolWithRawSchema(t.Name, t.Description, schema)
-	mt.Title = t.Title
-	mt.Annotations = mcp.ToolAnnotation{
-		Title:           t.Title,
-		ReadOnlyHint:    mcp.ToBoolPtr(t.ReadOnly),
-		DestructiveHint: mcp.ToBoolPtr(t.Destructive),
-		IdempotentHint:  mcp.ToBoolPtr(t.Idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(false),
-	}
-	return mt, nil
+	return mcpwire.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: schema,
+		Annotations: mcpwire.ToolAnnotation{
+			Title:           t.Title,
+			ReadOnlyHint:    mcpwire.Bool(t.ReadOnly),
+			DestructiveHint: mcpwire.Bool(t.Destructive),
+			IdempotentHint:  mcpwire.Bool(t.Idempotent),
+			OpenWorldHint:   mcpwire.Bool(false),
+		},
+	}, nil
 }
 
 // call serves tools/call: a tool outside the session's surface is an
 // invalid-params error, arguments that break the tool's schema a
 // VALIDATION_ERROR result worded for the model, and anything else is
 // forwarded to the daemon.
-func (b *bridge) call(ctx context.Context, name string, args json.RawMessage, token mcp.ProgressToken) (*mcp.CallToolResult, *rpcError) {
+func (b *bridge) call(ctx context.Context, name string, args json.RawMessage, token any) (*mcpwire.CallToolResult, *rpcError) {
 	t, ok := b.tools[name]
 	if !ok {
 		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("tool '%s' not found: tool not found", name)}
@@ -115,7 +114,7 @@ func (b *bridge) call(ctx context.Context, name string, args json.RawMessage, to
 }
 
 // forward passes one valid call to the daemon.
-func (b *bridge) forward(ctx context.Context, t capability.Tool, args []byte, token mcp.ProgressToken) *mcp.CallToolResult {
+func (b *bridge) forward(ctx context.Context, t capability.Tool, args []byte, token any) *mcpwire.CallToolResult {
 	if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
 		args = []byte("{}")
 	}
@@ -173,7 +172,7 @@ func withDefaultCWD(args []byte) []byte {
 // the client goes away (stdin EOF), and it reports progress while it
 // waits when the client gave a progress token. stop must be called before
 // the handler returns, so that no progress follows the result.
-func (b *bridge) waiting(ctx context.Context, token mcp.ProgressToken) (context.Context, func()) {
+func (b *bridge) waiting(ctx context.Context, token any) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	unhook := context.AfterFunc(b.tr.eof, cancel)
 	if token == nil {
@@ -212,7 +211,7 @@ func (b *bridge) waiting(ctx context.Context, token mcp.ProgressToken) (context.
 
 // successResult carries the daemon's JSON result: as structured content
 // when it is an object, and always as text.
-func successResult(v any) *mcp.CallToolResult {
+func successResult(v any) *mcpwire.CallToolResult {
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		b, err := json.Marshal(v)
@@ -225,9 +224,9 @@ func successResult(v any) *mcp.CallToolResult {
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
 	}
-	res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}}
+	res := &mcpwire.CallToolResult{Content: []mcpwire.Content{mcpwire.TextContent(string(raw))}}
 	if raw[0] == '{' {
-		res.RawStructuredContent = raw
+		res.StructuredContent = raw
 	}
 	return res
 }
@@ -235,19 +234,19 @@ func successResult(v any) *mcp.CallToolResult {
 // taskPageResult carries a page of tasks once as data (structured
 // content) and, for clients that give their model only the text, as one
 // line per task instead of the same JSON again: a fraction of its size.
-func taskPageResult(v any) *mcp.CallToolResult {
+func taskPageResult(v any) *mcpwire.CallToolResult {
 	res := successResult(v)
-	if res.IsError || len(res.RawStructuredContent) == 0 {
+	if res.IsError || len(res.StructuredContent) == 0 {
 		return res
 	}
 	var page struct {
 		Tasks      []core.Task `json:"tasks"`
 		NextCursor string      `json:"next_cursor"`
 	}
-	if json.Unmarshal(res.RawStructuredContent, &page) != nil {
+	if json.Unmarshal(res.StructuredContent, &page) != nil {
 		return res
 	}
-	res.Content = []mcp.Content{mcp.NewTextContent(taskPageText(page.Tasks, page.NextCursor))}
+	res.Content = []mcpwire.Content{mcpwire.TextContent(taskPageText(page.Tasks, page.NextCursor))}
 	return res
 }
 
@@ -305,16 +304,16 @@ func taskPageText(tasks []core.Task, next string) string {
 // for clients that give their model only the text, as a summary line, the
 // stat and the patch as git prints them: the patch is what a reviewer
 // reads, and JSON-escaped it would be longer and harder to read.
-func taskDiffResult(v any) *mcp.CallToolResult {
+func taskDiffResult(v any) *mcpwire.CallToolResult {
 	res := successResult(v)
-	if res.IsError || len(res.RawStructuredContent) == 0 {
+	if res.IsError || len(res.StructuredContent) == 0 {
 		return res
 	}
 	var d core.TaskDiff
-	if json.Unmarshal(res.RawStructuredContent, &d) != nil {
+	if json.Unmarshal(res.StructuredContent, &d) != nil {
 		return res
 	}
-	res.Content = []mcp.Content{mcp.NewTextContent(taskDiffText(d))}
+	res.Content = []mcpwire.Content{mcpwire.TextContent(taskDiffText(d))}
 	return res
 }
 
@@ -349,10 +348,15 @@ type errorBody struct {
 
 // errorResult is a tool error a model can act on: "CODE: message" as
 // text, and {"error": {code, message, details}} as structured content.
-func errorResult(e *core.Error) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(e.Code) + ": " + e.Message)},
-		StructuredContent: errorBody{Error: e},
-		IsError:           true,
+func errorResult(e *core.Error) *mcpwire.CallToolResult {
+	res := &mcpwire.CallToolResult{
+		Content: []mcpwire.Content{mcpwire.TextContent(string(e.Code) + ": " + e.Message)},
+		IsError: true,
 	}
+	// An error that cannot be encoded (details of an odd type) keeps its
+	// text; its structured content is left out.
+	if b, err := json.Marshal(errorBody{Error: e}); err == nil {
+		res.StructuredContent = b
+	}
+	return res
 }

@@ -2,11 +2,15 @@
 
 // Command kandev-bench times what a user feels, as whole processes of the
 // real binary, side by side with floors measured in the same run: a Go
-// hello-world built the same way, and sqlite3 reading the same rows.
+// hello-world built the same way, a binary that links kandev's packages
+// (every package init runs) and exits at once, one that links only cobra
+// and the daemon client and exits at once, and sqlite3 reading the same
+// rows. Each process figure also reads as a multiple of the hello-world.
 //
 //	go run ./cmd/kandev-bench                       # 1k and 10k tasks
 //	KANDEV_BENCH_100K=1 go run ./cmd/kandev-bench   # and 100k
 //	go run ./cmd/kandev-bench -bin old=/tmp/kandev.before,new=bin/kandev
+//	go run ./cmd/kandev-bench -sizes 1000 -only version,show,mcp
 //
 // Every figure is the median of -runs interleaved rounds (each round runs
 // every command of every binary once, in turn, so a busy machine slows them
@@ -65,8 +69,19 @@ type binary struct{ name, path string }
 // only and seeded are the -only and -seeded flags.
 var only, seeded string
 
-// wanted reports whether the figure named name is measured (-only).
-func wanted(name string) bool { return only == "" || strings.Contains(name, only) }
+// wanted reports whether the figure named name is measured: -only is a
+// comma-separated list of texts, one of which the name must contain.
+func wanted(name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, o := range strings.Split(only, ",") {
+		if o != "" && strings.Contains(name, o) {
+			return true
+		}
+	}
+	return false
+}
 
 type sample struct {
 	took  time.Duration
@@ -83,7 +98,7 @@ func run() error {
 	bins := flag.String("bin", "", "binaries to compare, name=path,... (default: build ./cmd/kandev)")
 	runs := flag.Int("runs", 7, "interleaved rounds per figure")
 	sizesFlag := flag.String("sizes", "", "task counts (default 1000,10000; with KANDEV_BENCH_100K=1 also 100000)")
-	onlyFlag := flag.String("only", "", "measure only the figures whose name contains this text (e.g. TUI, daemon, list)")
+	onlyFlag := flag.String("only", "", "measure only the figures whose name contains one of these comma-separated texts (e.g. TUI,daemon or version,show,mcp); the floors are always measured")
 	seededFlag := flag.String("seeded", "", "directory of databases seeded earlier (kandev-N.db, made and kept when missing): no seeding in this run")
 	flag.Parse()
 	only, seeded = *onlyFlag, *seededFlag
@@ -114,7 +129,7 @@ func run() error {
 			binaries = append(binaries, binary{name, abs})
 		}
 	}
-	hello, err := buildHello(work)
+	floors, err := buildFloors(work)
 	if err != nil {
 		return err
 	}
@@ -135,9 +150,14 @@ func run() error {
 		}
 	}
 
-	fmt.Printf("kandev-bench: %d interleaved rounds; median (min–max) ms, peak RSS MB; %s\n", *runs, time.Now().UTC().Format(time.RFC3339))
+	cgo := os.Getenv("CGO_ENABLED")
+	if cgo == "" {
+		cgo = "default"
+	}
+	fmt.Printf("kandev-bench: %d interleaved rounds; median (min–max) ms, peak RSS MB, (N×) the hello-world's median; floors built with CGO_ENABLED=%s; %s\n",
+		*runs, cgo, time.Now().UTC().Format(time.RFC3339))
 	for _, n := range sizes {
-		if err := benchSize(work, n, *runs, binaries, hello, sqlite); err != nil {
+		if err := benchSize(work, n, *runs, binaries, floors, sqlite); err != nil {
 			return err
 		}
 	}
@@ -153,28 +173,68 @@ func goBuild(out, pkg string) error {
 	return nil
 }
 
-// buildHello builds the floor: a Go program that prints and exits, built
-// the way kandev is (go build, default flags).
-func buildHello(work string) (string, error) {
-	dir := filepath.Join(work, "hello")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+// floorBin is a floor program: built at bench time, run with no
+// arguments, timed like a kandev command.
+type floorBin struct {
+	name string
+	path string
+}
+
+// floorSources are the floors' main packages. They are built inside the
+// module (from a directory under cmd/kandev whose name starts with "_",
+// which ./... patterns skip), with the same Go version, go.mod and
+// environment as kandev, so that the only difference is what they link
+// and run. The hello-world is the yardstick; the other two show
+// what one binary holding daemon, TUI and CLI cannot go below: the init
+// of every package kandev links, and the least a CLI command links.
+var floorSources = []struct{ name, dir, src string }{
+	{"floor: Go hello-world", "hello",
+		"package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"},
+	{"floor: links kandev's packages, exits at once", "pkgs",
+		"package main\n\nimport (\n\t_ \"github.com/kandev/kandev/cmd\"\n\t_ \"github.com/kandev/kandev/cmd/kandev/internal/quietinit\"\n)\n\nfunc main() {}\n"},
+	{"floor: links cobra + daemon client, exits at once", "cli",
+		"package main\n\nimport (\n\t_ \"github.com/kandev/kandev/core/daemonclient\"\n\t_ \"github.com/spf13/cobra\"\n)\n\nfunc main() {}\n"},
+}
+
+// buildFloors builds the floor programs; the hello-world comes first.
+func buildFloors(work string) ([]floorBin, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env GOMOD: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.22\n"), 0o644); err != nil {
-		return "", err
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return nil, errors.New("kandev-bench runs inside the kandev module (go run ./cmd/kandev-bench)")
 	}
-	src := "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n"
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
-		return "", err
+	root := filepath.Dir(gomod)
+	tmp, err := os.MkdirTemp(filepath.Join(root, "cmd", "kandev"), "_floor-")
+	if err != nil {
+		return nil, err
 	}
-	out := filepath.Join(work, "hello-bin")
-	cmd := exec.Command("go", "build", "-o", out, ".")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build hello-world: %w", err)
+	defer os.RemoveAll(tmp)
+	var floors []floorBin
+	for _, f := range floorSources {
+		dir := filepath.Join(tmp, f.dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(f.src), 0o644); err != nil {
+			return nil, err
+		}
+		rel, err := filepath.Rel(root, dir)
+		if err != nil {
+			return nil, err
+		}
+		bin := filepath.Join(work, "floor-"+f.dir)
+		cmd := exec.Command("go", "build", "-o", bin, "./"+filepath.ToSlash(rel))
+		cmd.Dir = root
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("build %s: %w", f.name, err)
+		}
+		floors = append(floors, floorBin{f.name, bin})
 	}
-	return out, nil
+	return floors, nil
 }
 
 // home is one binary's copy of a seeded home, with its daemon.
@@ -187,7 +247,7 @@ type home struct {
 	title  string // the first task's title: the TUI's first row
 }
 
-func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string) error {
+func benchSize(work string, n, runs int, binaries []binary, floors []floorBin, sqlite string) error {
 	seedDB := filepath.Join(work, fmt.Sprintf("seed-%d.db", n))
 	if seeded != "" {
 		seedDB = filepath.Join(seeded, fmt.Sprintf("kandev-%d.db", n))
@@ -224,7 +284,10 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 		results = append(results, r)
 		return r
 	}
-	floorHello := add("floor: Go hello-world")
+	floorRes := make([]*result, len(floors))
+	for i, f := range floors {
+		floorRes[i] = add(f.name)
+	}
 	var floorSQL *result
 	if sqlite != "" {
 		floorSQL = add("floor: sqlite3 -json SELECT * FROM tasks")
@@ -246,11 +309,13 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 	_ = os.MkdirAll(cwd, 0o755)
 	for round := range runs {
 		// The floors, once per round.
-		s, err := timeProc(nil, hello)
-		if err != nil {
-			return err
+		for i, f := range floors {
+			s, err := timeProc(homes[0].env, f.path)
+			if err != nil {
+				return fmt.Errorf("%s: %w", f.name, err)
+			}
+			floorRes[i].samples["floor"] = append(floorRes[i].samples["floor"], s)
 		}
-		floorHello.samples["floor"] = append(floorHello.samples["floor"], s)
 		if floorSQL != nil && (wanted(floorSQL.name) || wanted(listJSON.name)) {
 			s, err := timeProc(nil, sqlite, "-json", filepath.Join(homes[0].dir, "kandev.db"), "SELECT * FROM tasks")
 			if err != nil {
@@ -340,23 +405,26 @@ func benchSize(work string, n, runs int, binaries []binary, hello, sqlite string
 			}
 		}
 	}
-	printTable(results, binaries)
+	printTable(results, binaries, floorRes[0])
 	return nil
 }
 
-func printTable(results []*result, binaries []binary) {
+// printTable prints every measured figure; a whole process's also as a
+// multiple of the hello-world's median (hello).
+func printTable(results []*result, binaries []binary, hello *result) {
+	helloMed := median(hello.samples["floor"])
 	cols := []string{"floor"}
 	for _, b := range binaries {
 		cols = append(cols, b.name)
 	}
-	fmt.Printf("| %-46s |", "what")
+	fmt.Printf("| %-50s |", "what")
 	for _, c := range cols {
-		fmt.Printf(" %-28s |", c)
+		fmt.Printf(" %-36s |", c)
 	}
 	fmt.Println()
-	fmt.Printf("|%s|", strings.Repeat("-", 48))
+	fmt.Printf("|%s|", strings.Repeat("-", 52))
 	for range cols {
-		fmt.Printf("%s|", strings.Repeat("-", 30))
+		fmt.Printf("%s|", strings.Repeat("-", 38))
 	}
 	fmt.Println()
 	for _, r := range results {
@@ -367,17 +435,38 @@ func printTable(results []*result, binaries []binary) {
 		if !measured {
 			continue
 		}
-		fmt.Printf("| %-46s |", r.name)
+		fmt.Printf("| %-50s |", r.name)
+		// Daemon start and the TUI are not one short process: no ratio.
+		ratio := r != hello && !strings.HasPrefix(r.name, "daemon") && !strings.HasPrefix(r.name, "TUI")
 		for _, c := range cols {
 			ss := r.samples[c]
 			if len(ss) == 0 {
-				fmt.Printf(" %-28s |", "")
+				fmt.Printf(" %-36s |", "")
 				continue
 			}
-			fmt.Printf(" %-28s |", summarize(ss))
+			cell := summarize(ss)
+			if ratio && helloMed > 0 {
+				cell = fmt.Sprintf("%s (%.1f×) %s", msStr(median(ss)), float64(median(ss))/float64(helloMed), strings.TrimPrefix(cell, msStr(median(ss))+" "))
+			}
+			fmt.Printf(" %-36s |", cell)
 		}
 		fmt.Println()
 	}
+}
+
+func median(ss []sample) time.Duration {
+	if len(ss) == 0 {
+		return 0
+	}
+	ts := make([]time.Duration, len(ss))
+	for i, s := range ss {
+		ts[i] = s.took
+	}
+	slices.Sort(ts)
+	if len(ts)%2 == 0 {
+		return (ts[len(ts)/2-1] + ts[len(ts)/2]) / 2
+	}
+	return ts[len(ts)/2]
 }
 
 func summarize(ss []sample) string {
@@ -388,10 +477,7 @@ func summarize(ss []sample) string {
 		rss = max(rss, s.rss)
 	}
 	slices.Sort(ts)
-	med := ts[len(ts)/2]
-	if len(ts)%2 == 0 {
-		med = (ts[len(ts)/2-1] + ts[len(ts)/2]) / 2
-	}
+	med := median(ss)
 	out := fmt.Sprintf("%s (%s–%s)", msStr(med), msStr(ts[0]), msStr(ts[len(ts)-1]))
 	if rss > 0 {
 		out += fmt.Sprintf(" %dMB", (rss+512)/1024)

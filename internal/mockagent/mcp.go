@@ -10,7 +10,8 @@ import (
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
-	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/kandev/kandev/internal/mcpwire"
 )
 
 // kandevServerName is the MCP server kandev hands every agent.
@@ -105,7 +106,7 @@ func (m *mcpConn) start(ctx context.Context) (*mcpClient, error) {
 	return c, nil
 }
 
-func (m *mcpConn) callTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+func (m *mcpConn) callTool(ctx context.Context, name string, args []byte) (*mcpwire.CallToolResult, error) {
 	c, err := m.get(ctx)
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/kandev/kandev/internal/mcpwire"
 )
 
 // The mock agent speaks MCP to `kandev mcp` with a client of its own
@@ -159,7 +159,7 @@ func (c *mcpClient) route(line []byte) {
 	switch {
 	case msg.Method != "" && hasID:
 		// A request from the server (kandev sends none): refuse it.
-		c.send(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": msg.ID,
+		c.send(map[string]any{"jsonrpc": mcpwire.JSONRPCVersion, "id": msg.ID,
 			"error": map[string]any{"code": -32601, "message": "Method " + msg.Method + " not found"}})
 	case msg.Method != "":
 		// Notifications (progress) need nothing from the mock.
@@ -212,7 +212,7 @@ func (c *mcpClient) request(ctx context.Context, method string, params, out any)
 		delete(c.pending, id)
 		c.mu.Unlock()
 	}
-	msg := map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "id": id, "method": method}
+	msg := map[string]any{"jsonrpc": mcpwire.JSONRPCVersion, "id": id, "method": method}
 	if params != nil {
 		msg["params"] = params
 	}
@@ -234,9 +234,9 @@ func (c *mcpClient) request(ctx context.Context, method string, params, out any)
 		return nil
 	case <-ctx.Done():
 		forget()
-		if method != string(mcp.MethodInitialize) {
+		if method != mcpwire.MethodInitialize {
 			// Best effort: the caller has its error already.
-			_ = c.send(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": string(mcp.MethodNotificationCancelled),
+			_ = c.send(map[string]any{"jsonrpc": mcpwire.JSONRPCVersion, "method": mcpwire.MethodNotificationCancelled,
 				"params": map[string]any{"requestId": id, "reason": ctx.Err().Error()}})
 		}
 		return ctx.Err()
@@ -251,29 +251,29 @@ func (c *mcpClient) request(ctx context.Context, method string, params, out any)
 // initialize runs the handshake: the protocol version real agents pin
 // and our client name, then the initialized notification.
 func (c *mcpClient) initialize(ctx context.Context) error {
-	var res mcp.InitializeResult
-	err := c.request(ctx, string(mcp.MethodInitialize), map[string]any{
-		"protocolVersion": mcp.LATEST_LEGACY_PROTOCOL_VERSION,
+	var res mcpwire.InitializeResult
+	err := c.request(ctx, mcpwire.MethodInitialize, map[string]any{
+		"protocolVersion": mcpwire.LatestLegacyProtocolVersion,
 		"capabilities":    map[string]any{},
-		"clientInfo":      mcp.Implementation{Name: mcpClientName, Version: "1"},
+		"clientInfo":      mcpwire.Implementation{Name: mcpClientName, Version: "1"},
 	}, &res)
 	if err != nil {
 		return err
 	}
-	return c.send(map[string]any{"jsonrpc": mcp.JSONRPC_VERSION, "method": "notifications/initialized"})
+	return c.send(map[string]any{"jsonrpc": mcpwire.JSONRPCVersion, "method": mcpwire.MethodNotificationInitialized})
 }
 
-func (c *mcpClient) callTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	var res mcp.CallToolResult
-	if err := c.request(ctx, string(mcp.MethodToolsCall), map[string]any{"name": name, "arguments": args}, &res); err != nil {
+func (c *mcpClient) callTool(ctx context.Context, name string, args json.RawMessage) (*mcpwire.CallToolResult, error) {
+	var res mcpwire.CallToolResult
+	if err := c.request(ctx, mcpwire.MethodToolsCall, map[string]any{"name": name, "arguments": args}, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-func (c *mcpClient) listTools(ctx context.Context) ([]mcp.Tool, error) {
-	var res mcp.ListToolsResult
-	if err := c.request(ctx, string(mcp.MethodToolsList), nil, &res); err != nil {
+func (c *mcpClient) listTools(ctx context.Context) ([]mcpwire.Tool, error) {
+	var res mcpwire.ListToolsResult
+	if err := c.request(ctx, mcpwire.MethodToolsList, nil, &res); err != nil {
 		return nil, err
 	}
 	return res.Tools, nil

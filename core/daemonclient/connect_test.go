@@ -1,0 +1,98 @@
+package daemonclient
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+)
+
+// A command's first request is the only one it sends to a running daemon:
+// Connect finds the daemon by connecting to its socket and hands that
+// connection to the command's request, rather than a version round trip
+// before it (issue 14: ~1 ms of every command).
+func TestConnectSendsNoRequestOfItsOwn(t *testing.T) {
+	dir, err := os.MkdirTemp("", "kdc-") // short: a socket path has 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := core.Home{Dir: dir}
+	ln, err := net.Listen("unix", home.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		paths []string
+		conns = map[string]bool{}
+	)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"t1","title":"one","status":"todo"}`))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	// A daemon answers, so the executable is never run.
+	c, err := Connect(context.Background(), home, filepath.Join(dir, "no-such-kandev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	task, err := c.GetTask(context.Background(), "t1")
+	if err != nil || task.ID != "t1" {
+		t.Fatalf("GetTask: %+v, %v", task, err)
+	}
+	if _, err := c.GetTask(context.Background(), "t1"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(paths) != 2 || paths[0] != "GET /v1/tasks/t1" || paths[1] != "GET /v1/tasks/t1" {
+		t.Fatalf("the daemon got %q, want the two GET /v1/tasks/t1 alone", paths)
+	}
+	if len(conns) != 1 {
+		t.Fatalf("%d connections, want Connect's one, reused", len(conns))
+	}
+}
+
+// With no daemon listening (no socket, or a socket file a dead daemon left
+// behind), Connect starts one: here the executable does not exist, and the
+// error is the failed start.
+func TestConnectStartsADaemonWhenNoneListens(t *testing.T) {
+	for _, stale := range []bool{false, true} {
+		dir, err := os.MkdirTemp("", "kdc-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		home := core.Home{Dir: dir}
+		if stale {
+			ln, err := net.Listen("unix", home.Socket())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ln.(*net.UnixListener).SetUnlinkOnClose(false)
+			ln.Close()
+			if _, err := os.Stat(home.Socket()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		exe := filepath.Join(dir, "no-such-kandev")
+		_, err = Connect(context.Background(), home, exe)
+		if err == nil || !strings.HasPrefix(err.Error(), "start the kandev daemon: fork/exec "+exe) {
+			t.Fatalf("stale socket %v: Connect = %v, want the failed start of %s", stale, err, exe)
+		}
+	}
+}
