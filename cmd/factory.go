@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -42,6 +43,8 @@ type Factory struct {
 
 	mu     sync.Mutex
 	client core.Client
+	// slowAfter replaces slowDaemon's 5s in tests.
+	slowAfter time.Duration
 	// cleaners hold the text-mode stream wrappers, flushed at exit.
 	cleaners []*textsafe.Writer
 	// rawOut is stdout before cleaning: a command that cleans its text
@@ -107,8 +110,22 @@ func (f *Factory) Client(ctx context.Context) (core.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	errOut := f.IO.ErrOut
+	c.OnSlow(f.slowDaemon(), func(waited time.Duration) {
+		fmt.Fprintf(errOut, "kandev: the daemon has not answered for %s; still waiting (Ctrl-C gives up; its log: %s)\n",
+			waited, home.DaemonLog())
+	})
 	f.client = c
 	return c, nil
+}
+
+// slowDaemon is how long a command waits for the daemon's answer before
+// it says it is waiting: 5s, or a test's own.
+func (f *Factory) slowDaemon() time.Duration {
+	if f.slowAfter > 0 {
+		return f.slowAfter
+	}
+	return 5 * time.Second
 }
 
 // configuredProfile is the default profile a person set: $KANDEV_PROFILE,

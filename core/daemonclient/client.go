@@ -33,6 +33,10 @@ type Client struct {
 	token  string
 	http   *http.Client
 	first  *firstConn
+	// slow is told about a request the daemon has not begun to answer
+	// within slowAfter (see OnSlow).
+	slow      func(waited time.Duration)
+	slowAfter time.Duration
 }
 
 // firstConn is a connection made before the client's first request
@@ -93,6 +97,16 @@ func (c *Client) WithToken(token string) *Client {
 	return &cp
 }
 
+// OnSlow has fn called, once per request, when the daemon has not begun
+// to answer a request after d; the request goes on waiting. A command
+// waits for its daemon rather than giving up after a deadline (events and
+// wait rightly hold a request open, a merge may take long), so a daemon
+// that accepts connections but never answers (stopped, stuck) would
+// otherwise leave the person at a silent prompt.
+func (c *Client) OnSlow(d time.Duration, fn func(waited time.Duration)) {
+	c.slow, c.slowAfter = fn, d
+}
+
 // Close releases idle connections.
 func (c *Client) Close() {
 	if conn := c.first.take(); conn != nil {
@@ -145,6 +159,11 @@ func (c *Client) send(ctx context.Context, method, path string, in any) (*http.R
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.slow != nil {
+		// Do returns once the answer's headers are in.
+		after := time.AfterFunc(c.slowAfter, func() { c.slow(c.slowAfter) })
+		defer after.Stop()
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

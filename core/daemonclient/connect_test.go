@@ -2,6 +2,7 @@ package daemonclient
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
 )
@@ -94,5 +96,67 @@ func TestConnectStartsADaemonWhenNoneListens(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), "start the kandev daemon: fork/exec "+exe) {
 			t.Fatalf("stale socket %v: Connect = %v, want the failed start of %s", stale, err, exe)
 		}
+	}
+}
+
+// stuckDaemon listens on a new home's socket, accepts connections and
+// never answers, as a stopped or deadlocked daemon does.
+func stuckDaemon(t *testing.T) core.Home {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kdc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := core.Home{Dir: dir}
+	ln, err := net.Listen("unix", home.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release })}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { close(release); _ = srv.Close() })
+	return home
+}
+
+// A daemon that accepts the connection and never answers: the request
+// waits (it is not given up on), and OnSlow says so once, while it waits.
+func TestOnSlowWhenTheDaemonDoesNotAnswer(t *testing.T) {
+	home := stuckDaemon(t)
+	c, err := Connect(context.Background(), home, filepath.Join(home.Dir, "no-such-kandev"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	told := make(chan time.Duration, 2)
+	c.OnSlow(time.Millisecond, func(waited time.Duration) { told <- waited })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.GetTask(ctx, "t1")
+		done <- err
+	}()
+	select {
+	case waited := <-told:
+		if waited != time.Millisecond {
+			t.Fatalf("told after %s, want the 1ms asked for", waited)
+		}
+	case err := <-done:
+		t.Fatalf("the request ended before the notice: %v", err)
+	case <-time.After(time.Minute):
+		t.Fatal("no notice while the daemon does not answer")
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the request gave up by itself: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("after Ctrl-C the request ends with %v, want context.Canceled", err)
+	}
+	if len(told) != 0 {
+		t.Fatal("told more than once for one request")
 	}
 }
