@@ -221,11 +221,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	// map's growth showed in New's profile at 100,000 tasks.
 	e.children = make(map[string][]string, n)
 	e.order = make([]string, 0, n)
-	type check struct {
-		id string
-		at time.Time
-	}
-	var unchecked []check
+	var unchecked []*core.Task
 	err = e.db.EachTaskView(ctx, func(v *store.TaskView) {
 		if len(slab) == cap(slab) {
 			slab = make([]core.Task, 0, chunk)
@@ -241,7 +237,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
 		}
 		if v.NeedsCheck {
-			unchecked = append(unchecked, check{v.ID, v.CreatedAt})
+			unchecked = append(unchecked, t)
 		}
 	})
 	if err != nil {
@@ -270,14 +266,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 			break
 		}
 	}
-	slices.SortFunc(unchecked, func(a, b check) int {
-		if c := a.at.Compare(b.at); c != 0 {
-			return c
-		}
-		return strings.Compare(a.id, b.id)
-	})
-	for _, c := range unchecked {
-		e.unchecked = append(e.unchecked, c.id)
+	slices.SortFunc(unchecked, byCreation)
+	for _, t := range unchecked {
+		e.unchecked = append(e.unchecked, t.ID)
 	}
 	return e, nil
 }
