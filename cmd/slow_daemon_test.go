@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kandev/kandev/core"
 )
 
 // lockedBuffer is stderr written by the client's notice while the test
@@ -35,19 +37,9 @@ func (l *lockedBuffer) String() string {
 // on stderr that it is waiting, and where the daemon's log is, instead of
 // sitting silent; Ctrl-C (the context) ends it.
 func TestCommandSaysItWaitsForASilentDaemon(t *testing.T) {
-	home, err := os.MkdirTemp("", "kcs-") // short: a socket path has 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	ln, err := net.Listen("unix", home+"/kandev.sock")
-	if err != nil {
-		t.Fatal(err)
-	}
 	release := make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release })}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { close(release); _ = srv.Close() })
+	home := fakeDaemon(t, func(http.ResponseWriter, *http.Request) { <-release })
+	t.Cleanup(func() { close(release) }) // the handlers' goroutines end
 
 	f := testFactory(t, "", nil)
 	errOut := &lockedBuffer{}
@@ -73,4 +65,26 @@ func TestCommandSaysItWaitsForASilentDaemon(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("task show succeeded against a daemon that never answered")
 	}
+}
+
+// FakeDaemon is fakeDaemon for the tests of package cmd_test.
+var FakeDaemon = fakeDaemon
+
+// fakeDaemon serves handler on a new home's socket, as a daemon would, and
+// returns the home's directory.
+func fakeDaemon(t *testing.T, handler http.HandlerFunc) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kd-") // short: a socket path has 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	ln, err := net.Listen("unix", core.Home{Dir: dir}.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: handler}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return dir
 }

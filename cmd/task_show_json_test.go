@@ -3,13 +3,13 @@ package cmd_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"github.com/kandev/kandev/cmd"
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/daemonclient"
@@ -50,18 +50,8 @@ func TestTaskShowJSONIsTheDaemonsBytes(t *testing.T) {
 // not JSON is refused as before.
 func TestTaskShowJSONKeepsTheDaemonsFields(t *testing.T) {
 	bin := daemontest.Binary(t)
-	dir, err := os.MkdirTemp("", "kd-") // short: a socket path has 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := core.Home{Dir: dir}
-	ln, err := net.Listen("unix", home.Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const task = `{"id":"t1","title":"one","status":"todo","from_a_newer_daemon":{"x":1}}` + "\n"
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	dir := cmd.FakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch r.URL.Path {
 		case "/v1/tasks/t1":
@@ -71,9 +61,7 @@ func TestTaskShowJSONKeepsTheDaemonsFields(t *testing.T) {
 		default:
 			http.NotFound(w, r)
 		}
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	})
 
 	run := func(id string) (string, string, error) {
 		cmd := exec.Command(bin, "task", "show", id, "--json")

@@ -20,34 +20,22 @@ import (
 // connection to the command's request, rather than a version round trip
 // before it (issue 14: ~1 ms of every command).
 func TestConnectSendsNoRequestOfItsOwn(t *testing.T) {
-	dir, err := os.MkdirTemp("", "kdc-") // short: a socket path has 107 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := core.Home{Dir: dir}
-	ln, err := net.Listen("unix", home.Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var (
 		mu    sync.Mutex
 		paths []string
 		conns = map[string]bool{}
 	)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	home := fakeDaemon(t, func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		paths = append(paths, r.Method+" "+r.URL.Path)
 		conns[r.RemoteAddr] = true
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"id":"t1","title":"one","status":"todo"}`))
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	})
 
 	// A daemon answers, so the executable is never run.
-	c, err := Connect(context.Background(), home, filepath.Join(dir, "no-such-kandev"))
+	c, err := Connect(context.Background(), home, filepath.Join(home.Dir, "no-such-kandev"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +87,10 @@ func TestConnectStartsADaemonWhenNoneListens(t *testing.T) {
 	}
 }
 
-// stuckDaemon listens on a new home's socket, accepts connections and
-// never answers, as a stopped or deadlocked daemon does.
-func stuckDaemon(t *testing.T) core.Home {
+// fakeDaemon serves handler on a new home's socket, as a daemon would.
+func fakeDaemon(t *testing.T, handler http.HandlerFunc) core.Home {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "kdc-")
+	dir, err := os.MkdirTemp("", "kdc-") // short: a socket path has 107 bytes
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,10 +100,18 @@ func stuckDaemon(t *testing.T) core.Home {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release })}
+	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { close(release); _ = srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
+	return home
+}
+
+// stuckDaemon accepts connections and never answers, as a stopped or
+// deadlocked daemon does.
+func stuckDaemon(t *testing.T) core.Home {
+	release := make(chan struct{})
+	home := fakeDaemon(t, func(http.ResponseWriter, *http.Request) { <-release })
+	t.Cleanup(func() { close(release) }) // the handlers' goroutines end
 	return home
 }
 
