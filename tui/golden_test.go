@@ -139,7 +139,7 @@ func TestGoldenAnswerDialog(t *testing.T) {
 	g.waitScreen("7 tasks")
 	g.keys("w", "w") // kid003 (escalated to you), then ask001 (asks you)
 	g.waitScreen("[pending: press a to answer]")
-	g.keys("a", "down")
+	g.keys("a", "2")
 	g.waitScreen("Answer task ask001", "2/2", "> 2) postgres")
 	golden.RequireEqual(t, g.finalScreen())
 }

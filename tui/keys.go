@@ -27,6 +27,7 @@ type keyMap struct {
 	CancelDialog, DropOne, DropAll                    key.Binding
 	Scroll, NextFile, PrevFile, CloseDiff             key.Binding
 	MergeHow, DoMerge, DoDiscard                      key.Binding
+	AnswerPick, AnswerSend                            key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -88,6 +89,8 @@ func newKeyMap() keyMap {
 		MergeHow:     b("tab", "merge/squash", "tab"),
 		DoMerge:      b("enter", "merge", "enter"),
 		DoDiscard:    b("y", "discard", "y"),
+		AnswerPick:   b("1-9/↑↓", "choose", "1", "2", "3", "4", "5", "6", "7", "8", "9", "up", "down"),
+		AnswerSend:   b("enter", "send the choice", "enter"),
 	}
 }
 

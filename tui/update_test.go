@@ -380,8 +380,13 @@ func TestAnswerWithOption(t *testing.T) {
 	d := newDriver(t, f, 80, 24)
 	d.selectTask("ask001")
 	d.keys("a")
-	d.mustShow("Answer task ask001", "Which DB?", "> 1) sqlite", "2) postgres", "other:")
-	d.keys("down")
+	d.mustShow("Answer task ask001", "Which DB?", "  1) sqlite", "2) postgres", "3) other:", "(nothing chosen)")
+	d.keys("enter") // nothing chosen: nothing sent
+	if len(f.answers) != 0 || d.m.dialog == nil {
+		t.Fatalf("enter with nothing chosen sent %d answers", len(f.answers))
+	}
+	d.mustShow("nothing is chosen yet, so nothing was sent")
+	d.keys("down", "down")
 	d.mustShow("> 2) postgres")
 	d.keys("enter")
 	if len(f.answers) != 1 {
@@ -435,7 +440,7 @@ func TestAnswerRefusals(t *testing.T) {
 
 	f.setErr("AnswerQuestion", &core.Error{Code: core.CodeConflict, Message: "question q-usr is stale (the task was stopped); it can no longer be answered"})
 	d.selectTask("ask001")
-	d.keys("a", "enter")
+	d.keys("a", "1", "enter")
 	if d.m.dialog == nil {
 		t.Fatal("dialog should stay open on refusal")
 	}
