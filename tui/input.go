@@ -106,6 +106,8 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.setStatus("starting task "+t.ID+"…", false)
 			return startCmd(m.ctx, m.client, t.ID)
 		}
+	case key.Matches(msg, k.Restart):
+		return m.restartDaemon()
 	case key.Matches(msg, k.NextWaiting):
 		m.nextWaiting()
 	case key.Matches(msg, k.Filter):

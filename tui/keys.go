@@ -16,7 +16,7 @@ type keyMap struct {
 
 	New, Answer, Message, HandOn, Done key.Binding
 	Stop, Start, Archive, Queue, Diff  key.Binding
-	Merge, Discard                     key.Binding
+	Merge, Discard, Restart            key.Binding
 	Filter, State, Help, Quit, Cancel  key.Binding
 
 	// Dialog keys.
@@ -58,6 +58,7 @@ func newKeyMap() keyMap {
 		Diff:    b("v", "view its diff", "v"),
 		Merge:   b("M", "merge branch", "M"),
 		Discard: b("D", "discard worktree", "D"),
+		Restart: b("R", "start the daemon", "R"),
 		Filter:  b("/", "filter", "/"),
 		State:   b("f", "state filter", "f"),
 		Help:    b("?", "help", "?"),
@@ -117,7 +118,7 @@ func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
 		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
-		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Cancel, k.Help, k.Quit},
+		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
 

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -65,6 +66,9 @@ type Model struct {
 	// reloadAgain: a resync came while a listing was in flight.
 	reloadAgain bool
 	connected   bool // a connection ever came up
+	// daemonDown: reconnecting found no daemon running, and the UI does
+	// not start one by itself (Options.Attach); R does.
+	daemonDown bool
 
 	tasks    *taskStore
 	tree     treePane
@@ -147,6 +151,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		add(m.onStreamOpen(msg))
 	case streamFailedMsg:
 		if msg.gen == m.gen {
+			m.daemonDown = errors.Is(msg.err, ErrNoDaemon)
 			add(m.lost(errorText(msg.err)))
 		}
 	case eventsMsg:
@@ -155,7 +160,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen == m.gen {
 			m.gen++
 			m.conn = connConnecting
-			add(connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect))
+			reconnect := m.opts.Reconnect
+			if m.opts.Attach != nil {
+				reconnect = m.opts.Attach
+			}
+			add(connectCmd(m.ctx, m.gen, m.client, reconnect))
 		}
 	case tasksMsg:
 		add(m.onTasks(msg))
@@ -329,7 +338,7 @@ func (m *Model) onStreamOpen(msg streamOpenMsg) tea.Cmd {
 	if m.connected && m.conn != connLive {
 		m.setStatus("reconnected to the daemon; reloaded", false)
 	}
-	m.conn, m.connErr, m.attempt, m.connected = connLive, "", 0, true
+	m.conn, m.connErr, m.attempt, m.connected, m.daemonDown = connLive, "", 0, true, false
 	return tea.Batch(waitEventsCmd(m.gen, msg.events), m.reload(), loadProfilesCmd(m.ctx, m.client))
 }
 
@@ -356,6 +365,20 @@ func (m *Model) lost(why string) tea.Cmd {
 	d := m.backoff << min(m.attempt-1, 5)
 	m.retryIn = min(d, maxBackoff)
 	return reconnectAfter(m.after, m.gen, m.retryIn)
+}
+
+// restartDaemon is the operator's R: start the daemon (Options.Reconnect)
+// when the UI has lost it. Reconnecting by itself, the UI only attaches
+// to a daemon that runs.
+func (m *Model) restartDaemon() tea.Cmd {
+	if m.conn == connLive {
+		m.setStatus("the daemon is running", false)
+		return nil
+	}
+	m.gen++
+	m.conn, m.daemonDown = connConnecting, false
+	m.setStatus("starting the daemon…", false)
+	return connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect)
 }
 
 func (m *Model) onEvents(msg eventsMsg) tea.Cmd {

@@ -285,10 +285,16 @@ func TestTmuxDemoScenario(t *testing.T) {
 		t.Fatalf("badges at 200×50: %q", r)
 	}
 
-	// The daemon goes away: the UI says so and reconnects (starting a new
-	// daemon, as any client does), then follows the new stream.
+	// The daemon is stopped (kandev daemon stop): the UI says so and does
+	// not start another by itself (issue 22); R starts it, and the UI
+	// follows the new stream.
 	d.Stop()
-	s.waitText("daemon connection lost")
+	s.waitText("the daemon stopped", "R starts it again")
+	s.waitText("(try 2,") // it looked again and still started none
+	if _, err := d.Client.Version(context.Background()); err == nil {
+		t.Fatal("a daemon answers: the UI started one by itself")
+	}
+	s.keys("R")
 	s.waitText("● live", "reconnected to the daemon")
 	t.Cleanup(func() { stopSpawnedDaemon(t, d) })
 	late := createTask(t, d, core.CreateTaskInput{Title: "Created after the restart"})

@@ -25,6 +25,12 @@ type Options struct {
 	// daemon stopped or restarted), starting the daemon if need be. Nil
 	// reuses the first client.
 	Reconnect func(context.Context) (core.Client, error)
+	// Attach, when set, is how the UI reconnects by itself: it finds a
+	// running daemon and never starts one, failing with ErrNoDaemon when
+	// none answers. A daemon someone stopped (kandev daemon stop) then
+	// stays stopped: the UI says so and Reconnect runs only when the
+	// operator asks for it (R).
+	Attach func(context.Context) (core.Client, error)
 	// CWD is the working directory of tasks created from the UI.
 	CWD string
 	// In and Out default to the process's stdin and stdout.
@@ -44,6 +50,9 @@ type Options struct {
 	// (macOS) when KANDEV_NOTIFY=1 and the program exists.
 	Notify func(ctx context.Context, title, body string)
 }
+
+// ErrNoDaemon is Attach's answer when no daemon runs in the home.
+var ErrNoDaemon = errors.New("no kandev daemon is running")
 
 // Run shows the UI until the operator quits or ctx ends.
 func Run(ctx context.Context, client core.Client, opts Options) error {

@@ -155,6 +155,60 @@ func TestResyncDuringLoadReloadsAgain(t *testing.T) {
 	}
 }
 
+// TestStoppedDaemonStaysStopped is issue 22's `daemon stop` with the UI
+// open: reconnecting by itself, the UI only attaches to a running daemon,
+// so a stopped one is not started again behind the operator's back; it
+// says the daemon stopped, and R starts it.
+func TestStoppedDaemonStaysStopped(t *testing.T) {
+	f := newFake(demoTasks()...)
+	starts, attaches := 0, 0
+	up := false
+	d := newDriver(t, f, 80, 24, func(o *Options) {
+		o.Reconnect = func(ctx context.Context) (core.Client, error) {
+			starts++
+			return f, nil
+		}
+		o.Attach = func(ctx context.Context) (core.Client, error) {
+			attaches++
+			if !up {
+				return nil, ErrNoDaemon
+			}
+			return f, nil
+		}
+	})
+	d.m.backoff = time.Hour
+	f.endStream()
+	d.settle()
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	d.mustShow("the daemon stopped", "R starts it again")
+	if starts != 0 || attaches != 1 || d.m.conn != connLost {
+		t.Fatalf("after the stream ended: %d starts, %d attaches, state %v", starts, attaches, d.m.conn)
+	}
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	if starts != 0 || attaches != 2 {
+		t.Fatalf("the UI started a daemon by itself: %d starts, %d attaches", starts, attaches)
+	}
+	d.keys("R")
+	if starts != 1 || d.m.conn != connLive {
+		t.Fatalf("R: %d starts, state %v", starts, d.m.conn)
+	}
+	d.mustShow("● live", "reconnected to the daemon")
+
+	// A daemon someone else starts (kandev daemon restart) is attached to.
+	f.endStream()
+	d.settle()
+	up = true
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	if starts != 1 || d.m.conn != connLive {
+		t.Fatalf("a running daemon: %d starts, state %v", starts, d.m.conn)
+	}
+	d.keys("R")
+	d.mustShow("the daemon is running")
+}
+
 func TestReconnectsWhenStreamEnds(t *testing.T) {
 	f := newFake(demoTasks()...)
 	reconnects := 0

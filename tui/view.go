@@ -133,7 +133,12 @@ func (m *Model) statusLines(w int) []string {
 	case connLive:
 		left = st.live.Render("● live")
 	case connLost:
-		left = st.lost.Render("✗ daemon connection lost") + fmt.Sprintf(" — %s; reconnecting (try %d, every %s)", m.connErr, m.attempt, m.retryIn)
+		if m.daemonDown {
+			left = st.lost.Render("✗ the daemon stopped") + " — " + st.helpKey.Render(m.keys.Restart.Help().Key) +
+				fmt.Sprintf(" starts it again; watching for one (try %d, every %s)", m.attempt, m.retryIn)
+		} else {
+			left = st.lost.Render("✗ daemon connection lost") + fmt.Sprintf(" — %s; reconnecting (try %d, every %s)", m.connErr, m.attempt, m.retryIn)
+		}
 	}
 	c := m.tasks.counts
 	segs := []string{fmt.Sprintf("%d tasks", c.total), fmt.Sprintf("%d running", c.running),
