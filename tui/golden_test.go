@@ -282,3 +282,29 @@ func TestGoldenMessageHintFits(t *testing.T) {
 	g.waitScreen("Message task ask001", "[x] interrupt", "superseded")
 	golden.RequireEqual(t, g.finalScreen())
 }
+
+// TestGoldenZoom is the full-screen conversation at 80×24, searching.
+func TestGoldenZoom(t *testing.T) {
+	tasks := demoTasks()
+	f := newFake(tasks...)
+	f.convo = demoConvo()
+	for i := 6; i <= 40; i++ {
+		text := fmt.Sprintf("step %d of the audit log's migration", i)
+		if i%10 == 0 {
+			text += ": the schema checks out"
+		}
+		f.convo["ask001"] = append(f.convo["ask001"], core.Message{Seq: int64(i), TaskID: "ask001", Kind: core.MsgAgent,
+			Text: text, CreatedAt: ago(4 * time.Minute), UpdatedAt: ago(4 * time.Minute)})
+	}
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "j", "j", "j", "z")
+	g.waitScreen("conversation · following", "step 40")
+	g.keys("/")
+	g.typeText("schema")
+	g.keys("enter") // the first match on screen, then the next, then round to the first
+	g.waitScreen(`"schema" 4/5`)
+	g.keys("n", "n")
+	g.waitScreen(`"schema" 1/5`)
+	golden.RequireEqual(t, g.finalScreen())
+}

@@ -20,6 +20,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		a, cmd := d.update(m.dialogUI(), msg)
 		return tea.Batch(cmd, m.act(d, a))
 	}
+	if m.zoom {
+		if cmd, done := m.onZoomKey(msg); done {
+			return cmd
+		}
+	}
 	if m.typing {
 		return m.onFilterKey(msg)
 	}
@@ -106,6 +111,12 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.setStatus("starting task "+t.ID+"…", false)
 			return startCmd(m.ctx, m.client, t.ID)
 		}
+	case key.Matches(msg, k.Shell):
+		return m.stepIn(execShell)
+	case key.Matches(msg, k.Editor):
+		return m.stepIn(execEditor)
+	case key.Matches(msg, k.Zoom):
+		m.zoomIn()
 	case key.Matches(msg, k.Restart):
 		return m.restartDaemon()
 	case key.Matches(msg, k.NextWaiting):

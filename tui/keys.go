@@ -14,10 +14,12 @@ type keyMap struct {
 	Collapse, Expand, Focus                 key.Binding
 	NextWaiting                             key.Binding
 
-	New, Answer, Message, HandOn, Done key.Binding
-	Stop, Start, Archive, Queue, Diff  key.Binding
-	Merge, Discard, Restart            key.Binding
-	Filter, State, Help, Quit, Cancel  key.Binding
+	New, Answer, Message, HandOn, Done   key.Binding
+	Stop, Start, Archive, Queue, Diff    key.Binding
+	Merge, Discard, Restart              key.Binding
+	Zoom, Search, SearchNext, SearchPrev key.Binding
+	Shell, Editor                        key.Binding
+	Filter, State, Help, Quit, Cancel    key.Binding
 
 	// Dialog keys.
 	Submit, NextField, PrevField, Toggle, Left, Right key.Binding
@@ -59,11 +61,18 @@ func newKeyMap() keyMap {
 		Merge:   b("M", "merge branch", "M"),
 		Discard: b("D", "discard worktree", "D"),
 		Restart: b("R", "start the daemon", "R"),
-		Filter:  b("/", "filter", "/"),
-		State:   b("f", "state filter", "f"),
-		Help:    b("?", "help", "?"),
-		Quit:    b("q", "quit", "q", "ctrl+c"),
-		Cancel:  b("esc", "close/clear", "esc"),
+		Zoom:    b("z", "full-screen log", "z"),
+		Shell:   b("S", "shell in its dir", "S"),
+		Editor:  b("e", "editor in its dir", "e"),
+		// In the full-screen log.
+		Search:     b("/", "search", "/"),
+		SearchNext: b("n/N", "next/previous match", "n"),
+		SearchPrev: b("N", "previous match", "N"),
+		Filter:     b("/", "filter", "/"),
+		State:      b("f", "state filter", "f"),
+		Help:       b("?", "help", "?"),
+		Quit:       b("q", "quit", "q", "ctrl+c"),
+		Cancel:     b("esc", "close/clear", "esc"),
 
 		Submit:    b("enter", "submit", "enter"),
 		NextField: b("tab", "next field", "tab", "down"),
@@ -118,7 +127,7 @@ func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
 		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
-		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
+		{k.Zoom, k.Shell, k.Editor, k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
 

@@ -50,6 +50,8 @@ type Model struct {
 	// replace it so short timers fire at once and long ones wait for the
 	// test, which makes their runs independent of the machine's speed.
 	after timerFunc
+	// exec hands the terminal to a shell or an editor (tea.ExecProcess).
+	exec execFunc
 
 	// The daemon link. gen counts connections; messages of an older
 	// connection are dropped.
@@ -81,6 +83,8 @@ type Model struct {
 	typing      bool // the filter input has the keyboard
 
 	focusLog  bool
+	zoom      bool      // the selected task's conversation takes the screen (z)
+	search    logSearch // a search of the zoomed conversation (/)
 	dialog    dialog
 	dialogSeq int
 	status    string
@@ -101,7 +105,7 @@ func newModel(ctx context.Context, client core.Client, opts Options, st styles) 
 	}
 	m := &Model{
 		ctx: ctx, client: client, opts: opts, st: st, keys: newKeyMap(),
-		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick,
+		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick, exec: tea.ExecProcess,
 		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
 	}
 	m.detail.follow = true
@@ -208,6 +212,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		add(m.onConvoPage(msg))
 	case opDoneMsg:
 		m.onOpDone(msg)
+	case execDoneMsg:
+		m.onExecDone(msg)
+		m.needLayout = true
 	case flashEndMsg:
 		if m.flash == msg.text {
 			m.flash, m.flashTask = "", ""

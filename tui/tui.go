@@ -5,6 +5,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -49,6 +50,10 @@ type Options struct {
 	// starts needing you. Run sets it to notify-send (Linux) or osascript
 	// (macOS) when KANDEV_NOTIFY=1 and the program exists.
 	Notify func(ctx context.Context, title, body string)
+	// Shell and Editor are what S and e run in a task's directory (a
+	// command line, split at spaces; the editor is given "."). Run sets
+	// them from $SHELL, and $VISUAL or $EDITOR, else /bin/sh and vi.
+	Shell, Editor string
 }
 
 // ErrNoDaemon is Attach's answer when no daemon runs in the home.
@@ -70,6 +75,12 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 	}
 	if opts.Notify == nil && os.Getenv("KANDEV_NOTIFY") == "1" {
 		opts.Notify = desktopNotifier()
+	}
+	if opts.Shell == "" {
+		opts.Shell = os.Getenv("SHELL")
+	}
+	if opts.Editor == "" {
+		opts.Editor = cmp.Or(os.Getenv("VISUAL"), os.Getenv("EDITOR"))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
