@@ -162,6 +162,9 @@ func (m *Model) answer() {
 	}
 	q := t.PendingQuestion
 	switch {
+	case (q == nil || q.Status != core.QuestionPending) && m.escalatedChildQuestion(t) != nil:
+		m.setStatus("", false)
+		m.openDialog(newRelayDialog(m.dialogUI(), m.nextDialogID(), t, m.escalatedChildQuestion(t)))
 	case q == nil || q.Status != core.QuestionPending:
 		m.setStatus(fmt.Sprintf("task %s has no pending question (w jumps to the next task waiting on you)", t.ID), true)
 	case q.Kind == core.QuestionParent:
@@ -170,6 +173,25 @@ func (m *Model) answer() {
 		m.setStatus("", false)
 		m.openDialog(newAnswerDialog(m.dialogUI(), m.nextDialogID(), t))
 	}
+}
+
+// escalatedChildQuestion is the child of t whose question to t waits
+// while t is the operator's (its turn left the question unanswered and the
+// stall brought it to them), or nil.
+func (m *Model) escalatedChildQuestion(t *core.Task) *core.Task {
+	if !t.YourTurn {
+		return nil
+	}
+	for _, id := range m.tasks.kids[t.ID] {
+		c := m.tasks.get(id)
+		if c == nil || c.Archived {
+			continue
+		}
+		if q := c.PendingQuestion; q != nil && q.Status == core.QuestionPending && q.Kind == core.QuestionParent && q.ParentTaskID == t.ID {
+			return c
+		}
+	}
+	return nil
 }
 
 func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {

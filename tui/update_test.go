@@ -501,6 +501,50 @@ func TestAnswerRefusals(t *testing.T) {
 	d.mustShow("refused", "question q-usr is stale")
 }
 
+// TestAnswerEscalatedChildQuestionFromParent is issue 22's "a on the
+// parent": a child's question to its parent that the parent left
+// unanswered was escalated to the operator, and a on the parent said it
+// had no pending question. Now it opens the child's question, and the
+// answer goes to the child as the operator's message.
+func TestAnswerEscalatedChildQuestionFromParent(t *testing.T) {
+	tasks := demoTasks()
+	root := &tasks[0]
+	root.Assignee, root.YourTurn = &core.Ref{Kind: "person", Name: core.Operator}, true
+	root.Stalled = &core.Stall{Reason: "Stalled", From: "role:claude", Detail: "unanswered question q-par from subtask kid002", At: ago(time.Minute)}
+	tasks[2].PendingQuestion.Questions = []core.QuestionItem{{Prompt: "Which colour?", Options: []core.QuestionOption{{Label: "blue"}, {Label: "green"}}}}
+	f := newFake(tasks...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("root01")
+	d.keys("a")
+	d.mustShow("Answer task kid002's question to task root01", "Escalated to you", "Which colour?", "1) blue", "3) other:")
+	d.keys("enter") // nothing chosen, nothing sent
+	if len(f.messages) != 0 {
+		t.Fatalf("enter with nothing chosen sent %+v", f.messages)
+	}
+	d.keys("2", "enter")
+	if len(f.messages) != 1 || f.callCount("MessageTask kid002") != 1 {
+		t.Fatalf("messages %+v", f.messages)
+	}
+	want := "Your question q-par to task root01 was escalated to the operator, who answers:\nWhich colour?: green"
+	if got := f.messages[0]; got.Text != want || got.ReplyTo != "" {
+		t.Fatalf("message %+v, want text %q", got, want)
+	}
+	if d.m.dialog != nil {
+		t.Fatal("the dialog should close")
+	}
+
+	// A parent that is not the operator's: its child's question is its
+	// agent's to answer, as before.
+	tasks = demoTasks()
+	d = newDriver(t, newFake(tasks...), 80, 24)
+	d.selectTask("root01")
+	d.keys("a")
+	if d.m.dialog != nil {
+		t.Fatal("a parent that is not yours opens no dialog")
+	}
+	d.mustShow("has no pending question")
+}
+
 func TestMessageWithInterrupt(t *testing.T) {
 	f := newFake(demoTasks()...)
 	d := newDriver(t, f, 80, 24)
