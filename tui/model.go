@@ -654,7 +654,11 @@ func (m *Model) onOpDone(msg opDoneMsg) {
 		return
 	}
 	if mine {
-		m.dialog = nil
+		// A dialog may have a next step to offer (finishing a merged
+		// task); it stays open for it.
+		if s, ok := d.(interface{ succeeded(opDoneMsg) bool }); !ok || !s.succeeded(msg) {
+			m.dialog = nil
+		}
 	}
 	m.setStatus(msg.text, false)
 	switch {
