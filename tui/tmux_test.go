@@ -40,11 +40,20 @@ func needTmux(t *testing.T) {
 
 func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string) *tmuxSession {
 	t.Helper()
+	return startTmuxIn(t, d, "", w, h, extraEnv...)
+}
+
+// startTmuxIn starts kandev in cwd (a temp dir when empty).
+func startTmuxIn(t *testing.T, d *daemontest.Daemon, cwd string, w, h int, extraEnv ...string) *tmuxSession {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "kt-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	if cwd == "" {
+		cwd = dir
+	}
 	s := &tmuxSession{t: t, sock: filepath.Join(dir, "tmux.sock"), d: d}
 	s.env = append(append(os.Environ(), d.Env...), extraEnv...)
 	// The shell keeps the pane open after kandev exits, so a crash shows.
@@ -55,7 +64,7 @@ func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string)
 	// kandev starts in the temp dir, not the package directory: tasks
 	// the UI creates work in its directory, and in the repository they
 	// would leave a worktree and a kandev/* branch behind in it.
-	s.tmux("new-session", "-d", "-s", "kandev", "-c", dir, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
+	s.tmux("new-session", "-d", "-s", "kandev", "-c", cwd, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
 	return s
 }
