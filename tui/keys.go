@@ -60,10 +60,10 @@ func newKeyMap() keyMap {
 		Diff:    b("v", "view its diff", "v"),
 		Merge:   b("M", "merge branch", "M"),
 		Discard: b("D", "discard worktree", "D"),
-		Restart: b("R", "start the daemon", "R"),
+		Restart: b("R", "start daemon", "R"),
 		Zoom:    b("z", "full-screen log", "z"),
-		Shell:   b("S", "shell in its dir", "S"),
-		Editor:  b("e", "editor in its dir", "e"),
+		Shell:   b("S", "shell there", "S"),
+		Editor:  b("e", "editor there", "e"),
 		// In the full-screen log.
 		Search:     b("/", "search", "/"),
 		SearchNext: b("n/N", "next/previous match", "n"),
@@ -125,9 +125,9 @@ func (k keyMap) shortHelp() []barItem {
 // fullHelp is the `?` screen, in columns.
 func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
-		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
-		{k.Zoom, k.Shell, k.Editor, k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus, k.NextWaiting, k.Zoom},
+		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Shell, k.Editor},
+		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
 

@@ -137,3 +137,11 @@ func TestExecDoneSaysHowItEnded(t *testing.T) {
 		t.Fatalf("status %q (error %v)", d.m.status, d.m.statusErr)
 	}
 }
+
+// TestHelpListsTheNewKeysAndFits: ? names z, S, e and R, and its box
+// still fits 80×24 (its bottom border shows).
+func TestHelpListsTheNewKeysAndFits(t *testing.T) {
+	d := newDriver(t, newFake(demoTasks()...), 80, 24)
+	d.keys("?")
+	d.mustShow("z      full-screen log", "S      shell there", "e      editor there", "R      start daemon", "╰")
+}
