@@ -136,6 +136,22 @@ func TestTmuxOperatorWalk(t *testing.T) {
 	if err != nil {
 		t.Fatalf("status --short: %v\n%s", err, out)
 	}
+
+	// kandev daemon stop with the UI open: the daemon stays stopped until R.
+	stop := exec.Command(d.Bin, "daemon", "stop")
+	stop.Env = append(os.Environ(), d.Env...)
+	if out, err := stop.CombinedOutput(); err != nil {
+		t.Fatalf("daemon stop: %v\n%s", err, out)
+	}
+	s.waitText("the daemon stopped", "R starts it again", "(try 2,")
+	capture("kandev daemon stop in another terminal: the UI starts none")
+	if _, err := d.Client.Version(context.Background()); err == nil {
+		t.Fatal("a daemon answers: the UI started one by itself")
+	}
+	s.keys("R")
+	s.waitText("● live", "reconnected to the daemon")
+	t.Cleanup(func() { stopSpawnedDaemon(t, d) })
+	capture("R: the daemon started again")
 	s.keys("q")
 	s.waitText("kandev exited with status 0")
 }

@@ -181,7 +181,7 @@ func TestStoppedDaemonStaysStopped(t *testing.T) {
 	d.settle()
 	d.send(reconnectMsg{gen: d.m.gen})
 	d.settle()
-	d.mustShow("the daemon stopped", "R starts it again")
+	d.mustShow("the daemon stopped", "R starts it again", "R start daemon")
 	if starts != 0 || attaches != 1 || d.m.conn != connLost {
 		t.Fatalf("after the stream ended: %d starts, %d attaches, state %v", starts, attaches, d.m.conn)
 	}

@@ -230,6 +230,9 @@ func (m *Model) helpBar() string {
 	} else if m.zoom {
 		bs = m.keys.zoomHelp()
 	}
+	if m.dialog == nil && m.conn == connLost && m.daemonDown {
+		bs = append([]barItem{{m.keys.Restart, "start daemon"}}, bs...)
+	}
 	line := helpLine(m.st, bs, m.w)
 	if gap := m.w - width(line); gap > 0 {
 		line += strings.Repeat(" ", gap)
