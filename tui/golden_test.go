@@ -308,3 +308,23 @@ func TestGoldenZoom(t *testing.T) {
 	g.waitScreen(`"schema" 1/5`)
 	golden.RequireEqual(t, g.finalScreen())
 }
+
+// TestGoldenPermissionTypedWords is the permission dialog after issue
+// 22's keystrokes: "no, dont" and enter chose and sent nothing.
+func TestGoldenPermissionTypedWords(t *testing.T) {
+	tasks := demoTasks()
+	tasks[4].PendingQuestion = permissionTask("ask001", "./deploy.sh --env staging").PendingQuestion
+	f := newFake(tasks...)
+	f.convo = demoConvo()
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "j", "j", "j", "a")
+	g.waitScreen("Permission for task ask001", "(nothing chosen)")
+	g.typeText("no, dont")
+	g.keys("enter")
+	g.waitScreen("nothing was sent")
+	if n := f.callCount("AnswerQuestion"); n != 0 {
+		t.Fatalf("typed words answered the permission (%d calls)", n)
+	}
+	golden.RequireEqual(t, g.finalScreen())
+}
