@@ -46,7 +46,8 @@ func registerCompletions(f *Factory, root *cobra.Command) {
 		"task start": firstArg(tasks), "task message": firstArg(tasks), "task stop": firstArg(tasks),
 		"task answer": firstArg(tasks), "task handoff": firstArg(tasks), "task block": firstArg(tasks),
 		"task queue": firstArg(tasks), "task log": firstArg(tasks), "task status": completeTaskStatus(tasks),
-		"wait":         firstArg(tasks),
+		"wait":      firstArg(tasks),
+		"task path": firstArg(tasks), "task shell": firstArg(tasks),
 		"profile show": firstArg(profiles), "profile remove": firstArg(profiles),
 		"role show": firstArg(roles), "role edit": firstArg(roles), "role remove": firstArg(roles),
 	}

@@ -167,5 +167,9 @@ func ExitCode(err error) int {
 	if errors.As(err, &we) {
 		return we.Code
 	}
+	var se *ShellExit
+	if errors.As(err, &se) {
+		return se.Code
+	}
 	return 1
 }

@@ -74,7 +74,8 @@ func Main() int {
 	cmd, err := root.ExecuteContextC(ctx)
 	err = classify(err)
 	var we *WaitExit
-	if err != nil && !errors.As(err, &we) {
+	var se *ShellExit
+	if err != nil && !errors.As(err, &we) && !errors.As(err, &se) {
 		printError(f, cmd, err)
 	}
 	f.flushText()

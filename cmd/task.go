@@ -16,7 +16,7 @@ import (
 // NewCmdTask groups the task verbs. The files task_*.go hold them by
 // what they do: create, list, show, edit (edit, status, archive), run
 // (start, message, stop, answer), log, queue, handoff (handoff, block)
-// and worktree (diff, merge, discard).
+// worktree (diff, merge, discard) and shell (path, shell).
 func NewCmdTask(f *Factory) *cobra.Command {
 	c := group("task", "Create, inspect and steer tasks", "")
 	c.AddCommand(
@@ -37,6 +37,8 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskDiff(f, nil),
 		NewCmdTaskMerge(f, nil),
 		NewCmdTaskDiscard(f, nil),
+		NewCmdTaskPath(f, nil),
+		NewCmdTaskShell(f, nil),
 	)
 	return c
 }

@@ -33,6 +33,14 @@ func runTUI(ctx context.Context, f *Factory) error {
 		Reconnect: func(ctx context.Context) (core.Client, error) {
 			return daemonclient.Connect(ctx, home, f.Executable)
 		},
+		// Reconnecting by itself, the UI never starts a daemon: one that
+		// was stopped on purpose stays stopped until the operator says.
+		Attach: func(ctx context.Context) (core.Client, error) {
+			if c, ok := daemonclient.Ping(ctx, home); ok {
+				return c, nil
+			}
+			return nil, tui.ErrNoDaemon
+		},
 	})
 }
 

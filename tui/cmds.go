@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -489,5 +490,36 @@ func discardCmd(ctx context.Context, c core.Client, dialog int, id string) tea.C
 		}
 		return opDoneMsg{op: opDiscard, dialog: dialog, taskID: id, task: &t,
 			text: fmt.Sprintf("discarded worktree %s and branch %s of task %s", w.Dir, w.Branch, t.ID)}
+	}
+}
+
+// finishCmd ends a merged or discarded task: its status, then its
+// archive. The outcome names the last step that ran.
+func finishCmd(ctx context.Context, c core.Client, dialog int, a endTask) tea.Cmd {
+	return func() tea.Msg {
+		var done []string
+		// The task as it is now: a step that went through before a
+		// refusal (done, then the archive refused) is not taken again.
+		if t, err := c.GetTask(ctx, a.taskID); err == nil {
+			a.from = t.Status
+		}
+		if a.from != a.to {
+			t, err := c.SetTaskStatus(ctx, a.taskID, a.to)
+			if err != nil {
+				return opDoneMsg{op: opStatus, dialog: dialog, taskID: a.taskID, err: err}
+			}
+			glyph, _ := statusGlyph(t.Status)
+			done = append(done, fmt.Sprintf("%s %s", glyph, t.Status))
+		}
+		if !a.archive {
+			return opDoneMsg{op: opStatus, dialog: dialog, taskID: a.taskID, text: fmt.Sprintf("task %s: %s", a.taskID, strings.Join(done, ", "))}
+		}
+		t, err := c.ArchiveTask(ctx, a.taskID)
+		if err != nil {
+			return opDoneMsg{op: opArchive, dialog: dialog, taskID: a.taskID, err: err}
+		}
+		done = append(done, "archived (kandev task list --all still shows it)")
+		return opDoneMsg{op: opArchive, dialog: dialog, taskID: a.taskID, task: &t,
+			text: fmt.Sprintf("task %s: %s", a.taskID, strings.Join(done, ", "))}
 	}
 }

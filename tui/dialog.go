@@ -103,6 +103,13 @@ type (
 	}
 	// discardTask deletes a task's worktree and branch.
 	discardTask struct{ taskID string }
+	// endTask moves a merged or discarded task to its end: the status
+	// to (unless it is there already), then the archive when asked.
+	endTask struct {
+		taskID   string
+		from, to core.Status
+		archive  bool
+	}
 )
 
 func (closeDialog) isAction()   {}
@@ -119,6 +126,7 @@ func (openFinish) isAction()    {}
 func (backTo) isAction()        {}
 func (mergeTask) isAction()     {}
 func (discardTask) isAction()   {}
+func (endTask) isAction()       {}
 
 // act carries out what dialog d asked: every request to the daemon runs
 // in a tea.Cmd whose outcome names d, so a refusal lands in d.
@@ -166,6 +174,8 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 	case discardTask:
 		m.setStatus("", false)
 		return discardCmd(m.ctx, m.client, id, a.taskID)
+	case endTask:
+		return finishCmd(m.ctx, m.client, id, a)
 	}
 	return nil
 }

@@ -35,6 +35,79 @@ type finishDialog struct {
 	msg     textinput.Model
 	edited  bool   // the operator typed a message of their own
 	back    dialog // the diff view it came from, shown again on cancel
+	// after is set once the merge or discard went through: the dialog
+	// then offers to finish the task (issue 22: finished work never left
+	// "your turn"): done and archived after a merge, cancelled after a
+	// discard.
+	after *finishAfter
+}
+
+// finishAfter is what a dialog whose merge or discard went through
+// offers next.
+type finishAfter struct {
+	result string      // what the merge or discard did
+	task   core.Task   // the task as the merge or discard left it
+	to     core.Status // done after a merge, cancelled after a discard
+}
+
+// succeeded takes the merge's or discard's outcome and keeps the dialog
+// open to offer the next step, unless there is none to offer.
+func (d *finishDialog) succeeded(msg opDoneMsg) bool {
+	if d.after != nil || msg.task == nil {
+		return false
+	}
+	t := *msg.task
+	to := core.StatusDone
+	if d.op == opDiscard {
+		to = core.StatusCancelled
+		if t.Status == to {
+			return false
+		}
+	} else if t.Status == to && t.Archived {
+		return false
+	}
+	d.busy, d.err = false, ""
+	d.after = &finishAfter{result: msg.text, task: t, to: to}
+	return true
+}
+
+// afterAction is the next step the dialog offers.
+func (d *finishDialog) afterAction() action {
+	a := d.after
+	return endTask{taskID: a.task.ID, from: a.task.Status, to: a.to, archive: d.op == opMerge}
+}
+
+func (d *finishDialog) afterView(ui dialogUI, w int) string {
+	st := ui.st
+	a := d.after
+	var lines []string
+	add := func(s string) { lines = append(lines, wrap(s, w)...) }
+	if d.op == opMerge {
+		lines = append(lines, st.boxTitle.Render(truncate("Merged task "+d.taskID+"'s branch", w)))
+	} else {
+		lines = append(lines, st.boxTitle.Render(truncate("Discarded task "+d.taskID+"'s worktree", w)))
+	}
+	lines = append(lines, truncate(d.title, w))
+	add(st.okText.Render("✓ ") + a.result)
+	lines = append(lines, "")
+	var ask, yes string
+	switch {
+	case d.op == opDiscard:
+		ask = fmt.Sprintf("Cancel task %s too? Its work is gone; cancelled, it leaves your turn and wakes whoever waits on it.", d.taskID)
+		yes = "cancel it"
+	case a.task.Status == core.StatusDone:
+		ask = fmt.Sprintf("Archive task %s too? It is done; kandev task list --all still shows it.", d.taskID)
+		yes = "archive it"
+	default:
+		ask = fmt.Sprintf("Mark task %s done and archive it? Its work is merged; archived, its worktree is removed and kandev task list --all still shows it.", d.taskID)
+		yes = "done and archive"
+	}
+	add(ask)
+	lines = append(lines, "", st.helpKey.Render("y/enter")+" "+yes+"   "+st.helpKey.Render("n/esc")+" leave it as it is")
+	if f := d.footer(st, w); f != "" {
+		lines = append(lines, "", f)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func newFinishDialog(ui dialogUI, id int, op opKind, t *core.Task, diff *core.TaskDiff, back dialog) *finishDialog {
@@ -95,6 +168,17 @@ func (d *finishDialog) ready() bool { return !d.loading && d.diff != nil && !d.b
 
 func (d *finishDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 	k := ui.keys
+	if d.after != nil {
+		switch {
+		case d.busy:
+		case key.Matches(msg, k.Yes), key.Matches(msg, k.Submit):
+			d.busy, d.err = true, ""
+			return d.afterAction(), nil
+		case key.Matches(msg, k.No):
+			return closeDialog{}, nil
+		}
+		return nil, nil
+	}
 	if msg.Type == tea.KeyEsc {
 		if d.busy {
 			return nil, nil
@@ -144,6 +228,9 @@ func (d *finishDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 const maxFinishFiles = 5
 
 func (d *finishDialog) view(ui dialogUI, w int) string {
+	if d.after != nil {
+		return d.afterView(ui, w)
+	}
 	st := ui.st
 	var lines []string
 	add := func(s string) { lines = append(lines, wrap(s, w)...) }
@@ -249,6 +336,9 @@ func (d *finishDialog) fileLines(st styles, w, limit int) []string {
 }
 
 func (d *finishDialog) help(k keyMap) []key.Binding {
+	if d.after != nil {
+		return []key.Binding{relabel(k.Yes, "yes"), relabel(k.No, "leave it")}
+	}
 	if d.op == opMerge {
 		return []key.Binding{k.DoMerge, k.MergeHow, relabel(k.Cancel, "cancel")}
 	}
@@ -260,6 +350,9 @@ func (d *finishDialog) help(k keyMap) []key.Binding {
 // the engine's "merge refused" prefix would only repeat the dialog's.
 func (d *finishDialog) failed(err error) {
 	d.base.failed(err)
+	if d.after != nil {
+		return // the merge or discard went through; this is the next step's
+	}
 	switch core.AsError(err).Code {
 	case core.CodeConflict, core.CodeValidation, core.CodeNotFound:
 		d.err = "nothing changed. " + strings.TrimPrefix(d.err, "merge refused: ")

@@ -135,15 +135,93 @@ func TestAnswerDialogActions(t *testing.T) {
 		{Prompt: "Why?"},
 	}}}
 	d := newAnswerDialog(testUI(), 1, task)
+	// Nothing is chosen on opening: enter sends nothing and stays put.
+	wantAction(t, press(t, d, "enter"), nil)
+	if d.cur != 0 || !strings.Contains(d.view(testUI(), 70), "nothing is chosen yet") {
+		t.Fatalf("enter with no choice must say so and stay on part 1:\n%s", d.view(testUI(), 70))
+	}
 	// enter on the first part moves on; on the last it answers.
 	wantAction(t, press(t, d, "2", "enter"), nil)
+	// An empty free-text part sends nothing either.
+	wantAction(t, press(t, d, "enter"), nil)
 	wantAction(t, press(t, d, "because", "enter"), answerTask{taskID: "t1",
 		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"2", "because"}}})
 
+	// The "other" row is the last one: up from no choice, or its digit.
 	d = newAnswerDialog(testUI(), 2, task)
 	wantAction(t, press(t, d, "up", "mine", "tab", "x", "enter"), answerTask{taskID: "t1",
 		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"mine", "x"}}})
-	wantAction(t, press(t, newAnswerDialog(testUI(), 3, task), "esc"), closeDialog{})
+	d = newAnswerDialog(testUI(), 3, task)
+	wantAction(t, press(t, d, "3", "ours", "tab", "x", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"ours", "x"}}})
+	// A letter is not an option: it chooses nothing (and undoes a choice).
+	d = newAnswerDialog(testUI(), 4, task)
+	wantAction(t, press(t, d, "1", "j"), nil)
+	if d.parts[0].choice != noChoice || !strings.Contains(d.view(testUI(), 70), `"j" is not an option`) {
+		t.Fatalf("j must choose nothing and say which keys are:\n%s", d.view(testUI(), 70))
+	}
+	wantAction(t, press(t, d, "enter"), nil)
+	// y and n are not keys here: neither option is a yes or a no.
+	wantAction(t, press(t, d, "y", "enter"), nil)
+	wantAction(t, press(t, newAnswerDialog(testUI(), 5, task), "esc"), closeDialog{})
+
+	// A question whose options are a yes and a no takes y and n.
+	yn := &core.Task{ID: "t2", PendingQuestion: &core.QuestionInfo{ID: "q2", Questions: []core.QuestionItem{
+		{Prompt: "Go on?", Options: []core.QuestionOption{{Label: "Yes, go ahead"}, {Label: "No"}}}}}}
+	wantAction(t, press(t, newAnswerDialog(testUI(), 6, yn), "n", "enter"), answerTask{taskID: "t2",
+		in: core.AnswerInput{QuestionID: "q2", Answers: []string{"2"}}})
+	wantAction(t, press(t, newAnswerDialog(testUI(), 7, yn), "y", "enter"), answerTask{taskID: "t2",
+		in: core.AnswerInput{QuestionID: "q2", Answers: []string{"1"}}})
+}
+
+// permissionTask asks the operator's permission to run cmd, with the
+// options an ACP agent offers.
+func permissionTask(id, cmd string) *core.Task {
+	return &core.Task{ID: id, Title: "Deploy", PendingQuestion: &core.QuestionInfo{ID: "qp", Kind: core.QuestionPermission,
+		Status: core.QuestionPending, Text: "The agent asks permission to run: " + cmd,
+		Tool: &core.PermissionTool{Title: cmd, Kind: "execute"},
+		Questions: []core.QuestionItem{{Prompt: "The agent asks permission to run: " + cmd, Options: []core.QuestionOption{
+			{Label: "Allow once", Description: "allow_once"}, {Label: "Allow always", Description: "allow_always"},
+			{Label: "Reject", Description: "reject_once"}}}}}}
+}
+
+// TestPermissionDialogCannotBeMistaken is issue 22's safety bug: typing
+// "no, dont" and enter in the permission dialog allowed ./deploy.sh.
+// Now it sends nothing; n (the one reject) and enter refuse.
+func TestPermissionDialogCannotBeMistaken(t *testing.T) {
+	task := permissionTask("t1", "./deploy.sh --env staging")
+	d := newAnswerDialog(testUI(), 1, task)
+	v := d.view(testUI(), 70)
+	if strings.Contains(v, "other") || strings.Contains(v, "> 1)") || !strings.Contains(v, "(nothing chosen)") {
+		t.Fatalf("a permission dialog offers exactly the agent's options, none chosen:\n%s", v)
+	}
+	wantAction(t, press(t, d, "no, dont"), nil)
+	v = strings.ReplaceAll(d.view(testUI(), 70), "\n", " ")
+	if d.parts[0].choice != noChoice || !strings.Contains(v, `"t" is not an option, so nothing is chosen: 1-3, y (Allow once), n (Reject)`) {
+		t.Fatalf("typed prose chooses nothing and says which keys are:\n%s", v)
+	}
+	wantAction(t, press(t, d, "enter"), nil)
+	if v = d.view(testUI(), 70); !strings.Contains(v, "nothing was sent") {
+		t.Fatalf("enter with nothing chosen says so:\n%s", v)
+	}
+	wantAction(t, press(t, d, "n", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"3"}}})
+	wantAction(t, press(t, newAnswerDialog(testUI(), 2, task), "y", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"1"}}})
+	wantAction(t, press(t, newAnswerDialog(testUI(), 3, task), "2", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"2"}}})
+	// No free-text row: 4 is not a key, and typing never reaches an input.
+	d = newAnswerDialog(testUI(), 4, task)
+	wantAction(t, press(t, d, "4", "enter"), nil)
+	wantAction(t, press(t, d, "down", "down", "down", "down", "enter"), answerTask{taskID: "t1",
+		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"1"}}})
+
+	// Two rejects: n is ambiguous unless one is reject_once.
+	two := permissionTask("t2", "rm -rf /")
+	opts := two.PendingQuestion.Questions[0].Options
+	two.PendingQuestion.Questions[0].Options = append(opts[:2:2], core.QuestionOption{Label: "Reject always", Description: "reject_always"},
+		core.QuestionOption{Label: "Reject always too", Description: "reject_always"})
+	wantAction(t, press(t, newAnswerDialog(testUI(), 5, two), "n", "enter"), nil)
 }
 
 func TestMessageDialogActions(t *testing.T) {

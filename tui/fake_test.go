@@ -320,6 +320,18 @@ func (f *fakeClient) StartTask(ctx context.Context, id string, in core.StartTask
 	return core.Task{ID: id, Status: core.StatusInProgress}, nil
 }
 
+func (f *fakeClient) GetTask(ctx context.Context, id string) (core.Task, error) {
+	if err := f.record("GetTask " + id); err != nil {
+		return core.Task{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t := f.task(id); t != nil {
+		return *t, nil
+	}
+	return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
+}
+
 func (f *fakeClient) ArchiveTask(ctx context.Context, id string) (core.Task, error) {
 	if err := f.record("ArchiveTask " + id); err != nil {
 		return core.Task{}, err

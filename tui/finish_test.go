@@ -23,7 +23,11 @@ func (f *fakeClient) MergeTask(ctx context.Context, id string, in core.MergeInpu
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.diffs[id]
-	return core.MergeResult{Branch: d.Branch, Into: "main", Commit: "feedfacecafebeef0000"}, nil
+	r := core.MergeResult{Branch: d.Branch, Into: "main", Commit: "feedfacecafebeef0000"}
+	if t := f.task(id); t != nil {
+		r.Task = *t
+	}
+	return r, nil
 }
 
 // DiscardTask records the call and marks the task's workspace discarded.
@@ -155,10 +159,46 @@ func TestMergeFromDiffView(t *testing.T) {
 	if n := f.callCount("MergeTask wt0001 squash Rename the config loader (kandev task wt0001)"); n != 1 {
 		t.Fatalf("enter should squash with the default message once: %v", f.calls)
 	}
-	if d.m.dialog != nil {
-		t.Fatalf("the merge closes the dialog: %T", d.m.dialog)
+	// The merge went through: the dialog offers to finish the task
+	// (issue 22: merged work stayed on the operator's desk).
+	d.mustShow("squashed kandev/wt0001-rename-the-config-loader into main (feedfacecafe)",
+		"Merged task wt0001's branch", "Mark task wt0001 done and archive it?", "y/enter done and archive")
+	if n := f.callCount("SetTaskStatus") + f.callCount("ArchiveTask"); n != 0 {
+		t.Fatalf("nothing more happens before the operator says: %v", f.calls)
 	}
-	d.mustShow("squashed kandev/wt0001-rename-the-config-loader into main (feedfacecafe)")
+	d.keys("y")
+	if f.callCount("SetTaskStatus wt0001 done") != 1 || f.callCount("ArchiveTask wt0001") != 1 {
+		t.Fatalf("y should mark it done, then archive it: %v", f.calls)
+	}
+	if d.m.dialog != nil {
+		t.Fatalf("the dialog closes once the task is finished: %T", d.m.dialog)
+	}
+	d.mustShow("task wt0001: ✓ done, archived")
+	d.mustNotShow("wt0001 mock") // it left the tree
+}
+
+// After a merge, n leaves the task as it is; a refusal of the next step
+// stays in the dialog.
+func TestMergeThenLeaveOrRefused(t *testing.T) {
+	f := diffFake()
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("wt0001")
+	d.keys("M")
+	d.mustShow("+12 −2 in 2 files")
+	d.keys("enter")
+	d.mustShow("Mark task wt0001 done and archive it?")
+	d.keys("n")
+	if d.m.dialog != nil || f.callCount("SetTaskStatus")+f.callCount("ArchiveTask") != 0 {
+		t.Fatalf("n should close and change nothing: %v", f.calls)
+	}
+	f.setErr("ArchiveTask", core.Errorf(core.CodeConflict, "task wt0001 is running; stop it first"))
+	d.keys("M")
+	d.mustShow("+12 −2 in 2 files")
+	d.keys("enter", "enter")
+	d.mustShow("✗ refused: task wt0001 is running; stop it first")
+	if _, ok := d.m.dialog.(*finishDialog); !ok {
+		t.Fatalf("a refusal keeps the dialog: %T", d.m.dialog)
+	}
 }
 
 // A refusal stays in the dialog, which says nothing changed and what to do.
@@ -199,6 +239,16 @@ func TestDiscardFromTree(t *testing.T) {
 		t.Fatalf("y should discard once: %v", f.calls)
 	}
 	d.mustShow("discarded worktree /home/me/.local/share/kandev/worktrees/app/wt0001 and", "branch kandev/wt0001-rename-the-config-loader of task wt0001")
+	// The dialog then offers to cancel the task, whose work is gone.
+	d.mustShow("Discarded task wt0001's worktree", "Cancel task wt0001 too?", "y/enter cancel it")
+	d.keys("y")
+	if f.callCount("SetTaskStatus wt0001 cancelled") != 1 || f.callCount("ArchiveTask") != 0 {
+		t.Fatalf("y should cancel it (and not archive it): %v", f.calls)
+	}
+	if d.m.dialog != nil {
+		t.Fatalf("the dialog closes: %T", d.m.dialog)
+	}
+	d.mustShow("task wt0001: ✗ cancelled")
 }
 
 // A task with no worktree of its own: the confirmation says why and

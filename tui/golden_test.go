@@ -139,7 +139,7 @@ func TestGoldenAnswerDialog(t *testing.T) {
 	g.waitScreen("7 tasks")
 	g.keys("w", "w") // kid003 (escalated to you), then ask001 (asks you)
 	g.waitScreen("[pending: press a to answer]")
-	g.keys("a", "down")
+	g.keys("a", "2")
 	g.waitScreen("Answer task ask001", "2/2", "> 2) postgres")
 	golden.RequireEqual(t, g.finalScreen())
 }
@@ -280,5 +280,51 @@ func TestGoldenMessageHintFits(t *testing.T) {
 	g.typeText("Use postgres, and say why in the migration's notes.")
 	g.keys("tab")
 	g.waitScreen("Message task ask001", "[x] interrupt", "superseded")
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+// TestGoldenZoom is the full-screen conversation at 80×24, searching.
+func TestGoldenZoom(t *testing.T) {
+	tasks := demoTasks()
+	f := newFake(tasks...)
+	f.convo = demoConvo()
+	for i := 6; i <= 40; i++ {
+		text := fmt.Sprintf("step %d of the audit log's migration", i)
+		if i%10 == 0 {
+			text += ": the schema checks out"
+		}
+		f.convo["ask001"] = append(f.convo["ask001"], core.Message{Seq: int64(i), TaskID: "ask001", Kind: core.MsgAgent,
+			Text: text, CreatedAt: ago(4 * time.Minute), UpdatedAt: ago(4 * time.Minute)})
+	}
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "j", "j", "j", "z")
+	g.waitScreen("conversation · following", "step 40")
+	g.keys("/")
+	g.typeText("schema")
+	g.keys("enter") // the first match on screen, then the next, then round to the first
+	g.waitScreen(`"schema" 4/5`)
+	g.keys("n", "n")
+	g.waitScreen(`"schema" 1/5`)
+	golden.RequireEqual(t, g.finalScreen())
+}
+
+// TestGoldenPermissionTypedWords is the permission dialog after issue
+// 22's keystrokes: "no, dont" and enter chose and sent nothing.
+func TestGoldenPermissionTypedWords(t *testing.T) {
+	tasks := demoTasks()
+	tasks[4].PendingQuestion = permissionTask("ask001", "./deploy.sh --env staging").PendingQuestion
+	f := newFake(tasks...)
+	f.convo = demoConvo()
+	g := goldenProgram(t, f, 80, 24)
+	g.waitScreen("7 tasks")
+	g.keys("j", "j", "j", "j", "a")
+	g.waitScreen("Permission for task ask001", "(nothing chosen)")
+	g.typeText("no, dont")
+	g.keys("enter")
+	g.waitScreen("nothing was sent")
+	if n := f.callCount("AnswerQuestion"); n != 0 {
+		t.Fatalf("typed words answered the permission (%d calls)", n)
+	}
 	golden.RequireEqual(t, g.finalScreen())
 }

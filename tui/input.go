@@ -20,6 +20,11 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		a, cmd := d.update(m.dialogUI(), msg)
 		return tea.Batch(cmd, m.act(d, a))
 	}
+	if m.zoom {
+		if cmd, done := m.onZoomKey(msg); done {
+			return cmd
+		}
+	}
 	if m.typing {
 		return m.onFilterKey(msg)
 	}
@@ -106,6 +111,14 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.setStatus("starting task "+t.ID+"…", false)
 			return startCmd(m.ctx, m.client, t.ID)
 		}
+	case key.Matches(msg, k.Shell):
+		return m.stepIn(execShell)
+	case key.Matches(msg, k.Editor):
+		return m.stepIn(execEditor)
+	case key.Matches(msg, k.Zoom):
+		m.zoomIn()
+	case key.Matches(msg, k.Restart):
+		return m.restartDaemon()
 	case key.Matches(msg, k.NextWaiting):
 		m.nextWaiting()
 	case key.Matches(msg, k.Filter):
@@ -149,6 +162,9 @@ func (m *Model) answer() {
 	}
 	q := t.PendingQuestion
 	switch {
+	case (q == nil || q.Status != core.QuestionPending) && m.escalatedChildQuestion(t) != nil:
+		m.setStatus("", false)
+		m.openDialog(newRelayDialog(m.dialogUI(), m.nextDialogID(), t, m.escalatedChildQuestion(t)))
 	case q == nil || q.Status != core.QuestionPending:
 		m.setStatus(fmt.Sprintf("task %s has no pending question (w jumps to the next task waiting on you)", t.ID), true)
 	case q.Kind == core.QuestionParent:
@@ -157,6 +173,25 @@ func (m *Model) answer() {
 		m.setStatus("", false)
 		m.openDialog(newAnswerDialog(m.dialogUI(), m.nextDialogID(), t))
 	}
+}
+
+// escalatedChildQuestion is the child of t whose question to t waits
+// while t is the operator's (its turn left the question unanswered and the
+// stall brought it to them), or nil.
+func (m *Model) escalatedChildQuestion(t *core.Task) *core.Task {
+	if !t.YourTurn {
+		return nil
+	}
+	for _, id := range m.tasks.kids[t.ID] {
+		c := m.tasks.get(id)
+		if c == nil || c.Archived {
+			continue
+		}
+		if q := c.PendingQuestion; q != nil && q.Status == core.QuestionPending && q.Kind == core.QuestionParent && q.ParentTaskID == t.ID {
+			return c
+		}
+	}
+	return nil
 }
 
 func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {

@@ -14,10 +14,12 @@ type keyMap struct {
 	Collapse, Expand, Focus                 key.Binding
 	NextWaiting                             key.Binding
 
-	New, Answer, Message, HandOn, Done key.Binding
-	Stop, Start, Archive, Queue, Diff  key.Binding
-	Merge, Discard                     key.Binding
-	Filter, State, Help, Quit, Cancel  key.Binding
+	New, Answer, Message, HandOn, Done   key.Binding
+	Stop, Start, Archive, Queue, Diff    key.Binding
+	Merge, Discard, Restart              key.Binding
+	Zoom, Search, SearchNext, SearchPrev key.Binding
+	Shell, Editor                        key.Binding
+	Filter, State, Help, Quit, Cancel    key.Binding
 
 	// Dialog keys.
 	Submit, NextField, PrevField, Toggle, Left, Right key.Binding
@@ -27,6 +29,7 @@ type keyMap struct {
 	CancelDialog, DropOne, DropAll                    key.Binding
 	Scroll, NextFile, PrevFile, CloseDiff             key.Binding
 	MergeHow, DoMerge, DoDiscard                      key.Binding
+	AnswerPick, AnswerSend                            key.Binding
 }
 
 func newKeyMap() keyMap {
@@ -57,11 +60,19 @@ func newKeyMap() keyMap {
 		Diff:    b("v", "view its diff", "v"),
 		Merge:   b("M", "merge branch", "M"),
 		Discard: b("D", "discard worktree", "D"),
-		Filter:  b("/", "filter", "/"),
-		State:   b("f", "state filter", "f"),
-		Help:    b("?", "help", "?"),
-		Quit:    b("q", "quit", "q", "ctrl+c"),
-		Cancel:  b("esc", "close/clear", "esc"),
+		Restart: b("R", "start daemon", "R"),
+		Zoom:    b("z", "full-screen log", "z"),
+		Shell:   b("S", "shell there", "S"),
+		Editor:  b("e", "editor there", "e"),
+		// In the full-screen log.
+		Search:     b("/", "search", "/"),
+		SearchNext: b("n/N", "next/previous match", "n"),
+		SearchPrev: b("N", "previous match", "N"),
+		Filter:     b("/", "filter", "/"),
+		State:      b("f", "state filter", "f"),
+		Help:       b("?", "help", "?"),
+		Quit:       b("q", "quit", "q", "ctrl+c"),
+		Cancel:     b("esc", "close/clear", "esc"),
 
 		Submit:    b("enter", "submit", "enter"),
 		NextField: b("tab", "next field", "tab", "down"),
@@ -88,6 +99,8 @@ func newKeyMap() keyMap {
 		MergeHow:     b("tab", "merge/squash", "tab"),
 		DoMerge:      b("enter", "merge", "enter"),
 		DoDiscard:    b("y", "discard", "y"),
+		AnswerPick:   b("1-9/↑↓", "choose", "1", "2", "3", "4", "5", "6", "7", "8", "9", "up", "down"),
+		AnswerSend:   b("enter", "send the choice", "enter"),
 	}
 }
 
@@ -112,9 +125,9 @@ func (k keyMap) shortHelp() []barItem {
 // fullHelp is the `?` screen, in columns.
 func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus},
-		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.NextWaiting},
-		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Cancel, k.Help, k.Quit},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus, k.NextWaiting, k.Zoom},
+		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Shell, k.Editor},
+		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
 

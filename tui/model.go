@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -49,6 +50,8 @@ type Model struct {
 	// replace it so short timers fire at once and long ones wait for the
 	// test, which makes their runs independent of the machine's speed.
 	after timerFunc
+	// exec hands the terminal to a shell or an editor (tea.ExecProcess).
+	exec execFunc
 
 	// The daemon link. gen counts connections; messages of an older
 	// connection are dropped.
@@ -65,6 +68,9 @@ type Model struct {
 	// reloadAgain: a resync came while a listing was in flight.
 	reloadAgain bool
 	connected   bool // a connection ever came up
+	// daemonDown: reconnecting found no daemon running, and the UI does
+	// not start one by itself (Options.Attach); R does.
+	daemonDown bool
 
 	tasks    *taskStore
 	tree     treePane
@@ -77,6 +83,8 @@ type Model struct {
 	typing      bool // the filter input has the keyboard
 
 	focusLog  bool
+	zoom      bool      // the selected task's conversation takes the screen (z)
+	search    logSearch // a search of the zoomed conversation (/)
 	dialog    dialog
 	dialogSeq int
 	status    string
@@ -97,7 +105,7 @@ func newModel(ctx context.Context, client core.Client, opts Options, st styles) 
 	}
 	m := &Model{
 		ctx: ctx, client: client, opts: opts, st: st, keys: newKeyMap(),
-		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick,
+		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick, exec: tea.ExecProcess,
 		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
 	}
 	m.detail.follow = true
@@ -147,6 +155,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		add(m.onStreamOpen(msg))
 	case streamFailedMsg:
 		if msg.gen == m.gen {
+			m.daemonDown = errors.Is(msg.err, ErrNoDaemon)
 			add(m.lost(errorText(msg.err)))
 		}
 	case eventsMsg:
@@ -155,7 +164,11 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if msg.gen == m.gen {
 			m.gen++
 			m.conn = connConnecting
-			add(connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect))
+			reconnect := m.opts.Reconnect
+			if m.opts.Attach != nil {
+				reconnect = m.opts.Attach
+			}
+			add(connectCmd(m.ctx, m.gen, m.client, reconnect))
 		}
 	case tasksMsg:
 		add(m.onTasks(msg))
@@ -199,6 +212,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		add(m.onConvoPage(msg))
 	case opDoneMsg:
 		m.onOpDone(msg)
+	case execDoneMsg:
+		m.onExecDone(msg)
+		m.needLayout = true
 	case flashEndMsg:
 		if m.flash == msg.text {
 			m.flash, m.flashTask = "", ""
@@ -329,7 +345,7 @@ func (m *Model) onStreamOpen(msg streamOpenMsg) tea.Cmd {
 	if m.connected && m.conn != connLive {
 		m.setStatus("reconnected to the daemon; reloaded", false)
 	}
-	m.conn, m.connErr, m.attempt, m.connected = connLive, "", 0, true
+	m.conn, m.connErr, m.attempt, m.connected, m.daemonDown = connLive, "", 0, true, false
 	return tea.Batch(waitEventsCmd(m.gen, msg.events), m.reload(), loadProfilesCmd(m.ctx, m.client))
 }
 
@@ -356,6 +372,20 @@ func (m *Model) lost(why string) tea.Cmd {
 	d := m.backoff << min(m.attempt-1, 5)
 	m.retryIn = min(d, maxBackoff)
 	return reconnectAfter(m.after, m.gen, m.retryIn)
+}
+
+// restartDaemon is the operator's R: start the daemon (Options.Reconnect)
+// when the UI has lost it. Reconnecting by itself, the UI only attaches
+// to a daemon that runs.
+func (m *Model) restartDaemon() tea.Cmd {
+	if m.conn == connLive {
+		m.setStatus("the daemon is running", false)
+		return nil
+	}
+	m.gen++
+	m.conn, m.daemonDown = connConnecting, false
+	m.setStatus("starting the daemon…", false)
+	return connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect)
 }
 
 func (m *Model) onEvents(msg eventsMsg) tea.Cmd {
@@ -624,7 +654,11 @@ func (m *Model) onOpDone(msg opDoneMsg) {
 		return
 	}
 	if mine {
-		m.dialog = nil
+		// A dialog may have a next step to offer (finishing a merged
+		// task); it stays open for it.
+		if s, ok := d.(interface{ succeeded(opDoneMsg) bool }); !ok || !s.succeeded(msg) {
+			m.dialog = nil
+		}
 	}
 	m.setStatus(msg.text, false)
 	switch {

@@ -58,6 +58,7 @@ type styles struct {
 	diffHunk   lipgloss.Style // @@ … @@
 	diffAdd    lipgloss.Style
 	diffDel    lipgloss.Style
+	searchHit  lipgloss.Style // the match a search of the log jumped to
 }
 
 func newStyles(r *lipgloss.Renderer, color bool) styles {
@@ -85,6 +86,7 @@ func newStyles(r *lipgloss.Renderer, color bool) styles {
 	s.helpKey = n().Bold(true)
 	s.diffFile = n().Bold(true)
 	s.diffHunk = n().Faint(true)
+	s.searchHit = n().Reverse(true)
 	if !color {
 		return s
 	}

@@ -88,7 +88,9 @@ func TestTmuxMergeAndDiscard(t *testing.T) {
 	s.keys("Tab")
 	s.waitText("[x] squash into one commit", "Message First edit (kandev task "+first.ID+")")
 	s.keys("Enter")
-	s.waitText("squashed " + first.Workspace.Branch + " into main")
+	s.waitText("squashed "+first.Workspace.Branch+" into main", "Mark task "+first.ID+" done and archive it?")
+	s.keys("n") // kept as it is: its branch is checked below
+	s.waitFor("the dialog to close", func(scr string) bool { return !strings.Contains(scr, "Merged task") })
 	if got := mainFile(); got != "from the first\n" {
 		t.Fatalf("after the merge the main checkout's f.txt is %q", got)
 	}
@@ -131,7 +133,12 @@ func TestTmuxMergeAndDiscard(t *testing.T) {
 	// y does nothing until the dialog has read the changes it names.
 	s.waitText("Discard task "+second.ID+"'s worktree and branch?", "changes  +1 −1 in 1 file")
 	s.keys("y")
-	s.waitText("discarded worktree")
+	s.waitText("discarded worktree", "Cancel task "+second.ID+" too?")
+	s.keys("y")
+	s.waitText("task " + second.ID + ": ✗ cancelled")
+	if got, err := d.Client.GetTask(ctx, second.ID); err != nil || got.Status != core.StatusCancelled {
+		t.Fatalf("after discard and y the task is %+v (%v), not cancelled", got.Status, err)
+	}
 	if _, err := os.Stat(second.Workspace.Dir); !os.IsNotExist(err) {
 		t.Fatalf("the discarded worktree %s is still there: %v", second.Workspace.Dir, err)
 	}

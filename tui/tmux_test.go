@@ -40,11 +40,20 @@ func needTmux(t *testing.T) {
 
 func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string) *tmuxSession {
 	t.Helper()
+	return startTmuxIn(t, d, "", w, h, extraEnv...)
+}
+
+// startTmuxIn starts kandev in cwd (a temp dir when empty).
+func startTmuxIn(t *testing.T, d *daemontest.Daemon, cwd string, w, h int, extraEnv ...string) *tmuxSession {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "kt-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	if cwd == "" {
+		cwd = dir
+	}
 	s := &tmuxSession{t: t, sock: filepath.Join(dir, "tmux.sock"), d: d}
 	s.env = append(append(os.Environ(), d.Env...), extraEnv...)
 	// The shell keeps the pane open after kandev exits, so a crash shows.
@@ -55,7 +64,7 @@ func startTmux(t *testing.T, d *daemontest.Daemon, w, h int, extraEnv ...string)
 	// kandev starts in the temp dir, not the package directory: tasks
 	// the UI creates work in its directory, and in the repository they
 	// would leave a worktree and a kandev/* branch behind in it.
-	s.tmux("new-session", "-d", "-s", "kandev", "-c", dir, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
+	s.tmux("new-session", "-d", "-s", "kandev", "-c", cwd, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", script)
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", s.sock, "kill-server").Run() })
 	return s
 }
@@ -285,10 +294,16 @@ func TestTmuxDemoScenario(t *testing.T) {
 		t.Fatalf("badges at 200×50: %q", r)
 	}
 
-	// The daemon goes away: the UI says so and reconnects (starting a new
-	// daemon, as any client does), then follows the new stream.
+	// The daemon is stopped (kandev daemon stop): the UI says so and does
+	// not start another by itself (issue 22); R starts it, and the UI
+	// follows the new stream.
 	d.Stop()
-	s.waitText("daemon connection lost")
+	s.waitText("the daemon stopped", "R starts it again")
+	s.waitText("(try 2,") // it looked again and still started none
+	if _, err := d.Client.Version(context.Background()); err == nil {
+		t.Fatal("a daemon answers: the UI started one by itself")
+	}
+	s.keys("R")
 	s.waitText("● live", "reconnected to the daemon")
 	t.Cleanup(func() { stopSpawnedDaemon(t, d) })
 	late := createTask(t, d, core.CreateTaskInput{Title: "Created after the restart"})

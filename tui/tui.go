@@ -5,6 +5,7 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -25,6 +26,12 @@ type Options struct {
 	// daemon stopped or restarted), starting the daemon if need be. Nil
 	// reuses the first client.
 	Reconnect func(context.Context) (core.Client, error)
+	// Attach, when set, is how the UI reconnects by itself: it finds a
+	// running daemon and never starts one, failing with ErrNoDaemon when
+	// none answers. A daemon someone stopped (kandev daemon stop) then
+	// stays stopped: the UI says so and Reconnect runs only when the
+	// operator asks for it (R).
+	Attach func(context.Context) (core.Client, error)
 	// CWD is the working directory of tasks created from the UI.
 	CWD string
 	// In and Out default to the process's stdin and stdout.
@@ -43,7 +50,14 @@ type Options struct {
 	// starts needing you. Run sets it to notify-send (Linux) or osascript
 	// (macOS) when KANDEV_NOTIFY=1 and the program exists.
 	Notify func(ctx context.Context, title, body string)
+	// Shell and Editor are what S and e run in a task's directory (a
+	// command line, split at spaces; the editor is given "."). Run sets
+	// them from $SHELL, and $VISUAL or $EDITOR, else /bin/sh and vi.
+	Shell, Editor string
 }
+
+// ErrNoDaemon is Attach's answer when no daemon runs in the home.
+var ErrNoDaemon = errors.New("no kandev daemon is running")
 
 // Run shows the UI until the operator quits or ctx ends.
 func Run(ctx context.Context, client core.Client, opts Options) error {
@@ -61,6 +75,12 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 	}
 	if opts.Notify == nil && os.Getenv("KANDEV_NOTIFY") == "1" {
 		opts.Notify = desktopNotifier()
+	}
+	if opts.Shell == "" {
+		opts.Shell = os.Getenv("SHELL")
+	}
+	if opts.Editor == "" {
+		opts.Editor = cmp.Or(os.Getenv("VISUAL"), os.Getenv("EDITOR"))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

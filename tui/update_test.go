@@ -155,6 +155,60 @@ func TestResyncDuringLoadReloadsAgain(t *testing.T) {
 	}
 }
 
+// TestStoppedDaemonStaysStopped is issue 22's `daemon stop` with the UI
+// open: reconnecting by itself, the UI only attaches to a running daemon,
+// so a stopped one is not started again behind the operator's back; it
+// says the daemon stopped, and R starts it.
+func TestStoppedDaemonStaysStopped(t *testing.T) {
+	f := newFake(demoTasks()...)
+	starts, attaches := 0, 0
+	up := false
+	d := newDriver(t, f, 80, 24, func(o *Options) {
+		o.Reconnect = func(ctx context.Context) (core.Client, error) {
+			starts++
+			return f, nil
+		}
+		o.Attach = func(ctx context.Context) (core.Client, error) {
+			attaches++
+			if !up {
+				return nil, ErrNoDaemon
+			}
+			return f, nil
+		}
+	})
+	d.m.backoff = time.Hour
+	f.endStream()
+	d.settle()
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	d.mustShow("the daemon stopped", "R starts it again", "R start daemon")
+	if starts != 0 || attaches != 1 || d.m.conn != connLost {
+		t.Fatalf("after the stream ended: %d starts, %d attaches, state %v", starts, attaches, d.m.conn)
+	}
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	if starts != 0 || attaches != 2 {
+		t.Fatalf("the UI started a daemon by itself: %d starts, %d attaches", starts, attaches)
+	}
+	d.keys("R")
+	if starts != 1 || d.m.conn != connLive {
+		t.Fatalf("R: %d starts, state %v", starts, d.m.conn)
+	}
+	d.mustShow("● live", "reconnected to the daemon")
+
+	// A daemon someone else starts (kandev daemon restart) is attached to.
+	f.endStream()
+	d.settle()
+	up = true
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	if starts != 1 || d.m.conn != connLive {
+		t.Fatalf("a running daemon: %d starts, state %v", starts, d.m.conn)
+	}
+	d.keys("R")
+	d.mustShow("the daemon is running")
+}
+
 func TestReconnectsWhenStreamEnds(t *testing.T) {
 	f := newFake(demoTasks()...)
 	reconnects := 0
@@ -380,8 +434,13 @@ func TestAnswerWithOption(t *testing.T) {
 	d := newDriver(t, f, 80, 24)
 	d.selectTask("ask001")
 	d.keys("a")
-	d.mustShow("Answer task ask001", "Which DB?", "> 1) sqlite", "2) postgres", "other:")
-	d.keys("down")
+	d.mustShow("Answer task ask001", "Which DB?", "  1) sqlite", "2) postgres", "3) other:", "(nothing chosen)")
+	d.keys("enter") // nothing chosen: nothing sent
+	if len(f.answers) != 0 || d.m.dialog == nil {
+		t.Fatalf("enter with nothing chosen sent %d answers", len(f.answers))
+	}
+	d.mustShow("nothing is chosen yet, so nothing was sent")
+	d.keys("down", "down")
 	d.mustShow("> 2) postgres")
 	d.keys("enter")
 	if len(f.answers) != 1 {
@@ -435,11 +494,55 @@ func TestAnswerRefusals(t *testing.T) {
 
 	f.setErr("AnswerQuestion", &core.Error{Code: core.CodeConflict, Message: "question q-usr is stale (the task was stopped); it can no longer be answered"})
 	d.selectTask("ask001")
-	d.keys("a", "enter")
+	d.keys("a", "1", "enter")
 	if d.m.dialog == nil {
 		t.Fatal("dialog should stay open on refusal")
 	}
 	d.mustShow("refused", "question q-usr is stale")
+}
+
+// TestAnswerEscalatedChildQuestionFromParent is issue 22's "a on the
+// parent": a child's question to its parent that the parent left
+// unanswered was escalated to the operator, and a on the parent said it
+// had no pending question. Now it opens the child's question, and the
+// answer goes to the child as the operator's message.
+func TestAnswerEscalatedChildQuestionFromParent(t *testing.T) {
+	tasks := demoTasks()
+	root := &tasks[0]
+	root.Assignee, root.YourTurn = &core.Ref{Kind: "person", Name: core.Operator}, true
+	root.Stalled = &core.Stall{Reason: "Stalled", From: "role:claude", Detail: "unanswered question q-par from subtask kid002", At: ago(time.Minute)}
+	tasks[2].PendingQuestion.Questions = []core.QuestionItem{{Prompt: "Which colour?", Options: []core.QuestionOption{{Label: "blue"}, {Label: "green"}}}}
+	f := newFake(tasks...)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("root01")
+	d.keys("a")
+	d.mustShow("Answer task kid002's question to task root01", "Escalated to you", "Which colour?", "1) blue", "3) other:")
+	d.keys("enter") // nothing chosen, nothing sent
+	if len(f.messages) != 0 {
+		t.Fatalf("enter with nothing chosen sent %+v", f.messages)
+	}
+	d.keys("2", "enter")
+	if len(f.messages) != 1 || f.callCount("MessageTask kid002") != 1 {
+		t.Fatalf("messages %+v", f.messages)
+	}
+	want := "Your question q-par to task root01 was escalated to the operator, who answers:\nWhich colour?: green"
+	if got := f.messages[0]; got.Text != want || got.ReplyTo != "" {
+		t.Fatalf("message %+v, want text %q", got, want)
+	}
+	if d.m.dialog != nil {
+		t.Fatal("the dialog should close")
+	}
+
+	// A parent that is not the operator's: its child's question is its
+	// agent's to answer, as before.
+	tasks = demoTasks()
+	d = newDriver(t, newFake(tasks...), 80, 24)
+	d.selectTask("root01")
+	d.keys("a")
+	if d.m.dialog != nil {
+		t.Fatal("a parent that is not yours opens no dialog")
+	}
+	d.mustShow("has no pending question")
 }
 
 func TestMessageWithInterrupt(t *testing.T) {

@@ -37,12 +37,18 @@ func (m *Model) layout() layout {
 		l.treeH = max(3, l.bodyH*2/5)
 		l.detail = max(1, l.bodyH-l.treeH-1)
 	}
+	if m.zoom {
+		l.detailW, l.detail = m.w, l.bodyH
+	}
 	return l
 }
 
 func (m *Model) logHeight() int { return m.logHeightIn(m.layout()) }
 
 func (m *Model) logHeightIn(l layout) int {
+	if m.zoom {
+		return logHeight(len(zoomHeader(m.st, m.selectedTask(), l.detailW)), l.detail)
+	}
 	return logHeight(len(detailHeaderWith(m.st, m.selectedTask(), &m.changes, l.detailW, l.detail, m.now)), l.detail)
 }
 
@@ -64,7 +70,11 @@ func (m *Model) View() string {
 	}); ok {
 		body = f.fullView(m.dialogUI(), m.w, l.bodyH)
 	} else {
-		body = m.viewBody(l)
+		if m.zoom {
+			body = m.viewZoom(l)
+		} else {
+			body = m.viewBody(l)
+		}
 		if m.dialog != nil {
 			body = m.overlay(body, l)
 		}
@@ -133,7 +143,12 @@ func (m *Model) statusLines(w int) []string {
 	case connLive:
 		left = st.live.Render("● live")
 	case connLost:
-		left = st.lost.Render("✗ daemon connection lost") + fmt.Sprintf(" — %s; reconnecting (try %d, every %s)", m.connErr, m.attempt, m.retryIn)
+		if m.daemonDown {
+			left = st.lost.Render("✗ the daemon stopped") + " — " + st.helpKey.Render(m.keys.Restart.Help().Key) +
+				fmt.Sprintf(" starts it again; watching for one (try %d, every %s)", m.attempt, m.retryIn)
+		} else {
+			left = st.lost.Render("✗ daemon connection lost") + fmt.Sprintf(" — %s; reconnecting (try %d, every %s)", m.connErr, m.attempt, m.retryIn)
+		}
 	}
 	c := m.tasks.counts
 	segs := []string{fmt.Sprintf("%d tasks", c.total), fmt.Sprintf("%d running", c.running),
@@ -210,8 +225,13 @@ func (m *Model) helpBar() string {
 	bs := m.keys.shortHelp()
 	if m.dialog != nil {
 		bs = items(m.dialog.help(m.keys)...)
-	} else if m.typing {
+	} else if m.typing || (m.zoom && m.search.typing) {
 		bs = items(m.keys.Submit, m.keys.Cancel)
+	} else if m.zoom {
+		bs = m.keys.zoomHelp()
+	}
+	if m.dialog == nil && m.conn == connLost && m.daemonDown {
+		bs = append([]barItem{{m.keys.Restart, "start daemon"}}, bs...)
 	}
 	line := helpLine(m.st, bs, m.w)
 	if gap := m.w - width(line); gap > 0 {
