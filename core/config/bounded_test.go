@@ -64,7 +64,7 @@ func TestReadRefusesWhatIsNotARegularFile(t *testing.T) {
 func TestReadErrorsNameTheLine(t *testing.T) {
 	dir := t.TempDir()
 	for body, line := range map[string]string{
-		"permission = \"ask\"\n\nbogus = \"x\"\n":             ":3:",
+		"permission = \"ask\"\n\nbogus = \"x\"\n":               ":3:",
 		"permission = \"ask\"\nautopilot_permission = \"no\"\n": ":2:",
 		"permission = \"ask\"\nidle_timeout = \n":               ":2",
 		"[notifications]\nx = 1\n":                              ":1:",
