@@ -188,3 +188,28 @@ func TestWorktreeIncludeWritesOnlyInsideTheWorktree(t *testing.T) {
 		t.Fatalf("something was copied through the main checkout's link (err %v)", err)
 	}
 }
+
+// Issue 20: a branch name git already reads as something else is refused:
+// merging or deleting "@" or "heads/main" later would act on main.
+func TestCreateRefusesBranchNamesGitResolvesElsewhere(t *testing.T) {
+	repo := newRepo(t)
+	run(t, repo, "tag", "v1")
+	head := run(t, repo, "rev-parse", "HEAD")
+	m := &Manager{}
+	home := t.TempDir()
+	for _, b := range []string{"@", "heads/main", "refs/heads/x", "tags/v2", "v1", head[:10]} {
+		_, err := m.Create(context.Background(), CreateOptions{Repo: repo, Dir: Dir(home, repo, "t1"), Branch: b})
+		if err == nil {
+			t.Fatalf("branch %q accepted", b)
+		}
+		if _, err := os.Lstat(Dir(home, repo, "t1")); !os.IsNotExist(err) {
+			t.Fatalf("branch %q: a worktree was left", b)
+		}
+	}
+	if got := run(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads/"); got != "refs/heads/main" {
+		t.Fatalf("branches now: %q", got)
+	}
+	if _, err := m.Create(context.Background(), CreateOptions{Repo: repo, Dir: Dir(home, repo, "t1"), Branch: "feature/heads"}); err != nil {
+		t.Fatalf("a plain name: %v", err)
+	}
+}

@@ -239,6 +239,17 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error)
 	if _, err := m.git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+o.Branch); err == nil {
 		return Worktree{}, fmt.Errorf("create worktree: branch %q already exists", o.Branch)
 	}
+	// kandev names the branch to git later (merge, diff, branch -d): a
+	// name git already reads as something else (@ is HEAD, heads/main is
+	// main, a tag, a commit's abbreviation) would merge or delete that.
+	for _, p := range []string{"refs/", "heads/", "tags/", "remotes/"} {
+		if strings.HasPrefix(o.Branch, p) {
+			return Worktree{}, fmt.Errorf("create worktree: branch name %q starts with %s, which git reads as another ref", o.Branch, p)
+		}
+	}
+	if out, err := m.git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", "--symbolic-full-name", o.Branch); err == nil || strings.TrimSpace(out) != "" {
+		return Worktree{}, fmt.Errorf("create worktree: branch name %q already means %s to git; pick another", o.Branch, orWhat(strings.TrimSpace(out)))
+	}
 	if _, err := os.Lstat(o.Dir); err == nil {
 		return Worktree{}, fmt.Errorf("create worktree: %s already exists", o.Dir)
 	}
@@ -414,6 +425,13 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
 	}
 	return b, nil
+}
+
+func orWhat(ref string) string {
+	if ref == "" {
+		return "a commit"
+	}
+	return ref
 }
 
 // Discard removes the worktree and deletes its branch, whatever they hold.

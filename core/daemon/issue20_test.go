@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -27,5 +28,24 @@ func TestBrokenConfigFailsClosed(t *testing.T) {
 		if n := len(questionEntries(t, d, task.ID)); n != 0 {
 			t.Fatalf("%s asked %d questions", tc.title, n)
 		}
+	}
+}
+
+// `task create --assignee ROLE` takes the role's profile, whatever the
+// default profile is; a --profile that disagrees is still refused.
+func TestCreateWithAssigneeTakesTheRolesProfile(t *testing.T) {
+	d := daemontest.Start(t)
+	writeConfig(t, d, "profile = \"mock\"\n")
+	d.MustRun("profile", "add", "second", "--command", d.Bin, "--arg", "mock-agent")
+	d.MustRun("role", "add", "reviewer", "--profile", "second")
+	var task core.Task
+	if err := json.Unmarshal([]byte(d.MustRun("task", "create", "Review it", "--assignee", "reviewer", "--json")), &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.Profile != "second" || task.Assignee == nil || task.Assignee.Name != "reviewer" {
+		t.Fatalf("created with profile %s for %+v", task.Profile, task.Assignee)
+	}
+	if r := d.Run("task", "create", "Review it", "--assignee", "reviewer", "--profile", "mock"); r.Code == 0 || !strings.Contains(r.Stderr, "drop --profile") {
+		t.Fatalf("a disagreeing --profile: exit %d %s", r.Code, r.Stderr)
 	}
 }
