@@ -591,7 +591,11 @@ func (e *Engine) ownedWorktrees(root string) (map[string]bool, error) {
 	owned := map[string]bool{}
 	e.cacheMu.RLock()
 	defer e.cacheMu.RUnlock()
-	for _, t := range e.tasks {
+	for _, id := range e.order { // creation order: the same task is named each time
+		t := e.tasks[id]
+		if t == nil {
+			continue
+		}
 		w := t.Workspace
 		if w == nil || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) || w.Dir == "" {
 			continue

@@ -127,11 +127,23 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 // child leaves the group but keeps the marker). It returns once they are
 // gone or 5 s have passed. A process that cleared its environment and
 // left the group (env -i setsid) is not found: see docs/security.md.
+//
+// The marker is looked for until two scans in a row find nothing: a
+// process in the middle of an exec shows an empty environment for an
+// instant, and a single scan can miss it.
 func EndProcesses(pgid int, session string) {
 	if pgid > 0 {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	}
-	agent.KillSession(session, 5*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for clean := 0; clean < 2 && time.Now().Before(deadline); {
+		if agent.KillSession(session, time.Until(deadline)) == 0 {
+			clean++
+		} else {
+			clean = 0
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func randomID() string {
