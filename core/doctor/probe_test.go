@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kandev/kandev/core"
 )
 
 func alive(pid int) bool {
@@ -58,6 +60,48 @@ func TestVersionProbeLeavesNothingAndIsBounded(t *testing.T) {
 		for alive(p) {
 			if time.Now().After(deadline) {
 				t.Fatalf("process %d of the probe outlived it", p)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// The whole profile check, --version and the ACP handshake both, leaves
+// nothing of a command that starts helpers and never answers.
+func TestProfileCheckLeavesNothing(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pids")
+	exe := filepath.Join(dir, "fake-agent")
+	script := "#!/bin/sh\n" +
+		"setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! >> " + pidFile + "\n" +
+		"if [ \"$1\" = --version ]; then echo 'fake-agent 2'; exit 0; fi\n" +
+		"exec sleep 300\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pr := checkProfile(context.Background(), Options{Getenv: func(string) string { return "" }, Timeout: 500 * time.Millisecond},
+		core.Profile{Name: "fake", Source: "user", Command: exe})
+	if pr.Usable || pr.Version != "fake-agent 2" || !pr.Found {
+		t.Fatalf("profile check %+v", pr)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := strings.Fields(string(b))
+	if len(pids) != 2 {
+		t.Fatalf("pids %v", pids)
+	}
+	deadline := time.Now().Add(10 * time.Second) // a bound on the wait, not a timing claim
+	for _, f := range pids {
+		p, _ := strconv.Atoi(f)
+		t.Cleanup(func() { _ = syscall.Kill(p, syscall.SIGKILL) })
+		for alive(p) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d of the profile check outlived it", p)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
