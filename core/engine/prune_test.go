@@ -230,3 +230,28 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 		t.Fatal("the owned worktree was removed")
 	}
 }
+
+// A worktrees directory that is a link to another disk is a home's own:
+// its tasks' worktrees are recorded where they are, and prune keeps them.
+func TestPruneWithWorktreesOnAnotherDisk(t *testing.T) {
+	env := newEngineEnv(t)
+	repo := newGitRepo(t, env)
+	disk := filepath.Join(t.TempDir(), "big")
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(disk, filepath.Join(env.dir, "worktrees")); err != nil {
+		t.Fatal(err)
+	}
+	tk := env.create(core.CreateTaskInput{Title: "far", CWD: repo})
+	if tk.Workspace.Dir != filepath.Join(disk, "app", tk.ID) {
+		t.Fatalf("worktree recorded at %s; want it resolved under %s", tk.Workspace.Dir, disk)
+	}
+	res, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{})
+	if err != nil || len(res.Entries) != 0 {
+		t.Fatalf("prune: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(tk.Workspace.Dir); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -107,8 +107,14 @@ func (e *Engine) makeWorktree(ctx context.Context, p wsPlan, row *store.Task) er
 	if branch == "" {
 		branch = workspace.DefaultBranch(row.ID, row.Title)
 	}
+	// Resolved before it exists (ADR 0042): a worktrees directory that is
+	// a link to another disk is recorded as the place it is.
+	dir, err := core.RealPath(workspace.Dir(e.opts.Home.Dir, p.repo, row.ID))
+	if err != nil {
+		return core.Errorf(core.CodeInternal, "worktree directory: %v", err)
+	}
 	wt, err := e.ws.Create(ctx, workspace.CreateOptions{
-		Repo: p.repo, Dir: workspace.Dir(e.opts.Home.Dir, p.repo, row.ID), Branch: branch, Base: p.base})
+		Repo: p.repo, Dir: dir, Branch: branch, Base: p.base})
 	if err != nil {
 		return core.Errorf(core.CodeValidation, "%v", err)
 	}
@@ -455,7 +461,10 @@ func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.P
 	e.wsMu.Lock()
 	defer e.wsMu.Unlock()
 	res := core.PruneResult{Removed: []string{}, Branches: []string{}, Entries: []core.PruneEntry{}}
-	root := filepath.Join(e.opts.Home.Dir, "worktrees")
+	root, err := core.RealPath(filepath.Join(e.opts.Home.Dir, "worktrees"))
+	if err != nil {
+		return res, core.Errorf(core.CodeInternal, "prune: %v", err)
+	}
 	owned, err := e.ownedWorktrees(root)
 	if err != nil {
 		return res, err

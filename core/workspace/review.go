@@ -182,7 +182,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 	if dirty = strings.TrimSpace(dirty); dirty != "" {
 		return MergeResult{}, fmt.Errorf("%w: the main checkout %s has uncommitted changes; commit or stash them first:\n%s", ErrRefused, wt.Repo, dirty)
 	}
-	if err := m.commitPending(ctx, wt); err != nil {
+	if _, err := m.commitPending(ctx, wt); err != nil {
 		return MergeResult{}, err
 	}
 	ahead, err := m.git(ctx, wt.Repo, "rev-list", "--count", "HEAD.."+wt.Branch)
@@ -242,26 +242,27 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 }
 
 // commitPending commits the worktree's uncommitted work on the task's
-// branch, as stageWork chooses it (ADR 0041).
-func (m *Manager) commitPending(ctx context.Context, wt Worktree) error {
+// branch, as stageWork chooses it (ADR 0041), and reports whether there
+// was anything to commit.
+func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) {
 	st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
 	if err != nil {
-		return fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
+		return false, fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
 	}
 	if strings.TrimSpace(st) == "" {
-		return nil
+		return false, nil
 	}
 	if err := m.stageWork(ctx, wt, nil); err != nil {
-		return fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
+		return false, fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
 	}
 	// Nothing staged (only files the rule leaves out): nothing to commit.
 	if _, err := m.git(ctx, wt.Dir, "diff", "--cached", "--quiet", "HEAD"); err == nil {
-		return nil
+		return false, nil
 	}
 	if _, err := m.git(ctx, wt.Dir, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
-		return fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
+		return false, fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
 	}
-	return nil
+	return true, nil
 }
 
 // stageWork stages, into the index env names (the worktree's own when

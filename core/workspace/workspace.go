@@ -460,16 +460,11 @@ func (m *Manager) Retire(ctx context.Context, wt Worktree) (Retired, error) {
 	defer m.lock(wt.Repo)()
 	var r Retired
 	if _, err := os.Lstat(wt.Dir); err == nil {
-		st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+		committed, err := m.commitPending(ctx, wt)
 		if err != nil {
-			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
+			return r, fmt.Errorf("retire worktree %s: keep it, its uncommitted work could not be committed: %w", wt.Dir, err)
 		}
-		if strings.TrimSpace(st) != "" {
-			if err := m.commitPending(ctx, wt); err != nil {
-				return r, fmt.Errorf("retire worktree %s: keep it, its uncommitted work could not be committed: %w", wt.Dir, err)
-			}
-			r.Committed = true
-		}
+		r.Committed = committed
 		if _, err := m.git(ctx, wt.Repo, "worktree", "remove", "--force", wt.Dir); err != nil {
 			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
 		}
