@@ -348,20 +348,26 @@ func copyInclude(repo, dir, rel string) (bool, error) {
 			return false, nil
 		}
 	}
-	for i := range parts[:len(parts)-1] {
-		fi, err := os.Lstat(filepath.Join(repo, filepath.Join(parts[:i+1]...)))
-		if err != nil || !fi.IsDir() {
-			return false, nil
-		}
-	}
-	// O_NONBLOCK: a FIFO opens without a writer, and is then left out.
-	in, err := os.OpenFile(filepath.Join(repo, filepath.Join(parts...)), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if errors.Is(err, syscall.ELOOP) || errors.Is(err, os.ErrNotExist) {
+	base, parents := parts[len(parts)-1], parts[:len(parts)-1]
+	// Each directory is opened relative to the one before, refusing links,
+	// so nothing can swap a component for a link between check and use.
+	srcDir, err := openDirBeneath(repo, parents, false)
+	if skipped(err) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
+	defer syscall.Close(srcDir)
+	// O_NONBLOCK: a FIFO opens without a writer, and is then left out.
+	fd, err := syscall.Openat(srcDir, base, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if skipped(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	in := os.NewFile(uintptr(fd), rel)
 	defer in.Close()
 	fi, err := in.Stat()
 	if err != nil {
@@ -370,27 +376,22 @@ func copyInclude(repo, dir, rel string) (bool, error) {
 	if !fi.Mode().IsRegular() {
 		return false, nil
 	}
-	for i := range parts[:len(parts)-1] {
-		p := filepath.Join(dir, filepath.Join(parts[:i+1]...))
-		st, err := os.Lstat(p)
-		switch {
-		case errors.Is(err, os.ErrNotExist):
-			if err := os.Mkdir(p, 0o755); err != nil {
-				return false, err
-			}
-		case err != nil:
-			return false, err
-		case !st.IsDir():
-			return false, nil // a link (or a file) of the branch: the copy would leave the worktree
-		}
+	dstDir, err := openDirBeneath(dir, parents, true)
+	if skipped(err) {
+		return false, nil // a link (or a file) of the branch: the copy would leave the worktree
 	}
-	out, err := os.OpenFile(filepath.Join(dir, filepath.Join(parts...)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if errors.Is(err, os.ErrExist) || errors.Is(err, syscall.ELOOP) {
+	if err != nil {
+		return false, err
+	}
+	defer syscall.Close(dstDir)
+	fd, err = syscall.Openat(dstDir, base, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if errors.Is(err, syscall.EEXIST) || skipped(err) {
 		return false, nil // the branch has its own
 	}
 	if err != nil {
 		return false, err
 	}
+	out := os.NewFile(uintptr(fd), rel)
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
 		return false, err
@@ -401,6 +402,37 @@ func copyInclude(repo, dir, rel string) (bool, error) {
 		return false, err
 	}
 	return true, out.Close()
+}
+
+// openDirBeneath opens the directory root/parents... without following a
+// link at any component below root; with create, missing directories are
+// made (0755). It returns a file descriptor the caller closes.
+func openDirBeneath(root string, parents []string, create bool) (int, error) {
+	const dirFlags = syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	fd, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range parents {
+		next, err := syscall.Openat(fd, c, dirFlags, 0)
+		if errors.Is(err, syscall.ENOENT) && create {
+			if err = syscall.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
+				next, err = syscall.Openat(fd, c, dirFlags, 0)
+			}
+		}
+		syscall.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// skipped says an open failed because of what the path is (a link, a file
+// where a directory belongs, nothing at all): the file is left out.
+func skipped(err error) bool {
+	return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENOENT)
 }
 
 // readBounded reads a regular file of at most max bytes.
