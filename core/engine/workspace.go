@@ -624,8 +624,11 @@ func (e *Engine) ownedWorktrees(root string) (map[string]bool, error) {
 }
 
 // planPrune decides what a prune does with dir, which no task works in.
-func (e *Engine) planPrune(ctx context.Context, id, dir string) (pruneItem, error) {
-	it := pruneItem{dir: dir, why: "no task has id " + id}
+func (e *Engine) planPrune(ctx context.Context, id, dir string) (it pruneItem, _ error) {
+	it = pruneItem{dir: dir, why: "no task has id " + id}
+	var keep []string // every reason, so a --force knows all it overrides
+	defer func() { it.keepDir = strings.Join(keep, "; ") }()
+	claimed := false // a task's row names this id: its branch is never ours to delete
 	if row, err := e.db.GetTask(ctx, id); err == nil {
 		mode := row.Workspace
 		if mode == "" {
@@ -634,10 +637,11 @@ func (e *Engine) planPrune(ctx context.Context, id, dir string) (pruneItem, erro
 		switch mode {
 		case core.WorkspaceWorktree, core.WorkspaceInherit:
 			// Its own record names another place: not provably an orphan.
-			it.keepDir = "task " + id + " records its worktree at " + row.WorktreeDir
-			return it, nil
+			keep = append(keep, "task "+id+" records its worktree at "+row.WorktreeDir)
+			claimed = true
+		default:
+			it.why = "task " + id + "'s workspace is " + mode + ", it owns no worktree"
 		}
-		it.why = "task " + id + "'s workspace is " + mode + ", it owns no worktree"
 	} else if core.CodeOf(mapStoreErr(err, "task "+id)) != core.CodeNotFound {
 		return it, core.Errorf(core.CodeInternal, "prune: read task %s: %v", id, err)
 	}
@@ -650,21 +654,21 @@ func (e *Engine) planPrune(ctx context.Context, id, dir string) (pruneItem, erro
 	}
 	if !it.isTree {
 		if ents, err := os.ReadDir(dir); err != nil || len(ents) > 0 {
-			it.keepDir = "not a git worktree kandev can read, and not empty: kandev cannot tell whether it holds work"
+			keep = append(keep, "not a git worktree kandev can read, and not empty: kandev cannot tell whether it holds work")
 		}
 		return it, nil
 	}
 	pending, err := e.ws.Pending(ctx, dir)
 	if err != nil {
-		it.keepDir = "its state cannot be read: " + err.Error()
+		keep = append(keep, "its state cannot be read: "+err.Error())
 		return it, nil
 	}
 	if pending != "" {
 		n := strings.Count(pending, "\n") + 1
-		it.keepDir = fmt.Sprintf("uncommitted changes in %d files", n)
+		keep = append(keep, fmt.Sprintf("uncommitted changes in %d files", n))
 	}
 	b := it.wt.Branch
-	it.ours = b == "kandev/"+id || strings.HasPrefix(b, "kandev/"+id+"-")
+	it.ours = !claimed && (b == "kandev/"+id || strings.HasPrefix(b, "kandev/"+id+"-"))
 	switch {
 	case it.ours:
 		n, err := e.ws.UniqueCommits(ctx, dir, "refs/heads/"+b, b)
@@ -677,8 +681,11 @@ func (e *Engine) planPrune(ctx context.Context, id, dir string) (pruneItem, erro
 	case b == "":
 		// Detached: commits made there are on no branch at all.
 		n, err := e.ws.UniqueCommits(ctx, dir, "HEAD", "")
-		if err == nil && n > 0 && it.keepDir == "" {
-			it.keepDir = fmt.Sprintf("a detached HEAD with %d commits no branch has", n)
+		switch {
+		case err != nil:
+			keep = append(keep, "its commits cannot be read: "+err.Error())
+		case n > 0:
+			keep = append(keep, fmt.Sprintf("a detached HEAD with %d commits no branch has", n))
 		}
 	}
 	return it, nil
