@@ -229,7 +229,7 @@ func readRegular(path string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s)", fi.Mode().Type())
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode()))
 	}
 	b, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
 	if err != nil {
@@ -239,6 +239,22 @@ func readRegular(path string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", MaxFileSize)
 	}
 	return b, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "mode " + m.Type().String()
 }
 
 // keyLine is the 1-based line where a top-level key (or a table of that
