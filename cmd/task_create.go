@@ -56,8 +56,10 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 				}
 			}
 			// A child without --profile takes its parent's (the daemon's
-			// rule); the configured default is for top-level tasks.
-			if opts.Input.Profile == "" && opts.Input.ParentID == "" {
+			// rule); the configured default is for top-level tasks; a task
+			// given an assignee takes the profile its role runs (the
+			// daemon's rule too), so none is filled in for it.
+			if opts.Input.Profile == "" && opts.Input.ParentID == "" && opts.Input.Assignee == "" {
 				p, err := f.configuredProfile()
 				if err != nil {
 					return err
@@ -103,7 +105,7 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	if err != nil {
 		return err
 	}
-	if in.Profile == "" && in.ParentID == "" {
+	if in.Profile == "" && in.ParentID == "" && in.Assignee == "" {
 		// Nothing named one: the first built-in agent on PATH, said aloud
 		// so a person knows which agent their task got and why.
 		in.Profile = core.PickDefaultProfile(profiles, f.Executable)

@@ -19,8 +19,10 @@ func TestNewCmdTaskCreateFlags(t *testing.T) {
 		"--base", "main", "--branch", "feat", "--surface", "office-task")
 	want := core.CreateTaskInput{Title: "Split the auth module", Description: "keep the API", Autopilot: true, Start: true,
 		Prompt: "go", Assignee: "lead", BlockedBy: []string{"a1", "b2"}, Workspace: "shared", Base: "main", Branch: "feat",
-		Surface: "office-task", CWD: wd, Profile: "codex"}
-	same(t, "task create (top level: cwd and configured profile filled in)", got.Input, want)
+		Surface: "office-task", CWD: wd}
+	same(t, "task create --assignee (top level: cwd filled in, the role's profile left to the daemon)", got.Input, want)
+	got = mustParse(t, f, NewCmdTaskCreate, "Split the auth module")
+	same(t, "task create (top level: configured profile filled in)", got.Input.Profile, "codex")
 
 	// A child leaves cwd and profile to the daemon (its parent's); a
 	// relative --cwd is made absolute.

@@ -26,11 +26,16 @@ type WorktreePruneOptions struct {
 func NewCmdWorktreePrune(f *Factory, runF func(*WorktreePruneOptions) error) *cobra.Command {
 	opts := &WorktreePruneOptions{F: f}
 	c := &cobra.Command{
-		Use:   "prune [--dry-run]",
+		Use:   "prune [--dry-run] [--force DIR|BRANCH]...",
 		Short: "Remove worktrees under the kandev home that no task owns",
 		Long: `Remove the directories under $KANDEV_HOME/worktrees that no task owns (left by a
-create cut short, an interrupted discard, a home restored from a backup), with their
-kandev/<id> branches. The worktrees of tasks, stopped, archived or not, are kept.`,
+create cut short, an interrupted discard), with their kandev/<id> branches. The worktrees
+of tasks, stopped, archived or not, are kept. Prune refuses when the store records a
+worktree outside this home (a home moved or reached by another path).
+
+Kept unless --force names them: a worktree with uncommitted changes, a branch with
+commits no other branch has, a directory that is not a git worktree. --dry-run says
+what would go and why.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -39,7 +44,8 @@ kandev/<id> branches. The worktrees of tasks, stopped, archived or not, are kept
 			return worktreePruneRun(c.Context(), opts)
 		},
 	}
-	c.Flags().BoolVar(&opts.Input.DryRun, "dry-run", false, "only list what would be removed")
+	c.Flags().BoolVar(&opts.Input.DryRun, "dry-run", false, "only list what would be removed, and why")
+	c.Flags().StringArrayVar(&opts.Input.Force, "force", nil, "remove this kept worktree directory or delete this kept branch all the same (repeat)")
 	return c
 }
 
@@ -60,13 +66,14 @@ func worktreePruneRun(ctx context.Context, opts *WorktreePruneOptions) error {
 	if opts.Input.DryRun {
 		verb = "Would remove"
 	}
-	for _, d := range res.Removed {
-		fmt.Fprintf(f.IO.Out, "%s %s\n", verb, d)
+	for _, e := range res.Entries {
+		if e.Action == "remove" {
+			fmt.Fprintf(f.IO.Out, "%s %s %s: %s\n", verb, e.Kind, e.Name, e.Why)
+		} else {
+			fmt.Fprintf(f.IO.Out, "Kept %s %s: %s\n", e.Kind, e.Name, e.Why)
+		}
 	}
-	for _, b := range res.Branches {
-		fmt.Fprintf(f.IO.Out, "%s branch %s\n", verb, b)
-	}
-	if len(res.Removed) == 0 {
+	if len(res.Entries) == 0 {
 		fmt.Fprintln(f.IO.ErrOut, "No orphaned worktrees")
 	}
 	return nil

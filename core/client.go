@@ -388,14 +388,28 @@ type MergeResult struct {
 	Commit string `json:"commit"` // its new head
 }
 
-// PruneInput asks for a prune; DryRun only lists what would go.
+// PruneInput asks for a prune; DryRun only lists what would go and why.
+// Force names the worktree directories and branches a prune would keep
+// otherwise (uncommitted changes, commits no other branch has, a directory
+// that is not a worktree); a name that is none of those is an error.
 type PruneInput struct {
-	DryRun bool `json:"dry_run,omitempty"`
+	DryRun bool     `json:"dry_run,omitempty"`
+	Force  []string `json:"force,omitempty"`
 }
 
 // PruneResult lists the worktrees a prune removed (or would remove) and
-// the kandev branches deleted with them.
+// the kandev branches deleted with them; Entries says, for every directory
+// and branch no task owns, what was done with it and why.
 type PruneResult struct {
-	Removed  []string `json:"removed"`
-	Branches []string `json:"branches"`
+	Removed  []string     `json:"removed"`
+	Branches []string     `json:"branches"`
+	Entries  []PruneEntry `json:"entries"`
+}
+
+// PruneEntry is one orphan a prune looked at.
+type PruneEntry struct {
+	Kind   string `json:"kind"`   // "worktree", "directory" or "branch"
+	Name   string `json:"name"`   // the directory, or the branch
+	Action string `json:"action"` // "remove" or "keep"
+	Why    string `json:"why"`
 }

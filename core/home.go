@@ -29,11 +29,41 @@ func ResolveHome(flag string) (Home, error) {
 		}
 		dir = filepath.Join(h, ".local", "share", "kandev")
 	}
-	abs, err := filepath.Abs(dir)
+	abs, err := RealPath(dir)
 	if err != nil {
 		return Home{}, fmt.Errorf("kandev home %s: %w", dir, err)
 	}
 	return Home{Dir: abs}, nil
+}
+
+// RealPath is the one spelling kandev stores and compares a path in
+// (ADR 0042): absolute, cleaned, every symbolic link resolved. A path that
+// does not exist yet keeps its missing tail after its longest existing
+// prefix is resolved, so a home made later gets the same spelling as one
+// resolved once it exists. Two spellings of one place (a link to the home,
+// a home reached through a linked parent) are then equal as strings.
+func RealPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	var tail []string
+	cur := abs
+	for {
+		real, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			return filepath.Join(append([]string{real}, tail...)...), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		tail = append([]string{filepath.Base(cur)}, tail...)
+		cur = parent
+	}
 }
 
 // Ensure creates the home with mode 0700 and tightens an existing one: the

@@ -220,3 +220,25 @@ func TestTaskJSONShape(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveHomeResolvesLinks(t *testing.T) {
+	tmp := t.TempDir()
+	real := filepath.Join(tmp, "real")
+	if err := os.Mkdir(real, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(real, filepath.Join(tmp, "link")); err != nil {
+		t.Fatal(err)
+	}
+	for _, spelling := range []string{filepath.Join(tmp, "link"), filepath.Join(tmp, "link", "..", "real"), real} {
+		h, err := ResolveHome(spelling)
+		if err != nil || h.Dir != real {
+			t.Fatalf("ResolveHome(%s) = %s, %v; want %s", spelling, h.Dir, err, real)
+		}
+	}
+	// Not made yet: the existing part is resolved, the rest kept.
+	h, err := ResolveHome(filepath.Join(tmp, "link", "later", "home"))
+	if err != nil || h.Dir != filepath.Join(real, "later", "home") {
+		t.Fatalf("a home not made yet: %s, %v", h.Dir, err)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -148,25 +150,49 @@ type File struct {
 	values map[string]string
 }
 
-// Read loads the file at path. A missing file sets nothing; an unknown key
-// or a bad value is an error naming the key and the file.
+// MaxFileSize bounds the configuration file: a few keys, never megabytes.
+const MaxFileSize = 1 << 20
+
+// Read loads the file at path. A missing file sets nothing. Anything else
+// that is not a regular file (a FIFO, a device) is refused without
+// waiting on it, and so is a file over MaxFileSize. A parse error, an
+// unknown key or a bad value is an error naming the file and the line: a
+// file that does not parse is never read as a partial or empty one.
 func Read(path string) (File, error) {
 	f := File{Path: path, values: map[string]string{}}
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}
 	if err != nil {
 		return f, fmt.Errorf("read config %s: %w", path, err)
 	}
+	text := string(b)
 	raw := map[string]any{}
-	if _, err := toml.Decode(string(b), &raw); err != nil {
+	if _, err := toml.Decode(text, &raw); err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return f, fmt.Errorf("config %s:%d: %s", path, pe.Position.Line, pe.Message)
+		}
 		return f, fmt.Errorf("config %s: %w", path, err)
 	}
-	for name, v := range raw {
+	at := func(name string) string {
+		if n := keyLine(text, name); n > 0 {
+			return fmt.Sprintf("%s:%d", path, n)
+		}
+		return path
+	}
+	// Sorted, so a file with several mistakes always names the same first.
+	names := make([]string, 0, len(raw))
+	for name := range raw {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v := raw[name]
 		k, ok := Lookup(name)
 		if !ok {
-			return f, fmt.Errorf("config %s: unknown key %q (known keys: %s)", path, name, keyNames())
+			return f, fmt.Errorf("config %s: unknown key %q (known keys: %s)", at(name), name, keyNames())
 		}
 		var text string
 		switch x := v.(type) {
@@ -174,19 +200,82 @@ func Read(path string) (File, error) {
 			text = x
 		case bool:
 			if k.kind != kindBool {
-				return f, fmt.Errorf("config %s: %s must be a string, not a boolean", path, name)
+				return f, fmt.Errorf("config %s: %s must be a string, not a boolean", at(name), name)
 			}
 			text = strconv.FormatBool(x)
 		default:
-			return f, fmt.Errorf("config %s: %s has a value of type %T; write it as a string", path, name, v)
+			return f, fmt.Errorf("config %s: %s has a value of type %T; write it as a string", at(name), name, v)
 		}
 		canon, err := k.Validate(text)
 		if err != nil {
-			return f, fmt.Errorf("config %s: %w", path, err)
+			return f, fmt.Errorf("config %s: %w", at(name), err)
 		}
 		f.values[name] = canon
 	}
 	return f, nil
+}
+
+// readRegular reads a regular file of at most MaxFileSize bytes. It opens
+// without blocking (a FIFO with no writer would hang every command, and
+// signals with it) and checks what it opened, not what the name was.
+func readRegular(path string) ([]byte, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s)", fileKind(fi.Mode()))
+	}
+	b, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxFileSize {
+		return nil, fmt.Errorf("larger than %d bytes", MaxFileSize)
+	}
+	return b, nil
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m.IsDir():
+		return "a directory"
+	}
+	return "mode " + m.Type().String()
+}
+
+// keyLine is the 1-based line where a top-level key (or a table of that
+// name) is written, or 0.
+func keyLine(text, name string) int {
+	for i, line := range strings.Split(text, "\n") {
+		l := strings.TrimSpace(line)
+		for _, spelled := range []string{name, `"` + name + `"`, "'" + name + "'"} {
+			rest, ok := strings.CutPrefix(l, spelled)
+			if !ok {
+				rest, ok = strings.CutPrefix(l, "["+spelled)
+			}
+			if ok {
+				rest = strings.TrimSpace(rest)
+				if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "]") || strings.HasPrefix(rest, ".") {
+					return i + 1
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // Get returns the file's value for the key, if it sets one.
@@ -243,10 +332,22 @@ func (f File) write() error {
 	if err := toml.NewEncoder(&buf).Encode(out); err != nil {
 		return fmt.Errorf("encode config: %w", err)
 	}
-	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+	// A linked config (a dotfiles repository) is written at its target:
+	// replacing the link with a file would cut it off.
+	target := f.Path
+	if real, err := filepath.EvalSymlinks(f.Path); err == nil {
+		target = real
+	} else if link, err := os.Readlink(f.Path); err == nil {
+		// A link to a file not made yet: make it there.
+		if !filepath.IsAbs(link) {
+			link = filepath.Join(filepath.Dir(f.Path), link)
+		}
+		target = link
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
 		return fmt.Errorf("create config directory: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.Path), ".config-*.toml")
+	tmp, err := os.CreateTemp(filepath.Dir(target), ".config-*.toml")
 	if err != nil {
 		return fmt.Errorf("write config %s: %w", f.Path, err)
 	}
@@ -258,7 +359,7 @@ func (f File) write() error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write config %s: %w", f.Path, err)
 	}
-	if err := os.Rename(tmp.Name(), f.Path); err != nil {
+	if err := os.Rename(tmp.Name(), target); err != nil {
 		return fmt.Errorf("write config %s: %w", f.Path, err)
 	}
 	return nil

@@ -6,6 +6,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/daemonclient"
+	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
@@ -228,30 +230,58 @@ func profileSets(p core.Profile, name string) bool {
 	return false
 }
 
-// version runs `PATH --version` in its own process group, bounded: the
-// first line it prints, or "" when it prints nothing usable in time.
+// maxProbeOutput is how much of a probe's output doctor keeps: a version
+// is one line, and a command that prints without end must not fill memory.
+const maxProbeOutput = 4 << 10
+
+// version runs `PATH --version` in its own process group with a session
+// marker, bounded in time and in what is kept of its output: the first
+// line it prints, or "" when it prints nothing usable in time. Whatever
+// it started is ended when it returns (ADR 0013's marker).
 func version(ctx context.Context, path string) string {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
+	session := "doctor-" + core.NewID() + core.NewID()
+	cmd.Env = append(os.Environ(), agent.SessionEnv+"="+session)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Kill the whole group: an agent that ignores --version and starts
 	// may have started helpers.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &capped{max: maxProbeOutput}
+	cmd.Stdout, cmd.Stderr = out, out
 	// No stdin: an agent that starts anyway reads EOF and ends.
 	// A failure (an agent that takes no --version) says nothing of its
 	// version: only a clean exit counts.
-	if err := cmd.Run(); err != nil {
+	err := cmd.Run()
+	if cmd.Process != nil {
+		workspace.EndProcesses(cmd.Process.Pid, session)
+	}
+	if err != nil && !(errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success()) {
 		return ""
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	line, _, _ := strings.Cut(strings.TrimSpace(out.buf.String()), "\n")
 	if len(line) > 200 {
 		line = line[:200]
 	}
 	return strings.TrimSpace(line)
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
 }
 
 func checkGit(ctx context.Context) Git {

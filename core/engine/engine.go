@@ -179,6 +179,15 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = 10 * time.Second
 	}
+	if opts.Home.Dir != "" {
+		// One spelling of the home (ADR 0042): worktree paths made from it
+		// and compared with the store's must not depend on how it was named.
+		dir, err := core.RealPath(opts.Home.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("engine: kandev home %s: %w", opts.Home.Dir, err)
+		}
+		opts.Home.Dir = dir
+	}
 	if opts.SelfExe == "" {
 		exe, err := os.Executable()
 		if err != nil {

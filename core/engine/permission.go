@@ -152,17 +152,16 @@ func (e *Engine) permissionPolicy(ctx context.Context, profile string, autopilot
 	if e.opts.Config != nil {
 		c, err := e.opts.Config()
 		if err != nil {
-			// A broken file must not silently allow: the built-in default,
-			// and the reason in the record.
-			k, _ := config.Lookup(key)
-			return k.Default, "default (config error: " + err.Error() + ")"
+			// A broken file fails closed: whatever it said, no built-in
+			// default may be more permissive than it (ADR 0042). Deny,
+			// with the reason in the record.
+			return core.PermissionDeny, "deny (config error: " + err.Error() + ")"
 		}
 		cfg = c
 	}
 	v, err := cfg.Get(key)
 	if err != nil {
-		k, _ := config.Lookup(key)
-		return k.Default, "default (config error: " + err.Error() + ")"
+		return core.PermissionDeny, "deny (config error: " + err.Error() + ")"
 	}
 	switch v.Source {
 	case config.SourceEnv:

@@ -109,6 +109,10 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
 		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %s does not exist or is not a directory", cwd)
 	}
+	// Stored resolved, as every path kandev compares (ADR 0042).
+	if real, err := core.RealPath(cwd); err == nil {
+		cwd = real
+	}
 
 	ws, err := e.planWorkspace(ctx, in, parent, cwd)
 	if err != nil {

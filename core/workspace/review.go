@@ -47,8 +47,9 @@ func (d Diff) Totals() (added, deleted int) {
 }
 
 // Diff compares the worktree as it is now (commits on the task's branch,
-// staged, unstaged and untracked-but-not-ignored files) with the base
-// commit. It stages into a throwaway index, so the worktree's own index,
+// staged and unstaged changes, and the new files a merge would commit:
+// those neither the worktree's nor the main checkout's ignore rules ignore)
+// with the base commit. It stages into a throwaway index, so the worktree's own index,
 // which the agent may be using, is never touched.
 func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, error) {
 	tmp, err := os.MkdirTemp("", "kandev-diff-")
@@ -63,7 +64,8 @@ func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, erro
 	if _, err := run("read-tree", "HEAD"); err != nil {
 		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
 	}
-	if _, err := run("add", "--all", "."); err != nil {
+	// What a merge would commit, by the same rule (ADR 0041).
+	if err := m.stageWork(ctx, wt, env); err != nil {
 		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
 	}
 	d := Diff{Base: wt.BaseCommit}
@@ -180,7 +182,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 	if dirty = strings.TrimSpace(dirty); dirty != "" {
 		return MergeResult{}, fmt.Errorf("%w: the main checkout %s has uncommitted changes; commit or stash them first:\n%s", ErrRefused, wt.Repo, dirty)
 	}
-	if err := m.commitPending(ctx, wt); err != nil {
+	if _, err := m.commitPending(ctx, wt); err != nil {
 		return MergeResult{}, err
 	}
 	ahead, err := m.git(ctx, wt.Repo, "rev-list", "--count", "HEAD.."+wt.Branch)
@@ -193,12 +195,21 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 	// Ask git whether the merge conflicts without touching any checkout.
 	// Exit 1 is a conflict; any other failure (a git before 2.38 has no
 	// --write-tree) falls through to the merge, which is aborted on conflict.
-	if out, err := m.git(ctx, wt.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", wt.Branch); err != nil {
+	result := ""
+	out, err := m.git(ctx, wt.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", wt.Branch)
+	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && exitCode(ge.Err) == 1 {
 			files := strings.Join(strings.Split(strings.TrimSpace(out), "\n")[1:], "\n")
 			return MergeResult{}, fmt.Errorf("%w: merging %s into %s conflicts in:\n%s\nresolve it in the task's worktree %s (merge %s there) and merge again", ErrRefused, wt.Branch, into, files, wt.Dir, into)
 		}
+	} else {
+		result, _, _ = strings.Cut(strings.TrimSpace(out), "\n")
+	}
+	// git replaces an ignored file in the way of a merge without a word:
+	// the user's file is refused its loss here instead (ADR 0041).
+	if err := m.checkOverwrites(ctx, wt, into, result); err != nil {
+		return MergeResult{}, err
 	}
 	if o.Squash {
 		if _, err := m.git(ctx, wt.Repo, "merge", "--squash", wt.Branch); err != nil {
@@ -230,21 +241,152 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 	return MergeResult{Into: into, Commit: head}, nil
 }
 
-// commitPending commits everything uncommitted in the worktree on the
-// task's branch.
-func (m *Manager) commitPending(ctx context.Context, wt Worktree) error {
+// commitPending commits the worktree's uncommitted work on the task's
+// branch, as stageWork chooses it (ADR 0041), and reports whether there
+// was anything to commit.
+func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) {
 	st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
 	if err != nil {
-		return fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
+		return false, fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
 	}
 	if strings.TrimSpace(st) == "" {
-		return nil
+		return false, nil
 	}
-	if _, err := m.git(ctx, wt.Dir, "add", "--all", "."); err != nil {
-		return fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
+	if err := m.stageWork(ctx, wt, nil); err != nil {
+		return false, fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
+	}
+	// Nothing staged (only files the rule leaves out): nothing to commit.
+	if _, err := m.git(ctx, wt.Dir, "diff", "--cached", "--quiet", "HEAD"); err == nil {
+		return false, nil
 	}
 	if _, err := m.git(ctx, wt.Dir, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
-		return fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
+		return false, fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
+	}
+	return true, nil
+}
+
+// stageWork stages, into the index env names (the worktree's own when
+// env is nil), what kandev commits of a worktree's uncommitted work: every
+// change to a file its HEAD tracks, and the new files (untracked, or
+// staged but not in HEAD) that neither the worktree's ignore rules nor the
+// main checkout's ignore them, except the files .worktreeinclude copied in.
+// The agent's branch may rewrite .gitignore; the main checkout's rules are
+// the user's. New files left out stay in the worktree, unstaged.
+func (m *Manager) stageWork(ctx context.Context, wt Worktree, env []string) error {
+	run := func(args ...string) (string, error) { return git(ctx, m.Timeout, wt.Dir, env, args...) }
+	if _, err := run("add", "--update", "--", "."); err != nil {
+		return err
+	}
+	staged, err := run("diff", "--cached", "--name-only", "--no-renames", "--diff-filter=A", "-z", "HEAD")
+	if err != nil {
+		return err
+	}
+	others, err := run("ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return err
+	}
+	isStaged := map[string]bool{}
+	var candidates []string
+	for _, p := range splitNUL(staged) {
+		isStaged[p] = true
+		candidates = append(candidates, p)
+	}
+	for _, p := range splitNUL(others) {
+		if !isStaged[p] {
+			candidates = append(candidates, p)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	skip := map[string]bool{}
+	for _, p := range m.included(ctx, wt.Dir) {
+		skip[p] = true
+	}
+	ignored, err := gitIn(ctx, m.Timeout, wt.Repo, nil, strings.Join(candidates, "\x00")+"\x00", "check-ignore", "-z", "--stdin")
+	if err != nil && exitCode(errors.Unwrap(err)) != 1 { // 1: none of them is ignored
+		return fmt.Errorf("check new files against the main checkout's ignore rules: %w", err)
+	}
+	for _, p := range splitNUL(ignored) {
+		skip[p] = true
+	}
+	var add, unstage []string
+	for _, p := range candidates {
+		switch {
+		case skip[p] && isStaged[p]:
+			unstage = append(unstage, p)
+		case !skip[p] && !isStaged[p]:
+			add = append(add, p)
+		}
+	}
+	literal := append(append([]string(nil), env...), "GIT_LITERAL_PATHSPECS=1")
+	for _, step := range []struct {
+		paths []string
+		args  []string
+	}{{unstage, []string{"rm", "--cached", "--quiet", "--ignore-unmatch", "--"}}, {add, []string{"add", "--"}}} {
+		for len(step.paths) > 0 {
+			n := min(len(step.paths), 500)
+			if _, err := git(ctx, m.Timeout, wt.Dir, literal, append(step.args, step.paths[:n]...)...); err != nil {
+				return err
+			}
+			step.paths = step.paths[n:]
+		}
 	}
 	return nil
+}
+
+// checkOverwrites refuses a merge that would write a path the main
+// checkout has but does not track: an ignored or untracked file, or a file
+// or link where the merge needs a directory. git overwrites ignored files
+// silently. result is the merge's tree from merge-tree, or "" to compare
+// the branch with the merge base instead.
+func (m *Manager) checkOverwrites(ctx context.Context, wt Worktree, into, result string) error {
+	var out string
+	var err error
+	if result != "" {
+		out, err = m.git(ctx, wt.Repo, "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=A", "HEAD", result)
+	} else {
+		out, err = m.git(ctx, wt.Repo, "diff", "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD..."+wt.Branch, "--")
+	}
+	if err != nil {
+		return fmt.Errorf("merge: list the files it adds: %w", err)
+	}
+	var inTheWay []string
+	for _, rel := range splitNUL(out) {
+		if p := inTheWayOf(wt.Repo, rel); p != "" {
+			inTheWay = append(inTheWay, p)
+		}
+	}
+	if len(inTheWay) > 0 {
+		return fmt.Errorf("%w: merging %s into %s would overwrite files the main checkout %s has but does not track (ignored or untracked):\n%s\nmove them aside, or remove them from the task's branch, and merge again",
+			ErrRefused, wt.Branch, into, wt.Repo, strings.Join(inTheWay, "\n"))
+	}
+	return nil
+}
+
+// inTheWayOf returns the path of the main checkout (relative) that a
+// merge adding rel would overwrite or write through, or "".
+func inTheWayOf(repo, rel string) string {
+	parts := strings.Split(rel, "/")
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		fi, err := os.Lstat(filepath.Join(repo, filepath.FromSlash(sub)))
+		if err != nil {
+			return "" // absent: nothing of the user's there
+		}
+		if i == len(parts)-1 || !fi.IsDir() {
+			return sub
+		}
+	}
+	return ""
+}
+
+func splitNUL(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, "\x00") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package workspace
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kandev/kandev/core/agent"
 )
 
 // DefaultSetupTimeout bounds .kandev/setup: installing dependencies can
@@ -49,9 +53,10 @@ func SetupScript(wt Worktree) string {
 // RunSetup runs the worktree's setup script in the worktree, bounded by
 // SetupTimeout, and returns its combined output (the last 64 KiB). No
 // script is not an error. A script that is not executable, exits non-zero
-// or outlives its time is a *SetupError carrying the output. The script's
-// whole process group is killed when it times out, so a backgrounded
-// child does not outlive it. Once it succeeds it is not run again for
+// or outlives its time is a *SetupError carrying the output. The script
+// runs in a group of its own with a session marker, and when it ends or
+// times out its group and every process carrying the marker are killed,
+// so no child, backgrounded or setsid, outlives it. Once it succeeds it is not run again for
 // this worktree: a marker in the worktree's git admin directory (removed
 // with the worktree) records it; runs on one worktree are serialised.
 func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
@@ -82,9 +87,13 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, script)
 	cmd.Dir = wt.Dir
+	// Marked as an agent's session is (ADR 0013), in a group of its own:
+	// what it starts, setsid or backgrounded, is found and ended with it.
+	session := "setup-" + randomID()
 	cmd.Env = append(cmd.Environ(),
 		"KANDEV_WORKTREE="+wt.Dir, "KANDEV_REPO="+wt.Repo,
-		"KANDEV_BRANCH="+wt.Branch, "KANDEV_BASE="+wt.BaseCommit)
+		"KANDEV_BRANCH="+wt.Branch, "KANDEV_BASE="+wt.BaseCommit,
+		agent.SessionEnv+"="+session)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -92,6 +101,13 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	err = cmd.Run()
+	if cmd.Process != nil {
+		// Finished, failed or out of time: nothing it started outlives it.
+		EndProcesses(cmd.Process.Pid, session)
+	}
+	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
+		err = nil // it succeeded; a child it left held its output, and is ended
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("did not finish in %s: %w", timeout, ctx.Err())
@@ -104,6 +120,36 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 		}
 	}
 	return out.String(), nil
+}
+
+// EndProcesses ends what a helper command kandev ran left behind: its
+// process group, and every process carrying its session marker (a setsid
+// child leaves the group but keeps the marker). It returns once they are
+// gone or 5 s have passed. A process that cleared its environment and
+// left the group (env -i setsid) is not found: see docs/security.md.
+//
+// The marker is looked for until two scans in a row find nothing: a
+// process in the middle of an exec shows an empty environment for an
+// instant, and a single scan can miss it.
+func EndProcesses(pgid int, session string) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for clean := 0; clean < 2 && time.Now().Before(deadline); {
+		if agent.KillSession(session, time.Until(deadline)) == 0 {
+			clean++
+		} else {
+			clean = 0
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // tail keeps the last max bytes written to it.

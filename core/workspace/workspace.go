@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 	"unicode"
 )
@@ -238,6 +239,17 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error)
 	if _, err := m.git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+o.Branch); err == nil {
 		return Worktree{}, fmt.Errorf("create worktree: branch %q already exists", o.Branch)
 	}
+	// kandev names the branch to git later (merge, diff, branch -d): a
+	// name git already reads as something else (@ is HEAD, heads/main is
+	// main, a tag, a commit's abbreviation) would merge or delete that.
+	for _, p := range []string{"refs/", "heads/", "tags/", "remotes/"} {
+		if strings.HasPrefix(o.Branch, p) {
+			return Worktree{}, fmt.Errorf("create worktree: branch name %q starts with %s, which git reads as another ref", o.Branch, p)
+		}
+	}
+	if out, err := m.git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", "--symbolic-full-name", o.Branch); err == nil || strings.TrimSpace(out) != "" {
+		return Worktree{}, fmt.Errorf("create worktree: branch name %q already means %s to git; pick another", o.Branch, orWhat(strings.TrimSpace(out)))
+	}
 	if _, err := os.Lstat(o.Dir); err == nil {
 		return Worktree{}, fmt.Errorf("create worktree: %s already exists", o.Dir)
 	}
@@ -262,11 +274,13 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error)
 // matches the patterns (ls-files --exclude-from), so they mean exactly what
 // they mean in a .gitignore. Tracked files are never copied (the checkout
 // has them), nor untracked files git does not ignore: a merge commits the
-// worktree's untracked files, and a secret must not ride along.
+// worktree's untracked files, and a secret must not ride along. What was
+// copied is recorded in the worktree's git admin directory, so that no
+// merge or archive ever commits it (ADR 0041).
 func (m *Manager) copyIncludes(ctx context.Context, repo, dir string) ([]string, error) {
 	include := filepath.Join(repo, ".worktreeinclude")
-	if _, err := os.Stat(include); errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+	if fi, err := os.Lstat(include); err != nil || !fi.Mode().IsRegular() {
+		return nil, nil // none, or a link or device: not the user's list
 	}
 	out, err := m.git(ctx, repo, "ls-files", "-z", "--others", "--ignored", "--exclude-from="+include)
 	if err != nil {
@@ -280,50 +294,176 @@ func (m *Manager) copyIncludes(ctx context.Context, repo, dir string) ([]string,
 		return nil, fmt.Errorf("check .worktreeinclude files: %w", err)
 	}
 	var copied []string
-	for _, rel := range strings.Split(ignored, "\x00") {
-		if rel == "" {
-			continue
-		}
-		if err := copyFile(filepath.Join(repo, rel), filepath.Join(dir, rel)); err != nil {
+	for _, rel := range splitNUL(ignored) {
+		ok, err := copyInclude(repo, dir, rel)
+		if err != nil {
 			return copied, fmt.Errorf("copy %s from .worktreeinclude: %w", rel, err)
 		}
-		copied = append(copied, rel)
+		if ok {
+			copied = append(copied, rel)
+		}
+	}
+	if len(copied) > 0 {
+		gitDir, err := m.git(ctx, dir, "rev-parse", "--absolute-git-dir")
+		if err != nil {
+			return copied, fmt.Errorf("record .worktreeinclude copies: %w", err)
+		}
+		rec := filepath.Join(strings.TrimSpace(gitDir), includedFile)
+		if err := os.WriteFile(rec, []byte(strings.Join(copied, "\x00")+"\x00"), 0o600); err != nil {
+			return copied, fmt.Errorf("record .worktreeinclude copies: %w", err)
+		}
 	}
 	return copied, nil
 }
 
-func copyFile(src, dst string) error {
-	fi, err := os.Lstat(src)
+// includedFile, in a worktree's git admin directory, lists the files
+// .worktreeinclude copied into it (NUL-separated).
+const includedFile = "kandev-included"
+
+// included returns the files .worktreeinclude copied into the worktree.
+func (m *Manager) included(ctx context.Context, dir string) []string {
+	gitDir, err := m.git(ctx, dir, "rev-parse", "--absolute-git-dir")
 	if err != nil {
-		return err
+		return nil
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+	b, err := readBounded(filepath.Join(strings.TrimSpace(gitDir), includedFile), 16<<20)
+	if err != nil {
+		return nil
 	}
-	switch {
-	case fi.Mode()&os.ModeSymlink != 0:
-		target, err := os.Readlink(src)
-		if err != nil {
-			return err
+	return splitNUL(string(b))
+}
+
+// copyInclude copies one file .worktreeinclude names from the main
+// checkout into the worktree, and only a regular file: read through
+// directories of the main checkout that are not links, written through
+// directories of the worktree that are not links (the task's branch may
+// track a link there, pointing anywhere), never following a link at
+// either end, with the source's permissions (0600 stays 0600). It reports
+// false for a file it leaves out: a link, a device, a path through a link,
+// a file the branch already has.
+func copyInclude(repo, dir, rel string) (bool, error) {
+	parts := strings.Split(rel, "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return false, nil
 		}
-		return os.Symlink(target, dst)
-	case !fi.Mode().IsRegular():
-		return nil // sockets, fifos: nothing a worktree can use
 	}
-	in, err := os.Open(src)
+	base, parents := parts[len(parts)-1], parts[:len(parts)-1]
+	// Each directory is opened relative to the one before, refusing links,
+	// so nothing can swap a component for a link between check and use.
+	srcDir, err := openDirBeneath(repo, parents, false)
+	if skipped(err) {
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
+	defer syscall.Close(srcDir)
+	// O_NONBLOCK: a FIFO opens without a writer, and is then left out.
+	fd, err := syscall.Openat(srcDir, base, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if skipped(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	in := os.NewFile(uintptr(fd), rel)
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, fi.Mode().Perm())
+	fi, err := in.Stat()
 	if err != nil {
-		return err
+		return false, err
 	}
+	if !fi.Mode().IsRegular() {
+		return false, nil
+	}
+	dstDir, err := openDirBeneath(dir, parents, true)
+	if skipped(err) {
+		return false, nil // a link (or a file) of the branch: the copy would leave the worktree
+	}
+	if err != nil {
+		return false, err
+	}
+	defer syscall.Close(dstDir)
+	fd, err = syscall.Openat(dstDir, base, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	if errors.Is(err, syscall.EEXIST) || skipped(err) {
+		return false, nil // the branch has its own
+	}
+	if err != nil {
+		return false, err
+	}
+	out := os.NewFile(uintptr(fd), rel)
 	if _, err := io.Copy(out, in); err != nil {
 		out.Close()
-		return err
+		return false, err
 	}
-	return out.Close()
+	// Exactly the source's permissions, whatever the umask.
+	if err := out.Chmod(fi.Mode().Perm()); err != nil {
+		out.Close()
+		return false, err
+	}
+	return true, out.Close()
+}
+
+// openDirBeneath opens the directory root/parents... without following a
+// link at any component below root; with create, missing directories are
+// made (0755). It returns a file descriptor the caller closes.
+func openDirBeneath(root string, parents []string, create bool) (int, error) {
+	const dirFlags = syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	fd, err := syscall.Open(root, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range parents {
+		next, err := syscall.Openat(fd, c, dirFlags, 0)
+		if errors.Is(err, syscall.ENOENT) && create {
+			if err = syscall.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
+				next, err = syscall.Openat(fd, c, dirFlags, 0)
+			}
+		}
+		syscall.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// skipped says an open failed because of what the path is (a link, a file
+// where a directory belongs, nothing at all): the file is left out.
+func skipped(err error) bool {
+	return errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ENOENT)
+}
+
+// readBounded reads a regular file of at most max bytes.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+func orWhat(ref string) string {
+	if ref == "" {
+		return "a commit"
+	}
+	return ref
 }
 
 // Discard removes the worktree and deletes its branch, whatever they hold.
@@ -352,16 +492,11 @@ func (m *Manager) Retire(ctx context.Context, wt Worktree) (Retired, error) {
 	defer m.lock(wt.Repo)()
 	var r Retired
 	if _, err := os.Lstat(wt.Dir); err == nil {
-		st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+		committed, err := m.commitPending(ctx, wt)
 		if err != nil {
-			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
+			return r, fmt.Errorf("retire worktree %s: keep it, its uncommitted work could not be committed: %w", wt.Dir, err)
 		}
-		if strings.TrimSpace(st) != "" {
-			if err := m.commitPending(ctx, wt); err != nil {
-				return r, fmt.Errorf("retire worktree %s: keep it, its uncommitted work could not be committed: %w", wt.Dir, err)
-			}
-			r.Committed = true
-		}
+		r.Committed = committed
 		if _, err := m.git(ctx, wt.Repo, "worktree", "remove", "--force", wt.Dir); err != nil {
 			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
 		}
