@@ -327,7 +327,7 @@ func TestDocsDescribeTheBridgeDefinitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		var schema map[string]any
-		if err := json.Unmarshal(mt.InputSchema, &schema); err != nil {
+		if err := json.Unmarshal(mt.RawInputSchema, &schema); err != nil {
 			t.Fatalf("%s: %v", tool.Name, err)
 		}
 		if schema["additionalProperties"] != false {
