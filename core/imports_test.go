@@ -114,7 +114,9 @@ func TestImportRule(t *testing.T) {
 	// above, and the design: core knows no protocol library), and so do
 	// the daemon and its client, which every command links.
 	forbid("mcp-go is linked by kandev mcp and the mock agent only (ADR 0047)",
-		func(p string) bool { return !under(p, "mcpserve") && !under(p, "internal/mockagent") && !under(p, "cmd") }, true,
+		func(p string) bool {
+			return !under(p, "mcpserve") && !under(p, "internal/mockagent") && !under(p, "cmd")
+		}, true,
 		"github.com/mark3labs/mcp-go")
 	if deps := pkgs[module+"/cmd/kandev"].deps; !slices.Contains(deps, "github.com/mark3labs/mcp-go/server") {
 		t.Errorf("%s/cmd/kandev does not link mcp-go's server: kandev mcp must serve with it (ADR 0047)", module)
