@@ -45,7 +45,7 @@ const workerPool = 32
 // once stdin has ended.
 var errInputEnded = errors.New("stdin ended")
 
-func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
+func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer, maxMsg int) error {
 	ctx, endInput := context.WithCancelCause(ctx)
 	defer endInput(nil)
 	b.out = &output{w: out}
@@ -56,7 +56,7 @@ func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	stdio := server.NewStdioServer(b.srv)
 	server.WithErrorLogger(errLog)(stdio)
 	server.WithWorkerPoolSize(workerPool)(stdio)
-	err := stdio.Listen(ctx, &input{r: in, max: MaxMessage, end: endInput}, b.out)
+	err := stdio.Listen(ctx, &input{r: in, max: maxMsg, end: endInput}, b.out)
 	switch {
 	case errors.Is(context.Cause(ctx), errInputEnded):
 		// Stdin ended: the calls in flight have answered.
@@ -85,7 +85,7 @@ func outlivesInput(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // ErrMessageTooLong ends a session whose client sent a message longer than
 // MaxMessage.
-var ErrMessageTooLong = fmt.Errorf("a message is longer than %d MiB", MaxMessage>>20)
+var ErrMessageTooLong = errors.New("a message from the client is over the size cap")
 
 // input is stdin as mcp-go's transport reads it: a line longer than max
 // fails the read, and the end of stdin first cancels the requests' context
