@@ -15,7 +15,7 @@ import (
 
 // mcp-go checks every call against its tool's JSON Schema before the
 // handler runs (WithInputSchemaValidation), but words a refusal for a
-// programmer ("/limit: maximum: got 500, want 200"). explainInvalid words
+// programmer ("/limit: &{Got:500/1 Want:200/1}"). explainInvalid words
 // it again for the model that must fix its call, on the refusal path
 // only (bridge.afterCall). It walks capability.Param, from which the
 // schemas are generated; they use only type, properties, required,
