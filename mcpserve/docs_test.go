@@ -193,6 +193,8 @@ func renderDocs(t *testing.T) []byte {
 	type data struct {
 		EnvSocket, EnvToken, EnvDebug, EnvProgress string
 		ProgressDefault, ProgressMax               string
+		MaxWaiting                                 int
+		MaxMessage                                 string
 		Surfaces, Groups, QuestionCases, Cases     []docList
 		Codes                                      []struct{ Code, Meaning string }
 		Tools                                      []docTool
@@ -200,7 +202,8 @@ func renderDocs(t *testing.T) []byte {
 	}
 	d := data{EnvSocket: mcpserve.EnvSocket, EnvToken: mcpserve.EnvToken, EnvDebug: mcpserve.EnvDebug,
 		EnvProgress: mcpserve.EnvProgressInterval, ProgressDefault: mcpserve.DefaultProgressInterval.String(),
-		ProgressMax: mcpserve.MaxProgressInterval.String(), Codes: codeMeaning, QueueCap: core.QueueCap}
+		ProgressMax: mcpserve.MaxProgressInterval.String(), Codes: codeMeaning, QueueCap: core.QueueCap,
+		MaxWaiting: mcpserve.MaxWaitingCalls, MaxMessage: fmt.Sprintf("%d MiB", mcpserve.MaxMessage>>20)}
 	all := capability.All()
 	for _, s := range capability.Surfaces {
 		l := docList{Name: string(s), Who: surfaceWho[s]}
@@ -327,7 +330,7 @@ func TestDocsDescribeTheBridgeDefinitions(t *testing.T) {
 			t.Fatal(err)
 		}
 		var schema map[string]any
-		if err := json.Unmarshal(mt.InputSchema, &schema); err != nil {
+		if err := json.Unmarshal(mt.RawInputSchema, &schema); err != nil {
 			t.Fatalf("%s: %v", tool.Name, err)
 		}
 		if schema["additionalProperties"] != false {

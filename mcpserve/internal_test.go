@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/kandev/kandev/core"
 )
 
@@ -55,8 +57,8 @@ func TestTaskDiffText(t *testing.T) {
 		Files: []core.DiffFileStat{{Path: "a.go", Added: 2, Deleted: 1}}, Added: 2, Deleted: 1,
 		Stat: " a.go | 3 ++-\n 1 file changed\n", Patch: "diff --git a/a.go b/a.go\n+\"quoted\"\n"}
 	res := taskDiffResult(d)
-	text := res.Content[0]
-	if text.Type != "text" || len(res.StructuredContent) == 0 {
+	text, ok := mcp.AsTextContent(res.Content[0])
+	if !ok || len(res.RawStructuredContent) == 0 {
 		t.Fatalf("result %+v", res)
 	}
 	want := "Task abc123 changed 1 file(s) (+2 -1) on branch kandev/abc123-x against its base 0123456789ab, in worktree /w/abc123.\n\n" +

@@ -55,6 +55,7 @@ type options struct {
 	version string
 	stderr  io.Writer
 	host    core.ToolHost
+	maxMsg  int
 }
 
 // WithHome sets the kandev home (the --home flag) used to find the daemon
@@ -79,7 +80,7 @@ func WithHost(h core.ToolHost) Option { return func(o *options) { o.host = h } }
 // ctx ends. It fails before reading anything when the daemon cannot be
 // reached or refuses the token.
 func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) string, opts ...Option) error {
-	o := options{version: "dev", stderr: os.Stderr}
+	o := options{version: "dev", stderr: os.Stderr, maxMsg: MaxMessage}
 	for _, f := range opts {
 		f(&o)
 	}
@@ -108,7 +109,7 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, getenv func(string) s
 		"session", surface.SessionID, "tools", surface.Tools)
 
 	b := newBridge(host, surface, o.version, progressInterval(getenv(EnvProgressInterval)), log)
-	return b.serve(ctx, in, out)
+	return b.serve(ctx, in, out, o.maxMsg)
 }
 
 // connect dials the daemon: the token's daemon at KANDEV_SOCKET, or for

@@ -6,9 +6,10 @@ import (
 	"github.com/kandev/kandev/core/capability"
 )
 
-// The JSON-RPC loop answers what mcp-go's server answered (ADR 0039):
-// version negotiation, ping, unknown methods and tools, a wrong JSON-RPC
-// version, and notifications it has no use for.
+// The bridge answers the protocol as mcp-go's server does (ADR 0047), as
+// kandev's own loop did in between (ADR 0039): version negotiation, ping,
+// unknown methods and tools, a wrong JSON-RPC version, and notifications
+// it has no use for.
 func TestProtocolMethods(t *testing.T) {
 	r := startBridge(t, &fakeHost{surface: surfaceOf(capability.Case{Surface: capability.KanbanTask})}, nil)
 	for client, want := range map[string]string{

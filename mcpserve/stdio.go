@@ -1,275 +1,185 @@
 package mcpserve
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
 	"sync"
 
-	"github.com/kandev/kandev/internal/mcpwire"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
-// kandev serves MCP over stdio with its own JSON-RPC loop rather than
-// mcp-go's server package (ADR 0039): that package links a general JSON
-// Schema engine whose package init cost every kandev command ~6 ms, for a
-// server that needs five methods. The wire shapes are internal/mcpwire's.
+// kandev serves MCP over stdio with mcp-go's StdioServer (ADR 0047). What
+// is kandev's own here is only what mcp-go's transport leaves to its
+// caller:
 //
-// Messages are newline-delimited JSON-RPC 2.0 (MCP stdio). Every request
-// is served on its own goroutine, so a call that waits for a person never
-// holds up the others; each message is written whole under one lock; a
-// request the client cancels (notifications/cancelled) has its context
-// cancelled and gets no answer; on stdin EOF the calls in flight finish
-// (calls waiting for a person are cut off) before Run returns.
+//   - a cap on one message (input): mcp-go reads lines of any length, and
+//     the bridge is an agent's child that a hostile client must not make
+//     grow without bound;
+//   - telling stdin's end from the client's cancel (input): at EOF mcp-go
+//     cancels every call in flight, and a call that does not wait for a
+//     person should still answer (handler, outlivesInput);
+//   - dropping the answer to a call the client cancelled (output), which
+//     MCP asks of a server and mcp-go sends anyway;
+//   - progress notifications written by the bridge (output): mcp-go's
+//     stdio session, and with it its notification channel, is one package
+//     variable that every bridge of a process (tests run several) shares.
 
-// JSON-RPC error codes.
-const (
-	codeParseError     = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternalError  = -32603
-)
+// MaxMessage is the largest message a client may send, newline included:
+// more than the daemon takes in one request (8 MiB), with room for the
+// JSON-RPC envelope. A longer one ends the session.
+const MaxMessage = 10 << 20
 
-// transport runs one MCP session over a reader and a writer.
-type transport struct {
-	b   *bridge
-	out io.Writer
+// workerPool is how many tool calls mcp-go serves at once (its default is
+// 5); calls beyond it queue. At most MaxWaitingCalls of them wait for a
+// person, so the others are never queued behind those.
+const workerPool = 32
 
-	wmu sync.Mutex // one message per write
+// errInputEnded is the cause of the context mcp-go serves requests under
+// once stdin has ended.
+var errInputEnded = errors.New("stdin ended")
 
-	mu       sync.Mutex
-	inflight map[string]*call // request id -> its call
-
-	// eof is cancelled when the input ends: calls that wait for a person
-	// are then cut off, since nobody will read their answer.
-	eof       context.Context
-	cancelEOF context.CancelFunc
-}
-
-// call is a request being served.
-type call struct {
-	cancel    context.CancelFunc
-	cancelled bool // by the client: its answer is dropped
-}
-
-func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	eof, cancelEOF := context.WithCancel(context.Background())
-	defer cancelEOF()
-	t := &transport{b: b, out: out, inflight: map[string]*call{}, eof: eof, cancelEOF: cancelEOF}
-	b.tr = t
-	return t.run(ctx, in)
-}
-
-func (t *transport) run(ctx context.Context, in io.Reader) error {
-	// The read loop dispatches each message itself: a request gets its own
-	// goroutine at once, a notification is handled in order.
-	var (
-		wg      sync.WaitGroup
-		dmu     sync.Mutex
-		stopped bool
-	)
-	readErr := make(chan error, 1)
-	go func() {
-		r := bufio.NewReaderSize(in, 64<<10)
-		for {
-			line, err := r.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				dmu.Lock()
-				if stopped {
-					dmu.Unlock()
-					return
-				}
-				t.dispatch(ctx, &wg, line)
-				dmu.Unlock()
-			}
-			if err != nil {
-				if err == io.EOF {
-					err = nil
-				}
-				readErr <- err
-				return
-			}
-		}
-	}()
-
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-readErr:
+func (b *bridge) serve(ctx context.Context, in io.Reader, out io.Writer, maxMsg int) error {
+	ctx, endInput := context.WithCancelCause(ctx)
+	defer endInput(nil)
+	b.out = &output{w: out}
+	errLog := log.New(io.Discard, "", 0)
+	if b.log.Enabled(ctx, slog.LevelDebug) {
+		errLog = slog.NewLogLogger(b.log.Handler(), slog.LevelDebug)
 	}
-	dmu.Lock()
-	stopped = true
-	dmu.Unlock()
-	// The client is gone (or we are told to stop): cut off waiting calls,
-	// let the others answer, then stop.
-	t.cancelEOF()
-	wg.Wait()
-	if err != nil {
+	stdio := server.NewStdioServer(b.srv)
+	server.WithErrorLogger(errLog)(stdio)
+	server.WithWorkerPoolSize(workerPool)(stdio)
+	err := stdio.Listen(ctx, &input{r: in, max: maxMsg, end: endInput}, b.out)
+	switch {
+	case errors.Is(context.Cause(ctx), errInputEnded):
+		// Stdin ended: the calls in flight have answered.
+		return nil
+	case err != nil && ctx.Err() != nil:
+		// Run's context ended: told to stop.
+		return nil
+	case err != nil:
 		return fmt.Errorf("mcp: read stdin: %w", err)
 	}
 	return nil
 }
 
-// message is an incoming JSON-RPC message: a request, a notification or
-// (never expected: kandev sends no requests) a response.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
+// outlivesInput is the context of a call that should answer even when
+// stdin ends while it runs: it ends when ctx ends for any other reason
+// (the client's notifications/cancelled, Run's end).
+func outlivesInput(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(context.Cause(ctx), errInputEnded) {
+			cancel()
+		}
+	})
+	return c, func() { stop(); cancel() }
 }
 
-// rpcError is a JSON-RPC error; it is also the Go error of a method.
-type rpcError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+// ErrMessageTooLong ends a session whose client sent a message longer than
+// MaxMessage.
+var ErrMessageTooLong = errors.New("a message from the client is over the size cap")
+
+// input is stdin as mcp-go's transport reads it: a line longer than max
+// fails the read, and the end of stdin first cancels the requests' context
+// with errInputEnded, so that calls can tell it from a cancel.
+type input struct {
+	r    io.Reader
+	max  int
+	line int // bytes read since the last newline
+	end  context.CancelCauseFunc
+	err  error
 }
 
-func (e *rpcError) Error() string { return e.Message }
-
-func (t *transport) dispatch(ctx context.Context, wg *sync.WaitGroup, line []byte) {
-	var msg message
-	if err := json.Unmarshal(line, &msg); err != nil {
-		t.writeRaw([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`))
-		return
-	}
-	hasID := len(msg.ID) > 0 && string(msg.ID) != "null"
-	switch {
-	case msg.Method == "":
-		// A response to a request we never send: ignore it.
-		return
-	case !hasID:
-		// Notifications are handled in order, on the read loop.
-		t.notification(msg)
-		return
-	case msg.JSONRPC != mcpwire.JSONRPCVersion:
-		t.reply(msg.ID, nil, &rpcError{Code: codeInvalidRequest, Message: "Invalid JSON-RPC version"})
-		return
-	}
-	key := string(msg.ID)
-	ctx, cancel := context.WithCancel(ctx)
-	c := &call{cancel: cancel}
-	t.mu.Lock()
-	t.inflight[key] = c
-	t.mu.Unlock()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer cancel()
-		result, rerr := t.request(ctx, msg)
-		t.mu.Lock()
-		drop := c.cancelled
-		delete(t.inflight, key)
-		t.mu.Unlock()
-		// A cancelled request gets no answer (MCP cancellation rule).
-		if !drop {
-			t.reply(msg.ID, result, rerr)
+func (in *input) Read(p []byte) (int, error) {
+	if in.err != nil {
+		if in.err == io.EOF {
+			in.end(errInputEnded)
 		}
-	}()
+		return 0, in.err
+	}
+	n, err := in.r.Read(p)
+	if n > 0 && err == io.EOF {
+		// The bytes first, so that their lines are served; EOF next time.
+		in.err, err = io.EOF, nil
+	}
+	for off := 0; off < n; {
+		i := bytes.IndexByte(p[off:n], '\n')
+		if i < 0 {
+			in.line += n - off
+			break
+		}
+		if in.line+i+1 > in.max {
+			// The line is too long: it is handed on without its newline,
+			// so it never completes, and the next read fails.
+			in.err = ErrMessageTooLong
+			return off + i, nil
+		}
+		in.line, off = 0, off+i+1
+	}
+	if in.line > in.max {
+		in.err = ErrMessageTooLong
+		return n, nil
+	}
+	if err == io.EOF {
+		in.end(errInputEnded)
+	}
+	return n, err
 }
 
-// notification handles a message that wants no answer.
-func (t *transport) notification(msg message) {
-	switch msg.Method {
-	case mcpwire.MethodNotificationCancelled:
-		var p struct {
-			RequestID json.RawMessage `json:"requestId"`
-		}
-		if json.Unmarshal(msg.Params, &p) != nil {
-			return
-		}
-		t.mu.Lock()
-		if c, ok := t.inflight[string(p.RequestID)]; ok {
-			c.cancelled = true
-			c.cancel()
-		}
-		t.mu.Unlock()
-	default:
-		// notifications/initialized and anything else: nothing to do.
-		t.b.log.Debug("kandev mcp: notification", "method", msg.Method)
-	}
+// output is stdout, shared by mcp-go's transport and the bridge: each
+// Write is one whole message (mcp-go writes each in one call), and the
+// answers to cancelled calls are dropped.
+type output struct {
+	mu      sync.Mutex
+	w       io.Writer
+	dropped map[string]bool // JSON of the ids whose answer is dropped
 }
 
-// request serves one request; a panic in a tool becomes an internal error
-// rather than the end of every agent's session.
-func (t *transport) request(ctx context.Context, msg message) (result any, rerr *rpcError) {
-	defer func() {
-		if r := recover(); r != nil {
-			result, rerr = nil, &rpcError{Code: codeInternalError, Message: fmt.Sprintf("panic recovered in %s: %v", msg.Method, r)}
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.dropped) > 0 {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
 		}
-	}()
-	switch msg.Method {
-	case mcpwire.MethodInitialize:
-		var p mcpwire.InitializeParams
-		if len(msg.Params) > 0 {
-			if err := json.Unmarshal(msg.Params, &p); err != nil {
-				return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
-			}
+		if json.Unmarshal(p, &msg) == nil && msg.Method == "" && o.dropped[string(msg.ID)] {
+			delete(o.dropped, string(msg.ID))
+			return len(p), nil
 		}
-		t.b.log.Debug("kandev mcp: initialize", "client", p.ClientInfo.Name, "protocol", p.ProtocolVersion)
-		return t.b.initialize(p.ProtocolVersion), nil
-	case mcpwire.MethodPing:
-		return struct{}{}, nil
-	case mcpwire.MethodToolsList:
-		return mcpwire.ListToolsResult{Tools: t.b.defs}, nil
-	case mcpwire.MethodToolsCall:
-		var p struct {
-			Name      string               `json:"name"`
-			Arguments json.RawMessage      `json:"arguments"`
-			Meta      *mcpwire.RequestMeta `json:"_meta"`
-		}
-		if len(msg.Params) > 0 {
-			if err := json.Unmarshal(msg.Params, &p); err != nil {
-				return nil, &rpcError{Code: codeInvalidParams, Message: err.Error()}
-			}
-		}
-		var token any
-		if p.Meta != nil {
-			token = p.Meta.ProgressToken
-		}
-		return t.b.call(ctx, p.Name, p.Arguments, token)
 	}
-	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("Method %s not found", msg.Method)}
+	// A failed write means the client is gone; the read side sees EOF.
+	return o.w.Write(p)
 }
 
-// reply answers a request with its result or its error.
-func (t *transport) reply(id json.RawMessage, result any, rerr *rpcError) {
-	if rerr != nil {
-		t.write(struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Error   *rpcError       `json:"error"`
-		}{mcpwire.JSONRPCVersion, id, rerr})
+// drop marks the answer to request id to be dropped.
+func (o *output) drop(id any) {
+	key, err := json.Marshal(id)
+	if err != nil {
 		return
 	}
-	t.write(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{mcpwire.JSONRPCVersion, id, result})
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dropped == nil {
+		o.dropped = map[string]bool{}
+	}
+	o.dropped[string(key)] = true
 }
 
 // notify writes a notification to the client.
-func (t *transport) notify(method string, params map[string]any) {
-	t.write(mcpwire.Notification{JSONRPC: mcpwire.JSONRPCVersion, Method: method, Params: params})
-}
-
-func (t *transport) write(msg any) {
-	b, err := json.Marshal(msg)
+func (o *output) notify(method string, params map[string]any) {
+	b, err := json.Marshal(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
+		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}}})
 	if err != nil {
-		b, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
-			"error": map[string]any{"code": codeInternalError, "message": "kandev mcp could not encode a message: " + err.Error()}})
+		return
 	}
-	t.writeRaw(b)
-}
-
-func (t *transport) writeRaw(b []byte) {
-	b = append(b, '\n')
-	t.wmu.Lock()
-	defer t.wmu.Unlock()
-	// A failed write means the client is gone; the read side sees EOF.
-	_, _ = t.out.Write(b)
+	_, _ = o.Write(append(b, '\n'))
 }

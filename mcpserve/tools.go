@@ -4,34 +4,60 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
-	"github.com/kandev/kandev/internal/mcpwire"
 )
 
-// bridge is one `kandev mcp` process's server: the session's tools, each
-// forwarding to the daemon.
+// bridge is one `kandev mcp` process's server: mcp-go's MCP server with
+// the session's tools, each forwarding to the daemon.
 type bridge struct {
 	host     core.ToolHost
 	surface  core.ToolSurface
-	version  string
-	tools    map[string]capability.Tool
-	defs     []mcpwire.Tool // tools/list, sorted by name
+	srv      *server.MCPServer
 	progress time.Duration
 	log      *slog.Logger
-	tr       *transport
+
+	// waiting counts the calls in flight that wait for a person; at most
+	// MaxWaitingCalls, so that they never hold every worker (stdio.go).
+	waiting atomic.Int32
+	// out is the bridge's stdout, shared with mcp-go's transport (stdio.go).
+	out *output
 }
 
+// MaxWaitingCalls is how many calls that wait for a person one bridge
+// holds at once; a call beyond it is refused at once. mcp-go serves tool
+// calls on a fixed pool of workers (workerPool), so without a bound enough
+// waiting calls would hold every worker and queue the calls behind them.
+const MaxWaitingCalls = workerPool / 2
+
 func newBridge(host core.ToolHost, surface core.ToolSurface, version string, progress time.Duration, log *slog.Logger) *bridge {
-	b := &bridge{host: host, surface: surface, version: version, progress: progress, log: log,
-		tools: map[string]capability.Tool{}}
+	b := &bridge{host: host, surface: surface, progress: progress, log: log}
+	hooks := &server.Hooks{}
+	hooks.AddAfterCallTool(b.afterCall)
+	sopts := []server.ServerOption{
+		server.WithToolCapabilities(false), // a session's tools are fixed when the bridge starts
+		server.WithInputSchemaValidation(),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+		server.WithInstructions(instructions(surface)),
+	}
+	if log.Enabled(context.Background(), slog.LevelDebug) {
+		sopts = append(sopts, server.WithLogger(log))
+	}
+	b.srv = server.NewMCPServer("kandev", version, sopts...)
+	var tools []server.ServerTool
+	seen := map[string]bool{}
 	for _, name := range surface.Tools {
 		t, ok := capability.Lookup(name)
 		if !ok {
@@ -44,27 +70,14 @@ func newBridge(host core.ToolHost, surface core.ToolSurface, version string, pro
 			log.Debug("kandev mcp: skipping tool", "tool", name, "err", err)
 			continue
 		}
-		if _, dup := b.tools[name]; dup {
+		if seen[name] {
 			continue
 		}
-		b.tools[name] = t
-		b.defs = append(b.defs, mt)
+		seen[name] = true
+		tools = append(tools, server.ServerTool{Tool: mt, Handler: b.handler(t)})
 	}
-	slices.SortFunc(b.defs, func(x, y mcpwire.Tool) int { return strings.Compare(x.Name, y.Name) })
+	b.srv.AddTools(tools...)
 	return b
-}
-
-// initialize answers the handshake: the client's protocol version when it
-// is one that has the handshake, else the latest that does (as mcp-go
-// negotiates), and the tools capability without list changes (a
-// session's tools are fixed when the bridge starts).
-func (b *bridge) initialize(clientVersion string) *mcpwire.InitializeResult {
-	return &mcpwire.InitializeResult{
-		ProtocolVersion: mcpwire.NegotiateLegacyVersion(clientVersion),
-		Capabilities:    mcpwire.ServerCapabilities{Tools: &mcpwire.ToolsCapability{}},
-		ServerInfo:      mcpwire.Implementation{Name: "kandev", Version: b.version},
-		Instructions:    instructions(b.surface),
-	}
 }
 
 // instructions is the short server description clients may show a model.
@@ -78,72 +91,111 @@ func instructions(s core.ToolSurface) string {
 // Definition is a registry tool as MCP declares it: its JSON Schema, title,
 // description and truthful annotations. No kandev tool reaches outside
 // kandev, so openWorldHint is false throughout.
-func Definition(t capability.Tool) (mcpwire.Tool, error) {
+func Definition(t capability.Tool) (mcp.Tool, error) {
 	schema, err := json.Marshal(t.InputSchema())
 	if err != nil {
-		return mcpwire.Tool{}, fmt.Errorf("schema of %s: %w", t.Name, err)
+		return mcp.Tool{}, fmt.Errorf("schema of %s: %w", t.Name, err)
 	}
-	return mcpwire.Tool{
-		Name:        t.Name,
-		Title:       t.Title,
-		Description: t.Description,
-		InputSchema: schema,
-		Annotations: mcpwire.ToolAnnotation{
-			Title:           t.Title,
-			ReadOnlyHint:    mcpwire.Bool(t.ReadOnly),
-			DestructiveHint: mcpwire.Bool(t.Destructive),
-			IdempotentHint:  mcpwire.Bool(t.Idempotent),
-			OpenWorldHint:   mcpwire.Bool(false),
-		},
-	}, nil
+	mt := mcp.NewToolWithRawSchema(t.Name, t.Description, schema)
+	mt.Title = t.Title
+	mt.Annotations = mcp.ToolAnnotation{
+		Title:           t.Title,
+		ReadOnlyHint:    mcp.ToBoolPtr(t.ReadOnly),
+		DestructiveHint: mcp.ToBoolPtr(t.Destructive),
+		IdempotentHint:  mcp.ToBoolPtr(t.Idempotent),
+		OpenWorldHint:   mcp.ToBoolPtr(false),
+	}
+	return mt, nil
 }
 
-// call serves tools/call: a tool outside the session's surface is an
-// invalid-params error, arguments that break the tool's schema a
-// VALIDATION_ERROR result worded for the model, and anything else is
-// forwarded to the daemon.
-func (b *bridge) call(ctx context.Context, name string, args json.RawMessage, token any) (*mcpwire.CallToolResult, *rpcError) {
-	t, ok := b.tools[name]
-	if !ok {
-		return nil, &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf("tool '%s' not found: tool not found", name)}
-	}
-	if why := explainInvalid(t, args); why != "" {
-		return errorResult(core.Errorf(core.CodeValidation, "invalid arguments for %s: %s", t.Name, why)), nil
-	}
-	return b.forward(ctx, t, args, token), nil
-}
-
-// forward passes one valid call to the daemon.
-func (b *bridge) forward(ctx context.Context, t capability.Tool, args []byte, token any) *mcpwire.CallToolResult {
-	if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
-		args = []byte("{}")
-	}
-	if t.Name == "create_task_kandev" && b.surface.TaskID == "" {
-		args = withDefaultCWD(args)
-	}
-	if t.Waits {
-		var stop func()
-		ctx, stop = b.waiting(ctx, token)
-		defer stop()
-	}
-	res, err := b.host.CallTool(ctx, t.Name, args)
-	if err != nil {
-		if ctx.Err() != nil {
-			if t.Waits {
-				return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cut off before an answer came; "+
-					"a question it recorded stays pending and its answer arrives as your next message", t.Name))
-			}
-			return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cancelled before kandev answered", t.Name))
+// handler forwards one tool's calls to the daemon. mcp-go has checked the
+// arguments against the tool's schema before it runs (afterCall words a
+// refusal for the model).
+func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := []byte(req.Params.RawArguments)
+		if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
+			args = []byte("{}")
 		}
-		return errorResult(core.AsError(err))
+		if t.Name == "create_task_kandev" && b.surface.TaskID == "" {
+			args = withDefaultCWD(args)
+		}
+		if t.Waits {
+			if b.waiting.Add(1) > MaxWaitingCalls {
+				b.waiting.Add(-1)
+				return errorResult(core.Errorf(core.CodeConflict, "%d calls to %s already wait for an answer; "+
+					"wait for one of them before you ask again", MaxWaitingCalls, t.Name)), nil
+			}
+			defer b.waiting.Add(-1)
+			var stop func()
+			ctx, stop = b.reportProgress(ctx, req)
+			defer stop()
+		} else {
+			// A call that does not wait still answers when stdin ends
+			// under it: only the client's cancel (or Run's end) stops it.
+			var stop context.CancelFunc
+			ctx, stop = outlivesInput(ctx)
+			defer stop()
+		}
+		b.log.Debug("kandev mcp: call", "tool", t.Name)
+		res, err := b.host.CallTool(ctx, t.Name, args)
+		if err != nil {
+			if ctx.Err() != nil {
+				if t.Waits {
+					return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cut off before an answer came; "+
+						"a question it recorded stays pending and its answer arrives as your next message", t.Name)), nil
+				}
+				return errorResult(core.Errorf(core.CodeUnavailable, "the call to %s was cancelled before kandev answered", t.Name)), nil
+			}
+			return errorResult(core.AsError(err)), nil
+		}
+		switch t.Name {
+		case "list_tasks_kandev":
+			return taskPageResult(res), nil
+		case "get_task_diff_kandev":
+			return taskDiffResult(res), nil
+		}
+		return successResult(res), nil
 	}
-	switch t.Name {
-	case "list_tasks_kandev":
-		return taskPageResult(res)
-	case "get_task_diff_kandev":
-		return taskDiffResult(res)
+}
+
+// afterCall runs after every tools/call mcp-go answered itself or through
+// a handler. It words a refusal of mcp-go's schema check for the model, and
+// marks the answer to a call the client cancelled to be dropped (MCP:
+// a cancelled request gets no answer; mcp-go would send it).
+func (b *bridge) afterCall(ctx context.Context, id any, req *mcp.CallToolRequest, result any) {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errInputEnded) {
+		b.out.drop(id)
+		return
 	}
-	return successResult(res)
+	r, ok := result.(*mcp.CallToolResult)
+	if !ok || r == nil || !r.IsError || r.StructuredContent != nil || len(r.RawStructuredContent) > 0 {
+		// kandev's own results always carry structured content: this one
+		// is not mcp-go's refusal.
+		return
+	}
+	b.log.Debug("kandev mcp: arguments refused", "tool", req.Params.Name)
+	*r = *errorResult(core.Errorf(core.CodeValidation, "%s", refusal(req, r)))
+}
+
+// refusal words why mcp-go's schema check refused a call: each violation
+// at its argument (validate.go), else mcp-go's own text.
+func refusal(req *mcp.CallToolRequest, r *mcp.CallToolResult) string {
+	if t, ok := capability.Lookup(req.Params.Name); ok {
+		if why := explainInvalid(t, req.Params.RawArguments); why != "" {
+			return "invalid arguments for " + t.Name + ": " + why
+		}
+	}
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	if msg := strings.Join(parts, "\n"); msg != "" {
+		return "invalid arguments for " + req.Params.Name + ": " + msg
+	}
+	return "invalid arguments for " + req.Params.Name
 }
 
 // withDefaultCWD gives a task created on the external surface the
@@ -168,16 +220,19 @@ func withDefaultCWD(args []byte) []byte {
 	return out
 }
 
-// waiting prepares a call that may block until a person acts: it ends when
-// the client goes away (stdin EOF), and it reports progress while it
-// waits when the client gave a progress token. stop must be called before
-// the handler returns, so that no progress follows the result.
-func (b *bridge) waiting(ctx context.Context, token any) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	unhook := context.AfterFunc(b.tr.eof, cancel)
-	if token == nil {
-		return ctx, func() { unhook(); cancel() }
+// reportProgress sends notifications/progress while a call waits for a
+// person, when the client gave a progress token. stop must be called
+// before the handler returns, so that no progress follows the result.
+// The call's context ends when the client cancels it or stdin ends.
+func (b *bridge) reportProgress(ctx context.Context, req mcp.CallToolRequest) (context.Context, func()) {
+	var token mcp.ProgressToken
+	if req.Params.Meta != nil {
+		token = req.Params.Meta.ProgressToken
 	}
+	if token == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -193,7 +248,7 @@ func (b *bridge) waiting(ctx context.Context, token any) (context.Context, func(
 				return
 			case <-tick.C:
 				secs := int(time.Since(start).Round(time.Second) / time.Second)
-				b.tr.notify("notifications/progress", map[string]any{
+				b.out.notify(string(mcp.MethodNotificationProgress), map[string]any{
 					"progressToken": token,
 					"progress":      n,
 					"message":       fmt.Sprintf("still waiting for an answer (%ds)", secs),
@@ -204,14 +259,13 @@ func (b *bridge) waiting(ctx context.Context, token any) (context.Context, func(
 	return ctx, func() {
 		close(done)
 		<-finished
-		unhook()
 		cancel()
 	}
 }
 
 // successResult carries the daemon's JSON result: as structured content
 // when it is an object, and always as text.
-func successResult(v any) *mcpwire.CallToolResult {
+func successResult(v any) *mcp.CallToolResult {
 	raw, ok := v.(json.RawMessage)
 	if !ok {
 		b, err := json.Marshal(v)
@@ -224,9 +278,9 @@ func successResult(v any) *mcpwire.CallToolResult {
 	if len(raw) == 0 {
 		raw = json.RawMessage("null")
 	}
-	res := &mcpwire.CallToolResult{Content: []mcpwire.Content{mcpwire.TextContent(string(raw))}}
+	res := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(raw))}}
 	if raw[0] == '{' {
-		res.StructuredContent = raw
+		res.RawStructuredContent = raw
 	}
 	return res
 }
@@ -234,19 +288,19 @@ func successResult(v any) *mcpwire.CallToolResult {
 // taskPageResult carries a page of tasks once as data (structured
 // content) and, for clients that give their model only the text, as one
 // line per task instead of the same JSON again: a fraction of its size.
-func taskPageResult(v any) *mcpwire.CallToolResult {
+func taskPageResult(v any) *mcp.CallToolResult {
 	res := successResult(v)
-	if res.IsError || len(res.StructuredContent) == 0 {
+	if res.IsError || len(res.RawStructuredContent) == 0 {
 		return res
 	}
 	var page struct {
 		Tasks      []core.Task `json:"tasks"`
 		NextCursor string      `json:"next_cursor"`
 	}
-	if json.Unmarshal(res.StructuredContent, &page) != nil {
+	if json.Unmarshal(res.RawStructuredContent, &page) != nil {
 		return res
 	}
-	res.Content = []mcpwire.Content{mcpwire.TextContent(taskPageText(page.Tasks, page.NextCursor))}
+	res.Content = []mcp.Content{mcp.NewTextContent(taskPageText(page.Tasks, page.NextCursor))}
 	return res
 }
 
@@ -304,16 +358,16 @@ func taskPageText(tasks []core.Task, next string) string {
 // for clients that give their model only the text, as a summary line, the
 // stat and the patch as git prints them: the patch is what a reviewer
 // reads, and JSON-escaped it would be longer and harder to read.
-func taskDiffResult(v any) *mcpwire.CallToolResult {
+func taskDiffResult(v any) *mcp.CallToolResult {
 	res := successResult(v)
-	if res.IsError || len(res.StructuredContent) == 0 {
+	if res.IsError || len(res.RawStructuredContent) == 0 {
 		return res
 	}
 	var d core.TaskDiff
-	if json.Unmarshal(res.StructuredContent, &d) != nil {
+	if json.Unmarshal(res.RawStructuredContent, &d) != nil {
 		return res
 	}
-	res.Content = []mcpwire.Content{mcpwire.TextContent(taskDiffText(d))}
+	res.Content = []mcp.Content{mcp.NewTextContent(taskDiffText(d))}
 	return res
 }
 
@@ -348,15 +402,18 @@ type errorBody struct {
 
 // errorResult is a tool error a model can act on: "CODE: message" as
 // text, and {"error": {code, message, details}} as structured content.
-func errorResult(e *core.Error) *mcpwire.CallToolResult {
-	res := &mcpwire.CallToolResult{
-		Content: []mcpwire.Content{mcpwire.TextContent(string(e.Code) + ": " + e.Message)},
+func errorResult(e *core.Error) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{mcp.NewTextContent(string(e.Code) + ": " + e.Message)},
 		IsError: true,
 	}
-	// An error that cannot be encoded (details of an odd type) keeps its
-	// text; its structured content is left out.
-	if b, err := json.Marshal(errorBody{Error: e}); err == nil {
-		res.StructuredContent = b
+	// An error whose details cannot be encoded (an odd type) keeps its
+	// code and message. Every kandev result carries structured content:
+	// afterCall tells mcp-go's own refusals by its absence.
+	b, err := json.Marshal(errorBody{Error: e})
+	if err != nil {
+		b, _ = json.Marshal(errorBody{Error: &core.Error{Code: e.Code, Message: e.Message}})
 	}
+	res.RawStructuredContent = b
 	return res
 }

@@ -13,16 +13,18 @@ import (
 	"github.com/kandev/kandev/core/capability"
 )
 
-// Every call is checked against its tool's parameters before anything is
-// forwarded, and a violation is worded for the model that must fix its
-// call. The check walks capability.Param directly: the tools' JSON Schemas
-// are generated from those parameters and use only type, properties,
-// required, additionalProperties:false, items, enum, minLength,
-// minimum/maximum and minItems/maxItems, so a general JSON Schema engine
-// (and the ~6 ms its package init cost every kandev command) buys nothing.
-// The semantics follow JSON Schema 2020-12 for that subset: a wrong type
-// is the only error reported at its location; the other keywords there
-// are all checked.
+// mcp-go checks every call against its tool's JSON Schema before the
+// handler runs (WithInputSchemaValidation), but words a refusal for a
+// programmer ("/limit: &{Got:500/1 Want:200/1}"). explainInvalid words
+// it again for the model that must fix its call, on the refusal path
+// only (bridge.afterCall). It walks capability.Param, from which the
+// schemas are generated; they use only type, properties, required,
+// additionalProperties:false, items, enum, minLength, minimum/maximum and
+// minItems/maxItems, and the walk follows JSON Schema 2020-12 for that
+// subset (a wrong type is the only error reported at its location; the
+// other keywords there are all checked), so it agrees with mcp-go's
+// engine on what is wrong. A keyword it does not know leaves mcp-go's own
+// words (TestArgumentCheckEdges).
 
 // explainInvalid validates args against the tool's parameters and
 // describes each violation, sorted, or returns "" when they are valid.

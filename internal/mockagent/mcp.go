@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	acp "github.com/coder/acp-go-sdk"
-
-	"github.com/kandev/kandev/internal/mcpwire"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // kandevServerName is the MCP server kandev hands every agent.
@@ -33,7 +33,7 @@ type mcpConn struct {
 	dial   MCPDialer // nil: start the server's command
 
 	mu     sync.Mutex
-	client *mcpClient
+	client *client.Client
 	closed bool
 }
 
@@ -59,7 +59,7 @@ func findKandevServer(servers []acp.McpServer) *acp.McpServerStdio {
 }
 
 // get returns an initialised client, starting the server if needed.
-func (m *mcpConn) get(ctx context.Context) (*mcpClient, error) {
+func (m *mcpConn) get(ctx context.Context) (*client.Client, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -79,39 +79,30 @@ func (m *mcpConn) get(ctx context.Context) (*mcpClient, error) {
 	return c, nil
 }
 
-func (m *mcpConn) start(ctx context.Context) (*mcpClient, error) {
-	var c *mcpClient
+func (m *mcpConn) start(ctx context.Context) (*client.Client, error) {
 	if m.dial != nil {
 		conn, err := m.dial(ctx, *m.server)
 		if err != nil {
 			return nil, fmt.Errorf("reach MCP server %s: %w", m.server.Name, err)
 		}
-		c = newMCPClient(conn)
-	} else {
-		env := make([]string, 0, len(m.server.Env))
-		for _, e := range m.server.Env {
-			env = append(env, e.Name+"="+e.Value)
-		}
-		// The process must outlive the turn that starts it, so it is not
-		// tied to ctx; close stops it.
-		var err error
-		if c, err = spawnMCP(m.server.Command, m.server.Args, env, m.stderr); err != nil {
-			return nil, fmt.Errorf("start MCP server %s: %w", m.server.Command, err)
-		}
+		return startClient(ctx, dialTransport(conn), m.server.Name)
 	}
-	if err := c.initialize(ctx); err != nil {
-		_ = c.close()
-		return nil, fmt.Errorf("initialize MCP server %s: %w", m.server.Command, err)
+	env := make([]string, 0, len(m.server.Env))
+	for _, e := range m.server.Env {
+		env = append(env, e.Name+"="+e.Value)
 	}
-	return c, nil
+	return startClient(ctx, spawnTransport(m.server.Command, m.server.Args, env, m.stderr, m.logger), m.server.Command)
 }
 
-func (m *mcpConn) callTool(ctx context.Context, name string, args []byte) (*mcpwire.CallToolResult, error) {
+func (m *mcpConn) callTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
 	c, err := m.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.callTool(ctx, name, args)
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.RawArguments = args
+	res, err := c.CallTool(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("tools/call %s: %w", name, err)
 	}
@@ -124,12 +115,12 @@ func (m *mcpConn) listTools(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	tools, err := c.listTools(ctx)
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("tools/list: %w", err)
 	}
-	names := make([]string, 0, len(tools))
-	for _, t := range tools {
+	names := make([]string, 0, len(res.Tools))
+	for _, t := range res.Tools {
 		names = append(names, t.Name)
 	}
 	sort.Strings(names)
@@ -144,7 +135,7 @@ func (m *mcpConn) close() {
 	m.closed = true
 	m.mu.Unlock()
 	if c != nil {
-		if err := c.close(); err != nil {
+		if err := c.Close(); err != nil {
 			m.logger.Debug("close MCP client", "err", err)
 		}
 	}

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"testing"
+
+	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/mcpserve"
@@ -38,26 +41,26 @@ func (h *blockingHost) CallTool(ctx context.Context, name string, _ []byte) (any
 	}
 }
 
-// The mock's own MCP client, against the real bridge in process: calls
-// run concurrently (a blocked call holds up nothing), and a call whose
-// context ends is cancelled on the server.
+// The mock's MCP client (mcp-go's), against the real bridge in process:
+// calls run concurrently (a blocked call holds up nothing), and a call
+// whose context ends is cancelled on the server.
 func TestMCPClientConcurrentAndCancel(t *testing.T) {
 	leakCheck(t)
 	h := &blockingHost{entered: make(chan string, 4), release: make(chan struct{}), cancelled: make(chan struct{})}
-	toSrvR, toSrvW := io.Pipe()
-	fromSrvR, fromSrvW := io.Pipe()
 	served := make(chan error, 1)
-	go func() {
-		err := mcpserve.Run(context.Background(), toSrvR, fromSrvW, func(string) string { return "" }, mcpserve.WithHost(h))
-		fromSrvW.CloseWithError(err)
-		toSrvR.Close()
-		served <- err
-	}()
-	c := newMCPClient(MCPStream(fromSrvR, toSrvW))
-	ctx := context.Background()
-	if err := c.initialize(ctx); err != nil {
-		t.Fatal(err)
+	dial := func(context.Context, acp.McpServerStdio) (io.ReadWriteCloser, error) {
+		toSrvR, toSrvW := io.Pipe()
+		fromSrvR, fromSrvW := io.Pipe()
+		go func() {
+			err := mcpserve.Run(context.Background(), toSrvR, fromSrvW, func(string) string { return "" }, mcpserve.WithHost(h))
+			fromSrvW.CloseWithError(err)
+			toSrvR.Close()
+			served <- err
+		}()
+		return MCPStream(fromSrvR, toSrvW), nil
 	}
+	c := newMCPConn([]acp.McpServer{testServer()}, io.Discard, slog.New(slog.DiscardHandler), dial)
+	ctx := context.Background()
 	tools, err := c.listTools(ctx)
 	if err != nil || len(tools) != 2 {
 		t.Fatalf("tools/list: %v %v", tools, err)
@@ -66,7 +69,7 @@ func TestMCPClientConcurrentAndCancel(t *testing.T) {
 	// A blocked call, then another that answers while the first waits.
 	blocked := make(chan error, 1)
 	go func() {
-		res, err := c.callTool(ctx, "get_task_kandev", json.RawMessage(`{}`))
+		res, err := c.callTool(ctx, "get_task_kandev", []byte(`{}`))
 		if err == nil && res.IsError {
 			err = errors.New("error result")
 		}
@@ -75,7 +78,7 @@ func TestMCPClientConcurrentAndCancel(t *testing.T) {
 	if got := <-h.entered; got != "get_task_kandev" {
 		t.Fatalf("entered %s", got)
 	}
-	res, err := c.callTool(ctx, "list_tasks_kandev", json.RawMessage(`{}`))
+	res, err := c.callTool(ctx, "list_tasks_kandev", []byte(`{}`))
 	if err != nil || res.IsError {
 		t.Fatalf("second call while the first waits: %v %v", res, err)
 	}
@@ -90,7 +93,7 @@ func TestMCPClientConcurrentAndCancel(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := c.callTool(cctx, "get_task_kandev", json.RawMessage(`{}`))
+		_, err := c.callTool(cctx, "get_task_kandev", []byte(`{}`))
 		done <- err
 	}()
 	<-h.entered
@@ -100,9 +103,7 @@ func TestMCPClientConcurrentAndCancel(t *testing.T) {
 	}
 	<-h.cancelled
 
-	if err := c.close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
+	c.close()
 	if err := <-served; err != nil {
 		t.Fatalf("server: %v", err)
 	}

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
-
-	"github.com/kandev/kandev/internal/mcpwire"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // call runs `mock: call TOOL {json args}` as a real MCP tools/call and
@@ -87,7 +86,7 @@ func (t *turn) abandon(arg string) error {
 		acp.WithStartStatus(acp.ToolCallStatusInProgress),
 		acp.WithStartRawInput(json.RawMessage(args))))
 	type outcome struct {
-		res *mcpwire.CallToolResult
+		res *mcp.CallToolResult
 		err error
 	}
 	done := make(chan outcome, 1)
@@ -165,20 +164,20 @@ func parseArgs(raw string) ([]byte, error) {
 
 // resultJSON renders a successful result: the structured content if any,
 // else the text content, compacted when it is JSON.
-func resultJSON(res *mcpwire.CallToolResult) string {
-	if len(res.StructuredContent) > 0 {
-		return compact(res.StructuredContent)
+func resultJSON(res *mcp.CallToolResult) string {
+	if len(res.RawStructuredContent) > 0 {
+		return compact(res.RawStructuredContent)
 	}
 	return compact([]byte(resultText(res)))
 }
 
 // resultText joins the text blocks of a result; kandev's bridge puts
 // "CODE: message" there for errors.
-func resultText(res *mcpwire.CallToolResult) string {
+func resultText(res *mcp.CallToolResult) string {
 	var parts []string
 	for _, c := range res.Content {
-		if c.Type == "text" {
-			parts = append(parts, c.Text)
+		if tc, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
 		}
 	}
 	return strings.Join(parts, "\n")

@@ -1,0 +1,4 @@
+package mcpserve
+
+// WithMaxMessage sets the message cap (MaxMessage) for a test's bridge.
+func WithMaxMessage(n int) Option { return func(o *options) { o.maxMsg = n } }
