@@ -43,13 +43,13 @@ func badges(t core.Task) []string {
 			b = append(b, "?you")
 		}
 	}
-	if t.Session != nil {
-		switch t.Session.State {
-		case core.SessionRunning, core.SessionStarting:
-			b = append(b, "running")
-		case core.SessionFailed:
-			b = append(b, "failed")
-		}
+	// "running" means what status and the TUI count (core.Task.Running):
+	// an agent in a permission or question call waits on you instead.
+	switch {
+	case t.Running():
+		b = append(b, "running")
+	case t.Session != nil && t.Session.State == core.SessionFailed:
+		b = append(b, "failed")
 	}
 	if t.Halted {
 		b = append(b, "stopped")

@@ -385,6 +385,11 @@ const (
 	EventMessageUpdated  EventType = "message.updated"
 	EventQuestionUpdated EventType = "question.updated"
 	EventProfileChanged  EventType = "profile.changed"
+	// EventNeedsYou follows the task.updated of a task that started
+	// needing a person, or asks a new question, or became more urgent
+	// (Task.NeedsYou): what the daemon notifies and the TUI rings its
+	// bell for. Its Task is the task as updated.
+	EventNeedsYou EventType = "task.needs_you"
 	// EventResync tells a subscriber it missed events and must reload.
 	EventResync EventType = "resync"
 )

@@ -39,10 +39,6 @@ type Options struct {
 	// (default Out); NoBell, or KANDEV_NO_BELL=1, silences it.
 	Bell   io.Writer
 	NoBell bool
-	// Notify, when set, shows a desktop notification for a task that
-	// starts needing you. Run sets it to notify-send (Linux) or osascript
-	// (macOS) when KANDEV_NOTIFY=1 and the program exists.
-	Notify func(ctx context.Context, title, body string)
 }
 
 // Run shows the UI until the operator quits or ctx ends.
@@ -58,9 +54,6 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 	}
 	if os.Getenv("KANDEV_NO_BELL") == "1" {
 		opts.NoBell = true
-	}
-	if opts.Notify == nil && os.Getenv("KANDEV_NOTIFY") == "1" {
-		opts.Notify = desktopNotifier()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -58,7 +58,9 @@ func Keys() []Key {
 		{Name: "workspace", Env: "KANDEV_WORKSPACE", Default: "shared", kind: kindEnum, values: []string{"shared", "worktree"},
 			Doc: "where a new task's agent works: shared (the task's directory) or worktree (stored only)"},
 		{Name: "notifications", Env: "KANDEV_NOTIFICATIONS", Default: "false", kind: kindBool,
-			Doc: "desktop notifications when a task needs you"},
+			Doc: "desktop notifications (notify-send, osascript) from the daemon when a task starts needing you"},
+		{Name: "notify_command", Env: "KANDEV_NOTIFY_COMMAND", Default: "",
+			Doc: "a shell command the daemon runs when a task starts needing you, one JSON object on its stdin (for ntfy, Slack, a phone); unset: none"},
 	}
 }
 

@@ -327,7 +327,8 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 		e.afterStoreRead(id)
 	}
 	e.cacheMu.Lock()
-	_, existed := e.tasks[id]
+	prev, existed := e.tasks[id]
+	needsYou := startsNeedingYou(prev, &t)
 	e.tasks[id] = &t
 	if !existed {
 		e.order = append(e.order, id)
@@ -342,7 +343,31 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 	}
 	tc := t
 	e.bus.Publish(core.Event{Type: typ, TaskID: id, Task: &tc})
+	if needsYou {
+		tn := t
+		e.bus.Publish(core.Event{Type: core.EventNeedsYou, TaskID: id, Task: &tn})
+	}
 	return t, nil
+}
+
+// startsNeedingYou reports whether a task's change from before (nil: it
+// is new) to after should tell a person: it needs one now and did not, it
+// became more urgent, or it asks a new question. A task created already
+// needing you is told only when urgent (a person made it theirs).
+func startsNeedingYou(before, after *core.Task) bool {
+	a := after.NeedsYou()
+	if a.Urgency == core.UrgencyNone {
+		return false
+	}
+	if before == nil {
+		return a.Urgency.Urgent()
+	}
+	if b := before.NeedsYou(); a.Urgency > b.Urgency {
+		return true
+	}
+	q, bq := after.PendingQuestion, before.PendingQuestion
+	return q != nil && q.Status == core.QuestionPending && q.Kind.ForPerson() &&
+		(bq == nil || bq.ID != q.ID || bq.Status != core.QuestionPending)
 }
 
 // storedTask reads a task's view from the store: the authority, where the

@@ -1,0 +1,50 @@
+package cmd
+
+import (
+	"testing"
+
+	"github.com/kandev/kandev/core"
+)
+
+// status counts the urgent apart from work to review, lists the most
+// urgent first, and counts finished work and a running agent that waits
+// on a permission nowhere but where they belong.
+func TestGlanceRanksByUrgency(t *testing.T) {
+	op := core.OperatorRef()
+	role := core.RoleRef("eng")
+	live := &core.SessionInfo{State: core.SessionRunning}
+	tasks := []core.Task{
+		{ID: "r1", Status: core.StatusTodo, Assignee: &op, YourTurn: true, Stalled: &core.Stall{Reason: core.StallReturned}},
+		{ID: "m1", Status: core.StatusTodo, Assignee: &op, YourTurn: true, Workspace: &core.Workspace{Mode: core.WorkspaceDiscarded}},
+		{ID: "d1", Status: core.StatusDone, Assignee: &op, YourTurn: true},
+		{ID: "s1", Status: core.StatusInProgress, Assignee: &role, YourTurn: true, Stalled: &core.Stall{Reason: core.StallStuck}},
+		{ID: "p1", Status: core.StatusInProgress, Assignee: &role, Session: live, YourTurn: true,
+			PendingQuestion: &core.QuestionInfo{Kind: core.QuestionPermission, Status: core.QuestionPending}},
+		{ID: "run", Status: core.StatusInProgress, Assignee: &role, Session: live},
+		{ID: "r2", Status: core.StatusReview, Assignee: &op, YourTurn: true},
+	}
+	var g Glance
+	for i := range tasks {
+		g.add(&tasks[i])
+	}
+	g.rank()
+	if got := g.line(); got != "2 waiting on you · 2 to review · 1 running" {
+		t.Fatalf("line %q", got)
+	}
+	var ids []string
+	for _, x := range g.Tasks {
+		ids = append(ids, x.ID+":"+x.Why)
+	}
+	want := []string{"p1:permission", "s1:stuck", "r1:back to you", "r2:your turn"}
+	if len(ids) != len(want) {
+		t.Fatalf("listed %v, want %v", ids, want)
+	}
+	for i := range want {
+		if ids[i] != want[i] {
+			t.Fatalf("listed %v, want %v", ids, want)
+		}
+	}
+	if g.NeedYou != 4 || g.Open != 6 {
+		t.Fatalf("need you %d open %d", g.NeedYou, g.Open)
+	}
+}
