@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -46,5 +47,23 @@ func TestGlanceRanksByUrgency(t *testing.T) {
 	}
 	if g.NeedYou != 4 || g.Open != 6 {
 		t.Fatalf("need you %d open %d", g.NeedYou, g.Open)
+	}
+}
+
+// A command asks only on a terminal, and never with --json.
+func TestAskOnlyOnATerminal(t *testing.T) {
+	var errOut strings.Builder
+	f := &Factory{IO: IOStreams{In: strings.NewReader(" D\n"), ErrOut: &errOut, InTTY: true}}
+	if a, ok := f.ask("Finish? "); !ok || a != "d" || errOut.String() != "Finish? " {
+		t.Fatalf("on a terminal: %q %v, asked %q", a, ok, errOut.String())
+	}
+	for _, f := range []*Factory{
+		{IO: IOStreams{In: strings.NewReader("y\n"), ErrOut: &errOut}},
+		{IO: IOStreams{In: strings.NewReader("y\n"), ErrOut: &errOut, InTTY: true}, JSON: true},
+	} {
+		errOut.Reset()
+		if _, ok := f.ask("Finish? "); ok || errOut.Len() != 0 {
+			t.Fatalf("asked without a terminal or with --json: %q", errOut.String())
+		}
 	}
 }
