@@ -664,8 +664,16 @@ func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 	e.rtMu.Lock()
 	runs := len(e.sessions)
 	e.rtMu.Unlock()
+	running := 0
+	e.cacheMu.RLock()
+	for _, t := range e.tasks {
+		if !t.Archived && t.Running() {
+			running++
+		}
+	}
+	e.cacheMu.RUnlock()
 	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir,
-		StartedAt: e.started, LiveRuns: runs}, nil
+		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }
 
 // Events implements core.Client.
