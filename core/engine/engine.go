@@ -503,9 +503,12 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		}
 	}
 	active := !t.Archived && !t.Status.Terminal()
+	// Finished work is nobody's turn: a task whose worktree was discarded
+	// has nothing left to do (it takes no input either).
+	discarded := t.Workspace != nil && t.Workspace.Mode == core.WorkspaceDiscarded
 	// A stuck task (stalled, nobody to escalate to) is the operator's too:
 	// nobody else will ever move it.
-	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
+	t.YourTurn = active && !discarded && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
 		(t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson()) || t.Stuck())
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
