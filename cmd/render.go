@@ -391,12 +391,11 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("session", v)
 		// A completed or stopped session's reason says how it ended; only
 		// a failed one is an error.
-		switch {
-		case s.Error == "":
-		case s.State == core.SessionFailed:
+		if s.Error != "" {
 			row("session error", s.Error)
-		default:
-			row("session ended", s.Error)
+		}
+		if s.EndReason != "" {
+			row("session ended", s.EndReason)
 		}
 	}
 	if q := t.PendingQuestion; q != nil {

@@ -271,7 +271,12 @@ type SessionInfo struct {
 	State          SessionState `json:"state"`
 	AgentSessionID string       `json:"agent_session_id"`
 	PID            int          `json:"pid"`
-	Error          string       `json:"error"`
+	// Error is why the run failed; only a failed run has one.
+	Error string `json:"error"`
+	// EndReason says how a run that did not fail ended ("the task was
+	// handed to person:operator", idle, stopped, interrupted by a daemon
+	// exit): not an error.
+	EndReason string `json:"end_reason,omitempty"`
 	Turns          int          `json:"turns"`
 	// TurnStartedAt is when the current (or last) turn began.
 	TurnStartedAt time.Time `json:"turn_started_at"`

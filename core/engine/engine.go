@@ -513,13 +513,20 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
-		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.Error, core.SessionInterruptedPrefix)
+		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.EndReason, core.SessionInterruptedPrefix)
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {
-	return core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Role: s.Role, Profile: s.Profile, State: core.SessionState(s.State),
-		AgentSessionID: s.AgentSessionID, PID: s.PID, Error: s.Error, Turns: s.Turns, TurnStartedAt: s.TurnStartedAt,
+	info := core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Role: s.Role, Profile: s.Profile, State: core.SessionState(s.State),
+		AgentSessionID: s.AgentSessionID, PID: s.PID, Turns: s.Turns, TurnStartedAt: s.TurnStartedAt,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	// The store keeps one text for both; only a failed run's is an error.
+	if info.State == core.SessionFailed {
+		info.Error = s.Error
+	} else {
+		info.EndReason = s.Error
+	}
+	return info
 }
 
 func messageFromStore(m store.Message) core.Message {
