@@ -67,3 +67,31 @@ func TestAskOnlyOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// kandev --help lists its commands in groups, daily use first and the
+// plumbing (mcp, serve) last; every visible command is in a group.
+func TestHelpGroupsCommands(t *testing.T) {
+	root := NewCmdRoot(NewFactory())
+	var out strings.Builder
+	root.SetOut(&out)
+	root.SetArgs([]string{"--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	help := out.String()
+	at := func(s string) int {
+		i := strings.Index(help, s)
+		if i < 0 {
+			t.Fatalf("help lacks %q:\n%s", s, help)
+		}
+		return i
+	}
+	if !(at("Daily:") < at("  status ") && at("  status ") < at("Tasks:") && at("Tasks:") < at("  task ") &&
+		at("  task ") < at("Workspace:") && at("Workspace:") < at("Setup:") && at("Setup:") < at("  profile ") &&
+		at("  profile ") < at("Plumbing") && at("Plumbing") < at("  mcp ") && at("Plumbing") < at("  serve ")) {
+		t.Fatalf("help out of order:\n%s", help)
+	}
+	if strings.Contains(help, "Additional Commands") || strings.Contains(help, "mock-agent") {
+		t.Fatalf("an ungrouped or hidden command shows:\n%s", help)
+	}
+}
