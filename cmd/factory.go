@@ -146,6 +146,21 @@ func (f *Factory) configuredProfile() (string, error) {
 	return v.Value, nil
 }
 
+// configuredWorkspace is the workspace key's value for a top-level task
+// created without --workspace: "" for auto (the daemon's own choice), else
+// worktree or shared.
+func (f *Factory) configuredWorkspace() (string, error) {
+	cfg, err := config.Load(f.Getenv)
+	if err != nil {
+		return "", err
+	}
+	v, err := cfg.Get("workspace")
+	if err != nil || v.Value == "auto" {
+		return "", err
+	}
+	return v.Value, nil
+}
+
 // UsageError marks a mistake in how a command was invoked (exit code 2).
 type UsageError struct{ Err error }
 
