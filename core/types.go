@@ -277,7 +277,7 @@ type SessionInfo struct {
 	// handed to person:operator", idle, stopped, interrupted by a daemon
 	// exit): not an error.
 	EndReason string `json:"end_reason,omitempty"`
-	Turns          int          `json:"turns"`
+	Turns     int    `json:"turns"`
 	// TurnStartedAt is when the current (or last) turn began.
 	TurnStartedAt time.Time `json:"turn_started_at"`
 	CreatedAt     time.Time `json:"created_at"`
