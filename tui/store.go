@@ -35,9 +35,6 @@ type entry struct {
 // change so nothing scans the whole store to show them.
 type counts struct {
 	total, running, askYou, askParent, yours int
-	// urgent counts those of yours waiting on you (core.Urgency.Urgent),
-	// not merely handed back for review.
-	urgent int
 }
 
 func (c *counts) add(t *core.Task, d int) {
@@ -46,11 +43,8 @@ func (c *counts) add(t *core.Task, d int) {
 	if t.Running() {
 		c.running += d
 	}
-	if a := t.NeedsYou(); a.Urgency != core.UrgencyNone {
+	if waitsOnYou(t) {
 		c.yours += d
-		if a.Urgency.Urgent() {
-			c.urgent += d
-		}
 	}
 	if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending {
 		if q.Kind == core.QuestionParent {
