@@ -34,6 +34,7 @@ func registerCompletions(f *Factory, root *cobra.Command) {
 	walk(root)
 
 	tasks := f.completer(completeTasks)
+	asking := f.completer(completeAskingTasks)
 	profiles := f.completer(completeProfiles)
 	roles := f.completer(completeRoles)
 	assignees := f.completer(completeRoles, completePersons)
@@ -44,7 +45,7 @@ func registerCompletions(f *Factory, root *cobra.Command) {
 	args := map[string]cobra.CompletionFunc{
 		"task show": firstArg(tasks), "task edit": firstArg(tasks), "task archive": firstArg(tasks),
 		"task start": firstArg(tasks), "task message": firstArg(tasks), "task stop": firstArg(tasks),
-		"task answer": firstArg(tasks), "task handoff": firstArg(tasks), "task block": firstArg(tasks),
+		"task answer": firstArg(asking), "task handoff": firstArg(tasks), "task block": firstArg(tasks),
 		"task queue": firstArg(tasks), "task log": firstArg(tasks), "task status": completeTaskStatus(tasks),
 		"wait":      firstArg(tasks),
 		"task path": firstArg(tasks), "task shell": firstArg(tasks),
@@ -150,6 +151,22 @@ func completeTasks(ctx context.Context, c *daemonclient.Client) []string {
 	out := make([]string, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, described(t.ID, truncate(t.Title, 60)+" ("+string(t.Status)+")"))
+	}
+	return out
+}
+
+// completeAskingTasks offers only the tasks with a question for you: the
+// ones task answer takes, each with its question.
+func completeAskingTasks(ctx context.Context, c *daemonclient.Client) []string {
+	ts, err := c.ListTaskSummaries(ctx, core.ListTasksInput{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, t := range ts {
+		if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending && q.Kind.ForPerson() && !t.Archived {
+			out = append(out, described(t.ID, truncate(t.Title, 40)+": "+truncate(q.Text, 60)))
+		}
 	}
 	return out
 }

@@ -3,10 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/config"
 )
 
@@ -108,7 +110,7 @@ func NewCmdConfigSet(f *Factory, runF func(*ConfigSetOptions) error) *cobra.Comm
 	}
 }
 
-func configSetRun(_ context.Context, opts *ConfigSetOptions) error {
+func configSetRun(ctx context.Context, opts *ConfigSetOptions) error {
 	f := opts.F
 	path, err := config.Path(f.Getenv)
 	if err != nil {
@@ -117,6 +119,11 @@ func configSetRun(_ context.Context, opts *ConfigSetOptions) error {
 	k, ok := config.Lookup(opts.Key)
 	if !ok {
 		return usagef("unknown config key %q: see kandev config list", opts.Key)
+	}
+	if k.Name == "profile" && opts.Value != "" {
+		if err := checkProfileExists(ctx, f, strings.TrimSpace(opts.Value)); err != nil {
+			return err
+		}
 	}
 	v, err := config.Set(path, opts.Key, opts.Value)
 	if err != nil {
@@ -130,6 +137,31 @@ func configSetRun(_ context.Context, opts *ConfigSetOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "Note: $%s=%s is set and overrides the file\n", k.Env, e)
 	}
 	return nil
+}
+
+// checkProfileExists refuses a default profile kandev does not have: a
+// typo would otherwise make every new task wait on a profile that never
+// comes. Built-in profiles need no daemon; others are asked of it.
+func checkProfileExists(ctx context.Context, f *Factory, name string) error {
+	if _, ok := core.BuiltinProfile(name); ok || name == "" {
+		return nil
+	}
+	client, err := f.Client(ctx)
+	if err != nil {
+		return fmt.Errorf("profile %s is not built in, and the daemon that knows the others cannot be asked: %w", name, err)
+	}
+	ps, err := client.ListProfiles(ctx)
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, p := range ps {
+		if p.Name == name {
+			return nil
+		}
+		names = append(names, p.Name)
+	}
+	return core.Errorf(core.CodeValidation, "profile: no profile %q (known: %s); add one with kandev profile add %s ...", name, strings.Join(names, ", "), name)
 }
 
 // ConfigUnsetOptions are `config unset`'s inputs.

@@ -33,8 +33,9 @@ func NewCmdDaemonStatus(f *Factory, runF func(*DaemonStatusOptions) error) *cobr
 		Use:   "status",
 		Short: "Say whether the daemon runs: pid, version, home, socket, uptime, live agent runs",
 		Long: `Say whether the home's daemon runs, without starting it: its pid, version, home, socket,
-uptime and the number of agent runs (processes) it holds. Exits 0 either way; --json has
-"running".`,
+uptime, the tasks running (as kandev status counts them: a turn under way, not waiting on
+you) and the agent processes it holds (idle ones between turns included). Exits 0 either
+way; --json has "running".`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -73,7 +74,9 @@ func printDaemonStatus(f *Factory, st daemonclient.Status) {
 		if !st.StartedAt.IsZero() {
 			fmt.Fprintf(f.IO.Out, "uptime:   %s (since %s)\n", time.Duration(st.UptimeSeconds)*time.Second, st.StartedAt.Local().Format(time.DateTime))
 		}
-		fmt.Fprintf(f.IO.Out, "agents:   %d running\n", st.LiveRuns)
+		// "running" means what kandev status and the TUI count; the
+		// processes include agents idle between turns.
+		fmt.Fprintf(f.IO.Out, "tasks:    %d running\nagents:   %d processes\n", st.RunningTasks, st.LiveRuns)
 	}
 	fmt.Fprintf(f.IO.Out, "home:     %s\nsocket:   %s\n", st.Home, st.Socket)
 }

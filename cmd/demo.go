@@ -184,7 +184,12 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "\nWhat the agents changed, on branch %s (kandev task diff %s):\n\n%s\n%s", d.Branch, root.ID, d.Stat, d.Patch)
+		// The command to see it again only works in a home that stays.
+		again := ""
+		if opts.Keep {
+			again = fmt.Sprintf(" (KANDEV_HOME=%s kandev task diff %s)", home.Dir, root.ID)
+		}
+		fmt.Fprintf(out, "\nWhat the agents changed, on branch %s%s:\n\n%s\n%s", d.Branch, again, d.Stat, d.Patch)
 	}
 	fmt.Fprintf(out, "\nThe feature is back with you for review. Try it yourself:\n  kandev task create \"Say hi\" --prompt \"mock: say hi\" --start\n  kandev          # the live tree\n")
 	return nil

@@ -30,6 +30,9 @@ type IOStreams struct {
 	ErrOut io.Writer
 	// OutTTY: stdout is a terminal (--json is indented for a person).
 	OutTTY bool
+	// InTTY: stdin is a terminal, so a command may ask a question (no
+	// question is ever asked without one).
+	InTTY bool
 }
 
 // Factory carries what every command needs, built once per process.
@@ -85,7 +88,7 @@ func NewFactory() *Factory {
 	if err != nil {
 		exe = os.Args[0]
 	}
-	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, OutTTY: isTerminal(os.Stdout)},
+	return &Factory{IO: IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, OutTTY: isTerminal(os.Stdout), InTTY: isTerminal(os.Stdin)},
 		Executable: exe, Getenv: os.Getenv}
 }
 
@@ -138,6 +141,21 @@ func (f *Factory) configuredProfile() (string, error) {
 	}
 	v, err := cfg.Get("profile")
 	if err != nil {
+		return "", err
+	}
+	return v.Value, nil
+}
+
+// configuredWorkspace is the workspace key's value for a top-level task
+// created without --workspace: "" for auto (the daemon's own choice), else
+// worktree or shared.
+func (f *Factory) configuredWorkspace() (string, error) {
+	cfg, err := config.Load(f.Getenv)
+	if err != nil {
+		return "", err
+	}
+	v, err := cfg.Get("workspace")
+	if err != nil || v.Value == "auto" {
 		return "", err
 	}
 	return v.Value, nil

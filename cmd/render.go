@@ -43,13 +43,13 @@ func badges(t core.Task) []string {
 			b = append(b, "?you")
 		}
 	}
-	if t.Session != nil {
-		switch t.Session.State {
-		case core.SessionRunning, core.SessionStarting:
-			b = append(b, "running")
-		case core.SessionFailed:
-			b = append(b, "failed")
-		}
+	// "running" means what status and the TUI count (core.Task.Running):
+	// an agent in a permission or question call waits on you instead.
+	switch {
+	case t.Running():
+		b = append(b, "running")
+	case t.Session != nil && t.Session.State == core.SessionFailed:
+		b = append(b, "failed")
 	}
 	if t.Halted {
 		b = append(b, "stopped")
@@ -391,12 +391,11 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("session", v)
 		// A completed or stopped session's reason says how it ended; only
 		// a failed one is an error.
-		switch {
-		case s.Error == "":
-		case s.State == core.SessionFailed:
+		if s.Error != "" {
 			row("session error", s.Error)
-		default:
-			row("session ended", s.Error)
+		}
+		if s.EndReason != "" {
+			row("session ended", s.EndReason)
 		}
 	}
 	if q := t.PendingQuestion; q != nil {

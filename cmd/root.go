@@ -61,8 +61,37 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdMockAgent(f, nil),
 		NewCmdDemo(f, nil),
 	)
+	groupCommands(root)
 	registerCompletions(f, root)
 	return root
+}
+
+// groupCommands sorts the commands of `kandev --help` by what they are
+// for: what a person runs every day first, the plumbing agents and
+// service managers run last.
+func groupCommands(root *cobra.Command) {
+	groups := []struct{ id, title string }{
+		{"daily", "Daily:"}, {"tasks", "Tasks:"}, {"workspace", "Workspace:"}, {"setup", "Setup:"},
+		{"plumbing", "Plumbing (run by agents and service managers):"},
+	}
+	for _, g := range groups {
+		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
+	}
+	of := map[string]string{
+		"status": "daily", "wait": "daily", "events": "daily", "demo": "setup",
+		"task":     "tasks",
+		"worktree": "workspace",
+		"profile":  "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
+		"daemon": "setup", "version": "setup",
+		"mcp": "plumbing", "serve": "plumbing", "mock-agent": "plumbing",
+	}
+	for _, c := range root.Commands() {
+		if id, ok := of[c.Name()]; ok {
+			c.GroupID = id
+		}
+	}
+	root.SetHelpCommandGroupID("setup")
+	root.SetCompletionCommandGroupID("setup")
 }
 
 // Main runs kandev and returns the exit code.

@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -16,50 +18,28 @@ import (
 // over the open tasks.
 type Glance struct {
 	// Daemon: a daemon answered. Without one the counts are unknown, not 0.
-	Daemon  bool `json:"daemon"`
-	NeedYou int  `json:"need_you"`
-	Running int  `json:"running"`
+	Daemon bool `json:"daemon"`
+	// NeedYou counts every task that needs a person; Urgent those of them
+	// waiting on one (a question, a permission, a stall, an escalation),
+	// Review the rest (work handed back to look at).
+	NeedYou int `json:"need_you"`
+	Urgent  int `json:"urgent"`
+	Review  int `json:"review"`
+	Running int `json:"running"`
 	// Open counts the tasks neither done nor cancelled (archived ones are
 	// not listed at all).
-	Open  int          `json:"open"`
+	Open int `json:"open"`
+	// Tasks lists the tasks that need you, most urgent first (in listing
+	// order within an urgency).
 	Tasks []GlanceTask `json:"need_you_tasks"`
 }
 
 // GlanceTask is one task that needs the operator, and why.
 type GlanceTask struct {
-	ID    string `json:"id"`
-	Title string `json:"title"`
-	Why   string `json:"why"`
-}
-
-// needsYou says why the operator must act on t, or "". YourTurn already
-// holds the engine's rule (assigned to the operator, a question for them,
-// stuck); a task escalated to another person waits on a human too.
-func needsYou(t *core.Task) string {
-	if t.Status.Terminal() || t.Archived {
-		return ""
-	}
-	switch {
-	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson() && t.PendingQuestion.Status == core.QuestionPending:
-		return "question"
-	case t.Stuck():
-		return "stuck"
-	case t.YourTurn && t.Escalated():
-		return "escalated"
-	case t.YourTurn:
-		return "your turn"
-	case t.Interrupted:
-		return "interrupted"
-	case t.Escalated() && t.Assignee != nil && t.Assignee.IsPerson():
-		return "escalated to " + t.Assignee.Name
-	}
-	return ""
-}
-
-// glanceRunning: an agent turn is under way or about to be (as the TUI's
-// running filter).
-func glanceRunning(t *core.Task) bool {
-	return t.Session != nil && (t.Session.State == core.SessionRunning || t.Session.State == core.SessionStarting)
+	ID      string       `json:"id"`
+	Title   string       `json:"title"`
+	Why     string       `json:"why"`
+	Urgency core.Urgency `json:"urgency"`
 }
 
 // add counts one task of the listing. t may be reused afterwards: what
@@ -69,14 +49,30 @@ func (g *Glance) add(t *core.Task) {
 		return
 	}
 	g.Open++
-	// A task waiting on the operator is counted there only, even while
-	// its agent sits in the question call: it is not making progress.
-	if why := needsYou(t); why != "" {
+	if a := t.NeedsYou(); a.Urgency != core.UrgencyNone {
 		g.NeedYou++
-		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: why})
-	} else if glanceRunning(t) {
+		if a.Urgency.Urgent() {
+			g.Urgent++
+		} else {
+			g.Review++
+		}
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: a.Why, Urgency: a.Urgency})
+	}
+	if t.Running() {
 		g.Running++
 	}
+}
+
+// rank puts the most urgent first; the stable sort keeps the listing's
+// order within an urgency.
+func (g *Glance) rank() {
+	slices.SortStableFunc(g.Tasks, func(a, b GlanceTask) int { return cmp.Compare(b.Urgency, a.Urgency) })
+}
+
+// line is the one-line summary, e.g. "1 waiting on you · 4 to review · 3
+// running".
+func (g *Glance) line() string {
+	return fmt.Sprintf("%d waiting on you · %d to review · %d running", g.Urgent, g.Review, g.Running)
 }
 
 // StatusOptions are `status`'s inputs.
@@ -91,14 +87,18 @@ func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status [--short]",
 		Short: "Count the tasks that need you and the tasks running",
-		Long: `Count the open tasks that need you (your turn, a question for you, stuck, escalated
-to a person, or interrupted by a daemon exit and left for you to start) and those whose agent is running, and list the ones that need you. It never
-starts the daemon: without one it says so (--short prints nothing) and exits 0.
+		Long: `Count the open tasks that need you and those whose agent is running, and list the
+ones that need you, most urgent first: a permission or a question an agent waits on,
+then questions, stuck tasks, escalations and runs a daemon exit cut short ("waiting
+on you"), then work handed back to you to look at ("to review"). Finished work (done,
+cancelled, archived, its worktree discarded) needs nobody. A task whose agent waits
+on your answer counts as waiting on you, not as running. It never starts the daemon:
+without one it says so (--short prints nothing) and exits 0.
 
 --short prints one line for a status bar, e.g. in tmux:
   set -g status-right '#(kandev status --short)'`,
 		Example: `  kandev status
-  kandev status --short      # 2 need you · 3 running
+  kandev status --short      # 1 waiting on you · 4 to review · 3 running
   kandev status --json`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -138,10 +138,11 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if err := scanTasks(ctx, client, core.ListTasksInput{}, nil, func(t *core.Task) error { g.add(t); return nil }); err != nil {
 		return err
 	}
+	g.rank()
 	if f.JSON {
 		return f.printJSON(g)
 	}
-	fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
+	fmt.Fprintln(f.IO.Out, g.line())
 	if short {
 		return nil
 	}

@@ -66,6 +66,14 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 				}
 				opts.Input.Profile = p
 			}
+			// So is the configured workspace (a child's follows its parent).
+			if opts.Input.Workspace == "" && opts.Input.ParentID == "" {
+				w, err := f.configuredWorkspace()
+				if err != nil {
+					return err
+				}
+				opts.Input.Workspace = w
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -78,7 +86,7 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
-	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: worktree inside a git repository, and a child created without --cwd works in its parent's worktree")
+	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: config workspace, auto: a worktree inside a git repository, else shared; a child created without --cwd works in its parent's worktree")
 	fl.StringVar(&opts.Input.Base, "base", "", "the ref a worktree branches from (default: the repository's HEAD, or the parent's branch)")
 	fl.StringVar(&opts.Input.Branch, "branch", "", "the worktree's new branch (default: kandev/<task-id>-<slug-of-title>)")
 	fl.StringVar(&opts.Input.Prompt, "prompt", "", "first message for the task's agent")
@@ -124,6 +132,11 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	}
 	fmt.Fprintln(f.IO.Out, t.ID)
 	fmt.Fprintf(f.IO.ErrOut, "Created task %s: %s (%s)\n", t.ID, t.Title, describeMode(t))
+	// Said at once: an agent working in the directory as it is changes
+	// it in place, with no worktree to review, merge or discard.
+	if w := t.Workspace; w != nil && w.Mode == core.WorkspaceShared && in.Workspace != core.WorkspaceShared && t.ParentID == "" {
+		fmt.Fprintf(f.IO.ErrOut, "Note: %s is not in a git repository; the agent works in it as it is (no worktree to review, merge or discard)\n", t.CWD)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -120,6 +121,9 @@ type TaskMergeOptions struct {
 	F     *Factory
 	ID    string
 	Input core.MergeInput
+	// Done marks the task done after the merge; Archive marks it done and
+	// archives it. Neither, on a terminal: ask.
+	Done, Archive bool
 }
 
 // NewCmdTaskMerge builds `kandev task merge`.
@@ -132,7 +136,12 @@ func NewCmdTaskMerge(f *Factory, runF func(*TaskMergeOptions) error) *cobra.Comm
 on. Uncommitted work in the task's worktree is committed on its branch
 first. The merge is refused, changing nothing, when the main checkout has
 uncommitted changes to tracked files, is on no branch, or the merge would
-conflict; the task's agent must not be in a turn.`,
+conflict; the task's agent must not be in a turn.
+
+Merged work is finished: --done marks the task done, --archive marks it
+done and archives it (which removes its worktree, and its branch, merged or
+squash-merged by kandev). Without either, on a terminal it asks (Enter:
+done and archive); without a terminal it asks nothing and says how.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
@@ -144,7 +153,25 @@ conflict; the task's agent must not be in a turn.`,
 	}
 	c.Flags().BoolVar(&opts.Input.Squash, "squash", false, "one commit on the main checkout's branch instead of a merge")
 	c.Flags().StringVarP(&opts.Input.Message, "message", "m", "", "the merge (or squash) commit's message")
+	c.Flags().BoolVar(&opts.Done, "done", false, "then mark the task done")
+	c.Flags().BoolVar(&opts.Archive, "archive", false, "then mark the task done and archive it (its worktree and merged branch go)")
 	return c
+}
+
+// ask asks a question on the terminal and returns the answer, trimmed and
+// in lower case; without a terminal (or with --json) it asks nothing and
+// returns ok false.
+func (f *Factory) ask(question string) (string, bool) {
+	if !f.IO.InTTY || f.JSON || f.IO.In == nil {
+		return "", false
+	}
+	fmt.Fprint(f.IO.ErrOut, question)
+	line, err := bufio.NewReader(f.IO.In).ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(f.IO.ErrOut)
+		return "", false
+	}
+	return strings.ToLower(strings.TrimSpace(line)), true
 }
 
 func taskMergeRun(ctx context.Context, opts *TaskMergeOptions) error {
@@ -157,14 +184,46 @@ func taskMergeRun(ctx context.Context, opts *TaskMergeOptions) error {
 	if err != nil {
 		return err
 	}
+	if !f.JSON {
+		how := "Merged"
+		if opts.Input.Squash {
+			how = "Squashed"
+		}
+		fmt.Fprintf(f.IO.ErrOut, "%s %s into %s (%s)\n", how, res.Branch, res.Into, shortID(res.Commit))
+	}
+	done, archive := opts.Done || opts.Archive, opts.Archive
+	id := res.Task.ID
+	if !done && !res.Task.Status.Terminal() {
+		switch a, ok := f.ask("Mark task " + id + " done and archive it? [Y]es, [d]one only, [n]o: "); {
+		case !ok:
+			if !f.JSON {
+				fmt.Fprintf(f.IO.ErrOut, "Finished? kandev task status %s done, then kandev task archive %s (or merge with --archive)\n", id, id)
+			}
+		case a == "" || a == "y" || a == "yes":
+			done, archive = true, true
+		case a == "d" || a == "done":
+			done = true
+		}
+	}
+	if done && res.Task.Status != core.StatusDone {
+		if res.Task, err = client.SetTaskStatus(ctx, id, core.StatusDone); err != nil {
+			return fmt.Errorf("merged, but marking task %s done failed: %w", id, err)
+		}
+		if !f.JSON {
+			fmt.Fprintf(f.IO.ErrOut, "Task %s is done\n", id)
+		}
+	}
+	if archive && !res.Task.Archived {
+		if res.Task, err = client.ArchiveTask(ctx, id); err != nil {
+			return fmt.Errorf("merged and done, but archiving task %s failed: %w", id, err)
+		}
+		if !f.JSON {
+			fmt.Fprintf(f.IO.ErrOut, "Archived task %s\n", id)
+		}
+	}
 	if f.JSON {
 		return f.printJSON(res)
 	}
-	how := "Merged"
-	if opts.Input.Squash {
-		how = "Squashed"
-	}
-	fmt.Fprintf(f.IO.ErrOut, "%s %s into %s (%s)\n", how, res.Branch, res.Into, shortID(res.Commit))
 	return nil
 }
 
@@ -173,6 +232,9 @@ type TaskDiscardOptions struct {
 	F   *Factory
 	ID  string
 	Yes bool
+	// Cancel cancels the task after the discard; without it, on a
+	// terminal: ask.
+	Cancel bool
 }
 
 // NewCmdTaskDiscard builds `kandev task discard`.
@@ -184,7 +246,10 @@ func NewCmdTaskDiscard(f *Factory, runF func(*TaskDiscardOptions) error) *cobra.
 		Long: `Delete a task's worktree and its branch, with whatever they hold that was
 not merged. The task stays (its workspace shows as discarded). Stop never
 deletes a worktree, nor does archiving a task that is not done; archiving a
-done task removes its worktree but keeps its branch. Needs --yes.`,
+done task removes its worktree but keeps its branch. Needs --yes.
+
+Discarded work is finished: --cancel then cancels the task. Without it, on a
+terminal it asks (Enter: cancel); without a terminal it asks nothing.`,
 		Args: exactArgs(1, "one task ID"),
 		PreRunE: func(c *cobra.Command, args []string) error {
 			if !opts.Yes {
@@ -201,6 +266,7 @@ done task removes its worktree but keeps its branch. Needs --yes.`,
 		},
 	}
 	c.Flags().BoolVar(&opts.Yes, "yes", false, "confirm: the work not merged is lost")
+	c.Flags().BoolVar(&opts.Cancel, "cancel", false, "then cancel the task")
 	return c
 }
 
@@ -218,5 +284,24 @@ func taskDiscardRun(ctx context.Context, opts *TaskDiscardOptions) error {
 	if w == nil {
 		w = &core.Workspace{}
 	}
-	return printTaskResult(f, t, "Discarded worktree %s and branch %s of task %s", w.Dir, w.Branch, t.ID)
+	if !f.JSON {
+		fmt.Fprintf(f.IO.ErrOut, "Discarded worktree %s and branch %s of task %s\n", w.Dir, w.Branch, t.ID)
+	}
+	cancel := opts.Cancel
+	if !cancel && !t.Status.Terminal() {
+		a, ok := f.ask("Cancel task " + t.ID + " too? [Y/n]: ")
+		cancel = ok && (a == "" || a == "y" || a == "yes")
+	}
+	if cancel && t.Status != core.StatusCancelled {
+		if t, err = client.SetTaskStatus(ctx, t.ID, core.StatusCancelled); err != nil {
+			return fmt.Errorf("discarded, but cancelling task %s failed: %w", opts.ID, err)
+		}
+		if !f.JSON {
+			fmt.Fprintf(f.IO.ErrOut, "Cancelled task %s\n", t.ID)
+		}
+	}
+	if f.JSON {
+		return f.printJSON(t)
+	}
+	return nil
 }

@@ -25,6 +25,8 @@ var waitOutcomes = []struct {
 	{"question", 11, "it asks you a question"},
 	{"escalated", 12, "it stalled and was escalated"},
 	{"stuck", 15, "it stalled with nobody to escalate to"},
+	{"stopped", 16, "it was stopped (kandev task stop): nothing runs until it is started again"},
+	// 17 and up: further outcomes (a budget reached, issue 28), each its own.
 	{"person", 10, "it was handed to a person, or came back to you when its agent ended a turn without handing it on"},
 	{"timeout", 124, "--timeout passed first"},
 	{"interrupted", 130, "a signal (Ctrl-C, SIGTERM) ended the wait"},
@@ -54,6 +56,10 @@ func waitOutcome(t core.Task) (string, string) {
 		return "done", "task is done"
 	case t.Status == core.StatusCancelled:
 		return "cancelled", "task was cancelled"
+	case t.Halted && (t.Session == nil || !t.Session.State.Live()):
+		// A stop ends the run and holds the queue: nothing moves until
+		// someone starts the task again.
+		return "stopped", "stopped: nothing runs until kandev task start " + t.ID
 	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson():
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stuck():
@@ -90,12 +96,12 @@ func NewCmdWait(f *Factory, runF func(*WaitOptions) error) *cobra.Command {
 		Use:   "wait ID [--timeout D]",
 		Short: "Block until a task needs someone, and say why",
 		Long: `Block until the task needs someone — done, handed to a person, a question for you,
-escalated, stuck with nobody to escalate to, failed or cancelled — then print why.
+escalated, stuck with nobody to escalate to, failed, stopped or cancelled — then print why.
 An agent that handed the task on and is still finishing its turn is waited for, so
 the next command sees the run settled.
 Exit codes:
   0 done, 10 handed to a person (or back to you), 11 a question for you, 12 escalated,
-  13 failed, 14 cancelled, 15 stuck, 124 timeout, 130 interrupted (a signal),
+  13 failed, 14 cancelled, 15 stuck, 16 stopped, 124 timeout, 130 interrupted (a signal),
   1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {

@@ -313,8 +313,12 @@ type VersionInfo struct {
 	// StartedAt is when the serving daemon's engine opened (zero from an
 	// in-process engine's caller that never set it, or an older daemon).
 	StartedAt time.Time `json:"started_at,omitzero"`
-	// LiveRuns counts the agent runs (processes) the daemon holds now.
+	// LiveRuns counts the agent runs (processes) the daemon holds now,
+	// idle ones between turns included.
 	LiveRuns int `json:"live_runs,omitempty"`
+	// Running counts the tasks running as kandev status and the TUI count
+	// them (core.Task.Running).
+	Running int `json:"running"`
 }
 
 // ToolHost serves the MCP tools of kandev's sessions. The daemon puts the

@@ -271,8 +271,13 @@ type SessionInfo struct {
 	State          SessionState `json:"state"`
 	AgentSessionID string       `json:"agent_session_id"`
 	PID            int          `json:"pid"`
-	Error          string       `json:"error"`
-	Turns          int          `json:"turns"`
+	// Error is why the run failed; only a failed run has one.
+	Error string `json:"error"`
+	// EndReason says how a run that did not fail ended ("the task was
+	// handed to person:operator", idle, stopped, interrupted by a daemon
+	// exit): not an error.
+	EndReason string `json:"end_reason,omitempty"`
+	Turns     int    `json:"turns"`
 	// TurnStartedAt is when the current (or last) turn began.
 	TurnStartedAt time.Time `json:"turn_started_at"`
 	CreatedAt     time.Time `json:"created_at"`
@@ -385,6 +390,11 @@ const (
 	EventMessageUpdated  EventType = "message.updated"
 	EventQuestionUpdated EventType = "question.updated"
 	EventProfileChanged  EventType = "profile.changed"
+	// EventNeedsYou follows the task.updated of a task that started
+	// needing a person, or asks a new question, or became more urgent
+	// (Task.NeedsYou): what the daemon notifies and the TUI rings its
+	// bell for. Its Task is the task as updated.
+	EventNeedsYou EventType = "task.needs_you"
 	// EventResync tells a subscriber it missed events and must reload.
 	EventResync EventType = "resync"
 )

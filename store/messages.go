@@ -115,6 +115,17 @@ func (q Queries) LastMessageOfKind(ctx context.Context, taskID, kind string) (Me
 	return m, nil
 }
 
+// LastMessageWithMeta returns a task's newest entry of a kind whose meta
+// has a value at the JSON path (such as "$.merge").
+func (q Queries) LastMessageWithMeta(ctx context.Context, taskID, kind, path string) (Message, error) {
+	m, err := scanMessage(q.q.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages
+		WHERE task_id = ? AND kind = ? AND json_extract(meta, ?) IS NOT NULL ORDER BY seq DESC LIMIT 1`, taskID, kind, path))
+	if err != nil {
+		return Message{}, mapErr(err)
+	}
+	return m, nil
+}
+
 // PermissionRemembered reports whether the task's conversation records an
 // "allow always" for this tool key (a permission entry whose
 // $.remember is key).

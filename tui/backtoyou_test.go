@@ -19,7 +19,7 @@ func sayHi() core.Task {
 		Assignee: &core.Ref{Kind: "person", Name: core.Operator}, HandedBy: &core.Ref{Kind: "role", Name: "mock"},
 		Stalled: &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: "hi\n", At: ago(time.Minute)},
 		Session: &core.SessionInfo{ID: "s-hi0001", TaskID: "hi0001", Role: "mock", State: core.SessionCompleted, Turns: 1,
-			Error: "the task was handed to person:operator", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)}}
+			EndReason: "the task was handed to person:operator", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)}}
 }
 
 // A task back to you reads as your turn with the agent's last words: no
@@ -60,7 +60,7 @@ func TestInterruptedTaskIsMarkedAndFound(t *testing.T) {
 		CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute), Queued: 1, Interrupted: true,
 		Assignee: &core.Ref{Kind: "role", Name: "mock"},
 		Session: &core.SessionInfo{ID: "s-cut001", TaskID: "cut001", Role: "mock", State: core.SessionCancelled,
-			Error: core.SessionInterruptedPrefix + "shut down", CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute)}}
+			EndReason: core.SessionInterruptedPrefix + "shut down", CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute)}}
 	d := newDriver(t, newFake(append(demoTasks()[:2], cut)...), 100, 30)
 	if !strings.Contains(d.rowOf("cut001"), "INTERRUPTED") {
 		t.Fatalf("row %q, want INTERRUPTED", d.rowOf("cut001"))

@@ -106,14 +106,12 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 			line += " · STOPPED (r resumes)"
 		}
 		add(line)
+		// A failed run's error is an error; any other ended run just says
+		// why it ended.
 		if s.Error != "" {
-			// A failed run's error is an error; any other ended run just says
-			// why it ended.
-			if s.State == core.SessionFailed {
-				addLong(st.errText.Render("error: ") + oneLine(s.Error))
-			} else {
-				addLong("ended: " + oneLine(s.Error))
-			}
+			addLong(st.errText.Render("error: ") + oneLine(s.Error))
+		} else if s.EndReason != "" {
+			addLong("ended: " + oneLine(s.EndReason))
 		}
 	} else {
 		line := "never ran (r starts it)"

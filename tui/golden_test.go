@@ -137,7 +137,7 @@ func TestGoldenAnswerDialog(t *testing.T) {
 	f.convo = demoConvo()
 	g := goldenProgram(t, f, 80, 24)
 	g.waitScreen("7 tasks")
-	g.keys("w", "w") // kid003 (escalated to you), then ask001 (asks you)
+	g.keys("w") // ask001 first: its agent waits in the question call
 	g.waitScreen("[pending: press a to answer]")
 	g.keys("a", "2")
 	g.waitScreen("Answer task ask001", "2/2", "> 2) postgres")
@@ -217,7 +217,7 @@ func TestGoldenStatusDialog(t *testing.T) {
 	f := newFake(demoTasks()...)
 	g := goldenProgram(t, f, 80, 24)
 	g.waitScreen("7 tasks")
-	g.keys("w") // kid003, escalated to you
+	g.keys("w", "w") // ask001 (its agent waits on you), then kid003, escalated to you
 	g.waitScreen("> └─◐ Write the migration")
 	g.keys("d")
 	g.waitScreen("Mark task kid003 done?")
@@ -228,7 +228,7 @@ func TestGoldenHandOnDialog(t *testing.T) {
 	f := newFake(demoTasks()...)
 	g := goldenProgram(t, f, 80, 30)
 	g.waitScreen("7 tasks")
-	g.keys("w") // kid003, escalated to you
+	g.keys("w", "w") // ask001 (its agent waits on you), then kid003, escalated to you
 	g.waitScreen("> └─◐ Write the migration")
 	g.keys("o")
 	g.waitScreen("Hand on task kid003", "alice    person")
@@ -262,7 +262,7 @@ func TestGoldenTreeOverflowFiltered(t *testing.T) {
 	g.keys("/")
 	g.typeText("plain task number")
 	g.keys("enter")
-	g.waitScreen(`filter: "plain`, "27 tasks · 2 running · ?you 1 · ?parent 1 · @you 1")
+	g.waitScreen(`filter: "plain`, "27 tasks · 1 running · ?you 1 · ?parent 1 · @you 1")
 	golden.RequireEqual(t, g.finalScreen())
 }
 

@@ -1,7 +1,9 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -292,28 +294,40 @@ func (m *Model) onLogKey(msg tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-// nextWaiting selects the next task (in tree order, after the selected
-// one, wrapping) that waits on the operator (its question, or it is
-// assigned to them), unfolding and unfiltering as needed to show it.
+// nextWaiting selects the next task that waits on the operator, most
+// urgent first (core.Task.NeedsYou: a permission or a question an agent
+// sits in, then questions, stalls and escalations, then work handed
+// back), in tree order within an urgency, wrapping; from a task that
+// waits on nobody it goes to the most urgent. It unfolds and unfilters as
+// needed to show the task.
 func (m *Model) nextWaiting() {
 	if m.tasks.counts.yours == 0 {
 		m.setStatus("no task is waiting on you", false)
 		return
 	}
-	order := m.treeOrder()
-	at := -1
-	for i, id := range order {
-		if id == m.tree.selected {
-			at = i
+	type waiting struct {
+		id string
+		u  core.Urgency
+	}
+	var ranked []waiting
+	for _, id := range m.treeOrder() {
+		if t := m.tasks.get(id); t != nil {
+			if u := t.NeedsYou().Urgency; u != core.UrgencyNone {
+				ranked = append(ranked, waiting{id, u})
+			}
+		}
+	}
+	slices.SortStableFunc(ranked, func(a, b waiting) int { return cmp.Compare(b.u, a.u) })
+	next := 0
+	for i, w := range ranked {
+		if w.id == m.tree.selected {
+			next = (i + 1) % len(ranked)
 			break
 		}
 	}
-	for n := 1; n <= len(order); n++ {
-		id := order[(at+n+len(order))%len(order)]
+	if len(ranked) > 0 {
+		id := ranked[next].id
 		t := m.tasks.get(id)
-		if t == nil || !waitsOnYou(t) {
-			continue
-		}
 		for p := t.ParentID; p != ""; {
 			delete(m.tree.collapsed, p)
 			pt := m.tasks.get(p)

@@ -413,6 +413,13 @@ func (m *Model) apply(ev core.Event) tea.Cmd {
 		return nil
 	case core.EventProfileChanged:
 		return loadProfilesCmd(m.ctx, m.client)
+	case core.EventNeedsYou:
+		// The daemon marks the moment a task starts needing you (the
+		// task.updated before it brought the change): ring and flash.
+		if ev.Task != nil && !m.loading {
+			return m.notifyYou(ev.Task)
+		}
+		return nil
 	case core.EventResync:
 		if m.loading {
 			// The listing in flight may predate what was missed.
@@ -480,9 +487,6 @@ func (m *Model) applyTask(ev core.Event) tea.Cmd {
 	// (a merge, a discard); not with every output of a running turn.
 	if ev.Type == core.EventTaskUpdated || (before != nil && after != nil && isRunning(before) && !isRunning(after)) {
 		refresh = m.refreshChanges(id)
-	}
-	if after != nil && newlyYours(before, after) {
-		return tea.Batch(refresh, m.notifyYou(after))
 	}
 	if id == m.flashTask && !yours(after) {
 		m.flash, m.flashTask = "", "" // dealt with already

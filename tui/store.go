@@ -39,7 +39,8 @@ type counts struct {
 
 func (c *counts) add(t *core.Task, d int) {
 	c.total += d
-	if isRunning(t) {
+	// Counted as kandev status counts them (core.Task.Running, NeedsYou).
+	if t.Running() {
 		c.running += d
 	}
 	if waitsOnYou(t) {
@@ -199,7 +200,8 @@ func asksYou(t *core.Task) bool {
 // (it is assigned to them, for instance after an escalation).
 // An interrupted task (a daemon started with --no-resume) waits for your
 // start too.
-func waitsOnYou(t *core.Task) bool { return asksYou(t) || t.YourTurn || t.Interrupted }
+// Finished work (done, cancelled, discarded) does not (core.Task.NeedsYou).
+func waitsOnYou(t *core.Task) bool { return t.NeedsYou().Urgency != core.UrgencyNone }
 
 // stateFilter narrows the tree by what the tasks are doing.
 type stateFilter int
@@ -223,7 +225,7 @@ func (f stateFilter) match(t *core.Task) bool {
 	case stateNeedsYou:
 		return waitsOnYou(t)
 	case stateRunning:
-		return isRunning(t)
+		return t.Running() // as counted (a turn waiting on you is not)
 	case stateActive:
 		return t.Status.Active()
 	case stateProblem:

@@ -46,10 +46,6 @@ type Options struct {
 	// (default Out); NoBell, or KANDEV_NO_BELL=1, silences it.
 	Bell   io.Writer
 	NoBell bool
-	// Notify, when set, shows a desktop notification for a task that
-	// starts needing you. Run sets it to notify-send (Linux) or osascript
-	// (macOS) when KANDEV_NOTIFY=1 and the program exists.
-	Notify func(ctx context.Context, title, body string)
 	// Shell and Editor are what S and e run in a task's directory (a
 	// command line, split at spaces; the editor is given "."). Run sets
 	// them from $SHELL, and $VISUAL or $EDITOR, else /bin/sh and vi.
@@ -72,9 +68,6 @@ func Run(ctx context.Context, client core.Client, opts Options) error {
 	}
 	if os.Getenv("KANDEV_NO_BELL") == "1" {
 		opts.NoBell = true
-	}
-	if opts.Notify == nil && os.Getenv("KANDEV_NOTIFY") == "1" {
-		opts.Notify = desktopNotifier()
 	}
 	if opts.Shell == "" {
 		opts.Shell = os.Getenv("SHELL")

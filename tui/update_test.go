@@ -18,7 +18,7 @@ func TestLoadShowsTreeWithBadges(t *testing.T) {
 	if n := d.f.callCount("Events"); n != 1 {
 		t.Fatalf("Events called %d times", n)
 	}
-	d.mustShow("● live", "7 tasks · 2 running · ?you 1 · ?parent 1")
+	d.mustShow("● live", "7 tasks · 1 running · ?you 1 · ?parent 1") // ask001 waits on you, not running
 	for id, want := range map[string][]string{
 		"root01": {"AUTO"},
 		"kid001": {"AUTO", "├─"},
@@ -110,7 +110,7 @@ func TestLiveEventsUpdateTree(t *testing.T) {
 	s := session("live01", core.SessionRunning, testNow)
 	d.f.push(core.Event{Type: core.EventSessionUpdated, TaskID: "live01", Session: s})
 	d.settle()
-	d.mustShow("3 running")
+	d.mustShow("8 tasks · 1 running") // live01 runs but waits on your answer: not counted running
 	// The question is answered, the task is archived.
 	aq := *q
 	aq.Status = core.QuestionAnswered
@@ -314,21 +314,25 @@ func TestNextWaitingJumpsIntoFoldsAndFilters(t *testing.T) {
 	d.keys("h") // fold root01
 	d.keys("f") // state filter: waiting on you
 	d.keys("f") // running: the askers are filtered out...
+	// Most urgent first: ask001's agent sits in its question call; then,
+	// in tree order, deep01 (a question nobody's turn holds) and kid003
+	// (escalated to you).
+	d.keys("w")
+	if d.m.tree.selected != "ask001" {
+		t.Fatalf("w selected %q, want ask001 (its agent waits in the call)", d.m.tree.selected)
+	}
+	d.mustShow("filter cleared", "ask001")
 	d.keys("w")
 	if d.m.tree.selected != "deep01" {
-		t.Fatalf("w selected %q, want deep01 (first asker in tree order)", d.m.tree.selected)
+		t.Fatalf("second w selected %q, want deep01 (first asker in tree order)", d.m.tree.selected)
 	}
-	d.mustShow("filter cleared", "deep01")
+	d.mustShow("deep01")
 	d.keys("w")
 	if d.m.tree.selected != "kid003" {
-		t.Fatalf("second w selected %q, want kid003 (escalated to you)", d.m.tree.selected)
+		t.Fatalf("third w selected %q, want kid003 (escalated to you)", d.m.tree.selected)
 	}
 	d.keys("w")
 	if d.m.tree.selected != "ask001" {
-		t.Fatalf("third w selected %q", d.m.tree.selected)
-	}
-	d.keys("w")
-	if d.m.tree.selected != "deep01" {
 		t.Fatalf("w should wrap around, selected %q", d.m.tree.selected)
 	}
 }
@@ -357,8 +361,8 @@ func TestTextAndStateFilters(t *testing.T) {
 	d.mustShow("[waiting on you]", "ask001")
 	d.mustNotShow("kid001")
 	d.keys("f")
-	d.mustShow("[running]", "kid001", "ask001")
-	d.mustNotShow("stop01")
+	d.mustShow("[running]", "kid001")
+	d.mustNotShow("stop01", "ask001") // its agent waits on you: not running
 	d.keys("f", "f")
 	d.mustShow("[failed/stopped/escalated]", "stop01", "kid003")
 	d.mustNotShow("ask001")

@@ -57,10 +57,12 @@ func Keys() []Key {
 			Doc: "how long an agent whose task is held between turns keeps its process (0 keeps it up)"},
 		{Name: "start_timeout", Env: "KANDEV_AGENT_START_TIMEOUT", Default: "60s", kind: kindDuration,
 			Doc: "how long an agent has to answer initialize and session setup (a profile's --start-timeout wins)"},
-		{Name: "workspace", Env: "KANDEV_WORKSPACE", Default: "shared", kind: kindEnum, values: []string{"shared", "worktree"},
-			Doc: "where a new task's agent works: shared (the task's directory) or worktree (stored only)"},
+		{Name: "workspace", Env: "KANDEV_WORKSPACE", Default: "auto", kind: kindEnum, values: []string{"auto", "worktree", "shared"},
+			Doc: "where a new top-level task's agent works without --workspace: auto (a git worktree of its own inside a repository, else the directory as it is), worktree, or shared (the directory as it is)"},
 		{Name: "notifications", Env: "KANDEV_NOTIFICATIONS", Default: "false", kind: kindBool,
-			Doc: "desktop notifications when a task needs you"},
+			Doc: "desktop notifications (notify-send, osascript) from the daemon when a task starts needing you"},
+		{Name: "notify_command", Env: "KANDEV_NOTIFY_COMMAND", Default: "",
+			Doc: "a shell command the daemon runs when a task starts needing you, one JSON object on its stdin (for ntfy, Slack, a phone); unset: none"},
 	}
 }
 

@@ -42,7 +42,8 @@ func TestResolvePrecedence(t *testing.T) {
 		"permission":           {Key: "permission", Value: "ask", Source: SourceDefault, Env: "KANDEV_PERMISSION"},
 		"autopilot_permission": {Key: "autopilot_permission", Value: "allow", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_PERMISSION"},
 		"start_timeout":        {Key: "start_timeout", Value: "60s", Source: SourceDefault, Env: "KANDEV_AGENT_START_TIMEOUT"},
-		"workspace":            {Key: "workspace", Value: "shared", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
+		"workspace":            {Key: "workspace", Value: "auto", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
+		"notify_command":       {Key: "notify_command", Value: "", Source: SourceDefault, Env: "KANDEV_NOTIFY_COMMAND"},
 	}
 	list, err := c.List()
 	if err != nil {

@@ -28,8 +28,8 @@ func TestIdleTimeoutFromConfigFile(t *testing.T) {
 		s := get(t, d, task.ID).Session
 		return s.ID == first.ID && s.State == core.SessionCompleted
 	})
-	if s := get(t, d, task.ID).Session; !strings.Contains(s.Error, "idle for 400ms") {
-		t.Fatalf("end reason %q", s.Error)
+	if s := get(t, d, task.ID).Session; !strings.Contains(s.EndReason, "idle for 400ms") {
+		t.Fatalf("end reason %q", s.EndReason)
 	}
 }
 

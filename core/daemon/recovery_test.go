@@ -29,8 +29,8 @@ func TestRestartRecoveryAfterKill9(t *testing.T) {
 	d.Restart()
 
 	after := get(t, d, task.ID)
-	if after.Session.State != core.SessionCancelled || !strings.Contains(after.Session.Error, "interrupted") {
-		t.Fatalf("after restart: session %s %q, want cancelled as interrupted", after.Session.State, after.Session.Error)
+	if after.Session.State != core.SessionCancelled || !strings.Contains(after.Session.EndReason, "interrupted") {
+		t.Fatalf("after restart: session %s %q, want cancelled as interrupted", after.Session.State, after.Session.EndReason)
 	}
 	if after.Queued != 2 {
 		t.Fatalf("after restart: queued %d, want the cut-short prompt back plus the queued one", after.Queued)
@@ -83,8 +83,8 @@ func TestGracefulShutdown(t *testing.T) {
 	d.SetEnv("KANDEV_NO_RESUME", "1")
 	d.Restart()
 	got := get(t, d, task.ID)
-	if got.Session.State != core.SessionCancelled || !strings.Contains(got.Session.Error, "shut down") {
-		t.Fatalf("after shutdown: %s %q", got.Session.State, got.Session.Error)
+	if got.Session.State != core.SessionCancelled || !strings.Contains(got.Session.EndReason, "shut down") {
+		t.Fatalf("after shutdown: %s %q", got.Session.State, got.Session.EndReason)
 	}
 	if got.Queued != 1 {
 		t.Fatalf("the hung prompt should be queued again, queued=%d", got.Queued)

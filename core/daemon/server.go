@@ -111,6 +111,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		eng.Close()
 		return err
 	}
+	stopNotifier, err := startNotifier(ctx, eng, log)
+	if err != nil {
+		ln.Close()
+		mcpLn.Close()
+		eng.Close()
+		return err
+	}
+	defer stopNotifier()
 	h := NewHandler(eng, log)
 	srv := &http.Server{Handler: guardHome(o.Home, log, h), ReadHeaderTimeout: 10 * time.Second}
 	mcpSrv := &http.Server{Handler: guardHome(o.Home, log, h.MCPOnly()), ReadHeaderTimeout: 10 * time.Second}

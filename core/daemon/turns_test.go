@@ -272,8 +272,8 @@ func TestIdleAgentIsEndedAndResumed(t *testing.T) {
 		return s.ID == first.ID && s.State == core.SessionCompleted
 	})
 	groupGone(t, first.PID)
-	if s := get(t, d, task.ID).Session; !strings.Contains(s.Error, "idle for 400ms") {
-		t.Fatalf("end reason %q", s.Error)
+	if s := get(t, d, task.ID).Session; !strings.Contains(s.EndReason, "idle for 400ms") {
+		t.Fatalf("end reason %q", s.EndReason)
 	}
 	message(t, d, task.ID, "mock: history")
 	waitSaid(t, d, task.ID, "turn 2")

@@ -29,6 +29,9 @@ type Status struct {
 	StartedAt     time.Time `json:"started_at,omitzero"`
 	UptimeSeconds int64     `json:"uptime_seconds,omitempty"`
 	LiveRuns      int       `json:"live_runs"`
+	// Running counts the running tasks (core.Task.Running), as kandev
+	// status does.
+	RunningTasks int `json:"running_tasks"`
 }
 
 // probeTimeout bounds one question to a daemon that may be wedged.
@@ -63,7 +66,7 @@ func Probe(ctx context.Context, home core.Home) (Status, error) {
 		cancel()
 		if err == nil {
 			st.Running, st.Answering = true, true
-			st.PID, st.Version, st.SchemaVersion, st.LiveRuns = v.PID, v.Version, v.SchemaVersion, v.LiveRuns
+			st.PID, st.Version, st.SchemaVersion, st.LiveRuns, st.RunningTasks = v.PID, v.Version, v.SchemaVersion, v.LiveRuns, v.Running
 			st.StartedAt = v.StartedAt
 			if !v.StartedAt.IsZero() {
 				st.UptimeSeconds = int64(time.Since(v.StartedAt) / time.Second)

@@ -336,7 +336,8 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 		e.afterStoreRead(id)
 	}
 	e.cacheMu.Lock()
-	_, existed := e.tasks[id]
+	prev, existed := e.tasks[id]
+	needsYou := startsNeedingYou(prev, &t)
 	e.tasks[id] = &t
 	if !existed {
 		e.order = append(e.order, id)
@@ -351,7 +352,31 @@ func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
 	}
 	tc := t
 	e.bus.Publish(core.Event{Type: typ, TaskID: id, Task: &tc})
+	if needsYou {
+		tn := t
+		e.bus.Publish(core.Event{Type: core.EventNeedsYou, TaskID: id, Task: &tn})
+	}
 	return t, nil
+}
+
+// startsNeedingYou reports whether a task's change from before (nil: it
+// is new) to after should tell a person: it needs one now and did not, it
+// became more urgent, or it asks a new question. A task created already
+// needing you is told only when urgent (a person made it theirs).
+func startsNeedingYou(before, after *core.Task) bool {
+	a := after.NeedsYou()
+	if a.Urgency == core.UrgencyNone {
+		return false
+	}
+	if before == nil {
+		return a.Urgency.Urgent()
+	}
+	if b := before.NeedsYou(); a.Urgency > b.Urgency {
+		return true
+	}
+	q, bq := after.PendingQuestion, before.PendingQuestion
+	return q != nil && q.Status == core.QuestionPending && q.Kind.ForPerson() &&
+		(bq == nil || bq.ID != q.ID || bq.Status != core.QuestionPending)
 }
 
 // storedTask reads a task's view from the store: the authority, where the
@@ -487,20 +512,30 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		}
 	}
 	active := !t.Archived && !t.Status.Terminal()
+	// Finished work is nobody's turn: a task whose worktree was discarded
+	// has nothing left to do (it takes no input either).
+	discarded := t.Workspace != nil && t.Workspace.Mode == core.WorkspaceDiscarded
 	// A stuck task (stalled, nobody to escalate to) is the operator's too:
 	// nobody else will ever move it.
-	t.YourTurn = active && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
+	t.YourTurn = active && !discarded && ((t.Assignee != nil && t.Assignee.IsOperator()) ||
 		(t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson()) || t.Stuck())
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
-		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.Error, core.SessionInterruptedPrefix)
+		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.EndReason, core.SessionInterruptedPrefix)
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {
-	return core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Role: s.Role, Profile: s.Profile, State: core.SessionState(s.State),
-		AgentSessionID: s.AgentSessionID, PID: s.PID, Error: s.Error, Turns: s.Turns, TurnStartedAt: s.TurnStartedAt,
+	info := core.SessionInfo{ID: s.ID, TaskID: s.TaskID, Role: s.Role, Profile: s.Profile, State: core.SessionState(s.State),
+		AgentSessionID: s.AgentSessionID, PID: s.PID, Turns: s.Turns, TurnStartedAt: s.TurnStartedAt,
 		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+	// The store keeps one text for both; only a failed run's is an error.
+	if info.State == core.SessionFailed {
+		info.Error = s.Error
+	} else {
+		info.EndReason = s.Error
+	}
+	return info
 }
 
 func messageFromStore(m store.Message) core.Message {
@@ -648,8 +683,16 @@ func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 	e.rtMu.Lock()
 	runs := len(e.sessions)
 	e.rtMu.Unlock()
+	running := 0
+	e.cacheMu.RLock()
+	for _, t := range e.tasks {
+		if !t.Archived && t.Running() {
+			running++
+		}
+	}
+	e.cacheMu.RUnlock()
 	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir,
-		StartedAt: e.started, LiveRuns: runs}, nil
+		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }
 
 // Events implements core.Client.

@@ -48,7 +48,11 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	// relay: a relay is its own pending question, above) is not a hold: the
 	// child waits on this task, so this task waiting on the child would be
 	// a deadlock that nobody is told about.
-	if unanswered == "" && (len(t.BlockedBy) > 0 || e.openSubtasks(taskID) > 0) {
+	// Nor is a subtask that stalled and was reported to this task (ADR
+	// 0046): it waits on this task to decide, so this task's turn that
+	// ended without deciding leaves a tree where nothing runs.
+	holding, stalledKid := e.holdingSubtasks(taskID)
+	if unanswered == "" && (len(t.BlockedBy) > 0 || holding > 0) {
 		return // waits on subtasks or blockers; their finishing wakes it
 	}
 	switch {
@@ -56,6 +60,8 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 		detail = core.StallFailedPrefix + detail
 	case unanswered != "":
 		detail = unanswered
+	case stalledKid != "":
+		detail = stalledKid
 	}
 	e.escalate(ctx, t, role, detail, failed)
 }
@@ -88,6 +94,45 @@ func (e *Engine) unansweredChildQuestion(ctx context.Context, taskID string) str
 	return ""
 }
 
+// stalledSubtaskPrefix starts the stall detail of a task whose turn left a
+// subtask's stall report unanswered.
+const stalledSubtaskPrefix = "stalled subtask "
+
+// holdingSubtasks counts the open subtasks that hold taskID (their
+// finishing will wake it), and describes the first one that cannot: a
+// subtask stalled and reported to taskID (reportStallToCreator), still
+// with its role, with nothing running or queued, waits on taskID to act.
+func (e *Engine) holdingSubtasks(taskID string) (int, string) {
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	n, stalled := 0, ""
+	for _, c := range e.children[taskID] {
+		ct := e.tasks[c]
+		if ct == nil || ct.Archived || ct.Status.Terminal() {
+			continue
+		}
+		if reportedStall(ct) {
+			if stalled == "" {
+				stalled = fmt.Sprintf("%s%s (%s) was reported to this task and the turn ended without acting on it (message it, hand it on, stop it or sign it off); nothing else runs in the tree.\n\n%s",
+					stalledSubtaskPrefix, ct.ID, ct.Title, truncateRunes(ct.Stalled.Detail, 1500))
+			}
+			continue
+		}
+		n++
+	}
+	return n, stalled
+}
+
+// reportedStall: a subtask that stalled, went to nobody but its creating
+// task (it stays with its role), and has nothing to move it.
+func reportedStall(t *core.Task) bool {
+	if t.Stalled == nil || t.Stalled.Reason != "Stalled" || t.Assignee == nil || !t.Assignee.IsRole() ||
+		t.Halted || t.Queued > 0 || t.PendingQuestion != nil {
+		return false
+	}
+	return t.Session == nil || !t.Session.State.Live() || t.Session.State == core.SessionWaitingForInput
+}
+
 func (e *Engine) openSubtasks(taskID string) int {
 	e.cacheMu.RLock()
 	defer e.cacheMu.RUnlock()
@@ -115,7 +160,7 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string,
 	// the task over or created it is their turn again, not an escalation
 	// (ADR 0025). A failed run or a child's question left unanswered stays
 	// an alarm wherever it goes.
-	normal := !failed && !strings.HasPrefix(detail, unansweredPrefix)
+	normal := !failed && !strings.HasPrefix(detail, unansweredPrefix) && !strings.HasPrefix(detail, stalledSubtaskPrefix)
 	if target == nil && t.HandedBy != nil && t.HandedBy.IsPerson() {
 		target = t.HandedBy
 		if normal {

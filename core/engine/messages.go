@@ -87,6 +87,11 @@ func (e *Engine) deliverable(t core.Task) error {
 		return core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
 	case t.Status.Terminal():
 		return core.Errorf(core.CodeConflict, "task %s is %s; reopen it first (kandev task status %s todo)", t.ID, t.Status, t.ID)
+	case t.Workspace != nil && t.Workspace.Mode == core.WorkspaceDiscarded:
+		// Its agent would start in a directory that is gone (and the
+		// failure would blame the agent's binary).
+		return core.Errorf(core.CodeConflict, "task %s's worktree %s was discarded (kandev task discard): its agent has nowhere to work; create a new task for more work, or cancel this one (kandev task status %s cancelled)",
+			t.ID, t.Workspace.Dir, t.ID)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -281,6 +282,16 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 		}
 	}
 	res, err := e.ws.Merge(ctx, wt, workspace.MergeOptions{Squash: in.Squash, Message: in.Message})
+	if err != nil {
+		// Git sees a squash-merged branch as unmerged: a second squash of
+		// the same work fails with git's own words. Say what happened.
+		if rec, ok := e.lastMerge(ctx, t.ID); ok && rec.Squash && rec.Branch == wt.Branch {
+			if tip, herr := e.ws.Head(ctx, wt.Dir); herr == nil && tip == rec.Head {
+				return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's branch %s was squash-merged into %s already (%s) and has nothing new since: nothing to merge",
+					t.ID, wt.Branch, rec.Into, shortCommit(rec.Commit))
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToMerge):
 		return core.MergeResult{}, core.Errorf(core.CodeConflict, "%v", err)
@@ -288,13 +299,46 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 		return core.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
 	actor := core.ActorFrom(ctx)
+	// The record of the merge: the branch's tip that merged, so archiving
+	// a done task can delete a branch kandev squash-merged (git does not
+	// call it merged) while it has nothing new.
+	rec := mergeRecord{Branch: wt.Branch, Into: res.Into, Commit: res.Commit, Squash: in.Squash}
+	rec.Head, _ = e.ws.Head(ctx, wt.Dir)
+	how := "merged "
+	if in.Squash {
+		how = "squash-merged "
+	}
 	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(),
-		"merged "+wt.Branch+" into "+res.Into+" ("+shortCommit(res.Commit)+") by "+actor.String(), nil)
+		how+wt.Branch+" into "+res.Into+" ("+shortCommit(res.Commit)+") by "+actor.String(), map[string]any{"merge": rec})
 	t, err = e.refresh(ctx, t.ID)
 	if err != nil {
 		return core.MergeResult{}, err
 	}
 	return core.MergeResult{Task: t, Branch: wt.Branch, Into: res.Into, Commit: res.Commit}, nil
+}
+
+// mergeRecord is what a merge note's meta keeps under "merge".
+type mergeRecord struct {
+	Branch string `json:"branch"`
+	Into   string `json:"into"`
+	Commit string `json:"commit"` // the main checkout's new head
+	Head   string `json:"head"`   // the task's branch tip that merged
+	Squash bool   `json:"squash"`
+}
+
+// lastMerge reads the task's newest merge record.
+func (e *Engine) lastMerge(ctx context.Context, taskID string) (mergeRecord, bool) {
+	m, err := e.db.LastMessageWithMeta(ctx, taskID, string(core.MsgStatus), "$.merge")
+	if err != nil {
+		return mergeRecord{}, false
+	}
+	var meta struct {
+		Merge mergeRecord `json:"merge"`
+	}
+	if json.Unmarshal([]byte(m.Meta), &meta) != nil || meta.Merge.Branch == "" {
+		return mergeRecord{}, false
+	}
+	return meta.Merge, true
 }
 
 // DiscardTask implements core.Client: the only way a task's worktree and
@@ -363,8 +407,16 @@ func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
 		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": "+err.Error(), nil)
 		return
 	}
+	squashed := false
+	if !r.BranchDeleted && !r.Committed {
+		if rec, ok := e.lastMerge(ctx, t.ID); ok && rec.Squash && rec.Branch == w.Branch {
+			squashed = e.ws.DeleteBranchAt(ctx, w.Repo, w.Branch, rec.Head)
+		}
+	}
 	what := "removed worktree " + w.Dir + " of the done task; branch " + w.Branch + " kept"
 	switch {
+	case squashed:
+		what = "removed worktree " + w.Dir + " of the done task and its branch " + w.Branch + ", squash-merged by kandev with nothing new since"
 	case r.BranchDeleted:
 		what = "removed worktree " + w.Dir + " of the done task and its branch " + w.Branch + ", merged"
 	case r.Committed:

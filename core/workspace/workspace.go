@@ -550,3 +550,17 @@ func (m *Manager) Open(ctx context.Context, dir string) (Worktree, error) {
 	}
 	return wt, nil
 }
+
+// DeleteBranchAt deletes a branch only while it still points at head: a
+// branch kandev squash-merged, which git does not call merged, and which
+// has had nothing added since. It reports whether the branch went.
+func (m *Manager) DeleteBranchAt(ctx context.Context, repo, branch, head string) bool {
+	defer m.lock(repo)()
+	if branch == "" || head == "" {
+		return false
+	}
+	// update-ref checks the old value and deletes in one step; moved
+	// since, or gone, it fails and the branch (if any) is kept.
+	_, err := m.git(ctx, repo, "update-ref", "-d", "refs/heads/"+branch, head)
+	return err == nil
+}

@@ -1,0 +1,60 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/config"
+	"github.com/kandev/kandev/core/notify"
+)
+
+// notifySettings reads the notifications and notify_command keys at each
+// delivery, so `kandev config set` applies without a restart.
+func notifySettings() (notify.Settings, error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return notify.Settings{}, err
+	}
+	on, err := cfg.Get("notifications")
+	if err != nil {
+		return notify.Settings{}, err
+	}
+	cmd, err := cfg.Get("notify_command")
+	if err != nil {
+		return notify.Settings{}, err
+	}
+	desktop, _ := strconv.ParseBool(on.Value)
+	return notify.Settings{Desktop: desktop, Command: cmd.Value}, nil
+}
+
+// startNotifier tells a person, through the configured channels, about
+// every task the engine marks as starting to need one. The returned stop
+// ends the delivery (a command running is killed) and waits for it.
+func startNotifier(ctx context.Context, c core.Client, log *slog.Logger) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	events, err := c.Events(ctx, core.EventsInput{})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	n := notify.New(notify.Options{Settings: notifySettings, Logger: log})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		n.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		for ev := range events {
+			if ev.Type == core.EventNeedsYou && ev.Task != nil {
+				n.Notify(notify.FromTask(ev.Task, ev.At))
+			}
+		}
+	}()
+	return func() { cancel(); wg.Wait() }, nil
+}
