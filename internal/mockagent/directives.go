@@ -88,6 +88,8 @@ func (t *turn) exec(d string) error {
 		return t.permission("mcp__kandev__"+arg, acp.ToolKindOther, map[string]any{})
 	case "permitted":
 		return t.permitted(arg)
+	case "exec":
+		return t.codexExec(arg)
 	case "tool":
 		t.localTool(arg)
 	case "write":
