@@ -38,6 +38,13 @@ type agent struct {
 	// and the session forgets that turn's prompt, as Gemini CLI does).
 	cancelMode string
 
+	// mcpPermission is how the agent asks before each MCP tool call
+	// (KANDEV_MOCK_MCP_PERMISSION): "" not at all, "qwen" as Qwen Code.
+	mcpPermission string
+	// lateReplay streams session/load's replay after its answer
+	// (KANDEV_MOCK_LATE_REPLAY, Gemini CLI).
+	lateReplay bool
+
 	handlers *tracker
 	// replayN is how many updates session/load replays (KANDEV_MOCK_REPLAY).
 	replayN int
@@ -91,6 +98,13 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		}
 		a.replayN = v
 	}
+	switch mode := cfg.getenv("KANDEV_MOCK_MCP_PERMISSION"); mode {
+	case "", "qwen":
+		a.mcpPermission = mode
+	default:
+		return nil, fmt.Errorf("KANDEV_MOCK_MCP_PERMISSION=%q: want qwen", mode)
+	}
+	a.lateReplay = cfg.getenv("KANDEV_MOCK_LATE_REPLAY") != ""
 	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
 		delay, err := time.ParseDuration(d)
 		if err != nil {
