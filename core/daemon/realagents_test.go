@@ -1,9 +1,11 @@
 package daemon_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -65,5 +67,116 @@ func TestSubdirectoryOfRepositoryKeptInWorktree(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(want, "here.txt")); err != nil {
 			t.Errorf("%s: the agent did not write in %s: %v", rel, want, err)
 		}
+	}
+}
+
+// Qwen Code 0.15 asks before every MCP tool call, titling the request with
+// the call's arguments (kind other) and naming the tool only in the
+// options' labels. kandev still knows its own tools: with the default
+// policy (ask), a normal task's hello-and-handoff asks nobody.
+func TestQwenPermissionTitlesKandevToolsAskNobody(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_MCP_PERMISSION=qwen"))
+	task := create(t, d, core.CreateTaskInput{Title: "hello", Start: true, Prompt: strings.Join([]string{
+		"mock: say hello",
+		call("handoff_task_kandev", map[string]any{"to": "back", "message": "said hello"}),
+	}, "\n")})
+	waitSaid(t, d, task.ID, "result handoff_task_kandev")
+	got := waitSettled(t, d, task.ID)
+	if got.Assignee == nil || !got.Assignee.IsPerson() {
+		t.Fatalf("the task was not handed back: assignee %+v", got.Assignee)
+	}
+	var perms []string
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgQuestion {
+			t.Errorf("somebody was asked: %s", m.Text)
+		}
+		if m.Kind == core.MsgPermission {
+			perms = append(perms, m.Text)
+		}
+	}
+	if len(perms) != 1 || !strings.Contains(perms[0], "handoff_task_kandev is kandev's own tool") {
+		t.Fatalf("permission entries: %q", perms)
+	}
+}
+
+// Codex asks permission for a command (the request announces the call,
+// pending) and, once approved, announces the same call again as it runs
+// it: one tool entry, completed, not a second one stuck at pending.
+func TestCodexApprovedCommandIsOneToolEntry(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=allow"))
+	task := create(t, d, core.CreateTaskInput{Title: "run", Start: true, Prompt: "mock: exec go version\nmock: exec ls -la"})
+	waitSaid(t, d, task.ID, "exec: ran ls -la")
+	waitSettled(t, d, task.ID)
+	var calls []string
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgToolCall {
+			calls = append(calls, m.Text)
+		}
+	}
+	want := []string{"go version [completed]", "ls -la [completed]"}
+	if strings.Join(calls, "|") != strings.Join(want, "|") {
+		t.Fatalf("tool entries %q, want %q", calls, want)
+	}
+}
+
+// An agent whose MCP client gives up on a blocking question (Codex, after
+// 120 s) hands the task to the operator, as its preamble asks. The
+// operator's answer hands the task back to the agent that asked, and is
+// that turn's prompt, once: no message, no `task handoff --to back`, no
+// queue item left for a later turn.
+func TestAnswerHandsTaskBackToTheAsker(t *testing.T) {
+	d := daemontest.Start(t)
+	task := create(t, d, core.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
+		"mock: on answer: say the answer started my turn",
+		"mock: abandon 300ms ask_user_question_kandev " + askUserArgs("Which database?"),
+		call("handoff_task_kandev", map[string]any{"to": "operator", "message": "waiting on my question"}),
+	}, "\n")})
+	asker := task.Assignee
+	q := waitQuestion(t, d, task.ID)
+	waitSaid(t, d, task.ID, "result handoff_task_kandev")
+	if got := waitSettled(t, d, task.ID); got.Assignee == nil || !got.Assignee.IsPerson() {
+		t.Fatalf("the agent's handoff left the task with %+v", got.Assignee)
+	}
+
+	var res core.AnswerResult
+	if err := json.Unmarshal([]byte(d.MustRun("task", "answer", task.ID, "--json", "postgres")), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "answered" {
+		t.Fatalf("answer %+v", res)
+	}
+	waitSaid(t, d, task.ID, "the answer started my turn")
+	got := waitSettled(t, d, task.ID)
+	if st := questionStatus(t, d, task.ID, q.ID); st != "answered" {
+		t.Fatalf("question %s is %s", q.ID, st)
+	}
+	msgs := conversation(t, d, task.ID)
+	var answers, handBacks int
+	for _, m := range msgs {
+		if m.Kind == core.MsgPrompt && strings.Contains(m.Text, "[kandev:answer]") {
+			answers++
+			if !strings.Contains(m.Text, "postgres") {
+				t.Errorf("the answer's prompt does not carry it: %q", m.Text)
+			}
+		}
+		if m.Kind == core.MsgPrompt && strings.Contains(m.Text, "[kandev:handoff]") {
+			t.Errorf("the hand-back queued a notice of its own: %q", m.Text)
+		}
+		if m.Kind == core.MsgHandoff && strings.Contains(m.Text, "to "+asker.String()) {
+			handBacks++
+		}
+	}
+	if answers != 1 || handBacks != 1 {
+		t.Fatalf("%d answer prompts and %d hand-backs to %s, want 1 and 1", answers, handBacks, asker)
+	}
+	if got.Queued != 0 {
+		t.Fatalf("%d items left in the queue", got.Queued)
+	}
+	n := 0
+	for _, s := range said(t, d, task.ID) {
+		n += strings.Count(s, "the answer started my turn")
+	}
+	if n != 1 {
+		t.Fatalf("the answer's turn ran %d times", n)
 	}
 }
