@@ -43,6 +43,10 @@ type Spec struct {
 	// agent's environment: every process that inherits it is ended with
 	// the run, whether or not it stayed in the agent's process group.
 	SessionID string
+	// HomeID names the home whose daemon runs the session (HomeID), set
+	// as KANDEV_SESSION_HOME beside KANDEV_SESSION_ID: a later daemon of
+	// the home finds what this one left running, whatever its records say.
+	HomeID string
 	// ResumeID is the agent's own session id from an earlier run.
 	ResumeID string
 	// StartTimeout bounds initialize and session setup.
@@ -113,6 +117,9 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	cmd.Env = append(os.Environ(), spec.Env...)
 	if spec.SessionID != "" {
 		cmd.Env = append(cmd.Env, SessionEnv+"="+spec.SessionID)
+		if spec.HomeID != "" {
+			cmd.Env = append(cmd.Env, HomeEnv+"="+spec.HomeID)
+		}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()

@@ -6,9 +6,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -178,5 +181,74 @@ func TestAnswerHandsTaskBackToTheAsker(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the answer's turn ran %d times", n)
+	}
+}
+
+// A run's end is recorded before its processes are torn down. An agent
+// that does not exit when its input closes (Codex, Gemini CLI) outlives a
+// daemon killed in between; the next daemon of the home ends it, and its
+// setsid helper, though the session's state says it is over.
+func TestNoProcessSurvivesCrashInTeardownWindow(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_LINGER=1", "KANDEV_FAILPOINT=exit-before-teardown"))
+	gate := filepath.Join(t.TempDir(), "gate")
+	task := create(t, d, core.CreateTaskInput{Title: "lingers", Start: true, Prompt: strings.Join([]string{
+		"mock: spawn-setsid",
+		"mock: env KANDEV_SESSION_ID",
+		"mock: waitfile " + gate,
+		call("handoff_task_kandev", map[string]any{"to": "operator", "message": "done"}),
+	}, "\n")})
+	var sid string
+	daemontest.Eventually(t, wait, "the agent to say its session", func() bool {
+		for _, s := range said(t, d, task.ID) {
+			for _, line := range strings.Split(s, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(line), "env KANDEV_SESSION_ID: "); ok {
+					sid = v
+					return true
+				}
+			}
+		}
+		return false
+	})
+	t.Cleanup(func() {
+		for _, pid := range agent.SessionProcs(sid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	// The handoff ends the run after its turn: its end is recorded, and
+	// the daemon exits before the teardown.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-d.Exited():
+	case <-time.After(wait):
+		t.Fatalf("the daemon did not reach the teardown failpoint:\n%s", d.Log())
+	}
+	if n := len(agent.SessionProcs(sid)); n < 2 {
+		t.Fatalf("%d processes of session %s outlived the daemon; the test needs the lingering agent and its helper", n, sid)
+	}
+	d.SetEnv("KANDEV_FAILPOINT", "")
+	d.Restart()
+	if got := get(t, d, task.ID); got.Session == nil || got.Session.ID != sid || got.Session.State.Live() {
+		t.Fatalf("the session was not recorded ended before the crash: %+v", got.Session)
+	}
+	sessionGone(t, sid, "restart after a crash in the teardown window")
+}
+
+// The startup sweep ends what this home's sessions left, never another
+// home's: the marker names the home.
+func TestStartupSweepSparesOtherHomes(t *testing.T) {
+	a := daemontest.Start(t)
+	b := daemontest.Start(t)
+	task := create(t, a, core.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say busy\nmock: hang"})
+	waitSaid(t, a, task.ID, "busy")
+	sid := get(t, a, task.ID).Session.ID
+	b.Kill9()
+	b.Restart()
+	if len(agent.SessionProcs(sid)) == 0 {
+		t.Fatalf("home %s's start killed session %s of home %s", b.Home.Dir, sid, a.Home.Dir)
+	}
+	if got := get(t, a, task.ID); got.Session == nil || got.Session.State != core.SessionRunning {
+		t.Fatalf("the other home's run was disturbed: %+v", got.Session)
 	}
 }

@@ -193,6 +193,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		"KANDEV_TASK_ID="+t.ID)
 	spec := agent.Spec{
 		Command: command, Args: prof.Args, Env: env, Dir: t.CWD, SessionID: sessionID,
+		HomeID:  agent.HomeID(e.opts.Home.Dir),
 		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
 		StartTimeout: startTimeout(prof, e.opts.StartTimeout), Logger: e.log.With("session", sessionID),
 		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
@@ -217,6 +218,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		e.finishSession(sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
 		rt.mu.Unlock()
 		proc.Terminate(e.opts.Grace)
+		e.tornDown(sessionID)
 		return nil, errFenced
 	}
 	e.sessions[sessionID] = run
@@ -370,14 +372,27 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 	e.rtMu.Unlock()
 }
 
-// terminate tears a released run's process down in the background.
+// terminate tears a released run's process down in the background, and
+// records when nothing of it is left: until then a restart must assume its
+// processes still run, whatever the session's state says.
 func (e *Engine) terminate(run *liveRun) {
 	if run.proc != nil {
 		e.procWG.Add(1)
 		go func() {
 			defer e.procWG.Done()
+			if e.opts.BeforeTeardown != nil {
+				e.opts.BeforeTeardown(run.sessionID)
+			}
 			run.proc.Terminate(e.opts.Grace)
+			e.tornDown(run.sessionID)
 		}()
+	}
+}
+
+// tornDown records that no process of the session is left.
+func (e *Engine) tornDown(sessionID string) {
+	if err := e.db.MarkTornDown(context.Background(), sessionID, time.Now().UTC()); err != nil {
+		e.log.Warn("record teardown", "session", sessionID, "err", err)
 	}
 }
 

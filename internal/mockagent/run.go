@@ -7,7 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -26,6 +28,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer, get
 	if getenv != nil && beStubborn(getenv) {
 		// Input closing does not end a stubborn agent either.
 		defer sleepForever()
+	}
+	if getenv != nil && getenv(lingerEnv) != "" {
+		// Codex and Gemini CLI do not exit when their input closes; a
+		// signal still ends them (whatever the command's own handling).
+		defer func() {
+			signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+			sleepForever()
+		}()
 	}
 	return run(ctx, config{in: in, out: out, errOut: errOut, getenv: getenv, exit: os.Exit})
 }
