@@ -252,3 +252,41 @@ func TestStartupSweepSparesOtherHomes(t *testing.T) {
 		t.Fatalf("the other home's run was disturbed: %+v", got.Session)
 	}
 }
+
+// Gemini CLI answers session/load first and streams the history after the
+// answer. kandev filters a resumed session's updates until it sends the
+// session's first prompt, so the replay is not recorded a second time.
+func TestLateLoadReplayIsNotRecorded(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME=load", "KANDEV_MOCK_LATE_REPLAY=1"))
+	task := create(t, d, core.CreateTaskInput{Title: "gemini", Start: true, Prompt: "mock: say first turn\nmock: tool go test ./..."})
+	waitSaid(t, d, task.ID, "first turn")
+	first := waitSettled(t, d, task.ID)
+	// The turn ended without a handoff: the task went to the operator and
+	// the run ended; a message brings it back, in a new run that loads
+	// the agent's session.
+	daemontest.Eventually(t, wait, "the first run to end", func() bool {
+		s := get(t, d, task.ID).Session
+		return s != nil && !s.State.Live()
+	})
+	message(t, d, task.ID, "mock: history")
+	waitSaid(t, d, task.ID, "history: session")
+	got := waitSettled(t, d, task.ID)
+	if got.Session.ID == first.Session.ID {
+		t.Fatal("the second turn ran in the first run; the test needs a load")
+	}
+	resumed := false
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgStatus && strings.Contains(m.Text, "resumed agent session") {
+			resumed = true
+		}
+		if strings.Contains(m.Text, "replayed") {
+			t.Errorf("the replay was recorded: %s %q", m.Kind, m.Text)
+		}
+	}
+	if !resumed {
+		t.Fatal("the agent session was not loaded")
+	}
+	if !saidContains(t, d, task.ID, "turn 2; earlier: ") {
+		t.Fatalf("the loaded session lost its history: %q", said(t, d, task.ID))
+	}
+}

@@ -67,6 +67,12 @@ func (r *recorder) setReplaying(on bool) {
 	r.streamSeq = 0
 }
 
+func (r *recorder) isReplaying() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replaying
+}
+
 // Update implements agent.Handler.
 func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 	r.mu.Lock()

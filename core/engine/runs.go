@@ -233,10 +233,14 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	e.refreshQuiet(t.ID)
 
 	// What the agent streams while its session opens is a session/load
-	// replay of history kandev already recorded: none of it is new.
+	// replay of history kandev already recorded: none of it is new. A
+	// resumed session's replay may come after the load's answer (Gemini
+	// CLI), so it is filtered until the first prompt (replayDone).
 	run.rec.setReplaying(true)
 	openErr := proc.Open(ctx)
-	run.rec.setReplaying(false)
+	if openErr != nil || !proc.Resumed() {
+		run.rec.setReplaying(false)
+	}
 	if openErr == nil && proc.GarbageLine() != "" {
 		// Non-ACP output before the answers: the session may be up, but the
 		// agent is not speaking the protocol (see also recorder.Garbage).
@@ -270,6 +274,17 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", role.Name, prof.Name, pid, how),
 		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
 	return run, nil
+}
+
+// replayDone ends the replay filter of a resumed session, right before
+// kandev sends it its first prompt: everything the agent streamed until
+// then, as far as it reached kandev, is handled (and dropped) first.
+func (e *Engine) replayDone(ctx context.Context, run *liveRun) {
+	if !run.rec.isReplaying() {
+		return
+	}
+	run.proc.Settle(ctx)
+	run.rec.setReplaying(false)
 }
 
 // startTimeout is the profile's own start bound when it has one (OpenCode

@@ -2,6 +2,7 @@ package mockagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +152,9 @@ type guardedWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	severed bool
+	// trailer goes out in the same write as the next JSON-RPC response
+	// (afterNextResponse).
+	trailer []byte
 }
 
 func (g *guardedWriter) Write(p []byte) (int, error) {
@@ -159,7 +163,33 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 	if g.severed {
 		return 0, errSevered
 	}
+	if len(g.trailer) > 0 && isResponse(p) {
+		buf := append(append([]byte(nil), p...), g.trailer...)
+		g.trailer = nil
+		if _, err := g.w.Write(buf); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	return g.w.Write(p)
+}
+
+// afterNextResponse has b written right after the next JSON-RPC response,
+// in the same write: the answer of the request being handled, when no
+// other request is in flight.
+func (g *guardedWriter) afterNextResponse(b []byte) {
+	g.mu.Lock()
+	g.trailer = append(g.trailer, b...)
+	g.mu.Unlock()
+}
+
+// isResponse is true for a JSON-RPC response (an id, no method).
+func isResponse(p []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(p, &m) == nil && len(m.ID) > 0 && m.Method == ""
 }
 
 // writeLocked runs write with the stream to itself, so a long write (a
