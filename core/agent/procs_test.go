@@ -43,3 +43,10 @@ func TestMarkedProcsAndKill(t *testing.T) {
 		t.Fatal("KillMarked left the process running")
 	}
 }
+
+// The startup sweep reads every process's environment once.
+func BenchmarkMarkedProcs(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		MarkedProcs()
+	}
+}
