@@ -290,3 +290,33 @@ func TestLateLoadReplayIsNotRecorded(t *testing.T) {
 		t.Fatalf("the loaded session lost its history: %q", said(t, d, task.ID))
 	}
 }
+
+// Qwen Code titles a request for another server's MCP tool with the call's
+// arguments: "allow always" is remembered by the tool, so the next call
+// with other arguments is allowed without asking again.
+func TestAllowAlwaysRemembersMCPToolNotArguments(t *testing.T) {
+	d := daemontest.Start(t)
+	task := create(t, d, core.CreateTaskInput{Title: "search", Start: true, Prompt: strings.Join([]string{
+		`mock: qwenpermission search_docs {"query":"first"}`,
+		`mock: qwenpermission search_docs {"query":"second"}`,
+		"mock: say searched",
+	}, "\n")})
+	q := waitQuestion(t, d, task.ID)
+	if q.Kind != core.QuestionPermission {
+		t.Fatalf("question %+v", q)
+	}
+	d.MustRun("task", "answer", task.ID, "Always Allow in project: search_docs")
+	waitSaid(t, d, task.ID, "searched")
+	questions := 0
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgQuestion {
+			questions++
+		}
+	}
+	if questions != 1 {
+		t.Fatalf("%d permission questions, want 1: the second call was asked again", questions)
+	}
+	if n := strings.Count(strings.Join(said(t, d, task.ID), "\n"), "permission: proceed_always_project"); n != 2 {
+		t.Fatalf("said %q", said(t, d, task.ID))
+	}
+}

@@ -62,6 +62,13 @@ func (t *turn) codexExec(command string) error {
 // call's arguments as JSON, its kind is other, and the tool's name shows
 // only in the options' labels. It reports whether the call may go on.
 func (t *turn) qwenMCPPermission(id acp.ToolCallId, tool string, args []byte) (bool, error) {
+	sel, err := t.qwenAsk(id, tool, kandevServerName, args)
+	return strings.HasPrefix(sel, "proceed"), err
+}
+
+// qwenAsk sends Qwen Code's permission request for tool on server and
+// returns the option chosen ("" when cancelled).
+func (t *turn) qwenAsk(id acp.ToolCallId, tool, server string, args []byte) (string, error) {
 	var input map[string]any
 	_ = json.Unmarshal(args, &input)
 	resp, err := t.a.conn.RequestPermission(t.ctx, acp.RequestPermissionRequest{
@@ -71,13 +78,40 @@ func (t *turn) qwenMCPPermission(id acp.ToolCallId, tool string, args []byte) (b
 		Options: []acp.PermissionOption{
 			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "proceed_once"},
 			{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always Allow in project: " + tool, OptionId: "proceed_always_project"},
-			{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always Allow in project: " + kandevServerName + " (all tools)", OptionId: "proceed_always_server"},
+			{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always Allow in project: " + server + " (all tools)", OptionId: "proceed_always_server"},
 			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "cancel"},
 		},
 	})
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	sel := resp.Outcome.Selected
-	return sel != nil && strings.HasPrefix(string(sel.OptionId), "proceed"), nil
+	if sel := resp.Outcome.Selected; sel != nil {
+		return string(sel.OptionId), nil
+	}
+	return "", nil
+}
+
+// qwenPermission runs `mock: qwenpermission TOOL {json}`: Qwen Code's
+// request before a call of another server's MCP tool, and the outcome said
+// as `permission: ID` (or `permission: cancelled`). It calls nothing.
+func (t *turn) qwenPermission(arg string) error {
+	tool, rawArgs := splitVerb(arg)
+	args, err := parseArgs(rawArgs)
+	if tool == "" || err != nil {
+		t.sayf("error mock: qwenpermission: want %q, got %q", "qwenpermission TOOL {json}", arg)
+		return nil
+	}
+	sel, err := t.qwenAsk(t.nextToolCallID(), tool, "docs", args)
+	if err != nil {
+		if t.ctx.Err() != nil {
+			return t.ctx.Err()
+		}
+		t.sayf("error permission: %v", err)
+		return nil
+	}
+	if sel == "" {
+		sel = "cancelled"
+	}
+	t.sayf("permission: %s", sel)
+	return nil
 }

@@ -90,6 +90,8 @@ func (t *turn) exec(d string) error {
 		return t.permitted(arg)
 	case "exec":
 		return t.codexExec(arg)
+	case "qwenpermission":
+		return t.qwenPermission(arg)
 	case "tool":
 		t.localTool(arg)
 	case "write":
