@@ -89,6 +89,29 @@ func (q Queries) LiveSessions(ctx context.Context) ([]Session, error) {
 		WHERE state IN ('created', 'starting', 'running', 'waiting_for_input') ORDER BY created_at, id`)
 }
 
+// SessionsNotTornDown lists the sessions whose processes may still run:
+// every session whose teardown was never recorded, live or not.
+func (q Queries) SessionsNotTornDown(ctx context.Context) ([]Session, error) {
+	return q.listSessions(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE torn_down_at IS NULL ORDER BY created_at, id`)
+}
+
+// MarkTornDown records that no process of the session is left.
+func (q Queries) MarkTornDown(ctx context.Context, id string, now time.Time) error {
+	if _, err := q.q.ExecContext(ctx, `UPDATE sessions SET torn_down_at = ? WHERE id = ? AND torn_down_at IS NULL`, nanos(now), id); err != nil {
+		return fmt.Errorf("session %s torn down: %w", id, mapErr(err))
+	}
+	return nil
+}
+
+// MarkAllTornDown records every session torn down: the daemon's start,
+// once it has ended what earlier daemons left running.
+func (q Queries) MarkAllTornDown(ctx context.Context, now time.Time) error {
+	if _, err := q.q.ExecContext(ctx, `UPDATE sessions SET torn_down_at = ? WHERE torn_down_at IS NULL`, nanos(now)); err != nil {
+		return fmt.Errorf("sessions torn down: %w", mapErr(err))
+	}
+	return nil
+}
+
 // TaskSessions lists a task's runs, oldest first.
 func (q Queries) TaskSessions(ctx context.Context, taskID string) ([]Session, error) {
 	return q.listSessions(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE task_id = ? ORDER BY created_at, id`, taskID)

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -13,6 +16,96 @@ import (
 // setsid grandchildren inherit it. A process group does not hold them all;
 // this does, short of a process that rewrites its environment at exec.
 const SessionEnv = "KANDEV_SESSION_ID"
+
+// HomeEnv marks every process of a session with the kandev home whose
+// daemon started it (HomeID), beside SessionEnv: agents no longer see
+// KANDEV_HOME, and a daemon starting on a home must find everything an
+// earlier daemon of that home left running, and nothing of another home's.
+const HomeEnv = "KANDEV_SESSION_HOME"
+
+// HomeID is a home's value of HomeEnv: a digest of its absolute directory,
+// which names the home without putting its path in every agent's
+// environment.
+func HomeID(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(dir)))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Marked is a live process carrying a session's marker: its session id,
+// and its home's id when the daemon that started it set one.
+type Marked struct {
+	PID     int
+	Session string
+	Home    string
+}
+
+// MarkedProcs lists, in one pass over /proc, every live process that
+// carries SessionEnv, the calling process excluded. It is the start of any
+// search for what a home's sessions left running; zombies have no
+// environment left and are not listed.
+func MarkedProcs() []Marked {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	var out []Marked
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		m := Marked{PID: pid}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			// The last value of a name wins, as for exec.
+			if v, ok := bytes.CutPrefix(kv, []byte(SessionEnv+"=")); ok {
+				m.Session = string(v)
+			} else if v, ok := bytes.CutPrefix(kv, []byte(HomeEnv+"=")); ok {
+				m.Home = string(v)
+			}
+		}
+		if m.Session != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// KillMarked SIGKILLs the processes listed, each only while it still
+// carries the same session id (a pid may have been recycled since it was
+// listed), and waits, at most wait, until none of them is left.
+func KillMarked(procs []Marked, wait time.Duration) {
+	var left []Marked
+	for _, p := range procs {
+		if HasSessionEnv(p.PID, p.Session) {
+			_ = syscall.Kill(p.PID, syscall.SIGKILL)
+			left = append(left, p)
+		}
+	}
+	deadline := time.Now().Add(wait)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		alive := left[:0]
+		for _, p := range left {
+			if HasSessionEnv(p.PID, p.Session) {
+				alive = append(alive, p)
+			}
+		}
+		left = alive
+		if len(left) > 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
 
 // SessionProcs lists the live processes whose environment carries
 // KANDEV_SESSION_ID=id, the calling process excluded. Zombies have no

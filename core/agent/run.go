@@ -43,6 +43,10 @@ type Spec struct {
 	// agent's environment: every process that inherits it is ended with
 	// the run, whether or not it stayed in the agent's process group.
 	SessionID string
+	// HomeID names the home whose daemon runs the session (HomeID), set
+	// as KANDEV_SESSION_HOME beside KANDEV_SESSION_ID: a later daemon of
+	// the home finds what this one left running, whatever its records say.
+	HomeID string
 	// ResumeID is the agent's own session id from an earlier run.
 	ResumeID string
 	// StartTimeout bounds initialize and session setup.
@@ -113,6 +117,9 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	cmd.Env = append(os.Environ(), spec.Env...)
 	if spec.SessionID != "" {
 		cmd.Env = append(cmd.Env, SessionEnv+"="+spec.SessionID)
+		if spec.HomeID != "" {
+			cmd.Env = append(cmd.Env, HomeEnv+"="+spec.HomeID)
+		}
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -433,6 +440,32 @@ func (r *Run) Open(ctx context.Context) error {
 // tried and that failed, in order.
 func (r *Run) Fallbacks() []string { return r.fallbacks }
 
+// Settle waits until every notification kandev has received from the
+// agent so far has been handed to the handler (bounded by ctx, the
+// agent's exit and settleWait). The engine calls it before the first
+// prompt of a resumed session: what the agent streamed until then, as far
+// as it reached kandev, is its replay of the history (Gemini CLI streams
+// it after answering session/load), and none of it is new.
+func (r *Run) Settle(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-r.exited:
+		}
+		close(done)
+	}()
+	r.flow.settle(done)
+	cancel()
+	<-done
+}
+
+// settleWait bounds Settle: a handler stuck on the store must not hold
+// the turn back for ever.
+const settleWait = 10 * time.Second
+
 // Prompt runs one turn and returns the agent's stop reason. The SDK hands
 // every session/update sent before the response to the handler first.
 //
@@ -661,6 +694,7 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 			return 0, g.err
 		}
 		line, err := g.readLine()
+		g.flow.setBuffered(g.r.Buffered())
 		if err == errLineTooLong {
 			g.onFault(fmt.Sprintf("agent wrote a line over %d MiB", (MaxLine+1)>>20))
 			g.err = err
@@ -754,12 +788,48 @@ func validUpdate(params json.RawMessage) bool {
 // writes blocking on the pipe meanwhile.
 const flowLimit = 256
 
-// flow counts notifications handed to the SDK and not yet handled.
+// flow counts notifications handed to the SDK and not yet handled, and
+// the bytes read from the agent and not yet parsed.
 type flow struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	pending int
-	closed  bool
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  int
+	buffered int
+	closed   bool
+}
+
+// setBuffered records how much the reader holds that it has not parsed.
+func (f *flow) setBuffered(n int) {
+	f.mu.Lock()
+	f.buffered = n
+	f.cond.Broadcast()
+	f.mu.Unlock()
+}
+
+// settle waits until everything read so far is handled, the run is torn
+// down, or done closes.
+func (f *flow) settle(done <-chan struct{}) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-done:
+			f.mu.Lock()
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		case <-stop:
+		}
+	}()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for (f.pending > 0 || f.buffered > 0) && !f.closed {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		f.cond.Wait()
+	}
 }
 
 func newFlow() *flow {

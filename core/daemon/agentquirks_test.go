@@ -247,8 +247,8 @@ func TestOwnHandoffKeepsPendingQuestion(t *testing.T) {
 	if r.Code != 0 {
 		t.Fatalf("answer refused: %s%s", r.Stdout, r.Stderr)
 	}
-	// The task is with the operator; a message hands it back, and the
-	// answer is the first thing its agent reads.
+	// The answer hands the task back to its asker (issue 21) and is the
+	// first thing its agent reads; a message then is the next turn.
 	d.MustRun("task", "message", task.ID, "mock: say back again")
 	waitSaid(t, d, task.ID, "back again")
 	if !saidContains(t, d, task.ID, "got the answer") {

@@ -89,7 +89,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: startTimeout,
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
 		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout,
-		NoResume: o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) }})
+		BeforeTeardown: teardownFailpoint(log),
+		NoResume:       o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) }})
 	if err != nil {
 		return err
 	}
@@ -194,6 +195,19 @@ func startFailpoint(log *slog.Logger) func(string) {
 	}
 	return func(taskID string) {
 		log.Warn("failpoint: exiting before a created task's start", "task", taskID)
+		os.Exit(70)
+	}
+}
+
+// teardownFailpoint: KANDEV_FAILPOINT=exit-before-teardown exits once a
+// run's end is recorded, before its processes are torn down, as a kill -9
+// there would: they are left running under a finished session.
+func teardownFailpoint(log *slog.Logger) func(string) {
+	if os.Getenv("KANDEV_FAILPOINT") != "exit-before-teardown" {
+		return nil
+	}
+	return func(sessionID string) {
+		log.Warn("failpoint: exiting before a run's teardown", "session", sessionID)
 		os.Exit(70)
 	}
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// n-th (from 0) interrupted session, after its prompt is queued again
 	// and before that is committed: a failpoint for kill -9 in recovery.
 	DuringRecovery func(n int)
+	// BeforeTeardown, when set, runs once a run's end is recorded and
+	// before its processes are torn down: a failpoint for a crash in that
+	// window.
+	BeforeTeardown func(sessionID string)
 	// NoResume leaves runs a daemon exit cut short for an explicit start
 	// or message (they show as interrupted); by default the startup
 	// recovery delivers their queues again by itself (ADR 0026).

@@ -140,88 +140,11 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 		}
 		signOff = &p
 	}
-	delivered := "turn"
-	status := core.StatusTodo
-	switch {
-	case target.IsPerson():
-		delivered, status = "waiting", core.StatusReview
-	case signOff != nil:
-		delivered, status = "sign_off", core.StatusReview
-	}
-	if reason != "" {
-		status = core.StatusTodo
-	}
-	now := time.Now().UTC()
-	by := core.ParseActor(hander)
-	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
-	switch reason {
-	case "":
-	case core.StallReturned:
-		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
-	default:
-		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
-	}
-	if message != "" {
-		text += ": " + message
-	}
+	var delivered string
 	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
-		c.touch(t.ID)
-		switch {
-		case signOff != nil:
-			c.wake(signOff.ID)
-		case target.IsRole():
-			c.wake(t.ID)
-		}
-		m, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgHandoff), Author: hander, Text: text,
-			Meta:      metaJSON(map[string]any{"from": from, "to": target, "by": hander, "message": message, "reason": reason, "delivered": delivered}),
-			CreatedAt: now, UpdatedAt: now})
-		if err != nil {
-			return err
-		}
-		c.addMessage(m)
-		if err := tx.Assign(ctx, t.ID, target.String(), hander, profile, now); err != nil {
-			return err
-		}
-		if core.CheckTransition(t.Status, status) == nil && t.Status != status {
-			if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
-				return err
-			}
-		}
-		stalled := ""
-		if reason != "" {
-			stalled = stallJSON(core.Stall{Reason: reason, From: from.String(), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed})
-		}
-		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
-			return err
-		}
-		if t.Halted {
-			if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
-				return err
-			}
-		}
-		if from != target {
-			if err := e.supersedeTx(ctx, tx, t, by, c); err != nil {
-				return err
-			}
-		}
-		switch {
-		case signOff != nil:
-			data := prompt.SignOff{ChildID: t.ID, ChildTitle: t.Title, By: describeRef(hander), Message: message}
-			_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
-				Sender: hander, Text: message, CreatedAt: now}, prompt.NoticeSignOff, data, map[string]any{"child_task_id": t.ID}))
-			return err
-		case target.IsRole():
-			kind, notice := itemHandoff, prompt.NoticeHandoff
-			var data any = prompt.Handoff{TaskID: t.ID, Title: t.Title, Role: target.Name, By: describeRef(hander), Message: message}
-			if reason != "" {
-				kind, notice = itemStalled, prompt.NoticeEscalation
-				data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Failed, message), Detail: message}
-			}
-			_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
-				Text: message, CreatedAt: now}, notice, data, map[string]any{"from": from.String(), "to": target.String()}))
-			return err
-		}
-		return nil
+		var err error
+		delivered, err = e.handoffTx(ctx, tx, c, t, target, hander, message, stall, profile, signOff, true)
+		return err
 	})
 	if err != nil {
 		return core.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
@@ -344,4 +267,104 @@ func (e *Engine) blocks(ctx context.Context, a, b string) bool {
 		stack = append(stack, bs...)
 	}
 	return false
+}
+
+// handoffTx writes a handoff within tx: the entry, the new assignee, the
+// status, the stall record, a superseded question, and, with notice, what
+// the new holder is told (a role's handoff or escalation notice, a
+// sign-off request to the delegating task). An answer that hands its task
+// back (answerHandback) passes no notice: the answer is that turn's
+// prompt. It returns how the handoff is delivered.
+func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core.Task, target core.Ref, hander, message string,
+	stall *core.Stall, profile string, signOff *core.Task, notice bool) (string, error) {
+	reason := ""
+	if stall != nil {
+		reason = stall.Reason
+	}
+	from := core.Ref{}
+	if t.Assignee != nil {
+		from = *t.Assignee
+	}
+	delivered := "turn"
+	status := core.StatusTodo
+	switch {
+	case target.IsPerson():
+		delivered, status = "waiting", core.StatusReview
+	case signOff != nil:
+		delivered, status = "sign_off", core.StatusReview
+	}
+	if reason != "" {
+		status = core.StatusTodo
+	}
+	now := time.Now().UTC()
+	by := core.ParseActor(hander)
+	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
+	switch reason {
+	case "":
+	case core.StallReturned:
+		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
+	default:
+		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
+	}
+	if message != "" {
+		text += ": " + message
+	}
+	c.touch(t.ID)
+	switch {
+	case signOff != nil:
+		c.wake(signOff.ID)
+	case target.IsRole():
+		c.wake(t.ID)
+	}
+	m, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgHandoff), Author: hander, Text: text,
+		Meta:      metaJSON(map[string]any{"from": from, "to": target, "by": hander, "message": message, "reason": reason, "delivered": delivered}),
+		CreatedAt: now, UpdatedAt: now})
+	if err != nil {
+		return "", err
+	}
+	c.addMessage(m)
+	if err := tx.Assign(ctx, t.ID, target.String(), hander, profile, now); err != nil {
+		return "", err
+	}
+	if core.CheckTransition(t.Status, status) == nil && t.Status != status {
+		if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
+			return "", err
+		}
+	}
+	stalled := ""
+	if reason != "" {
+		stalled = stallJSON(core.Stall{Reason: reason, From: from.String(), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed})
+	}
+	if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
+		return "", err
+	}
+	if t.Halted {
+		if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
+			return "", err
+		}
+	}
+	if from != target {
+		if err := e.supersedeTx(ctx, tx, t, by, c); err != nil {
+			return "", err
+		}
+	}
+	if !notice {
+		return delivered, nil
+	}
+	switch {
+	case signOff != nil:
+		data := prompt.SignOff{ChildID: t.ID, ChildTitle: t.Title, By: describeRef(hander), Message: message}
+		_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: signOff.ID, Priority: priorityNormal, Kind: itemHandoff,
+			Sender: hander, Text: message, CreatedAt: now}, prompt.NoticeSignOff, data, map[string]any{"child_task_id": t.ID}))
+	case target.IsRole():
+		kind, tmpl := itemHandoff, prompt.NoticeHandoff
+		var data any = prompt.Handoff{TaskID: t.ID, Title: t.Title, Role: target.Name, By: describeRef(hander), Message: message}
+		if reason != "" {
+			kind, tmpl = itemStalled, prompt.NoticeEscalation
+			data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Failed, message), Detail: message}
+		}
+		_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
+			Text: message, CreatedAt: now}, tmpl, data, map[string]any{"from": from.String(), "to": target.String()}))
+	}
+	return delivered, err
 }

@@ -10,39 +10,71 @@ import (
 )
 
 func TestKandevToolName(t *testing.T) {
+	qwen := []acp.PermissionOption{
+		{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "proceed_once"},
+		{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always Allow in project: handoff_task_kandev", OptionId: "proceed_always_project"},
+		{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always Allow in project: kandev (all tools)", OptionId: "proceed_always_server"},
+	}
 	for _, c := range []struct {
 		title, kind string
+		raw         any
+		meta        map[string]any
+		options     []acp.PermissionOption
 		want        string
 	}{
-		{"mcp__kandev__create_task_kandev", "other", "create_task_kandev"},
-		{"kandev: list_tasks_kandev", "", "list_tasks_kandev"},
-		{"kandev.message_task_kandev", "", "message_task_kandev"},
-		{"kandev/stop_task_kandev", "", "stop_task_kandev"},
-		{"ask_user_question_kandev (kandev MCP Server)", "other", "ask_user_question_kandev"},
-		{"create_task_kandev", "", "create_task_kandev"},
+		{title: "mcp__kandev__create_task_kandev", kind: "other", want: "create_task_kandev"},
+		{title: "kandev: list_tasks_kandev", want: "list_tasks_kandev"},
+		{title: "kandev.message_task_kandev", want: "message_task_kandev"},
+		{title: "kandev/stop_task_kandev", want: "stop_task_kandev"},
+		{title: "ask_user_question_kandev (kandev MCP Server)", kind: "other", want: "ask_user_question_kandev"},
+		{title: "Tool: kandev/handoff_task_kandev", want: "handoff_task_kandev"},
+		{title: "create_task_kandev", want: "create_task_kandev"},
+		// Qwen Code 0.15: the arguments as title, the name in a label.
+		{title: `{"to":"back"}`, kind: "other", options: qwen, want: "handoff_task_kandev"},
+		// The raw input or _meta names it.
+		{title: "Approve MCP tool call", raw: map[string]any{"server": "kandev", "tool": "list_tasks_kandev"}, want: "list_tasks_kandev"},
+		{title: "Approve MCP tool call", raw: map[string]any{"invocation": map[string]any{"server": "kandev", "tool": "get_task_kandev"}}, want: "get_task_kandev"},
+		{title: "a call", kind: "other", meta: map[string]any{"tool_name": "create_task_kandev"}, want: "create_task_kandev"},
 		// Not kandev's: another server, an unknown tool, a shell command
 		// that mentions a tool, a call that acts on the machine.
-		{"mcp__other__create_task_kandev", "other", ""},
-		{"mcp__kandev__rm_rf_kandev", "other", ""},
-		{"echo create_task_kandev && rm -rf /", "execute", ""},
-		{"create_task_kandev", "execute", ""},
-		{"mcp__kandev__create_task_kandev", "edit", ""},
+		{title: "mcp__other__create_task_kandev", kind: "other"},
+		{title: "mcp__kandev__rm_rf_kandev", kind: "other"},
+		{title: "Approve MCP tool call", raw: map[string]any{"server": "github", "tool": "create_task_kandev"}},
+		{title: "echo create_task_kandev && rm -rf /", kind: "execute"},
+		{title: "create_task_kandev", kind: "execute"},
+		{title: "mcp__kandev__create_task_kandev", kind: "edit"},
+		{title: `{"to":"back"}`, kind: "execute", options: qwen},
+		{title: "rm -rf build", kind: "other", options: []acp.PermissionOption{{Name: "Allow: create_task_kandev"}}},
 	} {
-		got, ok := kandevToolName(core.PermissionTool{Title: c.title, Kind: c.kind})
+		req := acp.RequestPermissionRequest{ToolCall: acp.ToolCallUpdate{Title: &c.title, RawInput: c.raw, Meta: c.meta}, Options: c.options}
+		got, ok := kandevToolName(req, core.PermissionTool{Title: c.title, Kind: c.kind})
 		if got != c.want || ok != (c.want != "") {
-			t.Errorf("kandevToolName(%q, %q) = %q, %v; want %q", c.title, c.kind, got, ok, c.want)
+			t.Errorf("kandevToolName(%q, %q, raw %v, meta %v) = %q, %v; want %q", c.title, c.kind, c.raw, c.meta, got, ok, c.want)
 		}
 	}
 }
 
 func TestToolKey(t *testing.T) {
-	for _, c := range []struct{ kind, title, want string }{
-		{"execute", "rm -rf build/", "kind:execute"},
-		{"edit", "main.go", "kind:edit"},
-		{"other", "fetch the page", "title:fetch the page"},
-		{"", "mystery", "title:mystery"},
+	labelled := func(name string) []acp.PermissionOption {
+		return []acp.PermissionOption{{Kind: acp.PermissionOptionKindAllowAlways, Name: "Always Allow in project: " + name}}
+	}
+	for _, c := range []struct {
+		kind, title string
+		options     []acp.PermissionOption
+		want        string
+	}{
+		{kind: "execute", title: "rm -rf build/", want: "kind:execute"},
+		{kind: "edit", title: "main.go", want: "kind:edit"},
+		{kind: "other", title: "fetch the page", want: "title:fetch the page"},
+		{title: "mystery", want: "title:mystery"},
+		// An MCP tool is remembered by the tool, not by its arguments.
+		{kind: "other", title: `{"query":"a"}`, options: labelled("search_docs"), want: "mcp:search_docs"},
+		{kind: "other", title: `{"query":"b"}`, options: labelled("search_docs"), want: "mcp:search_docs"},
+		{kind: "other", title: "mcp__github__search", want: "mcp:search"},
+		{kind: "execute", title: "mcp__github__search", want: "kind:execute"},
 	} {
-		if got := toolKey(core.PermissionTool{Kind: c.kind, Title: c.title}); got != c.want {
+		req := acp.RequestPermissionRequest{Options: c.options}
+		if got := toolKey(req, core.PermissionTool{Kind: c.kind, Title: c.title}); got != c.want {
 			t.Errorf("toolKey(%q, %q) = %q, want %q", c.kind, c.title, got, c.want)
 		}
 	}

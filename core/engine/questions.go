@@ -407,6 +407,11 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	now := time.Now().UTC()
 	claimed := false
 	var item store.QueueItem
+	// An answer is a handoff back (rule 4): to the role that asked, when
+	// the task is with a person because that role handed it there after
+	// asking. The answer is then that turn's prompt: the hand-back queues
+	// no notice of its own.
+	back, backProfile, handBack := e.answerHandback(ctx, t, m, q)
 	// The answer is queued in the same transaction that claims the question,
 	// so there is never a moment with the question answered and nothing to
 	// deliver. When the agent's call still waits, it takes the answer and
@@ -415,7 +420,7 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	// handed the answer only once its claim committed, and under the task
 	// lock; the second transaction below depends on whether it took it, and
 	// announces the whole answer.
-	_, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
+	handed, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		claimed = false
 		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
 		if err != nil || !ok {
@@ -423,6 +428,20 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 		}
 		claimed = true
 		item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
+		if err != nil || !handBack {
+			return err
+		}
+		// The task may have moved since it was read: only the same holder
+		// hands it back.
+		cur, err := tx.GetTask(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if t.Assignee == nil || cur.Assignee != t.Assignee.String() {
+			handBack = false
+			return nil
+		}
+		_, err = e.handoffTx(ctx, tx, c, t, back, actor.String(), "answered question "+q.QuestionID, nil, backProfile, nil, false)
 		return err
 	})
 	if err != nil {
@@ -464,7 +483,48 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	if err != nil {
 		e.log.Error("note the answer", "task", t.ID, "err", err)
 	}
+	if handBack {
+		// After the answer's note: the hand-back wakes the task, whose
+		// next turn is the answer.
+		e.announce(handed)
+	}
 	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+}
+
+// answerHandback reports whether an answer to question m (q) of task t
+// hands the task back, and to which role (and its profile): the task is
+// with a person, and the last handoff on it, made after the question was
+// asked, took it from the role that asked to that person. A task a person
+// took, or one handed on since, stays where it is.
+func (e *Engine) answerHandback(ctx context.Context, t core.Task, m store.Message, q questionMeta) (core.Ref, string, bool) {
+	if t.Assignee == nil || !t.Assignee.IsPerson() || q.AskedSession == "" {
+		return core.Ref{}, "", false
+	}
+	s, err := e.db.GetSession(ctx, q.AskedSession)
+	if err != nil || s.Role == "" {
+		return core.Ref{}, "", false
+	}
+	h, err := e.db.LastMessageOfKind(ctx, t.ID, string(core.MsgHandoff))
+	if err != nil || h.Seq < m.Seq {
+		return core.Ref{}, "", false
+	}
+	var meta struct {
+		From core.Ref `json:"from"`
+		To   core.Ref `json:"to"`
+	}
+	role := core.RoleRef(s.Role)
+	if json.Unmarshal([]byte(h.Meta), &meta) != nil || meta.From != role || meta.To != *t.Assignee {
+		return core.Ref{}, "", false
+	}
+	r, err := e.roleOf(ctx, role.Name)
+	if err != nil {
+		return core.Ref{}, "", false
+	}
+	prof, err := e.profile(ctx, r.Profile)
+	if err != nil {
+		return core.Ref{}, "", false
+	}
+	return role, prof.Name, true
 }
 
 // answerTexts turns the operator's input into one answer per question:

@@ -33,6 +33,9 @@ type recorder struct {
 	streamKind core.MessageKind
 	streamText strings.Builder
 	tools      map[string]toolEntry
+	// turn counts the run's turns, so a tool call id an agent uses again
+	// in a later turn is a new call.
+	turn int
 	// replaying drops updates while the session opens: session/load
 	// streams the whole earlier conversation before its response.
 	replaying bool
@@ -41,6 +44,7 @@ type recorder struct {
 type toolEntry struct {
 	seq  int64
 	meta map[string]any
+	turn int
 }
 
 var _ agent.Handler = (*recorder)(nil)
@@ -53,6 +57,7 @@ func (r *recorder) resetTurn() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.streamSeq = 0
+	r.turn++
 }
 
 func (r *recorder) setReplaying(on bool) {
@@ -60,6 +65,12 @@ func (r *recorder) setReplaying(on bool) {
 	defer r.mu.Unlock()
 	r.replaying = on
 	r.streamSeq = 0
+}
+
+func (r *recorder) isReplaying() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.replaying
 }
 
 // Update implements agent.Handler.
@@ -96,8 +107,14 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 			meta["status"] = "pending"
 		}
 		r.streamSeq = 0
+		if ent, ok := r.announcedAgain(string(tc.ToolCallId)); ok {
+			mergeToolMeta(ent.meta, meta)
+			r.tools[string(tc.ToolCallId)] = ent
+			r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+			break
+		}
 		m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tc.ToolCallId))
-		r.tools[string(tc.ToolCallId)] = toolEntry{seq: m.Seq, meta: meta}
+		r.tools[string(tc.ToolCallId)] = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
 	case u.ToolCallUpdate != nil:
 		tu := u.ToolCallUpdate
 		ent, ok := r.tools[string(tu.ToolCallId)]
@@ -105,7 +122,7 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 			meta := map[string]any{"tool_call_id": string(tu.ToolCallId), "status": "pending"}
 			r.streamSeq = 0
 			m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tu.ToolCallId))
-			ent = toolEntry{seq: m.Seq, meta: meta}
+			ent = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
 		}
 		if tu.Status != nil {
 			ent.meta["status"] = string(*tu.Status)
@@ -144,6 +161,31 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 	}
 }
 
+// announcedAgain returns the entry of a tool call this turn already
+// recorded, when the agent announces it a second time: Codex asks
+// permission for a command (which records the call, pending) and, once
+// approved, sends a tool_call with the same id as it runs it. One call is
+// one entry, so the second announcement updates the first. An id seen in
+// an earlier turn is a new call.
+func (r *recorder) announcedAgain(id string) (toolEntry, bool) {
+	ent, ok := r.tools[id]
+	if !ok || ent.turn != r.turn || id == "" {
+		return toolEntry{}, false
+	}
+	return ent, true
+}
+
+// mergeToolMeta lays a new announcement of a call over its entry: what it
+// says replaces what the entry had; what it leaves empty is kept.
+func mergeToolMeta(into, from map[string]any) {
+	for k, v := range from {
+		if s, ok := v.(string); ok && s == "" {
+			continue
+		}
+		into[k] = v
+	}
+}
+
 // Permission implements agent.Handler: the task's permission policy
 // answers (see requestPermission); with "ask" the call blocks until the
 // operator answers or the turn is cancelled.
@@ -165,7 +207,7 @@ func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequ
 			meta["raw_input"] = req.ToolCall.RawInput
 		}
 		m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+id)
-		r.tools[id] = toolEntry{seq: m.Seq, meta: meta}
+		r.tools[id] = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
 	}
 	tool := permissionTool(req, announced)
 	r.mu.Unlock()

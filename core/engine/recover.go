@@ -10,8 +10,10 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
-// Recover runs once at daemon start: sessions the previous daemon left
-// live are marked interrupted (their orphaned process groups killed), the
+// Recover runs once at daemon start: every process an earlier daemon of
+// this home started for a session and left running is ended, whatever the
+// session's recorded state (sweepOrphans); sessions the previous daemon
+// left live are marked interrupted, the
 // prompt of any turn they cut short goes back to the front of the queue,
 // and user questions whose waiting call died now wait for the next turn.
 // Then every task with a cut prompt queued again (by this recovery, an
@@ -19,6 +21,10 @@ import (
 // session and gets it delivered, unless NoResume leaves them for the next
 // message or start (ADR 0026).
 func (e *Engine) Recover(ctx context.Context) error {
+	swept, err := e.sweepOrphans(ctx)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
 	live, err := e.db.LiveSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
@@ -33,7 +39,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 		}
 	}
 	for i, s := range live {
-		killed := killOrphan(s)
+		killed := swept[s.ID] > 0
 		reason := fmt.Sprintf("%sexited while this session was %s", core.SessionInterruptedPrefix, s.State)
 		msg := reason
 		if killed {
@@ -108,13 +114,67 @@ func (e *Engine) resumeInterrupted(ctx context.Context) error {
 	return nil
 }
 
-// killOrphan kills every process left of a session the previous daemon
-// ran: the agent's process group and anything else that carries the
-// session's id in its environment (helpers that left the group, setsid
-// grandchildren), so a recycled pid is never touched. It reports whether
-// any was found.
-func killOrphan(s store.Session) bool {
-	return agent.KillSession(s.ID, orphanKillWait) > 0
+// sweepOrphans ends, before anything of this daemon runs, every process an
+// earlier daemon of this home left behind: each process whose session
+// marker names this home (agent.HomeEnv), and each carrying the id of a
+// session whose teardown was never recorded (started before markers named
+// their home). Agents that do not exit when their input closes (Codex,
+// Gemini CLI) would otherwise outlive a daemon killed after a run's end
+// was recorded and before its teardown was over. Every session is then
+// recorded torn down, and one whose state said it had ended gets a note.
+// It returns how many processes of each session it killed.
+//
+// Processes are found in one pass over /proc, only when some teardown was
+// never recorded (after a clean shutdown every one was); this is the one place that
+// asks "what of this home's sessions still runs", so another place agents
+// run (a container runtime) adds its own search here.
+func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
+	open, err := e.db.SessionsNotTornDown(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(open) == 0 {
+		// Every teardown finished: nothing of this home's sessions can
+		// still run, and the start need not read /proc (~3 ms for 150
+		// processes).
+		return map[string]int{}, nil
+	}
+	mayRun := make(map[string]store.Session, len(open))
+	for _, s := range open {
+		mayRun[s.ID] = s
+	}
+	home := agent.HomeID(e.opts.Home.Dir)
+	var doomed []agent.Marked
+	killed := map[string]int{}
+	for _, p := range agent.MarkedProcs() {
+		_, recorded := mayRun[p.Session]
+		if (home != "" && p.Home == home) || (p.Home == "" && recorded) {
+			doomed = append(doomed, p)
+			killed[p.Session]++
+		}
+	}
+	agent.KillMarked(doomed, orphanKillWait)
+	now := time.Now().UTC()
+	for id, n := range killed {
+		e.log.Warn("killed processes an earlier daemon left running", "session", id, "processes", n)
+		s, ok := mayRun[id]
+		if !ok {
+			if s, err = e.db.GetSession(ctx, id); err != nil {
+				continue
+			}
+		}
+		if !core.SessionState(s.State).Live() {
+			e.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev",
+				fmt.Sprintf("the kandev daemon exited before this session's processes were ended; %d left running were killed at its next start", n),
+				map[string]any{"orphans_killed": n})
+		}
+	}
+	// Nothing of this daemon runs yet: every session not recorded torn
+	// down is, now.
+	if err := e.db.MarkAllTornDown(ctx, now); err != nil {
+		return nil, err
+	}
+	return killed, nil
 }
 
 // orphanKillWait bounds the wait for killed orphans to disappear.

@@ -193,6 +193,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		"KANDEV_TASK_ID="+t.ID)
 	spec := agent.Spec{
 		Command: command, Args: prof.Args, Env: env, Dir: t.CWD, SessionID: sessionID,
+		HomeID:  agent.HomeID(e.opts.Home.Dir),
 		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
 		StartTimeout: startTimeout(prof, e.opts.StartTimeout), Logger: e.log.With("session", sessionID),
 		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
@@ -217,6 +218,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		e.finishSession(sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
 		rt.mu.Unlock()
 		proc.Terminate(e.opts.Grace)
+		e.tornDown(sessionID)
 		return nil, errFenced
 	}
 	e.sessions[sessionID] = run
@@ -231,10 +233,14 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	e.refreshQuiet(t.ID)
 
 	// What the agent streams while its session opens is a session/load
-	// replay of history kandev already recorded: none of it is new.
+	// replay of history kandev already recorded: none of it is new. A
+	// resumed session's replay may come after the load's answer (Gemini
+	// CLI), so it is filtered until the first prompt (replayDone).
 	run.rec.setReplaying(true)
 	openErr := proc.Open(ctx)
-	run.rec.setReplaying(false)
+	if openErr != nil || !proc.Resumed() {
+		run.rec.setReplaying(false)
+	}
 	if openErr == nil && proc.GarbageLine() != "" {
 		// Non-ACP output before the answers: the session may be up, but the
 		// agent is not speaking the protocol (see also recorder.Garbage).
@@ -268,6 +274,17 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", role.Name, prof.Name, pid, how),
 		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
 	return run, nil
+}
+
+// replayDone ends the replay filter of a resumed session, right before
+// kandev sends it its first prompt: everything the agent streamed until
+// then, as far as it reached kandev, is handled (and dropped) first.
+func (e *Engine) replayDone(ctx context.Context, run *liveRun) {
+	if !run.rec.isReplaying() {
+		return
+	}
+	run.proc.Settle(ctx)
+	run.rec.setReplaying(false)
 }
 
 // startTimeout is the profile's own start bound when it has one (OpenCode
@@ -370,14 +387,27 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 	e.rtMu.Unlock()
 }
 
-// terminate tears a released run's process down in the background.
+// terminate tears a released run's process down in the background, and
+// records when nothing of it is left: until then a restart must assume its
+// processes still run, whatever the session's state says.
 func (e *Engine) terminate(run *liveRun) {
 	if run.proc != nil {
 		e.procWG.Add(1)
 		go func() {
 			defer e.procWG.Done()
+			if e.opts.BeforeTeardown != nil {
+				e.opts.BeforeTeardown(run.sessionID)
+			}
 			run.proc.Terminate(e.opts.Grace)
+			e.tornDown(run.sessionID)
 		}()
+	}
+}
+
+// tornDown records that no process of the session is left.
+func (e *Engine) tornDown(sessionID string) {
+	if err := e.db.MarkTornDown(context.Background(), sessionID, time.Now().UTC()); err != nil {
+		e.log.Warn("record teardown", "session", sessionID, "err", err)
 	}
 }
 

@@ -224,6 +224,9 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 			e.log.Error("render preamble", "task", t.ID, "err", err)
 		}
 	}
+	if run.prompts == 0 {
+		e.replayDone(ctx, run)
+	}
 	run.prompts++
 	stopReason, promptErr := run.proc.Prompt(ctx, text)
 

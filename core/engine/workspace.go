@@ -122,10 +122,15 @@ func (e *Engine) makeWorktree(ctx context.Context, p wsPlan, row *store.Task) er
 	row.RepoRoot, row.WorktreeDir, row.Branch, row.BaseCommit = wt.Repo, wt.Dir, wt.Branch, wt.BaseCommit
 	row.CWD = wt.Dir
 	if p.prefix != "" {
-		// The directory may be untracked and so absent from the branch:
-		// then the agent starts at the worktree's top.
-		if st, err := os.Stat(filepath.Join(wt.Dir, p.prefix)); err == nil && st.IsDir() {
-			row.CWD = filepath.Join(wt.Dir, p.prefix)
+		// The agent works in the same place inside the worktree. A
+		// directory not in the branch yet (untracked, or holding only
+		// untracked files) is made there, empty: the top would be a
+		// different place than the one the task was created in.
+		sub := filepath.Join(wt.Dir, p.prefix)
+		if err := os.MkdirAll(sub, 0o755); err == nil {
+			row.CWD = sub
+		} else {
+			e.log.Warn("worktree subdirectory", "dir", sub, "err", err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package mockagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,13 @@ type agent struct {
 	// "error" (a JSON-RPC error, as Qwen Code answers), "forget" (cancelled,
 	// and the session forgets that turn's prompt, as Gemini CLI does).
 	cancelMode string
+
+	// mcpPermission is how the agent asks before each MCP tool call
+	// (KANDEV_MOCK_MCP_PERMISSION): "" not at all, "qwen" as Qwen Code.
+	mcpPermission string
+	// lateReplay streams session/load's replay after its answer
+	// (KANDEV_MOCK_LATE_REPLAY, Gemini CLI).
+	lateReplay bool
 
 	handlers *tracker
 	// replayN is how many updates session/load replays (KANDEV_MOCK_REPLAY).
@@ -91,6 +99,13 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		}
 		a.replayN = v
 	}
+	switch mode := cfg.getenv("KANDEV_MOCK_MCP_PERMISSION"); mode {
+	case "", "qwen":
+		a.mcpPermission = mode
+	default:
+		return nil, fmt.Errorf("KANDEV_MOCK_MCP_PERMISSION=%q: want qwen", mode)
+	}
+	a.lateReplay = cfg.getenv("KANDEV_MOCK_LATE_REPLAY") != ""
 	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
 		delay, err := time.ParseDuration(d)
 		if err != nil {
@@ -214,9 +229,14 @@ func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (ac
 	if err := a.reopen(string(req.SessionId), req.Cwd, req.McpServers); err != nil {
 		return acp.LoadSessionResponse{}, fmt.Errorf("load session: %w", err)
 	}
-	if a.replayN > 0 {
+	switch {
+	case a.lateReplay:
+		// Gemini CLI answers first and streams the history after the
+		// answer (its streamHistory is not awaited).
+		a.replayAfterAnswer(ctx, req.SessionId)
+	case a.replayN > 0:
 		a.replayBurst(req.SessionId, a.replayN)
-	} else {
+	default:
 		a.replay(ctx, req.SessionId)
 	}
 	return acp.LoadSessionResponse{}, nil
@@ -227,24 +247,51 @@ func (a *agent) LoadSession(ctx context.Context, req acp.LoadSessionRequest) (ac
 // agent's answer and a completed tool call. The mock keeps only each
 // prompt's first line, so that is what it replays.
 func (a *agent) replay(ctx context.Context, sid acp.SessionId) {
-	s := a.session(string(sid))
-	if s == nil || s.acquire(ctx) != nil {
-		return
-	}
-	prompts := slices.Clone(s.state.Prompts)
-	s.release()
-	send := func(u acp.SessionUpdate) {
+	for _, u := range a.history(ctx, sid) {
 		if err := a.conn.SessionUpdate(ctx, acp.SessionNotification{SessionId: sid, Update: u}); err != nil {
 			a.logger.Debug("replay", "session", sid, "err", err)
 		}
 	}
-	for i, p := range prompts {
-		send(acp.SessionUpdate{UserMessageChunk: &acp.SessionUpdateUserMessageChunk{Content: acp.TextBlock(p)}})
-		send(acp.UpdateAgentMessageText("replayed: " + p + "\n"))
-		id := acp.ToolCallId(fmt.Sprintf("mock-replay-%d", i+1))
-		send(acp.StartToolCall(id, "replayed tool", acp.WithStartKind(acp.ToolKindExecute),
-			acp.WithStartStatus(acp.ToolCallStatusCompleted)))
+}
+
+// history is what a load replays of a session: for every earlier prompt,
+// the user's message, the agent's answer and a completed tool call.
+func (a *agent) history(ctx context.Context, sid acp.SessionId) []acp.SessionUpdate {
+	s := a.session(string(sid))
+	if s == nil || s.acquire(ctx) != nil {
+		return nil
 	}
+	prompts := slices.Clone(s.state.Prompts)
+	s.release()
+	var out []acp.SessionUpdate
+	for i, p := range prompts {
+		id := acp.ToolCallId(fmt.Sprintf("mock-replay-%d", i+1))
+		out = append(out,
+			acp.SessionUpdate{UserMessageChunk: &acp.SessionUpdateUserMessageChunk{Content: acp.TextBlock(p)}},
+			acp.UpdateAgentMessageText("replayed: "+p+"\n"),
+			acp.StartToolCall(id, "replayed tool", acp.WithStartKind(acp.ToolKindExecute),
+				acp.WithStartStatus(acp.ToolCallStatusCompleted)))
+	}
+	return out
+}
+
+// replayAfterAnswer streams the history right after the session/load
+// answer, as Gemini CLI does. The notifications go out in the same write
+// as the answer, so a client reads them after it and, always, before it
+// can send anything more: a test of how late replays are told apart from
+// new conversation then never depends on timing.
+func (a *agent) replayAfterAnswer(ctx context.Context, sid acp.SessionId) {
+	var buf []byte
+	for _, u := range a.history(ctx, sid) {
+		b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": acp.ClientMethodSessionUpdate,
+			"params": acp.SessionNotification{SessionId: sid, Update: u}})
+		if err != nil {
+			a.logger.Debug("late replay", "err", err)
+			return
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	a.out.afterNextResponse(buf)
 }
 
 // reopen makes a persisted (or live) session current with the MCP servers

@@ -88,6 +88,10 @@ func (t *turn) exec(d string) error {
 		return t.permission("mcp__kandev__"+arg, acp.ToolKindOther, map[string]any{})
 	case "permitted":
 		return t.permitted(arg)
+	case "exec":
+		return t.codexExec(arg)
+	case "qwenpermission":
+		return t.qwenPermission(arg)
 	case "tool":
 		t.localTool(arg)
 	case "write":

@@ -26,6 +26,10 @@ const sleeperEnv = "KANDEV_MOCK_SLEEPER"
 // and keep running after its input closes: only SIGKILL ends it.
 const stubbornEnv = "KANDEV_MOCK_STUBBORN"
 
+// lingerEnv makes the mock keep running after its stdin closes, as Codex
+// and Gemini CLI do; unlike stubbornEnv, SIGINT and SIGTERM still end it.
+const lingerEnv = "KANDEV_MOCK_LINGER"
+
 // parseSize reads a byte count: 123, 64K, 256M, 1G (powers of 1024).
 func parseSize(s string) (int64, error) {
 	s = strings.TrimSpace(strings.ToUpper(s))

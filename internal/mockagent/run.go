@@ -2,12 +2,15 @@ package mockagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -26,6 +29,14 @@ func Run(ctx context.Context, in io.Reader, out io.Writer, errOut io.Writer, get
 	if getenv != nil && beStubborn(getenv) {
 		// Input closing does not end a stubborn agent either.
 		defer sleepForever()
+	}
+	if getenv != nil && getenv(lingerEnv) != "" {
+		// Codex and Gemini CLI do not exit when their input closes; a
+		// signal still ends them (whatever the command's own handling).
+		defer func() {
+			signal.Reset(syscall.SIGINT, syscall.SIGTERM)
+			sleepForever()
+		}()
 	}
 	return run(ctx, config{in: in, out: out, errOut: errOut, getenv: getenv, exit: os.Exit})
 }
@@ -141,6 +152,9 @@ type guardedWriter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	severed bool
+	// trailer goes out in the same write as the next JSON-RPC response
+	// (afterNextResponse).
+	trailer []byte
 }
 
 func (g *guardedWriter) Write(p []byte) (int, error) {
@@ -149,7 +163,33 @@ func (g *guardedWriter) Write(p []byte) (int, error) {
 	if g.severed {
 		return 0, errSevered
 	}
+	if len(g.trailer) > 0 && isResponse(p) {
+		buf := append(append([]byte(nil), p...), g.trailer...)
+		g.trailer = nil
+		if _, err := g.w.Write(buf); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
 	return g.w.Write(p)
+}
+
+// afterNextResponse has b written right after the next JSON-RPC response,
+// in the same write: the answer of the request being handled, when no
+// other request is in flight.
+func (g *guardedWriter) afterNextResponse(b []byte) {
+	g.mu.Lock()
+	g.trailer = append(g.trailer, b...)
+	g.mu.Unlock()
+}
+
+// isResponse is true for a JSON-RPC response (an id, no method).
+func isResponse(p []byte) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal(p, &m) == nil && len(m.ID) > 0 && m.Method == ""
 }
 
 // writeLocked runs write with the stream to itself, so a long write (a

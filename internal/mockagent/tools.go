@@ -28,10 +28,29 @@ func (t *turn) call(arg string) error {
 	}
 
 	id := t.nextToolCallID()
-	t.update(acp.StartToolCall(id, "kandev: "+tool,
-		acp.WithStartKind(acp.ToolKindOther),
-		acp.WithStartStatus(acp.ToolCallStatusInProgress),
-		acp.WithStartRawInput(json.RawMessage(args))))
+	if t.a.mcpPermission == "qwen" {
+		// Qwen Code asks first, and its request is the call's only
+		// announcement.
+		ok, err := t.qwenMCPPermission(id, tool, args)
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return t.ctx.Err()
+			}
+			t.sayf("error permission: %v", err)
+			return nil
+		}
+		if !ok {
+			t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusFailed)))
+			t.sayf("error %s: permission refused", tool)
+			return nil
+		}
+		t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress)))
+	} else {
+		t.update(acp.StartToolCall(id, "kandev: "+tool,
+			acp.WithStartKind(acp.ToolKindOther),
+			acp.WithStartStatus(acp.ToolCallStatusInProgress),
+			acp.WithStartRawInput(json.RawMessage(args))))
+	}
 
 	res, err := t.s.client().callTool(t.ctx, tool, args)
 	// The closing update goes out even when the turn was cancelled, so the
