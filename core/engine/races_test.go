@@ -89,8 +89,13 @@ func TestMessageAfterStop(t *testing.T) {
 func askSetup(t *testing.T, p *inProc) (parent, child core.Task, qid string, asParent context.Context, open func()) {
 	t.Helper()
 	gate, open := p.gateFile("parent")
-	parent = p.create(core.CreateTaskInput{Title: "parent", Start: true, Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"})
+	// The holder exists before the parent's first turn starts: a turn that
+	// ended with no open subtask would stall the parent to the operator.
+	parent = p.create(core.CreateTaskInput{Title: "parent"})
 	p.create(core.CreateTaskInput{Title: "holder", ParentID: parent.ID})
+	if _, err := p.eng.StartTask(p.op(), parent.ID, core.StartTaskInput{Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"}); err != nil {
+		t.Fatal(err)
+	}
 	// The parent's first turn ends before the child asks, so the question
 	// reaches a parent between turns.
 	p.waitFor("the parent's first turn", func() bool { return p.hasSaid(parent.ID, "ready") && p.settled(parent.ID) })
