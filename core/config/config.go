@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kandev/kandev/core"
 	"os"
 	"path/filepath"
 	"sort"
@@ -40,6 +41,7 @@ const (
 	kindEnum
 	kindDuration
 	kindBool
+	kindBudget
 )
 
 // Keys lists every setting, in the order the documentation gives them.
@@ -59,6 +61,8 @@ func Keys() []Key {
 			Doc: "where a new task's agent works: shared (the task's directory) or worktree (stored only)"},
 		{Name: "notifications", Env: "KANDEV_NOTIFICATIONS", Default: "false", kind: kindBool,
 			Doc: "desktop notifications when a task needs you"},
+		{Name: "autopilot_budget", Env: "KANDEV_AUTOPILOT_BUDGET", Default: "", kind: kindBudget,
+			Doc: "budget of a new top-level autopilot task created without --budget, shared by its subtree: 5USD or 2M-tokens (unset: none)"},
 	}
 }
 
@@ -117,6 +121,12 @@ func (k Key) Validate(v string) (string, error) {
 			return "", fmt.Errorf("%s: %q is not true or false", k.Name, v)
 		}
 		return strconv.FormatBool(b), nil
+	case kindBudget:
+		a, err := core.ParseAmount(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s", k.Name, err.Error())
+		}
+		return a.String(), nil
 	default:
 		if strings.TrimSpace(v) == "" {
 			return "", fmt.Errorf("%s: empty value", k.Name)
