@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,6 +24,8 @@ type Glance struct {
 	// not listed at all).
 	Open  int          `json:"open"`
 	Tasks []GlanceTask `json:"need_you_tasks"`
+	// SpentToday is what agents reported spending since local midnight.
+	SpentToday *core.Spend `json:"spent_today,omitempty"`
 }
 
 // GlanceTask is one task that needs the operator, and why.
@@ -138,12 +141,25 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if err := scanTasks(ctx, client, core.ListTasksInput{}, nil, func(t *core.Task) error { g.add(t); return nil }); err != nil {
 		return err
 	}
+	if !short {
+		y, m, d := time.Now().Date()
+		if rep, err := client.Usage(ctx, core.UsageInput{Since: time.Date(y, m, d, 0, 0, 0, 0, time.Local), By: "day"}); err == nil {
+			g.SpentToday = &rep.Total
+		}
+	}
 	if f.JSON {
 		return f.printJSON(g)
 	}
 	fmt.Fprintf(f.IO.Out, "%d need you · %d running\n", g.NeedYou, g.Running)
 	if short {
 		return nil
+	}
+	if s := g.SpentToday; s != nil && (s.Tokens > 0 || s.Cost > 0) {
+		spent := core.FormatTokens(s.Tokens) + " tokens"
+		if s.Currency != "" {
+			spent = core.FormatCost(s.Cost, s.Currency) + ", " + spent
+		}
+		fmt.Fprintf(f.IO.Out, "spent today: %s\n", spent)
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	for _, t := range g.Tasks {

@@ -25,6 +25,7 @@ var waitOutcomes = []struct {
 	{"question", 11, "it asks you a question"},
 	{"escalated", 12, "it stalled and was escalated"},
 	{"stuck", 15, "it stalled with nobody to escalate to"},
+	{"budget", 16, "its tree spent its budget: its turns were stopped and it is with a person until the budget is raised"},
 	{"person", 10, "it was handed to a person, or came back to you when its agent ended a turn without handing it on"},
 	{"timeout", 124, "--timeout passed first"},
 	{"interrupted", 130, "a signal (Ctrl-C, SIGTERM) ended the wait"},
@@ -56,6 +57,8 @@ func waitOutcome(t core.Task) (string, string) {
 		return "cancelled", "task was cancelled"
 	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson():
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
+	case t.OverBudget():
+		return "budget", "budget reached: " + oneLineWait(t.Stalled.Detail) + "; raise it with kandev task budget " + t.ID + " --add AMOUNT"
 	case t.Stuck():
 		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From + " and waits for you: " + oneLineWait(t.Stalled.Detail)
 	case t.BackToYou() && t.Assignee != nil:
@@ -95,7 +98,7 @@ An agent that handed the task on and is still finishing its turn is waited for, 
 the next command sees the run settled.
 Exit codes:
   0 done, 10 handed to a person (or back to you), 11 a question for you, 12 escalated,
-  13 failed, 14 cancelled, 15 stuck, 124 timeout, 130 interrupted (a signal),
+  13 failed, 14 cancelled, 15 stuck, 16 budget reached, 124 timeout, 130 interrupted (a signal),
   1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {

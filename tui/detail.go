@@ -125,6 +125,9 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	for _, l := range workspaceLines(t, ch) {
 		add(l)
 	}
+	if l := usageDetail(t); l != "" {
+		add(l)
+	}
 	if s := t.Stalled; s != nil && t.Stuck() {
 		line := st.badgeBad.Render("STUCK") + " stalled in " + s.From + ", nobody to escalate to: it waits for you"
 		if s.Detail != "" {
@@ -133,6 +136,8 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 		addLong(line)
 	} else if s != nil && t.BackToYou() {
 		addLong(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
+	} else if s != nil && t.OverBudget() {
+		addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: kandev task budget " + t.ID + " --add AMOUNT")
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
@@ -371,4 +376,23 @@ func orNothing(s string) string {
 		return "(nothing)"
 	}
 	return s
+}
+
+// usageDetail is the detail pane's spend line: tokens and cost, the
+// subtree's when its children spent, the context window's use, the budget.
+func usageDetail(t *core.Task) string {
+	var parts []string
+	if u := t.Usage; u != nil {
+		parts = append(parts, "spent "+u.UsageLine(false))
+		if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+			parts = append(parts, "subtree "+u.UsageLine(true))
+		}
+		if c := u.ContextLine(); c != "" {
+			parts = append(parts, "context "+c)
+		}
+	}
+	if b := t.Budget; b != nil {
+		parts = append(parts, "budget "+b.Amount.Format(b.Spent)+" of "+b.Amount.Format(b.Amount.Value))
+	}
+	return strings.Join(parts, " · ")
 }

@@ -137,7 +137,7 @@ func TestTaskSummaryRefusesDamage(t *testing.T) {
 		"a line missing":   full[:lastLine+1],
 		"json not summary": `[{"id":"k3f9qa"}]`,
 		"empty":            "",
-		"newer version":    strings.Replace(full, wire.SummaryHeader, "#kandev-task-summary 2", 1),
+		"newer version":    strings.Replace(full, wire.SummaryHeader, "#kandev-task-summary 99", 1),
 	} {
 		if _, err := wire.ReadTaskSummaries(strings.NewReader(body), 0, nil); err == nil {
 			t.Errorf("%s: read without an error", name)
