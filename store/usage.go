@@ -193,8 +193,10 @@ type UsageGroup struct {
 }
 
 // UsageSince sums the reports since a time by "task", "profile" or "day"
-// (local days of the daemon's time zone), largest token count first, and
-// by currency within a group (a group of one currency comes back once).
+// (local days of the daemon's time zone), largest token count first. A
+// group's cost is in its one currency: agents report USD, and a group
+// that mixed currencies (never seen) is summed as reported, under the
+// last currency in sort order.
 func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]UsageGroup, error) {
 	key := "task_id"
 	switch by {
@@ -210,9 +212,9 @@ func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]
 	if by == "day" {
 		order = "k"
 	}
-	rows, err := q.q.QueryContext(ctx, `SELECT `+key+` AS k, currency, sum(input), sum(output), sum(thought), sum(cache_read),
+	rows, err := q.q.QueryContext(ctx, `SELECT `+key+` AS k, max(currency), sum(input), sum(output), sum(thought), sum(cache_read),
 		sum(cache_write), sum(tokens), sum(cost_micros), sum(turn) FROM usage_turns WHERE at >= ?
-		GROUP BY k, currency ORDER BY `+order, nanos(since))
+		GROUP BY k ORDER BY `+order, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("usage report: %w", mapErr(err))
 	}

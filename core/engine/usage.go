@@ -199,13 +199,14 @@ func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 		return core.UsageReport{}, mapStoreErr(err, "usage")
 	}
 	rep := core.UsageReport{Since: in.Since, By: in.By, Rows: []core.UsageRow{}}
-	// The total's currency is the first one met with the most spend;
-	// costs in another are left out of it (rare: one agent's currency).
+	// The total's currency is the first one met with spend; costs in
+	// another are left out of it (rare: agents report USD).
 	for _, g := range groups {
 		if g.Usage.CostMicros != 0 && rep.Total.Currency == "" {
 			rep.Total.Currency = g.Usage.Currency
 		}
 	}
+	var totalMicros int64
 	for _, g := range groups {
 		s := spendOf(g.Usage)
 		if g.Usage.CostMicros == 0 {
@@ -226,9 +227,10 @@ func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 		rep.Total.CacheWrite += s.CacheWrite
 		rep.Turns += g.Turns
 		if s.Currency == rep.Total.Currency {
-			rep.Total.Cost += s.Cost
+			totalMicros += g.Usage.CostMicros
 		}
 	}
+	rep.Total.Cost = float64(totalMicros) / microsPerUnit
 	return rep, nil
 }
 
