@@ -36,7 +36,7 @@ func AgentInfos() []AgentInfo {
 			// pay-as-you-go, the Coding Plan's) as well as an
 			// OpenAI-compatible endpoint.
 			Credentials: []string{"DASHSCOPE_API_KEY", "BAILIAN_CODING_PLAN_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"},
-			Usage: UsageContextCost},
+			Usage:       UsageContextCost},
 		{Profile: "opencode", Install: "npm install -g opencode-ai@1.18.33",
 			Credentials: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Usage: UsageContextCost},
 	}
