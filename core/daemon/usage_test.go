@@ -306,3 +306,24 @@ func TestAgentCannotSetBudget(t *testing.T) {
 		t.Fatalf("budget %+v, want 1USD untouched", b)
 	}
 }
+
+// autopilot_budget gives a new top-level autopilot task a budget of its
+// own; a normal task, or one given its own, keeps what it was given.
+func TestAutopilotBudgetFromConfig(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_AUTOPILOT_BUDGET=3USD"))
+	auto := create(t, d, core.CreateTaskInput{Title: "auto", Autopilot: true})
+	if b := auto.Budget; b == nil || b.Amount.Value != 3 || b.Amount.Currency != "USD" || b.SetBy != "config" || b.Holder != auto.ID {
+		t.Fatalf("autopilot root budget %+v", b)
+	}
+	own := create(t, d, core.CreateTaskInput{Title: "own", Autopilot: true, Budget: "1M-tokens"})
+	if b := own.Budget; b == nil || b.Amount.Kind != core.BudgetTokens {
+		t.Fatalf("given budget %+v", b)
+	}
+	if b := create(t, d, core.CreateTaskInput{Title: "normal"}).Budget; b != nil {
+		t.Fatalf("normal task budget %+v", b)
+	}
+	kid := create(t, d, core.CreateTaskInput{Title: "kid", ParentID: auto.ID, Autopilot: true})
+	if b := kid.Budget; b == nil || b.Holder != auto.ID {
+		t.Fatalf("an autopilot child shows %+v, want its root's budget", b)
+	}
+}

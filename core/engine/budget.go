@@ -72,15 +72,20 @@ func (e *Engine) budgetNotice(ctx context.Context, holder string, b *core.Budget
 	h, _ := e.cached(holder)
 	pct := int(math.Floor(100 * b.Spent / b.Amount.Value))
 	now := time.Now().UTC()
+	// Read before the transaction: a task's lock is never taken while the
+	// store's write lock is held (a stop takes them the other way round).
+	var running []string
+	for _, id := range e.subtree(holder) {
+		if e.hasRun(id) {
+			running = append(running, id)
+		}
+	}
 	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetBudgetMarks(ctx, holder, true, false); err != nil {
 			return err
 		}
 		c.touch(holder)
-		for _, id := range e.subtree(holder) {
-			if !e.hasRun(id) {
-				continue
-			}
+		for _, id := range running {
 			data := prompt.Budget{HolderID: holder, HolderTitle: h.Title, Own: id == holder, Spent: b.Amount.Format(b.Spent),
 				Amount: b.Amount.Format(b.Amount.Value), Percent: pct}
 			if _, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: id, Priority: priorityFront, Kind: itemBudget,

@@ -245,7 +245,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, mapStoreErr(err, "task")
 	}
 	e.announce(created)
-	t, err := e.task(ctx, row.ID)
+	t, err := e.GetTask(ctx, row.ID)
 	if err != nil {
 		return core.Task{}, err
 	}
