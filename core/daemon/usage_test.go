@@ -305,6 +305,23 @@ func TestAgentCannotSetBudget(t *testing.T) {
 	if b := get(t, d, task.ID).Budget; b == nil || b.Amount.Value != 1 {
 		t.Fatalf("budget %+v, want 1USD untouched", b)
 	}
+
+	// What it may do is see its spend and what is left.
+	message(t, d, task.ID, "mock: usage 10 10 0.25")
+	waitSettled(t, d, task.ID)
+	message(t, d, task.ID, "mock: call get_task_kandev {}")
+	waitSaid(t, d, task.ID, "result get_task_kandev")
+	var res string
+	for _, s := range said(t, d, task.ID) {
+		if strings.HasPrefix(s, "result get_task_kandev") {
+			res = s
+		}
+	}
+	for _, want := range []string{`"spent":0.25`, `"remaining":0.75`, `"tokens":20`, `"currency":"USD"`} {
+		if !strings.Contains(res, want) {
+			t.Errorf("get_task_kandev lacks %s: %s", want, res)
+		}
+	}
 }
 
 // autopilot_budget gives a new top-level autopilot task a budget of its
