@@ -125,7 +125,7 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	for _, l := range workspaceLines(t, ch) {
 		add(l)
 	}
-	if l := usageDetail(t); l != "" {
+	for _, l := range usageDetail(t) {
 		add(l)
 	}
 	if s := t.Stalled; s != nil && t.Stuck() {
@@ -378,21 +378,25 @@ func orNothing(s string) string {
 	return s
 }
 
-// usageDetail is the detail pane's spend line: tokens and cost, the
-// subtree's when its children spent, the context window's use, the budget.
-func usageDetail(t *core.Task) string {
-	var parts []string
+// usageDetail is the detail pane's spend: tokens and cost, the subtree's
+// when its children spent; then the context window's use and the budget.
+func usageDetail(t *core.Task) []string {
+	var lines, more []string
 	if u := t.Usage; u != nil {
-		parts = append(parts, "spent "+u.UsageLine(false))
+		line := "spent " + u.UsageLine(false)
 		if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
-			parts = append(parts, "subtree "+u.UsageLine(true))
+			line += " · subtree " + u.UsageLine(true)
 		}
+		lines = append(lines, line)
 		if c := u.ContextLine(); c != "" {
-			parts = append(parts, "context "+c)
+			more = append(more, "context "+c)
 		}
 	}
 	if b := t.Budget; b != nil {
-		parts = append(parts, "budget "+b.Amount.Format(b.Spent)+" of "+b.Amount.Format(b.Amount.Value))
+		more = append(more, "budget "+b.Amount.Format(b.Spent)+" of "+b.Amount.Format(b.Amount.Value))
 	}
-	return strings.Join(parts, " · ")
+	if len(more) > 0 {
+		lines = append(lines, strings.Join(more, " · "))
+	}
+	return lines
 }
