@@ -82,7 +82,10 @@ func TestUsageSummedPerTaskAndTree(t *testing.T) {
 		t.Fatalf("after a restart: %+v", u)
 	}
 	message(t, d, root.ID, "mock: usage 1 1 0.5")
-	daemontest.Eventually(t, wait, "the resumed session's cost", func() bool { return near(usageOf(t, d, root.ID).Own.Cost, 0.56) })
+	daemontest.Eventually(t, wait, "the resumed session's turn", func() bool {
+		u := usageOf(t, d, root.ID)
+		return u.Turns == 3 && near(u.Own.Cost, 0.56)
+	})
 	if u := usageOf(t, d, root.ID); u.Own.Tokens != 142 || u.Tree.Tokens != 197 || !near(u.Tree.Cost, 0.58) || u.Turns != 3 {
 		t.Fatalf("after the resumed turn: %+v", u)
 	}
@@ -217,8 +220,11 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 		t.Fatalf("root after the raise: assignee %+v stalled %+v", r.Assignee, r.Stalled)
 	}
 	waitSettled(t, d, kid.ID)
-	if n := countPrompts(t, d, kid.ID, "[kandev:budget]"); n != 1 {
+	if n := countPrompts(t, d, kid.ID, "[kandev:budget] The tree of task "+root.ID+" (root), which your task is part of, has spent"); n != 1 {
 		t.Fatalf("the kid read %d budget notices, want 1", n)
+	}
+	if n := countPrompts(t, d, kid.ID, "[kandev:budget] Your turn on this message was stopped"); n != 1 {
+		t.Fatalf("the kid's cut turn came again %d times, want once", n)
 	}
 	if n := countPrompts(t, d, root.ID, "[kandev:budget]"); n != 1 {
 		t.Fatalf("the root read %d budget notices, want 1", n)

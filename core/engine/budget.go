@@ -9,6 +9,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -153,7 +154,7 @@ func (e *Engine) budgetStop(ctx context.Context, id, why string) {
 		var sessions []string
 		if run != nil {
 			sessions = append(sessions, run.sessionID)
-			if err := e.requeueOpenPrompt(ctx, tx.Queries, id, run.sessionID); err != nil {
+			if err := e.budgetRequeueTx(ctx, tx, id, run.sessionID); err != nil {
 				return err
 			}
 			st := string(core.SessionCancelled)
@@ -180,6 +181,36 @@ func (e *Engine) budgetStop(ctx context.Context, id, why string) {
 		return
 	}
 	e.announce(c)
+}
+
+// budgetRequeueTx queues the prompt of a turn a reached budget cut again,
+// at the front, as a notice that says why it comes again. Like a
+// redelivery (requeueOpenPrompt) it carries the prompt's seq, so it is
+// never queued twice.
+func (e *Engine) budgetRequeueTx(ctx context.Context, tx *store.Tx, taskID, sessionID string) error {
+	last, err := tx.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
+	if err != nil || last.SessionID != sessionID {
+		return nil
+	}
+	if end, err := tx.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
+		return nil // the turn had ended
+	}
+	queued, err := tx.Queue(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for _, it := range queued {
+		var m struct {
+			OriginalSeq int64 `json:"original_seq"`
+		}
+		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
+			return nil
+		}
+	}
+	_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
+		Sender: last.Author, Text: last.Text, CreatedAt: time.Now().UTC()}, prompt.NoticeBudgetResume,
+		prompt.Message{From: e.describeSender(last.Author), Text: last.Text}, map[string]any{"original_seq": last.Seq, "reason": core.StallBudget}))
+	return err
 }
 
 // escalateBudget hands the holder to a person with the reason Budget: to

@@ -41,6 +41,9 @@ const (
 	NoticeSignOff     = "signoff"
 	NoticeWake        = "wake"
 	NoticeBudget      = "budget"
+	// NoticeBudgetResume redelivers a turn's message that a reached
+	// budget cut (data: Message).
+	NoticeBudgetResume = "budget_resume"
 )
 
 // Why a stalled role stalled, as its notices word it.
@@ -155,7 +158,7 @@ func (d Delivered) Decode() (any, error) {
 	switch d.Notice {
 	case NoticeKickoff:
 		return struct{}{}, nil
-	case NoticeMessage, NoticeRedeliver:
+	case NoticeMessage, NoticeRedeliver, NoticeBudgetResume:
 		v = &Message{}
 	case NoticeQuestion:
 		v = &Question{}
