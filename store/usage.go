@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -139,19 +140,122 @@ func (q Queries) TaskUsage(ctx context.Context, id string) (TaskUsage, bool, err
 	return u, true, nil
 }
 
+// allTaskUsageQuery reads every row as one text value, as
+// allTaskRowsQuery reads tasks (ADR 0040): through the driver, 21 columns
+// a row cost the daemon's start half a second at 100,000 rows. budget_by,
+// the one free text, comes last, so a separator in it is seen.
+const allTaskUsageQuery = `SELECT concat_ws(char(31), task_id, input, output, thought, cache_read, cache_write, tokens,
+	cost_micros, currency, turns, tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
+	budget_kind, budget_value, budget_currency, budget_noticed, budget_reached, budget_by) FROM task_usage`
+
+const taskUsageFields = 21
+
+// parseTaskUsage cuts one allTaskUsageQuery value; ok is false when it
+// does not cut cleanly (then the row is read column by column).
+func parseTaskUsage(row string, u *TaskUsage, intern map[string]string) (id string, ok bool) {
+	var f [taskUsageFields]string
+	for i := range taskUsageFields - 1 {
+		j := strings.IndexByte(row, taskRowSep)
+		if j < 0 {
+			return "", false
+		}
+		f[i], row = row[:j], row[j+1:]
+	}
+	if strings.IndexByte(row, taskRowSep) >= 0 {
+		return f[0], false
+	}
+	f[taskUsageFields-1] = row
+	ok = true
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			ok = false
+		}
+		return n
+	}
+	// The few distinct short texts (currencies, kinds) share one string.
+	word := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		if w, ok := intern[s]; ok {
+			return w
+		}
+		intern[s] = s
+		return s
+	}
+	*u = TaskUsage{TaskID: f[0], Own: Usage{Input: num(f[1]), Output: num(f[2]), Thought: num(f[3]), CacheRead: num(f[4]),
+		CacheWrite: num(f[5]), Tokens: num(f[6]), CostMicros: num(f[7]), Currency: word(f[8])}, Turns: int(num(f[9])),
+		TreeTokens: num(f[10]), TreeCost: num(f[11]), TreeCurrency: word(f[12]), ContextUsed: num(f[13]), ContextSize: num(f[14]),
+		BudgetKind: word(f[15]), BudgetValue: num(f[16]), BudgetCurrency: word(f[17]), BudgetNoticed: num(f[18]) != 0,
+		BudgetReached: num(f[19]) != 0, BudgetBy: word(f[20])}
+	return f[0], ok
+}
+
+// allTaskUsages reads every row, in one value each, into one slab.
+func (q Queries) allTaskUsages(ctx context.Context) (map[string]*TaskUsage, error) {
+	var n int
+	if err := q.q.QueryRowContext(ctx, `SELECT count(*) FROM task_usage`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("read usage: %w", mapErr(err))
+	}
+	out := make(map[string]*TaskUsage, n)
+	if n == 0 {
+		return out, nil
+	}
+	rows, err := q.q.QueryContext(ctx, allTaskUsageQuery)
+	if err != nil {
+		return nil, fmt.Errorf("read usage: %w", mapErr(err))
+	}
+	defer rows.Close()
+	slab := make([]TaskUsage, 0, n)
+	intern := map[string]string{}
+	var odd []string
+	var row string
+	for rows.Next() {
+		if err := rows.Scan(&row); err != nil {
+			return nil, fmt.Errorf("read usage: %w", mapErr(err))
+		}
+		if len(slab) == cap(slab) {
+			slab = make([]TaskUsage, 0, 1024) // rows written since the count
+		}
+		slab = slab[:len(slab)+1]
+		u := &slab[len(slab)-1]
+		id, ok := parseTaskUsage(row, u, intern)
+		if !ok {
+			slab = slab[:len(slab)-1]
+			odd = append(odd, id)
+			continue
+		}
+		out[id] = u
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if len(odd) > 0 {
+		more, err := q.TaskUsages(ctx, odd)
+		if err != nil {
+			return nil, err
+		}
+		for id, u := range more {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
 // TaskUsages reads the rows of some tasks (all when ids is nil), by id.
 // Only tasks that spent something or have a budget have one.
 func (q Queries) TaskUsages(ctx context.Context, ids []string) (map[string]*TaskUsage, error) {
-	query := `SELECT ` + taskUsageColumns + ` FROM task_usage`
+	if ids == nil {
+		return q.allTaskUsages(ctx)
+	}
+	if len(ids) == 0 {
+		return map[string]*TaskUsage{}, nil
+	}
+	query := `SELECT ` + taskUsageColumns + ` FROM task_usage WHERE task_id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
 	args := make([]any, 0, len(ids))
-	if ids != nil {
-		if len(ids) == 0 {
-			return map[string]*TaskUsage{}, nil
-		}
-		query += ` WHERE task_id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
-		for _, id := range ids {
-			args = append(args, id)
-		}
+	for _, id := range ids {
+		args = append(args, id)
 	}
 	rows, err := q.q.QueryContext(ctx, query, args...)
 	if err != nil {

@@ -55,4 +55,16 @@ func TestAddUsageSumsUpTheTree(t *testing.T) {
 	if u, ok, err := db.TaskUsage(ctx, "r"); err != nil || !ok || u.BudgetKind != "tokens" || !u.BudgetReached || u.BudgetBy != "person:op" {
 		t.Fatalf("budget row %+v %v %v", u, ok, err)
 	}
+	// A row whose text holds the separator the whole-table read cuts at is
+	// read again column by column, never misread.
+	if err := db.SetBudget(ctx, "c", "cost", 5, "USD", "person:a\x1fb", false, false); err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.TaskUsages(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 || all["c"].BudgetBy != "person:a\x1fb" || all["c"].TreeTokens != 17 || all["r"].BudgetKind != "tokens" {
+		t.Fatalf("all rows: c %+v r %+v (%d rows)", all["c"], all["r"], len(all))
+	}
 }
