@@ -166,17 +166,15 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 		b = appendString(b, w.Base)
 		b = append(b, '}')
 	}
-	// Spend and budgets are rare (a task whose agents reported any, or
-	// that has a budget): encoding/json writes them.
 	if t.Usage != nil {
 		b = append(b, `,"usage":`...)
-		if b, err = appendMarshal(b, t.Usage); err != nil {
+		if b, err = appendUsage(b, t.Usage); err != nil {
 			return b, err
 		}
 	}
 	if t.Budget != nil {
 		b = append(b, `,"budget":`...)
-		if b, err = appendMarshal(b, t.Budget); err != nil {
+		if b, err = appendBudget(b, t.Budget); err != nil {
 			return b, err
 		}
 	}
