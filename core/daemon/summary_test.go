@@ -58,6 +58,21 @@ func summaryOf(t testing.TB, in core.Task) core.Task {
 		out.Stalled = new(core.Stall)
 		viaJSON(in.Stalled, out.Stalled)
 	}
+	if in.Usage != nil {
+		// The engine keeps only three-letter currencies; the summary drops
+		// one holding its separators.
+		u := *in.Usage
+		for _, c := range []*string{&u.Own.Currency, &u.Tree.Currency} {
+			if strings.ContainsAny(*c, ",; \t\n\r\\") {
+				*c = ""
+			}
+		}
+		out.Usage = &u
+	}
+	if in.Budget != nil {
+		out.Budget = new(core.BudgetInfo)
+		viaJSON(in.Budget, out.Budget)
+	}
 	if len(in.BlockedBy) > 0 {
 		viaJSON(in.BlockedBy, &out.BlockedBy)
 	}

@@ -32,9 +32,13 @@ var _ agent.UsageHandler = (*recorder)(nil)
 // r.mu is held (Update).
 func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 	var spend store.Usage
-	if c := u.Cost; c != nil && c.Amount >= 0 && !math.IsNaN(c.Amount) && !math.IsInf(c.Amount, 0) {
-		spend.CostMicros = r.e.spend.costDelta(r.sessionID, c.Amount, c.Currency)
-		spend.Currency = c.Currency
+	if c := u.Cost; c != nil && c.Amount >= 0 && !math.IsNaN(c.Amount) && !math.IsInf(c.Amount, 0) && c.Amount < 1e9 {
+		// An agent is untrusted input: a cost is kept only in an ISO 4217
+		// code's shape, three letters.
+		if cur, ok := currencyCode(c.Currency); ok {
+			spend.CostMicros = r.e.spend.costDelta(r.sessionID, c.Amount, cur)
+			spend.Currency = cur
+		}
 	}
 	used, size := int64(max(u.Used, 0)), int64(max(u.Size, 0))
 	if spend.CostMicros == 0 && size == 0 {
@@ -65,6 +69,25 @@ func (r *recorder) profile() string {
 		return r.run.profile
 	}
 	return ""
+}
+
+// currencyCode is a currency as kandev keeps it: three ASCII letters,
+// upper case.
+func currencyCode(c string) (string, bool) {
+	if len(c) != 3 {
+		return "", false
+	}
+	b := []byte(c)
+	for i, x := range b {
+		switch {
+		case x >= 'A' && x <= 'Z':
+		case x >= 'a' && x <= 'z':
+			b[i] = x - 'a' + 'A'
+		default:
+			return "", false
+		}
+	}
+	return string(b), true
 }
 
 func optTokens(p *int) int64 {

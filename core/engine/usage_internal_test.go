@@ -52,3 +52,12 @@ func TestUsageFromStoreBudget(t *testing.T) {
 		t.Fatalf("an empty row: %+v %+v", u, b)
 	}
 }
+
+// A currency is kept only as three letters, upper case.
+func TestCurrencyCode(t *testing.T) {
+	for in, want := range map[string]string{"USD": "USD", "eur": "EUR", "US$": "", "": "", "USDT": "", "a\tb": ""} {
+		if got, ok := currencyCode(in); got != want || ok != (want != "") {
+			t.Errorf("currencyCode(%q) = %q %v, want %q", in, got, ok, want)
+		}
+	}
+}

@@ -162,9 +162,13 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 	if err := jsonField(t.Stalled, t.Stalled != nil); err != nil {
 		return nil, err
 	}
-	if err := jsonField(summaryUsage{t.Usage, t.Budget}, t.Usage != nil || t.Budget != nil); err != nil {
-		return nil, err
+	if t.Usage != nil || t.Budget != nil {
+		var err error
+		if b, err = appendSummaryUsage(b, t); err != nil {
+			return nil, err
+		}
 	}
+	b = append(b, '\t')
 	b = appendEscaped(b, t.Title)
 	b = append(b, '\n')
 	return b, nil
@@ -380,19 +384,11 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 		t.Stalled = &st
 	}
 	if c[21] != "" {
-		var u summaryUsage
-		if err := json.Unmarshal([]byte(unescape(c[21])), &u); err != nil {
+		if err := readSummaryUsage(t, unescape(c[21])); err != nil {
 			return fmt.Errorf("usage: %w", err)
 		}
-		t.Usage, t.Budget = u.Usage, u.Budget
 	}
 	return bad
-}
-
-// summaryUsage is the usage column: a task's spend and its own budget.
-type summaryUsage struct {
-	Usage  *core.TaskUsage  `json:"u,omitempty"`
-	Budget *core.BudgetInfo `json:"b,omitempty"`
 }
 
 // ScanTaskSummaries decodes a summary one line at a time, calling fn with
