@@ -195,6 +195,12 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	if !strings.Contains(d.MustRun("task", "list"), "budget") {
 		t.Error("task list shows no budget badge")
 	}
+	// A restart keeps the tree held: the startup sweep kicks the kid (its
+	// cut turn is queued), and the budget holds it.
+	d.Restart()
+	if r := get(t, d, root.ID); !r.OverBudget() || r.Budget == nil || !r.Budget.Reached {
+		t.Fatalf("root after a restart: stalled %+v budget %+v", r.Stalled, r.Budget)
+	}
 	// No new turn starts in the tree: input is queued, not delivered.
 	message(t, d, kid.ID, "mock: say extra")
 	if bad := d.Run("task", "budget", root.ID, "--set", "1USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "leaves nothing to spend") {
