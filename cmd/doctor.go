@@ -120,6 +120,19 @@ func printDoctor(f *Factory, r doctor.Report) error {
 			fmt.Fprintf(out, "  %s: %s: %s\n", p.Name, p.Path, p.ACPError)
 		}
 	}
+	var reports, silent []string
+	for _, p := range r.Profiles {
+		if p.Usage != "" {
+			reports = append(reports, p.Name+" ("+p.Usage+")")
+		} else {
+			silent = append(silent, p.Name)
+		}
+	}
+	spend := "spend:    reported by " + orNothing(strings.Join(reports, ", "))
+	if len(silent) > 0 {
+		spend += "; nothing known from " + strings.Join(silent, ", ")
+	}
+	fmt.Fprintln(out, spend+" (docs/usage.md)")
 	why := map[string]string{"env": "$KANDEV_PROFILE", "file": "config.toml", "picked": "first built-in agent on PATH, else mock"}[r.DefaultSource]
 	usable := "usable"
 	if !r.DefaultUsable {

@@ -62,6 +62,8 @@ func badges(t core.Task) []string {
 	}
 	if t.Stuck() {
 		b = append(b, "stuck")
+	} else if t.OverBudget() {
+		b = append(b, "budget")
 	} else if t.Escalated() {
 		b = append(b, "escalated")
 	}
@@ -117,6 +119,8 @@ type taskTree struct {
 	index   map[uint64]int32
 	indexS  map[string]int32
 	pending map[int32]string // rows whose parent had not arrived yet
+	// wide: rows end with their spend (task list --wide)
+	wide bool
 }
 
 type treeRow struct {
@@ -197,8 +201,44 @@ func (tr *taskTree) add(t *core.Task) {
 	}
 	start := len(tr.chunks[k])
 	tr.chunks[k] = appendRow(tr.chunks[k], t)
+	if tr.wide {
+		tr.chunks[k] = appendSpend(tr.chunks[k], t)
+	}
 	row.chunk, row.off, row.n = int32(k), int32(start), int32(len(tr.chunks[k])-start)
 	tr.rows = append(tr.rows, row)
+}
+
+// usageTokens is a spend's tokens with their parts.
+func usageTokens(s core.Spend) string {
+	out := fmt.Sprintf("%s (input %s, output %s", core.FormatTokens(s.Tokens), core.FormatTokens(s.Input), core.FormatTokens(s.Output))
+	if s.Thought > 0 {
+		out += ", thought " + core.FormatTokens(s.Thought)
+	}
+	if s.CacheRead > 0 || s.CacheWrite > 0 {
+		out += ", cache read " + core.FormatTokens(s.CacheRead) + ", cache write " + core.FormatTokens(s.CacheWrite)
+	}
+	return out + ")"
+}
+
+// appendSpend appends a row's spend for --wide: the subtree's on a task
+// with spending children, else its own; nothing when none was reported.
+func appendSpend(b []byte, t *core.Task) []byte {
+	u := t.Usage
+	if u == nil {
+		return b
+	}
+	s, tree := u.Own, ""
+	if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+		s, tree = u.Tree, "Σ"
+	}
+	b = append(b, "  "...)
+	b = append(b, tree...)
+	if s.Currency != "" {
+		b = append(b, core.FormatCost(s.Cost, s.Currency)...)
+		b = append(b, ' ')
+	}
+	b = append(b, core.FormatTokens(s.Tokens)...)
+	return append(b, " tok"...)
 }
 
 // appendRow appends a task's row without the tree's prefix: glyph,
@@ -352,6 +392,24 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("your turn", "ended without handing on: "+orNothing(strings.Join(strings.Fields(t.Stalled.Detail), " ")))
 	} else if t.Stalled != nil {
 		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime))
+		if t.OverBudget() {
+			row("detail", oneLine(t.Stalled.Detail))
+		}
+	}
+	if u := t.Usage; u != nil {
+		row("tokens", usageTokens(u.Own))
+		if u.Own.Currency != "" {
+			row("cost", core.FormatCost(u.Own.Cost, u.Own.Currency))
+		}
+		if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+			row("subtree", u.UsageLine(true))
+		}
+		if c := u.ContextLine(); c != "" {
+			row("context", c)
+		}
+	}
+	if t.Budget != nil {
+		row("budget", budgetLine(t))
 	}
 	if t.Waiting != "" {
 		row("waiting", t.Waiting)

@@ -53,6 +53,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdServe(f, nil),
 		NewCmdDaemon(f),
 		NewCmdStatus(f, nil),
+		NewCmdUsage(f, nil),
 		NewCmdDoctor(f, nil),
 		NewCmdConfig(f),
 		NewCmdEvents(f, nil),
@@ -78,7 +79,7 @@ func groupCommands(root *cobra.Command) {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
 	}
 	of := map[string]string{
-		"status": "daily", "wait": "daily", "events": "daily", "demo": "setup",
+		"status": "daily", "wait": "daily", "events": "daily", "usage": "daily", "demo": "setup",
 		"task":     "tasks",
 		"worktree": "workspace",
 		"profile":  "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",

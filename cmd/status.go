@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -32,6 +33,8 @@ type Glance struct {
 	// Tasks lists the tasks that need you, most urgent first (in listing
 	// order within an urgency).
 	Tasks []GlanceTask `json:"need_you_tasks"`
+	// SpentToday is what agents reported spending since local midnight.
+	SpentToday *core.Spend `json:"spent_today,omitempty"`
 }
 
 // GlanceTask is one task that needs the operator, and why.
@@ -139,12 +142,25 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	g.rank()
+	if !short {
+		y, m, d := time.Now().Date()
+		if rep, err := client.Usage(ctx, core.UsageInput{Since: time.Date(y, m, d, 0, 0, 0, 0, time.Local), By: "day"}); err == nil {
+			g.SpentToday = &rep.Total
+		}
+	}
 	if f.JSON {
 		return f.printJSON(g)
 	}
 	fmt.Fprintln(f.IO.Out, g.line())
 	if short {
 		return nil
+	}
+	if s := g.SpentToday; s != nil && (s.Tokens > 0 || s.Cost > 0) {
+		spent := core.FormatTokens(s.Tokens) + " tokens"
+		if s.Currency != "" {
+			spent = core.FormatCost(s.Cost, s.Currency) + ", " + spent
+		}
+		fmt.Fprintf(f.IO.Out, "spent today: %s\n", spent)
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	for _, t := range g.Tasks {

@@ -34,6 +34,7 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskHandoff(f, nil),
 		NewCmdTaskBlock(f, nil),
 		NewCmdTaskQueue(f, nil),
+		NewCmdTaskBudget(f, nil),
 		NewCmdTaskDiff(f, nil),
 		NewCmdTaskMerge(f, nil),
 		NewCmdTaskDiscard(f, nil),

@@ -93,6 +93,7 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.BoolVar(&opts.Input.Start, "start", false, "start the task's agent at once")
 	fl.StringVar(&opts.Input.Assignee, "assignee", "", "a role or person (default: the profile's own role)")
 	fl.StringArrayVar(&opts.Input.BlockedBy, "blocked-by", nil, "a task this one waits on (repeat)")
+	fl.StringVar(&opts.Input.Budget, "budget", "", "the task's own budget, shared by its subtree: a currency amount (5USD) or tokens (2M-tokens)")
 	fl.StringVar(&opts.Input.Surface, "surface", "", "MCP surface of its sessions: kanban-task, office-task or configuration (default: from the assignee)")
 	return c
 }

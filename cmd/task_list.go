@@ -18,13 +18,15 @@ type TaskListOptions struct {
 	Input core.ListTasksInput
 	// Limit caps the text list's rows (0: no cap).
 	Limit int
+	// Wide ends each row with its spend.
+	Wide bool
 }
 
 // NewCmdTaskList builds `kandev task list`.
 func NewCmdTaskList(f *Factory, runF func(*TaskListOptions) error) *cobra.Command {
 	opts := &TaskListOptions{F: f}
 	c := &cobra.Command{
-		Use:   "list [--all] [--limit N] [--root ID]",
+		Use:   "list [--all] [--limit N] [--root ID] [--wide]",
 		Short: "List tasks as a tree",
 		Long: `List tasks as a tree. The text list shows the open tasks (neither done, cancelled nor
 archived) and says on standard error how many it hid; --all shows every task. A task whose
@@ -52,6 +54,7 @@ the daemon's bytes as they come: a script filters them itself.`,
 	c.Flags().BoolVar(&opts.Input.All, "all", false, "every task: done, cancelled and archived ones too (--json: include archived tasks)")
 	c.Flags().IntVar(&opts.Limit, "limit", 0, "print at most `N` rows of the tree (0: all)")
 	c.Flags().StringVar(&opts.Input.Root, "root", "", "only this task and its descendants")
+	c.Flags().BoolVar(&opts.Wide, "wide", false, "end each row with its spend: cost and tokens, a parent's (Σ) its subtree's")
 	return c
 }
 
@@ -126,6 +129,7 @@ func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 		out = f.rawOut
 	}
 	st := newTreeStream(out, opts.Limit)
+	st.tr.wide = opts.Wide
 	total, shown := -1, 0
 	var hidden map[string]int
 	err = scanTasks(ctx, client, in, func(n int) { total = n }, func(t *core.Task) error {

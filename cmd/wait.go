@@ -26,7 +26,7 @@ var waitOutcomes = []struct {
 	{"escalated", 12, "it stalled and was escalated"},
 	{"stuck", 15, "it stalled with nobody to escalate to"},
 	{"stopped", 16, "it was stopped (kandev task stop): nothing runs until it is started again"},
-	// 17 and up: further outcomes (a budget reached, issue 28), each its own.
+	{"budget", 17, "its tree spent its budget: its turns were stopped and it is with a person until the budget is raised"},
 	{"person", 10, "it was handed to a person, or came back to you when its agent ended a turn without handing it on"},
 	{"timeout", 124, "--timeout passed first"},
 	{"interrupted", 130, "a signal (Ctrl-C, SIGTERM) ended the wait"},
@@ -56,6 +56,10 @@ func waitOutcome(t core.Task) (string, string) {
 		return "done", "task is done"
 	case t.Status == core.StatusCancelled:
 		return "cancelled", "task was cancelled"
+	case t.OverBudget():
+		// Before "stopped": a budget stops the tree's turns, and the budget
+		// is what must change before anything moves.
+		return "budget", "budget reached: " + oneLineWait(t.Stalled.Detail) + "; raise it with kandev task budget " + t.ID + " --add AMOUNT"
 	case t.Halted && (t.Session == nil || !t.Session.State.Live()):
 		// A stop ends the run and holds the queue: nothing moves until
 		// someone starts the task again.
@@ -101,7 +105,7 @@ An agent that handed the task on and is still finishing its turn is waited for, 
 the next command sees the run settled.
 Exit codes:
   0 done, 10 handed to a person (or back to you), 11 a question for you, 12 escalated,
-  13 failed, 14 cancelled, 15 stuck, 16 stopped, 124 timeout, 130 interrupted (a signal),
+  13 failed, 14 cancelled, 15 stuck, 16 stopped, 17 budget reached, 124 timeout, 130 interrupted (a signal),
   1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {

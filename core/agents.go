@@ -16,6 +16,9 @@ type AgentInfo struct {
 	// and endpoints from (names only). Most agents also accept a login of
 	// their own instead.
 	Credentials []string
+	// Usage says what it reports of its spend (ADR 0051; docs/usage.md):
+	// "tokens and cost", "context and cost", or "" for nothing known.
+	Usage string
 }
 
 // AgentInfos lists the built-in agents in the order the default profile is
@@ -23,20 +26,31 @@ type AgentInfo struct {
 func AgentInfos() []AgentInfo {
 	return []AgentInfo{
 		{Profile: "claude", Install: "npm install -g @agentclientprotocol/claude-agent-acp@0.49.0",
-			Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}},
+			Credentials: []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}, Usage: UsageTokensCost},
 		{Profile: "codex", Install: "npm install -g @zed-industries/codex-acp@0.16.0",
 			Credentials: []string{"OPENAI_API_KEY"}},
 		{Profile: "gemini", Install: "npm install -g @google/gemini-cli@0.61.0",
-			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"}},
+			Credentials: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT"}, Usage: UsageContextCost},
 		{Profile: "qwen", Install: "npm install -g @qwen-code/qwen-code@0.15.10",
 			// Qwen Code reads Alibaba Cloud Model Studio keys (DashScope's
 			// pay-as-you-go, the Coding Plan's) as well as an
 			// OpenAI-compatible endpoint.
-			Credentials: []string{"DASHSCOPE_API_KEY", "BAILIAN_CODING_PLAN_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"}},
+			Credentials: []string{"DASHSCOPE_API_KEY", "BAILIAN_CODING_PLAN_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"},
+			Usage:       UsageContextCost},
 		{Profile: "opencode", Install: "npm install -g opencode-ai@1.18.33",
-			Credentials: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}},
+			Credentials: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY"}, Usage: UsageContextCost},
 	}
 }
+
+// What a built-in agent reports of its spend.
+const (
+	// UsageTokensCost: each turn's tokens in the prompt response, and the
+	// context and the session's cumulative cost in usage_update.
+	UsageTokensCost = "tokens and cost"
+	// UsageContextCost: usage_update only: the context window's use, and
+	// the cost when the agent knows it; no token counts.
+	UsageContextCost = "context and cost"
+)
 
 // AgentInfoFor returns the built-in agent of that profile name.
 func AgentInfoFor(profile string) (AgentInfo, bool) {

@@ -92,6 +92,9 @@ type CreateTaskInput struct {
 	Base string `json:"base,omitempty"`
 	// Branch names a new worktree's branch (default kandev/<id>-<slug>).
 	Branch string `json:"branch,omitempty"`
+	// Budget is the task's own budget ("5USD", "2M-tokens"): a person's
+	// to give, shared by its subtree.
+	Budget string `json:"budget,omitempty"`
 }
 
 // TaskSummaries is a client that can list tasks as their summaries: each

@@ -53,6 +53,12 @@ type Task struct {
 	BlockedBy []string `json:"blocked_by"`
 	// Workspace is where the task's agent works; nil in summaries.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Usage is what its agents and its subtree's reported spending; nil
+	// when nothing was ever reported.
+	Usage *TaskUsage `json:"usage,omitempty"`
+	// Budget is the budget that governs the task (its own or an
+	// ancestor's), nil when none does.
+	Budget *BudgetInfo `json:"budget,omitempty"`
 }
 
 // Workspace modes.
@@ -170,6 +176,8 @@ type taskJSON struct {
 	Interrupted     bool          `json:"interrupted"`
 	BlockedBy       []string      `json:"blocked_by"`
 	Workspace       *Workspace    `json:"workspace,omitempty"`
+	Usage           *TaskUsage    `json:"usage,omitempty"`
+	Budget          *BudgetInfo   `json:"budget,omitempty"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -179,7 +187,8 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
 		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
 		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
-		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace}
+		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace,
+		Usage: t.Usage, Budget: t.Budget}
 	if j.BlockedBy == nil {
 		j.BlockedBy = []string{}
 	}
@@ -203,7 +212,8 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
 		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
 		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
-		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace}
+		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace,
+		Usage: j.Usage, Budget: j.Budget}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID
 	}

@@ -20,6 +20,8 @@ type TaskView struct {
 	Queued   int
 	// OpenBlockers are unfinished tasks this one waits on.
 	OpenBlockers []string
+	// Usage is its task_usage row (spend and budget), if it has one.
+	Usage *TaskUsage
 }
 
 const viewTaskColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
@@ -163,6 +165,13 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 			return nil, err
 		}
 		views[questionAt[i]].Question = &m
+	}
+	usage, err := q.TaskUsages(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range views {
+		views[i].Usage = usage[views[i].ID]
 	}
 	slices.SortFunc(views, func(a, b TaskView) int { return CompareCreated(&a.Task, &b.Task) })
 	return views, nil
@@ -463,6 +472,7 @@ type viewExtras struct {
 	queued    map[string]int
 	questions map[string]*Message
 	blockers  map[string][]string
+	usage     map[string]*TaskUsage
 }
 
 // fill sets what v holds besides its task.
@@ -478,6 +488,9 @@ func (x *viewExtras) fill(v *TaskView) {
 	}
 	if len(x.blockers) > 0 {
 		v.OpenBlockers = x.blockers[v.ID]
+	}
+	if len(x.usage) > 0 {
+		v.Usage = x.usage[v.ID]
 	}
 }
 
@@ -547,6 +560,10 @@ func (q Queries) viewExtras(ctx context.Context, tasks int64) (*viewExtras, erro
 			return nil, err
 		}
 		x.questions[id] = &m
+	}
+	// Only tasks that spent something or have a budget have a row.
+	if x.usage, err = q.TaskUsages(ctx, nil); err != nil {
+		return nil, err
 	}
 	return x, nil
 }

@@ -123,6 +123,9 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	for _, l := range workspaceLines(t, ch) {
 		add(l)
 	}
+	for _, l := range usageDetail(t) {
+		add(l)
+	}
 	if s := t.Stalled; s != nil && t.Stuck() {
 		line := st.badgeBad.Render("STUCK") + " stalled in " + s.From + ", nobody to escalate to: it waits for you"
 		if s.Detail != "" {
@@ -131,6 +134,8 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 		addLong(line)
 	} else if s != nil && t.BackToYou() {
 		addLong(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
+	} else if s != nil && t.OverBudget() {
+		addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: kandev task budget " + t.ID + " --add AMOUNT")
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
 		if s.Detail != "" {
@@ -369,4 +374,27 @@ func orNothing(s string) string {
 		return "(nothing)"
 	}
 	return s
+}
+
+// usageDetail is the detail pane's spend: tokens and cost, the subtree's
+// when its children spent; then the context window's use and the budget.
+func usageDetail(t *core.Task) []string {
+	var lines, more []string
+	if u := t.Usage; u != nil {
+		line := "spent " + u.UsageLine(false)
+		if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+			line += " · subtree " + u.UsageLine(true)
+		}
+		lines = append(lines, line)
+		if c := u.ContextLine(); c != "" {
+			more = append(more, "context "+c)
+		}
+	}
+	if b := t.Budget; b != nil {
+		more = append(more, "budget "+b.Amount.Format(b.Spent)+" of "+b.Amount.Format(b.Amount.Value))
+	}
+	if len(more) > 0 {
+		lines = append(lines, strings.Join(more, " · "))
+	}
+	return lines
 }

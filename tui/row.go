@@ -26,6 +26,7 @@ const (
 	badgeBlocked                      // it waits on unfinished tasks
 	badgeStuck                        // it stalled with nobody to escalate to
 	badgeInterrupted                  // a daemon exit cut its run short; it waits for a start
+	badgeBudget                       // its tree spent its budget; it is with a person
 )
 
 var badgeText = [...]string{
@@ -39,6 +40,7 @@ var badgeText = [...]string{
 	badgeBlocked:     "BLOCKED",
 	badgeStuck:       "STUCK",
 	badgeInterrupted: "INTERRUPTED",
+	badgeBudget:      "BUDGET",
 }
 
 func (k badgeKind) style(st styles) lipgloss.Style {
@@ -49,7 +51,7 @@ func (k badgeKind) style(st styles) lipgloss.Style {
 		return st.badgeYou
 	case badgeAskParent:
 		return st.badgePar
-	case badgeFailed, badgeStuck:
+	case badgeFailed, badgeStuck, badgeBudget:
 		return st.badgeBad
 	case badgeStopped, badgeBlocked, badgeInterrupted:
 		return st.badgeStop
@@ -84,6 +86,9 @@ type rowModel struct {
 	who     string
 	elapsed string
 	badges  []badgeKind
+	// cost is what the task's agents reported spending ("$0.42"), its
+	// subtree's on a parent ("Σ$1.20"); "" when unknown.
+	cost string
 }
 
 func rowFor(t *core.Task, now time.Time, frame int) rowModel {
@@ -120,9 +125,12 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 	}
 	if t.Stuck() {
 		r.badges = append(r.badges, badgeStuck)
+	} else if t.OverBudget() {
+		r.badges = append(r.badges, badgeBudget)
 	} else if t.Escalated() {
 		r.badges = append(r.badges, badgeEscalated)
 	}
+	r.cost = rowCost(t)
 	if t.Waiting != "" {
 		r.badges = append(r.badges, badgeWaiting)
 	}
@@ -130,6 +138,22 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 		r.badges = append(r.badges, badgeBlocked)
 	}
 	return r
+}
+
+// rowCost is a row's spend: the subtree's on a task whose children spent
+// too, else its own; "" when no cost was reported.
+func rowCost(t *core.Task) string {
+	u := t.Usage
+	if u == nil {
+		return ""
+	}
+	if u.Tree.Currency != "" && (u.Tree.Cost != u.Own.Cost || u.Tree.Tokens != u.Own.Tokens) {
+		return "Σ" + core.FormatCost(u.Tree.Cost, u.Tree.Currency)
+	}
+	if u.Own.Currency != "" {
+		return core.FormatCost(u.Own.Cost, u.Own.Currency)
+	}
+	return ""
 }
 
 // assigneeLabel names who holds the task, short: "@you" for the
@@ -236,6 +260,9 @@ func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) s
 	for _, b := range r.badges {
 		badgeW += 1 + width(badgeText[b])
 	}
+	if r.cost != "" {
+		badgeW += 1 + width(r.cost)
+	}
 	whoCol := 8
 	if w >= 110 {
 		whoCol = 12
@@ -292,6 +319,10 @@ func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) s
 		} else {
 			b.WriteString(badgeText[k])
 		}
+	}
+	if r.cost != "" {
+		b.WriteByte(' ')
+		b.WriteString(r.cost)
 	}
 	b.WriteString(strings.Repeat(" ", pad))
 	col := func(s string, style lipgloss.Style) {

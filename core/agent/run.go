@@ -66,6 +66,13 @@ type Handler interface {
 	Fault(reason string)
 }
 
+// UsageHandler is a Handler that takes a turn's token counts, which an
+// agent may put in its session/prompt response (unstable in ACP; Claude
+// Code's adapter does). A response without them calls nothing.
+type UsageHandler interface {
+	TurnUsage(u acp.Usage)
+}
+
 // Run is one live agent process.
 type Run struct {
 	spec    Spec
@@ -484,6 +491,9 @@ func (r *Run) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
 			return acp.StopReasonCancelled, nil
 		}
 		return "", r.wrap(ctx, "prompt", err)
+	}
+	if uh, ok := r.handler.(UsageHandler); ok && resp.Usage != nil {
+		uh.TurnUsage(*resp.Usage)
 	}
 	return resp.StopReason, nil
 }

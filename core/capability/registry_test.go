@@ -473,3 +473,29 @@ func compareType(t *testing.T, where string, p Param, ft reflect.Type) {
 		}
 	}
 }
+
+// No tool of any surface or group fixes or raises a budget (rule 6: a
+// person's only): no tool is about budgets and no argument names one, so
+// an agent has no way to its own tree's limit.
+func TestNoToolTouchesBudgets(t *testing.T) {
+	var check func(tool string, p Param)
+	check = func(tool string, p Param) {
+		if strings.Contains(strings.ToLower(p.Name), "budget") {
+			t.Errorf("%s takes a %q argument", tool, p.Name)
+		}
+		if p.Items != nil {
+			check(tool, *p.Items)
+		}
+		for _, q := range p.Props {
+			check(tool, q)
+		}
+	}
+	for _, tool := range All() {
+		if strings.Contains(strings.ToLower(tool.Name+" "+tool.Title), "budget") {
+			t.Errorf("tool %s is about budgets", tool.Name)
+		}
+		for _, p := range tool.Params {
+			check(tool.Name, p)
+		}
+	}
+}

@@ -99,7 +99,7 @@ var registry = []Tool{
 	{
 		Name:        "get_task_kandev",
 		Title:       "Get task",
-		Description: "Get one task: fields, status, workspace (its directory, git branch and base commit), latest session and pending question.",
+		Description: "Get one task: fields, status, workspace (its directory, git branch and base commit), latest session, pending question, and spend: its tokens and cost and its subtree's, its context window's use, and the budget that governs it (spent, remaining; a person sets budgets, no tool can).",
 		Params: []Param{
 			{Name: "task_id", Type: "string", Description: "Task id. Defaults to your own task."},
 		},

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/kandev/kandev/core"
 )
 
 // PathEnv overrides where the file lives (tests, several setups).
@@ -42,6 +44,7 @@ const (
 	kindEnum
 	kindDuration
 	kindBool
+	kindBudget
 )
 
 // Keys lists every setting, in the order the documentation gives them.
@@ -63,6 +66,8 @@ func Keys() []Key {
 			Doc: "desktop notifications (notify-send, osascript) from the daemon when a task starts needing you"},
 		{Name: "notify_command", Env: "KANDEV_NOTIFY_COMMAND", Default: "",
 			Doc: "a shell command the daemon runs when a task starts needing you, one JSON object on its stdin (for ntfy, Slack, a phone); unset: none"},
+		{Name: "autopilot_budget", Env: "KANDEV_AUTOPILOT_BUDGET", Default: "", kind: kindBudget,
+			Doc: "budget of a new top-level autopilot task created without --budget, shared by its subtree: 5USD or 2M-tokens (unset: none)"},
 	}
 }
 
@@ -121,6 +126,12 @@ func (k Key) Validate(v string) (string, error) {
 			return "", fmt.Errorf("%s: %q is not true or false", k.Name, v)
 		}
 		return strconv.FormatBool(b), nil
+	case kindBudget:
+		a, err := core.ParseAmount(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s", k.Name, err.Error())
+		}
+		return a.String(), nil
 	default:
 		if strings.TrimSpace(v) == "" {
 			return "", fmt.Errorf("%s: empty value", k.Name)

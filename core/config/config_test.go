@@ -44,6 +44,7 @@ func TestResolvePrecedence(t *testing.T) {
 		"start_timeout":        {Key: "start_timeout", Value: "60s", Source: SourceDefault, Env: "KANDEV_AGENT_START_TIMEOUT"},
 		"workspace":            {Key: "workspace", Value: "auto", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
 		"notify_command":       {Key: "notify_command", Value: "", Source: SourceDefault, Env: "KANDEV_NOTIFY_COMMAND"},
+		"autopilot_budget":     {Key: "autopilot_budget", Value: "", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_BUDGET"},
 	}
 	list, err := c.List()
 	if err != nil {
@@ -86,7 +87,7 @@ func TestUnknownKeyNamesKeyAndFile(t *testing.T) {
 }
 
 func TestBadValueInFile(t *testing.T) {
-	for _, body := range []string{"permission = \"maybe\"\n", "idle_timeout = 5\n", "workspace = true\n", "notifications = \"loud\"\n"} {
+	for _, body := range []string{"permission = \"maybe\"\n", "idle_timeout = 5\n", "workspace = true\n", "autopilot_budget = \"5\"\n", "notifications = \"loud\"\n"} {
 		path := filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)

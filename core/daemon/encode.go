@@ -166,6 +166,18 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 		b = appendString(b, w.Base)
 		b = append(b, '}')
 	}
+	if t.Usage != nil {
+		b = append(b, `,"usage":`...)
+		if b, err = appendUsage(b, t.Usage); err != nil {
+			return b, err
+		}
+	}
+	if t.Budget != nil {
+		b = append(b, `,"budget":`...)
+		if b, err = appendBudget(b, t.Budget); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -265,5 +266,37 @@ func randomTask(rng *rand.Rand) core.Task {
 	if rng.IntN(4) == 0 {
 		t.BlockedBy = []string{}
 	}
+	if rng.IntN(3) == 0 {
+		spend := func() core.Spend {
+			return core.Spend{Tokens: rng.Int64N(1 << 40), Input: rng.Int64N(1 << 30), Output: rng.Int64N(1000), Thought: rng.Int64N(2),
+				CacheRead: rng.Int64N(1 << 20), CacheWrite: rng.Int64N(9), Cost: randomFloat(rng), Currency: randomString(rng)}
+		}
+		t.Usage = &core.TaskUsage{Own: spend(), Tree: spend(), Turns: rng.IntN(100), ContextUsed: rng.Int64N(1 << 20), ContextSize: rng.Int64N(1 << 21)}
+	}
+	if rng.IntN(4) == 0 {
+		t.Budget = &core.BudgetInfo{Holder: randomString(rng), Amount: core.Amount{Kind: randomString(rng), Value: randomFloat(rng)},
+			Spent: randomFloat(rng), Remaining: randomFloat(rng), Reached: rng.IntN(2) == 0, Noticed: rng.IntN(2) == 0}
+		if rng.IntN(2) == 0 {
+			t.Budget.Amount.Currency, t.Budget.SetBy = randomString(rng), randomString(rng)
+		}
+	}
 	return t
+}
+
+// randomFloat draws costs and amounts of every size encoding/json writes
+// differently: zero, plain decimals, tiny and huge ones in exponent form.
+func randomFloat(rng *rand.Rand) float64 {
+	switch rng.IntN(6) {
+	case 0:
+		return 0
+	case 1:
+		return float64(rng.Int64N(1_000_000)) / 1e6
+	case 2:
+		return rng.Float64() * 1e-7
+	case 3:
+		return rng.Float64() * 1e25
+	case 4:
+		return -rng.Float64() * 100
+	}
+	return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20))
 }

@@ -275,6 +275,8 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
 	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
 	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
+	m.HandleFunc("POST /v1/tasks/{id}/budget", h.setBudget)
+	m.HandleFunc("GET /v1/usage", h.usage)
 	m.HandleFunc("GET /v1/roles", h.listRoles)
 	m.HandleFunc("POST /v1/roles", h.addRole)
 	m.HandleFunc("GET /v1/roles/{name}", h.getRole)

@@ -61,6 +61,9 @@ type Profile struct {
 	CredentialsKnown []string `json:"credentials_known"`
 	Install          string   `json:"install,omitempty"`
 	Default          bool     `json:"default"`
+	// Usage says what the agent reports of its spend ("tokens and cost",
+	// "context and cost"); "" when nothing is known (docs/usage.md).
+	Usage string `json:"usage"`
 }
 
 // Database is the database's diagnosis.
@@ -196,7 +199,11 @@ func checkProfile(ctx context.Context, o Options, p core.Profile) Profile {
 	if a, ok := core.AgentInfoFor(p.Name); ok && p.Source == "builtin" {
 		pr.Install = a.Install
 	}
+	if p.Command == core.SelfCommand {
+		pr.Usage = core.UsageTokensCost // the mock agent's `mock: usage`
+	}
 	if a, ok := core.AgentInfoFor(p.Name); ok {
+		pr.Usage = a.Usage
 		pr.CredentialsKnown = a.Credentials
 		for _, name := range a.Credentials {
 			if o.Getenv(name) != "" || profileSets(p, name) {

@@ -150,6 +150,9 @@ type Engine struct {
 	deferMu  sync.Mutex
 	deferred map[string]string
 
+	// spend: sessions' cumulative costs and the budget lock (usage.go).
+	spend spendState
+
 	closing bool
 	started time.Time      // reported by Version (the daemon's uptime)
 	wg      sync.WaitGroup // turn loops
@@ -491,6 +494,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
 		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
 	}
+	t.Usage, t.Budget = usageFromStore(v.Usage)
 	if t.BlockedBy == nil {
 		t.BlockedBy = []string{}
 	}

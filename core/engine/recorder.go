@@ -149,6 +149,8 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 			// nothing handed to that call would reach the model.
 			r.e.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
 		}
+	case u.UsageUpdate != nil:
+		r.usageUpdate(u.UsageUpdate)
 	case u.Plan != nil:
 		var lines []string
 		entries := make([]map[string]any, 0, len(u.Plan.Entries))

@@ -56,6 +56,11 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
 	}
 
+	budget, budgetBy, err := e.createBudget(actor, in)
+	if err != nil {
+		return core.Task{}, err
+	}
+
 	var parent core.Task
 	if in.ParentID != "" {
 		var err error
@@ -198,6 +203,9 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 					return err
 				}
 			}
+			if err := setCreateBudgetTx(ctx, tx, row.ID, budget, budgetBy); err != nil {
+				return err
+			}
 			for _, b := range blockers {
 				if err := tx.AddBlocker(ctx, row.ID, b); err != nil {
 					return err
@@ -241,7 +249,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		return core.Task{}, mapStoreErr(err, "task")
 	}
 	e.announce(created)
-	t, err := e.task(ctx, row.ID)
+	t, err := e.GetTask(ctx, row.ID)
 	if err != nil {
 		return core.Task{}, err
 	}
@@ -441,7 +449,12 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 
 // GetTask implements core.Client.
 func (e *Engine) GetTask(ctx context.Context, id string) (core.Task, error) {
-	return e.task(ctx, id)
+	t, err := e.task(ctx, id)
+	if err == nil {
+		// A subtree shares its root's budget: the one that binds is shown.
+		t.Budget = e.governingBudget(t)
+	}
+	return t, err
 }
 
 // EditTask implements core.Client. Naming autopilot at all is refused.

@@ -40,6 +40,10 @@ const (
 	NoticeHandoff     = "handoff"
 	NoticeSignOff     = "signoff"
 	NoticeWake        = "wake"
+	NoticeBudget      = "budget"
+	// NoticeBudgetResume redelivers a turn's message that a reached
+	// budget cut (data: Message).
+	NoticeBudgetResume = "budget_resume"
 )
 
 // Why a stalled role stalled, as its notices word it.
@@ -121,6 +125,17 @@ type Wake struct {
 	OpenSubtasks int    `json:"open_subtasks"`
 }
 
+// Budget warns a tree's running agents that it spent most of its budget
+// (80%): Holder is the task whose budget it is.
+type Budget struct {
+	HolderID    string `json:"holder_id"`
+	HolderTitle string `json:"holder_title"`
+	Own         bool   `json:"own"` // the holder is the task told
+	Spent       string `json:"spent"`
+	Amount      string `json:"amount"`
+	Percent     int    `json:"percent"`
+}
+
 // RenderNotice renders the named notice from its data.
 func RenderNotice(name string, data any) (string, error) {
 	var b bytes.Buffer
@@ -143,7 +158,7 @@ func (d Delivered) Decode() (any, error) {
 	switch d.Notice {
 	case NoticeKickoff:
 		return struct{}{}, nil
-	case NoticeMessage, NoticeRedeliver:
+	case NoticeMessage, NoticeRedeliver, NoticeBudgetResume:
 		v = &Message{}
 	case NoticeQuestion:
 		v = &Question{}
@@ -159,6 +174,8 @@ func (d Delivered) Decode() (any, error) {
 		v = &SignOff{}
 	case NoticeWake:
 		v = &Wake{}
+	case NoticeBudget:
+		v = &Budget{}
 	default:
 		return nil, fmt.Errorf("prompt: unknown notice %q", d.Notice)
 	}

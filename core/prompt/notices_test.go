@@ -49,6 +49,13 @@ func TestNotices(t *testing.T) {
 				"\nopen_subtasks: 2"},
 		{NoticeWake, Wake{Relation: "subtask", TaskID: "c1", Title: "child", Status: "done", Summary: "all green", OpenSubtasks: 0},
 			"[kandev:wake] Your subtask c1 (child) finished: done.\n\nall green\n\nfinished_task_id: c1\nopen_subtasks: 0"},
+		{NoticeBudgetResume, Message{From: "the operator", Text: "go"},
+			"[kandev:budget] Your turn on this message was stopped when your task's tree reached its budget; a person has raised it. " +
+				"Go on where you stopped. The message again:\n\nthe operator:\n\ngo"},
+		{NoticeBudget, Budget{HolderID: "r1", HolderTitle: "root", Spent: "$4.10", Amount: "$5.00", Percent: 82},
+			"[kandev:budget] The tree of task r1 (root), which your task is part of, has spent $4.10 of its $5.00 budget (82%). " +
+				"When it reaches the budget, every running turn in the tree is stopped until a person raises it. " +
+				"Wrap up: finish or hand on what you are doing, and say where you stopped.\n\nholder_task_id: r1"},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {

@@ -21,23 +21,23 @@ import (
 // one line per task, fields separated by tabs, in SummaryFields order;
 // strings escape backslash, tab, newline and carriage return as \\ \t \n
 // \r; times are Unix nanoseconds (0 for none; RFC 3339 text outside
-// 1700–2200); the pending question, the stall and the blockers, rare, are
-// their JSON.
+// 1700–2200); the pending question, the stall, the blockers and the
+// usage (spend and own budget), rare, are their JSON.
 
 // flushAt is how much encoded output collects before it is written.
 const flushAt = 256 * 1024
 
 // SummaryHeader starts a summary; its last field is the task count.
-const SummaryHeader = "#kandev-task-summary 1"
+const SummaryHeader = "#kandev-task-summary 2"
 
 // SummaryFields names the columns, in order (documentation and tests).
 var SummaryFields = []string{"id", "parent_id", "status", "flags", "updated_at", "profile",
 	"assignee.kind", "assignee.name", "handed_by.kind", "handed_by.name", "waiting", "blocked_by", "queued",
 	"session.id", "session.role", "session.state", "session.created_at", "session.updated_at",
-	"session.turn_started_at", "pending_question", "stalled", "title"}
+	"session.turn_started_at", "pending_question", "stalled", "usage", "title"}
 
 // SummaryColumns is len(SummaryFields), as a constant for the decoder.
-const SummaryColumns = 22
+const SummaryColumns = 23
 
 // Flag letters of the flags column.
 const (
@@ -162,6 +162,13 @@ func appendSummary(b []byte, t *core.Task) ([]byte, error) {
 	if err := jsonField(t.Stalled, t.Stalled != nil); err != nil {
 		return nil, err
 	}
+	if t.Usage != nil || t.Budget != nil {
+		var err error
+		if b, err = appendSummaryUsage(b, t); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, '\t')
 	b = appendEscaped(b, t.Title)
 	b = append(b, '\n')
 	return b, nil
@@ -325,7 +332,7 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 	}
 	*t = core.Task{ID: unescape(c[0]), ParentID: unescape(c[1]), Status: core.Status(unescape(c[2])), UpdatedAt: at(c[4]),
 		Profile: unescape(c[5]), Assignee: ref(flagAssignee, c[6], c[7]), HandedBy: ref(flagHandedBy, c[8], c[9]),
-		Waiting: unescape(c[10]), Title: unescape(c[21])}
+		Waiting: unescape(c[10]), Title: unescape(c[22])}
 	for i := 0; i < len(c[3]); i++ {
 		switch c[3][i] {
 		case flagAutopilot:
@@ -375,6 +382,11 @@ func summaryTask(t *core.Task, c []string, refs *[]core.Ref, sessions *[]core.Se
 			return fmt.Errorf("stall: %w", err)
 		}
 		t.Stalled = &st
+	}
+	if c[21] != "" {
+		if err := readSummaryUsage(t, unescape(c[21])); err != nil {
+			return fmt.Errorf("usage: %w", err)
+		}
 	}
 	return bad
 }

@@ -98,6 +98,8 @@ func (t *turn) exec(d string) error {
 		t.writeFile(arg)
 	case "plan":
 		t.plan(arg)
+	case "usage":
+		t.reportUsage(arg)
 	case "on":
 		t.on(arg)
 	case "if":

@@ -29,6 +29,7 @@ type turn struct {
 	vars    map[string]string
 	earlier []string // first lines of the session's earlier prompts
 	toolSeq int
+	usage   *acp.Usage // what `mock: usage` reported, for the prompt response
 }
 
 func (a *agent) runTurn(ctx context.Context, s *session, text string) (acp.PromptResponse, error) {
@@ -80,7 +81,7 @@ func (a *agent) runTurn(ctx context.Context, s *session, text string) (acp.Promp
 	case err != nil:
 		return acp.PromptResponse{}, err
 	}
-	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn}, nil
+	return acp.PromptResponse{StopReason: acp.StopReasonEndTurn, Usage: t.usage}, nil
 }
 
 // run executes the prompt's directives, then the reactions its tags fire.

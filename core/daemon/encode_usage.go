@@ -1,0 +1,112 @@
+package daemon
+
+import (
+	"errors"
+	"math"
+	"strconv"
+
+	"github.com/kandev/kandev/core"
+)
+
+// errNotFinite: encoding/json refuses NaN and infinities; appendTask then
+// fails as json.Marshal would.
+var errNotFinite = errors.New("json: unsupported value: a float that is not finite")
+
+// appendUsage writes a task's usage as json.Marshal does: at 100,000 tasks
+// that all spent, reflection on these two objects was most of a listing.
+func appendUsage(b []byte, u *core.TaskUsage) ([]byte, error) {
+	var err error
+	b = append(b, `{"own":`...)
+	if b, err = appendSpend(b, &u.Own); err != nil {
+		return b, err
+	}
+	b = append(b, `,"tree":`...)
+	if b, err = appendSpend(b, &u.Tree); err != nil {
+		return b, err
+	}
+	b = append(b, `,"turns":`...)
+	b = strconv.AppendInt(b, int64(u.Turns), 10)
+	b = append(b, `,"context_used":`...)
+	b = strconv.AppendInt(b, u.ContextUsed, 10)
+	b = append(b, `,"context_size":`...)
+	b = strconv.AppendInt(b, u.ContextSize, 10)
+	return append(b, '}'), nil
+}
+
+func appendSpend(b []byte, s *core.Spend) ([]byte, error) {
+	b = append(b, `{"tokens":`...)
+	b = strconv.AppendInt(b, s.Tokens, 10)
+	b = append(b, `,"input_tokens":`...)
+	b = strconv.AppendInt(b, s.Input, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, s.Output, 10)
+	b = append(b, `,"thought_tokens":`...)
+	b = strconv.AppendInt(b, s.Thought, 10)
+	b = append(b, `,"cache_read_tokens":`...)
+	b = strconv.AppendInt(b, s.CacheRead, 10)
+	b = append(b, `,"cache_write_tokens":`...)
+	b = strconv.AppendInt(b, s.CacheWrite, 10)
+	b = append(b, `,"cost":`...)
+	b, err := appendFloat(b, s.Cost)
+	if err != nil {
+		return b, err
+	}
+	b = append(b, `,"currency":`...)
+	b = appendString(b, s.Currency)
+	return append(b, '}'), nil
+}
+
+func appendBudget(b []byte, x *core.BudgetInfo) ([]byte, error) {
+	var err error
+	b = append(b, `{"holder":`...)
+	b = appendString(b, x.Holder)
+	b = append(b, `,"amount":{"kind":`...)
+	b = appendString(b, x.Amount.Kind)
+	b = append(b, `,"value":`...)
+	if b, err = appendFloat(b, x.Amount.Value); err != nil {
+		return b, err
+	}
+	if x.Amount.Currency != "" {
+		b = append(b, `,"currency":`...)
+		b = appendString(b, x.Amount.Currency)
+	}
+	b = append(b, `},"spent":`...)
+	if b, err = appendFloat(b, x.Spent); err != nil {
+		return b, err
+	}
+	b = append(b, `,"remaining":`...)
+	if b, err = appendFloat(b, x.Remaining); err != nil {
+		return b, err
+	}
+	b = append(b, `,"reached":`...)
+	b = strconv.AppendBool(b, x.Reached)
+	if x.Noticed {
+		b = append(b, `,"noticed":true`...)
+	}
+	if x.SetBy != "" {
+		b = append(b, `,"set_by":`...)
+		b = appendString(b, x.SetBy)
+	}
+	return append(b, '}'), nil
+}
+
+// appendFloat writes a float64 exactly as encoding/json does: the shortest
+// form, in exponent notation below 1e-6 and from 1e21 on, with a
+// one-digit negative exponent not padded.
+func appendFloat(b []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, errNotFinite
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,445 @@
+package engine
+
+// Budgets (rule 6, ADR 0051): a person fixes or raises a task's budget;
+// its subtree shares it. At 80% the subtree's running agents are told
+// once; at 100% every running turn in it is stopped (halt only: sessions
+// cancelled, worktrees and queues kept, a cut turn's prompt queued again),
+// no turn starts in it, and the holder goes to a person with the reason
+// Budget. Raising the budget hands the holder back and the tree goes on.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/prompt"
+	"github.com/kandev/kandev/store"
+)
+
+// noticeAt is the share of a budget at which the tree is warned.
+const noticeAt = 0.8
+
+// itemBudget is the queue kind of the 80% notice.
+const itemBudget = "budget"
+
+// checkBudgetsAsync checks the budgets over a task off the caller's
+// goroutine: it runs from an agent's notification handler, which stopping
+// that agent's turn must not wait on.
+func (e *Engine) checkBudgetsAsync(taskID string) {
+	e.rtMu.Lock()
+	if e.closing {
+		e.rtMu.Unlock()
+		return
+	}
+	e.procWG.Add(1)
+	e.rtMu.Unlock()
+	go func() {
+		defer e.procWG.Done()
+		e.checkBudgets(taskID)
+	}()
+}
+
+// checkBudgets compares every budget on the task or above it with its
+// subtree's spend, from the store, under the budget lock.
+func (e *Engine) checkBudgets(taskID string) {
+	ctx := e.baseCtx
+	e.spend.budgetMu.Lock()
+	defer e.spend.budgetMu.Unlock()
+	for _, id := range append([]string{taskID}, e.ancestors(taskID)...) {
+		row, ok, err := e.db.TaskUsage(ctx, id)
+		if err != nil {
+			e.log.Error("read budget", "task", id, "err", err)
+			continue
+		}
+		if !ok || row.BudgetKind == "" || row.BudgetReached {
+			continue
+		}
+		_, b := usageFromStore(&row)
+		frac := b.Spent / b.Amount.Value
+		switch {
+		case frac >= 1:
+			e.budgetReached(ctx, id, b)
+		case frac >= noticeAt && !row.BudgetNoticed:
+			e.budgetNotice(ctx, id, b)
+		}
+	}
+}
+
+// budgetNotice warns every running agent in the holder's subtree, once.
+func (e *Engine) budgetNotice(ctx context.Context, holder string, b *core.BudgetInfo) {
+	h, _ := e.cached(holder)
+	pct := int(math.Floor(100 * b.Spent / b.Amount.Value))
+	now := time.Now().UTC()
+	// Read before the transaction: a task's lock is never taken while the
+	// store's write lock is held (a stop takes them the other way round).
+	var running []string
+	for _, id := range e.subtree(holder) {
+		if e.hasRun(id) {
+			running = append(running, id)
+		}
+	}
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		if err := tx.SetBudgetMarks(ctx, holder, true, false); err != nil {
+			return err
+		}
+		c.touch(holder)
+		for _, id := range running {
+			data := prompt.Budget{HolderID: holder, HolderTitle: h.Title, Own: id == holder, Spent: b.Amount.Format(b.Spent),
+				Amount: b.Amount.Format(b.Amount.Value), Percent: pct}
+			if _, err := tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: id, Priority: priorityFront, Kind: itemBudget,
+				Sender: "kandev", Text: fmt.Sprintf("budget %d%% spent", pct), CreatedAt: now}, prompt.NoticeBudget, data,
+				map[string]any{"holder_task_id": holder})); err != nil {
+				return err
+			}
+			c.wake(id)
+		}
+		return c.noteTx(ctx, tx, holder, core.MsgStatus, "kandev",
+			fmt.Sprintf("budget: the tree spent %s of %s (%d%%); its running agents were told to wrap up",
+				b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value), pct), map[string]any{"reason": core.StallBudget})
+	})
+	if err != nil {
+		e.log.Error("budget notice", "task", holder, "err", err)
+	}
+}
+
+// hasRun says whether a task has a live agent run.
+func (e *Engine) hasRun(id string) bool {
+	rt := e.runtime(id)
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.run != nil
+}
+
+// budgetReached stops the holder's tree and hands the holder to a person.
+func (e *Engine) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo) {
+	figures := fmt.Sprintf("the tree of task %s spent %s of its %s budget", holder, b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value))
+	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(holder)
+		return tx.SetBudgetMarks(ctx, holder, true, true)
+	}); err != nil {
+		e.log.Error("mark budget reached", "task", holder, "err", err)
+		return
+	}
+	// Marked first: from here on no turn starts in the tree (held), then
+	// the turns running are stopped.
+	for _, id := range e.subtree(holder) {
+		e.budgetStop(ctx, id, "stopped: "+figures)
+	}
+	e.escalateBudget(ctx, holder, figures)
+}
+
+// budgetStop stops a task's running turn as a stop does (halt only), but
+// holds the task by its tree's budget rather than by the halted mark, and
+// queues the cut turn's prompt again, so a raised budget goes on from it.
+func (e *Engine) budgetStop(ctx context.Context, id, why string) {
+	rt := e.runtime(id)
+	rt.mu.Lock()
+	live := rt.run != nil || (rt.busy && rt.loopFence == rt.fence)
+	if !live {
+		rt.mu.Unlock()
+		return
+	}
+	rt.fence++
+	run := rt.run
+	if run != nil {
+		run.stopped.Store(true)
+		e.releaseRunLocked(run)
+	}
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		now := time.Now().UTC()
+		c.touch(id)
+		var sessions []string
+		if run != nil {
+			sessions = append(sessions, run.sessionID)
+			if err := e.budgetRequeueTx(ctx, tx, id, run.sessionID); err != nil {
+				return err
+			}
+			st := string(core.SessionCancelled)
+			if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &st, Error: &why}, now); err != nil {
+				return err
+			}
+			if err := tx.RevokeSessionTokens(ctx, run.sessionID, now); err != nil {
+				return err
+			}
+			c.session(run.sessionID)
+		}
+		if err := e.staleQuestionTx(ctx, tx, id, "the tree reached its budget", c); err != nil {
+			return err
+		}
+		return c.noteTx(ctx, tx, id, core.MsgStatus, "kandev", why, map[string]any{"reason": core.StallBudget, "sessions": sessions})
+	})
+	if run != nil {
+		e.terminate(run)
+	}
+	rt.mu.Unlock()
+	if err != nil {
+		e.log.Error("record budget stop", "task", id, "err", err)
+		e.refreshQuiet(id)
+		return
+	}
+	e.announce(c)
+}
+
+// budgetRequeueTx queues the prompt of a turn a reached budget cut again,
+// at the front, as a notice that says why it comes again. Like a
+// redelivery (requeueOpenPrompt) it carries the prompt's seq, so it is
+// never queued twice.
+func (e *Engine) budgetRequeueTx(ctx context.Context, tx *store.Tx, taskID, sessionID string) error {
+	last, err := tx.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
+	if err != nil || last.SessionID != sessionID {
+		return nil
+	}
+	if end, err := tx.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
+		return nil // the turn had ended
+	}
+	queued, err := tx.Queue(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for _, it := range queued {
+		var m struct {
+			OriginalSeq int64 `json:"original_seq"`
+		}
+		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
+			return nil
+		}
+	}
+	_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
+		Sender: last.Author, Text: last.Text, CreatedAt: time.Now().UTC()}, prompt.NoticeBudgetResume,
+		prompt.Message{From: e.describeSender(last.Author), Text: last.Text}, map[string]any{"original_seq": last.Seq, "reason": core.StallBudget}))
+	return err
+}
+
+// escalateBudget hands the holder to a person with the reason Budget: to
+// the person who handed it over, else its creator if a person, else the
+// person who set the budget. A holder already with a person stays there,
+// marked. With nobody to go to it stays, marked, held by the budget.
+func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
+	t, err := e.storedTask(ctx, holder)
+	if err != nil {
+		e.log.Error("escalate budget", "task", holder, "err", err)
+		return
+	}
+	if t.Archived || t.Status.Terminal() {
+		return
+	}
+	var target *core.Ref
+	switch {
+	case t.Assignee != nil && t.Assignee.IsPerson():
+	case t.HandedBy != nil && t.HandedBy.IsPerson():
+		target = t.HandedBy
+	default:
+		if a := core.ParseActor(t.CreatedBy); a.Kind == core.ActorPerson {
+			target = &core.Ref{Kind: core.RefPerson, Name: a.Name}
+		} else if t.Budget != nil {
+			if a := core.ParseActor(t.Budget.SetBy); a.Kind == core.ActorPerson {
+				target = &core.Ref{Kind: core.RefPerson, Name: a.Name}
+			}
+		}
+	}
+	if target != nil && t.Assignee != nil {
+		hander := "kandev"
+		if t.Assignee.IsRole() {
+			hander = roleRef(t.Assignee.Name)
+		}
+		if _, err := e.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget}); err != nil {
+			e.log.Error("escalate budget", "task", holder, "to", target.String(), "err", err)
+		}
+		return
+	}
+	from := ""
+	if t.Assignee != nil {
+		from = t.Assignee.String()
+	}
+	now := time.Now().UTC()
+	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: from, Detail: truncateRunes(figures, 2000), At: now})
+	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(holder)
+		return tx.SetStalled(ctx, holder, stalled, now)
+	}); err != nil {
+		e.log.Error("mark budget stall", "task", holder, "err", err)
+	}
+}
+
+// budgetHold names the task whose reached budget holds t, or "".
+func (e *Engine) budgetHold(t core.Task) string {
+	if t.Budget != nil && t.Budget.Holder == t.ID && t.Budget.Reached {
+		return t.ID
+	}
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	seen := map[string]bool{t.ID: true}
+	for p := t.ParentID; p != "" && !seen[p]; {
+		seen[p] = true
+		a := e.tasks[p]
+		if a == nil {
+			break
+		}
+		if a.Budget != nil && a.Budget.Reached {
+			return a.ID
+		}
+		p = a.ParentID
+	}
+	return ""
+}
+
+// governingBudget is the budget shown on a task: the first reached on it
+// or above it, else the one with the least left in its own terms.
+func (e *Engine) governingBudget(t core.Task) *core.BudgetInfo {
+	best := t.Budget
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	seen := map[string]bool{t.ID: true}
+	left := func(b *core.BudgetInfo) float64 { return b.Remaining / b.Amount.Value }
+	for p := t.ParentID; p != "" && !seen[p]; {
+		seen[p] = true
+		a := e.tasks[p]
+		if a == nil {
+			break
+		}
+		if b := a.Budget; b != nil {
+			if best == nil || (b.Reached && !best.Reached) || (!best.Reached && left(b) < left(best)) {
+				best = b
+			}
+		}
+		p = a.ParentID
+	}
+	return best
+}
+
+// SetBudget implements core.Spender: a person fixes or raises a task's own
+// budget. Raising a reached budget past the spend hands the holder back
+// where it was and lets the tree go on; a raise that leaves nothing to
+// spend is refused.
+func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput) (core.Task, error) {
+	actor := core.ActorFrom(ctx)
+	if actor.Kind != core.ActorPerson {
+		return core.Task{}, core.Errorf(core.CodeForbidden, "only a person sets a budget")
+	}
+	t, err := e.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	e.spend.budgetMu.Lock()
+	row, _, err := e.db.TaskUsage(ctx, t.ID)
+	if err != nil {
+		e.spend.budgetMu.Unlock()
+		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
+	}
+	_, cur := usageFromStore(&row)
+	var curAmount *core.Amount
+	if cur != nil {
+		curAmount = &cur.Amount
+	}
+	a, err := core.CheckBudgetChange(curAmount, in)
+	if err != nil {
+		e.spend.budgetMu.Unlock()
+		return core.Task{}, err
+	}
+	row.BudgetKind, row.BudgetCurrency = a.Kind, a.Currency
+	row.BudgetValue = storedAmount(a)
+	_, next := usageFromStore(&row)
+	if cur != nil && cur.Reached && next.Spent >= a.Value {
+		e.spend.budgetMu.Unlock()
+		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that",
+			t.ID, a.Format(next.Spent), a.Format(a.Value))
+	}
+	wasReached := cur != nil && cur.Reached
+	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(t.ID)
+		if err := tx.SetBudget(ctx, t.ID, a.Kind, row.BudgetValue, a.Currency, actor.String(), false, false); err != nil {
+			return err
+		}
+		return c.noteTx(ctx, tx, t.ID, core.MsgStatus, actor.String(), fmt.Sprintf("budget set to %s by %s (spent so far: %s)",
+			a.Format(a.Value), actor.String(), a.Format(next.Spent)), map[string]any{"budget": a})
+	})
+	e.spend.budgetMu.Unlock()
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
+	}
+	if wasReached {
+		e.budgetResume(ctx, t.ID, a)
+	}
+	// The new budget may be spent most of already, or all of it.
+	e.checkBudgets(t.ID)
+	return e.GetTask(ctx, t.ID)
+}
+
+// budgetResume lets a tree go on after its budget was raised: the holder
+// goes back to whoever it was escalated from, and every task in the tree
+// with work queued (a cut turn's prompt among it) is kicked.
+func (e *Engine) budgetResume(ctx context.Context, holder string, a core.Amount) {
+	t, err := e.storedTask(ctx, holder)
+	if err == nil && t.OverBudget() {
+		from := core.ParseRefPtr(t.Stalled.From)
+		msg := "the budget was raised to " + a.Format(a.Value) + "; go on where you stopped"
+		switch {
+		case from != nil && t.Assignee != nil && *from != *t.Assignee:
+			if _, err := e.handoff(ctx, t, *from, core.ActorFrom(ctx).String(), msg, nil); err != nil {
+				e.log.Error("hand back after budget", "task", holder, "err", err)
+			}
+		default:
+			now := time.Now().UTC()
+			if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+				c.wake(holder)
+				return tx.SetStalled(ctx, holder, "", now)
+			}); err != nil {
+				e.log.Error("clear budget stall", "task", holder, "err", err)
+			}
+		}
+	}
+	for _, id := range e.subtree(holder) {
+		e.kick(id)
+	}
+}
+
+// storedAmount is an amount as task_usage keeps it.
+func storedAmount(a core.Amount) int64 {
+	if a.Kind == core.BudgetCost {
+		return int64(math.Round(a.Value * microsPerUnit))
+	}
+	return int64(a.Value)
+}
+
+// createBudget is the budget a new task starts with: the one given (a
+// person's only), else for a top-level autopilot task the configured
+// autopilot_budget. nil: none.
+func (e *Engine) createBudget(actor core.Actor, in core.CreateTaskInput) (*core.Amount, string, error) {
+	if in.Budget != "" {
+		if actor.Kind != core.ActorPerson {
+			return nil, "", core.Errorf(core.CodeForbidden, "only a person sets a budget")
+		}
+		a, err := core.ParseAmount(in.Budget)
+		if err != nil {
+			return nil, "", err
+		}
+		return &a, actor.String(), nil
+	}
+	if !in.Autopilot || in.ParentID != "" || e.opts.Config == nil {
+		return nil, "", nil
+	}
+	cfg, err := e.opts.Config()
+	if err != nil {
+		return nil, "", nil // the daemon's start checked it; a broken file now changes nothing here
+	}
+	v, err := cfg.Get("autopilot_budget")
+	if err != nil || v.Value == "" {
+		return nil, "", nil
+	}
+	a, err := core.ParseAmount(v.Value)
+	if err != nil {
+		return nil, "", core.Errorf(core.CodeValidation, "config autopilot_budget: %v", err)
+	}
+	return &a, "config", nil
+}
+
+// setCreateBudgetTx records a new task's budget with its row.
+func setCreateBudgetTx(ctx context.Context, tx *store.Tx, id string, a *core.Amount, by string) error {
+	if a == nil {
+		return nil
+	}
+	return tx.SetBudget(ctx, id, a.Kind, storedAmount(*a), a.Currency, by, false, false)
+}

@@ -1,0 +1,260 @@
+package engine
+
+// Spend: what an agent reports using (ADR 0051). A turn's token counts come
+// in its session/prompt response's usage; a usage_update notification
+// carries the context window's use and the session's cumulative cost. Both
+// are unstable in the ACP schema, so every field may be missing, and an
+// agent may report nothing at all.
+
+import (
+	"context"
+	"math"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/store"
+)
+
+// microsPerUnit: costs are stored in millionths of their currency, so sums
+// are exact.
+const microsPerUnit = 1e6
+
+var _ agent.UsageHandler = (*recorder)(nil)
+
+// usageUpdate records a usage_update: the context window's figures, and
+// what the session's cumulative cost grew by since its last report. A
+// cumulative cost lower than the last one is a new count from zero (a new
+// agent session, a process that resumed one): all of it is new spend.
+// r.mu is held (Update).
+func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
+	var spend store.Usage
+	if c := u.Cost; c != nil && c.Amount >= 0 && !math.IsNaN(c.Amount) && !math.IsInf(c.Amount, 0) && c.Amount < 1e9 {
+		// An agent is untrusted input: a cost is kept only in an ISO 4217
+		// code's shape, three letters.
+		if cur, ok := currencyCode(c.Currency); ok {
+			spend.CostMicros = r.e.spend.costDelta(r.sessionID, c.Amount, cur)
+			spend.Currency = cur
+		}
+	}
+	used, size := int64(max(u.Used, 0)), int64(max(u.Size, 0))
+	if spend.CostMicros == 0 && size == 0 {
+		return
+	}
+	r.e.recordUsage(r.taskID, r.sessionID, r.profile(), spend, false, used, size)
+}
+
+// TurnUsage implements agent.UsageHandler: a turn's token counts from its
+// prompt response. It is recorded even for a run a stop released: what
+// was spent was spent.
+func (r *recorder) TurnUsage(u acp.Usage) {
+	in, out := int64(max(u.InputTokens, 0)), int64(max(u.OutputTokens, 0))
+	spend := store.Usage{Input: in, Output: out, Thought: optTokens(u.ThoughtTokens),
+		CacheRead: optTokens(u.CachedReadTokens), CacheWrite: optTokens(u.CachedWriteTokens)}
+	spend.Tokens = int64(max(u.TotalTokens, 0))
+	if spend.Tokens == 0 {
+		spend.Tokens = spend.Input + spend.Output + spend.Thought + spend.CacheRead + spend.CacheWrite
+	}
+	if spend.Zero() {
+		return
+	}
+	r.e.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
+}
+
+func (r *recorder) profile() string {
+	if r.run != nil {
+		return r.run.profile
+	}
+	return ""
+}
+
+// currencyCode is a currency as kandev keeps it: three ASCII letters,
+// upper case.
+func currencyCode(c string) (string, bool) {
+	if len(c) != 3 {
+		return "", false
+	}
+	b := []byte(c)
+	for i, x := range b {
+		switch {
+		case x >= 'A' && x <= 'Z':
+		case x >= 'a' && x <= 'z':
+			b[i] = x - 'a' + 'A'
+		default:
+			return "", false
+		}
+	}
+	return string(b), true
+}
+
+func optTokens(p *int) int64 {
+	if p == nil || *p < 0 {
+		return 0
+	}
+	return int64(*p)
+}
+
+// spendState is the engine's memory of spend: each live session's last
+// cumulative cost, and the lock budget checks take.
+type spendState struct {
+	mu   sync.Mutex
+	last map[string]sessionCost // by kandev session id (one agent process)
+	// budgetMu serialises budget checks and changes, so a notice goes out
+	// once and a tree is stopped once.
+	budgetMu sync.Mutex
+}
+
+type sessionCost struct {
+	amount   float64
+	currency string
+}
+
+// costDelta is what a session's cumulative cost grew by, in millionths.
+func (s *spendState) costDelta(sessionID string, amount float64, currency string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[string]sessionCost{}
+	}
+	prev := s.last[sessionID]
+	delta := amount - prev.amount
+	if delta < 0 || (prev.currency != "" && currency != prev.currency) {
+		delta = amount
+	}
+	s.last[sessionID] = sessionCost{amount, currency}
+	return int64(math.Round(delta * microsPerUnit))
+}
+
+// recordUsage writes one report: the task's own sums and its subtree's,
+// and every ancestor's subtree sums, in one transaction; then the
+// budgets above the task are checked.
+func (e *Engine) recordUsage(taskID, sessionID, profile string, u store.Usage, turn bool, used, size int64) {
+	ctx := context.Background()
+	ancestors := e.ancestors(taskID)
+	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+		c.touch(taskID)
+		if u.Tokens != 0 || u.CostMicros != 0 {
+			c.touch(ancestors...)
+		}
+		return tx.AddUsage(ctx, store.UsageReport{TaskID: taskID, SessionID: sessionID, Profile: profile,
+			At: time.Now().UTC(), Usage: u, Turn: turn, ContextUsed: used, ContextSize: size}, ancestors)
+	})
+	if err != nil {
+		e.log.Error("record usage", "task", taskID, "err", err)
+		return
+	}
+	if u.Tokens != 0 || u.CostMicros != 0 {
+		e.checkBudgetsAsync(taskID)
+	}
+}
+
+// ancestors lists a task's ancestors, nearest first (parents are fixed at
+// creation, so the cache's chain is the store's).
+func (e *Engine) ancestors(id string) []string {
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	var out []string
+	seen := map[string]bool{id: true}
+	for t := e.tasks[id]; t != nil && t.ParentID != "" && !seen[t.ParentID]; t = e.tasks[t.ParentID] {
+		seen[t.ParentID] = true
+		out = append(out, t.ParentID)
+	}
+	return out
+}
+
+// subtree lists a task and its descendants.
+func (e *Engine) subtree(id string) []string {
+	e.cacheMu.RLock()
+	defer e.cacheMu.RUnlock()
+	out := []string{id}
+	for i := 0; i < len(out); i++ {
+		out = append(out, e.children[out[i]]...)
+	}
+	return out
+}
+
+// usageFromStore is a task_usage row as the task shows it: its spend and
+// its own budget (an ancestor's is found by GetTask).
+func usageFromStore(u *store.TaskUsage) (*core.TaskUsage, *core.BudgetInfo) {
+	if u == nil {
+		return nil, nil
+	}
+	var usage *core.TaskUsage
+	if u.Turns > 0 || !u.Own.Zero() || u.TreeTokens != 0 || u.TreeCost != 0 || u.ContextSize > 0 {
+		usage = &core.TaskUsage{Own: spendOf(u.Own), Turns: u.Turns, ContextUsed: u.ContextUsed, ContextSize: u.ContextSize,
+			Tree: core.Spend{Tokens: u.TreeTokens, Cost: float64(u.TreeCost) / microsPerUnit, Currency: u.TreeCurrency}}
+	}
+	if u.BudgetKind == "" {
+		return usage, nil
+	}
+	a := core.Amount{Kind: u.BudgetKind, Value: float64(u.BudgetValue), Currency: u.BudgetCurrency}
+	if a.Kind == core.BudgetCost {
+		a.Value /= microsPerUnit
+	}
+	b := &core.BudgetInfo{Holder: u.TaskID, Amount: a, Reached: u.BudgetReached, Noticed: u.BudgetNoticed, SetBy: u.BudgetBy}
+	if usage != nil {
+		b.Spent, _ = a.Spent(usage.Tree)
+	}
+	b.Remaining = math.Max(0, a.Value-b.Spent)
+	return usage, b
+}
+
+func spendOf(u store.Usage) core.Spend {
+	return core.Spend{Tokens: u.Tokens, Input: u.Input, Output: u.Output, Thought: u.Thought, CacheRead: u.CacheRead,
+		CacheWrite: u.CacheWrite, Cost: float64(u.CostMicros) / microsPerUnit, Currency: u.Currency}
+}
+
+// Usage implements core.Spender: spend since a time, by task, profile or
+// day, largest first (days in order).
+func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageReport, error) {
+	switch in.By {
+	case "":
+		in.By = "task"
+	case "task", "profile", "day":
+	default:
+		return core.UsageReport{}, core.Errorf(core.CodeValidation, "usage by %q: give task, profile or day", in.By)
+	}
+	groups, err := e.db.UsageSince(ctx, in.Since, in.By)
+	if err != nil {
+		return core.UsageReport{}, mapStoreErr(err, "usage")
+	}
+	rep := core.UsageReport{Since: in.Since, By: in.By, Rows: []core.UsageRow{}}
+	// The total's currency is the first one met with spend; costs in
+	// another are left out of it (rare: agents report USD).
+	for _, g := range groups {
+		if g.Usage.CostMicros != 0 && rep.Total.Currency == "" {
+			rep.Total.Currency = g.Usage.Currency
+		}
+	}
+	var totalMicros int64
+	for _, g := range groups {
+		s := spendOf(g.Usage)
+		if g.Usage.CostMicros == 0 {
+			s.Currency = ""
+		}
+		row := core.UsageRow{Key: g.Key, Spend: s, Turns: g.Turns}
+		if in.By == "task" {
+			if t, ok := e.cached(g.Key); ok {
+				row.Title = t.Title
+			}
+		}
+		rep.Rows = append(rep.Rows, row)
+		rep.Total.Tokens += s.Tokens
+		rep.Total.Input += s.Input
+		rep.Total.Output += s.Output
+		rep.Total.Thought += s.Thought
+		rep.Total.CacheRead += s.CacheRead
+		rep.Total.CacheWrite += s.CacheWrite
+		rep.Turns += g.Turns
+		if s.Currency == rep.Total.Currency {
+			totalMicros += g.Usage.CostMicros
+		}
+	}
+	rep.Total.Cost = float64(totalMicros) / microsPerUnit
+	return rep, nil
+}
+
+var _ core.Spender = (*Engine)(nil)

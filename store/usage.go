@@ -1,0 +1,336 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Usage is one report of spend: token counts and a cost in millionths of
+// Currency.
+type Usage struct {
+	Input, Output, Thought, CacheRead, CacheWrite, Tokens int64
+	CostMicros                                            int64
+	Currency                                              string
+}
+
+// Zero reports whether the usage carries nothing.
+func (u Usage) Zero() bool {
+	return u.Input == 0 && u.Output == 0 && u.Thought == 0 && u.CacheRead == 0 && u.CacheWrite == 0 &&
+		u.Tokens == 0 && u.CostMicros == 0
+}
+
+// TaskUsage is a task's task_usage row.
+type TaskUsage struct {
+	TaskID       string
+	Own          Usage
+	Turns        int
+	TreeTokens   int64
+	TreeCost     int64
+	TreeCurrency string
+	ContextUsed  int64
+	ContextSize  int64
+	// The task's own budget: BudgetKind "" for none.
+	BudgetKind     string
+	BudgetValue    int64
+	BudgetCurrency string
+	BudgetBy       string
+	BudgetNoticed  bool
+	BudgetReached  bool
+}
+
+const taskUsageColumns = `task_id, input, output, thought, cache_read, cache_write, tokens, cost_micros, currency, turns,
+	tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
+	budget_kind, budget_value, budget_currency, budget_by, budget_noticed, budget_reached`
+
+func scanTaskUsage(s scanner) (TaskUsage, error) {
+	var u TaskUsage
+	err := s.Scan(&u.TaskID, &u.Own.Input, &u.Own.Output, &u.Own.Thought, &u.Own.CacheRead, &u.Own.CacheWrite,
+		&u.Own.Tokens, &u.Own.CostMicros, &u.Own.Currency, &u.Turns, &u.TreeTokens, &u.TreeCost, &u.TreeCurrency,
+		&u.ContextUsed, &u.ContextSize, &u.BudgetKind, &u.BudgetValue, &u.BudgetCurrency, &u.BudgetBy,
+		&u.BudgetNoticed, &u.BudgetReached)
+	return u, err
+}
+
+// UsageReport is one recorded report, for AddUsage.
+type UsageReport struct {
+	TaskID    string
+	SessionID string
+	Profile   string
+	At        time.Time
+	Usage     Usage
+	// Turn: the report is a turn's end (its prompt response).
+	Turn bool
+	// ContextUsed and ContextSize, when ContextSize > 0, replace the task's
+	// latest context figures.
+	ContextUsed, ContextSize int64
+}
+
+// AddUsage records a report and adds it to the task's own sums and to the
+// subtree sums of the task and of each of its ancestors (given, nearest
+// first): a parent's figure is kept, never computed when read. A cost in
+// another currency than a sum's own is not added to it (it stays in
+// usage_turns, where the report by currency finds it).
+func (q Queries) AddUsage(ctx context.Context, r UsageReport, ancestors []string) error {
+	u := r.Usage
+	if !u.Zero() {
+		turn := 0
+		if r.Turn {
+			turn = 1
+		}
+		if _, err := q.q.ExecContext(ctx, `INSERT INTO usage_turns (task_id, session_id, profile, at, input, output, thought,
+			cache_read, cache_write, tokens, cost_micros, currency, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.TaskID, r.SessionID, r.Profile, nanos(r.At), u.Input, u.Output, u.Thought, u.CacheRead, u.CacheWrite,
+			u.Tokens, u.CostMicros, u.Currency, turn); err != nil {
+			return fmt.Errorf("record usage: %w", mapErr(err))
+		}
+	}
+	turns := 0
+	if r.Turn {
+		turns = 1
+	}
+	cost, cur := u.CostMicros, u.Currency
+	if cost == 0 {
+		cur = ""
+	}
+	if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, r.TaskID); err != nil {
+		return fmt.Errorf("record usage: %w", mapErr(err))
+	}
+	ctxSet := r.ContextSize > 0
+	if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET input = input + ?, output = output + ?, thought = thought + ?,
+		cache_read = cache_read + ?, cache_write = cache_write + ?, tokens = tokens + ?,
+		cost_micros = cost_micros + CASE WHEN ? = '' OR currency IN ('', ?) THEN ? ELSE 0 END,
+		currency = CASE WHEN currency = '' THEN ? ELSE currency END,
+		turns = turns + ?,
+		context_used = CASE WHEN ? THEN ? ELSE context_used END,
+		context_size = CASE WHEN ? THEN ? ELSE context_size END
+		WHERE task_id = ?`,
+		u.Input, u.Output, u.Thought, u.CacheRead, u.CacheWrite, u.Tokens, cur, cur, cost, cur, turns,
+		ctxSet, r.ContextUsed, ctxSet, r.ContextSize, r.TaskID); err != nil {
+		return fmt.Errorf("record usage: %w", mapErr(err))
+	}
+	if u.Tokens == 0 && cost == 0 {
+		return nil
+	}
+	for _, id := range append([]string{r.TaskID}, ancestors...) {
+		if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, id); err != nil {
+			return fmt.Errorf("record subtree usage: %w", mapErr(err))
+		}
+		if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET tree_tokens = tree_tokens + ?,
+			tree_cost_micros = tree_cost_micros + CASE WHEN ? = '' OR tree_currency IN ('', ?) THEN ? ELSE 0 END,
+			tree_currency = CASE WHEN tree_currency = '' THEN ? ELSE tree_currency END
+			WHERE task_id = ?`, u.Tokens, cur, cur, cost, cur, id); err != nil {
+			return fmt.Errorf("record subtree usage: %w", mapErr(err))
+		}
+	}
+	return nil
+}
+
+// TaskUsage reads one task's row; ok is false when it has none.
+func (q Queries) TaskUsage(ctx context.Context, id string) (TaskUsage, bool, error) {
+	u, err := scanTaskUsage(q.q.QueryRowContext(ctx, `SELECT `+taskUsageColumns+` FROM task_usage WHERE task_id = ?`, id))
+	if err != nil {
+		if err = mapErr(err); err == ErrNotFound {
+			return TaskUsage{}, false, nil
+		}
+		return TaskUsage{}, false, fmt.Errorf("read usage of %s: %w", id, err)
+	}
+	return u, true, nil
+}
+
+// allTaskUsageQuery reads every row as one text value, as
+// allTaskRowsQuery reads tasks (ADR 0040): through the driver, 21 columns
+// a row cost the daemon's start half a second at 100,000 rows. budget_by,
+// the one free text, comes last, so a separator in it is seen.
+const allTaskUsageQuery = `SELECT concat_ws(char(31), task_id, input, output, thought, cache_read, cache_write, tokens,
+	cost_micros, currency, turns, tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
+	budget_kind, budget_value, budget_currency, budget_noticed, budget_reached, budget_by) FROM task_usage`
+
+const taskUsageFields = 21
+
+// parseTaskUsage cuts one allTaskUsageQuery value; ok is false when it
+// does not cut cleanly (then the row is read column by column).
+func parseTaskUsage(row string, u *TaskUsage, intern map[string]string) (id string, ok bool) {
+	var f [taskUsageFields]string
+	for i := range taskUsageFields - 1 {
+		j := strings.IndexByte(row, taskRowSep)
+		if j < 0 {
+			return "", false
+		}
+		f[i], row = row[:j], row[j+1:]
+	}
+	if strings.IndexByte(row, taskRowSep) >= 0 {
+		return f[0], false
+	}
+	f[taskUsageFields-1] = row
+	ok = true
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			ok = false
+		}
+		return n
+	}
+	// The few distinct short texts (currencies, kinds) share one string.
+	word := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		if w, ok := intern[s]; ok {
+			return w
+		}
+		intern[s] = s
+		return s
+	}
+	*u = TaskUsage{TaskID: f[0], Own: Usage{Input: num(f[1]), Output: num(f[2]), Thought: num(f[3]), CacheRead: num(f[4]),
+		CacheWrite: num(f[5]), Tokens: num(f[6]), CostMicros: num(f[7]), Currency: word(f[8])}, Turns: int(num(f[9])),
+		TreeTokens: num(f[10]), TreeCost: num(f[11]), TreeCurrency: word(f[12]), ContextUsed: num(f[13]), ContextSize: num(f[14]),
+		BudgetKind: word(f[15]), BudgetValue: num(f[16]), BudgetCurrency: word(f[17]), BudgetNoticed: num(f[18]) != 0,
+		BudgetReached: num(f[19]) != 0, BudgetBy: word(f[20])}
+	return f[0], ok
+}
+
+// allTaskUsages reads every row, in one value each, into one slab.
+func (q Queries) allTaskUsages(ctx context.Context) (map[string]*TaskUsage, error) {
+	var n int
+	if err := q.q.QueryRowContext(ctx, `SELECT count(*) FROM task_usage`).Scan(&n); err != nil {
+		return nil, fmt.Errorf("read usage: %w", mapErr(err))
+	}
+	out := make(map[string]*TaskUsage, n)
+	if n == 0 {
+		return out, nil
+	}
+	rows, err := q.q.QueryContext(ctx, allTaskUsageQuery)
+	if err != nil {
+		return nil, fmt.Errorf("read usage: %w", mapErr(err))
+	}
+	defer rows.Close()
+	slab := make([]TaskUsage, 0, n)
+	intern := map[string]string{}
+	var odd []string
+	var row string
+	for rows.Next() {
+		if err := rows.Scan(&row); err != nil {
+			return nil, fmt.Errorf("read usage: %w", mapErr(err))
+		}
+		if len(slab) == cap(slab) {
+			slab = make([]TaskUsage, 0, 1024) // rows written since the count
+		}
+		slab = slab[:len(slab)+1]
+		u := &slab[len(slab)-1]
+		id, ok := parseTaskUsage(row, u, intern)
+		if !ok {
+			slab = slab[:len(slab)-1]
+			odd = append(odd, id)
+			continue
+		}
+		out[id] = u
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	if len(odd) > 0 {
+		more, err := q.TaskUsages(ctx, odd)
+		if err != nil {
+			return nil, err
+		}
+		for id, u := range more {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
+// TaskUsages reads the rows of some tasks (all when ids is nil), by id.
+// Only tasks that spent something or have a budget have one.
+func (q Queries) TaskUsages(ctx context.Context, ids []string) (map[string]*TaskUsage, error) {
+	if ids == nil {
+		return q.allTaskUsages(ctx)
+	}
+	if len(ids) == 0 {
+		return map[string]*TaskUsage{}, nil
+	}
+	query := `SELECT ` + taskUsageColumns + ` FROM task_usage WHERE task_id IN (?` + strings.Repeat(",?", len(ids)-1) + `)`
+	args := make([]any, 0, len(ids))
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := q.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read usage: %w", mapErr(err))
+	}
+	defer rows.Close()
+	out := map[string]*TaskUsage{}
+	for rows.Next() {
+		u, err := scanTaskUsage(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read usage: %w", mapErr(err))
+		}
+		out[u.TaskID] = &u
+	}
+	return out, mapErr(rows.Err())
+}
+
+// SetBudget fixes a task's own budget (kind "" removes it) and its notice
+// and reached marks.
+func (q Queries) SetBudget(ctx context.Context, id, kind string, value int64, currency, by string, noticed, reached bool) error {
+	if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, id); err != nil {
+		return fmt.Errorf("set budget of %s: %w", id, mapErr(err))
+	}
+	return q.execOne(ctx, "set budget of "+id, `UPDATE task_usage SET budget_kind = ?, budget_value = ?, budget_currency = ?,
+		budget_by = ?, budget_noticed = ?, budget_reached = ? WHERE task_id = ?`, kind, value, currency, by, noticed, reached, id)
+}
+
+// SetBudgetMarks records that a task's budget was noticed at 80% or reached.
+func (q Queries) SetBudgetMarks(ctx context.Context, id string, noticed, reached bool) error {
+	return q.execOne(ctx, "mark budget of "+id, `UPDATE task_usage SET budget_noticed = ?, budget_reached = ? WHERE task_id = ?`,
+		noticed, reached, id)
+}
+
+// UsageGroup is one group of UsageSince.
+type UsageGroup struct {
+	Key   string
+	Usage Usage
+	Turns int
+}
+
+// UsageSince sums the reports since a time by "task", "profile" or "day"
+// (local days of the daemon's time zone), largest token count first. A
+// group's cost is in its one currency: agents report USD, and a group
+// that mixed currencies (never seen) is summed as reported, under the
+// last currency in sort order.
+func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]UsageGroup, error) {
+	key := "task_id"
+	switch by {
+	case "", "task":
+	case "profile":
+		key = "profile"
+	case "day":
+		key = `strftime('%Y-%m-%d', at / 1000000000, 'unixepoch', 'localtime')`
+	default:
+		return nil, fmt.Errorf("usage by %q: not task, profile or day", by)
+	}
+	order := "sum(tokens) DESC, k"
+	if by == "day" {
+		order = "k"
+	}
+	rows, err := q.q.QueryContext(ctx, `SELECT `+key+` AS k, max(currency), sum(input), sum(output), sum(thought), sum(cache_read),
+		sum(cache_write), sum(tokens), sum(cost_micros), sum(turn) FROM usage_turns WHERE at >= ?
+		GROUP BY k ORDER BY `+order, nanos(since))
+	if err != nil {
+		return nil, fmt.Errorf("usage report: %w", mapErr(err))
+	}
+	defer rows.Close()
+	var out []UsageGroup
+	for rows.Next() {
+		var g UsageGroup
+		if err := rows.Scan(&g.Key, &g.Usage.Currency, &g.Usage.Input, &g.Usage.Output, &g.Usage.Thought, &g.Usage.CacheRead,
+			&g.Usage.CacheWrite, &g.Usage.Tokens, &g.Usage.CostMicros, &g.Turns); err != nil {
+			return nil, fmt.Errorf("usage report: %w", mapErr(err))
+		}
+		out = append(out, g)
+	}
+	return out, mapErr(rows.Err())
+}
