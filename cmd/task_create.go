@@ -75,6 +75,8 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
 	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
+	fl.StringVar(&opts.Input.Sandbox, "sandbox", "", "where its agent runs: none, bwrap, docker or podman (fixed at creation; default: the parent's, else the profile's, else config.toml's sandbox or autopilot_sandbox, else none, and bwrap on autopilot where installed)")
+	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
 	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: worktree inside a git repository, and a child created without --cwd works in its parent's worktree")
 	fl.StringVar(&opts.Input.Base, "base", "", "the ref a worktree branches from (default: the repository's HEAD, or the parent's branch)")
@@ -117,6 +119,11 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 		return err
 	}
 	warnCannotStart(f, profiles, t.Profile)
+	if t.Autopilot && in.Sandbox == "" && orNone(t.Sandbox) == core.SandboxNone && core.SandboxAvailable(core.SandboxBwrap) != nil {
+		// The built-in confines autopilot where it can: say so when it could not.
+		fmt.Fprintf(f.IO.ErrOut, "Notice: autopilot task %s runs unconfined: %s\n", t.ID,
+			core.SandboxAvailable(core.SandboxBwrap).Error())
+	}
 	if f.JSON {
 		return f.printJSON(t)
 	}
@@ -149,10 +156,20 @@ func warnCannotStart(f *Factory, profiles []core.Profile, name string) {
 	}
 }
 
+func orNone(sandbox string) string {
+	if sandbox == "" {
+		return core.SandboxNone
+	}
+	return sandbox
+}
+
 func describeMode(t core.Task) string {
 	parts := []string{"profile " + t.Profile}
 	if t.Autopilot {
 		parts = append([]string{"autopilot"}, parts...)
+	}
+	if orNone(t.Sandbox) != core.SandboxNone {
+		parts = append(parts, "sandbox "+t.Sandbox)
 	}
 	if t.ParentID != "" {
 		parts = append(parts, "parent "+t.ParentID)

@@ -78,6 +78,14 @@ func ValidateProfile(p Profile) error {
 	default:
 		return Errorf(CodeValidation, "profile %s: autopilot permission %q must be allow or deny (nobody is asked on autopilot)", p.Name, p.AutopilotPermission)
 	}
+	if err := ValidateSandbox("profile "+p.Name, p.Sandbox); err != nil {
+		return err
+	}
+	for _, path := range p.Paths {
+		if q := strings.TrimPrefix(path, "ro:"); !strings.HasPrefix(q, "/") && q != "~" && !strings.HasPrefix(q, "~/") {
+			return Errorf(CodeValidation, "profile %s: path %q must be absolute or start with ~/ (ro: in front for read-only)", p.Name, path)
+		}
+	}
 	for _, kv := range p.Env {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || !envKeyRE().MatchString(k) {

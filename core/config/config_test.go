@@ -43,6 +43,8 @@ func TestResolvePrecedence(t *testing.T) {
 		"autopilot_permission": {Key: "autopilot_permission", Value: "allow", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_PERMISSION"},
 		"start_timeout":        {Key: "start_timeout", Value: "60s", Source: SourceDefault, Env: "KANDEV_AGENT_START_TIMEOUT"},
 		"workspace":            {Key: "workspace", Value: "shared", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
+		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
+		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 	}
 	list, err := c.List()
 	if err != nil {
