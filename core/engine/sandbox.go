@@ -11,6 +11,7 @@ import (
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/sandbox"
+	"github.com/kandev/kandev/core/workspace"
 )
 
 // sandboxAuto is autopilot_sandbox's built-in value: bubblewrap where it
@@ -147,6 +148,13 @@ func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error
 		if err != nil {
 			return err
 		}
+		// Setup ran (or had nothing to run) before this first launch: from
+		// now on a .kandev/setup is the agent's, and it never runs here.
+		marker, err := workspace.MarkSetupDone(workspace.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch})
+		if err != nil {
+			return fmt.Errorf("sandbox: mark the worktree's setup done: %w", err)
+		}
+		g.Protect = append(g.Protect, filepath.Base(marker))
 		in.Git = g
 		if !strings.HasPrefix(t.CWD+"/", w.Dir+"/") {
 			in.Worktree = w.Dir

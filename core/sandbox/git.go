@@ -17,6 +17,10 @@ type GitDirs struct {
 	Common string // <repo>/.git
 	Admin  string // <repo>/.git/worktrees/<name>
 	Branch string // the task's branch, e.g. kandev/k3f9qa-split-auth
+	// Protect names files in Admin mounted read-only over the writable
+	// directory: where git finds the common directory and the worktree
+	// (commondir, gitdir), and kandev's own markers.
+	Protect []string
 }
 
 // FindGitDirs finds a worktree's git directories from kandev's records:
@@ -37,7 +41,7 @@ func FindGitDirs(commonDir, worktree, branch string) (*GitDirs, error) {
 			continue
 		}
 		if filepath.Clean(string(bytes.TrimSpace(b))) == want {
-			return &GitDirs{Common: commonDir, Admin: admin, Branch: branch}, nil
+			return &GitDirs{Common: commonDir, Admin: admin, Branch: branch, Protect: []string{"commondir", "gitdir"}}, nil
 		}
 	}
 	return nil, fmt.Errorf("sandbox: no administrative directory under %s/worktrees names %s", commonDir, worktree)
@@ -67,6 +71,11 @@ func (g *GitDirs) mounts(worktree string) []Mount {
 		// could point git (its own, and a careless host's) elsewhere.
 		{Path: filepath.Join(worktree, ".git"), Why: "the worktree's .git file, read-only"},
 	}
+	for _, name := range g.Protect {
+		if p := filepath.Join(g.Admin, name); exists(p) {
+			ms = append(ms, Mount{Path: p, Why: "kandev's record of the worktree, read-only"})
+		}
+	}
 	if d := g.refDir(); d != "" {
 		for _, sub := range []string{d, filepath.Join("logs", d)} {
 			p := filepath.Join(g.Common, sub)
@@ -76,4 +85,9 @@ func (g *GitDirs) mounts(worktree string) []Mount {
 		}
 	}
 	return ms
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }

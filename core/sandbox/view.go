@@ -184,13 +184,16 @@ func normalize(ms []Mount) []Mount {
 	return out
 }
 
+// coveredRO reports whether the nearest mount holding p is a plain
+// read-only bind, which already gives p read-only.
 func coveredRO(ms []Mount, p string) bool {
-	for _, m := range ms {
-		if !m.Tmpfs && m.Src == "" && !m.RW && (p == m.Path || strings.HasPrefix(p, m.Path+"/")) {
-			return true
+	best := -1
+	for i, m := range ms {
+		if (p == m.Path || strings.HasPrefix(p, m.Path+"/")) && (best < 0 || depth(m.Path) >= depth(ms[best].Path)) {
+			best = i
 		}
 	}
-	return false
+	return best >= 0 && !ms[best].Tmpfs && ms[best].Src == "" && !ms[best].RW
 }
 
 func depth(p string) int { return strings.Count(p, "/") }

@@ -27,6 +27,7 @@ func fixture(t *testing.T) (Input, string) {
 	wt := filepath.Join(root, "kh", "worktrees", "repo", "t1")
 	mk("kh/worktrees/repo/t1/.git", "gitdir: "+filepath.Join(root, "repo/.git/worktrees/t1")+"\n", 0o644)
 	mk("repo/.git/worktrees/t1/gitdir", filepath.Join(wt, ".git")+"\n", 0o644)
+	mk("repo/.git/worktrees/t1/commondir", "../..\n", 0o644)
 	mk("repo/.git/worktrees/other/gitdir", filepath.Join(root, "kh/worktrees/repo/t2/.git")+"\n", 0o644)
 	mk("repo/.git/config", "", 0o644)
 	mk("repo/.git/objects/.keep", "", 0o644)
@@ -88,6 +89,9 @@ func TestDescribe(t *testing.T) {
 		{j("repo/.git/refs/heads/kandev"), "", true},
 		{j("repo/.git/logs/refs/heads/kandev"), "", true},
 		{j("kh/mcp.sock"), "", true},
+		// Where git finds the common directory stays kandev's.
+		{j("repo/.git/worktrees/t1/commondir"), "", false},
+		{j("repo/.git/worktrees/t1/gitdir"), "", false},
 	}
 	for _, w := range want {
 		m, ok := mountAt(v, w.path)

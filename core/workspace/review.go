@@ -56,7 +56,7 @@ func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, erro
 		return Diff{}, fmt.Errorf("diff: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	env := append(worktreeEnv(wt), "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
 	run := func(args ...string) (string, error) {
 		return git(ctx, m.Timeout, wt.Dir, env, args...)
 	}
@@ -233,17 +233,17 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 // commitPending commits everything uncommitted in the worktree on the
 // task's branch.
 func (m *Manager) commitPending(ctx context.Context, wt Worktree) error {
-	st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+	st, err := m.gitWT(ctx, wt, "status", "--porcelain")
 	if err != nil {
 		return fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
 	}
 	if strings.TrimSpace(st) == "" {
 		return nil
 	}
-	if _, err := m.git(ctx, wt.Dir, "add", "--all", "."); err != nil {
+	if _, err := m.gitWT(ctx, wt, "add", "--all", "."); err != nil {
 		return fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
 	}
-	if _, err := m.git(ctx, wt.Dir, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
+	if _, err := m.gitWT(ctx, wt, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
 		return fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
 	}
 	return nil

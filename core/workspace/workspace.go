@@ -352,7 +352,7 @@ func (m *Manager) Retire(ctx context.Context, wt Worktree) (Retired, error) {
 	defer m.lock(wt.Repo)()
 	var r Retired
 	if _, err := os.Lstat(wt.Dir); err == nil {
-		st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+		st, err := m.gitWT(ctx, wt, "status", "--porcelain")
 		if err != nil {
 			return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
 		}
