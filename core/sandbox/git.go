@@ -77,10 +77,21 @@ func (g *GitDirs) mounts(worktree string) []Mount {
 		}
 	}
 	if d := g.refDir(); d != "" {
+		own := filepath.Base(g.Branch)
 		for _, sub := range []string{d, filepath.Join("logs", d)} {
 			p := filepath.Join(g.Common, sub)
-			if os.MkdirAll(p, 0o755) == nil {
-				ms = append(ms, Mount{Path: p, RW: true, Why: "the branch's ref directory"})
+			if os.MkdirAll(p, 0o755) != nil {
+				continue
+			}
+			ms = append(ms, Mount{Path: p, RW: true, Why: "the branch's ref directory"})
+			// Other tasks' branches beside it stay as they are: each is
+			// mounted read-only over itself, so it can be neither
+			// rewritten nor renamed over nor removed.
+			ents, _ := os.ReadDir(p)
+			for _, e := range ents {
+				if n := e.Name(); n != own && n != own+".lock" {
+					ms = append(ms, Mount{Path: filepath.Join(p, n), Why: "another branch's ref, read-only"})
+				}
 			}
 		}
 	}

@@ -31,6 +31,7 @@ func fixture(t *testing.T) (Input, string) {
 	mk("repo/.git/worktrees/other/gitdir", filepath.Join(root, "kh/worktrees/repo/t2/.git")+"\n", 0o644)
 	mk("repo/.git/config", "", 0o644)
 	mk("repo/.git/objects/.keep", "", 0o644)
+	mk("repo/.git/refs/heads/kandev/t2-other", "0000000000000000000000000000000000000000\n", 0o644)
 	mk("home/.claude/settings.json", "{}", 0o600)
 	mk("home/.ssh/id_ed25519", "secret", 0o600)
 	interp := mk("home/.rt/bin/node", "", 0o755)
@@ -92,6 +93,8 @@ func TestDescribe(t *testing.T) {
 		// Where git finds the common directory stays kandev's.
 		{j("repo/.git/worktrees/t1/commondir"), "", false},
 		{j("repo/.git/worktrees/t1/gitdir"), "", false},
+		// Another task's branch beside its own stays read-only.
+		{j("repo/.git/refs/heads/kandev/t2-other"), "", false},
 	}
 	for _, w := range want {
 		m, ok := mountAt(v, w.path)
