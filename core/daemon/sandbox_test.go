@@ -283,3 +283,50 @@ func TestBwrapKeepsTheRules(t *testing.T) {
 		sessionGone(t, sid, "restart recovery")
 	})
 }
+
+// The built-in claude profile under bwrap: its command is found where npm
+// put it under the operator's home (with the runtime it runs from), and
+// its declared paths (~/.claude, ~/.claude.json) are there, read-write,
+// while the rest of the home is not. The real Claude Code needs its model
+// to run a turn; a script in its place runs the mock agent, as far as a
+// test without the model can go.
+func TestBwrapBuiltinClaudeProfile(t *testing.T) {
+	needBwrap(t)
+	root, err := os.MkdirTemp("", "kdclaude-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	bin := filepath.Join(home, ".local", "bin")
+	for _, dir := range []string{bin, filepath.Join(home, ".claude"), filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{
+		filepath.Join(home, ".claude", ".credentials.json"): `{"token":"claude's own"}`,
+		filepath.Join(home, ".claude.json"):                 `{"numStartups":1}`,
+		filepath.Join(home, ".ssh", "id_ed25519"):           "operator's key",
+		// npm's bin entry, a script run by a runtime under the home.
+		filepath.Join(bin, "claude-agent-acp"): "#!/bin/sh\nexport KANDEV_MOCK_STATE_DIR=\"$HOME/.claude/mock-state\"\nexec " + daemontest.Binary(t) + " mock-agent \"$@\"\n",
+	}
+	for p, body := range files {
+		if err := os.WriteFile(p, []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "KANDEV_PERMISSION=allow", "PATH="+bin+":"+os.Getenv("PATH")))
+	task := create(t, d, core.CreateTaskInput{Title: "claude", Profile: "claude", CWD: root, Sandbox: core.SandboxBwrap, Start: true,
+		Prompt: "mock: sh cat ~/.claude/.credentials.json ~/.claude.json; echo; ls -a ~\nmock: sh echo kept > ~/.claude/note && cat ~/.ssh/id_ed25519"})
+	out := shSaid(t, d, task.ID, 2)
+	if !strings.Contains(out, `{"token":"claude's own"}`) || !strings.Contains(out, `{"numStartups":1}`) {
+		t.Errorf("claude's declared files are not readable:\n%s", out)
+	}
+	if strings.Contains(out, "operator's key") || strings.Contains(out, "\n.ssh\n") {
+		t.Errorf("claude's session sees the rest of the home:\n%s", out)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude", "note")); err != nil || string(b) != "kept\n" {
+		t.Errorf("~/.claude is not writable through: %q %v", b, err)
+	}
+}
