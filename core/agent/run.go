@@ -185,6 +185,7 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	}
 	go func() {
 		r.exitErr = cmd.Wait()
+		removeContainer(spec)
 		// The last words on stdout and stderr belong to the run; helpers
 		// the agent left holding a pipe must not hold the exit up for long.
 		settle := time.After(stderrSettle)

@@ -165,7 +165,7 @@ func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error
 		return err
 	}
 	v.Dir = t.CWD
-	if prof.Command == core.SelfCommand {
+	if spec.Command == e.opts.SelfExe {
 		// The mock agent keeps its sessions (for resume) in the task's
 		// private home, the one place it may write besides the worktree.
 		spec.Env = append(spec.Env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(opHome, ".local", "state", "kandev-mock"))

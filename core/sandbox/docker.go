@@ -23,7 +23,7 @@ func ContainerName(sessionID string) string { return "kandev-" + sessionID }
 // environment (KEY=VALUE), passed by name so values stay off the command
 // line.
 func (v View) ContainerArgs(envNames []string) []string {
-	args := []string{"run", "-i", "--rm", "--name", ContainerName(v.SessionID),
+	args := []string{"run", "-i", "--rm", "--pull", "never", "--name", ContainerName(v.SessionID),
 		"--label", LabelSession + "=" + v.SessionID,
 		"--user", strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()),
 		"--cap-drop=ALL", "--security-opt", "no-new-privileges",
