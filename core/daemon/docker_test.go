@@ -26,7 +26,7 @@ import (
 // dockerHost returns a DOCKER_HOST that answers: the caller's, else a
 // dockerd started here (no bridge, no iptables, its own data and exec
 // roots), stopped when the test ends. It skips where none can run.
-func dockerHost(t *testing.T) string {
+func dockerHost(t testing.TB) string {
 	t.Helper()
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Skip("docker is not installed")
@@ -103,7 +103,7 @@ func tail(s string, n int) string {
 // staticKandev builds kandev without cgo, so it runs in an image with no
 // libc: the daemon under test runs from it, and its mock agent is the
 // same file mounted into the container.
-func staticKandev(t *testing.T) string {
+func staticKandev(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "kandev")
@@ -119,7 +119,7 @@ func staticKandev(t *testing.T) string {
 // importImage makes an image offline: a root file system with the static
 // kandev, /bin/sh and the few tools the tests' commands use (each with
 // the libraries it links), imported, never pulled.
-func importImage(t *testing.T, host, kandev string) string {
+func importImage(t testing.TB, host, kandev string) string {
 	t.Helper()
 	root := t.TempDir()
 	copyFile := func(src string) {
