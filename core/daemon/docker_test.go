@@ -351,4 +351,14 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 		t.Fatalf("the sweep removed another home's container (%d left)", n)
 	}
 	docker("rm", "--force", foreign)
+
+	// An image that is not there is never pulled: the run fails, and
+	// climbs as every failed run does, with docker's reason.
+	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", "kandev-never-built:1", "--no-network")
+	missing := create(t, d, core.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: work, Start: true, Prompt: "mock: say never"})
+	got := waitState(t, d, missing.ID, core.SessionFailed)
+	if got.Stalled == nil || !got.Stalled.Failed || !strings.Contains(strings.ToLower(got.Session.Error+got.Stalled.Detail), "kandev-never-built") {
+		t.Fatalf("a missing image: session %+v stalled %+v", got.Session, got.Stalled)
+	}
+	noContainersLeft(t, host, "a missing image")
 }
