@@ -28,6 +28,14 @@ import (
 // roots), stopped when the test ends. It skips where none can run.
 func dockerHost(t testing.TB) string {
 	t.Helper()
+	host, _ := startDocker(t, false)
+	return host
+}
+
+// startDocker is dockerHost; with own it always starts a dockerd of its
+// own and also returns how to kill it (SIGKILL: the engine dying).
+func startDocker(t testing.TB, own bool) (string, func()) {
+	t.Helper()
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Skip("docker is not installed")
 	}
@@ -36,11 +44,11 @@ func dockerHost(t testing.TB) string {
 		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
 		return cmd.Run() == nil
 	}
-	if h := os.Getenv("DOCKER_HOST"); h != "" && answers(h) {
-		return h
+	if h := os.Getenv("DOCKER_HOST"); !own && h != "" && answers(h) {
+		return h, nil
 	}
-	if answers("unix:///var/run/docker.sock") {
-		return "unix:///var/run/docker.sock"
+	if !own && answers("unix:///var/run/docker.sock") {
+		return "unix:///var/run/docker.sock", nil
 	}
 	if _, err := exec.LookPath("dockerd"); err != nil || os.Geteuid() != 0 {
 		t.Skip("no docker daemon answers, and none can be started here (dockerd missing or not root)")
@@ -73,6 +81,7 @@ func dockerHost(t testing.TB) string {
 			<-exited
 		}
 		log.Close()
+		killUnder(dir)
 		exec.Command("umount", "-R", filepath.Join(dir, "data")).Run()
 		os.RemoveAll(dir)
 	})
@@ -90,7 +99,22 @@ func dockerHost(t testing.TB) string {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return host
+	return host, func() { _ = cmd.Process.Kill(); <-exited }
+}
+
+// killUnder kills what dockerd left running from its directories (a
+// containerd shim outlives a dockerd killed mid-turn).
+func killUnder(dir string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(dir)) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func tail(s string, n int) string {
@@ -361,4 +385,24 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 		t.Fatalf("a missing image: session %+v stalled %+v", got.Session, got.Stalled)
 	}
 	noContainersLeft(t, host, "a missing image")
+}
+
+// The container engine dies mid-turn: the run fails and climbs (ADR
+// 0007), and nothing of the session is left on the host.
+func TestDockerEngineDiesMidTurn(t *testing.T) {
+	host, kill := startDocker(t, true)
+	bin := staticKandev(t)
+	image := importImage(t, host, bin)
+	work := t.TempDir()
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
+	waitSaid(t, d, task.ID, "up")
+	sid := get(t, d, task.ID).Session.ID
+	kill()
+	got := waitState(t, d, task.ID, core.SessionFailed)
+	if got.Stalled == nil || !got.Stalled.Failed {
+		t.Fatalf("the engine's death: session %+v stalled %+v", got.Session, got.Stalled)
+	}
+	sessionGone(t, sid, "the container engine's death")
 }
