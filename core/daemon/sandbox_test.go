@@ -330,3 +330,24 @@ func TestBwrapBuiltinClaudeProfile(t *testing.T) {
 		t.Errorf("~/.claude is not writable through: %q %v", b, err)
 	}
 }
+
+// A confined task shared in the main checkout itself writes its files but
+// not the repository's config or hooks, which the operator's next git
+// command there would run.
+func TestBwrapSharedCheckoutKeepsGitConfig(t *testing.T) {
+	e := newBoxEnv(t)
+	task := create(t, e.d, core.CreateTaskInput{Title: "shared", CWD: e.repo, Workspace: "shared", Sandbox: core.SandboxBwrap, Start: true,
+		Prompt: "mock: sh git config core.fsmonitor 'touch " + e.pwned + "'\n" +
+			"mock: sh printf '#!/bin/sh\\ntouch " + e.pwned + "\\n' > .git/hooks/post-checkout\n" +
+			"mock: sh echo mine > work.txt && echo wrote"})
+	out := shSaid(t, e.d, task.ID, 3)
+	// The config's rename and the hook's write are refused; the file is written.
+	if strings.Count(out, "sh exit: 0") != 1 || !strings.Contains(out, "wrote") {
+		t.Fatalf("the agent's output:\n%s", out)
+	}
+	gitRun(t, e.repo, "status")
+	gitRun(t, e.repo, "checkout", "-q", "-b", "after")
+	if _, err := os.Stat(e.pwned); !os.IsNotExist(err) {
+		t.Fatalf("something the agent wrote ran on the host: %v", err)
+	}
+}

@@ -160,6 +160,9 @@ func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error
 			in.Worktree = w.Dir
 		}
 	}
+	if in.Git == nil {
+		in.ReadOnly = sharedRepoGuards(in.Worktree)
+	}
 	v, err := sandbox.Describe(in)
 	if err != nil {
 		return err
@@ -172,4 +175,21 @@ func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error
 	}
 	spec.Sandbox = &v
 	return nil
+}
+
+// sharedRepoGuards are the parts of a git directory at or under a shared
+// task's directory that run or steer the operator's own git there: the
+// config (core.fsmonitor, filters, aliases), hooks, info (attributes,
+// excludes) and the common directory of any worktree below.
+func sharedRepoGuards(dir string) []string {
+	var out []string
+	for _, gd := range []string{filepath.Join(dir, ".git")} {
+		if st, err := os.Stat(gd); err != nil || !st.IsDir() {
+			continue
+		}
+		for _, name := range []string{"config", "hooks", "info", "commondir", "worktrees"} {
+			out = append(out, filepath.Join(gd, name))
+		}
+	}
+	return out
 }

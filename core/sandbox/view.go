@@ -77,6 +77,10 @@ type Input struct {
 	MCPSocket string
 	NoNetwork bool
 	SessionID string
+	// ReadOnly are paths inside the worktree mounted read-only over it: a
+	// shared task's repository's config, hooks and info, which would run
+	// on the next git command of the operator's if the agent wrote them.
+	ReadOnly []string
 }
 
 // systemDirs are mounted read-only where they exist.
@@ -142,6 +146,11 @@ func Describe(in Input) (View, error) {
 	if in.Git != nil {
 		for _, m := range in.Git.mounts(in.Worktree) {
 			add(m)
+		}
+	}
+	for _, p := range in.ReadOnly {
+		if exists(p) {
+			add(Mount{Path: p, Why: "the repository's own, read-only"})
 		}
 	}
 	if in.MCPSocket != "" {

@@ -273,3 +273,30 @@ func TestSeatbelt(t *testing.T) {
 		t.Error("objects' allow comes before .git's deny")
 	}
 }
+
+// A shared task in a repository's own checkout: the repository's config,
+// hooks and info stay read-only inside its writable directory.
+func TestDescribeReadOnlyInsideWorktree(t *testing.T) {
+	in, root := fixture(t)
+	repo := filepath.Join(root, "repo")
+	in.Git, in.Worktree = nil, repo
+	in.ReadOnly = []string{filepath.Join(repo, ".git/config"), filepath.Join(repo, ".git/hooks"), filepath.Join(repo, ".git/missing")}
+	if err := os.MkdirAll(filepath.Join(repo, ".git/hooks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Describe(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range in.ReadOnly[:2] {
+		if m, ok := mountAt(v, p); !ok || m.RW {
+			t.Errorf("%s: %+v %v", p, m, ok)
+		}
+	}
+	if _, ok := mountAt(v, in.ReadOnly[2]); ok {
+		t.Error("a path that does not exist is mounted")
+	}
+	if m, ok := mountAt(v, repo); !ok || !m.RW {
+		t.Errorf("the directory itself: %+v %v", m, ok)
+	}
+}
