@@ -66,6 +66,10 @@ func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, pa
 	if err := core.SandboxAvailable(mode); err != nil {
 		return "", err
 	}
+	if (mode == core.SandboxDocker || mode == core.SandboxPodman) && prof.Image == "" {
+		return "", core.Errorf(core.CodeValidation, "sandbox %s needs an image and profile %s has none; kandev profile add %s --image IMAGE (docs/sandbox.md has an example Dockerfile)",
+			mode, prof.Name, prof.Name)
+	}
 	return mode, nil
 }
 

@@ -105,3 +105,13 @@ func TestSandboxFromProfile(t *testing.T) {
 	_, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "bad", Command: "x", Sandbox: "vm"})
 	i2WantErr(t, err, core.CodeValidation, `sandbox "vm"`)
 }
+
+// A container sandbox needs its profile's image: refused at create.
+func TestSandboxContainerNeedsAnImage(t *testing.T) {
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker is not installed")
+	}
+	env := newEngineEnv(t)
+	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxDocker})
+	i2WantErr(t, err, core.CodeValidation, "needs an image", "--image IMAGE")
+}
