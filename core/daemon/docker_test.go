@@ -406,3 +406,74 @@ func TestDockerEngineDiesMidTurn(t *testing.T) {
 	}
 	sessionGone(t, sid, "the container engine's death")
 }
+
+// In a container, a task in a git repository works in its worktree (what
+// it writes is its diff) and interrupt, a question and a daemon restart
+// with resume behave as on the host; no container is left.
+func TestDockerKeepsTheRules(t *testing.T) {
+	host := dockerHost(t)
+	bin := staticKandev(t)
+	image := importImage(t, host, bin)
+	repo := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "f.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "add", ".")
+	gitRun(t, repo, "commit", "-q", "-m", "initial")
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
+	t.Cleanup(func() {
+		if left := kandevContainers(t, host); len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+		}
+	})
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	ctx := context.Background()
+	box := func(title, prompt string) core.Task {
+		return create(t, d, core.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
+	}
+
+	work := box("work", "mock: write inside.txt from the container\nmock: say busy\nmock: hang")
+	waitSaid(t, d, work.ID, "busy")
+	diff, err := d.Client.TaskDiff(ctx, work.ID, core.DiffInput{})
+	if err != nil || len(diff.Files) != 1 || diff.Files[0].Path != "inside.txt" {
+		t.Fatalf("diff %+v %v", diff.Files, err)
+	}
+	if _, err := d.Client.MessageTask(ctx, work.ID, core.MessageInput{Text: "mock: say switched", Delivery: core.DeliveryInterrupt}); err != nil {
+		t.Fatal(err)
+	}
+	waitSaid(t, d, work.ID, "switched")
+
+	asks := box("asks", call("ask_user_question_kandev", map[string]any{
+		"questions": []map[string]any{{"prompt": "Which DB?", "options": []map[string]any{{"label": "sqlite"}, {"label": "postgres"}}}},
+	}))
+	q := waitQuestion(t, d, asks.ID)
+	d.MustRun("task", "answer", asks.ID, "--option", "1")
+	daemontest.Eventually(t, wait, "the answer", func() bool {
+		for _, p := range prompts(conversation(t, d, asks.ID)) {
+			if strings.Contains(p, "answered your question "+q.ID) {
+				return true
+			}
+		}
+		return saidContains(t, d, asks.ID, "sqlite")
+	})
+
+	waitSettled(t, d, work.ID)
+	d.Stop()
+	noContainersLeft(t, host, "shutdown")
+	d.Restart()
+	message(t, d, work.ID, "mock: history")
+	daemontest.Eventually(t, wait, "the resumed history", func() bool { return saidContains(t, d, work.ID, "history: ") })
+	if !saidContains(t, d, work.ID, " turn 3; earlier: ") {
+		t.Fatalf("not resumed: %q", said(t, d, work.ID))
+	}
+	for _, id := range []string{work.ID, asks.ID} {
+		if _, err := d.Client.StopTask(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noContainersLeft(t, host, "the stops")
+}
