@@ -119,17 +119,26 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 		return err
 	}
 	warnCannotStart(f, profiles, t.Profile)
-	if t.Autopilot && in.Sandbox == "" && orNone(t.Sandbox) == core.SandboxNone && core.SandboxAvailable(core.SandboxBwrap) != nil {
-		// The built-in confines autopilot where it can: say so when it could not.
-		fmt.Fprintf(f.IO.ErrOut, "Notice: autopilot task %s runs unconfined: %s\n", t.ID,
-			core.SandboxAvailable(core.SandboxBwrap).Error())
-	}
 	if f.JSON {
+		noticeUnconfined(f, in, t)
 		return f.printJSON(t)
 	}
 	fmt.Fprintln(f.IO.Out, t.ID)
 	fmt.Fprintf(f.IO.ErrOut, "Created task %s: %s (%s)\n", t.ID, t.Title, describeMode(t))
+	noticeUnconfined(f, in, t)
 	return nil
+}
+
+// noticeUnconfined says, once at its create, that an autopilot task runs
+// on the host because this machine has no bubblewrap: the built-in would
+// have confined it.
+func noticeUnconfined(f *Factory, in core.CreateTaskInput, t core.Task) {
+	if !t.Autopilot || in.Sandbox != "" || orNone(t.Sandbox) != core.SandboxNone {
+		return
+	}
+	if err := core.SandboxAvailable(core.SandboxBwrap); err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "Notice: autopilot task %s runs unconfined: %s\n", t.ID, err.Error())
+	}
 }
 
 func pickedWhy(profile string) string {
