@@ -11,7 +11,7 @@ LDFLAGS := -X github.com/kandev/kandev/cmd.Version=$(VERSION)
 # keep go's default: -race needs cgo.
 CGO     ?= 0
 
-.PHONY: all build test lint bench bench-go bench-proc demo install clean inspector
+.PHONY: all build test lint bench bench-go bench-proc demo install clean inspector darwin
 
 all: build
 
@@ -24,13 +24,19 @@ build:
 ## repository (a task started in the package directory) fails the run.
 ## Every kandev worktree is on a kandev/* branch, so the branches tell.
 REPO_TRACES = git for-each-ref --format='%(refname:short)' refs/heads/kandev/ 2>/dev/null
-test: lint inspector
+test: lint inspector darwin
 	@before="$$($(REPO_TRACES))"; \
 	$(GO) test -race -count=1 -timeout 20m ./... || exit $$?; \
 	after="$$($(REPO_TRACES))"; \
 	if [ "$$before" != "$$after" ]; then \
 	  echo "tests left kandev/* branches (task worktrees) in this repository:"; \
 	  printf '%s\n' "$$after" | grep -vxF "$$before"; exit 1; fi
+
+## darwin: the Mac builds (Seatbelt for bwrap, no procfs) compile, so they
+## never break unseen; nothing runs them here.
+darwin:
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/kandev
+	CGO_ENABLED=0 GOOS=darwin GOARCH=amd64 $(GO) build -o /dev/null ./cmd/kandev
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 

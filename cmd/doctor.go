@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -164,5 +165,28 @@ func printDoctor(f *Factory, r doctor.Report) error {
 	} else {
 		fmt.Fprintln(out, "git:      not found on PATH")
 	}
+	printSandboxes(out, r)
 	return nil
+}
+
+// printSandboxes is doctor's sandbox section: each mode, then each profile
+// whose own sandbox is set (docs/sandbox.md).
+func printSandboxes(out io.Writer, r doctor.Report) {
+	for _, s := range r.Sandboxes {
+		switch {
+		case s.Works:
+			fmt.Fprintf(out, "sandbox %s: %s (%s)\n", s.Mode, s.Path, s.Version)
+		case s.Found:
+			fmt.Fprintf(out, "sandbox %s: %s cannot run: %s\n", s.Mode, s.Path, s.Error)
+		default:
+			fmt.Fprintf(out, "sandbox %s: not installed (%s)\n", s.Mode, s.Hint)
+		}
+	}
+	for _, p := range r.ProfileSandboxes {
+		if p.CanStart {
+			fmt.Fprintf(out, "profile %s: sandbox %s can start\n", p.Profile, p.Mode)
+		} else {
+			fmt.Fprintf(out, "profile %s: sandbox %s CANNOT START: %s\n", p.Profile, p.Mode, p.Why)
+		}
+	}
 }

@@ -118,6 +118,10 @@ func TestNewCmdProfileFlags(t *testing.T) {
 	refused(t, f, NewCmdProfileAdd, "--command is required", "opus", "--command", "  ")
 	add = mustParse(t, f, NewCmdProfileAdd, "careful", "--command", "codex-acp", "--permission", "ask", "--autopilot-permission", "deny")
 	same(t, "profile add --permission", [2]string{add.Profile.Permission, add.Profile.AutopilotPermission}, [2]string{"ask", "deny"})
+	add = mustParse(t, f, NewCmdProfileAdd, "boxed", "--command", "claude-agent-acp", "--sandbox", "docker", "--image", "img:1",
+		"--path", "~/.claude", "--path", "ro:/etc/x", "--no-network")
+	same(t, "profile add --sandbox", []any{add.Profile.Sandbox, add.Profile.Image, add.Profile.Paths, add.Profile.NoNetwork},
+		[]any{"docker", "img:1", []string{"~/.claude", "ro:/etc/x"}, true})
 
 	show := mustParse(t, f, NewCmdProfileShow, "opus", "--reveal")
 	same(t, "profile show", [2]any{show.Name, show.Reveal}, [2]any{"opus", true})

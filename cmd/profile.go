@@ -30,7 +30,7 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 	p := &opts.Profile
 	var noMCP bool
 	c := &cobra.Command{
-		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P]",
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network]",
 		Short: "Add (or replace) an agent profile",
 		Long: `Add (or replace) an agent profile.
 
@@ -38,11 +38,18 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 task: allow, deny, or ask (a pending question for you, answered with kandev task
 answer ID --option N). --autopilot-permission sets it for autopilot tasks, where
 nobody is asked: allow or deny. Unset, they follow $KANDEV_PERMISSION and
-$KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.`,
+$KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.
+
+--sandbox sets where a new task of the profile runs when its create names none:
+none, bwrap, docker or podman (docs/sandbox.md); --image is the container image of
+docker and podman; --path a file or directory a confined agent may reach besides its
+worktree (~/ is your home; ro: in front for read-only); --no-network cuts a confined
+agent off the network.`,
 		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
   kandev profile add plain --command my-agent --no-mcp
   kandev profile add opencode --command opencode --arg acp --start-timeout 3m
-  kandev profile add careful --command codex-acp --permission ask --autopilot-permission deny`,
+  kandev profile add careful --command codex-acp --permission ask --autopilot-permission deny
+  kandev profile add boxed --command claude-agent-acp --sandbox docker --image kandev-claude --path ~/.claude --path ~/.claude.json`,
 		Args: exactArgs(1, "the profile NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			p.Name = args[0]
@@ -63,6 +70,11 @@ $KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.`,
 	c.Flags().StringVar(&p.StartTimeout, "start-timeout", "", "how long the agent may take to start (e.g. 3m); default: the daemon's (60s)")
 	c.Flags().StringVar(&p.Permission, "permission", "", "answer to the agent's permission requests on a normal task: allow, deny or ask; default: the config's (ask)")
 	c.Flags().StringVar(&p.AutopilotPermission, "autopilot-permission", "", "answer to them on an autopilot task: allow or deny; default: the config's (allow)")
+	c.Flags().StringVar(&p.Sandbox, "sandbox", "", "where its new tasks run: none, bwrap, docker or podman; default: the config's sandbox or autopilot_sandbox")
+	c.Flags().StringVar(&p.Image, "image", "", "the container image of docker and podman")
+	c.Flags().StringArrayVar(&p.Paths, "path", nil, "a path a confined agent may reach: ~/.x or /abs, ro:PATH for read-only (repeat)")
+	c.Flags().BoolVar(&p.NoNetwork, "no-network", false, "a confined agent of this profile has no network")
+	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("permission", cobra.FixedCompletions([]string{"allow", "deny", "ask"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("autopilot-permission", cobra.FixedCompletions([]string{"allow", "deny"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -184,6 +196,18 @@ func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	}
 	if p.AutopilotPermission != "" {
 		fmt.Fprintf(f.IO.Out, "autopilot permission: %s\n", p.AutopilotPermission)
+	}
+	if p.Sandbox != "" {
+		fmt.Fprintf(f.IO.Out, "sandbox:  %s\n", p.Sandbox)
+	}
+	if p.Image != "" {
+		fmt.Fprintf(f.IO.Out, "image:    %s\n", p.Image)
+	}
+	for _, path := range p.Paths {
+		fmt.Fprintf(f.IO.Out, "path:     %s\n", path)
+	}
+	if p.NoNetwork {
+		fmt.Fprintf(f.IO.Out, "network:  off\n")
 	}
 	return nil
 }

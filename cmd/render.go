@@ -377,6 +377,7 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	row("title", textsafe.Line(t.Title))
 	row("status", statusGlyph(t.Status)+" "+string(t.Status))
 	row("autopilot", fmt.Sprintf("%v", t.Autopilot))
+	row("sandbox", orNone(t.Sandbox))
 	row("profile", t.Profile)
 	if t.Assignee != nil {
 		row("assignee", t.Assignee.Describe())

@@ -85,6 +85,8 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
 	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
+	fl.StringVar(&opts.Input.Sandbox, "sandbox", "", "where its agent runs: none, bwrap, docker or podman (fixed at creation; default: the parent's, else the profile's, else config.toml's sandbox or autopilot_sandbox, else none, and bwrap on autopilot where installed)")
+	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
 	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: config workspace, auto: a worktree inside a git repository, else shared; a child created without --cwd works in its parent's worktree")
 	fl.StringVar(&opts.Input.Base, "base", "", "the ref a worktree branches from (default: the repository's HEAD, or the parent's branch)")
@@ -129,6 +131,7 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	}
 	warnCannotStart(f, profiles, t.Profile)
 	if f.JSON {
+		noticeUnconfined(f, in, t)
 		return f.printJSON(t)
 	}
 	fmt.Fprintln(f.IO.Out, t.ID)
@@ -138,7 +141,20 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	if w := t.Workspace; w != nil && w.Mode == core.WorkspaceShared && in.Workspace != core.WorkspaceShared && t.ParentID == "" {
 		fmt.Fprintf(f.IO.ErrOut, "Note: %s is not in a git repository; the agent works in it as it is (no worktree to review, merge or discard)\n", t.CWD)
 	}
+	noticeUnconfined(f, in, t)
 	return nil
+}
+
+// noticeUnconfined says, once at its create, that an autopilot task runs
+// on the host because this machine has no bubblewrap: the built-in would
+// have confined it.
+func noticeUnconfined(f *Factory, in core.CreateTaskInput, t core.Task) {
+	if !t.Autopilot || in.Sandbox != "" || orNone(t.Sandbox) != core.SandboxNone {
+		return
+	}
+	if err := core.SandboxAvailable(core.SandboxBwrap); err != nil {
+		fmt.Fprintf(f.IO.ErrOut, "Notice: autopilot task %s runs unconfined: %s\n", t.ID, err.Error())
+	}
 }
 
 func pickedWhy(profile string) string {
@@ -165,10 +181,20 @@ func warnCannotStart(f *Factory, profiles []core.Profile, name string) {
 	}
 }
 
+func orNone(sandbox string) string {
+	if sandbox == "" {
+		return core.SandboxNone
+	}
+	return sandbox
+}
+
 func describeMode(t core.Task) string {
 	parts := []string{"profile " + t.Profile}
 	if t.Autopilot {
 		parts = append([]string{"autopilot"}, parts...)
+	}
+	if orNone(t.Sandbox) != core.SandboxNone {
+		parts = append(parts, "sandbox "+t.Sandbox)
 	}
 	if t.ParentID != "" {
 		parts = append(parts, "parent "+t.ParentID)

@@ -16,8 +16,8 @@ func TestNewCmdTaskCreateFlags(t *testing.T) {
 	f := testFactory(t, "", map[string]string{"KANDEV_PROFILE": "codex"})
 	got := mustParse(t, f, NewCmdTaskCreate, "Split the auth module", "-d", "keep the API", "--autopilot", "--start",
 		"--prompt", "go", "--assignee", "lead", "--blocked-by", "a1", "--blocked-by", "b2", "--workspace", "shared",
-		"--base", "main", "--branch", "feat", "--surface", "office-task")
-	want := core.CreateTaskInput{Title: "Split the auth module", Description: "keep the API", Autopilot: true, Start: true,
+		"--base", "main", "--branch", "feat", "--surface", "office-task", "--sandbox", "bwrap")
+	want := core.CreateTaskInput{Title: "Split the auth module", Description: "keep the API", Autopilot: true, Sandbox: "bwrap", Start: true,
 		Prompt: "go", Assignee: "lead", BlockedBy: []string{"a1", "b2"}, Workspace: "shared", Base: "main", Branch: "feat",
 		Surface: "office-task", CWD: wd}
 	same(t, "task create --assignee (top level: cwd filled in, the role's profile left to the daemon)", got.Input, want)

@@ -70,7 +70,10 @@ type CreateTaskInput struct {
 	ParentID    string `json:"parent_id,omitempty"`
 	Profile     string `json:"profile,omitempty"`
 	Autopilot   bool   `json:"autopilot,omitempty"`
-	CWD         string `json:"cwd,omitempty"`
+	// Sandbox is none, bwrap, docker or podman; empty: the parent's, else
+	// the profile's, else the configuration's (ADR 0048).
+	Sandbox string `json:"sandbox,omitempty"`
+	CWD     string `json:"cwd,omitempty"`
 	// Prompt is queued as the task's first turn.
 	Prompt string `json:"prompt,omitempty"`
 	// Start launches the agent at once.

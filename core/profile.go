@@ -31,11 +31,16 @@ func BuiltinProfiles() []Profile {
 		// Claude Code connects MCP servers in the background unless told
 		// not to, so its first model request could go out without kandev's
 		// tools; MCP_TIMEOUT (ms) bounds that now-blocking connect.
-		{Name: "claude", Command: "claude-agent-acp", Env: []string{"MCP_CONNECTION_NONBLOCKING=0", "MCP_TIMEOUT=60000"}, MCP: true, Source: "builtin"},
-		{Name: "codex", Command: "codex-acp", MCP: true, Source: "builtin"},
-		{Name: "gemini", Command: "gemini", Args: []string{"--acp"}, MCP: true, Source: "builtin"},
-		{Name: "qwen", Command: "qwen", Args: []string{"--acp"}, MCP: true, Source: "builtin"},
-		{Name: "opencode", Command: "opencode", Args: []string{"acp"}, MCP: true, Source: "builtin"},
+		// Paths: each agent's own config, credentials and session state,
+		// what a confined session of it may reach besides its worktree
+		// (docs/agents.md, docs/sandbox.md).
+		{Name: "claude", Command: "claude-agent-acp", Env: []string{"MCP_CONNECTION_NONBLOCKING=0", "MCP_TIMEOUT=60000"}, MCP: true, Source: "builtin",
+			Paths: []string{"~/.claude", "~/.claude.json", "~/.config/claude"}},
+		{Name: "codex", Command: "codex-acp", MCP: true, Source: "builtin", Paths: []string{"~/.codex"}},
+		{Name: "gemini", Command: "gemini", Args: []string{"--acp"}, MCP: true, Source: "builtin", Paths: []string{"~/.gemini"}},
+		{Name: "qwen", Command: "qwen", Args: []string{"--acp"}, MCP: true, Source: "builtin", Paths: []string{"~/.qwen"}},
+		{Name: "opencode", Command: "opencode", Args: []string{"acp"}, MCP: true, Source: "builtin",
+			Paths: []string{"~/.config/opencode", "~/.local/share/opencode", "~/.local/state/opencode"}},
 	}
 }
 
@@ -77,6 +82,14 @@ func ValidateProfile(p Profile) error {
 	case "", PermissionAllow, PermissionDeny:
 	default:
 		return Errorf(CodeValidation, "profile %s: autopilot permission %q must be allow or deny (nobody is asked on autopilot)", p.Name, p.AutopilotPermission)
+	}
+	if err := ValidateSandbox("profile "+p.Name, p.Sandbox); err != nil {
+		return err
+	}
+	for _, path := range p.Paths {
+		if q := strings.TrimPrefix(path, "ro:"); !strings.HasPrefix(q, "/") && q != "~" && !strings.HasPrefix(q, "~/") {
+			return Errorf(CodeValidation, "profile %s: path %q must be absolute or start with ~/ (ro: in front for read-only)", p.Name, path)
+		}
 	}
 	for _, kv := range p.Env {
 		k, _, ok := strings.Cut(kv, "=")

@@ -8,19 +8,22 @@ import (
 
 // Task is a task as every client sees it (CLI --json, HTTP, MCP, TUI).
 type Task struct {
-	ID          string    `json:"id"`
-	Title       string    `json:"title"`
-	Description string    `json:"description"`
-	ParentID    string    `json:"parent_id"`
-	Status      Status    `json:"status"`
-	Autopilot   bool      `json:"autopilot"`
-	Profile     string    `json:"profile"`
-	CWD         string    `json:"cwd"`
-	CreatedBy   string    `json:"created_by"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	Archived    bool      `json:"archived"`
-	ArchivedAt  time.Time `json:"archived_at"`
+	ID          string `json:"id"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	ParentID    string `json:"parent_id"`
+	Status      Status `json:"status"`
+	Autopilot   bool   `json:"autopilot"`
+	// Sandbox is where its agent runs (none, bwrap, docker, podman):
+	// fixed at creation, never less confined than the parent's.
+	Sandbox    string    `json:"sandbox"`
+	Profile    string    `json:"profile"`
+	CWD        string    `json:"cwd"`
+	CreatedBy  string    `json:"created_by"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	Archived   bool      `json:"archived"`
+	ArchivedAt time.Time `json:"archived_at"`
 
 	// Halted: a stop left the task; queued messages wait for an explicit start.
 	Halted bool `json:"halted"`
@@ -155,6 +158,7 @@ type taskJSON struct {
 	ParentID        *string       `json:"parent_id"`
 	Status          Status        `json:"status"`
 	Autopilot       bool          `json:"autopilot"`
+	Sandbox         string        `json:"sandbox"`
 	Profile         string        `json:"profile"`
 	CWD             string        `json:"cwd"`
 	CreatedBy       string        `json:"created_by"`
@@ -183,7 +187,7 @@ type taskJSON struct {
 // MarshalJSON writes the wire shape.
 func (t Task) MarshalJSON() ([]byte, error) {
 	j := taskJSON{ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status,
-		Autopilot: t.Autopilot, Profile: t.Profile, CWD: t.CWD, CreatedBy: t.CreatedBy,
+		Autopilot: t.Autopilot, Sandbox: t.Sandbox, Profile: t.Profile, CWD: t.CWD, CreatedBy: t.CreatedBy,
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
 		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
 		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
@@ -208,7 +212,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*t = Task{ID: j.ID, Title: j.Title, Description: j.Description, Status: j.Status,
-		Autopilot: j.Autopilot, Profile: j.Profile, CWD: j.CWD, CreatedBy: j.CreatedBy,
+		Autopilot: j.Autopilot, Sandbox: j.Sandbox, Profile: j.Profile, CWD: j.CWD, CreatedBy: j.CreatedBy,
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
 		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
 		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
@@ -245,6 +249,18 @@ type Profile struct {
 	// setup) for this profile, as a Go duration ("3m"); empty uses the
 	// daemon-wide default (KANDEV_AGENT_START_TIMEOUT, else 60 s).
 	StartTimeout string `json:"start_timeout,omitempty"`
+	// Sandbox is the mode of a new task of this profile that names none
+	// (empty: the configuration's sandbox or autopilot_sandbox).
+	Sandbox string `json:"sandbox,omitempty"`
+	// Image is the container image docker and podman run it in.
+	Image string `json:"image,omitempty"`
+	// Paths are what a confined agent of this profile may reach besides
+	// its worktree: its own config and credential files and directories
+	// (~ is the operator's home), read-write ("PATH") or read-only
+	// ("ro:PATH"). A path that does not exist is skipped.
+	Paths []string `json:"paths,omitempty"`
+	// NoNetwork cuts a confined agent off the network.
+	NoNetwork bool `json:"no_network,omitempty"`
 	// Source is "builtin", "user", or "override" (a user profile that
 	// replaces a built-in of the same name).
 	Source string `json:"source"`

@@ -20,7 +20,14 @@ type Profile struct {
 	// or "" to follow the configuration.
 	Permission          string
 	AutopilotPermission string
-	CreatedAt           time.Time
+	// The sandbox a new task of the profile gets, its container image,
+	// the paths it declares for a confined agent, and whether a confined
+	// agent of it is cut off the network.
+	Sandbox   string
+	Image     string
+	Paths     []string
+	NoNetwork bool
+	CreatedAt time.Time
 }
 
 // UpsertProfile adds a profile or replaces the one of that name.
@@ -33,12 +40,19 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, permission, autopilot_permission, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	paths, err := json.Marshal(nonNil(p.Paths))
+	if err != nil {
+		return err
+	}
+	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, permission, autopilot_permission,
+			sandbox, image, paths, no_network, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
 			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout,
-			permission = excluded.permission, autopilot_permission = excluded.autopilot_permission`,
-		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, p.Permission, p.AutopilotPermission, nanos(p.CreatedAt))
+			permission = excluded.permission, autopilot_permission = excluded.autopilot_permission,
+			sandbox = excluded.sandbox, image = excluded.image, paths = excluded.paths, no_network = excluded.no_network`,
+		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, p.Permission, p.AutopilotPermission,
+		p.Sandbox, p.Image, string(paths), p.NoNetwork, nanos(p.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
 	}
@@ -48,7 +62,7 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 // GetProfile reads one user profile.
 func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(q.q.QueryRowContext(ctx,
-		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, created_at FROM profiles WHERE name = ?`, name))
+		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, created_at FROM profiles WHERE name = ?`, name))
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
 	}
@@ -57,7 +71,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, created_at FROM profiles ORDER BY name`)
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, created_at FROM profiles ORDER BY name`)
 	return collect(rows, err, "list profiles", scanProfile)
 }
 
@@ -68,9 +82,10 @@ func (q Queries) DeleteProfile(ctx context.Context, name string) error {
 
 func scanProfile(s scanner) (Profile, error) {
 	var p Profile
-	var args, env string
+	var args, env, paths string
 	var created int64
-	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &p.Permission, &p.AutopilotPermission, &created); err != nil {
+	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &p.Permission, &p.AutopilotPermission,
+		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &created); err != nil {
 		return Profile{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {
@@ -78,6 +93,9 @@ func scanProfile(s scanner) (Profile, error) {
 	}
 	if err := json.Unmarshal([]byte(env), &p.Env); err != nil {
 		return Profile{}, fmt.Errorf("profile %s env: %w", p.Name, err)
+	}
+	if err := json.Unmarshal([]byte(paths), &p.Paths); err != nil {
+		return Profile{}, fmt.Errorf("profile %s paths: %w", p.Name, err)
 	}
 	p.CreatedAt = fromNanos(created)
 	return p, nil

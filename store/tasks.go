@@ -19,6 +19,7 @@ type Task struct {
 	Profile     string
 	Status      string
 	Autopilot   bool
+	Sandbox     string // none, bwrap, docker, podman; fixed by a trigger
 	CreatedBy   string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -49,7 +50,7 @@ func (t Task) Archived() bool { return !t.ArchivedAt.IsZero() }
 const taskColumns = `id, title, description, COALESCE(parent_id, ''), cwd, profile, status,
 	autopilot, created_by, created_at, updated_at, COALESCE(archived_at, 0),
 	halted, COALESCE(session_id, ''), title_pending, assignee, handed_by, surface, stalled, needs_check, waiting,
-	workspace, repo_root, worktree_dir, branch, base_commit`
+	workspace, repo_root, worktree_dir, branch, base_commit, sandbox`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -59,7 +60,7 @@ func scanTask(s scanner) (Task, error) {
 	err := s.Scan(&t.ID, &t.Title, &t.Description, &t.ParentID, &t.CWD, &t.Profile, &t.Status,
 		&t.Autopilot, &t.CreatedBy, &created, &updated, &archived,
 		&t.Halted, &t.SessionID, &t.TitlePending, &t.Assignee, &t.HandedBy, &t.Surface, &t.Stalled, &t.NeedsCheck, &t.Waiting,
-		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit)
+		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit, &t.Sandbox)
 	if err != nil {
 		return Task{}, err
 	}
@@ -101,13 +102,13 @@ func (q Queries) InsertTask(ctx context.Context, t Task) error {
 
 const insertTaskSQL = `INSERT INTO tasks
 		(id, title, description, parent_id, cwd, profile, status, autopilot, created_by, created_at, updated_at, title_pending,
-		 assignee, handed_by, surface, workspace, repo_root, worktree_dir, branch, base_commit)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 assignee, handed_by, surface, workspace, repo_root, worktree_dir, branch, base_commit, sandbox)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertTaskArgs(t Task) []any {
 	return []any{t.ID, t.Title, t.Description, nullable(t.ParentID), t.CWD, t.Profile, t.Status, t.Autopilot,
 		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending, t.Assignee, t.HandedBy, t.Surface,
-		workspaceMode(t.Workspace), t.RepoRoot, t.WorktreeDir, t.Branch, t.BaseCommit}
+		workspaceMode(t.Workspace), t.RepoRoot, t.WorktreeDir, t.Branch, t.BaseCommit, sandboxMode(t.Sandbox)}
 }
 
 // InsertTasks inserts tasks, in order, through one prepared statement: a
@@ -131,6 +132,15 @@ func (t *Tx) InsertTasks(ctx context.Context, tasks []Task) error {
 		}
 	}
 	return nil
+}
+
+// sandboxMode stores a task written without a sandbox as 'none', what
+// every task was before sandboxes existed.
+func sandboxMode(m string) string {
+	if m == "" {
+		return "none"
+	}
+	return m
 }
 
 // workspaceMode stores a task written without a workspace as 'shared',

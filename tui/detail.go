@@ -81,6 +81,9 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	if t.Autopilot {
 		parts = append(parts, "AUTO")
 	}
+	if t.Sandbox != "" && t.Sandbox != "none" {
+		parts = append(parts, "sandbox "+t.Sandbox)
+	}
 	if t.ParentID != "" {
 		parts = append(parts, "parent "+t.ParentID)
 	} else {

@@ -1108,3 +1108,24 @@ func TestHelpShowsHandOnAndDone(t *testing.T) {
 	d.keys("?")
 	d.mustShow("o      hand on", "d      done/status", "x      archive")
 }
+
+// The detail pane says where a confined task's agent runs; a task on the
+// host says nothing.
+func TestDetailShowsSandbox(t *testing.T) {
+	boxed := core.Task{ID: "box001", Title: "boxed", Status: core.StatusTodo, Profile: "mock", Sandbox: core.SandboxBwrap,
+		CreatedAt: testNow, UpdatedAt: testNow}
+	plain := core.Task{ID: "pln001", Title: "plain", Status: core.StatusTodo, Profile: "mock", Sandbox: core.SandboxNone,
+		CreatedAt: testNow, UpdatedAt: testNow}
+	d := newDriver(t, newFake(boxed, plain), 100, 30)
+	for _, c := range []struct {
+		id   string
+		want bool
+	}{{"box001", true}, {"pln001", false}} {
+		d.selectTask(c.id)
+		l := d.m.layout()
+		text := strings.Join(detailHeader(d.m.st, d.m.selectedTask(), l.detailW, l.detail, testNow), "\n")
+		if strings.Contains(text, "sandbox bwrap") != c.want || strings.Contains(text, "sandbox none") {
+			t.Errorf("%s: header %q", c.id, text)
+		}
+	}
+}

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core/sandbox"
 )
 
 // Spec says what to run and how to reach kandev from inside it.
@@ -52,6 +54,10 @@ type Spec struct {
 	// StartTimeout bounds initialize and session setup.
 	StartTimeout time.Duration
 	Logger       *slog.Logger
+	// Sandbox, when set, is what the agent sees: it is started inside
+	// bubblewrap, a container or Seatbelt (ADR 0048) rather than on the
+	// host, still in its own process group and with its session's marker.
+	Sandbox *sandbox.View
 }
 
 // Handler receives what the agent sends during turns. Update is called in
@@ -119,15 +125,20 @@ type Run struct {
 // the process exists, so a caller can register the pid (and a stop can find
 // it) before the slower protocol setup in Open.
 func Start(spec Spec, h Handler) (*Run, error) {
-	cmd := exec.Command(spec.Command, spec.Args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = append(os.Environ(), spec.Env...)
+	name, args := spec.Command, spec.Args
+	env := append(os.Environ(), spec.Env...)
 	if spec.SessionID != "" {
-		cmd.Env = append(cmd.Env, SessionEnv+"="+spec.SessionID)
+		env = append(env, SessionEnv+"="+spec.SessionID)
 		if spec.HomeID != "" {
-			cmd.Env = append(cmd.Env, HomeEnv+"="+spec.HomeID)
+			env = append(env, HomeEnv+"="+spec.HomeID)
 		}
 	}
+	if spec.Sandbox != nil {
+		name, args, env = spec.Sandbox.Command(spec.Command, spec.Args, env)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -188,6 +199,7 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	}
 	go func() {
 		r.exitErr = cmd.Wait()
+		removeContainer(spec)
 		// The last words on stdout and stderr belong to the run; helpers
 		// the agent left holding a pipe must not hold the exit up for long.
 		settle := time.After(stderrSettle)

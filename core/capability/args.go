@@ -11,6 +11,7 @@ type CreateTaskArgs struct {
 	Prompt      string `json:"prompt"`
 	ParentID    string `json:"parent_id"`
 	Autopilot   bool   `json:"autopilot"`
+	Sandbox     string `json:"sandbox"`
 	Profile     string `json:"profile"`
 	Start       *bool  `json:"start"`
 	CWD         string `json:"cwd"`

@@ -70,6 +70,8 @@ var registry = []Tool{
 			{Name: "autopilot", Type: "boolean", Default: false,
 				Description: "Run the new task on autopilot: its agent works without asking the operator and sends any question to its parent task (you). " +
 					"Fixed at creation, never changed later, and never inherited: a child of an autopilot task is not on autopilot unless you set this."},
+			{Name: "sandbox", Type: "string", Enum: []string{"none", "bwrap", "docker", "podman"},
+				Description: "Where the new task's agent runs: none (the host), bwrap, docker or podman. Defaults to the parent's; never less confined than the parent's (none < bwrap < docker = podman)."},
 			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile (on the external surface, to kandev's default profile: the configured one, else the first agent installed)."},
 			{Name: "start", Type: "boolean", Default: true, Description: "Start the task's agent at once. When false the task waits in todo."},
 			{Name: "cwd", Type: "string", Description: "Absolute workspace directory. Defaults to the parent's (on the external surface, to where your agent runs)."},

@@ -45,6 +45,8 @@ func TestResolvePrecedence(t *testing.T) {
 		"workspace":            {Key: "workspace", Value: "auto", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
 		"notify_command":       {Key: "notify_command", Value: "", Source: SourceDefault, Env: "KANDEV_NOTIFY_COMMAND"},
 		"autopilot_budget":     {Key: "autopilot_budget", Value: "", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_BUDGET"},
+		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
+		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 	}
 	list, err := c.List()
 	if err != nil {

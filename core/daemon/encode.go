@@ -82,6 +82,8 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	b = appendString(b, string(t.Status))
 	b = append(b, `,"autopilot":`...)
 	b = strconv.AppendBool(b, t.Autopilot)
+	b = append(b, `,"sandbox":`...)
+	b = appendString(b, t.Sandbox)
 	b = append(b, `,"profile":`...)
 	b = appendString(b, t.Profile)
 	b = append(b, `,"cwd":`...)

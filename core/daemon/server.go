@@ -106,6 +106,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		eng.Close()
 		return err
 	}
+	// Containers of sessions that ended while no daemon ran (kill -9),
+	// beside the start: asking a container engine costs it tens of ms.
+	go eng.SweepContainers(ctx)
 	ln, err := listenPrivate(o.Home.Socket())
 	if err != nil {
 		mcpLn.Close()

@@ -181,7 +181,7 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	}
 	daemontest.Eventually(t, wait, "the root with a person for its budget", func() bool { return get(t, d, root.ID).OverBudget() })
 	k := waitState(t, d, kid.ID, core.SessionCancelled)
-	if !strings.Contains(k.Session.Error, "spent $1.05 of its $1.00 budget") || k.Halted || k.Queued == 0 {
+	if !strings.Contains(k.Session.EndReason, "spent $1.05 of its $1.00 budget") || k.Halted || k.Queued == 0 {
 		t.Fatalf("kid after the budget: %+v session %+v", k, k.Session)
 	}
 	r := get(t, d, root.ID)

@@ -96,6 +96,10 @@ type Report struct {
 	Socket         string              `json:"socket"`
 	Database       Database            `json:"database"`
 	Git            Git                 `json:"git"`
+	// Sandboxes are the confinement modes this machine has, and
+	// ProfileSandboxes whether each profile's own sandbox can start.
+	Sandboxes        []Sandbox        `json:"sandboxes"`
+	ProfileSandboxes []ProfileSandbox `json:"profile_sandboxes"`
 }
 
 // Run diagnoses the setup.
@@ -137,6 +141,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	r.Git = checkGit(ctx)
+	r.Sandboxes, r.ProfileSandboxes = checkSandboxes(ctx, profiles)
 	return r, nil
 }
 

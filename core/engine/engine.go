@@ -488,7 +488,7 @@ func taskFromView(v store.TaskView, explicitRole bool) core.Task {
 func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	*t = core.Task{
 		ID: v.ID, Title: v.Title, Description: v.Description, ParentID: v.ParentID,
-		Status: core.Status(v.Status), Autopilot: v.Autopilot, Profile: v.Profile, CWD: v.CWD,
+		Status: core.Status(v.Status), Autopilot: v.Autopilot, Sandbox: v.Sandbox, Profile: v.Profile, CWD: v.CWD,
 		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
 		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
@@ -598,7 +598,8 @@ func (e *Engine) profile(ctx context.Context, name string) (core.Profile, error)
 
 func profileFromStore(p store.Profile) core.Profile {
 	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP,
-		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission, Source: "user"}
+		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
+		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Source: "user"}
 }
 
 func nonNil(s []string) []string {
@@ -640,6 +641,9 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 	if a := core.ActorFrom(ctx); external(a) {
 		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
 	}
+	if err := e.confinedActor(ctx, "edit profiles"); err != nil {
+		return core.Profile{}, err
+	}
 	if err := core.ValidateProfile(p); err != nil {
 		return core.Profile{}, err
 	}
@@ -651,7 +655,8 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 		p.StartTimeout = d.String()
 	}
 	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
-		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission, CreatedAt: time.Now()})
+		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
+		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, CreatedAt: time.Now()})
 	if err != nil {
 		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
 	}

@@ -201,7 +201,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
 		}}},
 	}
-	proc, err := e.opts.Launcher.Launch(spec, run.rec)
+	proc, err := e.launchConfined(t, prof, spec, run.rec)
 	if err != nil {
 		reason := "agent failed to start: " + err.Error()
 		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)

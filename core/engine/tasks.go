@@ -148,6 +148,10 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			}
 		}
 	}
+	sandboxMode, err := e.resolveSandbox(ctx, in, parent, prof)
+	if err != nil {
+		return core.Task{}, err
+	}
 	if in.Surface != "" {
 		if _, err := capability.ParseSurface(in.Surface); err != nil || in.Surface == string(capability.External) {
 			return core.Task{}, core.Errorf(core.CodeValidation, "surface %q: a task's sessions take kanban-task, office-task or configuration", in.Surface)
@@ -170,7 +174,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	now := time.Now().UTC()
 	row := store.Task{
 		Title: title, Description: strings.TrimSpace(in.Description), ParentID: parent.ID, CWD: filepath.Clean(cwd),
-		Profile: prof.Name, Status: string(core.StatusTodo), Autopilot: in.Autopilot, CreatedBy: actor.String(),
+		Profile: prof.Name, Status: string(core.StatusTodo), Autopilot: in.Autopilot, Sandbox: sandboxMode, CreatedBy: actor.String(),
 		CreatedAt: now, UpdatedAt: now, TitlePending: titlePending,
 		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
 	}

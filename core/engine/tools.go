@@ -250,7 +250,7 @@ func assigneeIs(a *core.Ref, want string) bool {
 
 func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
 	in := core.CreateTaskInput{Title: a.Title, Description: a.Description, Prompt: a.Prompt, ParentID: a.ParentID,
-		Profile: a.Profile, Autopilot: a.Autopilot, Start: true, CWD: a.CWD, Workspace: a.Workspace, Base: a.Base}
+		Profile: a.Profile, Autopilot: a.Autopilot, Sandbox: a.Sandbox, Start: true, CWD: a.CWD, Workspace: a.Workspace, Base: a.Base}
 	if in.Workspace == "" && actor.Kind == core.ActorAgent {
 		// An agent's subtask works beside it unless it asks for its own
 		// worktree (a parent without one shares its directory either way).

@@ -58,7 +58,7 @@ func gitIn(ctx context.Context, timeout time.Duration, dir string, env []string,
 	if err != nil {
 		return "", ErrNoGit
 	}
-	cmd := exec.CommandContext(ctx, path, args...)
+	cmd := exec.CommandContext(ctx, path, safeArgs(args)...)
 	cmd.Dir = dir
 	// Never wait on a prompt for credentials or an editor: kandev runs
 	// git without a terminal the user can see.

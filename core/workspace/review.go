@@ -57,7 +57,7 @@ func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, erro
 		return Diff{}, fmt.Errorf("diff: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	env := []string{"GIT_INDEX_FILE=" + filepath.Join(tmp, "index")}
+	env := append(worktreeEnv(wt), "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
 	run := func(args ...string) (string, error) {
 		return git(ctx, m.Timeout, wt.Dir, env, args...)
 	}
@@ -245,7 +245,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 // branch, as stageWork chooses it (ADR 0041), and reports whether there
 // was anything to commit.
 func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) {
-	st, err := m.git(ctx, wt.Dir, "status", "--porcelain")
+	st, err := m.gitWT(ctx, wt, "status", "--porcelain")
 	if err != nil {
 		return false, fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
 	}
@@ -256,10 +256,10 @@ func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) 
 		return false, fmt.Errorf("merge: stage work in %s: %w", wt.Dir, err)
 	}
 	// Nothing staged (only files the rule leaves out): nothing to commit.
-	if _, err := m.git(ctx, wt.Dir, "diff", "--cached", "--quiet", "HEAD"); err == nil {
+	if _, err := m.gitWT(ctx, wt, "diff", "--cached", "--quiet", "HEAD"); err == nil {
 		return false, nil
 	}
-	if _, err := m.git(ctx, wt.Dir, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
+	if _, err := m.gitWT(ctx, wt, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
 		return false, fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
 	}
 	return true, nil
@@ -273,6 +273,8 @@ func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) 
 // The agent's branch may rewrite .gitignore; the main checkout's rules are
 // the user's. New files left out stay in the worktree, unstaged.
 func (m *Manager) stageWork(ctx context.Context, wt Worktree, env []string) error {
+	// The worktree's real git directories, never its .git file (ADR 0049).
+	env = append(worktreeEnv(wt), env...)
 	run := func(args ...string) (string, error) { return git(ctx, m.Timeout, wt.Dir, env, args...) }
 	if _, err := run("add", "--update", "--", "."); err != nil {
 		return err

@@ -66,8 +66,8 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	}
 	defer m.lock(wt.Dir)()
 	marker := ""
-	if gitDir, err := m.git(ctx, wt.Dir, "rev-parse", "--absolute-git-dir"); err == nil {
-		marker = filepath.Join(strings.TrimSpace(gitDir), "kandev-setup-done")
+	if gitDir, err := m.gitWT(ctx, wt, "rev-parse", "--absolute-git-dir"); err == nil {
+		marker = filepath.Join(strings.TrimSpace(gitDir), SetupMarker)
 		if _, err := os.Stat(marker); err == nil {
 			return "", nil
 		}

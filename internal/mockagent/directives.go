@@ -96,6 +96,8 @@ func (t *turn) exec(d string) error {
 		t.localTool(arg)
 	case "write":
 		t.writeFile(arg)
+	case "sh":
+		return t.shell(arg)
 	case "plan":
 		t.plan(arg)
 	case "usage":

@@ -100,6 +100,10 @@ type Option func(*Daemon)
 // WithEnv adds KEY=VALUE entries to the daemon's (and CLI's) environment.
 func WithEnv(kv ...string) Option { return func(d *Daemon) { d.Env = append(d.Env, kv...) } }
 
+// WithBinary runs the daemon (and the CLI) from bin instead of the
+// default build: a static build whose mock agent runs in a bare container.
+func WithBinary(bin string) Option { return func(d *Daemon) { d.Bin = bin } }
+
 // WithHome uses an existing home (for restarts).
 func WithHome(dir string) Option { return func(d *Daemon) { d.Home = core.Home{Dir: dir} } }
 

@@ -1,0 +1,479 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+// Confined agents in docker containers (issue 25): the image is built
+// offline (docker import of a root file system holding a shell and a
+// static kandev), nothing is pulled, containers have no network, and no
+// container is left behind.
+
+// dockerHost returns a DOCKER_HOST that answers: the caller's, else a
+// dockerd started here (no bridge, no iptables, its own data and exec
+// roots), stopped when the test ends. It skips where none can run.
+func dockerHost(t testing.TB) string {
+	t.Helper()
+	host, _ := startDocker(t, false)
+	return host
+}
+
+// startDocker is dockerHost; with own it always starts a dockerd of its
+// own and also returns how to kill it (SIGKILL: the engine dying).
+func startDocker(t testing.TB, own bool) (string, func()) {
+	t.Helper()
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker is not installed")
+	}
+	answers := func(host string) bool {
+		cmd := exec.Command("docker", "version", "--format", "{{.Server.Version}}")
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
+		return cmd.Run() == nil
+	}
+	if h := os.Getenv("DOCKER_HOST"); !own && h != "" && answers(h) {
+		return h, nil
+	}
+	if !own && answers("unix:///var/run/docker.sock") {
+		return "unix:///var/run/docker.sock", nil
+	}
+	if _, err := exec.LookPath("dockerd"); err != nil || os.Geteuid() != 0 {
+		t.Skip("no docker daemon answers, and none can be started here (dockerd missing or not root)")
+	}
+	dir, err := os.MkdirTemp("", "kddk-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "unix://" + filepath.Join(dir, "sock")
+	log, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false",
+		"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "x"),
+		"--pidfile", filepath.Join(dir, "pid"), "-H", host)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("dockerd: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		log.Close()
+		killUnder(dir)
+		exec.Command("umount", "-R", filepath.Join(dir, "data")).Run()
+		os.RemoveAll(dir)
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !answers(host) {
+		select {
+		case <-exited:
+			b, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Skipf("dockerd exited: %s", tail(string(b), 2000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Fatalf("dockerd did not answer in 60s: %s", tail(string(b), 2000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return host, func() { _ = cmd.Process.Kill(); <-exited }
+}
+
+// killUnder kills what dockerd left running from its directories (a
+// containerd shim outlives a dockerd killed mid-turn).
+func killUnder(dir string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(dir)) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// staticKandev builds kandev without cgo, so it runs in an image with no
+// libc: the daemon under test runs from it, and its mock agent is the
+// same file mounted into the container.
+func staticKandev(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "kandev")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/kandev")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// importImage makes an image offline: a root file system with the static
+// kandev, /bin/sh and the few tools the tests' commands use (each with
+// the libraries it links), imported, never pulled.
+func importImage(t testing.TB, host, kandev string) string {
+	t.Helper()
+	root := t.TempDir()
+	copyFile := func(src string) {
+		dst := filepath.Join(root, src)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tool := range []string{"sh", "cat", "ls", "echo", "kill", "id", "rm"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			continue
+		}
+		real, _ := filepath.EvalSymlinks(p)
+		copyFile(real)
+		if real != "/bin/"+tool {
+			if err := os.MkdirAll(filepath.Join(root, "bin"), 0o755); err == nil {
+				_ = os.Symlink(real, filepath.Join(root, "bin", tool))
+			}
+		}
+		out, _ := exec.Command("ldd", real).Output()
+		for _, f := range strings.Fields(string(out)) {
+			if strings.HasPrefix(f, "/") {
+				if r, err := filepath.EvalSymlinks(f); err == nil {
+					copyFile(r)
+					if r != f {
+						_ = os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+						_ = os.Symlink(r, filepath.Join(root, f))
+					}
+				}
+			}
+		}
+	}
+	b, err := os.ReadFile(kandev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "usr/local/bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/local/bin/kandev"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"tmp", "proc", "dev", "etc"} {
+		_ = os.MkdirAll(filepath.Join(root, d), 0o755)
+	}
+	image := fmt.Sprintf("kandev-test-agent:%d", time.Now().UnixNano())
+	tarCmd := exec.Command("tar", "-C", root, "-c", ".")
+	imp := exec.Command("docker", "import", "-", image)
+	imp.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	pipe, err := tarCmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Stdin = pipe
+	var stderr bytes.Buffer
+	imp.Stderr = &stderr
+	if err := tarCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := imp.Run(); err != nil {
+		t.Fatalf("docker import: %v %s", err, stderr.String())
+	}
+	_ = tarCmd.Wait()
+	t.Cleanup(func() {
+		rmi := exec.Command("docker", "rmi", "--force", image)
+		rmi.Env = append(os.Environ(), "DOCKER_HOST="+host)
+		_ = rmi.Run()
+	})
+	return image
+}
+
+// kandevContainers lists the containers labelled with a kandev session
+// (with that session, if one is given).
+func kandevContainers(t *testing.T, host string, session ...string) []string {
+	t.Helper()
+	label := "label=kandev.session"
+	if len(session) > 0 {
+		label += "=" + session[0]
+	}
+	cmd := exec.Command("docker", "ps", "--all", "--quiet", "--filter", label)
+	cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("docker ps: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
+func noContainersLeft(t *testing.T, host, after string) {
+	t.Helper()
+	daemontest.Eventually(t, wait, "no kandev container left after "+after, func() bool {
+		return len(kandevContainers(t, host)) == 0
+	})
+}
+
+func TestDockerConfinesTheAgent(t *testing.T) {
+	host := dockerHost(t)
+	bin := staticKandev(t)
+	image := importImage(t, host, bin)
+	root, err := os.MkdirTemp("", "kddock-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	secret := filepath.Join(home, ".ssh", "id_ed25519")
+	work := filepath.Join(root, "work")
+	for _, dir := range []string{filepath.Dir(secret), work} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(secret, []byte("operator's key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("HOME="+home, "DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
+	t.Cleanup(func() {
+		if left := kandevContainers(t, host); len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+			rm := exec.Command("docker", append([]string{"rm", "--force"}, left...)...)
+			rm.Env = append(os.Environ(), "DOCKER_HOST="+host)
+			_ = rm.Run()
+		}
+	})
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	ctx := context.Background()
+
+	other := create(t, d, core.CreateTaskInput{Title: "neighbour", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
+	waitSaid(t, d, other.ID, "up")
+	otherPID := get(t, d, other.ID).Session.PID
+
+	script := strings.Join([]string{
+		"mock: sh cat " + secret,
+		"mock: sh echo x > " + filepath.Join(root, "outside.txt"),
+		"mock: sh ls " + d.Home.Dir,
+		"mock: sh cat /proc/" + strconv.Itoa(otherPID) + "/environ",
+		"mock: sh kill -0 " + strconv.Itoa(d.PID()),
+		"mock: sh echo written > by-sh.txt && echo ok",
+	}, "\n") + "\n" + call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "bwrap", "start": false}) + "\n" +
+		call("get_task_kandev", map[string]any{}) + "\nmock: say all finished\nmock: hang"
+	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: script})
+	if task.Sandbox != core.SandboxDocker {
+		t.Fatalf("sandbox %q, want the profile's docker", task.Sandbox)
+	}
+	waitSaid(t, d, task.ID, "all finished")
+	out := shSaid(t, d, task.ID, 6)
+	for _, want := range []string{"No such file or directory", "less confined than its parent task " + task.ID + "'s sandbox docker", `"sandbox":"docker"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the agent's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "operator's key") || strings.Contains(out, "kandev.sock") || strings.Contains(out, "KANDEV_TOKEN") {
+		t.Errorf("the agent reached what it must not:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(root, "outside.txt")); !os.IsNotExist(err) {
+		t.Errorf("the agent wrote outside its worktree: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "by-sh.txt")); err != nil || string(b) != "written\n" {
+		t.Errorf("the agent's write in its directory: %q %v", b, err)
+	}
+	sid := get(t, d, task.ID).Session.ID
+	if n := len(kandevContainers(t, host)); n != 1 {
+		t.Fatalf("%d kandev containers while the session runs, want 1", n)
+	}
+	if n := len(agent.SessionProcs(sid)); n == 0 {
+		t.Fatal("the container's processes do not carry the session's marker on the host")
+	}
+	res, err := d.Client.StopTask(ctx, task.ID)
+	if err != nil || res.Result != "stopped" {
+		t.Fatalf("stop: %+v %v", res, err)
+	}
+	if res, err = d.Client.StopTask(ctx, task.ID); err != nil || res.Result != "not_running" {
+		t.Fatalf("second stop: %+v %v", res, err)
+	}
+	sessionGone(t, sid, "stop")
+	noContainersLeft(t, host, "stop")
+
+	// kill -9 of the daemon: the next one leaves no process and no container.
+	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again\nmock: hang"}); err != nil {
+		t.Fatal(err)
+	}
+	waitSaid(t, d, task.ID, "again")
+	sid = get(t, d, task.ID).Session.ID
+	d.Kill9()
+	d.Restart()
+	sessionGone(t, sid, "restart recovery")
+	daemontest.Eventually(t, wait, "the dead session's container removed", func() bool {
+		return len(kandevContainers(t, host, sid)) == 0
+	})
+	// The cut turn resumes in a container of its own (ADR 0026); a stop
+	// takes that one too.
+	waitState(t, d, task.ID, core.SessionRunning)
+	if _, err := d.Client.StopTask(ctx, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	noContainersLeft(t, host, "the last stop")
+	if _, err := d.Client.StopTask(ctx, other.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	// The startup sweep: a container of an ended session of this home is
+	// removed; one of a session this home does not know is left alone.
+	docker := func(args ...string) string {
+		cmd := exec.Command("docker", args...)
+		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %v: %v %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	docker("create", "--label", "kandev.session="+sid, image, "/bin/sh")
+	foreign := docker("create", "--label", "kandev.session=sforeign", image, "/bin/sh")
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "--force", foreign).Run() })
+	d.Stop()
+	d.Restart()
+	daemontest.Eventually(t, wait, "the sweep to remove the ended session's container", func() bool {
+		return len(kandevContainers(t, host, sid)) == 0
+	})
+	if n := len(kandevContainers(t, host, "sforeign")); n != 1 {
+		t.Fatalf("the sweep removed another home's container (%d left)", n)
+	}
+	docker("rm", "--force", foreign)
+
+	// An image that is not there is never pulled: the run fails, and
+	// climbs as every failed run does, with docker's reason.
+	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", "kandev-never-built:1", "--no-network")
+	missing := create(t, d, core.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: work, Start: true, Prompt: "mock: say never"})
+	got := waitState(t, d, missing.ID, core.SessionFailed)
+	if got.Stalled == nil || !got.Stalled.Failed || !strings.Contains(strings.ToLower(got.Session.Error+got.Stalled.Detail), "kandev-never-built") {
+		t.Fatalf("a missing image: session %+v stalled %+v", got.Session, got.Stalled)
+	}
+	noContainersLeft(t, host, "a missing image")
+}
+
+// The container engine dies mid-turn: the run fails and climbs (ADR
+// 0007), and nothing of the session is left on the host.
+func TestDockerEngineDiesMidTurn(t *testing.T) {
+	host, kill := startDocker(t, true)
+	bin := staticKandev(t)
+	image := importImage(t, host, bin)
+	work := t.TempDir()
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
+	waitSaid(t, d, task.ID, "up")
+	sid := get(t, d, task.ID).Session.ID
+	kill()
+	got := waitState(t, d, task.ID, core.SessionFailed)
+	if got.Stalled == nil || !got.Stalled.Failed {
+		t.Fatalf("the engine's death: session %+v stalled %+v", got.Session, got.Stalled)
+	}
+	sessionGone(t, sid, "the container engine's death")
+}
+
+// In a container, a task in a git repository works in its worktree (what
+// it writes is its diff) and interrupt, a question and a daemon restart
+// with resume behave as on the host; no container is left.
+func TestDockerKeepsTheRules(t *testing.T) {
+	host := dockerHost(t)
+	bin := staticKandev(t)
+	image := importImage(t, host, bin)
+	repo := filepath.Join(t.TempDir(), "repo")
+	if err := os.MkdirAll(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "f.txt"), []byte("one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, repo, "add", ".")
+	gitRun(t, repo, "commit", "-q", "-m", "initial")
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
+	t.Cleanup(func() {
+		if left := kandevContainers(t, host); len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+		}
+	})
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	ctx := context.Background()
+	box := func(title, prompt string) core.Task {
+		return create(t, d, core.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
+	}
+
+	work := box("work", "mock: write inside.txt from the container\nmock: say busy\nmock: hang")
+	waitSaid(t, d, work.ID, "busy")
+	diff, err := d.Client.TaskDiff(ctx, work.ID, core.DiffInput{})
+	if err != nil || len(diff.Files) != 1 || diff.Files[0].Path != "inside.txt" {
+		t.Fatalf("diff %+v %v", diff.Files, err)
+	}
+	if _, err := d.Client.MessageTask(ctx, work.ID, core.MessageInput{Text: "mock: say switched", Delivery: core.DeliveryInterrupt}); err != nil {
+		t.Fatal(err)
+	}
+	waitSaid(t, d, work.ID, "switched")
+
+	asks := box("asks", call("ask_user_question_kandev", map[string]any{
+		"questions": []map[string]any{{"prompt": "Which DB?", "options": []map[string]any{{"label": "sqlite"}, {"label": "postgres"}}}},
+	}))
+	q := waitQuestion(t, d, asks.ID)
+	d.MustRun("task", "answer", asks.ID, "--option", "1")
+	daemontest.Eventually(t, wait, "the answer", func() bool {
+		for _, p := range prompts(conversation(t, d, asks.ID)) {
+			if strings.Contains(p, "answered your question "+q.ID) {
+				return true
+			}
+		}
+		return saidContains(t, d, asks.ID, "sqlite")
+	})
+
+	waitSettled(t, d, work.ID)
+	d.Stop()
+	noContainersLeft(t, host, "shutdown")
+	d.Restart()
+	message(t, d, work.ID, "mock: history")
+	daemontest.Eventually(t, wait, "the resumed history", func() bool { return saidContains(t, d, work.ID, "history: ") })
+	if !saidContains(t, d, work.ID, " turn 3; earlier: ") {
+		t.Fatalf("not resumed: %q", said(t, d, work.ID))
+	}
+	for _, id := range []string{work.ID, asks.ID} {
+		if _, err := d.Client.StopTask(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	noContainersLeft(t, host, "the stops")
+}

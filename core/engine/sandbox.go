@@ -1,0 +1,199 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/config"
+	"github.com/kandev/kandev/core/sandbox"
+	"github.com/kandev/kandev/core/workspace"
+)
+
+// sandboxAuto is autopilot_sandbox's built-in value: bubblewrap where it
+// is installed, else none (and task create says so).
+const sandboxAuto = "auto"
+
+// resolveSandbox decides a new task's sandbox, once (ADR 0048): the one
+// asked for, else the stronger of its parent's and its profile's, else the
+// configuration's (autopilot_sandbox on autopilot), else the built-in
+// (none; on autopilot bwrap where installed). A task is never less
+// confined than its parent, nor than the agent that creates it, and a
+// mode this machine cannot run is refused with how to install it.
+func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, parent core.Task, prof core.Profile) (string, error) {
+	mode := strings.TrimSpace(in.Sandbox)
+	if err := core.ValidateSandbox("task", mode); err != nil {
+		return "", err
+	}
+	if mode == "" && parent.ID != "" {
+		mode = orNoneMode(parent.Sandbox)
+		if core.SandboxRank(prof.Sandbox) > core.SandboxRank(mode) {
+			mode = prof.Sandbox
+		}
+	}
+	if mode == "" {
+		mode = prof.Sandbox
+	}
+	if mode == "" {
+		key := "sandbox"
+		if in.Autopilot {
+			key = "autopilot_sandbox"
+		}
+		mode = e.configValue(key)
+	}
+	if mode == sandboxAuto || mode == "" {
+		mode = core.SandboxNone
+		if in.Autopilot && core.SandboxAvailable(core.SandboxBwrap) == nil {
+			mode = core.SandboxBwrap
+		}
+	}
+	if parent.ID != "" {
+		if err := core.CheckChildSandbox(parent.ID, parent.Sandbox, mode); err != nil {
+			return "", err
+		}
+	}
+	if a := core.ActorFrom(ctx); a.Kind == core.ActorAgent && a.TaskID != "" && a.TaskID != parent.ID {
+		if own, ok := e.cached(a.TaskID); ok {
+			if err := core.CheckChildSandbox(own.ID, own.Sandbox, mode); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := core.SandboxAvailable(mode); err != nil {
+		return "", err
+	}
+	if (mode == core.SandboxDocker || mode == core.SandboxPodman) && prof.Image == "" {
+		return "", core.Errorf(core.CodeValidation, "sandbox %s needs an image and profile %s has none; kandev profile add %s --image IMAGE (docs/sandbox.md has an example Dockerfile)",
+			mode, prof.Name, prof.Name)
+	}
+	return mode, nil
+}
+
+func orNoneMode(m string) string {
+	if m == "" {
+		return core.SandboxNone
+	}
+	return m
+}
+
+// configValue reads a key from the environment, else config.toml, else its
+// built-in default; a broken file gives the default.
+func (e *Engine) configValue(key string) string {
+	var cfg config.Config
+	if e.opts.Config != nil {
+		c, err := e.opts.Config()
+		if err == nil {
+			cfg = c
+		}
+	}
+	v, err := cfg.Get(key)
+	if err != nil {
+		k, _ := config.Lookup(key)
+		return k.Default
+	}
+	return v.Value
+}
+
+// confinedActor refuses what would let a confined agent widen its own or
+// its children's reach: editing profiles (their paths, their sandbox).
+func (e *Engine) confinedActor(ctx context.Context, what string) error {
+	a := core.ActorFrom(ctx)
+	if a.Kind != core.ActorAgent {
+		return nil
+	}
+	if t, ok := e.cached(a.TaskID); ok && core.SandboxRank(t.Sandbox) > 0 {
+		return core.Errorf(core.CodeForbidden, "task %s runs in sandbox %s: its agent cannot %s", t.ID, t.Sandbox, what)
+	}
+	return nil
+}
+
+// sandboxHome is a task's private home: kept across its sessions so its
+// agent's own state survives a resume, apart from every other task's.
+func (e *Engine) sandboxHome(taskID string) string {
+	return filepath.Join(e.opts.Home.Dir, "sandboxes", taskID, "home")
+}
+
+// launchConfined starts the run through the launcher, confined as its
+// task's sandbox says.
+func (e *Engine) launchConfined(t core.Task, prof core.Profile, spec agent.Spec, h agent.Handler) (*agent.Run, error) {
+	if err := e.confine(&spec, t, prof); err != nil {
+		return nil, err
+	}
+	return e.opts.Launcher.Launch(spec, h)
+}
+
+// confine fills spec.Sandbox with what the task's session sees.
+func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error {
+	if core.SandboxRank(t.Sandbox) <= 0 {
+		return nil
+	}
+	if err := core.SandboxAvailable(t.Sandbox); err != nil {
+		return err
+	}
+	if (t.Sandbox == core.SandboxDocker || t.Sandbox == core.SandboxPodman) && prof.Image == "" {
+		return fmt.Errorf("sandbox %s: profile %s has no image (kandev profile add %s --image IMAGE)", t.Sandbox, prof.Name, prof.Name)
+	}
+	opHome, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("sandbox: the operator's home: %w", err)
+	}
+	in := sandbox.Input{Mode: t.Sandbox, Image: prof.Image, Worktree: t.CWD, PrivateHome: e.sandboxHome(t.ID),
+		OperatorHome: opHome, Paths: prof.Paths, SelfExe: e.opts.SelfExe, MCPSocket: e.opts.Socket,
+		NoNetwork: prof.NoNetwork, SessionID: spec.SessionID}
+	if spec.Command != e.opts.SelfExe {
+		in.Executables = []string{spec.Command}
+	}
+	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
+		g, err := sandbox.FindGitDirs(filepath.Join(w.Repo, ".git"), w.Dir, w.Branch)
+		if err != nil {
+			return err
+		}
+		// Setup ran (or had nothing to run) before this first launch: from
+		// now on a .kandev/setup is the agent's, and it never runs here.
+		marker, err := workspace.MarkSetupDone(workspace.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch})
+		if err != nil {
+			return fmt.Errorf("sandbox: mark the worktree's setup done: %w", err)
+		}
+		g.Protect = append(g.Protect, filepath.Base(marker))
+		in.Git = g
+		if !strings.HasPrefix(t.CWD+"/", w.Dir+"/") {
+			in.Worktree = w.Dir
+		}
+	}
+	if in.Git == nil {
+		in.ReadOnly = sharedRepoGuards(in.Worktree)
+	}
+	v, err := sandbox.Describe(in)
+	if err != nil {
+		return err
+	}
+	v.Dir = t.CWD
+	if spec.Command == e.opts.SelfExe {
+		// The mock agent keeps its sessions (for resume) in the task's
+		// private home, the one place it may write besides the worktree.
+		spec.Env = append(spec.Env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(opHome, ".local", "state", "kandev-mock"))
+	}
+	spec.Sandbox = &v
+	return nil
+}
+
+// sharedRepoGuards are the parts of a git directory at or under a shared
+// task's directory that run or steer the operator's own git there: the
+// config (core.fsmonitor, filters, aliases), hooks, info (attributes,
+// excludes) and the common directory of any worktree below.
+func sharedRepoGuards(dir string) []string {
+	var out []string
+	for _, gd := range []string{filepath.Join(dir, ".git")} {
+		if st, err := os.Stat(gd); err != nil || !st.IsDir() {
+			continue
+		}
+		for _, name := range []string{"config", "hooks", "info", "commondir", "worktrees"} {
+			out = append(out, filepath.Join(gd, name))
+		}
+	}
+	return out
+}

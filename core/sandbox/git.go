@@ -1,0 +1,104 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// GitDirs are the parts of the main repository's git directory a worktree
+// needs to commit: the common directory to read (config, hooks, refs,
+// packed-refs stay read-only), its objects to add to, the worktree's own
+// administrative directory (HEAD, index, logs), and the directory of its
+// branch's ref and reflog.
+type GitDirs struct {
+	Common string // <repo>/.git
+	Admin  string // <repo>/.git/worktrees/<name>
+	Branch string // the task's branch, e.g. kandev/k3f9qa-split-auth
+	// Protect names files in Admin mounted read-only over the writable
+	// directory: where git finds the common directory and the worktree
+	// (commondir, gitdir), and kandev's own markers.
+	Protect []string
+}
+
+// FindGitDirs finds a worktree's git directories from kandev's records:
+// commonDir is the main checkout's git directory (asked of the main
+// checkout, not of the worktree) and the administrative directory is the
+// one whose gitdir file names this worktree. The worktree's own .git file,
+// which its agent can write, is never read.
+func FindGitDirs(commonDir, worktree, branch string) (*GitDirs, error) {
+	ents, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: worktrees of %s: %w", commonDir, err)
+	}
+	want := filepath.Join(worktree, ".git")
+	for _, e := range ents {
+		admin := filepath.Join(commonDir, "worktrees", e.Name())
+		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			continue
+		}
+		if filepath.Clean(string(bytes.TrimSpace(b))) == want {
+			return &GitDirs{Common: commonDir, Admin: admin, Branch: branch, Protect: []string{"commondir", "gitdir"}}, nil
+		}
+	}
+	return nil, fmt.Errorf("sandbox: no administrative directory under %s/worktrees names %s", commonDir, worktree)
+}
+
+// refDir is the directory holding the branch's loose ref, relative to the
+// common directory; "" when the branch sits right in refs/heads beside
+// main, which a confined agent must not be able to move: its commits then
+// stay uncommitted to the branch (git refuses the ref update).
+func (g *GitDirs) refDir() string {
+	d := filepath.Dir(strings.TrimPrefix(g.Branch, "refs/heads/"))
+	if g.Branch == "" || d == "." {
+		return ""
+	}
+	return filepath.Join("refs", "heads", d)
+}
+
+// mounts are the .git parts in mount order. The branch's ref directory
+// and its reflog directory are created on the host first, so that their
+// mounts have something to bind.
+func (g *GitDirs) mounts(worktree string) []Mount {
+	ms := []Mount{
+		{Path: g.Common, Why: "main repository's .git (config, hooks, refs read-only)"},
+		{Path: filepath.Join(g.Common, "objects"), RW: true, Why: "objects a commit adds"},
+		{Path: g.Admin, RW: true, Why: "the worktree's HEAD, index and logs"},
+		// The .git file itself is kandev's: an agent that replaced it
+		// could point git (its own, and a careless host's) elsewhere.
+		{Path: filepath.Join(worktree, ".git"), Why: "the worktree's .git file, read-only"},
+	}
+	for _, name := range g.Protect {
+		if p := filepath.Join(g.Admin, name); exists(p) {
+			ms = append(ms, Mount{Path: p, Why: "kandev's record of the worktree, read-only"})
+		}
+	}
+	if d := g.refDir(); d != "" {
+		own := filepath.Base(g.Branch)
+		for _, sub := range []string{d, filepath.Join("logs", d)} {
+			p := filepath.Join(g.Common, sub)
+			if os.MkdirAll(p, 0o755) != nil {
+				continue
+			}
+			ms = append(ms, Mount{Path: p, RW: true, Why: "the branch's ref directory"})
+			// Other tasks' branches beside it stay as they are: each is
+			// mounted read-only over itself, so it can be neither
+			// rewritten nor renamed over nor removed.
+			ents, _ := os.ReadDir(p)
+			for _, e := range ents {
+				if n := e.Name(); n != own && n != own+".lock" {
+					ms = append(ms, Mount{Path: filepath.Join(p, n), Why: "another branch's ref, read-only"})
+				}
+			}
+		}
+	}
+	return ms
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}

@@ -1,0 +1,285 @@
+// Package sandbox is the one description of what a confined agent sees
+// (ADR 0048): system directories read-only, its worktree read-write at its
+// real path with exactly the parts of the main repository's .git a
+// worktree needs, a private home kept per task, the paths its profile
+// declares, its executable and runtime read-only, a private /tmp, its own
+// PID namespace, the kandev binary read-only, and of kandev's sockets only
+// mcp.sock. Each mode turns that View into its own arguments: bubblewrap
+// flags, docker or podman flags, a macOS Seatbelt profile.
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Mount is one path of the confined view, at the same path inside as
+// outside (so paths in prompts, diffs and logs match the host).
+type Mount struct {
+	Path string
+	// Src is what is mounted at Path; empty means Path itself.
+	Src string
+	RW  bool
+	// Tmpfs: an empty private directory rather than a bind.
+	Tmpfs bool
+	// Why says which rule put it there (for kandev doctor and tests).
+	Why string
+}
+
+// View is what a confined session sees.
+type View struct {
+	Mode string
+	// Mounts, parents before children.
+	Mounts []Mount
+	// Home is $HOME inside: the operator's home path, backed by the
+	// task's private home.
+	Home string
+	// Dir is where the agent starts.
+	Dir string
+	// Network: the agent may reach the network (the default; agents call
+	// their model's API).
+	Network bool
+	// Image is the container image (docker, podman).
+	Image string
+	// Label marks a container with its session, for stop and the sweep.
+	SessionID string
+}
+
+// Input is what Describe builds a View from. Every path is the host's and
+// comes from kandev's own records, never from a file the agent could write.
+type Input struct {
+	Mode  string
+	Image string
+	// Worktree is the task's working directory, read-write.
+	Worktree string
+	// Git is the parts of the main repository's .git the worktree needs.
+	Git *GitDirs
+	// PrivateHome is the task's own home directory on the host, created
+	// if missing; it is mounted at OperatorHome.
+	PrivateHome  string
+	OperatorHome string
+	// Paths are the profile's declared paths ("~/.claude", "ro:~/.x").
+	Paths []string
+	// Executables are the agent's command (as found on PATH) and the
+	// kandev binary: each is mounted read-only with the runtime it runs
+	// from (its install prefix, its #! interpreter's).
+	Executables []string
+	// SelfExe is the kandev binary (the mock agent, kandev mcp), mounted
+	// read-only as the one file.
+	SelfExe string
+	// MCPSocket is kandev's agents' socket, the one socket mounted.
+	MCPSocket string
+	NoNetwork bool
+	SessionID string
+	// ReadOnly are paths inside the worktree mounted read-only over it: a
+	// shared task's repository's config, hooks and info, which would run
+	// on the next git command of the operator's if the agent wrote them.
+	ReadOnly []string
+}
+
+// systemDirs are mounted read-only where they exist.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix", "/run/current-system"}
+
+// IsSystem reports whether path lies under a system directory.
+func IsSystem(path string) bool {
+	for _, d := range systemDirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// Describe builds the view of one session.
+func Describe(in Input) (View, error) {
+	if in.Worktree == "" || !filepath.IsAbs(in.Worktree) {
+		return View{}, fmt.Errorf("sandbox: the working directory %q must be an absolute path", in.Worktree)
+	}
+	v := View{Mode: in.Mode, Home: in.OperatorHome, Dir: in.Worktree, Network: !in.NoNetwork, Image: in.Image, SessionID: in.SessionID}
+	add := func(m Mount) { v.Mounts = append(v.Mounts, m) }
+	for _, d := range systemDirs {
+		if real, err := filepath.EvalSymlinks(d); err == nil && real == d {
+			add(Mount{Path: d, Why: "system"})
+		} else if err == nil && IsSystem(real) {
+			// /bin -> usr/bin on merged-/usr systems: the link itself.
+			add(Mount{Path: d, Src: d, Why: "system"})
+		}
+	}
+	add(Mount{Path: "/tmp", Tmpfs: true, RW: true, Why: "private /tmp"})
+	if in.OperatorHome != "" && in.PrivateHome != "" {
+		if err := os.MkdirAll(in.PrivateHome, 0o700); err != nil {
+			return View{}, fmt.Errorf("sandbox: private home: %w", err)
+		}
+		add(Mount{Path: in.OperatorHome, Src: in.PrivateHome, RW: true, Why: "private home"})
+	}
+	for _, p := range in.Paths {
+		ro := strings.HasPrefix(p, "ro:")
+		p = strings.TrimPrefix(p, "ro:")
+		p = expandHome(p, in.OperatorHome)
+		if !filepath.IsAbs(p) {
+			return View{}, fmt.Errorf("sandbox: declared path %q must be absolute or start with ~/", p)
+		}
+		if _, err := os.Lstat(p); err != nil {
+			continue // an agent not set up yet: nothing to mount
+		}
+		add(Mount{Path: p, RW: !ro, Why: "profile"})
+	}
+	for _, exe := range in.Executables {
+		for _, d := range runtimeDirs(exe) {
+			add(Mount{Path: d, Why: "runtime of " + filepath.Base(exe)})
+		}
+	}
+	if in.SelfExe != "" {
+		for _, p := range []string{in.SelfExe, realPath(in.SelfExe)} {
+			if !IsSystem(p) {
+				add(Mount{Path: p, Why: "the kandev binary"})
+			}
+		}
+	}
+	add(Mount{Path: in.Worktree, RW: true, Why: "worktree"})
+	if in.Git != nil {
+		for _, m := range in.Git.mounts(in.Worktree) {
+			add(m)
+		}
+	}
+	for _, p := range in.ReadOnly {
+		if exists(p) {
+			add(Mount{Path: p, Why: "the repository's own, read-only"})
+		}
+	}
+	if in.MCPSocket != "" {
+		add(Mount{Path: in.MCPSocket, RW: true, Why: "mcp.sock"})
+	}
+	v.Mounts = normalize(v.Mounts)
+	return v, nil
+}
+
+func expandHome(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if strings.HasPrefix(p, "~/") && home != "" {
+		return filepath.Join(home, p[2:])
+	}
+	return filepath.Clean(p)
+}
+
+// normalize drops a mount a read-only parent already gives with the same
+// access and orders parents before children (a child mounted first would
+// be hidden by its parent), keeping the given order among equals.
+func normalize(ms []Mount) []Mount {
+	seen := map[string]int{}
+	var out []Mount
+	for _, m := range ms {
+		m.Path = filepath.Clean(m.Path)
+		if i, ok := seen[m.Path]; ok {
+			// The later rule wins, but never widens a read-only .git part.
+			out[i] = m
+			continue
+		}
+		if !m.Tmpfs && m.Src == "" && !m.RW && coveredRO(out, m.Path) {
+			continue
+		}
+		seen[m.Path] = len(out)
+		out = append(out, m)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return depth(out[i].Path) < depth(out[j].Path) })
+	return out
+}
+
+// coveredRO reports whether the nearest mount holding p is a plain
+// read-only bind, which already gives p read-only.
+func coveredRO(ms []Mount, p string) bool {
+	best := -1
+	for i, m := range ms {
+		if (p == m.Path || strings.HasPrefix(p, m.Path+"/")) && (best < 0 || depth(m.Path) >= depth(ms[best].Path)) {
+			best = i
+		}
+	}
+	return best >= 0 && !ms[best].Tmpfs && ms[best].Src == "" && !ms[best].RW
+}
+
+func depth(p string) int { return strings.Count(p, "/") }
+
+// runtimeDirs is what an executable needs to run: the directory it was
+// found in (its install prefix when that is a bin directory), the same for
+// the file a symlink leads to, and for its #! interpreter. System
+// directories are mounted anyway and are left out.
+func runtimeDirs(exe string) []string {
+	var out []string
+	seen := map[string]bool{}
+	var visit func(p string, depth int)
+	visit = func(p string, depth int) {
+		if depth > 3 || p == "" {
+			return
+		}
+		for _, c := range []string{p, realPath(p)} {
+			d := prefix(filepath.Dir(c))
+			if !IsSystem(d) && !seen[d] && d != "/" {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+		if interp := shebang(realPath(p)); interp != "" {
+			visit(interp, depth+1)
+		}
+	}
+	visit(exe, 0)
+	return out
+}
+
+func realPath(p string) string {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// prefix is an install prefix: the parent of a bin directory (node's
+// lib/node_modules sits beside its bin), else the directory itself.
+func prefix(dir string) string {
+	if filepath.Base(dir) == "bin" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// shebang returns the interpreter a script names, found on PATH for
+// "#!/usr/bin/env NAME".
+func shebang(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && !errors.Is(err, bufio.ErrBufferFull) && line == "" {
+		return ""
+	}
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	fields := strings.Fields(strings.TrimPrefix(line, "#!"))
+	if len(fields) == 0 {
+		return ""
+	}
+	if filepath.Base(fields[0]) == "env" {
+		for _, f := range fields[1:] {
+			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
+				continue
+			}
+			if p, err := exec.LookPath(f); err == nil {
+				return p
+			}
+			return ""
+		}
+		return ""
+	}
+	return fields[0]
+}
