@@ -302,6 +302,13 @@ func (e *Engine) Close() error {
 	e.cancel()
 	e.wg.Wait()
 	e.procWG.Wait()
+	// What the agents streamed before they were torn down and still
+	// waits is written before the store closes (ADR 0050).
+	for _, r := range runs {
+		if r.rec != nil {
+			r.rec.flush()
+		}
+	}
 	return nil
 }
 
