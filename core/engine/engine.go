@@ -107,7 +107,9 @@ type Engine struct {
 	db   *store.DB
 	log  *slog.Logger
 	bus  *Bus
-	ws   *workspace.Manager
+	// flusher writes the recorders' streamed output (ADR 0050).
+	flusher streamFlusher
+	ws      *workspace.Manager
 	// wsMu: creates hold it shared from their worktree to their row, a
 	// worktree prune exclusively.
 	wsMu sync.RWMutex
@@ -194,6 +196,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
+	e.flusher.e = e
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

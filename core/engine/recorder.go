@@ -25,8 +25,9 @@ import (
 // entry inserts it (so its place in the conversation is where it always
 // was); the chunks after it wait in pend and are appended as one chunk
 // row, and published as one message.appended event, at most
-// streamFlushDelay after the first of them arrived, once streamFlushBytes
-// wait, or before anything else is recorded (flush). A tool call's
+// streamFlushDelay after the first of them arrived (the engine's
+// streamFlusher, for every recorder in one transaction), once
+// streamFlushBytes wait, or before anything else is recorded (flush). A tool call's
 // output that only grows is appended the same way.
 type recorder struct {
 	e         *Engine
@@ -52,10 +53,6 @@ type recorder struct {
 	pendKind  core.MessageKind
 	pendField string
 	pendOff   int
-	// timer writes pend when it has waited streamFlushDelay; timerGen
-	// tells a timer that fired after a flush it is stale.
-	timer    *time.Timer
-	timerGen uint64
 }
 
 // What a kill -9 may lose of streamed output (ADR 0050): what arrived in
@@ -279,41 +276,35 @@ func (r *recorder) appendPending(seq int64, kind core.MessageKind, field string,
 		r.flushLocked()
 		return
 	}
-	if r.timer == nil {
-		gen := r.timerGen
-		r.timer = time.AfterFunc(streamFlushDelay, func() {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			if r.timerGen == gen {
-				r.flushLocked()
-			}
-		})
+	r.e.flusher.mark(r)
+}
+
+// takePending hands what waits over as one append, written at now.
+// r.mu must be held.
+func (r *recorder) takePending(now time.Time) core.MessageAppend {
+	a := core.MessageAppend{Seq: r.pendSeq, TaskID: r.taskID, Kind: r.pendKind, Field: r.pendField, Offset: r.pendOff,
+		Text: string(r.pend), UpdatedAt: now}
+	r.pendOff += len(r.pend)
+	r.pend = r.pend[:0]
+	if cap(r.pend) > 4*streamFlushBytes {
+		r.pend = nil // a burst's buffer is not kept for the run's life
 	}
+	return a
 }
 
 // flushLocked appends what waits to its entry, as one chunk row, and
 // publishes it as one append. r.mu must be held.
 func (r *recorder) flushLocked() {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-		r.timerGen++
-	}
 	if len(r.pend) == 0 {
 		return
 	}
-	text := string(r.pend)
-	r.pend = r.pend[:0]
-	if cap(r.pend) > 4*streamFlushBytes {
-		r.pend = nil // a burst's buffer is not kept for the run's life
-	}
 	now := time.Now().UTC()
-	if err := r.e.db.AppendMessageChunk(context.Background(), r.pendSeq, r.pendField, text, now); err != nil {
+	a := r.takePending(now)
+	if err := r.e.db.AppendMessageChunk(context.Background(), a.Seq, a.Field, a.Text, now); err != nil {
 		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
 		return
 	}
-	r.e.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: r.taskID, Append: &core.MessageAppend{
-		Seq: r.pendSeq, TaskID: r.taskID, Kind: r.pendKind, Field: r.pendField, Offset: r.pendOff, Text: text, UpdatedAt: now}})
+	r.e.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: r.taskID, Append: &a})
 }
 
 func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]any, ref string) store.Message {
