@@ -24,8 +24,10 @@ func NewCmdTaskLog(f *Factory, runF func(*TaskLogOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "log ID",
 		Short: "Print a task's conversation",
-		Long:  "Print a task's conversation. With --follow, keep printing as it grows. With --json, one message per line.",
-		Args:  exactArgs(1, "one task ID"),
+		Long: "Print a task's conversation. With --follow, keep printing as it grows: streamed text continues its entry, " +
+			"so once a turn is over the output is what `task log` prints. With --json, one message per line " +
+			"(with --follow, an agent's message or thought once it is whole).",
+		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
