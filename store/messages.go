@@ -21,8 +21,8 @@ type Message struct {
 	Ref       string
 	CreatedAt time.Time
 	UpdatedAt time.Time
-	// Chunks counts the batches appended to the entry since it was last
-	// written whole; a read returns them joined in (ADR 0050).
+	// Chunks is 1 when batches were appended to the entry since it was
+	// last written whole; a read returns them joined in (ADR 0050).
 	Chunks int
 }
 
@@ -86,8 +86,9 @@ func (q Queries) UpdateMessage(ctx context.Context, seq int64, text, meta string
 
 // AppendMessageChunk appends text to an entry's text (field "") or to a
 // tool call's output (ChunkOutput) without rewriting what it holds: one
-// row whose size is the text's, the entry counted and touched by a
-// trigger in the same statement (ADR 0050).
+// row whose size is the text's, written at now (the entry's updated_at
+// from then on); the first marks the entry, by a trigger in the same
+// statement (ADR 0050).
 func (q Queries) AppendMessageChunk(ctx context.Context, seq int64, field, text string, now time.Time) error {
 	if _, err := q.q.ExecContext(ctx, appendChunk, seq, field, text, nanos(now)); err != nil {
 		return fmt.Errorf("append to message %d: %w", seq, mapErr(err))
@@ -144,7 +145,7 @@ func (q Queries) joinChunks(ctx context.Context, ms []Message) error {
 		if m.Chunks == 0 {
 			continue
 		}
-		rows, err := q.q.QueryContext(ctx, `SELECT field, text FROM message_chunks WHERE seq = ? ORDER BY id`, m.Seq)
+		rows, err := q.q.QueryContext(ctx, `SELECT field, text, at FROM message_chunks WHERE seq = ? ORDER BY id`, m.Seq)
 		if err != nil {
 			return fmt.Errorf("chunks of message %d: %w", m.Seq, mapErr(err))
 		}
@@ -153,9 +154,13 @@ func (q Queries) joinChunks(ctx context.Context, ms []Message) error {
 		outputs := false
 		for rows.Next() {
 			var field, t string
-			if err := rows.Scan(&field, &t); err != nil {
+			var at int64
+			if err := rows.Scan(&field, &t, &at); err != nil {
 				rows.Close()
 				return fmt.Errorf("chunks of message %d: %w", m.Seq, mapErr(err))
+			}
+			if ts := fromNanos(at); ts.After(m.UpdatedAt) {
+				m.UpdatedAt = ts
 			}
 			if field == ChunkOutput {
 				outputs = true
