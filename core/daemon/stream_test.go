@@ -157,7 +157,9 @@ var stampLines = regexp.MustCompile(`^(@\d{19}\n)*$`)
 func TestKill9KeepsWhatFollowersSaw(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_NO_RESUME=1"))
 	task := create(t, d, core.CreateTaskInput{Title: "streams", Prompt: "mock: say go"})
-	ctx, cancel := context.WithCancel(context.Background())
+	// The stream ends (and the loop below with it) if the appends never
+	// come.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	events, err := d.Client.Events(ctx, core.EventsInput{TaskID: task.ID})
 	if err != nil {
@@ -182,6 +184,9 @@ func TestKill9KeepsWhatFollowersSaw(t *testing.T) {
 		if appends == 10 {
 			break
 		}
+	}
+	if appends < 10 {
+		t.Fatalf("saw %d appends to the streamed entry before the stream ended", appends)
 	}
 	d.Kill9()
 	cancel()
