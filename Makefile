@@ -60,6 +60,8 @@ $(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPEC
 ## bench: in-process Go benchmarks, then whole processes of the real
 ## binary against floors (bench-proc). KANDEV_BENCH_100K=1 adds 100,000
 ## tasks to bench-proc; BENCH_BINS=old=path,new=path compares binaries.
+## bench-proc also streams (ADR 0050): bursts of 1k-64k chunks, and 50
+## agents for 15 s (KANDEV_BENCH_LOAD=60s for the full minute).
 bench: bench-go bench-proc
 
 bench-go:

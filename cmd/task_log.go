@@ -24,8 +24,10 @@ func NewCmdTaskLog(f *Factory, runF func(*TaskLogOptions) error) *cobra.Command 
 	c := &cobra.Command{
 		Use:   "log ID",
 		Short: "Print a task's conversation",
-		Long:  "Print a task's conversation. With --follow, keep printing as it grows. With --json, one message per line.",
-		Args:  exactArgs(1, "one task ID"),
+		Long: "Print a task's conversation. With --follow, keep printing as it grows: streamed text continues its entry, " +
+			"so once a turn is over the output is what `task log` prints. With --json, one message per line " +
+			"(with --follow, an agent's message or thought once it is whole).",
+		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if runF != nil {
@@ -57,7 +59,16 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 			return err
 		}
 	}
-	p := &logPrinter{f: f, printed: map[int64]string{}}
+	p := &logPrinter{f: f, printed: map[int64]core.Message{}, refetch: func(seq int64) (core.Message, bool) {
+		// An append that does not join what was printed (one was missed):
+		// the entry as it stands now.
+		page, err := client.Conversation(ctx, t.ID, core.ConversationInput{After: seq - 1, Limit: 1})
+		if err != nil || len(page.Messages) == 0 || page.Messages[0].Seq != seq {
+			return core.Message{}, false
+		}
+		return page.Messages[0], true
+	}}
+	defer p.end()
 	after := opts.After
 	for {
 		page, err := client.Conversation(ctx, t.ID, core.ConversationInput{After: after, Limit: 500})
@@ -76,10 +87,13 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 		return nil
 	}
 	for ev := range events {
-		if ev.Message == nil {
+		switch {
+		case ev.Type == core.EventMessageAppended && ev.Append != nil:
+			if ev.Append.Seq > opts.After {
+				p.appendText(*ev.Append)
+			}
 			continue
-		}
-		if ev.Message.Seq <= opts.After {
+		case ev.Message == nil || ev.Message.Seq <= opts.After:
 			continue
 		}
 		switch ev.Type {
@@ -100,21 +114,76 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 	return nil
 }
 
-// logPrinter prints entries once, and for streamed text only what is new.
+// logPrinter prints entries once, and for streamed text only what is
+// new: text appended to the entry last printed continues its line, so
+// --follow prints what `task log` prints once the turn is over (ADR 0050).
+// With --json an agent's message or thought, or a tool call whose output
+// streams, is printed whole once something else happens (another entry,
+// the stream's end): one line per entry, as `task log --json` prints it.
 type logPrinter struct {
 	f       *Factory
-	printed map[int64]string
+	printed map[int64]core.Message
 	last    int64
+	// open: the streamed entry whose line is not ended yet, so appends
+	// continue it; held: its trailing newlines, which `task log` trims,
+	// printed only when more text follows them.
+	open int64
+	held string
+	// pending (--json): the entry held back until it is whole.
+	pending int64
+	refetch func(seq int64) (core.Message, bool)
 }
 
+func streamed(k core.MessageKind) bool { return k == core.MsgAgent || k == core.MsgThought }
+
 func (p *logPrinter) add(m core.Message) {
-	p.printed[m.Seq] = m.Text
+	p.printed[m.Seq] = m
 	p.last = m.Seq
 	if p.f.JSON {
+		p.flushPending()
+		if streamed(m.Kind) {
+			p.pending = m.Seq
+			return
+		}
 		_ = p.f.printJSONLine(p.f.IO.Out, m)
 		return
 	}
-	fmt.Fprintln(p.f.IO.Out, formatMessage(m))
+	p.print(m)
+}
+
+// print writes an entry; a streamed one is left open for its appends.
+func (p *logPrinter) print(m core.Message) {
+	p.closeOpen()
+	if !streamed(m.Kind) {
+		fmt.Fprintln(p.f.IO.Out, formatMessage(m))
+		return
+	}
+	fmt.Fprint(p.f.IO.Out, formatMessage(m))
+	p.open, p.held = m.Seq, m.Text[len(strings.TrimRight(m.Text, "\n")):]
+}
+
+func (p *logPrinter) closeOpen() {
+	if p.open != 0 {
+		fmt.Fprintln(p.f.IO.Out)
+		p.open, p.held = 0, ""
+	}
+}
+
+func (p *logPrinter) flushPending() {
+	if p.pending == 0 {
+		return
+	}
+	_ = p.f.printJSONLine(p.f.IO.Out, p.printed[p.pending])
+	p.pending = 0
+}
+
+// end finishes what is printed: the open line, the held entry.
+func (p *logPrinter) end() {
+	if p.f.JSON {
+		p.flushPending()
+		return
+	}
+	p.closeOpen()
 }
 
 func (p *logPrinter) update(m core.Message) {
@@ -123,17 +192,68 @@ func (p *logPrinter) update(m core.Message) {
 		p.add(m)
 		return
 	}
-	if prev == m.Text {
+	if prev.Text == m.Text && (!p.f.JSON || string(prev.Meta) == string(m.Meta)) {
 		return
 	}
-	p.printed[m.Seq] = m.Text
+	p.printed[m.Seq] = m
 	if p.f.JSON {
+		if p.pending == m.Seq {
+			return
+		}
+		p.flushPending()
 		_ = p.f.printJSONLine(p.f.IO.Out, m)
 		return
 	}
-	if (m.Kind == core.MsgAgent || m.Kind == core.MsgThought) && strings.HasPrefix(m.Text, prev) && p.last == m.Seq {
-		fmt.Fprintln(p.f.IO.Out, "      "+strings.TrimRight(strings.TrimPrefix(m.Text, prev), "\n"))
+	if streamed(m.Kind) && strings.HasPrefix(m.Text, prev.Text) && p.open == m.Seq {
+		p.continueLine(m.Text[len(prev.Text):])
 		return
 	}
-	fmt.Fprintln(p.f.IO.Out, formatMessage(m))
+	p.print(m)
+}
+
+// appendText applies text streamed onto an entry.
+func (p *logPrinter) appendText(a core.MessageAppend) {
+	cur, seen := p.printed[a.Seq]
+	if !seen {
+		if m, ok := p.refetch(a.Seq); ok {
+			p.add(m)
+		}
+		return
+	}
+	switch a.Apply(&cur) {
+	case core.AppendHeld:
+		return
+	case core.AppendGap:
+		if m, ok := p.refetch(a.Seq); ok {
+			p.update(m)
+		}
+		return
+	}
+	p.printed[a.Seq] = cur
+	if p.f.JSON {
+		if p.pending != a.Seq {
+			p.flushPending()
+			p.pending = a.Seq
+		}
+		return
+	}
+	if a.Field != "" || !streamed(cur.Kind) {
+		return // a tool call's output: the text log shows the call's line only
+	}
+	if p.open == a.Seq {
+		p.continueLine(a.Text)
+		return
+	}
+	p.print(cur)
+}
+
+// continueLine prints text appended to the open entry, holding back the
+// newlines it ends with.
+func (p *logPrinter) continueLine(text string) {
+	s := p.held + text
+	body := strings.TrimRight(s, "\n")
+	if body != "" {
+		fmt.Fprint(p.f.IO.Out, body)
+	}
+	p.held = s[len(body):]
 }

@@ -409,11 +409,14 @@ type QuestionOption struct {
 type EventType string
 
 const (
-	EventTaskCreated     EventType = "task.created"
-	EventTaskUpdated     EventType = "task.updated"
-	EventSessionUpdated  EventType = "session.updated"
-	EventMessageAdded    EventType = "message.added"
-	EventMessageUpdated  EventType = "message.updated"
+	EventTaskCreated    EventType = "task.created"
+	EventTaskUpdated    EventType = "task.updated"
+	EventSessionUpdated EventType = "session.updated"
+	EventMessageAdded   EventType = "message.added"
+	EventMessageUpdated EventType = "message.updated"
+	// EventMessageAppended carries text streamed onto an entry (Append),
+	// not the entry: a follower appends it to what it holds (ADR 0050).
+	EventMessageAppended EventType = "message.appended"
 	EventQuestionUpdated EventType = "question.updated"
 	EventProfileChanged  EventType = "profile.changed"
 	// EventNeedsYou follows the task.updated of a task that started
@@ -428,13 +431,14 @@ const (
 // Event is one change, in the order the daemon made it. Seq increases by
 // one per event for the daemon's lifetime.
 type Event struct {
-	Seq      int64         `json:"seq"`
-	Type     EventType     `json:"type"`
-	TaskID   string        `json:"task_id,omitempty"`
-	At       time.Time     `json:"at"`
-	Task     *Task         `json:"task,omitempty"`
-	Session  *SessionInfo  `json:"session,omitempty"`
-	Message  *Message      `json:"message,omitempty"`
-	Question *QuestionInfo `json:"question,omitempty"`
-	Profile  *Profile      `json:"profile,omitempty"`
+	Seq      int64          `json:"seq"`
+	Type     EventType      `json:"type"`
+	TaskID   string         `json:"task_id,omitempty"`
+	At       time.Time      `json:"at"`
+	Task     *Task          `json:"task,omitempty"`
+	Session  *SessionInfo   `json:"session,omitempty"`
+	Message  *Message       `json:"message,omitempty"`
+	Append   *MessageAppend `json:"append,omitempty"`
+	Question *QuestionInfo  `json:"question,omitempty"`
+	Profile  *Profile       `json:"profile,omitempty"`
 }

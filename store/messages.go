@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -18,15 +21,22 @@ type Message struct {
 	Ref       string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Chunks is 1 when batches were appended to the entry since it was
+	// last written whole; a read returns them joined in (ADR 0050).
+	Chunks int
 }
 
-const messageColumns = `seq, task_id, COALESCE(session_id, ''), kind, author, text, meta, ref, created_at, updated_at`
+// ChunkOutput is the chunk field that appends to a tool call's $.output;
+// the empty field appends to the text.
+const ChunkOutput = "output"
+
+const messageColumns = `seq, task_id, COALESCE(session_id, ''), kind, author, text, meta, ref, created_at, updated_at, chunks`
 
 func scanMessage(s scanner) (Message, error) {
 	var m Message
 	var created, updated int64
 	if err := s.Scan(&m.Seq, &m.TaskID, &m.SessionID, &m.Kind, &m.Author, &m.Text, &m.Meta, &m.Ref,
-		&created, &updated); err != nil {
+		&created, &updated, &m.Chunks); err != nil {
 		return Message{}, err
 	}
 	m.CreatedAt, m.UpdatedAt = fromNanos(created), fromNanos(updated)
@@ -55,7 +65,7 @@ func (q Queries) GetMessage(ctx context.Context, seq int64) (Message, error) {
 	if err != nil {
 		return Message{}, fmt.Errorf("message %d: %w", seq, mapErr(err))
 	}
-	return m, nil
+	return q.joinOne(ctx, m)
 }
 
 // MessageByRef finds the entry a tool call id or question id names.
@@ -64,13 +74,129 @@ func (q Queries) MessageByRef(ctx context.Context, ref string) (Message, error) 
 	if err != nil {
 		return Message{}, fmt.Errorf("message %s: %w", ref, mapErr(err))
 	}
-	return m, nil
+	return q.joinOne(ctx, m)
 }
 
-// UpdateMessage rewrites an entry's text and meta.
+// UpdateMessage rewrites an entry's text and meta whole: chunks appended
+// to it before are dropped in the same statement (a trigger).
 func (q Queries) UpdateMessage(ctx context.Context, seq int64, text, meta string, now time.Time) error {
 	return q.execOne(ctx, fmt.Sprintf("update message %d", seq),
-		`UPDATE messages SET text = ?, meta = ?, updated_at = ? WHERE seq = ?`, text, meta, nanos(now), seq)
+		`UPDATE messages SET text = ?, meta = ?, updated_at = ?, chunks = 0 WHERE seq = ?`, text, meta, nanos(now), seq)
+}
+
+// AppendMessageChunk appends text to an entry's text (field "") or to a
+// tool call's output (ChunkOutput) without rewriting what it holds: one
+// row whose size is the text's, written at now (the entry's updated_at
+// from then on); the first marks the entry, by a trigger in the same
+// statement (ADR 0050).
+func (q Queries) AppendMessageChunk(ctx context.Context, seq int64, field, text string, now time.Time) error {
+	if _, err := q.q.ExecContext(ctx, appendChunk, seq, field, text, nanos(now)); err != nil {
+		return fmt.Errorf("append to message %d: %w", seq, mapErr(err))
+	}
+	return nil
+}
+
+// Chunk is one append: text for field Field of entry Seq.
+type Chunk struct {
+	Seq   int64
+	Field string
+	Text  string
+	At    time.Time
+}
+
+// AppendMessageChunks appends to several entries in one transaction (the
+// streamed output of every agent at once, ADR 0050).
+// The statement is prepared once per transaction: parsing it again for
+// each of fifty entries was most of the write's cost.
+func (db *DB) AppendMessageChunks(ctx context.Context, cs []Chunk) error {
+	return db.tx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, appendChunk)
+		if err != nil {
+			return fmt.Errorf("append to messages: %w", mapErr(err))
+		}
+		defer st.Close()
+		for _, c := range cs {
+			if _, err := st.ExecContext(ctx, c.Seq, c.Field, c.Text, nanos(c.At)); err != nil {
+				return fmt.Errorf("append to message %d: %w", c.Seq, mapErr(err))
+			}
+		}
+		return nil
+	})
+}
+
+const appendChunk = `INSERT INTO message_chunks (seq, field, text, at) VALUES (?, ?, ?, ?)`
+
+// joinOne joins an entry's chunks in.
+func (q Queries) joinOne(ctx context.Context, m Message) (Message, error) {
+	if m.Chunks == 0 {
+		return m, nil
+	}
+	ms := []Message{m}
+	err := q.joinChunks(ctx, ms)
+	return ms[0], err
+}
+
+// joinChunks assembles the entries that have chunks: their text, or
+// their meta's output, followed by their chunks in order. A read returns
+// what the entry would hold had every chunk rewritten it.
+func (q Queries) joinChunks(ctx context.Context, ms []Message) error {
+	for i := range ms {
+		m := &ms[i]
+		if m.Chunks == 0 {
+			continue
+		}
+		rows, err := q.q.QueryContext(ctx, `SELECT field, text, at FROM message_chunks WHERE seq = ? ORDER BY id`, m.Seq)
+		if err != nil {
+			return fmt.Errorf("chunks of message %d: %w", m.Seq, mapErr(err))
+		}
+		var text, output strings.Builder
+		text.WriteString(m.Text)
+		outputs := false
+		for rows.Next() {
+			var field, t string
+			var at int64
+			if err := rows.Scan(&field, &t, &at); err != nil {
+				rows.Close()
+				return fmt.Errorf("chunks of message %d: %w", m.Seq, mapErr(err))
+			}
+			if ts := fromNanos(at); ts.After(m.UpdatedAt) {
+				m.UpdatedAt = ts
+			}
+			if field == ChunkOutput {
+				outputs = true
+				output.WriteString(t)
+			} else {
+				text.WriteString(t)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("chunks of message %d: %w", m.Seq, mapErr(err))
+		}
+		m.Text = text.String()
+		if outputs {
+			m.Meta = AppendMetaString(m.Meta, ChunkOutput, output.String())
+		}
+	}
+	return nil
+}
+
+// AppendMetaString appends s to the string at key of a JSON object (set
+// when absent), keeping every other member's bytes as they are.
+func AppendMetaString(meta, key, s string) string {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(meta), &obj) != nil || obj == nil {
+		obj = map[string]json.RawMessage{}
+	}
+	var cur string
+	if raw, ok := obj[key]; ok {
+		_ = json.Unmarshal(raw, &cur)
+	}
+	b, _ := json.Marshal(cur + s)
+	obj[key] = b
+	out, _ := json.Marshal(obj)
+	return string(out)
 }
 
 // CompareAndSetMeta rewrites meta only while the JSON value at path still
@@ -90,7 +216,11 @@ func (q Queries) CompareAndSetMeta(ctx context.Context, seq int64, path, want, m
 func (q Queries) Messages(ctx context.Context, taskID string, after int64, limit int) ([]Message, error) {
 	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE task_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
 		taskID, after, limit)
-	return collect(rows, err, "conversation of "+taskID, scanMessage)
+	out, err := collect(rows, err, "conversation of "+taskID, scanMessage)
+	if err != nil {
+		return nil, err
+	}
+	return out, q.joinChunks(ctx, out)
 }
 
 // MessagesBefore returns the newest limit entries of a task before a
@@ -99,10 +229,13 @@ func (q Queries) MessagesBefore(ctx context.Context, taskID string, before int64
 	rows, err := q.q.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE task_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
 		taskID, before, limit)
 	out, err := collect(rows, err, "conversation of "+taskID, scanMessage)
+	if err != nil {
+		return nil, err
+	}
 	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
 		out[i], out[j] = out[j], out[i]
 	}
-	return out, err
+	return out, q.joinChunks(ctx, out)
 }
 
 // LastMessageOfKind returns a task's newest entry of a kind.
@@ -112,7 +245,7 @@ func (q Queries) LastMessageOfKind(ctx context.Context, taskID, kind string) (Me
 	if err != nil {
 		return Message{}, mapErr(err)
 	}
-	return m, nil
+	return q.joinOne(ctx, m)
 }
 
 // LastMessageWithMeta returns a task's newest entry of a kind whose meta

@@ -69,6 +69,7 @@ const (
 	pageTail  pageKind = iota // the newest entries (Before -1)
 	pageOlder                 // back from the window's first entry (Before)
 	pageNewer                 // forward from inside the window (After)
+	pageEntry                 // one entry read again (its seq in cursor)
 )
 
 type convoPageMsg struct {
@@ -291,6 +292,8 @@ func loadConvoCmd(ctx context.Context, c core.Client, gen int, taskID string, ki
 		in.Before = cursor
 	case pageNewer:
 		in.After = cursor
+	case pageEntry:
+		in.After, in.Limit = cursor-1, 1
 	}
 	return func() tea.Msg {
 		p, err := c.Conversation(ctx, taskID, in)

@@ -50,6 +50,10 @@ type conversation struct {
 	// were dropped; the next page request starts it afresh.
 	stash     map[int64]core.Message
 	stashLost bool
+
+	// fetching: entries being read again because an append did not join
+	// them (appendText).
+	fetching map[int64]bool
 }
 
 // logPos is a place in the log that survives entries arriving, leaving
@@ -128,6 +132,59 @@ func (c *conversation) live(m core.Message, keepFront bool) {
 	}
 	if c.merge(m) {
 		c.bound(keepFront)
+	}
+}
+
+// appendText applies text streamed onto an entry (ADR 0050): the entry
+// grows in place and only it is rendered again. It reports the entry to
+// read again when the append does not join what the window holds (an
+// append was missed, or the entry's page is still on its way); 0 when
+// none, or when that read is already in flight.
+func (c *conversation) appendText(a core.MessageAppend) (refetch int64) {
+	if a.TaskID != c.taskID || c.taskID == "" {
+		return 0
+	}
+	n := len(c.msgs)
+	i := sort.Search(n, func(i int) bool { return c.msgs[i].Seq >= a.Seq })
+	switch {
+	case i < n && c.msgs[i].Seq == a.Seq:
+		switch a.Apply(&c.msgs[i]) {
+		case core.AppendApplied:
+			c.cache[i] = nil
+			c.dirty = true
+			return 0
+		case core.AppendHeld:
+			return 0
+		}
+	case n > 0 && c.newer && a.Seq > c.last():
+		if m, ok := c.stash[a.Seq]; ok {
+			if a.Apply(&m) != core.AppendGap {
+				c.stash[a.Seq] = m
+				return 0
+			}
+			delete(c.stash, a.Seq) // the page that joins the stash reads it whole
+		}
+		return 0
+	case n > 0 && c.older && a.Seq < c.first():
+		return 0
+	}
+	if c.fetching[a.Seq] {
+		return 0
+	}
+	if c.fetching == nil {
+		c.fetching = map[int64]bool{}
+	}
+	c.fetching[a.Seq] = true
+	return a.Seq
+}
+
+// fetched takes an entry read again after an append that did not join.
+func (c *conversation) fetched(seq int64, p core.ConversationPage, keepFront bool) {
+	delete(c.fetching, seq)
+	for _, m := range p.Messages {
+		if m.Seq == seq {
+			c.live(m, keepFront)
+		}
 	}
 }
 

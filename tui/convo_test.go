@@ -402,3 +402,36 @@ func TestConversationWindowRules(t *testing.T) {
 		t.Fatal("a page that no longer joins the window must be dropped")
 	}
 }
+
+// An append event grows its entry in place (ADR 0050); the same append
+// again changes nothing; an append that does not join what the window
+// holds (one was missed) reads the entry again, whole.
+func TestConversationAppendsStreamedText(t *testing.T) {
+	f := bigConvo(10)
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("kid001")
+	later := testNow.Add(time.Minute)
+	grow := core.MessageAppend{Seq: 10, TaskID: "kid001", Kind: core.MsgAgent, Offset: len("entry 10"), Text: " and more", UpdatedAt: later}
+	f.push(core.Event{Type: core.EventMessageAppended, TaskID: "kid001", Append: &grow})
+	d.settle()
+	d.mustShow("entry 10 and more")
+	f.push(core.Event{Type: core.EventMessageAppended, TaskID: "kid001", Append: &grow})
+	d.settle()
+	c := &d.m.detail.convo
+	if got := c.msgs[len(c.msgs)-1].Text; got != "entry 10 and more" {
+		t.Fatalf("an append seen twice was applied twice: %q", got)
+	}
+	before := len(f.conversationCalls("kid001"))
+	f.mu.Lock()
+	f.convo["kid001"][9] = agentEntry("kid001", 10, "entry 10 and more, missed, then the rest", later.Add(time.Second))
+	f.mu.Unlock()
+	gap := core.MessageAppend{Seq: 10, TaskID: "kid001", Kind: core.MsgAgent, Offset: len("entry 10 and more, missed,"),
+		Text: " then the rest", UpdatedAt: later.Add(time.Second)}
+	f.push(core.Event{Type: core.EventMessageAppended, TaskID: "kid001", Append: &gap})
+	d.settle()
+	calls := f.conversationCalls("kid001")
+	if len(calls) != before+1 || calls[before].After != 9 || calls[before].Limit != 1 {
+		t.Fatalf("a gap should read the entry again (After 9, Limit 1): %+v", calls[before:])
+	}
+	d.mustShow("entry 10 and more, missed, then the rest")
+}

@@ -411,6 +411,14 @@ func (m *Model) apply(ev core.Event) tea.Cmd {
 			m.detail.convo.live(*ev.Message, !m.detail.follow)
 		}
 		return nil
+	case core.EventMessageAppended:
+		if ev.Append != nil {
+			if seq := m.detail.convo.appendText(*ev.Append); seq != 0 {
+				d := &m.detail
+				return loadConvoCmd(m.ctx, m.client, d.gen, d.convo.taskID, pageEntry, seq)
+			}
+		}
+		return nil
 	case core.EventProfileChanged:
 		return loadProfilesCmd(m.ctx, m.client)
 	case core.EventNeedsYou:
@@ -618,6 +626,12 @@ func (m *Model) onConvoPage(msg convoPageMsg) tea.Cmd {
 			return nil
 		}
 		c.addOlder(msg.cursor, msg.page, !d.follow)
+	case pageEntry:
+		if msg.err != nil {
+			delete(c.fetching, msg.cursor)
+			return nil
+		}
+		c.fetched(msg.cursor, msg.page, !d.follow)
 	case pageNewer:
 		c.newerBusy = false
 		refresh := d.refreshTo != 0

@@ -100,8 +100,19 @@ func run() error {
 	sizesFlag := flag.String("sizes", "", "task counts (default 1000,10000; with KANDEV_BENCH_100K=1 also 100000)")
 	onlyFlag := flag.String("only", "", "measure only the figures whose name contains one of these comma-separated texts (e.g. TUI,daemon or version,show,mcp); the floors are always measured")
 	seededFlag := flag.String("seeded", "", "directory of databases seeded earlier (kandev-N.db, made and kept when missing): no seeding in this run")
+	burstsFlag := flag.String("bursts", "1000,4000,16000,64000", "chunk counts of the one-agent burst runs (none: skip them)")
+	loadDur := flag.Duration("load", 15*time.Second, "how long each agent of the streaming load runs (0: skip it; the issue's figure is 60s, also KANDEV_BENCH_LOAD=60s)")
+	loadAgents := flag.Int("load-agents", 50, "agents of the streaming load")
+	loadRate := flag.Int("load-rate", 200, "chunks a second each agent of the streaming load sends")
 	flag.Parse()
 	only, seeded = *onlyFlag, *seededFlag
+	if v := os.Getenv("KANDEV_BENCH_LOAD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("KANDEV_BENCH_LOAD: %w", err)
+		}
+		*loadDur = d
+	}
 
 	work, err := os.MkdirTemp("", "kb-")
 	if err != nil {
@@ -142,6 +153,9 @@ func run() error {
 	if *sizesFlag != "" {
 		sizes = nil
 		for _, s := range strings.Split(*sizesFlag, ",") {
+			if s == "none" {
+				break
+			}
 			n, err := strconv.Atoi(s)
 			if err != nil {
 				return fmt.Errorf("-sizes: %w", err)
@@ -158,6 +172,33 @@ func run() error {
 		*runs, cgo, time.Now().UTC().Format(time.RFC3339))
 	for _, n := range sizes {
 		if err := benchSize(work, n, *runs, binaries, floors, sqlite); err != nil {
+			return err
+		}
+	}
+	var bursts []int
+	for _, s := range strings.Split(*burstsFlag, ",") {
+		if s == "none" || s == "" {
+			break
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("-bursts: %w", err)
+		}
+		bursts = append(bursts, n)
+	}
+	if len(bursts) > 0 && wanted("burst") {
+		if err := benchBursts(work, bursts, binaries); err != nil {
+			return err
+		}
+	}
+	if *loadDur > 0 && wanted("load") {
+		// The load's agents run this tree's mock (it knows `mock:
+		// stream`) whichever binary's daemon runs them.
+		mockBin := filepath.Join(work, "kandev-mock")
+		if err := goBuild(mockBin, "./cmd/kandev"); err != nil {
+			return err
+		}
+		if err := benchLoad(work, binaries, mockBin, *loadAgents, *loadRate, *loadDur); err != nil {
 			return err
 		}
 	}

@@ -111,7 +111,9 @@ type Engine struct {
 	db   *store.DB
 	log  *slog.Logger
 	bus  *Bus
-	ws   *workspace.Manager
+	// flusher writes the recorders' streamed output (ADR 0050).
+	flusher streamFlusher
+	ws      *workspace.Manager
 	// wsMu: creates hold it shared from their worktree to their row, a
 	// worktree prune exclusively.
 	wsMu sync.RWMutex
@@ -210,6 +212,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
+	e.flusher.e = e
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()
@@ -318,6 +321,13 @@ func (e *Engine) Close() error {
 	e.cancel()
 	e.wg.Wait()
 	e.procWG.Wait()
+	// What the agents streamed before they were torn down and still
+	// waits is written before the store closes (ADR 0050).
+	for _, r := range runs {
+		if r.rec != nil {
+			r.rec.flush()
+		}
+	}
 	return nil
 }
 

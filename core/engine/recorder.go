@@ -20,6 +20,15 @@ import (
 // in order, before the turn's end is recorded (the ACP SDK hands it every
 // notification sent before the prompt response). Streamed text chunks merge
 // into one message; tool call updates rewrite their call's entry.
+//
+// Streamed output costs what it weighs (ADR 0050): the first chunk of an
+// entry inserts it (so its place in the conversation is where it always
+// was); the chunks after it wait in pend and are appended as one chunk
+// row, and published as one message.appended event, at most
+// streamFlushDelay after the first of them arrived (the engine's
+// streamFlusher, for every recorder in one transaction), once
+// streamFlushBytes wait, or before anything else is recorded (flush). A tool call's
+// output that only grows is appended the same way.
 type recorder struct {
 	e         *Engine
 	taskID    string
@@ -28,10 +37,10 @@ type recorder struct {
 
 	mu sync.Mutex
 	// the entry streamed chunks are appended to, while nothing else came
-	// in between
+	// in between, and the bytes its text holds (recorded or pending)
 	streamSeq  int64
 	streamKind core.MessageKind
-	streamText strings.Builder
+	streamLen  int
 	tools      map[string]toolEntry
 	// turn counts the run's turns, so a tool call id an agent uses again
 	// in a later turn is a new call.
@@ -39,7 +48,22 @@ type recorder struct {
 	// replaying drops updates while the session opens: session/load
 	// streams the whole earlier conversation before its response.
 	replaying bool
+
+	// pend is streamed text not yet written, to be appended at byte
+	// pendOff of field pendField of entry pendSeq.
+	pend      []byte
+	pendSeq   int64
+	pendKind  core.MessageKind
+	pendField string
+	pendOff   int
 }
+
+// What a kill -9 may lose of streamed output (ADR 0050): what arrived in
+// the last streamFlushDelay, at most streamFlushBytes of one entry.
+const (
+	streamFlushDelay = 50 * time.Millisecond
+	streamFlushBytes = 16 << 10
+)
 
 type toolEntry struct {
 	seq  int64
@@ -56,7 +80,7 @@ func newRecorder(e *Engine, taskID, sessionID string, run *liveRun) *recorder {
 func (r *recorder) resetTurn() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.streamSeq = 0
+	r.endStream()
 	r.turn++
 }
 
@@ -64,6 +88,21 @@ func (r *recorder) setReplaying(on bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.replaying = on
+	r.endStream()
+}
+
+// flush writes the streamed output still waiting: at a turn's end, before
+// the end is recorded, and at shutdown.
+func (r *recorder) flush() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushLocked()
+}
+
+// endStream ends the entry chunks append to: what waits is written, and
+// the next chunk starts an entry of its own. r.mu must be held.
+func (r *recorder) endStream() {
+	r.flushLocked()
 	r.streamSeq = 0
 }
 
@@ -106,7 +145,7 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 		if meta["status"] == "" {
 			meta["status"] = "pending"
 		}
-		r.streamSeq = 0
+		r.endStream()
 		if ent, ok := r.announcedAgain(string(tc.ToolCallId)); ok {
 			mergeToolMeta(ent.meta, meta)
 			r.tools[string(tc.ToolCallId)] = ent
@@ -120,10 +159,12 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 		ent, ok := r.tools[string(tu.ToolCallId)]
 		if !ok {
 			meta := map[string]any{"tool_call_id": string(tu.ToolCallId), "status": "pending"}
-			r.streamSeq = 0
+			r.endStream()
 			m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tu.ToolCallId))
 			ent = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
 		}
+		before := toolFields(ent.meta)
+		oldOutput, _ := ent.meta["output"].(string)
 		if tu.Status != nil {
 			ent.meta["status"] = string(*tu.Status)
 		}
@@ -143,7 +184,19 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 			ent.meta["output"] = txt
 		}
 		r.tools[string(tu.ToolCallId)] = ent
-		r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+		newOutput, _ := ent.meta["output"].(string)
+		switch {
+		case toolFields(ent.meta) != before || !strings.HasPrefix(newOutput, oldOutput):
+			// Something besides a longer output: the entry is written
+			// whole (what waits for it first, so nothing is lost).
+			r.flushLocked()
+			r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+		case len(newOutput) > len(oldOutput):
+			// Output that only grew (a command's streamed output, sent
+			// whole each time as ACP's content is): only what is new is
+			// appended.
+			r.appendPending(ent.seq, core.MsgToolCall, store.ChunkOutput, len(oldOutput), newOutput[len(oldOutput):])
+		}
 		if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
 			// The agent gave up on its question call (a client timeout):
 			// nothing handed to that call would reach the model.
@@ -158,7 +211,7 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 			lines = append(lines, fmt.Sprintf("[%s] %s", p.Status, p.Content))
 			entries = append(entries, map[string]any{"content": p.Content, "status": string(p.Status), "priority": string(p.Priority)})
 		}
-		r.streamSeq = 0
+		r.endStream()
 		r.insert(core.MsgPlan, strings.Join(lines, "\n"), map[string]any{"entries": entries}, "")
 	}
 }
@@ -193,7 +246,7 @@ func mergeToolMeta(into, from map[string]any) {
 // operator answers or the turn is cancelled.
 func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequest) acp.RequestPermissionResponse {
 	r.mu.Lock()
-	r.streamSeq = 0
+	r.endStream()
 	id := string(req.ToolCall.ToolCallId)
 	var announced map[string]any
 	if ent, known := r.tools[id]; known {
@@ -220,7 +273,7 @@ func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequ
 func (r *recorder) insertEntry(kind core.MessageKind, text string, meta map[string]any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.streamSeq = 0
+	r.endStream()
 	r.insert(kind, text, meta, "")
 }
 
@@ -240,14 +293,62 @@ func (r *recorder) stream(kind core.MessageKind, text string) {
 		return
 	}
 	if r.streamSeq != 0 && r.streamKind == kind {
-		r.streamText.WriteString(text)
-		r.rewrite(r.streamSeq, r.streamText.String(), nil)
+		r.appendPending(r.streamSeq, kind, "", r.streamLen, text)
+		r.streamLen += len(text)
 		return
 	}
-	r.streamText.Reset()
-	r.streamText.WriteString(text)
+	r.endStream()
 	m := r.insert(kind, text, nil, "")
-	r.streamSeq, r.streamKind = m.Seq, kind
+	r.streamSeq, r.streamKind, r.streamLen = m.Seq, kind, len(text)
+}
+
+// appendPending adds text that goes at byte off of an entry's field to
+// what waits, writing what waits first when it belongs elsewhere, and
+// all of it once streamFlushBytes wait. r.mu must be held.
+func (r *recorder) appendPending(seq int64, kind core.MessageKind, field string, off int, text string) {
+	if seq == 0 {
+		return // the entry was never written (logged); nothing to append to
+	}
+	if len(r.pend) > 0 && (r.pendSeq != seq || r.pendField != field || r.pendOff+len(r.pend) != off) {
+		r.flushLocked()
+	}
+	if len(r.pend) == 0 {
+		r.pendSeq, r.pendKind, r.pendField, r.pendOff = seq, kind, field, off
+	}
+	r.pend = append(r.pend, text...)
+	if len(r.pend) >= streamFlushBytes {
+		r.flushLocked()
+		return
+	}
+	r.e.flusher.mark(r)
+}
+
+// takePending hands what waits over as one append, written at now.
+// r.mu must be held.
+func (r *recorder) takePending(now time.Time) core.MessageAppend {
+	a := core.MessageAppend{Seq: r.pendSeq, TaskID: r.taskID, Kind: r.pendKind, Field: r.pendField, Offset: r.pendOff,
+		Text: string(r.pend), UpdatedAt: now}
+	r.pendOff += len(r.pend)
+	r.pend = r.pend[:0]
+	if cap(r.pend) > 4*streamFlushBytes {
+		r.pend = nil // a burst's buffer is not kept for the run's life
+	}
+	return a
+}
+
+// flushLocked appends what waits to its entry, as one chunk row, and
+// publishes it as one append. r.mu must be held.
+func (r *recorder) flushLocked() {
+	if len(r.pend) == 0 {
+		return
+	}
+	now := time.Now().UTC()
+	a := r.takePending(now)
+	if err := r.e.db.AppendMessageChunk(context.Background(), a.Seq, a.Field, a.Text, now); err != nil {
+		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
+		return
+	}
+	r.e.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: r.taskID, Append: &a})
 }
 
 func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]any, ref string) store.Message {
@@ -319,6 +420,19 @@ func toolContentText(cs []acp.ToolCallContent) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// toolFields is what a tool call's entry shows besides its output, to
+// tell an update that only streams output from one that changes more.
+func toolFields(meta map[string]any) string {
+	cp := make(map[string]any, len(meta))
+	for k, v := range meta {
+		if k != "output" {
+			cp[k] = v
+		}
+	}
+	b, _ := json.Marshal(cp)
+	return string(b)
 }
 
 func toolText(meta map[string]any) string {

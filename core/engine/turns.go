@@ -231,6 +231,9 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	}
 	run.prompts++
 	stopReason, promptErr := run.proc.Prompt(ctx, text)
+	// Every update of the turn came before its response: what waits of
+	// the streamed output is written before the turn's end.
+	run.rec.flush()
 
 	rt.mu.Lock()
 	turn := rt.turn

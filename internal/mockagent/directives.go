@@ -70,6 +70,12 @@ func (t *turn) exec(d string) error {
 		t.stderrflood(arg)
 	case "burst":
 		t.burst(arg)
+	case "burst-think":
+		t.burstThink(arg)
+	case "tool-stream":
+		t.toolStream(arg)
+	case "stream":
+		return t.stream(arg)
 	case "waitfile":
 		return t.waitFile(arg)
 	case "spawn-child":

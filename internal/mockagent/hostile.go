@@ -127,6 +127,79 @@ func (t *turn) burst(arg string) {
 	t.sayf("\nburst: sent %d", n)
 }
 
+// burstThink is burst for thought chunks ("t0 ", "t1 ", ...).
+func (t *turn) burstThink(arg string) {
+	n, err := strconv.Atoi(strings.TrimSpace(arg))
+	if err != nil || n < 0 {
+		t.sayf("error mock: burst-think: invalid count %q", arg)
+		return
+	}
+	for i := 0; i < n; i++ {
+		if t.ctx.Err() != nil {
+			return
+		}
+		t.update(acp.UpdateAgentThoughtText("t" + strconv.Itoa(i) + " "))
+	}
+	t.sayf("burst-think: sent %d", n)
+}
+
+// toolStream reports a local tool call whose output streams: n updates,
+// each carrying the whole output so far ("o0 ", "o1 ", ...), as ACP's
+// content replaces the call's content, then the call completed.
+func (t *turn) toolStream(arg string) {
+	n, err := strconv.Atoi(strings.TrimSpace(arg))
+	if err != nil || n < 0 {
+		t.sayf("error mock: tool-stream: invalid count %q", arg)
+		return
+	}
+	id := t.nextToolCallID()
+	t.update(acp.StartToolCall(id, "streaming tool",
+		acp.WithStartKind(acp.ToolKindExecute),
+		acp.WithStartStatus(acp.ToolCallStatusInProgress)))
+	var out strings.Builder
+	for i := 0; i < n; i++ {
+		if t.ctx.Err() != nil {
+			return
+		}
+		out.WriteString("o" + strconv.Itoa(i) + " ")
+		t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusInProgress),
+			acp.WithUpdateContent([]acp.ToolCallContent{acp.ToolContent(acp.TextBlock(out.String()))})))
+	}
+	t.update(acp.UpdateToolCall(id, acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+	t.sayf("tool-stream: sent %d", n)
+}
+
+// stream sends RATE agent message chunks a second for DURATION, each
+// "@" and the wall clock in Unix nanoseconds on a line of its own, so a
+// follower can tell how long a chunk took to reach it; then it says how
+// many it sent.
+func (t *turn) stream(arg string) error {
+	rateS, durS, _ := strings.Cut(strings.TrimSpace(arg), " ")
+	rate, err := strconv.Atoi(rateS)
+	d, derr := time.ParseDuration(strings.TrimSpace(durS))
+	if err != nil || rate <= 0 || derr != nil || d < 0 {
+		t.sayf("error mock: stream: want RATE DURATION, got %q", arg)
+		return nil
+	}
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	end := time.NewTimer(d)
+	defer end.Stop()
+	n := 0
+	for {
+		select {
+		case <-t.ctx.Done():
+			return t.ctx.Err()
+		case <-end.C:
+			t.sayf("stream: sent %d", n)
+			return nil
+		case <-tick.C:
+			t.update(acp.UpdateAgentMessageText("@" + strconv.FormatInt(time.Now().UnixNano(), 10) + "\n"))
+			n++
+		}
+	}
+}
+
 // replayBurst sends n agent message chunks for session/load to replay.
 func (a *agent) replayBurst(sid acp.SessionId, n int) {
 	for i := 0; i < n; i++ {
