@@ -270,11 +270,11 @@ func pct(ds []time.Duration, p float64) time.Duration {
 }
 
 type loadResult struct {
-	cpuPct                     float64
-	rssFirst, rssLast, rssMax  int64 // KiB
-	logLag, tuiLag, show, mcp  []time.Duration
-	chunks                     int
-	wchar, writes, textWritten int64
+	cpuPct                    float64
+	rssFirst, rssLast, rssMax int64 // KiB
+	logLag, tuiLag, show, mcp []time.Duration
+	chunks                    int
+	wchar, writes             int64
 }
 
 // mcpCaller is one `kandev mcp` on the external surface.
