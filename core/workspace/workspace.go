@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+
+	"golang.org/x/sys/unix"
 )
 
 // Worktree is what a task's workspace records: enough to diff, merge or
@@ -360,7 +362,7 @@ func copyInclude(repo, dir, rel string) (bool, error) {
 	}
 	defer syscall.Close(srcDir)
 	// O_NONBLOCK: a FIFO opens without a writer, and is then left out.
-	fd, err := syscall.Openat(srcDir, base, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	fd, err := unix.Openat(srcDir, base, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if skipped(err) {
 		return false, nil
 	}
@@ -384,7 +386,7 @@ func copyInclude(repo, dir, rel string) (bool, error) {
 		return false, err
 	}
 	defer syscall.Close(dstDir)
-	fd, err = syscall.Openat(dstDir, base, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+	fd, err = unix.Openat(dstDir, base, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
 	if errors.Is(err, syscall.EEXIST) || skipped(err) {
 		return false, nil // the branch has its own
 	}
@@ -414,10 +416,10 @@ func openDirBeneath(root string, parents []string, create bool) (int, error) {
 		return -1, err
 	}
 	for _, c := range parents {
-		next, err := syscall.Openat(fd, c, dirFlags, 0)
+		next, err := unix.Openat(fd, c, dirFlags, 0)
 		if errors.Is(err, syscall.ENOENT) && create {
-			if err = syscall.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
-				next, err = syscall.Openat(fd, c, dirFlags, 0)
+			if err = unix.Mkdirat(fd, c, 0o755); err == nil || errors.Is(err, syscall.EEXIST) {
+				next, err = unix.Openat(fd, c, dirFlags, 0)
 			}
 		}
 		syscall.Close(fd)
