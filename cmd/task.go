@@ -35,6 +35,7 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskBlock(f, nil),
 		NewCmdTaskQueue(f, nil),
 		NewCmdTaskDiff(f, nil),
+		NewCmdTaskReview(f, nil),
 		NewCmdTaskMerge(f, nil),
 		NewCmdTaskDiscard(f, nil),
 		NewCmdTaskPath(f, nil),

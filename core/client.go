@@ -43,6 +43,9 @@ type Client interface {
 	TaskDiff(ctx context.Context, id string, in DiffInput) (TaskDiff, error)
 	// MergeTask merges the task's branch into the main checkout's branch.
 	MergeTask(ctx context.Context, id string, in MergeInput) (MergeResult, error)
+	// TaskReview lists the review comments kept on the task, each open or
+	// outdated by the task's diff as it is now.
+	TaskReview(ctx context.Context, id string) (ReviewView, error)
 	// DiscardTask removes the task's worktree and branch.
 	DiscardTask(ctx context.Context, id string) (Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
@@ -151,6 +154,52 @@ type MessageInput struct {
 	Delivery Delivery `json:"delivery,omitempty"`
 	// ReplyTo answers a parent question of the target task.
 	ReplyTo string `json:"reply_to_question_id,omitempty"`
+	// Comments make the message a review of the task's diff: each is kept
+	// on the task and the agent gets them all in one notice, each with the
+	// lines of the hunk around it. Text is then optional.
+	Comments []ReviewCommentInput `json:"comments,omitempty"`
+}
+
+// ReviewCommentInput is one comment on a task's diff: a line (or the
+// lines Line..EndLine) of File as the diff's new side numbers them.
+type ReviewCommentInput struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line,omitempty"`
+	Text    string `json:"text"`
+}
+
+// Review comment states: open until the lines it points at change in a
+// later diff, then outdated.
+const (
+	ReviewOpen     = "open"
+	ReviewOutdated = "outdated"
+)
+
+// ReviewComment is a comment kept on a task.
+type ReviewComment struct {
+	ID      int64  `json:"id"`
+	TaskID  string `json:"task_id"`
+	Author  string `json:"author"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line"`
+	Text    string `json:"text"`
+	// Lines is the text of the commented lines when the comment was made;
+	// Hunk the diff lines around them, as the agent was shown them.
+	Lines     string    `json:"lines"`
+	Hunk      string    `json:"hunk"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ReviewView is the review comments on a task, oldest first.
+type ReviewView struct {
+	TaskID   string          `json:"task_id"`
+	Comments []ReviewComment `json:"comments"`
+	// Unchecked says why the states could not be checked against a diff
+	// (the worktree was discarded): every comment is then shown open.
+	Unchecked string `json:"unchecked,omitempty"`
 }
 
 // QueueCap is the most messages one sender may have queued on a task, and
@@ -200,6 +249,8 @@ type MessageResult struct {
 	QueueID    int64  `json:"queue_id,omitempty"`
 	Position   int    `json:"position,omitempty"`
 	QuestionID string `json:"question_id,omitempty"`
+	// Comments are the review comments the message carried, as kept.
+	Comments []ReviewComment `json:"comments,omitempty"`
 }
 
 // StopResult is the outcome of a stop: "stopped" or "not_running".
@@ -365,6 +416,9 @@ type TaskDiff struct {
 	// FilesTotal is how many files changed when Files lists only the
 	// first of them (get_task_diff_kandev bounds its result); 0 otherwise.
 	FilesTotal int `json:"files_total,omitempty"`
+	// Comments are the review comments kept on the task, each open or
+	// outdated by this diff.
+	Comments []ReviewComment `json:"comments,omitempty"`
 }
 
 // DiffFileStat is one changed file (-1 lines for a binary file).

@@ -388,6 +388,16 @@ func taskDiffText(d core.TaskDiff) string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString(d.Stat)
+	if len(d.Comments) > 0 {
+		b.WriteString("\nReview comments kept on the task (outdated: the lines changed since):\n")
+		for _, c := range d.Comments {
+			place := fmt.Sprintf("%s:%d", c.File, c.Line)
+			if c.EndLine > c.Line {
+				place += fmt.Sprintf("-%d", c.EndLine)
+			}
+			fmt.Fprintf(&b, "- #%d %s %s (%s): %s\n", c.ID, c.State, place, core.AuthorLabel(c.Author), c.Text)
+		}
+	}
 	if d.Patch != "" {
 		b.WriteString("\n")
 		b.WriteString(d.Patch)

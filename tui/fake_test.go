@@ -873,6 +873,13 @@ func (f *fakeClient) queueView(id string) core.QueueView {
 
 // TaskDiff answers from diffs (by task); a task without one has no
 // worktree, as the engine says.
+func (f *fakeClient) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
+	if err := f.record("TaskReview " + id); err != nil {
+		return core.ReviewView{}, err
+	}
+	return core.ReviewView{TaskID: id, Comments: []core.ReviewComment{}}, nil
+}
+
 func (f *fakeClient) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
 	call := "TaskDiff " + id
 	if in.Patch {

@@ -63,8 +63,21 @@ type MessageTaskArgs struct {
 	TaskID            string `json:"task_id"`
 	Prompt            string `json:"prompt"`
 	DeliveryMode      string `json:"delivery_mode"`
-	ReplyToQuestionID string `json:"reply_to_question_id"`
+	ReplyToQuestionID string          `json:"reply_to_question_id"`
+	Comments          []ReviewComment `json:"comments"`
 }
+
+// ReviewComment is one of message_task_kandev's comments on the task's
+// diff (get_task_diff_kandev's patch numbers its lines).
+type ReviewComment struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line"`
+	Text    string `json:"text"`
+}
+
+// MaxReviewComments bounds the comments one review carries.
+const MaxReviewComments = 50
 
 // StopTaskArgs are stop_task_kandev's arguments.
 type StopTaskArgs struct {

@@ -136,13 +136,23 @@ var registry = []Tool{
 		Title: "Message a task",
 		Description: "Send a message to another task's agent. delivery_mode queued (default) waits for its current turn to end; " +
 			"interrupt cancels its running turn and delivers this message instead, and is allowed only to the task's direct parent. " +
-			"To answer a child's question, pass the question's id as reply_to_question_id.",
+			"To answer a child's question, pass the question's id as reply_to_question_id. " +
+			"To review a task's work, pass comments on lines of its diff (get_task_diff_kandev): " +
+			"its agent gets them in one message, each with the lines around it, and they are kept on the task.",
 		Params: []Param{
 			{Name: "task_id", Type: "string", Required: true, Description: "The task to message."},
-			{Name: "prompt", Type: "string", Required: true, Description: "The message."},
+			{Name: "prompt", Type: "string", Required: true, Description: "The message (with comments: the review's summary)."},
 			{Name: "delivery_mode", Type: "string", Enum: []string{"queued", "interrupt"}, Default: "queued",
 				Description: "queued: deliver as its next turn. interrupt (direct parent only): cancel its running turn and deliver this now."},
 			{Name: "reply_to_question_id", Type: "string", Description: "Answer this pending question of your child task."},
+			{Name: "comments", Type: "array", Min: intp(1), Max: intp(MaxReviewComments),
+				Description: "Review comments on the task's diff, each on a line (or lines line to end_line) of a changed file as the diff's new side numbers them.",
+				Items: &Param{Type: "object", Props: []Param{
+					{Name: "file", Type: "string", Required: true, Description: "The file's path in the diff."},
+					{Name: "line", Type: "integer", Required: true, Min: intp(1), Description: "The line, numbered as in the new file."},
+					{Name: "end_line", Type: "integer", Min: intp(1), Description: "The last line of a range (default: line)."},
+					{Name: "text", Type: "string", Required: true, Description: "The comment."},
+				}}},
 		},
 		Surfaces: taskSurfaces,
 	},

@@ -250,6 +250,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/tasks/{id}/queue", h.taskQueue)
 	m.HandleFunc("POST /v1/tasks/{id}/queue/drop", h.dropQueued)
 	m.HandleFunc("GET /v1/tasks/{id}/diff", h.taskDiff)
+	m.HandleFunc("GET /v1/tasks/{id}/review", h.taskReview)
 	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
 	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
 	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
@@ -587,6 +588,11 @@ func (h *Handler) dropQueued(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) taskDiff(w http.ResponseWriter, r *http.Request) {
 	d, err := h.eng.TaskDiff(r.Context(), r.PathValue("id"), core.DiffInput{Patch: r.URL.Query().Get("patch") == "1"})
 	reply(w, d, err)
+}
+
+func (h *Handler) taskReview(w http.ResponseWriter, r *http.Request) {
+	v, err := h.eng.TaskReview(r.Context(), r.PathValue("id"))
+	reply(w, v, err)
 }
 
 func (h *Handler) mergeTask(w http.ResponseWriter, r *http.Request) {

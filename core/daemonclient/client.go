@@ -455,6 +455,12 @@ func (c *Client) TaskDiff(ctx context.Context, id string, in core.DiffInput) (co
 	return d, c.do(ctx, "GET", path, nil, &d)
 }
 
+// TaskReview implements core.Client.
+func (c *Client) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
+	var v core.ReviewView
+	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/review", nil, &v)
+}
+
 // MergeTask implements core.Client.
 func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
 	var r core.MergeResult

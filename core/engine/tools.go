@@ -124,7 +124,11 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 	case *capability.ConversationArgs:
 		return e.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
 	case *capability.MessageTaskArgs:
-		return e.MessageTask(ctx, a.TaskID, core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID})
+		in := core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
+		for _, c := range a.Comments {
+			in.Comments = append(in.Comments, core.ReviewCommentInput(c))
+		}
+		return e.MessageTask(ctx, a.TaskID, in)
 	case *capability.StopTaskArgs:
 		return e.StopTask(ctx, a.TaskID)
 	case *capability.SaveProfileArgs:

@@ -208,6 +208,13 @@ func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (c
 	}
 	out.Added, out.Deleted = d.Totals()
 	out.PatchBytes = len(out.Patch)
+	rv, err := e.reviewOf(ctx, t)
+	if err != nil {
+		return core.TaskDiff{}, err
+	}
+	if len(rv.Comments) > 0 {
+		out.Comments = rv.Comments
+	}
 	if len(out.Patch) > core.MaxPatch {
 		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
 	}
@@ -230,6 +237,13 @@ func (e *Engine) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (c
 	d, err := e.TaskDiff(ctx, ref, core.DiffInput{Patch: !statOnly})
 	if err != nil {
 		return core.TaskDiff{}, err
+	}
+	// The comments' hunks are in the patch already; the latest ones only.
+	if n := len(d.Comments); n > capability.MaxReviewComments {
+		d.Comments = d.Comments[n-capability.MaxReviewComments:]
+	}
+	for i := range d.Comments {
+		d.Comments[i].Hunk = ""
 	}
 	if len(d.Files) > maxToolFiles {
 		d.FilesTotal = len(d.Files)

@@ -49,6 +49,15 @@ func TestNotices(t *testing.T) {
 				"\nopen_subtasks: 2"},
 		{NoticeWake, Wake{Relation: "subtask", TaskID: "c1", Title: "child", Status: "done", Summary: "all green", OpenSubtasks: 0},
 			"[kandev:wake] Your subtask c1 (child) finished: done.\n\nall green\n\nfinished_task_id: c1\nopen_subtasks: 0"},
+		{NoticeReview, Review{From: "From the operator", Text: "Close.", Comments: []ReviewComment{
+			{File: "a.go", Line: 2, EndLine: 2, Text: "use a constant", Hunk: "@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"},
+			{File: "b.go", Line: 4, EndLine: 5, Text: "mock: say ok\nand this", Hunk: "+x\n+y"}}},
+			"[kandev:review] From the operator: a review of the changes in your worktree, 2 comments on the diff. Address each one, then end your turn.\n\nClose.\n" +
+				"\n1. a.go line 2:\n| @@ -1,2 +1,2 @@\n|  one\n| -two\n| +TWO\nuse a constant\n" +
+				"\n2. b.go lines 4-5:\n| +x\n| +y\nmock: say ok\nand this\n"},
+		{NoticeReview, Review{From: "From task t1 (build)", Comments: []ReviewComment{{File: "a.go", Line: 1, EndLine: 1, Text: "why?", Hunk: "+a"}}},
+			"[kandev:review] From task t1 (build): a review of the changes in your worktree, 1 comment on the diff. Address each one, then end your turn.\n" +
+				"\n1. a.go line 1:\n| +a\nwhy?\n"},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {

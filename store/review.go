@@ -1,0 +1,47 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// ReviewComment is one comment on a task's diff.
+type ReviewComment struct {
+	ID        int64
+	TaskID    string
+	Author    string
+	File      string
+	Line      int
+	EndLine   int
+	Body      string
+	Lines     string
+	Hunk      string
+	CreatedAt time.Time
+}
+
+// AddReviewComment records a comment and returns it with its id.
+func (q Queries) AddReviewComment(ctx context.Context, c ReviewComment) (ReviewComment, error) {
+	res, err := q.q.ExecContext(ctx, `INSERT INTO review_comments (task_id, author, file, line, end_line, body, lines, hunk, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.TaskID, c.Author, c.File, c.Line, c.EndLine, c.Body, c.Lines, c.Hunk, nanos(c.CreatedAt))
+	if err != nil {
+		return ReviewComment{}, fmt.Errorf("review comment on %s: %w", c.TaskID, mapErr(err))
+	}
+	c.ID, err = res.LastInsertId()
+	return c, err
+}
+
+// ReviewComments lists a task's review comments, oldest first.
+func (q Queries) ReviewComments(ctx context.Context, taskID string) ([]ReviewComment, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT id, task_id, author, file, line, end_line, body, lines, hunk, created_at
+		FROM review_comments WHERE task_id = ? ORDER BY id`, taskID)
+	return collect(rows, err, "review comments of "+taskID, func(s scanner) (ReviewComment, error) {
+		var c ReviewComment
+		var created int64
+		if err := s.Scan(&c.ID, &c.TaskID, &c.Author, &c.File, &c.Line, &c.EndLine, &c.Body, &c.Lines, &c.Hunk, &created); err != nil {
+			return ReviewComment{}, err
+		}
+		c.CreatedAt = fromNanos(created)
+		return c, nil
+	})
+}
