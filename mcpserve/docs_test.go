@@ -55,7 +55,7 @@ var toolErrors = map[string][]toolError{
 		{"VALIDATION_ERROR", "`task_id` is an ambiguous id prefix"},
 	},
 	"message_task_kandev": {
-		{"VALIDATION_ERROR", "the prompt is empty; `task_id` is your own task; `reply_to_question_id` belongs to another task"},
+		{"VALIDATION_ERROR", "the prompt is empty; `task_id` is your own task; `reply_to_question_id` belongs to another task; a comment points at lines its diff does not show (each names its file and the lines the hunks show), or the task has no worktree of its own: nothing is sent"},
 		{"NOT_FOUND", "`task_id` or `reply_to_question_id` names nothing"},
 		{"FORBIDDEN", "`delivery_mode` interrupt from a task that is not the direct parent; a reply to a question that is not yours to answer (the operator's, or another parent's); the external surface"},
 		{"CONFLICT", "the task is archived or cancelled; its queue is full (`details.queued` lists it); the question is no longer pending"},
