@@ -60,9 +60,9 @@ type ConversationArgs struct {
 
 // MessageTaskArgs are message_task_kandev's arguments.
 type MessageTaskArgs struct {
-	TaskID            string `json:"task_id"`
-	Prompt            string `json:"prompt"`
-	DeliveryMode      string `json:"delivery_mode"`
+	TaskID            string          `json:"task_id"`
+	Prompt            string          `json:"prompt"`
+	DeliveryMode      string          `json:"delivery_mode"`
 	ReplyToQuestionID string          `json:"reply_to_question_id"`
 	Comments          []ReviewComment `json:"comments"`
 }
