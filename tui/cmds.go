@@ -109,10 +109,11 @@ const (
 	opDrop
 	opMerge
 	opDiscard
+	opReview
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -339,6 +340,25 @@ func answerCmd(ctx context.Context, c core.Client, dialog int, id string, in cor
 			text += "; it is the task's next turn"
 		}
 		return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+// reviewCmd sends a task the diff view's comments as one review.
+func reviewCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MessageInput) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.MessageTask(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opReview, dialog: dialog, taskID: id, err: err}
+		}
+		n := fmt.Sprintf("%d comments", len(r.Comments))
+		if len(r.Comments) == 1 {
+			n = "1 comment"
+		}
+		text := fmt.Sprintf("review of %s (%s): %s", id, n, r.Status)
+		if r.Status == "queued" {
+			text += fmt.Sprintf(" (position %d)", r.Position)
+		}
+		return opDoneMsg{op: opReview, dialog: dialog, taskID: id, text: text}
 	}
 }
 

@@ -59,6 +59,11 @@ type (
 		taskID string
 		in     core.AnswerInput
 	}
+	// reviewTask sends a task comments on its diff as one review.
+	reviewTask struct {
+		taskID string
+		in     core.MessageInput
+	}
 	// messageTask sends a task a message.
 	messageTask struct {
 		taskID string
@@ -116,6 +121,7 @@ func (closeDialog) isAction()   {}
 func (createTask) isAction()    {}
 func (answerTask) isAction()    {}
 func (messageTask) isAction()   {}
+func (reviewTask) isAction()    {}
 func (stopTask) isAction()      {}
 func (archiveTask) isAction()   {}
 func (setTaskStatus) isAction() {}
@@ -148,6 +154,8 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 		return answerCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case messageTask:
 		return messageCmd(m.ctx, m.client, id, a.taskID, a.in)
+	case reviewTask:
+		return reviewCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case stopTask:
 		m.setStatus("", false)
 		return stopCmd(m.ctx, m.client, id, a.taskID)

@@ -303,7 +303,11 @@ func (f *fakeClient) MessageTask(ctx context.Context, id string, in core.Message
 	if in.Delivery == core.DeliveryInterrupt {
 		st = "interrupted"
 	}
-	return core.MessageResult{TaskID: id, Status: st, Position: 1}, nil
+	res := core.MessageResult{TaskID: id, Status: st, Position: 1}
+	for _, c := range in.Comments {
+		res.Comments = append(res.Comments, core.ReviewComment{TaskID: id, File: c.File, Line: c.Line, EndLine: c.EndLine, Text: c.Text, State: core.ReviewOpen})
+	}
+	return res, nil
 }
 
 func (f *fakeClient) StopTask(ctx context.Context, id string) (core.StopResult, error) {

@@ -28,6 +28,7 @@ type keyMap struct {
 	Choose, ToMessage, SendHandOn, SetStatus          key.Binding
 	CancelDialog, DropOne, DropAll                    key.Binding
 	Scroll, NextFile, PrevFile, CloseDiff             key.Binding
+	Comment, Uncomment, MarkRange, SendReview         key.Binding
 	MergeHow, DoMerge, DoDiscard                      key.Binding
 	AnswerPick, AnswerSend                            key.Binding
 }
@@ -96,6 +97,10 @@ func newKeyMap() keyMap {
 		NextFile:     b("tab", "next file", "tab"),
 		PrevFile:     b("shift+tab", "previous file", "shift+tab"),
 		CloseDiff:    b("esc/v/q", "close", "esc", "v", "q"),
+		Comment:      b("c", "comment on the line (or range)", "c"),
+		Uncomment:    b("x", "remove the comment", "x"),
+		MarkRange:    b("V", "mark a range", "V"),
+		SendReview:   b("s", "send the comments as one review", "s"),
 		MergeHow:     b("tab", "merge/squash", "tab"),
 		DoMerge:      b("enter", "merge", "enter"),
 		DoDiscard:    b("y", "discard", "y"),
