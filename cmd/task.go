@@ -36,6 +36,7 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskQueue(f, nil),
 		NewCmdTaskDiff(f, nil),
 		NewCmdTaskReview(f, nil),
+		NewCmdTaskPush(f, nil),
 		NewCmdTaskMerge(f, nil),
 		NewCmdTaskDiscard(f, nil),
 		NewCmdTaskPath(f, nil),

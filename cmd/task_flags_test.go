@@ -153,3 +153,11 @@ func TestNewCmdTaskReviewFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestNewCmdTaskPushFlags(t *testing.T) {
+	f := testFactory(t, "", nil)
+	got := mustParse(t, f, NewCmdTaskPush, "k3f9qa", "--remote", "upstream")
+	same(t, "task push --remote", [2]string{got.ID, got.Input.Remote}, [2]string{"k3f9qa", "upstream"})
+	same(t, "task push", mustParse(t, f, NewCmdTaskPush, "k3f9qa").Input.Remote, "")
+	refused(t, f, NewCmdTaskPush, "one task ID")
+}

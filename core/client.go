@@ -46,6 +46,9 @@ type Client interface {
 	// TaskReview lists the review comments kept on the task, each open or
 	// outdated by the task's diff as it is now.
 	TaskReview(ctx context.Context, id string) (ReviewView, error)
+	// PushTask pushes the task's branch to a remote, its uncommitted work
+	// committed first.
+	PushTask(ctx context.Context, id string, in PushInput) (PushResult, error)
 	// DiscardTask removes the task's worktree and branch.
 	DiscardTask(ctx context.Context, id string) (Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
@@ -440,6 +443,20 @@ type MergeResult struct {
 	Branch string `json:"branch"` // the task's branch
 	Into   string `json:"into"`   // the main checkout's branch
 	Commit string `json:"commit"` // its new head
+}
+
+// PushInput says where a task's branch is pushed (default origin).
+type PushInput struct {
+	Remote string `json:"remote,omitempty"`
+}
+
+// PushResult says what a push did.
+type PushResult struct {
+	Task      Task   `json:"task"`
+	Branch    string `json:"branch"`
+	Remote    string `json:"remote"`
+	Commit    string `json:"commit"`    // the branch's head, as pushed
+	Committed bool   `json:"committed"` // its uncommitted work was committed first
 }
 
 // PruneInput asks for a prune; DryRun only lists what would go and why.

@@ -877,6 +877,13 @@ func (f *fakeClient) queueView(id string) core.QueueView {
 
 // TaskDiff answers from diffs (by task); a task without one has no
 // worktree, as the engine says.
+func (f *fakeClient) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
+	if err := f.record("PushTask " + id + " " + in.Remote); err != nil {
+		return core.PushResult{}, err
+	}
+	return core.PushResult{Task: core.Task{ID: id}, Branch: "kandev/" + id, Remote: "origin", Commit: "0123456789abcdef"}, nil
+}
+
 func (f *fakeClient) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
 	if err := f.record("TaskReview " + id); err != nil {
 		return core.ReviewView{}, err

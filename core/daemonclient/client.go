@@ -461,6 +461,12 @@ func (c *Client) TaskReview(ctx context.Context, id string) (core.ReviewView, er
 	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/review", nil, &v)
 }
 
+// PushTask implements core.Client.
+func (c *Client) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
+	var r core.PushResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/push", in, &r)
+}
+
 // MergeTask implements core.Client.
 func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
 	var r core.MergeResult

@@ -311,6 +311,58 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 	return core.MergeResult{Task: t, Branch: wt.Branch, Into: res.Into, Commit: res.Commit}, nil
 }
 
+// PushTask implements core.Client: the task's branch to a remote of its
+// repository, its uncommitted work committed first with a message naming
+// the task. Only a person pushes: it reaches past this machine. Like a
+// merge, it waits for no turn: an agent in a turn in the worktree refuses it.
+func (e *Engine) PushTask(ctx context.Context, ref string, in core.PushInput) (core.PushResult, error) {
+	actor := core.ActorFrom(ctx)
+	if !personActs(actor) {
+		return core.PushResult{}, core.Errorf(core.CodeForbidden, "only a person pushes a task's branch")
+	}
+	t, wt, err := e.worktreeTask(ctx, ref, "push", true)
+	if err != nil {
+		return core.PushResult{}, err
+	}
+	gone := t.Workspace.Mode == core.WorkspaceRetired
+	if !gone {
+		for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
+			if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
+				return core.PushResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+			}
+		}
+		if _, err := os.Stat(wt.Dir); err != nil {
+			return core.PushResult{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+		}
+	}
+	res, err := e.ws.Push(ctx, wt, workspace.PushOptions{Remote: in.Remote, Gone: gone,
+		Message: fmt.Sprintf("kandev: task %s: %s", t.ID, oneLineTitle(t.Title))})
+	switch {
+	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToPush):
+		return core.PushResult{}, core.Errorf(core.CodeConflict, "%v", err)
+	case err != nil:
+		return core.PushResult{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	what := "pushed " + wt.Branch + " to " + res.Remote + " (" + shortCommit(res.Commit) + ") by " + actor.String()
+	if res.Committed {
+		what += ", its uncommitted work committed first"
+	}
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), what, nil)
+	if t, err = e.refresh(ctx, t.ID); err != nil {
+		return core.PushResult{}, err
+	}
+	return core.PushResult{Task: t, Branch: wt.Branch, Remote: res.Remote, Commit: res.Commit, Committed: res.Committed}, nil
+}
+
+// oneLineTitle is a title fit for a commit's subject line.
+func oneLineTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 72 {
+		s = cutAtLine(s, 72)
+	}
+	return s
+}
+
 // DiscardTask implements core.Client: the only way a task's worktree and
 // branch are removed (a stop or an archive keeps them). The task itself
 // stays, its workspace marked discarded.
