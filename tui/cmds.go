@@ -110,10 +110,11 @@ const (
 	opMerge
 	opDiscard
 	opReview
+	opPush
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review", "push"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -340,6 +341,21 @@ func answerCmd(ctx context.Context, c core.Client, dialog int, id string, in cor
 			text += "; it is the task's next turn"
 		}
 		return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+// pushCmd pushes a task's branch to origin.
+func pushCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.PushTask(ctx, id, core.PushInput{})
+		if err != nil {
+			return opDoneMsg{op: opPush, dialog: dialog, taskID: id, err: err}
+		}
+		text := fmt.Sprintf("pushed %s to %s (%s)", r.Branch, r.Remote, shortCommit(r.Commit))
+		if r.Committed {
+			text += ", uncommitted work committed first"
+		}
+		return opDoneMsg{op: opPush, dialog: dialog, taskID: id, text: text}
 	}
 }
 

@@ -59,6 +59,8 @@ type (
 		taskID string
 		in     core.AnswerInput
 	}
+	// pushTask pushes a task's branch.
+	pushTask struct{ taskID string }
 	// reviewTask sends a task comments on its diff as one review.
 	reviewTask struct {
 		taskID string
@@ -122,6 +124,7 @@ func (createTask) isAction()    {}
 func (answerTask) isAction()    {}
 func (messageTask) isAction()   {}
 func (reviewTask) isAction()    {}
+func (pushTask) isAction()      {}
 func (stopTask) isAction()      {}
 func (archiveTask) isAction()   {}
 func (setTaskStatus) isAction() {}
@@ -154,6 +157,9 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 		return answerCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case messageTask:
 		return messageCmd(m.ctx, m.client, id, a.taskID, a.in)
+	case pushTask:
+		m.setStatus("", false)
+		return pushCmd(m.ctx, m.client, id, a.taskID)
 	case reviewTask:
 		return reviewCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case stopTask:

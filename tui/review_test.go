@@ -113,3 +113,26 @@ func TestGoldenDiffComments(t *testing.T) {
 	g.waitScreen("✎ 3: why?")
 	golden.RequireEqual(t, g.finalScreen())
 }
+
+// P asks before pushing the selected task's branch; y pushes (PushTask,
+// origin) and the status bar says where it went; n pushes nothing.
+func TestPushAsksFirst(t *testing.T) {
+	f := diffFake()
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("wt0001")
+	d.keys("P")
+	d.mustShow("Push task wt0001's branch?", "Rename the config loader · kandev/wt0001-rename-the-config-loader", "y push")
+	d.keys("n")
+	if f.callCount("PushTask") != 0 || d.m.dialog != nil {
+		t.Fatalf("n should push nothing and close; calls %v", f.calls)
+	}
+	d.keys("P", "y")
+	if f.callCount("PushTask wt0001 ") != 1 {
+		t.Fatalf("y should push once to the default remote; calls %v", f.calls)
+	}
+	d.mustShow("pushed kandev/wt0001 to origin (0123456789ab)")
+	// A refusal stays in the dialog, with what to do.
+	f.setErr("PushTask", core.Errorf(core.CodeConflict, `push refused: the repository has no remote "origin"`))
+	d.keys("P", "y")
+	d.mustShow(`no remote "origin"`)
+}
