@@ -37,6 +37,7 @@ func NewCmdTask(f *Factory) *cobra.Command {
 		NewCmdTaskDiff(f, nil),
 		NewCmdTaskReview(f, nil),
 		NewCmdTaskPush(f, nil),
+		NewCmdTaskPR(f, nil),
 		NewCmdTaskMerge(f, nil),
 		NewCmdTaskDiscard(f, nil),
 		NewCmdTaskPath(f, nil),

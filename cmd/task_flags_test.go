@@ -161,3 +161,10 @@ func TestNewCmdTaskPushFlags(t *testing.T) {
 	same(t, "task push", mustParse(t, f, NewCmdTaskPush, "k3f9qa").Input.Remote, "")
 	refused(t, f, NewCmdTaskPush, "one task ID")
 }
+
+func TestNewCmdTaskPRFlags(t *testing.T) {
+	f := testFactory(t, "", nil)
+	got := mustParse(t, f, NewCmdTaskPR, "k3f9qa", "--draft", "--base", "release", "--remote", "fork")
+	same(t, "task pr --draft --base --remote", [2]any{got.ID, got.Input}, [2]any{"k3f9qa", core.PullRequestInput{Remote: "fork", Base: "release", Draft: true}})
+	refused(t, f, NewCmdTaskPR, "one task ID")
+}

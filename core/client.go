@@ -49,6 +49,9 @@ type Client interface {
 	// PushTask pushes the task's branch to a remote, its uncommitted work
 	// committed first.
 	PushTask(ctx context.Context, id string, in PushInput) (PushResult, error)
+	// PullRequestTask pushes the task's branch and opens a pull request
+	// for it (gh), its URL recorded on the task.
+	PullRequestTask(ctx context.Context, id string, in PullRequestInput) (PullRequestResult, error)
 	// DiscardTask removes the task's worktree and branch.
 	DiscardTask(ctx context.Context, id string) (Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
@@ -457,6 +460,21 @@ type PushResult struct {
 	Remote    string `json:"remote"`
 	Commit    string `json:"commit"`    // the branch's head, as pushed
 	Committed bool   `json:"committed"` // its uncommitted work was committed first
+}
+
+// PullRequestInput says how a task's pull request is opened: Base ""
+// is the repository's default branch on the host.
+type PullRequestInput struct {
+	Remote string `json:"remote,omitempty"`
+	Base   string `json:"base,omitempty"`
+	Draft  bool   `json:"draft,omitempty"`
+}
+
+// PullRequestResult is the pull request opened for a task.
+type PullRequestResult struct {
+	Task Task       `json:"task"`
+	URL  string     `json:"url"`
+	Push PushResult `json:"push"`
 }
 
 // PruneInput asks for a prune; DryRun only lists what would go and why.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -44,4 +46,27 @@ func (q Queries) ReviewComments(ctx context.Context, taskID string) ([]ReviewCom
 		c.CreatedAt = fromNanos(created)
 		return c, nil
 	})
+}
+
+// SetTaskLink records (or replaces) the task's link of a kind.
+func (q Queries) SetTaskLink(ctx context.Context, taskID, kind, url string, at time.Time) error {
+	_, err := q.q.ExecContext(ctx, `INSERT INTO task_links (task_id, kind, url, created_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (task_id, kind) DO UPDATE SET url = excluded.url, created_at = excluded.created_at`, taskID, kind, url, nanos(at))
+	if err != nil {
+		return fmt.Errorf("link %s of %s: %w", kind, taskID, mapErr(err))
+	}
+	return nil
+}
+
+// TaskLink reads the task's link of a kind ("" when it has none).
+func (q Queries) TaskLink(ctx context.Context, taskID, kind string) (string, error) {
+	var url string
+	err := q.q.QueryRowContext(ctx, `SELECT url FROM task_links WHERE task_id = ? AND kind = ?`, taskID, kind).Scan(&url)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("link %s of %s: %w", kind, taskID, mapErr(err))
+	}
+	return url, nil
 }

@@ -39,3 +39,25 @@ func TestReviewCommentsKeptInOrder(t *testing.T) {
 		t.Fatal("comment on a missing task accepted")
 	}
 }
+
+func TestTaskLinks(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "kandev.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustInsert(t, db, i2Task("aaaaaa", ""))
+	if url, err := db.TaskLink(ctx, "aaaaaa", "pull_request"); err != nil || url != "" {
+		t.Fatalf("no link yet: %q, %v", url, err)
+	}
+	now := time.Now().UTC()
+	for _, u := range []string{"https://example.com/pr/1", "https://example.com/pr/2"} {
+		if err := db.SetTaskLink(ctx, "aaaaaa", "pull_request", u, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if url, err := db.TaskLink(ctx, "aaaaaa", "pull_request"); err != nil || url != "https://example.com/pr/2" {
+		t.Fatalf("link = %q, %v; want the later one", url, err)
+	}
+}

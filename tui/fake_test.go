@@ -884,6 +884,13 @@ func (f *fakeClient) PushTask(ctx context.Context, id string, in core.PushInput)
 	return core.PushResult{Task: core.Task{ID: id}, Branch: "kandev/" + id, Remote: "origin", Commit: "0123456789abcdef"}, nil
 }
 
+func (f *fakeClient) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	if err := f.record(fmt.Sprintf("PullRequestTask %s draft=%v", id, in.Draft)); err != nil {
+		return core.PullRequestResult{}, err
+	}
+	return core.PullRequestResult{Task: core.Task{ID: id}, URL: "https://github.com/me/app/pull/7"}, nil
+}
+
 func (f *fakeClient) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
 	if err := f.record("TaskReview " + id); err != nil {
 		return core.ReviewView{}, err

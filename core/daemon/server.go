@@ -252,6 +252,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/tasks/{id}/diff", h.taskDiff)
 	m.HandleFunc("GET /v1/tasks/{id}/review", h.taskReview)
 	m.HandleFunc("POST /v1/tasks/{id}/push", h.pushTask)
+	m.HandleFunc("POST /v1/tasks/{id}/pull-request", h.pullRequestTask)
 	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
 	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
 	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
@@ -603,6 +604,16 @@ func (h *Handler) pushTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.eng.PushTask(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
+}
+
+func (h *Handler) pullRequestTask(w http.ResponseWriter, r *http.Request) {
+	var in core.PullRequestInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.PullRequestTask(r.Context(), r.PathValue("id"), in)
 	reply(w, res, err)
 }
 

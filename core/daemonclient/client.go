@@ -467,6 +467,12 @@ func (c *Client) PushTask(ctx context.Context, id string, in core.PushInput) (co
 	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/push", in, &r)
 }
 
+// PullRequestTask implements core.Client.
+func (c *Client) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	var r core.PullRequestResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/pull-request", in, &r)
+}
+
 // MergeTask implements core.Client.
 func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
 	var r core.MergeResult

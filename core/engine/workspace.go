@@ -316,42 +316,122 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 // the task. Only a person pushes: it reaches past this machine. Like a
 // merge, it waits for no turn: an agent in a turn in the worktree refuses it.
 func (e *Engine) PushTask(ctx context.Context, ref string, in core.PushInput) (core.PushResult, error) {
+	res, _, err := e.push(ctx, ref, in.Remote)
+	if err != nil {
+		return core.PushResult{}, pushErr(err)
+	}
+	return res, nil
+}
+
+// push is PushTask with workspace's errors as they are (a pull request
+// goes on from a remote that is up to date), and the task's worktree.
+func (e *Engine) push(ctx context.Context, ref, remote string) (core.PushResult, workspace.Worktree, error) {
 	actor := core.ActorFrom(ctx)
 	if !personActs(actor) {
-		return core.PushResult{}, core.Errorf(core.CodeForbidden, "only a person pushes a task's branch")
+		return core.PushResult{}, workspace.Worktree{}, core.Errorf(core.CodeForbidden, "only a person pushes a task's branch")
 	}
 	t, wt, err := e.worktreeTask(ctx, ref, "push", true)
 	if err != nil {
-		return core.PushResult{}, err
+		return core.PushResult{}, wt, err
 	}
 	gone := t.Workspace.Mode == core.WorkspaceRetired
 	if !gone {
 		for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
 			if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
-				return core.PushResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+				return core.PushResult{}, wt, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
 			}
 		}
 		if _, err := os.Stat(wt.Dir); err != nil {
-			return core.PushResult{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+			return core.PushResult{}, wt, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
 		}
 	}
-	res, err := e.ws.Push(ctx, wt, workspace.PushOptions{Remote: in.Remote, Gone: gone,
+	res, err := e.ws.Push(ctx, wt, workspace.PushOptions{Remote: remote, Gone: gone,
 		Message: fmt.Sprintf("kandev: task %s: %s", t.ID, oneLineTitle(t.Title))})
-	switch {
-	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToPush):
-		return core.PushResult{}, core.Errorf(core.CodeConflict, "%v", err)
-	case err != nil:
-		return core.PushResult{}, core.Errorf(core.CodeInternal, "%v", err)
+	out := core.PushResult{Task: t, Branch: wt.Branch, Remote: res.Remote, Commit: res.Commit, Committed: res.Committed}
+	if err != nil {
+		return out, wt, err
 	}
 	what := "pushed " + wt.Branch + " to " + res.Remote + " (" + shortCommit(res.Commit) + ") by " + actor.String()
 	if res.Committed {
 		what += ", its uncommitted work committed first"
 	}
 	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), what, nil)
-	if t, err = e.refresh(ctx, t.ID); err != nil {
-		return core.PushResult{}, err
+	if out.Task, err = e.refresh(ctx, t.ID); err != nil {
+		return out, wt, err
 	}
-	return core.PushResult{Task: t, Branch: wt.Branch, Remote: res.Remote, Commit: res.Commit, Committed: res.Committed}, nil
+	return out, wt, nil
+}
+
+// pushErr maps a push's workspace errors to the client's codes.
+func pushErr(err error) error {
+	var ce *core.Error
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToPush):
+		return core.Errorf(core.CodeConflict, "%v", err)
+	}
+	return core.Errorf(core.CodeInternal, "%v", err)
+}
+
+// linkPullRequest is the task_links kind of a task's pull request URL.
+const linkPullRequest = "pull_request"
+
+// PullRequestTask implements core.Client: push the task's branch, then
+// open a pull request for it with gh (title from the task, body from its
+// last handoff and its diff's stat), and record its URL on the task.
+func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	pushed, wt, err := e.push(ctx, ref, in.Remote)
+	if err != nil && !errors.Is(err, workspace.ErrUpToDate) {
+		return core.PullRequestResult{}, pushErr(err)
+	}
+	t := pushed.Task
+	body := e.pullRequestBody(ctx, t)
+	u, err := workspace.OpenPullRequest(ctx, wt.Repo, workspace.PullRequestOptions{Head: wt.Branch, Base: strings.TrimSpace(in.Base),
+		Title: oneLineTitle(t.Title), Body: body, Draft: in.Draft})
+	switch {
+	case errors.Is(err, workspace.ErrNoHostCLI):
+		return core.PullRequestResult{}, core.Errorf(core.CodeUnavailable, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
+	case err != nil:
+		return core.PullRequestResult{}, core.Errorf(core.CodeConflict, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
+	}
+	actor := core.ActorFrom(ctx)
+	now := time.Now().UTC()
+	err = e.commit(ctx, func(tx *store.Tx, ch *changes) error {
+		if err := tx.SetTaskLink(ctx, t.ID, linkPullRequest, u, now); err != nil {
+			return err
+		}
+		ch.touch(t.ID)
+		return ch.noteTx(ctx, tx, t.ID, core.MsgStatus, actor.String(), "opened pull request "+u+" for "+wt.Branch+" by "+actor.String(), map[string]any{})
+	})
+	if err != nil {
+		return core.PullRequestResult{}, core.Errorf(core.CodeInternal, "pull request %s opened, but not recorded on task %s: %v", u, t.ID, err)
+	}
+	t, err = e.GetTask(ctx, t.ID)
+	if err != nil {
+		return core.PullRequestResult{}, err
+	}
+	return core.PullRequestResult{Task: t, URL: u, Push: pushed}, nil
+}
+
+// pullRequestBody is the task's last handoff message (what its agent said
+// it did) and the stat of its diff.
+func (e *Engine) pullRequestBody(ctx context.Context, t core.Task) string {
+	var b strings.Builder
+	if m, err := e.db.LastMessageOfKind(ctx, t.ID, string(core.MsgHandoff)); err == nil && strings.TrimSpace(m.Text) != "" {
+		b.WriteString(strings.TrimSpace(m.Text))
+		b.WriteString("\n\n")
+	} else if d := strings.TrimSpace(t.Description); d != "" {
+		b.WriteString(d)
+		b.WriteString("\n\n")
+	}
+	if d, err := e.TaskDiff(ctx, t.ID, core.DiffInput{}); err == nil && d.Stat != "" {
+		b.WriteString("```\n")
+		b.WriteString(cutAtLine(d.Stat, 8<<10))
+		b.WriteString("```\n\n")
+	}
+	fmt.Fprintf(&b, "Opened by kandev from task %s.\n", t.ID)
+	return b.String()
 }
 
 // oneLineTitle is a title fit for a commit's subject line.

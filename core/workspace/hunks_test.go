@@ -51,3 +51,21 @@ new file mode 100644
 		t.Errorf("quoted path: %+v", s)
 	}
 }
+
+func TestHostOf(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://github.com/kandev/kandev.git":    HostGitHub,
+		"git@github.com:kandev/kandev.git":        HostGitHub,
+		"ssh://git@github.example.org/a/b":        HostGitHub,
+		"https://gitlab.com/group/sub/project":    HostGitLab,
+		"git@gitlab.example.com:group/project":    HostGitLab,
+		"https://bitbucket.org/a/b":               "",
+		"/srv/git/app.git":                        "",
+		"file:///srv/git/app.git":                 "",
+		"https://example.com/github.com/evil.git": "",
+	} {
+		if got := HostOf(u); got != want {
+			t.Errorf("HostOf(%q) = %q, want %q", u, got, want)
+		}
+	}
+}

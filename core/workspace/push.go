@@ -11,6 +11,10 @@ import (
 // its own, or the remote has it all already.
 var ErrNothingToPush = errors.New("nothing to push")
 
+// ErrUpToDate is the ErrNothingToPush of a remote that has the branch as
+// it is: a pull request can still be opened from it.
+var ErrUpToDate = fmt.Errorf("%w: up to date", ErrNothingToPush)
+
 // PushOptions say where a task's branch goes and how its uncommitted
 // work is committed first.
 type PushOptions struct {
@@ -91,7 +95,8 @@ func (m *Manager) Push(ctx context.Context, wt Worktree, o PushOptions) (PushRes
 	// --porcelain: "=" flags a ref that was up to date already.
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "=\t") {
-			return PushResult{}, fmt.Errorf("%w: %s already has %s as it is", ErrNothingToPush, remote, wt.Branch)
+			res.Commit, _ = m.resolve(ctx, wt.Repo, ref)
+			return res, fmt.Errorf("%w: %s already has %s as it is", ErrUpToDate, remote, wt.Branch)
 		}
 	}
 	if res.Commit, err = m.resolve(ctx, wt.Repo, ref); err != nil {

@@ -15,3 +15,13 @@ CREATE TABLE review_comments (
     created_at INTEGER NOT NULL
 );
 CREATE INDEX review_comments_task ON review_comments(task_id, id);
+
+-- Where a task's work was shared (issue 29): kind 'pull_request' is the
+-- URL of the pull (or merge) request opened for its branch, one per kind.
+CREATE TABLE task_links (
+    task_id    TEXT NOT NULL REFERENCES tasks(id),
+    kind       TEXT NOT NULL,
+    url        TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, kind)
+);
