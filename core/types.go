@@ -73,7 +73,7 @@ type Workspace struct {
 	Branch string `json:"branch"` // the task's branch
 	Base   string `json:"base"`   // the commit the branch started from
 	// PullRequest is the URL of the pull request opened for the branch
-	// (kandev task pr); only a task's own view (GetTask) carries it.
+	// (kandev task pr).
 	PullRequest string `json:"pull_request,omitempty"`
 }
 

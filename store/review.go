@@ -70,3 +70,21 @@ func (q Queries) TaskLink(ctx context.Context, taskID, kind string) (string, err
 	}
 	return url, nil
 }
+
+// TaskLinks reads every task's link of a kind, by task id.
+func (q Queries) TaskLinks(ctx context.Context, kind string) (map[string]string, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT task_id, url FROM task_links WHERE kind = ?`, kind)
+	if err != nil {
+		return nil, fmt.Errorf("links %s: %w", kind, mapErr(err))
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, url string
+		if err := rows.Scan(&id, &url); err != nil {
+			return nil, fmt.Errorf("links %s: %w", kind, mapErr(err))
+		}
+		out[id] = url
+	}
+	return out, rows.Err()
+}

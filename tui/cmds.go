@@ -111,10 +111,11 @@ const (
 	opDiscard
 	opReview
 	opPush
+	opPR
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review", "push"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review", "push", "open pull request"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -356,6 +357,17 @@ func pushCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd 
 			text += ", uncommitted work committed first"
 		}
 		return opDoneMsg{op: opPush, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+// prCmd pushes a task's branch and opens a pull request for it.
+func prCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.PullRequestTask(ctx, id, core.PullRequestInput{})
+		if err != nil {
+			return opDoneMsg{op: opPR, dialog: dialog, taskID: id, err: err}
+		}
+		return opDoneMsg{op: opPR, dialog: dialog, taskID: id, text: "pull request for " + id + ": " + r.URL}
 	}
 }
 

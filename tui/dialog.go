@@ -59,8 +59,11 @@ type (
 		taskID string
 		in     core.AnswerInput
 	}
-	// pushTask pushes a task's branch.
-	pushTask struct{ taskID string }
+	// pushTask pushes a task's branch (and with pr opens a pull request).
+	pushTask struct {
+		taskID string
+		pr     bool
+	}
 	// reviewTask sends a task comments on its diff as one review.
 	reviewTask struct {
 		taskID string
@@ -159,6 +162,9 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 		return messageCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case pushTask:
 		m.setStatus("", false)
+		if a.pr {
+			return prCmd(m.ctx, m.client, id, a.taskID)
+		}
 		return pushCmd(m.ctx, m.client, id, a.taskID)
 	case reviewTask:
 		return reviewCmd(m.ctx, m.client, id, a.taskID, a.in)

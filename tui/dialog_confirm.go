@@ -7,7 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// confirmDialog asks before a stop, an archive or a push.
+// confirmDialog asks before a stop, an archive, a push or a pull request.
 type confirmDialog struct {
 	base
 	op     opKind
@@ -32,6 +32,9 @@ func (d *confirmDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		case opPush:
 			d.busy, d.err = true, ""
 			return pushTask{taskID: d.taskID}, nil
+		case opPR:
+			d.busy, d.err = true, ""
+			return pushTask{taskID: d.taskID, pr: true}, nil
 		}
 	case key.Matches(msg, ui.keys.No):
 		return closeDialog{}, nil

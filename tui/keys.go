@@ -16,7 +16,7 @@ type keyMap struct {
 
 	New, Answer, Message, HandOn, Done   key.Binding
 	Stop, Start, Archive, Queue, Diff    key.Binding
-	Merge, Discard, Restart, Push        key.Binding
+	Merge, Discard, Restart, Push, PR    key.Binding
 	Zoom, Search, SearchNext, SearchPrev key.Binding
 	Shell, Editor                        key.Binding
 	Filter, State, Help, Quit, Cancel    key.Binding
@@ -62,6 +62,7 @@ func newKeyMap() keyMap {
 		Merge:   b("M", "merge branch", "M"),
 		Discard: b("D", "discard worktree", "D"),
 		Push:    b("P", "push its branch", "P"),
+		PR:      b("O", "open a pull request", "O"),
 		Restart: b("R", "start daemon", "R"),
 		Zoom:    b("z", "full-screen log", "z"),
 		Shell:   b("S", "shell there", "S"),
@@ -133,7 +134,7 @@ func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus, k.NextWaiting, k.Zoom},
 		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Shell, k.Editor},
-		{k.Diff, k.Merge, k.Discard, k.Push, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
+		{k.Diff, k.Merge, k.Discard, k.Push, k.PR, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
 

@@ -136,3 +136,28 @@ func TestPushAsksFirst(t *testing.T) {
 	d.keys("P", "y")
 	d.mustShow(`no remote "origin"`)
 }
+
+// O asks before opening a pull request (PullRequestTask); the detail pane
+// shows a task's pull request URL under its branch.
+func TestPullRequestAsksFirstAndShows(t *testing.T) {
+	f := diffFake()
+	d := newDriver(t, f, 80, 24)
+	d.selectTask("wt0001")
+	d.keys("O")
+	d.mustShow("Open a pull request for task wt0001?", "gh must be installed and logged in", "y open pull request")
+	d.keys("y")
+	if f.callCount("PullRequestTask wt0001 draft=false") != 1 {
+		t.Fatalf("y should open one pull request; calls %v", f.calls)
+	}
+	d.mustShow("pull request for wt0001: https://github.com/me/app/pull/7")
+
+	f2 := diffFake()
+	f2.mu.Lock()
+	w := *f2.task("wt0001").Workspace
+	w.PullRequest = "https://github.com/me/app/pull/7"
+	f2.task("wt0001").Workspace = &w
+	f2.mu.Unlock()
+	d2 := newDriver(t, f2, 80, 24)
+	d2.selectTask("wt0001")
+	d2.mustShow("branch kandev/wt0001-rename-the-config-loader", "pull request https://github.com/me/app/pull/7")
+}

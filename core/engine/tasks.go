@@ -441,18 +441,7 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 
 // GetTask implements core.Client.
 func (e *Engine) GetTask(ctx context.Context, id string) (core.Task, error) {
-	t, err := e.task(ctx, id)
-	if err != nil || t.Workspace == nil || t.Workspace.Mode == core.WorkspaceShared {
-		return t, err
-	}
-	// The task's own view carries its pull request; the cached views,
-	// which lists read, do not (a copy: the cache's workspace is shared).
-	if u, err := e.db.TaskLink(ctx, t.ID, linkPullRequest); err == nil && u != "" {
-		w := *t.Workspace
-		w.PullRequest = u
-		t.Workspace = &w
-	}
-	return t, nil
+	return e.task(ctx, id)
 }
 
 // EditTask implements core.Client. Naming autopilot at all is refused.

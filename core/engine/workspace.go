@@ -407,10 +407,7 @@ func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRe
 	if err != nil {
 		return core.PullRequestResult{}, core.Errorf(core.CodeInternal, "pull request %s opened, but not recorded on task %s: %v", u, t.ID, err)
 	}
-	t, err = e.GetTask(ctx, t.ID)
-	if err != nil {
-		return core.PullRequestResult{}, err
-	}
+	t, _ = e.cached(t.ID) // refreshed by the commit, its URL in its view
 	return core.PullRequestResult{Task: t, URL: u, Push: pushed}, nil
 }
 
