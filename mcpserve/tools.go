@@ -89,8 +89,8 @@ func instructions(s core.ToolSurface) string {
 }
 
 // Definition is a registry tool as MCP declares it: its JSON Schema, title,
-// description and truthful annotations. No kandev tool reaches outside
-// kandev, so openWorldHint is false throughout.
+// description and truthful annotations. Only the provider group's tools
+// reach outside kandev (the git host): openWorldHint is theirs alone.
 func Definition(t capability.Tool) (mcp.Tool, error) {
 	schema, err := json.Marshal(t.InputSchema())
 	if err != nil {
@@ -103,7 +103,7 @@ func Definition(t capability.Tool) (mcp.Tool, error) {
 		ReadOnlyHint:    mcp.ToBoolPtr(t.ReadOnly),
 		DestructiveHint: mcp.ToBoolPtr(t.Destructive),
 		IdempotentHint:  mcp.ToBoolPtr(t.Idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(false),
+		OpenWorldHint:   mcp.ToBoolPtr(t.OpenWorld),
 	}
 	return mt, nil
 }

@@ -79,6 +79,13 @@ type ReviewComment struct {
 // MaxReviewComments bounds the comments one review carries.
 const MaxReviewComments = 50
 
+// OpenRequestArgs are open_pull_request_kandev's and
+// open_merge_request_kandev's arguments.
+type OpenRequestArgs struct {
+	Draft bool   `json:"draft"`
+	Base  string `json:"base"`
+}
+
 // StopTaskArgs are stop_task_kandev's arguments.
 type StopTaskArgs struct {
 	TaskID string `json:"task_id"`
@@ -168,6 +175,8 @@ func ArgsFor(name string) any {
 		return &HandoffArgs{}
 	case "set_task_status_kandev":
 		return &SetStatusArgs{}
+	case "open_pull_request_kandev", "open_merge_request_kandev":
+		return &OpenRequestArgs{}
 	default:
 		return &NoArgs{}
 	}

@@ -2,9 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -327,16 +329,22 @@ func (e *Engine) PushTask(ctx context.Context, ref string, in core.PushInput) (c
 // goes on from a remote that is up to date), and the task's worktree.
 func (e *Engine) push(ctx context.Context, ref, remote string) (core.PushResult, workspace.Worktree, error) {
 	actor := core.ActorFrom(ctx)
-	if !personActs(actor) {
-		return core.PushResult{}, workspace.Worktree{}, core.Errorf(core.CodeForbidden, "only a person pushes a task's branch")
-	}
 	t, wt, err := e.worktreeTask(ctx, ref, "push", true)
 	if err != nil {
 		return core.PushResult{}, wt, err
 	}
+	// A person pushes any task's branch; an agent only its own task's, from
+	// the provider group's tools (it reaches past this machine).
+	own := agentOf(actor, t.ID)
+	if !personActs(actor) && !own {
+		return core.PushResult{}, wt, core.Errorf(core.CodeForbidden, "only a person, or the task's own agent, pushes a task's branch")
+	}
 	gone := t.Workspace.Mode == core.WorkspaceRetired
 	if !gone {
 		for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
+			if own && c.ID == t.ID {
+				continue // the agent calling is that turn
+			}
 			if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
 				return core.PushResult{}, wt, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
 			}
@@ -380,14 +388,29 @@ const linkPullRequest = "pull_request"
 // PullRequestTask implements core.Client: push the task's branch, then
 // open a pull request for it with gh (title from the task, body from its
 // last handoff and its diff's stat), and record its URL on the task.
+// A repository whose origin is on GitLab gets a merge request (glab).
 func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	host := ""
+	if t, err := e.task(ctx, ref); err == nil && t.Workspace != nil && in.Remote == "" {
+		host = e.ws.RemoteHost(ctx, t.Workspace.Repo, "")
+	}
+	return e.openRequest(ctx, ref, in, host)
+}
+
+// openRequest pushes and opens the pull request (or, for host gitlab,
+// the merge request).
+func (e *Engine) openRequest(ctx context.Context, ref string, in core.PullRequestInput, host string) (core.PullRequestResult, error) {
 	pushed, wt, err := e.push(ctx, ref, in.Remote)
 	if err != nil && !errors.Is(err, workspace.ErrUpToDate) {
 		return core.PullRequestResult{}, pushErr(err)
 	}
 	t := pushed.Task
 	body := e.pullRequestBody(ctx, t)
-	u, err := workspace.OpenPullRequest(ctx, wt.Repo, workspace.PullRequestOptions{Head: wt.Branch, Base: strings.TrimSpace(in.Base),
+	open := workspace.OpenPullRequest
+	if host == workspace.HostGitLab {
+		open = workspace.OpenMergeRequest
+	}
+	u, err := open(ctx, wt.Repo, workspace.PullRequestOptions{Head: wt.Branch, Base: strings.TrimSpace(in.Base),
 		Title: oneLineTitle(t.Title), Body: body, Draft: in.Draft})
 	switch {
 	case errors.Is(err, workspace.ErrNoHostCLI):
@@ -409,6 +432,66 @@ func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRe
 	}
 	t, _ = e.cached(t.ID) // refreshed by the commit, its URL in its view
 	return core.PullRequestResult{Task: t, URL: u, Push: pushed}, nil
+}
+
+// providerHost is the git host the provider group has tools for, of
+// the task's repository's origin: GitHub, or GitLab when glab is on PATH;
+// "" otherwise (no worktree, no origin, another host).
+func (e *Engine) providerHost(t core.Task) string {
+	w := t.Workspace
+	if w == nil || w.Repo == "" || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	switch e.ws.RemoteHost(ctx, w.Repo, "") {
+	case workspace.HostGitHub:
+		return capability.HostGitHub
+	case workspace.HostGitLab:
+		if _, err := exec.LookPath("glab"); err == nil {
+			return capability.HostGitLab
+		}
+	}
+	return ""
+}
+
+// RequestReview is what get_pull_request_comments_kandev and
+// get_merge_request_comments_kandev return: the host's own JSON (GitHub)
+// or text (GitLab), bounded.
+type RequestReview struct {
+	TaskID string          `json:"task_id"`
+	Branch string          `json:"branch"`
+	URL    string          `json:"url,omitempty"`
+	View   json.RawMessage `json:"pull_request,omitempty"`  // gh pr view --json
+	Inline json.RawMessage `json:"line_comments,omitempty"` // the comments on lines of the diff
+	Text   string          `json:"text,omitempty"`          // glab mr view --comments
+}
+
+// requestReview reads the review of the caller's own task's pull (or
+// merge) request.
+func (e *Engine) requestReview(ctx context.Context, actor core.Actor, host string) (RequestReview, error) {
+	t, wt, err := e.worktreeTask(ctx, actor.TaskID, "review", false)
+	if err != nil {
+		return RequestReview{}, err
+	}
+	out := RequestReview{TaskID: t.ID, Branch: wt.Branch}
+	if t.Workspace != nil {
+		out.URL = t.Workspace.PullRequest
+	}
+	if host == capability.HostGitLab {
+		out.Text, err = workspace.MergeRequestReview(ctx, wt.Repo, wt.Branch)
+	} else {
+		out.View, out.Inline, err = workspace.PullRequestReview(ctx, wt.Repo, wt.Branch)
+	}
+	switch {
+	case errors.Is(err, workspace.ErrNoHostCLI):
+		return RequestReview{}, core.Errorf(core.CodeUnavailable, "%v", err)
+	case errors.Is(err, workspace.ErrNoRequest):
+		return RequestReview{}, core.Errorf(core.CodeNotFound, "%v; open it with the open tool first", err)
+	case err != nil:
+		return RequestReview{}, core.Errorf(core.CodeConflict, "%v", err)
+	}
+	return out, nil
 }
 
 // pullRequestBody is the task's last handoff message (what its agent said
