@@ -268,6 +268,16 @@ func (d *diffView) rowsBetween(from, to int) int {
 	return n
 }
 
+// lastShown is the number (from 1) of the last patch line ph rows show
+// from top, with the comment rows under lines.
+func (d *diffView) lastShown(top, ph int) int {
+	rows, i := 0, top
+	for ; i < len(d.lines) && rows < ph; i++ {
+		rows += 1 + len(d.commentsAt(i))
+	}
+	return i
+}
+
 // toFile shows file i from its header (as near the top as the end of the
 // patch allows) and marks it.
 func (d *diffView) toFile(i, h int) {
@@ -546,7 +556,7 @@ func (d *diffView) fullView(ui dialogUI, w, h int) []string {
 		}
 		rule := "── "
 		if len(d.lines) > ph {
-			rule += fmt.Sprintf("lines %d-%d of %d ", top+1, min(len(d.lines), top+ph), len(d.lines))
+			rule += fmt.Sprintf("lines %d-%d of %d ", top+1, d.lastShown(top, ph), len(d.lines))
 		}
 		add(st.divider.Render(truncate(rule+strings.Repeat("─", max(0, w-width(rule))), w)))
 		if len(d.diff.Files) == 0 {
