@@ -79,9 +79,10 @@ func NewCmdTaskPR(f *Factory, runF func(*TaskPROptions) error) *cobra.Command {
 		Long: `Push a task's branch (as kandev task push does), then open a pull request for it
 with GitHub's gh CLI, which must be installed and logged in (gh auth login): its
 title is the task's, its body the task's last handoff message and the stat of its
-diff. The pull request's URL is recorded on the task (kandev task show, and
-get_task_kandev for agents). Without gh the branch is still pushed and the error
-says what to do.`,
+diff. A repository whose origin is on GitLab gets a merge request with glab
+instead. The URL is recorded on the task (kandev task show, and get_task_kandev
+for agents). Without gh (or glab) the branch is still pushed and the error says
+what to do.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]

@@ -149,3 +149,61 @@ esac
 		t.Fatalf("a stranger's push: %v", err)
 	}
 }
+
+// GitLab's pair through a stand-in glab (GitLab is as unreachable here as
+// GitHub): the merge request is opened with the branch and title, its URL
+// kept; the comments come back as glab prints them.
+func TestMergeRequestToolsWithStandInGlab(t *testing.T) {
+	env := newEngineEnv(t)
+	repo := newGitRepo(t, env)
+	bare := filepath.Join(env.dir, "remote.git")
+	gitT(t, env.dir, "init", "-q", "--bare", bare)
+	gitT(t, repo, "remote", "add", "origin", "git@gitlab.com:me/app.git")
+	gitT(t, repo, "config", "remote.origin.pushurl", bare)
+	bin := t.TempDir()
+	log := filepath.Join(env.dir, "glab.log")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("GLAB_LOG", log)
+	writeScript(t, filepath.Join(bin, "glab"), `#!/bin/sh
+printf '%s\n' "$*" >> "$GLAB_LOG"
+case "$1 $2" in
+"auth status") exit 0 ;;
+"mr create") echo 'Creating merge request'; echo https://gitlab.com/me/app/-/merge_requests/3 ;;
+"mr view") echo 'title: Make main'; echo 'ana commented on src/main.go line 1: rename this' ;;
+*) echo "unexpected: $*" >&2; exit 2 ;;
+esac
+`)
+	task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(task.Workspace.Dir, "src", "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID})
+	res, err := env.eng.CallTool(agent, "open_merge_request_kandev", []byte(`{"base":"main"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := res.(core.PullRequestResult).URL; u != "https://gitlab.com/me/app/-/merge_requests/3" {
+		t.Fatalf("url = %q", u)
+	}
+	b, _ := os.ReadFile(log)
+	if !strings.Contains(string(b), "mr create --source-branch "+task.Workspace.Branch+" --title Make main --description ") || !strings.Contains(string(b), "--target-branch main") {
+		t.Fatalf("glab was called with:\n%s", b)
+	}
+	if w := env.get(task.ID).Workspace; w.PullRequest != "https://gitlab.com/me/app/-/merge_requests/3" {
+		t.Fatalf("kept: %+v", w)
+	}
+	rv, err := env.eng.CallTool(agent, "get_merge_request_comments_kandev", []byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rv.(engine.RequestReview); !strings.Contains(r.Text, "rename this") {
+		t.Fatalf("review = %+v", r)
+	}
+	// The GitHub tools are not this task's: refused before anything runs.
+	if _, err := env.eng.CallTool(agent, "open_pull_request_kandev", []byte(`{}`)); err == nil {
+		t.Fatal("a GitLab task was granted the GitHub tool")
+	}
+}
