@@ -426,6 +426,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	row("cwd", t.CWD)
 	if w := t.Workspace; w != nil && w.Mode != core.WorkspaceShared {
 		row("workspace", w.Mode+", branch "+w.Branch+" from "+shortID(w.Base)+" of "+w.Repo)
+		if w.PullRequest != "" {
+			row("pull request", w.PullRequest)
+		}
 	}
 	row("created", t.CreatedAt.Local().Format(time.DateTime)+" by "+t.CreatedBy)
 	row("updated", t.UpdatedAt.Local().Format(time.DateTime))

@@ -132,3 +132,39 @@ func TestNewCmdTaskWorktreeFlags(t *testing.T) {
 	same(t, "task discard", mustParse(t, f, NewCmdTaskDiscard, "k3f9qa", "--yes").Yes, true)
 	refused(t, f, NewCmdTaskDiscard, "pass --yes", "k3f9qa")
 }
+
+func TestNewCmdTaskReviewFlags(t *testing.T) {
+	f := testFactory(t, "", nil)
+	got := mustParse(t, f, NewCmdTaskReview, "k3f9qa", "--comment", "a.go:12", "use a constant", "--comment", "dir:x/b.go:3-5", "drop this", "-m", "close", "--interrupt")
+	same(t, "task review --comment", [5]any{got.ID, got.Places, got.Texts, got.Message, got.Interrupt},
+		[5]any{"k3f9qa", []string{"a.go:12", "dir:x/b.go:3-5"}, []string{"use a constant", "drop this"}, "close", true})
+	same(t, "task review --list", mustParse(t, f, NewCmdTaskReview, "k3f9qa", "--list").List, true)
+	refused(t, f, NewCmdTaskReview, "takes a task ID")
+	refused(t, f, NewCmdTaskReview, "at least one --comment", "k3f9qa")
+	refused(t, f, NewCmdTaskReview, "followed by its TEXT", "k3f9qa", "--comment", "a.go:1")
+	refused(t, f, NewCmdTaskReview, "--list takes only the task ID", "k3f9qa", "--list", "--comment", "a.go:1", "x")
+
+	// The last colon splits a place; a range must not run backwards.
+	c, err := parsePlace("dir:x/b.go:3-5")
+	same(t, "parsePlace range", [4]any{c.File, c.Line, c.EndLine, err}, [4]any{"dir:x/b.go", 3, 5, error(nil)})
+	for _, bad := range []string{"a.go", "a.go:", ":3", "a.go:0", "a.go:x", "a.go:5-4", "a.go:3-"} {
+		if _, err := parsePlace(bad); err == nil {
+			t.Errorf("parsePlace(%q) accepted", bad)
+		}
+	}
+}
+
+func TestNewCmdTaskPushFlags(t *testing.T) {
+	f := testFactory(t, "", nil)
+	got := mustParse(t, f, NewCmdTaskPush, "k3f9qa", "--remote", "upstream")
+	same(t, "task push --remote", [2]string{got.ID, got.Input.Remote}, [2]string{"k3f9qa", "upstream"})
+	same(t, "task push", mustParse(t, f, NewCmdTaskPush, "k3f9qa").Input.Remote, "")
+	refused(t, f, NewCmdTaskPush, "one task ID")
+}
+
+func TestNewCmdTaskPRFlags(t *testing.T) {
+	f := testFactory(t, "", nil)
+	got := mustParse(t, f, NewCmdTaskPR, "k3f9qa", "--draft", "--base", "release", "--remote", "fork")
+	same(t, "task pr --draft --base --remote", [2]any{got.ID, got.Input}, [2]any{"k3f9qa", core.PullRequestInput{Remote: "fork", Base: "release", Draft: true}})
+	refused(t, f, NewCmdTaskPR, "one task ID")
+}

@@ -61,6 +61,7 @@ func taskDiffRun(ctx context.Context, opts *TaskDiffOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "No changes in task %s (branch %s) since %s\n", d.TaskID, d.Branch, shortID(d.Base))
 		return nil
 	}
+	defer reviewLine(f, d)
 	if opts.Stat {
 		_, err := io.WriteString(f.IO.Out, d.Stat)
 		return err
@@ -75,6 +76,20 @@ func taskDiffRun(ctx context.Context, opts *TaskDiffOptions) error {
 		fmt.Fprintf(f.IO.ErrOut, "(diff cut at %d bytes; the rest is in %s)\n", core.MaxPatch, d.Dir)
 	}
 	return nil
+}
+
+// reviewLine says on stderr how the task's review comments stand by this diff.
+func reviewLine(f *Factory, d core.TaskDiff) {
+	if len(d.Comments) == 0 {
+		return
+	}
+	open := 0
+	for _, c := range d.Comments {
+		if c.State == core.ReviewOpen {
+			open++
+		}
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Review comments on task %s: %d open, %d outdated (kandev task review %s --list)\n", d.TaskID, open, len(d.Comments)-open, d.TaskID)
 }
 
 // writeColoredPatch writes a patch with git's colours, each line cleaned

@@ -43,6 +43,15 @@ type Client interface {
 	TaskDiff(ctx context.Context, id string, in DiffInput) (TaskDiff, error)
 	// MergeTask merges the task's branch into the main checkout's branch.
 	MergeTask(ctx context.Context, id string, in MergeInput) (MergeResult, error)
+	// TaskReview lists the review comments kept on the task, each open or
+	// outdated by the task's diff as it is now.
+	TaskReview(ctx context.Context, id string) (ReviewView, error)
+	// PushTask pushes the task's branch to a remote, its uncommitted work
+	// committed first.
+	PushTask(ctx context.Context, id string, in PushInput) (PushResult, error)
+	// PullRequestTask pushes the task's branch and opens a pull request
+	// for it (gh), its URL recorded on the task.
+	PullRequestTask(ctx context.Context, id string, in PullRequestInput) (PullRequestResult, error)
 	// DiscardTask removes the task's worktree and branch.
 	DiscardTask(ctx context.Context, id string) (Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
@@ -157,6 +166,52 @@ type MessageInput struct {
 	Delivery Delivery `json:"delivery,omitempty"`
 	// ReplyTo answers a parent question of the target task.
 	ReplyTo string `json:"reply_to_question_id,omitempty"`
+	// Comments make the message a review of the task's diff: each is kept
+	// on the task and the agent gets them all in one notice, each with the
+	// lines of the hunk around it. Text is then optional.
+	Comments []ReviewCommentInput `json:"comments,omitempty"`
+}
+
+// ReviewCommentInput is one comment on a task's diff: a line (or the
+// lines Line..EndLine) of File as the diff's new side numbers them.
+type ReviewCommentInput struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line,omitempty"`
+	Text    string `json:"text"`
+}
+
+// Review comment states: open until the lines it points at change in a
+// later diff, then outdated.
+const (
+	ReviewOpen     = "open"
+	ReviewOutdated = "outdated"
+)
+
+// ReviewComment is a comment kept on a task.
+type ReviewComment struct {
+	ID      int64  `json:"id"`
+	TaskID  string `json:"task_id"`
+	Author  string `json:"author"`
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line"`
+	Text    string `json:"text"`
+	// Lines is the text of the commented lines when the comment was made;
+	// Hunk the diff lines around them, as the agent was shown them.
+	Lines     string    `json:"lines"`
+	Hunk      string    `json:"hunk"`
+	State     string    `json:"state"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// ReviewView is the review comments on a task, oldest first.
+type ReviewView struct {
+	TaskID   string          `json:"task_id"`
+	Comments []ReviewComment `json:"comments"`
+	// Unchecked says why the states could not be checked against a diff
+	// (the worktree was discarded): every comment is then shown open.
+	Unchecked string `json:"unchecked,omitempty"`
 }
 
 // QueueCap is the most messages one sender may have queued on a task, and
@@ -206,6 +261,8 @@ type MessageResult struct {
 	QueueID    int64  `json:"queue_id,omitempty"`
 	Position   int    `json:"position,omitempty"`
 	QuestionID string `json:"question_id,omitempty"`
+	// Comments are the review comments the message carried, as kept.
+	Comments []ReviewComment `json:"comments,omitempty"`
 }
 
 // StopResult is the outcome of a stop: "stopped" or "not_running".
@@ -375,6 +432,9 @@ type TaskDiff struct {
 	// FilesTotal is how many files changed when Files lists only the
 	// first of them (get_task_diff_kandev bounds its result); 0 otherwise.
 	FilesTotal int `json:"files_total,omitempty"`
+	// Comments are the review comments kept on the task, each open or
+	// outdated by this diff.
+	Comments []ReviewComment `json:"comments,omitempty"`
 }
 
 // DiffFileStat is one changed file (-1 lines for a binary file).
@@ -396,6 +456,35 @@ type MergeResult struct {
 	Branch string `json:"branch"` // the task's branch
 	Into   string `json:"into"`   // the main checkout's branch
 	Commit string `json:"commit"` // its new head
+}
+
+// PushInput says where a task's branch is pushed (default origin).
+type PushInput struct {
+	Remote string `json:"remote,omitempty"`
+}
+
+// PushResult says what a push did.
+type PushResult struct {
+	Task      Task   `json:"task"`
+	Branch    string `json:"branch"`
+	Remote    string `json:"remote"`
+	Commit    string `json:"commit"`    // the branch's head, as pushed
+	Committed bool   `json:"committed"` // its uncommitted work was committed first
+}
+
+// PullRequestInput says how a task's pull request is opened: Base ""
+// is the repository's default branch on the host.
+type PullRequestInput struct {
+	Remote string `json:"remote,omitempty"`
+	Base   string `json:"base,omitempty"`
+	Draft  bool   `json:"draft,omitempty"`
+}
+
+// PullRequestResult is the pull request opened for a task.
+type PullRequestResult struct {
+	Task Task       `json:"task"`
+	URL  string     `json:"url"`
+	Push PushResult `json:"push"`
 }
 
 // PruneInput asks for a prune; DryRun only lists what would go and why.

@@ -81,6 +81,9 @@ type Workspace struct {
 	Dir    string `json:"dir"`    // the worktree
 	Branch string `json:"branch"` // the task's branch
 	Base   string `json:"base"`   // the commit the branch started from
+	// PullRequest is the URL of the pull request opened for the branch
+	// (kandev task pr).
+	PullRequest string `json:"pull_request,omitempty"`
 }
 
 // StallStuck is the Stall reason of a task that stalled with nobody to

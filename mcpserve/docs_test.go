@@ -55,10 +55,28 @@ var toolErrors = map[string][]toolError{
 		{"VALIDATION_ERROR", "`task_id` is an ambiguous id prefix"},
 	},
 	"message_task_kandev": {
-		{"VALIDATION_ERROR", "the prompt is empty; `task_id` is your own task; `reply_to_question_id` belongs to another task"},
+		{"VALIDATION_ERROR", "the prompt is empty; `task_id` is your own task; `reply_to_question_id` belongs to another task; a comment points at lines its diff does not show (each names its file and the lines the hunks show), or the task has no worktree of its own: nothing is sent"},
 		{"NOT_FOUND", "`task_id` or `reply_to_question_id` names nothing"},
 		{"FORBIDDEN", "`delivery_mode` interrupt from a task that is not the direct parent; a reply to a question that is not yours to answer (the operator's, or another parent's); the external surface"},
 		{"CONFLICT", "the task is archived or cancelled; its queue is full (`details.queued` lists it); the question is no longer pending"},
+	},
+	"open_pull_request_kandev": {
+		{"FORBIDDEN", "the task is not your own"},
+		{"UNAVAILABLE", "gh is not on PATH or not logged in (the branch is pushed all the same; the message says what to do)"},
+		{"CONFLICT", "the repository has no remote origin; the branch has nothing to push; the remote refused the push; gh refused the pull request"},
+	},
+	"get_pull_request_comments_kandev": {
+		{"NOT_FOUND", "your task's branch has no pull request"},
+		{"UNAVAILABLE", "gh is not on PATH or not logged in"},
+	},
+	"open_merge_request_kandev": {
+		{"FORBIDDEN", "the task is not your own"},
+		{"UNAVAILABLE", "glab is not on PATH or not logged in (the branch is pushed all the same)"},
+		{"CONFLICT", "the repository has no remote origin; the branch has nothing to push; the remote refused the push; glab refused the merge request"},
+	},
+	"get_merge_request_comments_kandev": {
+		{"NOT_FOUND", "your task's branch has no merge request"},
+		{"UNAVAILABLE", "glab is not on PATH or not logged in"},
 	},
 	"stop_task_kandev": {
 		{"NOT_FOUND", "`task_id` names no task"},
@@ -110,7 +128,7 @@ var surfaceWho = map[capability.Surface]string{
 var groupWhen = map[capability.Group]string{
 	capability.GroupTitle:    "the task was created without a title, so its title is a placeholder its agent should replace",
 	capability.GroupQuestion: "always on a task surface, with the one tool the question rule allows (an autopilot root gets none)",
-	capability.GroupProvider: "the workspace has a recognised git host (reserved)",
+	capability.GroupProvider: "the task's repository has a GitHub remote (origin), or a GitLab one and glab is on PATH",
 }
 
 var codeMeaning = []struct{ Code, Meaning string }{
@@ -246,6 +264,8 @@ func renderDocs(t *testing.T) []byte {
 		{"normal task, untitled", capability.Case{TitlePending: true}},
 		{"autopilot child, untitled", capability.Case{Autopilot: true, HasParent: true, TitlePending: true}},
 		{"autopilot root, untitled", capability.Case{Autopilot: true, TitlePending: true}},
+		{"normal task, GitHub origin", capability.Case{Host: capability.HostGitHub}},
+		{"normal task, GitLab origin (glab on PATH)", capability.Case{Host: capability.HostGitLab}},
 	} {
 		c.c.Surface = capability.KanbanTask
 		d.Cases = append(d.Cases, docList{Label: c.label, Tools: capability.Resolve(c.c).Names()})
@@ -256,8 +276,8 @@ func renderDocs(t *testing.T) []byte {
 			t.Errorf("docs: no error entry for %s in toolErrors (mcpserve/docs_test.go)", tool.Name)
 		}
 		dt := docTool{Name: tool.Name, Title: tool.Title, Description: tool.Description, Waits: tool.Waits, Errors: errs,
-			Annotations: fmt.Sprintf("read-only %s, destructive %s, idempotent %s, open-world no",
-				yesNo(tool.ReadOnly), yesNo(tool.Destructive), yesNo(tool.Idempotent))}
+			Annotations: fmt.Sprintf("read-only %s, destructive %s, idempotent %s, open-world %s",
+				yesNo(tool.ReadOnly), yesNo(tool.Destructive), yesNo(tool.Idempotent), yesNo(tool.OpenWorld))}
 		if tool.Group != "" {
 			dt.Where = fmt.Sprintf("group `%s`", tool.Group)
 		} else {
@@ -336,7 +356,7 @@ func TestDocsDescribeTheBridgeDefinitions(t *testing.T) {
 		if schema["additionalProperties"] != false {
 			t.Errorf("%s: declared schema accepts unknown arguments", tool.Name)
 		}
-		if *mt.Annotations.OpenWorldHint || *mt.Annotations.ReadOnlyHint != tool.ReadOnly ||
+		if *mt.Annotations.OpenWorldHint != tool.OpenWorld || *mt.Annotations.ReadOnlyHint != tool.ReadOnly ||
 			*mt.Annotations.DestructiveHint != tool.Destructive || *mt.Annotations.IdempotentHint != tool.Idempotent {
 			t.Errorf("%s: annotations %+v", tool.Name, mt.Annotations)
 		}

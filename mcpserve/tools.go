@@ -89,8 +89,8 @@ func instructions(s core.ToolSurface) string {
 }
 
 // Definition is a registry tool as MCP declares it: its JSON Schema, title,
-// description and truthful annotations. No kandev tool reaches outside
-// kandev, so openWorldHint is false throughout.
+// description and truthful annotations. Only the provider group's tools
+// reach outside kandev (the git host): openWorldHint is theirs alone.
 func Definition(t capability.Tool) (mcp.Tool, error) {
 	schema, err := json.Marshal(t.InputSchema())
 	if err != nil {
@@ -103,7 +103,7 @@ func Definition(t capability.Tool) (mcp.Tool, error) {
 		ReadOnlyHint:    mcp.ToBoolPtr(t.ReadOnly),
 		DestructiveHint: mcp.ToBoolPtr(t.Destructive),
 		IdempotentHint:  mcp.ToBoolPtr(t.Idempotent),
-		OpenWorldHint:   mcp.ToBoolPtr(false),
+		OpenWorldHint:   mcp.ToBoolPtr(t.OpenWorld),
 	}
 	return mt, nil
 }
@@ -388,6 +388,16 @@ func taskDiffText(d core.TaskDiff) string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString(d.Stat)
+	if len(d.Comments) > 0 {
+		b.WriteString("\nReview comments kept on the task (outdated: the lines changed since):\n")
+		for _, c := range d.Comments {
+			place := fmt.Sprintf("%s:%d", c.File, c.Line)
+			if c.EndLine > c.Line {
+				place += fmt.Sprintf("-%d", c.EndLine)
+			}
+			fmt.Fprintf(&b, "- #%d %s %s (%s): %s\n", c.ID, c.State, place, core.AuthorLabel(c.Author), c.Text)
+		}
+	}
 	if d.Patch != "" {
 		b.WriteString("\n")
 		b.WriteString(d.Patch)

@@ -51,7 +51,7 @@ func TestFreshDatabaseHasEveryMigration(t *testing.T) {
 	}
 	for _, want := range []struct{ kind, name string }{
 		{"table", "tasks"}, {"table", "profiles"}, {"table", "sessions"}, {"table", "messages"},
-		{"table", "queue"}, {"table", "tokens"},
+		{"table", "queue"}, {"table", "tokens"}, {"table", "review_comments"}, {"table", "task_links"},
 		{"trigger", "tasks_autopilot_fixed"}, {"trigger", "tasks_parent_fixed"},
 		{"index", "tasks_parent"}, {"index", "queue_task"}, {"index", "messages_pending_question"},
 	} {

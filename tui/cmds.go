@@ -110,10 +110,13 @@ const (
 	opDrop
 	opMerge
 	opDiscard
+	opReview
+	opPush
+	opPR
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review", "push", "open pull request"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -342,6 +345,51 @@ func answerCmd(ctx context.Context, c core.Client, dialog int, id string, in cor
 			text += "; it is the task's next turn"
 		}
 		return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+// pushCmd pushes a task's branch to origin.
+func pushCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.PushTask(ctx, id, core.PushInput{})
+		if err != nil {
+			return opDoneMsg{op: opPush, dialog: dialog, taskID: id, err: err}
+		}
+		text := fmt.Sprintf("pushed %s to %s (%s)", r.Branch, r.Remote, shortCommit(r.Commit))
+		if r.Committed {
+			text += ", uncommitted work committed first"
+		}
+		return opDoneMsg{op: opPush, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+// prCmd pushes a task's branch and opens a pull request for it.
+func prCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.PullRequestTask(ctx, id, core.PullRequestInput{})
+		if err != nil {
+			return opDoneMsg{op: opPR, dialog: dialog, taskID: id, err: err}
+		}
+		return opDoneMsg{op: opPR, dialog: dialog, taskID: id, text: "pull request for " + id + ": " + r.URL}
+	}
+}
+
+// reviewCmd sends a task the diff view's comments as one review.
+func reviewCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MessageInput) tea.Cmd {
+	return func() tea.Msg {
+		r, err := c.MessageTask(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opReview, dialog: dialog, taskID: id, err: err}
+		}
+		n := fmt.Sprintf("%d comments", len(r.Comments))
+		if len(r.Comments) == 1 {
+			n = "1 comment"
+		}
+		text := fmt.Sprintf("review of %s (%s): %s", id, n, r.Status)
+		if r.Status == "queued" {
+			text += fmt.Sprintf(" (position %d)", r.Position)
+		}
+		return opDoneMsg{op: opReview, dialog: dialog, taskID: id, text: text}
 	}
 }
 

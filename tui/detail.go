@@ -220,6 +220,9 @@ func workspaceLines(t *core.Task, ch *changeState) []string {
 		first = "shared directory (no worktree)"
 	}
 	out := []string{first}
+	if ws.PullRequest != "" {
+		out = append(out, "pull request "+ws.PullRequest)
+	}
 	if dir != "" {
 		out = append(out, "dir "+dir)
 	}

@@ -59,6 +59,16 @@ type (
 		taskID string
 		in     core.AnswerInput
 	}
+	// pushTask pushes a task's branch (and with pr opens a pull request).
+	pushTask struct {
+		taskID string
+		pr     bool
+	}
+	// reviewTask sends a task comments on its diff as one review.
+	reviewTask struct {
+		taskID string
+		in     core.MessageInput
+	}
 	// messageTask sends a task a message.
 	messageTask struct {
 		taskID string
@@ -116,6 +126,8 @@ func (closeDialog) isAction()   {}
 func (createTask) isAction()    {}
 func (answerTask) isAction()    {}
 func (messageTask) isAction()   {}
+func (reviewTask) isAction()    {}
+func (pushTask) isAction()      {}
 func (stopTask) isAction()      {}
 func (archiveTask) isAction()   {}
 func (setTaskStatus) isAction() {}
@@ -148,6 +160,14 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 		return answerCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case messageTask:
 		return messageCmd(m.ctx, m.client, id, a.taskID, a.in)
+	case pushTask:
+		m.setStatus("", false)
+		if a.pr {
+			return prCmd(m.ctx, m.client, id, a.taskID)
+		}
+		return pushCmd(m.ctx, m.client, id, a.taskID)
+	case reviewTask:
+		return reviewCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case stopTask:
 		m.setStatus("", false)
 		return stopCmd(m.ctx, m.client, id, a.taskID)

@@ -7,7 +7,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// confirmDialog asks before a stop or an archive.
+// confirmDialog asks before a stop, an archive, a push or a pull request.
 type confirmDialog struct {
 	base
 	op     opKind
@@ -29,6 +29,12 @@ func (d *confirmDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		case opArchive:
 			d.busy, d.err = true, ""
 			return archiveTask{taskID: d.taskID}, nil
+		case opPush:
+			d.busy, d.err = true, ""
+			return pushTask{taskID: d.taskID}, nil
+		case opPR:
+			d.busy, d.err = true, ""
+			return pushTask{taskID: d.taskID, pr: true}, nil
 		}
 	case key.Matches(msg, ui.keys.No):
 		return closeDialog{}, nil

@@ -78,8 +78,10 @@ func TestDiffViewShowsFilesAndHunks(t *testing.T) {
 	d.mustNotShow("-func Load(path string)")
 	d.keys("shift+tab")
 	d.mustShow("> config/load.go", "-func Load(path string)")
-	// j scrolls a line; G goes to the end.
+	// j moves the cursor, the page stays; pgdown scrolls; G goes to the end.
 	d.keys("j")
+	d.mustShow("▸ config/load.go")
+	d.keys("pgdown")
 	d.mustNotShow("▸ config/load.go")
 	d.keys("G")
 	d.mustShow("+Load the config with LoadFile.")

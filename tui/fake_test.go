@@ -303,7 +303,11 @@ func (f *fakeClient) MessageTask(ctx context.Context, id string, in core.Message
 	if in.Delivery == core.DeliveryInterrupt {
 		st = "interrupted"
 	}
-	return core.MessageResult{TaskID: id, Status: st, Position: 1}, nil
+	res := core.MessageResult{TaskID: id, Status: st, Position: 1}
+	for _, c := range in.Comments {
+		res.Comments = append(res.Comments, core.ReviewComment{TaskID: id, File: c.File, Line: c.Line, EndLine: c.EndLine, Text: c.Text, State: core.ReviewOpen})
+	}
+	return res, nil
 }
 
 func (f *fakeClient) StopTask(ctx context.Context, id string) (core.StopResult, error) {
@@ -873,6 +877,27 @@ func (f *fakeClient) queueView(id string) core.QueueView {
 
 // TaskDiff answers from diffs (by task); a task without one has no
 // worktree, as the engine says.
+func (f *fakeClient) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
+	if err := f.record("PushTask " + id + " " + in.Remote); err != nil {
+		return core.PushResult{}, err
+	}
+	return core.PushResult{Task: core.Task{ID: id}, Branch: "kandev/" + id, Remote: "origin", Commit: "0123456789abcdef"}, nil
+}
+
+func (f *fakeClient) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	if err := f.record(fmt.Sprintf("PullRequestTask %s draft=%v", id, in.Draft)); err != nil {
+		return core.PullRequestResult{}, err
+	}
+	return core.PullRequestResult{Task: core.Task{ID: id}, URL: "https://github.com/me/app/pull/7"}, nil
+}
+
+func (f *fakeClient) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
+	if err := f.record("TaskReview " + id); err != nil {
+		return core.ReviewView{}, err
+	}
+	return core.ReviewView{TaskID: id, Comments: []core.ReviewComment{}}, nil
+}
+
 func (f *fakeClient) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
 	call := "TaskDiff " + id
 	if in.Patch {

@@ -108,6 +108,24 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 		if t := m.needTask("discard the worktree of"); t != nil {
 			return m.openFinish(openFinish{op: opDiscard, taskID: t.ID})
 		}
+	case key.Matches(msg, k.Push):
+		if t := m.needTask("push the branch of"); t != nil {
+			m.setStatus("", false)
+			body := []string{oneLine(t.Title), "", "Its branch goes to the repository's remote origin (kandev task push --remote picks another). Uncommitted work in its worktree is committed on the branch first."}
+			if w := t.Workspace; w != nil && w.Branch != "" {
+				body[0] += " · " + w.Branch
+			}
+			m.openDialog(&confirmDialog{base: base{id: m.nextDialogID()}, op: opPush, taskID: t.ID, title: "Push task " + t.ID + "'s branch?", body: body})
+		}
+	case key.Matches(msg, k.PR):
+		if t := m.needTask("open a pull request for"); t != nil {
+			m.setStatus("", false)
+			body := []string{oneLine(t.Title), "", "Its branch is pushed to origin (uncommitted work committed first), then gh opens a pull request for it, titled by the task; its URL is kept on the task. gh must be installed and logged in."}
+			if w := t.Workspace; w != nil && w.Branch != "" {
+				body[0] += " · " + w.Branch
+			}
+			m.openDialog(&confirmDialog{base: base{id: m.nextDialogID()}, op: opPR, taskID: t.ID, title: "Open a pull request for task " + t.ID + "?", body: body})
+		}
 	case key.Matches(msg, k.Start):
 		if t := m.needTask("start"); t != nil {
 			m.setStatus("starting task "+t.ID+"…", false)

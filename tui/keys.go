@@ -16,7 +16,7 @@ type keyMap struct {
 
 	New, Answer, Message, HandOn, Done   key.Binding
 	Stop, Start, Archive, Queue, Diff    key.Binding
-	Merge, Discard, Restart              key.Binding
+	Merge, Discard, Restart, Push, PR    key.Binding
 	Zoom, Search, SearchNext, SearchPrev key.Binding
 	Shell, Editor                        key.Binding
 	Filter, State, Help, Quit, Cancel    key.Binding
@@ -28,6 +28,7 @@ type keyMap struct {
 	Choose, ToMessage, SendHandOn, SetStatus          key.Binding
 	CancelDialog, DropOne, DropAll                    key.Binding
 	Scroll, NextFile, PrevFile, CloseDiff             key.Binding
+	Comment, Uncomment, MarkRange, SendReview         key.Binding
 	MergeHow, DoMerge, DoDiscard                      key.Binding
 	AnswerPick, AnswerSend                            key.Binding
 }
@@ -60,6 +61,8 @@ func newKeyMap() keyMap {
 		Diff:    b("v", "view its diff", "v"),
 		Merge:   b("M", "merge branch", "M"),
 		Discard: b("D", "discard worktree", "D"),
+		Push:    b("P", "push its branch", "P"),
+		PR:      b("O", "open a pull request", "O"),
 		Restart: b("R", "start daemon", "R"),
 		Zoom:    b("z", "full-screen log", "z"),
 		Shell:   b("S", "shell there", "S"),
@@ -96,6 +99,10 @@ func newKeyMap() keyMap {
 		NextFile:     b("tab", "next file", "tab"),
 		PrevFile:     b("shift+tab", "previous file", "shift+tab"),
 		CloseDiff:    b("esc/v/q", "close", "esc", "v", "q"),
+		Comment:      b("c", "comment on the line (or range)", "c"),
+		Uncomment:    b("x", "remove the comment", "x"),
+		MarkRange:    b("V", "mark a range", "V"),
+		SendReview:   b("s", "send the comments as one review", "s"),
 		MergeHow:     b("tab", "merge/squash", "tab"),
 		DoMerge:      b("enter", "merge", "enter"),
 		DoDiscard:    b("y", "discard", "y"),
@@ -127,7 +134,7 @@ func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus, k.NextWaiting, k.Zoom},
 		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Shell, k.Editor},
-		{k.Diff, k.Merge, k.Discard, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
+		{k.Diff, k.Merge, k.Discard, k.Push, k.PR, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
 

@@ -61,10 +61,30 @@ type ConversationArgs struct {
 
 // MessageTaskArgs are message_task_kandev's arguments.
 type MessageTaskArgs struct {
-	TaskID            string `json:"task_id"`
-	Prompt            string `json:"prompt"`
-	DeliveryMode      string `json:"delivery_mode"`
-	ReplyToQuestionID string `json:"reply_to_question_id"`
+	TaskID            string          `json:"task_id"`
+	Prompt            string          `json:"prompt"`
+	DeliveryMode      string          `json:"delivery_mode"`
+	ReplyToQuestionID string          `json:"reply_to_question_id"`
+	Comments          []ReviewComment `json:"comments"`
+}
+
+// ReviewComment is one of message_task_kandev's comments on the task's
+// diff (get_task_diff_kandev's patch numbers its lines).
+type ReviewComment struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line"`
+	Text    string `json:"text"`
+}
+
+// MaxReviewComments bounds the comments one review carries.
+const MaxReviewComments = 50
+
+// OpenRequestArgs are open_pull_request_kandev's and
+// open_merge_request_kandev's arguments.
+type OpenRequestArgs struct {
+	Draft bool   `json:"draft"`
+	Base  string `json:"base"`
 }
 
 // StopTaskArgs are stop_task_kandev's arguments.
@@ -156,6 +176,8 @@ func ArgsFor(name string) any {
 		return &HandoffArgs{}
 	case "set_task_status_kandev":
 		return &SetStatusArgs{}
+	case "open_pull_request_kandev", "open_merge_request_kandev":
+		return &OpenRequestArgs{}
 	default:
 		return &NoArgs{}
 	}

@@ -47,7 +47,8 @@ const (
 	GroupTitle Group = "title"
 	// GroupQuestion: the one question tool the autopilot rule allows.
 	GroupQuestion Group = "question"
-	// GroupProvider: tools for the workspace's git host (reserved: none yet).
+	// GroupProvider: tools for the git host of the task's repository
+	// (its origin): GitHub's pull requests, GitLab's merge requests.
 	GroupProvider Group = "provider"
 )
 
@@ -64,8 +65,9 @@ type Case struct {
 	Autopilot    bool
 	HasParent    bool
 	TitlePending bool
-	// Provider: the workspace has a recognised git host.
-	Provider bool
+	// Host: the git host of the task's repository (HostGitHub, HostGitLab),
+	// "" for none kandev has tools for.
+	Host string
 }
 
 // Set is a resolved capability set.
@@ -122,7 +124,7 @@ func Resolve(c Case) Set {
 		if set.Question != "" {
 			groups[GroupQuestion] = true
 		}
-		if c.Provider {
+		if c.Host != "" {
 			groups[GroupProvider] = true
 		}
 	}
@@ -139,6 +141,10 @@ func Resolve(c Case) Set {
 			}
 		case t.Group == GroupQuestion:
 			if t.Name == set.Question {
+				set.Tools = append(set.Tools, t)
+			}
+		case t.Group == GroupProvider:
+			if groups[GroupProvider] && t.Host == c.Host {
 				set.Tools = append(set.Tools, t)
 			}
 		case groups[t.Group]:

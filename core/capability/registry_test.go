@@ -130,11 +130,12 @@ func TestResolveToolLists(t *testing.T) {
 			groups: []Group{GroupTitle},
 		},
 		{
-			name: "kanban-task surface, provider group (reserved: no tools yet)",
-			c:    Case{Surface: KanbanTask, Provider: true},
+			name: "kanban-task surface, GitHub origin: the pull request tools",
+			c:    Case{Surface: KanbanTask, Host: HostGitHub},
 			tools: []string{
 				"ask_user_question_kandev",
 				"create_task_kandev",
+				"get_pull_request_comments_kandev",
 				"get_task_conversation_kandev",
 				"get_task_diff_kandev",
 				"get_task_kandev",
@@ -142,6 +143,28 @@ func TestResolveToolLists(t *testing.T) {
 				"list_profiles_kandev",
 				"list_tasks_kandev",
 				"message_task_kandev",
+				"open_pull_request_kandev",
+				"set_task_status_kandev",
+				"stop_task_kandev",
+			},
+			groups:   []Group{GroupQuestion, GroupProvider},
+			question: AskUser,
+		},
+		{
+			name: "kanban-task surface, GitLab origin: the merge request tools",
+			c:    Case{Surface: KanbanTask, Host: HostGitLab},
+			tools: []string{
+				"ask_user_question_kandev",
+				"create_task_kandev",
+				"get_merge_request_comments_kandev",
+				"get_task_conversation_kandev",
+				"get_task_diff_kandev",
+				"get_task_kandev",
+				"handoff_task_kandev",
+				"list_profiles_kandev",
+				"list_tasks_kandev",
+				"message_task_kandev",
+				"open_merge_request_kandev",
 				"set_task_status_kandev",
 				"stop_task_kandev",
 			},
@@ -228,7 +251,7 @@ func TestResolveToolLists(t *testing.T) {
 		},
 		{
 			name: "external surface ignores task fields",
-			c:    Case{Surface: External, Autopilot: true, HasParent: true, TitlePending: true, Provider: true},
+			c:    Case{Surface: External, Autopilot: true, HasParent: true, TitlePending: true, Host: HostGitHub},
 			tools: []string{
 				"create_task_kandev",
 				"get_task_conversation_kandev",
@@ -266,7 +289,7 @@ func allCases() []Case {
 	var out []Case
 	for _, s := range Surfaces {
 		for i := 0; i < 16; i++ {
-			out = append(out, Case{Surface: s, Autopilot: i&1 != 0, HasParent: i&2 != 0, TitlePending: i&4 != 0, Provider: i&8 != 0})
+			out = append(out, Case{Surface: s, Autopilot: i&1 != 0, HasParent: i&2 != 0, TitlePending: i&4 != 0, Host: [...]string{"", HostGitHub}[i>>3&1]})
 		}
 	}
 	return out

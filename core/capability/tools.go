@@ -8,17 +8,27 @@ type Tool struct {
 	Description string
 	Params      []Param
 	// Annotations, set truthfully: agents such as Codex refuse unannotated
-	// tools when running unattended. No kandev tool reaches the open world.
+	// tools when running unattended. Only the provider group's tools reach
+	// the open world (the git host).
 	ReadOnly    bool
 	Destructive bool
 	Idempotent  bool
+	OpenWorld   bool
 	// Waits: the call may block until a person acts (progress is reported).
 	Waits bool
 
 	// Exactly one of Surfaces (base tools) or Group (additive tools).
 	Surfaces []Surface
 	Group    Group
+	// Host: the git host a provider group tool is for (HostGitHub, HostGitLab).
+	Host string
 }
+
+// Git hosts the provider group has tools for (a repository's origin).
+const (
+	HostGitHub = "github"
+	HostGitLab = "gitlab"
+)
 
 // Param is one argument of a tool.
 type Param struct {
@@ -138,13 +148,23 @@ var registry = []Tool{
 		Title: "Message a task",
 		Description: "Send a message to another task's agent. delivery_mode queued (default) waits for its current turn to end; " +
 			"interrupt cancels its running turn and delivers this message instead, and is allowed only to the task's direct parent. " +
-			"To answer a child's question, pass the question's id as reply_to_question_id.",
+			"To answer a child's question, pass the question's id as reply_to_question_id. " +
+			"To review a task's work, pass comments on lines of its diff (get_task_diff_kandev): " +
+			"its agent gets them in one message, each with the lines around it, and they are kept on the task.",
 		Params: []Param{
 			{Name: "task_id", Type: "string", Required: true, Description: "The task to message."},
-			{Name: "prompt", Type: "string", Required: true, Description: "The message."},
+			{Name: "prompt", Type: "string", Required: true, Description: "The message (with comments: the review's summary)."},
 			{Name: "delivery_mode", Type: "string", Enum: []string{"queued", "interrupt"}, Default: "queued",
 				Description: "queued: deliver as its next turn. interrupt (direct parent only): cancel its running turn and deliver this now."},
 			{Name: "reply_to_question_id", Type: "string", Description: "Answer this pending question of your child task."},
+			{Name: "comments", Type: "array", Min: intp(1), Max: intp(MaxReviewComments),
+				Description: "Review comments on the task's diff, each on a line (or lines line to end_line) of a changed file as the diff's new side numbers them.",
+				Items: &Param{Type: "object", Props: []Param{
+					{Name: "file", Type: "string", Required: true, Description: "The file's path in the diff."},
+					{Name: "line", Type: "integer", Required: true, Min: intp(1), Description: "The line, numbered as in the new file."},
+					{Name: "end_line", Type: "integer", Min: intp(1), Description: "The last line of a range (default: line)."},
+					{Name: "text", Type: "string", Required: true, Description: "The comment."},
+				}}},
 		},
 		Surfaces: taskSurfaces,
 	},
@@ -249,5 +269,45 @@ var registry = []Tool{
 			"This must be the last action of your turn: end your turn right after it. The answer arrives as your next message.",
 		Params: questionParams,
 		Group:  GroupQuestion,
+	},
+	{
+		Name:  "open_pull_request_kandev",
+		Title: "Open your task's pull request",
+		Description: "Push your task's branch to the repository's GitHub remote (origin; uncommitted work committed first) and open a pull request for it with gh, " +
+			"titled by the task, its body your last handoff message and the diff's stat. Returns its URL, kept on the task. Use it when the operator asked for a pull request.",
+		Params: []Param{
+			{Name: "draft", Type: "boolean", Description: "Open it as a draft."},
+			{Name: "base", Type: "string", Description: "The branch to merge into (default: the repository's default branch)."},
+		},
+		OpenWorld: true,
+		Group:     GroupProvider, Host: HostGitHub,
+	},
+	{
+		Name:  "get_pull_request_comments_kandev",
+		Title: "Read your pull request's review",
+		Description: "Read the review of your task's pull request on GitHub (gh): its state, the reviews and their verdicts, the conversation's comments, " +
+			"and the comments on lines of the diff with their file and line. Address them, push again (open_pull_request_kandev updates the branch), then end your turn.",
+		ReadOnly: true, Idempotent: true, OpenWorld: true,
+		Group: GroupProvider, Host: HostGitHub,
+	},
+	{
+		Name:  "open_merge_request_kandev",
+		Title: "Open your task's merge request",
+		Description: "Push your task's branch to the repository's GitLab remote (origin; uncommitted work committed first) and open a merge request for it with glab, " +
+			"titled by the task, its description your last handoff message and the diff's stat. Returns its URL, kept on the task. Use it when the operator asked for a merge request.",
+		Params: []Param{
+			{Name: "draft", Type: "boolean", Description: "Open it as a draft."},
+			{Name: "base", Type: "string", Description: "The branch to merge into (default: the project's default branch)."},
+		},
+		OpenWorld: true,
+		Group:     GroupProvider, Host: HostGitLab,
+	},
+	{
+		Name:  "get_merge_request_comments_kandev",
+		Title: "Read your merge request's review",
+		Description: "Read the discussion of your task's merge request on GitLab (glab): its state and its comments, those on lines of the diff with their file and line. " +
+			"Address them, push again (open_merge_request_kandev updates the branch), then end your turn.",
+		ReadOnly: true, Idempotent: true, OpenWorld: true,
+		Group: GroupProvider, Host: HostGitLab,
 	},
 }

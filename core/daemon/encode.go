@@ -166,6 +166,10 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 		b = appendString(b, w.Branch)
 		b = append(b, `,"base":`...)
 		b = appendString(b, w.Base)
+		if w.PullRequest != "" {
+			b = append(b, `,"pull_request":`...)
+			b = appendString(b, w.PullRequest)
+		}
 		b = append(b, '}')
 	}
 	if t.Usage != nil {

@@ -275,6 +275,9 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/tasks/{id}/queue", h.taskQueue)
 	m.HandleFunc("POST /v1/tasks/{id}/queue/drop", h.dropQueued)
 	m.HandleFunc("GET /v1/tasks/{id}/diff", h.taskDiff)
+	m.HandleFunc("GET /v1/tasks/{id}/review", h.taskReview)
+	m.HandleFunc("POST /v1/tasks/{id}/push", h.pushTask)
+	m.HandleFunc("POST /v1/tasks/{id}/pull-request", h.pullRequestTask)
 	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
 	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
 	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
@@ -614,6 +617,31 @@ func (h *Handler) dropQueued(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) taskDiff(w http.ResponseWriter, r *http.Request) {
 	d, err := h.eng.TaskDiff(r.Context(), r.PathValue("id"), core.DiffInput{Patch: r.URL.Query().Get("patch") == "1"})
 	reply(w, d, err)
+}
+
+func (h *Handler) taskReview(w http.ResponseWriter, r *http.Request) {
+	v, err := h.eng.TaskReview(r.Context(), r.PathValue("id"))
+	reply(w, v, err)
+}
+
+func (h *Handler) pushTask(w http.ResponseWriter, r *http.Request) {
+	var in core.PushInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.PushTask(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
+}
+
+func (h *Handler) pullRequestTask(w http.ResponseWriter, r *http.Request) {
+	var in core.PullRequestInput
+	if err := decode(r, &in); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := h.eng.PullRequestTask(r.Context(), r.PathValue("id"), in)
+	reply(w, res, err)
 }
 
 func (h *Handler) mergeTask(w http.ResponseWriter, r *http.Request) {

@@ -455,6 +455,24 @@ func (c *Client) TaskDiff(ctx context.Context, id string, in core.DiffInput) (co
 	return d, c.do(ctx, "GET", path, nil, &d)
 }
 
+// TaskReview implements core.Client.
+func (c *Client) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
+	var v core.ReviewView
+	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/review", nil, &v)
+}
+
+// PushTask implements core.Client.
+func (c *Client) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
+	var r core.PushResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/push", in, &r)
+}
+
+// PullRequestTask implements core.Client.
+func (c *Client) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	var r core.PullRequestResult
+	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/pull-request", in, &r)
+}
+
 // MergeTask implements core.Client.
 func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
 	var r core.MergeResult

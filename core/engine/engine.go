@@ -263,6 +263,19 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cancel()
 		return nil, fmt.Errorf("engine: load tasks: %w", err)
 	}
+	// Pull request URLs are few: one read sets them on their tasks' views.
+	links, err := e.db.TaskLinks(ctx, linkPullRequest)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("engine: load task links: %w", err)
+	}
+	for id, u := range links {
+		if t := e.tasks[id]; t != nil && t.Workspace != nil {
+			w := *t.Workspace
+			w.PullRequest = u
+			t.Workspace = &w
+		}
+	}
 	// Tables are mostly in creation order already: the order and the
 	// children are made again only when not.
 	byCreation := func(a, b *core.Task) int {
@@ -411,6 +424,13 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		}
 	}
 	t := taskFromView(v, explicitRole)
+	if w := t.Workspace; w != nil && w.Mode != core.WorkspaceShared {
+		u, err := e.db.TaskLink(ctx, id, linkPullRequest)
+		if err != nil {
+			return core.Task{}, mapStoreErr(err, "task "+id)
+		}
+		w.PullRequest = u
+	}
 	if t.Waiting == "" {
 		e.deferMu.Lock()
 		t.Waiting = e.deferred[id]

@@ -1,5 +1,12 @@
 package engine
 
+import (
+	"context"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/store"
+)
+
 // OnLoopEnd has f called each time a task's turn loop ends, so in-process
 // tests wait for the moment after which nothing more is delivered.
 func OnLoopEnd(e *Engine, f func(id string)) { e.loopEnded = f }
@@ -10,4 +17,9 @@ func LoopRunning(e *Engine, id string) bool {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.busy
+}
+
+// RenderQueued is the text the agent would read for a queued item.
+func RenderQueued(e *Engine, t core.Task, it store.QueueItem) string {
+	return e.renderItem(context.Background(), t, it)
 }

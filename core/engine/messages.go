@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
@@ -100,8 +102,11 @@ func (e *Engine) deliverable(t core.Task) error {
 func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
 	actor := core.ActorFrom(ctx)
 	text := strings.TrimSpace(in.Text)
-	if text == "" {
+	if text == "" && len(in.Comments) == 0 {
 		return core.MessageResult{}, core.Errorf(core.CodeValidation, "message text is required")
+	}
+	if in.ReplyTo != "" && len(in.Comments) > 0 {
+		return core.MessageResult{}, core.Errorf(core.CodeValidation, "an answer to a question carries no review comments; send the review as its own message")
 	}
 	delivery := in.Delivery
 	if delivery == "" {
@@ -130,7 +135,23 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if err := e.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
+	var review *reviewPlan
+	if len(in.Comments) > 0 {
+		// Checked against the diff before anything is written: a comment
+		// off the diff refuses the whole review.
+		p, err := e.planReview(ctx, t, actor, text, in.Comments)
+		if err != nil {
+			return core.MessageResult{}, err
+		}
+		review = &p
+		if text == "" {
+			text = fmt.Sprintf("review: %d comments on the diff", len(p.rows))
+		}
+	}
 	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
+		if review != nil {
+			return e.handBackReview(ctx, t, actor, *review)
+		}
 		return e.handBackWithMessage(ctx, t, actor, text)
 	}
 
@@ -169,8 +190,15 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 			}
 		}
 		var err error
-		item, err = tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priority, Kind: itemMessage,
-			Sender: actor.String(), Text: text, Meta: metaJSON(map[string]any{"delivery_mode": string(delivery)}), CreatedAt: now})
+		qi := store.QueueItem{TaskID: t.ID, Priority: priority, Kind: itemMessage,
+			Sender: actor.String(), Text: text, Meta: metaJSON(map[string]any{"delivery_mode": string(delivery)}), CreatedAt: now}
+		if review != nil {
+			qi = noticeItem(qi, prompt.NoticeReview, review.notice, map[string]any{"delivery_mode": string(delivery)})
+			if review.rows, err = addReviewRows(ctx, tx, review.rows); err != nil {
+				return err
+			}
+		}
+		item, err = tx.Enqueue(ctx, qi)
 		return err
 	})
 	if err != nil {
@@ -178,6 +206,9 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		return core.MessageResult{}, mapStoreErr(err, "message to "+t.ID)
 	}
 	res := core.MessageResult{TaskID: t.ID, Status: "queued", QueueID: item.ID}
+	if review != nil {
+		res.Comments = reviewComments(review.rows)
+	}
 	switch {
 	case delivery == core.DeliveryInterrupt && rt.turn != nil:
 		// One step under the task lock: the message is first in line and the
@@ -215,6 +246,44 @@ func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor cor
 		return core.MessageResult{}, err
 	}
 	return core.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil
+}
+
+// handBackReview is handBackWithMessage for a review: the task goes back
+// to its agent with the review as the handoff's message (rendered now, as
+// a handoff's message is text), then the comments are kept. Two
+// transactions, since the handoff commits its own: a failure between them
+// leaves the agent with a review whose comments are not listed, and says so.
+func (e *Engine) handBackReview(ctx context.Context, t core.Task, actor core.Actor, p reviewPlan) (core.MessageResult, error) {
+	body, err := prompt.RenderNotice(prompt.NoticeReview, p.notice)
+	if err != nil {
+		return core.MessageResult{}, core.Errorf(core.CodeInternal, "%v", err)
+	}
+	res, err := e.handBackWithMessage(ctx, t, actor, body)
+	if err != nil {
+		return res, err
+	}
+	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		var err error
+		p.rows, err = addReviewRows(ctx, tx, p.rows)
+		return err
+	})
+	if err != nil {
+		return res, core.Errorf(core.CodeInternal, "task %s was handed back with the review, but its comments were not kept: %v", t.ID, err)
+	}
+	e.announce(c)
+	res.Comments = reviewComments(p.rows)
+	return res, nil
+}
+
+func addReviewRows(ctx context.Context, tx *store.Tx, rows []store.ReviewComment) ([]store.ReviewComment, error) {
+	out := make([]store.ReviewComment, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = tx.AddReviewComment(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func withoutQuestionIfExplicit(t core.Task, explicit bool) core.Task {

@@ -489,7 +489,7 @@ func (e *Engine) capabilitySet(t core.Task) capability.Set {
 	}
 	return capability.Resolve(capability.Case{
 		Surface: surface, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
-		TitlePending: t.TitlePending,
+		TitlePending: t.TitlePending, Host: e.providerHost(t),
 	})
 }
 

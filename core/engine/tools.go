@@ -124,7 +124,17 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 	case *capability.ConversationArgs:
 		return e.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
 	case *capability.MessageTaskArgs:
-		return e.MessageTask(ctx, a.TaskID, core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID})
+		in := core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
+		for _, c := range a.Comments {
+			in.Comments = append(in.Comments, core.ReviewCommentInput(c))
+		}
+		return e.MessageTask(ctx, a.TaskID, in)
+	case *capability.OpenRequestArgs:
+		host := capability.HostGitHub
+		if name == "open_merge_request_kandev" {
+			host = capability.HostGitLab
+		}
+		return e.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, host)
 	case *capability.StopTaskArgs:
 		return e.StopTask(ctx, a.TaskID)
 	case *capability.SaveProfileArgs:
@@ -158,6 +168,10 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 			}
 			ps, err := e.ListPersons(ctx)
 			return map[string]any{"roles": rs, "people": ps}, err
+		case "get_pull_request_comments_kandev":
+			return e.requestReview(ctx, actor, capability.HostGitHub)
+		case "get_merge_request_comments_kandev":
+			return e.requestReview(ctx, actor, capability.HostGitLab)
 		}
 	}
 	return nil, core.Errorf(core.CodeInternal, "tool %s has no handler", name)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -214,6 +215,13 @@ func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (c
 	}
 	out.Added, out.Deleted = d.Totals()
 	out.PatchBytes = len(out.Patch)
+	rv, err := e.reviewOf(ctx, t)
+	if err != nil {
+		return core.TaskDiff{}, err
+	}
+	if len(rv.Comments) > 0 {
+		out.Comments = rv.Comments
+	}
 	if len(out.Patch) > core.MaxPatch {
 		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
 	}
@@ -236,6 +244,13 @@ func (e *Engine) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (c
 	d, err := e.TaskDiff(ctx, ref, core.DiffInput{Patch: !statOnly})
 	if err != nil {
 		return core.TaskDiff{}, err
+	}
+	// The comments' hunks are in the patch already; the latest ones only.
+	if n := len(d.Comments); n > capability.MaxReviewComments {
+		d.Comments = d.Comments[n-capability.MaxReviewComments:]
+	}
+	for i := range d.Comments {
+		d.Comments[i].Hunk = ""
 	}
 	if len(d.Files) > maxToolFiles {
 		d.FilesTotal = len(d.Files)
@@ -344,6 +359,216 @@ func (e *Engine) lastMerge(ctx context.Context, taskID string) (mergeRecord, boo
 		return mergeRecord{}, false
 	}
 	return meta.Merge, true
+}
+
+// PushTask implements core.Client: the task's branch to a remote of its
+// repository, its uncommitted work committed first with a message naming
+// the task. Only a person pushes: it reaches past this machine. Like a
+// merge, it waits for no turn: an agent in a turn in the worktree refuses it.
+func (e *Engine) PushTask(ctx context.Context, ref string, in core.PushInput) (core.PushResult, error) {
+	res, _, err := e.push(ctx, ref, in.Remote)
+	if err != nil {
+		return core.PushResult{}, pushErr(err)
+	}
+	return res, nil
+}
+
+// push is PushTask with workspace's errors as they are (a pull request
+// goes on from a remote that is up to date), and the task's worktree.
+func (e *Engine) push(ctx context.Context, ref, remote string) (core.PushResult, workspace.Worktree, error) {
+	actor := core.ActorFrom(ctx)
+	t, wt, err := e.worktreeTask(ctx, ref, "push", true)
+	if err != nil {
+		return core.PushResult{}, wt, err
+	}
+	// A person pushes any task's branch; an agent only its own task's, from
+	// the provider group's tools (it reaches past this machine).
+	own := agentOf(actor, t.ID)
+	if !personActs(actor) && !own {
+		return core.PushResult{}, wt, core.Errorf(core.CodeForbidden, "only a person, or the task's own agent, pushes a task's branch")
+	}
+	gone := t.Workspace.Mode == core.WorkspaceRetired
+	if !gone {
+		for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
+			if own && c.ID == t.ID {
+				continue // the agent calling is that turn
+			}
+			if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
+				return core.PushResult{}, wt, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+			}
+		}
+		if _, err := os.Stat(wt.Dir); err != nil {
+			return core.PushResult{}, wt, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+		}
+	}
+	res, err := e.ws.Push(ctx, wt, workspace.PushOptions{Remote: remote, Gone: gone,
+		Message: fmt.Sprintf("kandev: task %s: %s", t.ID, oneLineTitle(t.Title))})
+	out := core.PushResult{Task: t, Branch: wt.Branch, Remote: res.Remote, Commit: res.Commit, Committed: res.Committed}
+	if err != nil {
+		return out, wt, err
+	}
+	what := "pushed " + wt.Branch + " to " + res.Remote + " (" + shortCommit(res.Commit) + ") by " + actor.String()
+	if res.Committed {
+		what += ", its uncommitted work committed first"
+	}
+	e.note(ctx, t.ID, "", core.MsgStatus, actor.String(), what, nil)
+	if out.Task, err = e.refresh(ctx, t.ID); err != nil {
+		return out, wt, err
+	}
+	return out, wt, nil
+}
+
+// pushErr maps a push's workspace errors to the client's codes.
+func pushErr(err error) error {
+	var ce *core.Error
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToPush):
+		return core.Errorf(core.CodeConflict, "%v", err)
+	}
+	return core.Errorf(core.CodeInternal, "%v", err)
+}
+
+// linkPullRequest is the task_links kind of a task's pull request URL.
+const linkPullRequest = "pull_request"
+
+// PullRequestTask implements core.Client: push the task's branch, then
+// open a pull request for it with gh (title from the task, body from its
+// last handoff and its diff's stat), and record its URL on the task.
+// A repository whose origin is on GitLab gets a merge request (glab).
+func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRequestInput) (core.PullRequestResult, error) {
+	host := ""
+	if t, err := e.task(ctx, ref); err == nil && t.Workspace != nil && in.Remote == "" {
+		host = e.ws.RemoteHost(ctx, t.Workspace.Repo, "")
+	}
+	return e.openRequest(ctx, ref, in, host)
+}
+
+// openRequest pushes and opens the pull request (or, for host gitlab,
+// the merge request).
+func (e *Engine) openRequest(ctx context.Context, ref string, in core.PullRequestInput, host string) (core.PullRequestResult, error) {
+	pushed, wt, err := e.push(ctx, ref, in.Remote)
+	if err != nil && !errors.Is(err, workspace.ErrUpToDate) {
+		return core.PullRequestResult{}, pushErr(err)
+	}
+	t := pushed.Task
+	body := e.pullRequestBody(ctx, t)
+	open := workspace.OpenPullRequest
+	if host == workspace.HostGitLab {
+		open = workspace.OpenMergeRequest
+	}
+	u, err := open(ctx, wt.Repo, workspace.PullRequestOptions{Head: wt.Branch, Base: strings.TrimSpace(in.Base),
+		Title: oneLineTitle(t.Title), Body: body, Draft: in.Draft})
+	switch {
+	case errors.Is(err, workspace.ErrNoHostCLI):
+		return core.PullRequestResult{}, core.Errorf(core.CodeUnavailable, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
+	case err != nil:
+		return core.PullRequestResult{}, core.Errorf(core.CodeConflict, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
+	}
+	actor := core.ActorFrom(ctx)
+	now := time.Now().UTC()
+	err = e.commit(ctx, func(tx *store.Tx, ch *changes) error {
+		if err := tx.SetTaskLink(ctx, t.ID, linkPullRequest, u, now); err != nil {
+			return err
+		}
+		ch.touch(t.ID)
+		return ch.noteTx(ctx, tx, t.ID, core.MsgStatus, actor.String(), "opened pull request "+u+" for "+wt.Branch+" by "+actor.String(), map[string]any{})
+	})
+	if err != nil {
+		return core.PullRequestResult{}, core.Errorf(core.CodeInternal, "pull request %s opened, but not recorded on task %s: %v", u, t.ID, err)
+	}
+	t, _ = e.cached(t.ID) // refreshed by the commit, its URL in its view
+	return core.PullRequestResult{Task: t, URL: u, Push: pushed}, nil
+}
+
+// providerHost is the git host the provider group has tools for, of
+// the task's repository's origin: GitHub, or GitLab when glab is on PATH;
+// "" otherwise (no worktree, no origin, another host).
+func (e *Engine) providerHost(t core.Task) string {
+	w := t.Workspace
+	if w == nil || w.Repo == "" || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	switch e.ws.RemoteHost(ctx, w.Repo, "") {
+	case workspace.HostGitHub:
+		return capability.HostGitHub
+	case workspace.HostGitLab:
+		if _, err := exec.LookPath("glab"); err == nil {
+			return capability.HostGitLab
+		}
+	}
+	return ""
+}
+
+// RequestReview is what get_pull_request_comments_kandev and
+// get_merge_request_comments_kandev return: the host's own JSON (GitHub)
+// or text (GitLab), bounded.
+type RequestReview struct {
+	TaskID string          `json:"task_id"`
+	Branch string          `json:"branch"`
+	URL    string          `json:"url,omitempty"`
+	View   json.RawMessage `json:"pull_request,omitempty"`  // gh pr view --json
+	Inline json.RawMessage `json:"line_comments,omitempty"` // the comments on lines of the diff
+	Text   string          `json:"text,omitempty"`          // glab mr view --comments
+}
+
+// requestReview reads the review of the caller's own task's pull (or
+// merge) request.
+func (e *Engine) requestReview(ctx context.Context, actor core.Actor, host string) (RequestReview, error) {
+	t, wt, err := e.worktreeTask(ctx, actor.TaskID, "review", false)
+	if err != nil {
+		return RequestReview{}, err
+	}
+	out := RequestReview{TaskID: t.ID, Branch: wt.Branch}
+	if t.Workspace != nil {
+		out.URL = t.Workspace.PullRequest
+	}
+	if host == capability.HostGitLab {
+		out.Text, err = workspace.MergeRequestReview(ctx, wt.Repo, wt.Branch)
+	} else {
+		out.View, out.Inline, err = workspace.PullRequestReview(ctx, wt.Repo, wt.Branch)
+	}
+	switch {
+	case errors.Is(err, workspace.ErrNoHostCLI):
+		return RequestReview{}, core.Errorf(core.CodeUnavailable, "%v", err)
+	case errors.Is(err, workspace.ErrNoRequest):
+		return RequestReview{}, core.Errorf(core.CodeNotFound, "%v; open it with the open tool first", err)
+	case err != nil:
+		return RequestReview{}, core.Errorf(core.CodeConflict, "%v", err)
+	}
+	return out, nil
+}
+
+// pullRequestBody is the task's last handoff message (what its agent said
+// it did) and the stat of its diff.
+func (e *Engine) pullRequestBody(ctx context.Context, t core.Task) string {
+	var b strings.Builder
+	if m, err := e.db.LastMessageOfKind(ctx, t.ID, string(core.MsgHandoff)); err == nil && strings.TrimSpace(m.Text) != "" {
+		b.WriteString(strings.TrimSpace(m.Text))
+		b.WriteString("\n\n")
+	} else if d := strings.TrimSpace(t.Description); d != "" {
+		b.WriteString(d)
+		b.WriteString("\n\n")
+	}
+	if d, err := e.TaskDiff(ctx, t.ID, core.DiffInput{}); err == nil && d.Stat != "" {
+		b.WriteString("```\n")
+		b.WriteString(cutAtLine(d.Stat, 8<<10))
+		b.WriteString("```\n\n")
+	}
+	fmt.Fprintf(&b, "Opened by kandev from task %s.\n", t.ID)
+	return b.String()
+}
+
+// oneLineTitle is a title fit for a commit's subject line.
+func oneLineTitle(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 72 {
+		s = cutAtLine(s, 72)
+	}
+	return s
 }
 
 // DiscardTask implements core.Client: the only way a task's worktree and

@@ -17,7 +17,7 @@ var noticesText string
 // command links this package, and only the daemon renders notices.
 var notices = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("notices").Option("missingkey=error").
-		Funcs(template.FuncMap{"orNone": orNone}).Parse(noticesText))
+		Funcs(template.FuncMap{"orNone": orNone, "inc": func(i int) int { return i + 1 }, "quote": quote}).Parse(noticesText))
 })
 
 // orNone stands in for an empty message, detail or summary.
@@ -26,6 +26,13 @@ func orNone(s string) string {
 		return "(no message)"
 	}
 	return s
+}
+
+// quote sets lines of a diff apart from the text around them: every line
+// starts with "| ", so none reads as an instruction of its own.
+func quote(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return "| " + strings.ReplaceAll(s, "\n", "\n| ")
 }
 
 // Notice names: one template each in notices.tmpl.
@@ -44,6 +51,7 @@ const (
 	// NoticeBudgetResume redelivers a turn's message that a reached
 	// budget cut (data: Message).
 	NoticeBudgetResume = "budget_resume"
+	NoticeReview       = "review"
 )
 
 // Why a stalled role stalled, as its notices word it.
@@ -136,6 +144,24 @@ type Budget struct {
 	Percent     int    `json:"percent"`
 }
 
+// Review is comments on the task's diff, from someone (From as in
+// Message), with the review's own message (Text, may be empty).
+type Review struct {
+	From     string          `json:"from"`
+	Text     string          `json:"text"`
+	Comments []ReviewComment `json:"comments"`
+}
+
+// ReviewComment is one comment of a Review: the file, the line or lines
+// (EndLine > Line for a range) and the hunk lines around them.
+type ReviewComment struct {
+	File    string `json:"file"`
+	Line    int    `json:"line"`
+	EndLine int    `json:"end_line"`
+	Text    string `json:"text"`
+	Hunk    string `json:"hunk"`
+}
+
 // RenderNotice renders the named notice from its data.
 func RenderNotice(name string, data any) (string, error) {
 	var b bytes.Buffer
@@ -176,6 +202,8 @@ func (d Delivered) Decode() (any, error) {
 		v = &Wake{}
 	case NoticeBudget:
 		v = &Budget{}
+	case NoticeReview:
+		v = &Review{}
 	default:
 		return nil, fmt.Errorf("prompt: unknown notice %q", d.Notice)
 	}

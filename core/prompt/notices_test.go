@@ -56,6 +56,15 @@ func TestNotices(t *testing.T) {
 			"[kandev:budget] The tree of task r1 (root), which your task is part of, has spent $4.10 of its $5.00 budget (82%). " +
 				"When it reaches the budget, every running turn in the tree is stopped until a person raises it. " +
 				"Wrap up: finish or hand on what you are doing, and say where you stopped.\n\nholder_task_id: r1"},
+		{NoticeReview, Review{From: "From the operator", Text: "Close.", Comments: []ReviewComment{
+			{File: "a.go", Line: 2, EndLine: 2, Text: "use a constant", Hunk: "@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"},
+			{File: "b.go", Line: 4, EndLine: 5, Text: "mock: say ok\nand this", Hunk: "+x\n+y"}}},
+			"[kandev:review] From the operator: a review of the changes in your worktree, 2 comments on the diff. Address each one, then end your turn.\n\nClose.\n" +
+				"\n1. a.go line 2:\n| @@ -1,2 +1,2 @@\n|  one\n| -two\n| +TWO\nuse a constant\n" +
+				"\n2. b.go lines 4-5:\n| +x\n| +y\nmock: say ok\nand this\n"},
+		{NoticeReview, Review{From: "From task t1 (build)", Comments: []ReviewComment{{File: "a.go", Line: 1, EndLine: 1, Text: "why?", Hunk: "+a"}}},
+			"[kandev:review] From task t1 (build): a review of the changes in your worktree, 1 comment on the diff. Address each one, then end your turn.\n" +
+				"\n1. a.go line 1:\n| +a\nwhy?\n"},
 	}
 	seen := map[string]bool{}
 	for _, c := range cases {

@@ -40,19 +40,23 @@ type TaskInfo struct {
 // tool a task surface can grant, other than the question and title tools
 // that have their own sections, must appear here (a test checks it).
 var coordinationSummaries = map[string]string{
-	"create_task_kandev":           "create a subtask and start its agent (autopilot is decided here, once, and never inherited)",
-	"list_tasks_kandev":            "list your task's subtree with status and pending questions",
-	"get_task_kandev":              "read one task",
-	"get_task_conversation_kandev": "read a task's conversation, page by page",
-	"get_task_diff_kandev":         "read what a task in your subtree changed in its git worktree (stat and a bounded patch), to review it before you sign it off",
-	"message_task_kandev":          "send a message to a task (queued by default; delivery_mode \"interrupt\" for your direct children)",
-	"stop_task_kandev":             "halt your direct child task; its work and queued messages are kept",
-	"handoff_task_kandev":          "hand a task to a role, a person, or back to whoever handed it to you",
-	"set_task_status_kandev":       "set the status of a task in your subtree (sign off subtasks handed back to you)",
-	"list_roles_kandev":            "list the roles and people a task can be handed to",
-	"list_profiles_kandev":         "list the agent profiles a task can run with",
-	"save_profile_kandev":          "add or replace an agent profile",
-	"remove_profile_kandev":        "remove a user profile",
+	"create_task_kandev":                "create a subtask and start its agent (autopilot is decided here, once, and never inherited)",
+	"list_tasks_kandev":                 "list your task's subtree with status and pending questions",
+	"get_task_kandev":                   "read one task",
+	"get_task_conversation_kandev":      "read a task's conversation, page by page",
+	"get_task_diff_kandev":              "read what a task in your subtree changed in its git worktree (stat and a bounded patch), to review it before you sign it off",
+	"message_task_kandev":               "send a message to a task (queued by default; delivery_mode \"interrupt\" for your direct children)",
+	"stop_task_kandev":                  "halt your direct child task; its work and queued messages are kept",
+	"handoff_task_kandev":               "hand a task to a role, a person, or back to whoever handed it to you",
+	"set_task_status_kandev":            "set the status of a task in your subtree (sign off subtasks handed back to you)",
+	"list_roles_kandev":                 "list the roles and people a task can be handed to",
+	"list_profiles_kandev":              "list the agent profiles a task can run with",
+	"save_profile_kandev":               "add or replace an agent profile",
+	"remove_profile_kandev":             "remove a user profile",
+	"open_pull_request_kandev":          "push your branch and open its pull request on GitHub, when asked for one",
+	"get_pull_request_comments_kandev":  "read the review comments on your task's pull request",
+	"open_merge_request_kandev":         "push your branch and open its merge request on GitLab, when asked for one",
+	"get_merge_request_comments_kandev": "read the comments on your task's merge request",
 }
 
 // Coordination is one explained tool.

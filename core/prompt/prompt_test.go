@@ -19,9 +19,10 @@ func taskCases() []capability.Case {
 		if !s.TaskSurface() {
 			continue
 		}
-		for i := 0; i < 16; i++ {
+		for i := 0; i < 24; i++ {
+			host := [...]string{"", capability.HostGitHub, capability.HostGitLab}[i/8]
 			out = append(out, capability.Case{Surface: s, Autopilot: i&1 != 0, HasParent: i&2 != 0,
-				TitlePending: i&4 != 0, Provider: i&8 != 0})
+				TitlePending: i&4 != 0, Host: host})
 		}
 	}
 	return out
@@ -116,7 +117,7 @@ func TestPreambleIdentity(t *testing.T) {
 }
 
 func caseName(c capability.Case) string {
-	return fmt.Sprintf("%s/autopilot=%v/parent=%v/title=%v/provider=%v", c.Surface, c.Autopilot, c.HasParent, c.TitlePending, c.Provider)
+	return fmt.Sprintf("%s/autopilot=%v/parent=%v/title=%v/host=%q", c.Surface, c.Autopilot, c.HasParent, c.TitlePending, c.Host)
 }
 
 // The preamble says which workspace the agent works in (issue 11).

@@ -245,6 +245,11 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 // branch, as stageWork chooses it (ADR 0041), and reports whether there
 // was anything to commit.
 func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) {
+	return m.commitPendingAs(ctx, wt, "kandev: uncommitted work on "+wt.Branch)
+}
+
+// commitPendingAs is commitPending with the commit's message.
+func (m *Manager) commitPendingAs(ctx context.Context, wt Worktree, message string) (bool, error) {
 	st, err := m.gitWT(ctx, wt, "status", "--porcelain")
 	if err != nil {
 		return false, fmt.Errorf("merge: status of %s: %w", wt.Dir, err)
@@ -259,7 +264,7 @@ func (m *Manager) commitPending(ctx context.Context, wt Worktree) (bool, error) 
 	if _, err := m.gitWT(ctx, wt, "diff", "--cached", "--quiet", "HEAD"); err == nil {
 		return false, nil
 	}
-	if _, err := m.gitWT(ctx, wt, "commit", "--no-verify", "-m", "kandev: uncommitted work on "+wt.Branch); err != nil {
+	if _, err := m.gitWT(ctx, wt, "commit", "--no-verify", "-m", message); err != nil {
 		return false, fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
 	}
 	return true, nil
