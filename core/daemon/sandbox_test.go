@@ -190,7 +190,11 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again"}); err != nil {
 		t.Fatal(err)
 	}
+	// The agent's words are written before its turn's end is recorded
+	// (the streamed output is flushed first): merge refuses a task in a
+	// turn, so wait for the turn to be over, not for what it said.
 	waitSaid(t, d, task.ID, "again")
+	waitSettled(t, d, task.ID)
 	if _, err := d.Client.MergeTask(ctx, task.ID, core.MergeInput{}); err != nil {
 		t.Fatalf("merge: %v", err)
 	}
