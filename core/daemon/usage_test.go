@@ -135,7 +135,9 @@ func countPrompts(t *testing.T, d *daemontest.Daemon, id, prefix string) int {
 // stops every running turn in the tree, starts none, and hands the root
 // to a person with the reason Budget (kandev wait exits 17); a raise that
 // leaves nothing to spend is refused; raising it past the spend hands the
-// root back and the tree goes on where it stopped.
+// root back and the tree goes on where it stopped. A turn the budget cut
+// is a stop, not a stall; the kid's turn that ends after the raise with
+// no handoff is one, and climbs from the root (ADR 0046).
 func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	d := daemontest.Start(t)
 	dir := t.TempDir()
@@ -221,11 +223,58 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	}
 	waitSaid(t, d, kid.ID, "done-kid")
 	waitSaid(t, d, kid.ID, "extra")
-	r = get(t, d, root.ID)
-	if r.OverBudget() || r.Assignee == nil || !r.Assignee.IsRole() {
-		t.Fatalf("root after the raise: assignee %+v stalled %+v", r.Assignee, r.Stalled)
-	}
+	// The kid's last turn ends with no handoff: rule 4 stalls it, it is
+	// reported to the root (ADR 0003), and the root's turn that only
+	// acknowledges the report climbs to a person (ADR 0046). So the root
+	// is with its role only between the raise and that climb: its history
+	// says what happened, in order, and its end state is that stall, not
+	// a second budget one.
+	daemontest.Eventually(t, wait, "the kid's stall to climb from the root", func() bool {
+		r := get(t, d, root.ID)
+		return r.Stalled != nil && r.Stalled.Reason == "Stalled"
+	})
 	waitSettled(t, d, kid.ID)
+	r = get(t, d, root.ID)
+	if r.OverBudget() || r.Budget == nil || r.Budget.Reached || r.Assignee == nil || !r.Assignee.IsPerson() ||
+		!strings.HasPrefix(r.Stalled.Detail, "stalled subtask "+kid.ID) || !strings.Contains(r.Stalled.Detail, "extra") {
+		t.Fatalf("root after the raise and the kid's last turn: assignee %+v stalled %+v budget %+v", r.Assignee, r.Stalled, r.Budget)
+	}
+	if w := d.Run("wait", root.ID); w.Code != 12 {
+		t.Fatalf("wait after the kid's stall: exit %d %q %q, want 12 (escalated)", w.Code, w.Stdout, w.Stderr)
+	}
+	// The root climbed for its budget once, was handed back by the raise,
+	// then climbed for the kid's stall.
+	var handoffs []string
+	for _, m := range conversation(t, d, root.ID) {
+		if m.Kind == core.MsgHandoff {
+			handoffs = append(handoffs, m.Text)
+		}
+	}
+	if len(handoffs) != 3 || !strings.HasPrefix(handoffs[0], "Budget: escalated from role:mock to person:operator") ||
+		!strings.Contains(handoffs[1], "to role:mock by person:operator: the budget was raised") ||
+		!strings.HasPrefix(handoffs[2], "Stalled: escalated from role:mock to person:operator: stalled subtask "+kid.ID) {
+		t.Fatalf("the root's handoffs %q, want its budget's escalation, the hand-back, the kid's stall", handoffs)
+	}
+	// A turn the budget cut is a stop, not a stall: the kid stalled once,
+	// after its last turn (the queued message), never after the cut one.
+	var kidStalls int
+	lastSaid := ""
+	for _, m := range conversation(t, d, kid.ID) {
+		switch m.Kind {
+		case core.MsgAgent:
+			lastSaid = strings.TrimSpace(m.Text)
+		case core.MsgHandoff:
+			if strings.HasPrefix(m.Text, "Stalled: reported to task "+root.ID) {
+				kidStalls++
+				if lastSaid != "extra" {
+					t.Errorf("the kid was reported stalled after saying %q, want only after its last turn (extra)", lastSaid)
+				}
+			}
+		}
+	}
+	if kidStalls != 1 {
+		t.Fatalf("the kid was reported stalled %d times, want once", kidStalls)
+	}
 	if n := countPrompts(t, d, kid.ID, "[kandev:budget] The tree of task "+root.ID+" (root), which your task is part of, has spent"); n != 1 {
 		t.Fatalf("the kid read %d budget notices, want 1", n)
 	}

@@ -51,3 +51,85 @@ func TestBudgetInProcess(t *testing.T) {
 		t.Fatalf("usage %+v, want the second run's 22 tokens and both runs' $2.20", u)
 	}
 }
+
+// A tree whose budget a subtask's turn crosses: the cut turn is a stop,
+// not a stall (the kid is not reported to the root), the tree climbs once
+// as the root with the reason Budget, and the raise hands the root back
+// and runs the kid's cut turn again. The kid's turn that then ends with no
+// handoff stalls (rule 4) and is reported to the root, whose turn that
+// only acknowledges it climbs to a person (ADR 0046): the reason Stalled,
+// not a second Budget.
+func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {
+	p := newInProc(t)
+	start, go1 := p.gateFile("start")
+	resume, go2 := p.gateFile("resume")
+	root := p.create(core.CreateTaskInput{Title: "root", Start: true, Budget: "1USD",
+		Prompt: callDirective("create_task_kandev", map[string]any{"title": "kid",
+			"prompt": "mock: waitfile " + start + "\nmock: usage 10 10 1.1\nmock: waitfile " + resume + "\nmock: say done-kid"})})
+	var kid string
+	p.waitFor("the kid", func() bool {
+		list, err := p.eng.ListTasks(p.ctx, core.ListTasksInput{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range list {
+			if x.ParentID == root.ID {
+				kid = x.ID
+			}
+		}
+		return kid != ""
+	})
+	// The root's turn ended (held by its open kid) before the kid spends,
+	// so the only turn the budget cuts is the kid's.
+	p.waitFor("the root's turn to end", func() bool { return p.settled(root.ID) && p.hasSaid(root.ID, "result create_task_kandev") })
+	go1()
+	p.waitFor("the budget reached", func() bool { return p.get(root.ID).OverBudget() })
+	p.waitFor("the kid's turn stopped", func() bool { return p.get(kid).Session.State == core.SessionCancelled })
+	k := p.get(kid)
+	if k.Stalled != nil || k.Halted || k.Queued != 1 || k.Assignee == nil || !k.Assignee.IsRole() {
+		t.Fatalf("kid after the budget: stalled %+v halted %v queued %d assignee %+v", k.Stalled, k.Halted, k.Queued, k.Assignee)
+	}
+	r := p.get(root.ID)
+	if r.Assignee == nil || !r.Assignee.IsPerson() || r.Queued != 0 {
+		t.Fatalf("root after the budget: assignee %+v stalled %+v queued %d", r.Assignee, r.Stalled, r.Queued)
+	}
+	for _, pr := range p.prompts(root.ID) {
+		if strings.HasPrefix(pr, "[kandev:stalled]") {
+			t.Fatalf("the root was told of a stall the budget's stop made: %q", pr)
+		}
+	}
+
+	go2()
+	if _, err := core.Spender(p.eng).SetBudget(p.op(), root.ID, core.BudgetInput{Add: "5USD"}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor("the kid's stall to climb from the root", func() bool {
+		r := p.get(root.ID)
+		return r.Stalled != nil && r.Stalled.Reason == "Stalled" && r.Assignee != nil && r.Assignee.IsPerson()
+	})
+	if !p.hasSaid(kid, "done-kid") {
+		t.Fatalf("the kid's cut turn did not run again: %q", p.said(kid))
+	}
+	if d := p.get(root.ID).Stalled.Detail; !strings.HasPrefix(d, "stalled subtask "+kid) || !strings.Contains(d, "done-kid") {
+		t.Fatalf("root's stall detail %q", d)
+	}
+	var handoffs []string
+	for _, m := range p.conversation(root.ID) {
+		if m.Kind == core.MsgHandoff {
+			handoffs = append(handoffs, m.Text)
+		}
+	}
+	if len(handoffs) != 3 || !strings.HasPrefix(handoffs[0], "Budget: ") || !strings.Contains(handoffs[1], "the budget was raised") ||
+		!strings.HasPrefix(handoffs[2], "Stalled: ") {
+		t.Fatalf("the root's handoffs %q, want its budget's escalation, the hand-back, the kid's stall", handoffs)
+	}
+	reports := 0
+	for _, m := range p.conversation(kid) {
+		if m.Kind == core.MsgHandoff && strings.HasPrefix(m.Text, "Stalled: reported to task "+root.ID) {
+			reports++
+		}
+	}
+	if reports != 1 {
+		t.Fatalf("the kid was reported stalled %d times, want once (after its turn again)", reports)
+	}
+}
