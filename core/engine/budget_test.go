@@ -14,8 +14,14 @@ import (
 func TestBudgetInProcess(t *testing.T) {
 	p := newInProc(t)
 	gate, open := p.gateFile("budget")
+	// The second report waits until the first one's check has warned: two
+	// reports checked together are one crossing from 0 to 110%, which is
+	// a reached budget with no warning (nothing is left to wrap up).
+	warned, warn := p.gateFile("warned")
 	task := p.create(core.CreateTaskInput{Title: "spender", Start: true, Budget: "1USD",
-		Prompt: "mock: usage 10 10 0.9\nmock: usage 1 1 0.2\nmock: waitfile " + gate + "\nmock: say after"})
+		Prompt: "mock: usage 10 10 0.9\nmock: waitfile " + warned + "\nmock: usage 1 1 0.2\nmock: waitfile " + gate + "\nmock: say after"})
+	p.waitFor("the 80% notice", func() bool { b := p.get(task.ID).Budget; return b != nil && b.Noticed })
+	warn()
 	p.waitFor("the budget reached", func() bool { return p.get(task.ID).OverBudget() })
 	p.waitFor("the turn stopped", func() bool { return p.settled(task.ID) })
 	got := p.get(task.ID)
