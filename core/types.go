@@ -53,6 +53,9 @@ type Task struct {
 	BlockedBy []string `json:"blocked_by"`
 	// Workspace is where the task's agent works; nil in summaries.
 	Workspace *Workspace `json:"workspace,omitempty"`
+	// Host is the host its agent runs on, fixed at creation ("" = this
+	// machine; docs/hosts.md).
+	Host string `json:"host,omitempty"`
 }
 
 // Workspace modes.
@@ -170,6 +173,7 @@ type taskJSON struct {
 	Interrupted     bool          `json:"interrupted"`
 	BlockedBy       []string      `json:"blocked_by"`
 	Workspace       *Workspace    `json:"workspace,omitempty"`
+	Host            string        `json:"host,omitempty"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -179,7 +183,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
 		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
 		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
-		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace}
+		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace, Host: t.Host}
 	if j.BlockedBy == nil {
 		j.BlockedBy = []string{}
 	}
@@ -203,7 +207,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
 		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
 		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
-		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace}
+		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace, Host: j.Host}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID
 	}
