@@ -92,6 +92,9 @@ type CreateTaskInput struct {
 	Base string `json:"base,omitempty"`
 	// Branch names a new worktree's branch (default kandev/<id>-<slug>).
 	Branch string `json:"branch,omitempty"`
+	// Host is the host its agent runs on (kandev host list), "local" for
+	// this machine; empty: the parent's (docs/hosts.md).
+	Host string `json:"host,omitempty"`
 }
 
 // TaskSummaries is a client that can list tasks as their summaries: each

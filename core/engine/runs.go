@@ -124,6 +124,12 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if err != nil {
 		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
+	if t.Host != "" {
+		// The seam where a task on a host takes the remote launcher
+		// (docs/hosts.md). Until that lands such a task waits rather
+		// than run on this machine, which it was not placed on.
+		return nil, &unservedError{reason: fmt.Sprintf("host %s: running agents on hosts is not built yet", t.Host)}
+	}
 	command := prof.Command
 	if command == core.SelfCommand {
 		command = e.opts.SelfExe

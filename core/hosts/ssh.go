@@ -140,12 +140,20 @@ func (p *Pool) Connect(ctx context.Context, t Target) error {
 	// gone) would make the new master give up multiplexing.
 	_ = os.Remove(p.ControlPath(t.Name))
 	cmd := exec.CommandContext(ctx, p.ssh(), p.Args(t, "-f", "-N", "-o", "ControlMaster=yes", "-o", "ControlPersist=no")...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// A file, not a pipe: the master ssh -f leaves behind keeps its stderr
+	// open, and a pipe would hold Run until the master ends.
+	errFile, err := os.CreateTemp(p.Dir, "connect-*.err")
+	if err != nil {
+		return fmt.Errorf("host %s: %w", t.Name, err)
+	}
+	defer os.Remove(errFile.Name())
+	defer errFile.Close()
+	cmd.Stderr = errFile
 	// -f: ssh forks once logged in and the parent exits, so its exit
 	// status is the login's result, without waiting on the socket.
 	if err := cmd.Run(); err != nil {
-		return sshError(t.Name, err, stderr.String())
+		msg, _ := os.ReadFile(errFile.Name())
+		return sshError(t.Name, err, string(msg))
 	}
 	p.mu.Lock()
 	if p.started == nil {

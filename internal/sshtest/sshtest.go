@@ -58,7 +58,6 @@ type Host struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd
 	done    chan struct{}
-	log     *bytes.Buffer
 }
 
 func skipOrFail(t testing.TB, format string, args ...any) {
@@ -197,11 +196,17 @@ func (h *Host) Start() {
 		h.mu.Unlock()
 		return
 	}
-	h.log = &bytes.Buffer{}
 	// -D: stay in the foreground, so the test owns (and ends) the process;
-	// -e: log to stderr.
+	// -e: log to stderr, a file: the per-connection children sshd forks
+	// (in sessions of their own) would hold a pipe open past its exit.
+	logFile, err := os.OpenFile(filepath.Join(h.dir, "sshd.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		h.mu.Unlock()
+		h.t.Fatal(err)
+	}
+	defer logFile.Close()
 	cmd := exec.Command(SSHD, "-D", "-e", "-f", h.cfgPath)
-	cmd.Stdout, cmd.Stderr = h.log, h.log
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		h.mu.Unlock()
@@ -241,6 +246,10 @@ func (h *Host) Stop() {
 	if cmd == nil {
 		return
 	}
+	// Its connections run in sessions of their own, out of the
+	// listener's group: found as its descendants before it exits (they
+	// are reparented then), and ended too, as when the machine goes away.
+	conns := descendants(cmd.Process.Pid)
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-done:
@@ -248,16 +257,55 @@ func (h *Host) Stop() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
+	for _, pid := range conns {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// descendants lists the live descendants of pid, from /proc.
+func descendants(root int) []int {
+	ents, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut at
+		// the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
 }
 
 // Log is what sshd wrote so far.
 func (h *Host) Log() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.log == nil {
-		return ""
-	}
-	return h.log.String()
+	b, _ := os.ReadFile(filepath.Join(h.dir, "sshd.log"))
+	return string(b)
 }
 
 // Command is `ssh -F Config Alias args...`: a command on the host, with
