@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon/daemontest"
@@ -88,6 +89,20 @@ func TestHostLifecycle(t *testing.T) {
 	if got := decodeJSON[core.Host](t, d.MustRun("host", "show", "lb", "--json")); got.Tasks != 2 {
 		t.Fatalf("host show tasks = %d, want 2", got.Tasks)
 	}
+
+	// Started, a task on the host never runs on this machine: until the
+	// remote launcher exists it waits, saying why, with no session.
+	started := decodeJSON[core.Task](t, d.MustRun("task", "create", "start me", "--cwd", work, "--host", "lb",
+		"--prompt", "hello", "--start", "--json"))
+	var waiting core.Task
+	daemontest.Eventually(t, 30*time.Second, "the task on a host to wait", func() bool {
+		waiting = get(t, d, started.ID)
+		return waiting.Waiting != ""
+	})
+	if !strings.Contains(waiting.Waiting, "host lb") || waiting.Session != nil {
+		t.Fatalf("task on a host: waiting %q, session %+v", waiting.Waiting, waiting.Session)
+	}
+	d.MustRun("task", "archive", started.ID)
 
 	// Refused while tasks are on it, named in the error.
 	r := d.Run("host", "remove", "lb")

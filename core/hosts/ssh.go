@@ -140,8 +140,8 @@ func (p *Pool) Connect(ctx context.Context, t Target) error {
 	// gone) would make the new master give up multiplexing.
 	_ = os.Remove(p.ControlPath(t.Name))
 	cmd := exec.CommandContext(ctx, p.ssh(), p.Args(t, "-f", "-N", "-o", "ControlMaster=yes", "-o", "ControlPersist=no")...)
-	// A file, not a pipe: the master ssh -f leaves behind keeps its stderr
-	// open, and a pipe would hold Run until the master ends.
+	// A file, not a pipe: nothing the detached master keeps open can then
+	// hold Run until the master ends.
 	errFile, err := os.CreateTemp(p.Dir, "connect-*.err")
 	if err != nil {
 		return fmt.Errorf("host %s: %w", t.Name, err)
