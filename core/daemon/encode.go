@@ -166,6 +166,10 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 		b = appendString(b, w.Base)
 		b = append(b, '}')
 	}
+	if t.Host != "" {
+		b = append(b, `,"host":`...)
+		b = appendString(b, t.Host)
+	}
 	return append(b, '}'), nil
 }
 
