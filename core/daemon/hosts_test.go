@@ -116,8 +116,21 @@ func TestHostLifecycle(t *testing.T) {
 	if r.Code == 0 || !strings.Contains(r.Stderr, "Connection refused") {
 		t.Fatalf("host check of a stopped sshd: exit %d, stdout %s, stderr %s", r.Code, r.Stdout, r.Stderr)
 	}
+	// Started while the host is down, the run fails with ssh's words and
+	// climbs (ADR 0007): to the operator, for a task they created.
+	down := decodeJSON[core.Task](t, d.MustRun("task", "create", "host down", "--cwd", work, "--host", "lb",
+		"--prompt", "hello", "--start", "--json"))
+	var failed core.Task
+	daemontest.Eventually(t, 60*time.Second, "the run on a host that is down to fail and climb", func() bool {
+		failed = get(t, d, down.ID)
+		return failed.Session != nil && failed.Session.State == core.SessionFailed && failed.Stalled != nil
+	})
+	if !strings.Contains(failed.Session.Error, "host lb unreachable") || !strings.Contains(failed.Session.Error, "Connection refused") {
+		t.Fatalf("failed run's error: %q", failed.Session.Error)
+	}
 	h.Start()
 	d.MustRun("host", "check", "lb")
+	d.MustRun("task", "archive", down.ID)
 
 	for _, id := range []string{child.ID, local.ID, parent.ID} {
 		d.MustRun("task", "archive", id)

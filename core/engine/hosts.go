@@ -160,6 +160,20 @@ func (e *Engine) CheckHost(ctx context.Context, name string) (core.HostCheck, er
 	return res, nil
 }
 
+// connectHost brings up the host's shared connection; its error is
+// ssh's own (hosts.UnreachableError) or the host's record missing.
+func (e *Engine) connectHost(ctx context.Context, name string) error {
+	h, err := e.db.GetHost(ctx, name)
+	if err != nil {
+		return mapStoreErr(err, "host "+name)
+	}
+	t, err := hostTarget(h)
+	if err != nil {
+		return err
+	}
+	return e.hostPool.Connect(ctx, t)
+}
+
 // runningOnHost counts the live runs of tasks placed on the host.
 func (e *Engine) runningOnHost(name string) int {
 	e.rtMu.Lock()
