@@ -29,6 +29,11 @@ func sshMasters(home string) []string {
 	return strings.Fields(string(out))
 }
 
+func mastersGone(t *testing.T, home, when string) {
+	t.Helper()
+	daemontest.Eventually(t, 30*time.Second, "no ssh master "+when, func() bool { return len(sshMasters(home)) == 0 })
+}
+
 // TestHostLifecycle runs the host commands against a real sshd on the
 // loopback interface: add, list, show, check (with ssh's error when the
 // host is down), tasks placed on it and inherited by subtasks, a refused
@@ -139,9 +144,8 @@ func TestHostLifecycle(t *testing.T) {
 	if out := d.MustRun("host", "list", "--json"); strings.TrimSpace(out) != "[]" {
 		t.Fatalf("host list after remove: %s", out)
 	}
-	if m := sshMasters(d.Home.Dir); len(m) != 0 {
-		t.Fatalf("ssh masters left after host remove: %v", m)
-	}
+	// ssh -O exit asks the master to go; it exits just after answering.
+	mastersGone(t, d.Home.Dir, "after host remove")
 
 	// A master the daemon started ends with the daemon.
 	d.MustRun("host", "add", "lb2", "--ssh", h.Alias, "--dir", dir)
@@ -150,10 +154,27 @@ func TestHostLifecycle(t *testing.T) {
 		t.Fatalf("ssh masters after check: %v, want 1", m)
 	}
 	d.Stop()
-	if m := sshMasters(d.Home.Dir); len(m) != 0 {
-		t.Fatalf("ssh masters left after the daemon stopped: %v", m)
-	}
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
 	if _, err := os.Stat(filepath.Join(d.Home.Dir, "ssh", "lb2.sock")); err == nil {
 		t.Fatal("control socket left after the daemon stopped")
 	}
+}
+
+// TestHostMasterAfterKill9: a daemon killed with -9 cannot end its ssh
+// master; the next daemon of the home does, at its start.
+func TestHostMasterAfterKill9(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
+	d.MustRun("host", "check", "lb")
+	if m := sshMasters(d.Home.Dir); len(m) != 1 {
+		t.Fatalf("ssh masters after check: %v, want 1", m)
+	}
+	d.Kill9()
+	if m := sshMasters(d.Home.Dir); len(m) != 1 {
+		t.Fatalf("ssh masters after kill -9: %v, want the one left behind", m)
+	}
+	d.Restart()
+	mastersGone(t, d.Home.Dir, "after the next start")
+	d.MustRun("host", "check", "lb") // and a new one works
 }

@@ -212,6 +212,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	}
 	// The control sockets of the hosts' ssh connections, one per host.
 	e.hostPool = &hosts.Pool{Dir: filepath.Join(opts.Home.Dir, "ssh"), Config: opts.SSHConfig}
+	if opts.Home.Dir != "" {
+		// Masters a killed daemon of this home left behind.
+		if n := e.hostPool.Sweep(); n > 0 {
+			e.log.Info("ended ssh connections an earlier daemon left", "count", n)
+		}
+	}
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

@@ -234,6 +234,30 @@ func (p *Pool) Disconnect(t Target) {
 	p.mu.Unlock()
 }
 
+// Sweep ends the masters an earlier daemon of this home left (killed
+// before its Close ran): every control socket in Dir is told to exit and
+// removed. Call it before the pool starts masters of its own.
+func (p *Pool) Sweep() int {
+	ents, err := os.ReadDir(p.Dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".sock")
+		if !ok {
+			continue
+		}
+		// The destination only names the socket's host for ssh; with
+		// ControlPath given, -O exit talks to the socket alone.
+		if exec.Command(p.ssh(), "-o", "ControlPath="+p.ControlPath(name), "-O", "exit", "--", "kandev-sweep").Run() == nil {
+			n++
+		}
+		_ = os.Remove(p.ControlPath(name))
+	}
+	return n
+}
+
 // Close ends every master this pool started.
 func (p *Pool) Close() {
 	p.mu.Lock()
