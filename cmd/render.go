@@ -424,6 +424,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("parent", "(root)")
 	}
 	row("cwd", t.CWD)
+	if t.Host != "" {
+		row("host", t.Host)
+	}
 	if w := t.Workspace; w != nil && w.Mode != core.WorkspaceShared {
 		row("workspace", w.Mode+", branch "+w.Branch+" from "+shortID(w.Base)+" of "+w.Repo)
 		if w.PullRequest != "" {

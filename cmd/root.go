@@ -49,6 +49,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdProfile(f),
 		NewCmdRole(f),
 		NewCmdPerson(f),
+		NewCmdHost(f),
 		NewCmdWait(f, nil),
 		NewCmdServe(f, nil),
 		NewCmdDaemon(f),
@@ -81,8 +82,8 @@ func groupCommands(root *cobra.Command) {
 	of := map[string]string{
 		"status": "daily", "wait": "daily", "events": "daily", "usage": "daily", "demo": "setup",
 		"task":     "tasks",
-		"worktree": "workspace",
-		"profile":  "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
+		"worktree": "workspace", "host": "workspace",
+		"profile": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
 		"daemon": "setup", "version": "setup",
 		"mcp": "plumbing", "serve": "plumbing", "mock-agent": "plumbing",
 	}

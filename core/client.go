@@ -107,6 +107,9 @@ type CreateTaskInput struct {
 	// Budget is the task's own budget ("5USD", "2M-tokens"): a person's
 	// to give, shared by its subtree.
 	Budget string `json:"budget,omitempty"`
+	// Host is the host its agent runs on (kandev host list), "local" for
+	// this machine; empty: the parent's (docs/hosts.md).
+	Host string `json:"host,omitempty"`
 }
 
 // TaskSummaries is a client that can list tasks as their summaries: each

@@ -62,6 +62,9 @@ type Task struct {
 	// Budget is the budget that governs the task (its own or an
 	// ancestor's), nil when none does.
 	Budget *BudgetInfo `json:"budget,omitempty"`
+	// Host is the host its agent runs on, fixed at creation ("" = this
+	// machine; docs/hosts.md).
+	Host string `json:"host,omitempty"`
 }
 
 // Workspace modes.
@@ -185,6 +188,7 @@ type taskJSON struct {
 	Workspace       *Workspace    `json:"workspace,omitempty"`
 	Usage           *TaskUsage    `json:"usage,omitempty"`
 	Budget          *BudgetInfo   `json:"budget,omitempty"`
+	Host            string        `json:"host,omitempty"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -195,7 +199,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
 		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
 		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace,
-		Usage: t.Usage, Budget: t.Budget}
+		Usage: t.Usage, Budget: t.Budget, Host: t.Host}
 	if j.BlockedBy == nil {
 		j.BlockedBy = []string{}
 	}
@@ -220,7 +224,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
 		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
 		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace,
-		Usage: j.Usage, Budget: j.Budget}
+		Usage: j.Usage, Budget: j.Budget, Host: j.Host}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID
 	}

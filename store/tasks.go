@@ -42,6 +42,9 @@ type Task struct {
 	WorktreeDir string
 	Branch      string
 	BaseCommit  string
+
+	// Host is the host the task runs on, fixed at creation ('' = here).
+	Host string
 }
 
 // Archived reports whether the task is archived.
@@ -50,7 +53,7 @@ func (t Task) Archived() bool { return !t.ArchivedAt.IsZero() }
 const taskColumns = `id, title, description, COALESCE(parent_id, ''), cwd, profile, status,
 	autopilot, created_by, created_at, updated_at, COALESCE(archived_at, 0),
 	halted, COALESCE(session_id, ''), title_pending, assignee, handed_by, surface, stalled, needs_check, waiting,
-	workspace, repo_root, worktree_dir, branch, base_commit, sandbox`
+	workspace, repo_root, worktree_dir, branch, base_commit, sandbox, host`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -60,7 +63,7 @@ func scanTask(s scanner) (Task, error) {
 	err := s.Scan(&t.ID, &t.Title, &t.Description, &t.ParentID, &t.CWD, &t.Profile, &t.Status,
 		&t.Autopilot, &t.CreatedBy, &created, &updated, &archived,
 		&t.Halted, &t.SessionID, &t.TitlePending, &t.Assignee, &t.HandedBy, &t.Surface, &t.Stalled, &t.NeedsCheck, &t.Waiting,
-		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit, &t.Sandbox)
+		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit, &t.Sandbox, &t.Host)
 	if err != nil {
 		return Task{}, err
 	}
@@ -102,13 +105,13 @@ func (q Queries) InsertTask(ctx context.Context, t Task) error {
 
 const insertTaskSQL = `INSERT INTO tasks
 		(id, title, description, parent_id, cwd, profile, status, autopilot, created_by, created_at, updated_at, title_pending,
-		 assignee, handed_by, surface, workspace, repo_root, worktree_dir, branch, base_commit, sandbox)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+		 assignee, handed_by, surface, workspace, repo_root, worktree_dir, branch, base_commit, sandbox, host)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 func insertTaskArgs(t Task) []any {
 	return []any{t.ID, t.Title, t.Description, nullable(t.ParentID), t.CWD, t.Profile, t.Status, t.Autopilot,
 		t.CreatedBy, nanos(t.CreatedAt), nanos(t.UpdatedAt), t.TitlePending, t.Assignee, t.HandedBy, t.Surface,
-		workspaceMode(t.Workspace), t.RepoRoot, t.WorktreeDir, t.Branch, t.BaseCommit, sandboxMode(t.Sandbox)}
+		workspaceMode(t.Workspace), t.RepoRoot, t.WorktreeDir, t.Branch, t.BaseCommit, sandboxMode(t.Sandbox), t.Host}
 }
 
 // InsertTasks inserts tasks, in order, through one prepared statement: a

@@ -184,6 +184,10 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 			return b, err
 		}
 	}
+	if t.Host != "" {
+		b = append(b, `,"host":`...)
+		b = appendString(b, t.Host)
+	}
 	return append(b, '}'), nil
 }
 

@@ -90,7 +90,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
 		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout,
 		BeforeTeardown: teardownFailpoint(log),
-		NoResume:       o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) }})
+		NoResume:       o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) },
+		SSHConfig: os.Getenv("KANDEV_SSH_CONFIG")})
 	if err != nil {
 		return err
 	}
@@ -294,6 +295,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc("GET /v1/profiles/{name}", h.getProfile)
 	m.HandleFunc("PUT /v1/profiles/{name}", h.putProfile)
 	m.HandleFunc("DELETE /v1/profiles/{name}", h.deleteProfile)
+	h.hostRoutes(m)
 	m.HandleFunc("GET /v1/events", h.events)
 	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
 	m.HandleFunc("POST /v1/mcp/call", h.mcpCall)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/config"
+	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
@@ -81,6 +83,9 @@ type Options struct {
 	// process per run (core/agent). Tests serve the mock agent in process
 	// over pipes instead, so the engine's races run without processes.
 	Launcher Launcher
+	// SSHConfig, when set, is the ssh_config every ssh to a host uses
+	// (`ssh -F`) instead of the user's own: tests (KANDEV_SSH_CONFIG).
+	SSHConfig string
 }
 
 // Launcher starts one agent run: the process (or, in tests, the in-process
@@ -161,6 +166,8 @@ type Engine struct {
 	procWG  sync.WaitGroup // process teardowns and timers
 	baseCtx context.Context
 	cancel  context.CancelFunc
+
+	hostState
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -213,6 +220,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
 	e.flusher.e = e
+	// The control sockets of the hosts' ssh connections, one per host.
+	e.hostPool = &hosts.Pool{Dir: filepath.Join(opts.Home.Dir, "ssh"), Config: opts.SSHConfig}
+	if opts.Home.Dir != "" {
+		// Masters a killed daemon of this home left behind.
+		if n := e.hostPool.Sweep(); n > 0 {
+			e.log.Info("ended ssh connections an earlier daemon left", "count", n)
+		}
+	}
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()
@@ -341,6 +356,7 @@ func (e *Engine) Close() error {
 			r.rec.flush()
 		}
 	}
+	e.hostPool.Close()
 	return nil
 }
 
@@ -523,6 +539,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
 		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
 		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
+		Host: v.Host,
 	}
 	t.Usage, t.Budget = usageFromStore(v.Usage)
 	if t.BlockedBy == nil {

@@ -124,10 +124,22 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if err != nil {
 		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
+	// The seam where a task on a host takes the remote launcher
+	// (docs/hosts.md): a host that cannot be reached fails the run with
+	// ssh's error (below, once the session is recorded). Until the remote
+	// launcher lands, a reachable host leaves the task waiting rather than
+	// running on this machine, which it was not placed on.
+	var hostErr error
+	if t.Host != "" {
+		if hostErr = e.connectHost(ctx, t.Host); hostErr == nil {
+			return nil, &unservedError{reason: fmt.Sprintf("host %s: running agents on hosts is not built yet", t.Host)}
+		}
+	}
 	command := prof.Command
 	if command == core.SelfCommand {
 		command = e.opts.SelfExe
-	} else if path, err := exec.LookPath(command); err != nil && !errors.Is(err, fs.ErrPermission) {
+	} else if path, err := exec.LookPath(command); t.Host == "" && err != nil && !errors.Is(err, fs.ErrPermission) {
+		// (On a host the command is the host's to find, not this machine's.)
 		// Missing is not a failure: the task waits and starts once the CLI
 		// is installed. A file that is there but cannot run is: spawning it
 		// fails below and the run escalates.
@@ -149,7 +161,11 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	// The worktree's .kandev/setup runs before its first agent, outside
 	// the runtime lock (it may take minutes; a stop meanwhile fences the
 	// launch below). Its failure is this run's failure.
-	setupOut, setupErr := e.setupWorktree(ctx, t)
+	var setupOut string
+	var setupErr error
+	if hostErr == nil {
+		setupOut, setupErr = e.setupWorktree(ctx, t)
+	}
 
 	rt.mu.Lock()
 	if rt.fence != fence || e.isClosing() {
@@ -170,6 +186,13 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		rt.mu.Unlock()
 		e.log.Error("record session", "task", t.ID, "err", err)
 		return nil, &writeError{err: err}
+	}
+	if hostErr != nil {
+		reason := "agent failed to start: " + hostErr.Error()
+		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
+		rt.mu.Unlock()
+		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
+		return nil, &runFailedError{role: role.Name, reason: reason}
 	}
 	if setupErr != nil {
 		reason := "worktree setup failed: " + setupErr.Error()

@@ -123,6 +123,10 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	if err != nil {
 		return core.Task{}, err
 	}
+	host, err := e.taskHost(ctx, in.Host, parent)
+	if err != nil {
+		return core.Task{}, err
+	}
 
 	// The assignee: a named role or person, else the profile's own role.
 	assignee := core.RoleRef(prof.Name)
@@ -176,7 +180,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		Title: title, Description: strings.TrimSpace(in.Description), ParentID: parent.ID, CWD: filepath.Clean(cwd),
 		Profile: prof.Name, Status: string(core.StatusTodo), Autopilot: in.Autopilot, Sandbox: sandboxMode, CreatedBy: actor.String(),
 		CreatedAt: now, UpdatedAt: now, TitlePending: titlePending,
-		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface,
+		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface, Host: host,
 	}
 	prompt := strings.TrimSpace(in.Prompt)
 	var created changes
@@ -193,6 +197,13 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			c.touch(row.ID)
 			if assignee.IsRoleNamed(prof.Name) {
 				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
+					return err
+				}
+			}
+			if row.Host != "" {
+				// In the transaction: a host removed since taskHost looked
+				// cannot get a task (RemoveHost checks in one too).
+				if _, err := tx.GetHost(ctx, row.Host); err != nil {
 					return err
 				}
 			}

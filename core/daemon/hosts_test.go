@@ -1,0 +1,180 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/internal/sshtest"
+)
+
+func decodeJSON[T any](t *testing.T, s string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("decode %q: %v", s, err)
+	}
+	return v
+}
+
+// sshMasters lists ssh processes serving a control socket under home.
+func sshMasters(home string) []string {
+	out, _ := exec.Command("pgrep", "-f", "ControlPath="+filepath.Join(home, "ssh")).Output()
+	return strings.Fields(string(out))
+}
+
+func mastersGone(t *testing.T, home, when string) {
+	t.Helper()
+	daemontest.Eventually(t, 30*time.Second, "no ssh master "+when, func() bool { return len(sshMasters(home)) == 0 })
+}
+
+// TestHostLifecycle runs the host commands against a real sshd on the
+// loopback interface: add, list, show, check (with ssh's error when the
+// host is down), tasks placed on it and inherited by subtasks, a refused
+// removal while tasks are on it, and no ssh connection left after the
+// daemon stops.
+func TestHostLifecycle(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	dir := h.RemoteDir + "/kandev"
+
+	// A destination ssh would read as an option is refused.
+	if r := d.Run("host", "add", "evil", "--ssh", "-oProxyCommand=true"); r.Code == 0 ||
+		!strings.Contains(r.Stderr, "bad host") {
+		t.Fatalf("option as destination: exit %d, %s", r.Code, r.Stderr)
+	}
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir, "--max-agents", "2")
+	if r := d.Run("host", "add", "lb", "--ssh", h.Alias); r.Code == 0 {
+		t.Fatal("a second host lb was added")
+	}
+	if r := d.Run("host", "add", "local", "--ssh", h.Alias); r.Code == 0 || !strings.Contains(r.Stderr, "reserved") {
+		t.Fatalf("host named local: exit %d, %s", r.Code, r.Stderr)
+	}
+	list := decodeJSON[[]core.Host](t, d.MustRun("host", "list", "--json"))
+	if len(list) != 1 || list[0].Name != "lb" || list[0].SSH != h.Alias || list[0].Dir != dir || list[0].MaxAgents != 2 {
+		t.Fatalf("host list: %+v", list)
+	}
+	if out := d.MustRun("host", "list"); !strings.Contains(out, "lb") || !strings.Contains(out, h.Alias) {
+		t.Fatalf("host list text:\n%s", out)
+	}
+
+	c := decodeJSON[core.HostCheck](t, d.MustRun("host", "check", "lb", "--json"))
+	if !c.Reachable || !strings.HasPrefix(c.Git, "git version") || c.Kandev.Present ||
+		c.Kandev.Path != dir+"/bin/kandev" || c.FreeSlots != 2 || c.MaxAgents != 2 {
+		t.Fatalf("host check: %+v", c)
+	}
+	if out := d.MustRun("host", "check", "lb"); !strings.Contains(out, "reachable") || !strings.Contains(out, "2 of 2 free") {
+		t.Fatalf("host check text:\n%s", out)
+	}
+
+	// Tasks on the host: the parent is placed there, a child inherits it,
+	// a child given --host local runs here.
+	work := t.TempDir()
+	parent := decodeJSON[core.Task](t, d.MustRun("task", "create", "on the host", "--cwd", work, "--host", "lb", "--json"))
+	if parent.Host != "lb" {
+		t.Fatalf("task create --host lb: host %q", parent.Host)
+	}
+	child := decodeJSON[core.Task](t, d.MustRun("task", "create", "child", "--parent", parent.ID, "--json"))
+	local := decodeJSON[core.Task](t, d.MustRun("task", "create", "here", "--parent", parent.ID, "--host", "local", "--json"))
+	if child.Host != "lb" || local.Host != "" {
+		t.Fatalf("child host %q (want lb), local child host %q (want none)", child.Host, local.Host)
+	}
+	if out := d.MustRun("task", "show", parent.ID); !strings.Contains(out, "host:") || !strings.Contains(out, "lb") {
+		t.Fatalf("task show:\n%s", out)
+	}
+	if r := d.Run("task", "create", "nowhere", "--cwd", work, "--host", "nosuch"); r.Code == 0 || !strings.Contains(r.Stderr, "unknown host") {
+		t.Fatalf("unknown host: exit %d, %s", r.Code, r.Stderr)
+	}
+	if got := decodeJSON[core.Host](t, d.MustRun("host", "show", "lb", "--json")); got.Tasks != 2 {
+		t.Fatalf("host show tasks = %d, want 2", got.Tasks)
+	}
+
+	// Started, a task on the host never runs on this machine: until the
+	// remote launcher exists it waits, saying why, with no session.
+	started := decodeJSON[core.Task](t, d.MustRun("task", "create", "start me", "--cwd", work, "--host", "lb",
+		"--prompt", "hello", "--start", "--json"))
+	var waiting core.Task
+	daemontest.Eventually(t, 30*time.Second, "the task on a host to wait", func() bool {
+		waiting = get(t, d, started.ID)
+		return waiting.Waiting != ""
+	})
+	if !strings.Contains(waiting.Waiting, "host lb") || waiting.Session != nil {
+		t.Fatalf("task on a host: waiting %q, session %+v", waiting.Waiting, waiting.Session)
+	}
+	d.MustRun("task", "archive", started.ID)
+
+	// Refused while tasks are on it, named in the error.
+	r := d.Run("host", "remove", "lb")
+	if r.Code == 0 || !strings.Contains(r.Stderr, parent.ID) || !strings.Contains(r.Stderr, child.ID) {
+		t.Fatalf("host remove with tasks: exit %d, %s", r.Code, r.Stderr)
+	}
+
+	// The host down: check fails with ssh's own words.
+	h.Stop()
+	r = d.Run("host", "check", "lb")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "Connection refused") {
+		t.Fatalf("host check of a stopped sshd: exit %d, stdout %s, stderr %s", r.Code, r.Stdout, r.Stderr)
+	}
+	// Started while the host is down, the run fails with ssh's words and
+	// climbs (ADR 0007): to the operator, for a task they created.
+	down := decodeJSON[core.Task](t, d.MustRun("task", "create", "host down", "--cwd", work, "--host", "lb",
+		"--prompt", "hello", "--start", "--json"))
+	var failed core.Task
+	daemontest.Eventually(t, 60*time.Second, "the run on a host that is down to fail and climb", func() bool {
+		failed = get(t, d, down.ID)
+		return failed.Session != nil && failed.Session.State == core.SessionFailed && failed.Stalled != nil
+	})
+	if !strings.Contains(failed.Session.Error, "host lb unreachable") || !strings.Contains(failed.Session.Error, "Connection refused") {
+		t.Fatalf("failed run's error: %q", failed.Session.Error)
+	}
+	h.Start()
+	d.MustRun("host", "check", "lb")
+	d.MustRun("task", "archive", down.ID)
+
+	for _, id := range []string{child.ID, local.ID, parent.ID} {
+		d.MustRun("task", "archive", id)
+	}
+	d.MustRun("host", "remove", "lb")
+	if out := d.MustRun("host", "list", "--json"); strings.TrimSpace(out) != "[]" {
+		t.Fatalf("host list after remove: %s", out)
+	}
+	// ssh -O exit asks the master to go; it exits just after answering.
+	mastersGone(t, d.Home.Dir, "after host remove")
+
+	// A master the daemon started ends with the daemon.
+	d.MustRun("host", "add", "lb2", "--ssh", h.Alias, "--dir", dir)
+	d.MustRun("host", "check", "lb2")
+	if m := sshMasters(d.Home.Dir); len(m) != 1 {
+		t.Fatalf("ssh masters after check: %v, want 1", m)
+	}
+	d.Stop()
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+	if _, err := os.Stat(filepath.Join(d.Home.Dir, "ssh", "lb2.sock")); err == nil {
+		t.Fatal("control socket left after the daemon stopped")
+	}
+}
+
+// TestHostMasterAfterKill9: a daemon killed with -9 cannot end its ssh
+// master; the next daemon of the home does, at its start.
+func TestHostMasterAfterKill9(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
+	d.MustRun("host", "check", "lb")
+	if m := sshMasters(d.Home.Dir); len(m) != 1 {
+		t.Fatalf("ssh masters after check: %v, want 1", m)
+	}
+	d.Kill9()
+	if m := sshMasters(d.Home.Dir); len(m) != 1 {
+		t.Fatalf("ssh masters after kill -9: %v, want the one left behind", m)
+	}
+	d.Restart()
+	mastersGone(t, d.Home.Dir, "after the next start")
+	d.MustRun("host", "check", "lb") // and a new one works
+}

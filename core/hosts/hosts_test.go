@@ -1,0 +1,138 @@
+package hosts_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/hosts"
+	"github.com/kandev/kandev/internal/sshtest"
+)
+
+func TestMain(m *testing.M) { daemontest.Main(m) }
+
+func TestParseDest(t *testing.T) {
+	for in, want := range map[string]hosts.Dest{
+		"box":                {Host: "box"},
+		"me@box":             {User: "me", Host: "box"},
+		"me@box:2222":        {User: "me", Host: "box", Port: 2222},
+		"127.0.0.1:22":       {Host: "127.0.0.1", Port: 22},
+		"me@[10.0.0.1]:2200": {User: "me", Host: "10.0.0.1", Port: 2200},
+	} {
+		got, err := hosts.ParseDest(in)
+		if err != nil || got != want {
+			t.Errorf("ParseDest(%q) = %+v, %v; want %+v", in, got, err, want)
+		}
+	}
+	// Anything ssh would read as an option, or that no host has, is refused.
+	for _, in := range []string{"", "-oProxyCommand=x", "me@-box", "-me@box", "box:0", "box:x", "a b", "x/y", "me@", "a\nb"} {
+		if _, err := hosts.ParseDest(in); err == nil {
+			t.Errorf("ParseDest(%q) accepted", in)
+		}
+	}
+}
+
+func loopback(t *testing.T) (*sshtest.Host, *hosts.Pool, hosts.Target) {
+	h := sshtest.Start(t)
+	dir, err := os.MkdirTemp("", "kh-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := &hosts.Pool{Dir: filepath.Join(dir, "ssh"), Config: h.Config}
+	t.Cleanup(p.Close)
+	return h, p, hosts.Target{Name: "lb", Dest: hosts.Dest{Host: h.Alias}}
+}
+
+// masters lists the ssh processes serving the pool's control socket.
+func masters(t *testing.T, p *hosts.Pool) []string {
+	out, _ := exec.Command("pgrep", "-f", "ControlPath="+p.ControlPath("lb")).Output()
+	return strings.Fields(string(out))
+}
+
+// TestCheckAndEnsureBinary: a fresh host has git but no kandev; the binary
+// is copied once (by hash), then runs there and is current; every command
+// shares one master, which Close ends.
+func TestCheckAndEnsureBinary(t *testing.T) {
+	h, p, tgt := loopback(t)
+	ctx := context.Background()
+	bin := daemontest.Binary(t)
+	hash, err := hosts.FileSHA256(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := h.RemoteDir + "/kandev"
+	cmds := []core.HostCommand{{Profile: "mock", Command: "sh"}, {Profile: "gone", Command: "no-such-agent-cli"}}
+	c := hosts.Check(ctx, p, tgt, dir, cmds, hash)
+	if !c.Reachable || c.Error != "" {
+		t.Fatalf("check: %+v", c)
+	}
+	if c.Kandev.Present || c.Kandev.Current || c.Kandev.Path != dir+"/bin/kandev" {
+		t.Fatalf("kandev before copy: %+v", c.Kandev)
+	}
+	if !strings.HasPrefix(c.Git, "git version") {
+		t.Fatalf("git = %q", c.Git)
+	}
+	if c.Agents[0].Path == "" || c.Agents[1].Path != "" {
+		t.Fatalf("agents = %+v", c.Agents)
+	}
+	copied, err := hosts.EnsureBinary(ctx, p, tgt, dir, bin, hash)
+	if err != nil || !copied {
+		t.Fatalf("EnsureBinary = %v, %v", copied, err)
+	}
+	copied, err = hosts.EnsureBinary(ctx, p, tgt, dir, bin, hash)
+	if err != nil || copied {
+		t.Fatalf("second EnsureBinary = %v, %v; want no copy", copied, err)
+	}
+	c = hosts.Check(ctx, p, tgt, dir, nil, hash)
+	if !c.Kandev.Present || !c.Kandev.Current || !strings.HasPrefix(c.Kandev.Version, "kandev ") {
+		t.Fatalf("kandev after copy: %+v", c.Kandev)
+	}
+	// The copy is the remote account's, and of another build it is stale.
+	if st, err := os.Stat(dir + "/bin/kandev"); err != nil || st.Mode().Perm() != 0o755 {
+		t.Fatalf("remote binary: %v %v", st, err)
+	}
+	if c := hosts.Check(ctx, p, tgt, dir, nil, strings.Repeat("0", 64)); c.Kandev.Current {
+		t.Fatal("a binary of another hash counted as current")
+	}
+	if n := len(masters(t, p)); n != 1 {
+		t.Fatalf("%d master connections, want 1", n)
+	}
+	p.Close()
+	if m := masters(t, p); len(m) != 0 {
+		t.Fatalf("masters left after Close: %v", m)
+	}
+}
+
+// TestUnreachable: a stopped sshd and an unknown host key are both
+// UnreachableError carrying ssh's own words.
+func TestUnreachable(t *testing.T) {
+	h, p, tgt := loopback(t)
+	ctx := context.Background()
+	h.Stop()
+	err := p.Connect(ctx, tgt)
+	var ue *hosts.UnreachableError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "Connection refused") {
+		t.Fatalf("stopped sshd: %v", err)
+	}
+	h.Start()
+	if err := p.Connect(ctx, tgt); err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	p.Close()
+
+	// The same host, its key no longer known: verification fails closed.
+	if err := os.WriteFile(h.KnownHosts, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err = p.Connect(ctx, tgt)
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "Host key verification failed") {
+		t.Fatalf("unknown host key: %v", err)
+	}
+}
