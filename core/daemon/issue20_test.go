@@ -39,13 +39,13 @@ func TestCreateWithAssigneeTakesTheRolesProfile(t *testing.T) {
 	d.MustRun("profile", "add", "second", "--command", d.Bin, "--arg", "mock-agent")
 	d.MustRun("role", "add", "reviewer", "--profile", "second")
 	var task core.Task
-	if err := json.Unmarshal([]byte(d.MustRun("task", "create", "Review it", "--assignee", "reviewer", "--json")), &task); err != nil {
+	if err := json.Unmarshal([]byte(d.MustRun("task", "create", "Review it", "--assignee", "reviewer", "--cwd", t.TempDir(), "--json")), &task); err != nil {
 		t.Fatal(err)
 	}
 	if task.Profile != "second" || task.Assignee == nil || task.Assignee.Name != "reviewer" {
 		t.Fatalf("created with profile %s for %+v", task.Profile, task.Assignee)
 	}
-	if r := d.Run("task", "create", "Review it", "--assignee", "reviewer", "--profile", "mock"); r.Code == 0 || !strings.Contains(r.Stderr, "drop --profile") {
+	if r := d.Run("task", "create", "Review it", "--assignee", "reviewer", "--profile", "mock", "--cwd", t.TempDir()); r.Code == 0 || !strings.Contains(r.Stderr, "drop --profile") {
 		t.Fatalf("a disagreeing --profile: exit %d %s", r.Code, r.Stderr)
 	}
 }
