@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -176,5 +177,38 @@ func waitSessionGone(id string, wait time.Duration) bool {
 			return false
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// HelperMarker is a fresh session marker for a helper command kandev runs
+// that is not an agent (a worktree's setup, doctor's probe, a
+// notify_command): kind names which, for a reader of /proc.
+func HelperMarker(kind string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return kind + "-" + hex.EncodeToString(b[:])
+}
+
+// EndHelper ends what a helper command left behind: its process group,
+// and every process carrying its marker (a setsid child leaves the group
+// but keeps the marker). It returns once they are gone or 5 s have
+// passed. A process that cleared its environment and left the group
+// (env -i setsid) is not found: see docs/security.md.
+//
+// The marker is looked for until two scans in a row find nothing: a
+// process in the middle of an exec shows an empty environment for an
+// instant, and a single scan can miss it.
+func EndHelper(pgid int, marker string) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for clean := 0; clean < 2 && time.Now().Before(deadline); {
+		if KillSession(marker, time.Until(deadline)) == 0 {
+			clean++
+		} else {
+			clean = 0
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

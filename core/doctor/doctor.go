@@ -17,7 +17,6 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/daemonclient"
-	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
@@ -254,7 +253,7 @@ func version(ctx context.Context, path string) string {
 	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, "--version")
-	session := "doctor-" + core.NewID() + core.NewID()
+	session := agent.HelperMarker("doctor")
 	cmd.Env = append(os.Environ(), agent.SessionEnv+"="+session)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Kill the whole group: an agent that ignores --version and starts
@@ -268,7 +267,7 @@ func version(ctx context.Context, path string) string {
 	// version: only a clean exit counts.
 	err := cmd.Run()
 	if cmd.Process != nil {
-		workspace.EndProcesses(cmd.Process.Pid, session)
+		agent.EndHelper(cmd.Process.Pid, session)
 	}
 	if err != nil && !(errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success()) {
 		return ""

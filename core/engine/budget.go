@@ -9,7 +9,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -188,24 +187,9 @@ func (e *Engine) budgetStop(ctx context.Context, id, why string) {
 // redelivery (requeueOpenPrompt) it carries the prompt's seq, so it is
 // never queued twice.
 func (e *Engine) budgetRequeueTx(ctx context.Context, tx *store.Tx, taskID, sessionID string) error {
-	last, err := tx.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
-	if err != nil || last.SessionID != sessionID {
-		return nil
-	}
-	if end, err := tx.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
-		return nil // the turn had ended
-	}
-	queued, err := tx.Queue(ctx, taskID)
-	if err != nil {
+	last, ok, err := openPrompt(ctx, tx.Queries, taskID, sessionID)
+	if !ok {
 		return err
-	}
-	for _, it := range queued {
-		var m struct {
-			OriginalSeq int64 `json:"original_seq"`
-		}
-		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
-			return nil
-		}
 	}
 	_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
 		Sender: last.Author, Text: last.Text, CreatedAt: time.Now().UTC()}, prompt.NoticeBudgetResume,

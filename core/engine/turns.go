@@ -384,9 +384,9 @@ func (e *Engine) afterTurn(taskID string, out turnOutcome) {
 // the queue when its turn never ended. It is idempotent: a redelivery of
 // the same prompt (by original_seq) already queued is not queued again.
 func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) error {
-	last, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
-	if err != nil || last.SessionID != sessionID {
-		return nil
+	last, ok, err := openPrompt(ctx, q, taskID, sessionID)
+	if !ok {
+		return err
 	}
 	// A turn cut short while it waited on the operator's answer continues
 	// with that answer; repeating its prompt would only ask again. A
@@ -394,21 +394,6 @@ func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID,
 	// the run, so the prompt is delivered again.
 	if pq, err := q.PendingQuestion(ctx, taskID); err == nil && pq.SessionID == sessionID {
 		if pm, err := parseQuestion(pq); err != nil || pm.Kind != core.QuestionPermission {
-			return nil
-		}
-	}
-	if end, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
-		return nil
-	}
-	queued, err := q.Queue(ctx, taskID)
-	if err != nil {
-		return err
-	}
-	for _, it := range queued {
-		var m struct {
-			OriginalSeq int64 `json:"original_seq"`
-		}
-		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
 			return nil
 		}
 	}
@@ -420,4 +405,31 @@ func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID,
 	_, err = q.Enqueue(ctx, store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
 		Sender: last.Author, Text: last.Text, Meta: string(redeliver), CreatedAt: time.Now().UTC()})
 	return err
+}
+
+// openPrompt is the last prompt of a session when its turn never ended and
+// no redelivery of it (a queue item whose original_seq is its seq) is
+// queued yet: the prompt a cut turn must have delivered again. ok is false
+// when there is none.
+func openPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) (store.Message, bool, error) {
+	last, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt))
+	if err != nil || last.SessionID != sessionID {
+		return store.Message{}, false, nil
+	}
+	if end, err := q.LastMessageOfKind(ctx, taskID, string(core.MsgTurnEnd)); err == nil && end.Seq > last.Seq {
+		return store.Message{}, false, nil // the turn had ended
+	}
+	queued, err := q.Queue(ctx, taskID)
+	if err != nil {
+		return store.Message{}, false, err
+	}
+	for _, it := range queued {
+		var m struct {
+			OriginalSeq int64 `json:"original_seq"`
+		}
+		if it.Kind == itemRedeliver && json.Unmarshal([]byte(it.Meta), &m) == nil && m.OriginalSeq == last.Seq {
+			return store.Message{}, false, nil
+		}
+	}
+	return last, true, nil
 }

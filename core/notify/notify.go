@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/textsafe"
 )
 
@@ -332,7 +333,10 @@ func (n *Notifier) run(ctx context.Context, stdin []byte, name string, args ...s
 	// A process that left the group (setsid) and kept the output open
 	// does not hold the wait past this.
 	cmd.WaitDelay = 500 * time.Millisecond
-	cmd.Env = os.Environ()
+	// Marked as an agent's session is (ADR 0013): what it starts with
+	// setsid, out of the group, is found by the marker and ended with it.
+	marker := agent.HelperMarker("notify")
+	cmd.Env = append(os.Environ(), agent.SessionEnv+"="+marker)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -350,8 +354,8 @@ func (n *Notifier) run(ctx context.Context, stdin []byte, name string, args ...s
 			err = errors.New("timed out after " + n.o.Timeout.String() + "; its processes were killed")
 		}
 	}
-	// Whatever the command left behind in its group ends with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	// Whatever the command left behind, in its group or not, ends with it.
+	agent.EndHelper(pgid, marker)
 	if err != nil && out.Len() > 0 {
 		err = errors.New(err.Error() + ": " + textsafe.Line(out.String()))
 	}

@@ -103,6 +103,8 @@ func TestNotifyCommandProcessesEnd(t *testing.T) {
 	}{
 		{"leaves a child", "sleep 300 & echo $! > " + pidFile, time.Minute},
 		{"hangs", "echo $$ > " + pidFile + "; exec sleep 300", 300 * time.Millisecond},
+		// Out of the group: found by the marker the command carries.
+		{"leaves a setsid child", "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > " + pidFile, time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_ = os.Remove(pidFile)

@@ -2,8 +2,6 @@ package workspace
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -89,7 +87,7 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	cmd.Dir = wt.Dir
 	// Marked as an agent's session is (ADR 0013), in a group of its own:
 	// what it starts, setsid or backgrounded, is found and ended with it.
-	session := "setup-" + randomID()
+	session := agent.HelperMarker("setup")
 	cmd.Env = append(cmd.Environ(),
 		"KANDEV_WORKTREE="+wt.Dir, "KANDEV_REPO="+wt.Repo,
 		"KANDEV_BRANCH="+wt.Branch, "KANDEV_BASE="+wt.BaseCommit,
@@ -103,7 +101,7 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	err = cmd.Run()
 	if cmd.Process != nil {
 		// Finished, failed or out of time: nothing it started outlives it.
-		EndProcesses(cmd.Process.Pid, session)
+		agent.EndHelper(cmd.Process.Pid, session)
 	}
 	if errors.Is(err, exec.ErrWaitDelay) && cmd.ProcessState != nil && cmd.ProcessState.Success() {
 		err = nil // it succeeded; a child it left held its output, and is ended
@@ -120,36 +118,6 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 		}
 	}
 	return out.String(), nil
-}
-
-// EndProcesses ends what a helper command kandev ran left behind: its
-// process group, and every process carrying its session marker (a setsid
-// child leaves the group but keeps the marker). It returns once they are
-// gone or 5 s have passed. A process that cleared its environment and
-// left the group (env -i setsid) is not found: see docs/security.md.
-//
-// The marker is looked for until two scans in a row find nothing: a
-// process in the middle of an exec shows an empty environment for an
-// instant, and a single scan can miss it.
-func EndProcesses(pgid int, session string) {
-	if pgid > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for clean := 0; clean < 2 && time.Now().Before(deadline); {
-		if agent.KillSession(session, time.Until(deadline)) == 0 {
-			clean++
-		} else {
-			clean = 0
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func randomID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // tail keeps the last max bytes written to it.
