@@ -1,15 +1,19 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -95,17 +99,19 @@ func TestHostLifecycle(t *testing.T) {
 		t.Fatalf("host show tasks = %d, want 2", got.Tasks)
 	}
 
-	// Started, a task on the host never runs on this machine: until the
-	// remote launcher exists it waits, saying why, with no session.
+	// Started, a task on the host runs there, never on this machine: a
+	// task without a worktree gets an empty directory of its own there.
 	started := decodeJSON[core.Task](t, d.MustRun("task", "create", "start me", "--cwd", work, "--host", "lb",
-		"--prompt", "hello", "--start", "--json"))
-	var waiting core.Task
-	daemontest.Eventually(t, 30*time.Second, "the task on a host to wait", func() bool {
-		waiting = get(t, d, started.ID)
-		return waiting.Waiting != ""
-	})
-	if !strings.Contains(waiting.Waiting, "host lb") || waiting.Session != nil {
-		t.Fatalf("task on a host: waiting %q, session %+v", waiting.Waiting, waiting.Session)
+		"--prompt", "mock: write here.txt on the host\nmock: hang", "--start", "--json"))
+	waitSaid(t, d, started.ID, "wrote here.txt")
+	if m, _ := filepath.Glob(filepath.Join(dir, "worktrees", "task-*", "here.txt")); len(m) != 1 {
+		t.Fatalf("the file the task on the host wrote: %v", m)
+	}
+	if _, err := os.Stat(filepath.Join(work, "here.txt")); err == nil {
+		t.Fatal("the task on a host wrote on this machine")
+	}
+	if res, err := d.Client.StopTask(context.Background(), started.ID); err != nil || res.Result != "stopped" {
+		t.Fatalf("stop: %+v %v", res, err)
 	}
 	d.MustRun("task", "archive", started.ID)
 
@@ -177,4 +183,127 @@ func TestHostMasterAfterKill9(t *testing.T) {
 	d.Restart()
 	mastersGone(t, d.Home.Dir, "after the next start")
 	d.MustRun("host", "check", "lb") // and a new one works
+}
+
+// procUIDs maps the live processes of a session (found by its marker in
+// /proc: on the loopback host both sides are this machine's) to their uid.
+func procUIDs(t *testing.T, sid string) map[int]int {
+	t.Helper()
+	out := map[int]int{}
+	for _, pid := range agent.SessionProcs(sid) {
+		var st syscall.Stat_t
+		if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err == nil {
+			out[pid] = int(st.Uid)
+		}
+	}
+	return out
+}
+
+// TestHostRunsAgent runs a task's agent on the loopback host through the
+// real binary: ACP over the ssh session, the agent's kandev mcp reaching
+// the daemon through the forwarded unix socket (a question and a tool
+// call), the file it writes in its worktree there shown by task diff in
+// the main checkout, and a stop that leaves no process of the session on
+// either side.
+func TestHostRunsAgent(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	dir := h.RemoteDir + "/kandev"
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir)
+	repo := gitRepo(t)
+	ctx := context.Background()
+
+	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: repo, Host: "lb", Start: true, Prompt: strings.Join([]string{
+		"mock: say hello",
+		"mock: write remote.txt written on the host",
+		"mock: call list_tasks_kandev {}",
+		"mock: call ask_user_question_kandev " + askUserArgs("which colour?"),
+		"mock: hang",
+	}, "\n")})
+	t.Cleanup(func() {
+		if t.Failed() {
+			got := get(t, d, task.ID)
+			t.Logf("task: waiting %q session %+v stalled %+v", got.Waiting, got.Session, got.Stalled)
+			for _, m := range conversation(t, d, task.ID) {
+				t.Logf("%s: %s", m.Kind, m.Text)
+			}
+			if got.Session != nil {
+				b, _ := os.ReadFile(d.Home.SessionLog(got.Session.ID))
+				t.Logf("session log:\n%s", b)
+				t.Logf("sshd log:\n%s", h.Log())
+			}
+		}
+	})
+	waitSaid(t, d, task.ID, "hello")
+	waitSaid(t, d, task.ID, "wrote remote.txt")
+	waitSaid(t, d, task.ID, "result list_tasks_kandev")
+	if !saidContains(t, d, task.ID, task.ID) {
+		t.Fatalf("list_tasks_kandev over the forwarded socket did not list the task: %q", said(t, d, task.ID))
+	}
+	daemontest.Eventually(t, wait, "the agent's question over the forwarded socket", func() bool {
+		for _, m := range conversation(t, d, task.ID) {
+			if m.Kind == core.MsgQuestion && strings.Contains(m.Text, "which colour?") {
+				return true
+			}
+		}
+		return false
+	})
+
+	got := get(t, d, task.ID)
+	if got.Session == nil || got.Workspace == nil {
+		t.Fatalf("task on the host: %+v", got)
+	}
+	sid := got.Session.ID
+	// The agent and its kandev mcp run as the remote account, marked.
+	remote := 0
+	for _, uid := range procUIDs(t, sid) {
+		if uid == h.RemoteUID {
+			remote++
+		}
+	}
+	if remote < 2 {
+		t.Fatalf("processes of the session as the remote user: %d (%v), want the agent and its kandev mcp", remote, procUIDs(t, sid))
+	}
+	// The file is in the worktree on the host, not in the local one yet.
+	if _, err := os.Stat(filepath.Join(got.Workspace.Dir, "remote.txt")); err == nil {
+		t.Fatal("the agent wrote in the local worktree")
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "worktrees", "*", "remote.txt")); len(m) != 1 {
+		t.Fatalf("remote.txt in the worktrees on the host: %v", m)
+	}
+	// No TCP port: the MCP bridge reached the daemon through a unix
+	// socket the forward made on the host.
+	if m, _ := filepath.Glob(filepath.Join(dir, "run", sid+".sock")); len(m) != 1 {
+		t.Fatalf("forwarded socket for the session on the host: %v", m)
+	}
+
+	// Review in the main checkout: diff fetches the host's worktree back.
+	diff := d.MustRun("task", "diff", task.ID)
+	if !strings.Contains(diff, "remote.txt") || !strings.Contains(diff, "+written on the host") {
+		t.Fatalf("task diff:\n%s", diff)
+	}
+	if b, err := os.ReadFile(filepath.Join(got.Workspace.Dir, "remote.txt")); err != nil || string(b) != "written on the host\n" {
+		t.Fatalf("local worktree after diff: %q %v", b, err)
+	}
+
+	res, err := d.Client.StopTask(ctx, task.ID)
+	if err != nil || res.Result != "stopped" {
+		t.Fatalf("stop: %+v %v", res, err)
+	}
+	sessionGone(t, sid, "stop")
+	// The teardown removes the session's socket on the host once its
+	// processes are gone.
+	daemontest.Eventually(t, wait, "the session's socket removed on the host", func() bool {
+		m, _ := filepath.Glob(filepath.Join(dir, "run", sid+".sock"))
+		return len(m) == 0
+	})
+	if left := procUIDs(t, sid); len(left) != 0 {
+		t.Fatalf("processes of the session left: %v", left)
+	}
+
+	// Merge in the main checkout, fetched from the host first.
+	d.MustRun("task", "merge", task.ID)
+	if b, err := os.ReadFile(filepath.Join(repo, "remote.txt")); err != nil || string(b) != "written on the host\n" {
+		t.Fatalf("main checkout after merge: %q %v", b, err)
+	}
 }
