@@ -306,4 +306,16 @@ func TestHostRunsAgent(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(repo, "remote.txt")); err != nil || string(b) != "written on the host\n" {
 		t.Fatalf("main checkout after merge: %q %v", b, err)
 	}
+
+	// A daemon stop leaves nothing of a running session on the host.
+	second := create(t, d, core.CreateTaskInput{Title: "second", CWD: repo, Host: "lb", Start: true,
+		Prompt: "mock: say second\nmock: hang"})
+	waitSaid(t, d, second.ID, "second")
+	sid2 := get(t, d, second.ID).Session.ID
+	if len(procUIDs(t, sid2)) == 0 {
+		t.Fatal("the second session has no marked process")
+	}
+	d.Stop()
+	sessionGone(t, sid2, "daemon stop")
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
 }
