@@ -544,15 +544,15 @@ func hashToken(token string) string {
 // its agent there; its error is ssh's own (hosts.UnreachableError) or the
 // host's record missing.
 func (e *Engine) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, error) {
+	if err := e.connectHost(ctx, t.Host); err != nil {
+		return nil, err
+	}
 	h, err := e.db.GetHost(ctx, t.Host)
 	if err != nil {
 		return nil, mapStoreErr(err, "host "+t.Host)
 	}
 	target, err := hostTarget(h)
 	if err != nil {
-		return nil, err
-	}
-	if err := e.hostPool.Connect(ctx, target); err != nil {
 		return nil, err
 	}
 	sum, err := e.selfHash()
