@@ -301,6 +301,23 @@ func TestHostRunsAgent(t *testing.T) {
 		t.Fatalf("processes of the session left: %v", left)
 	}
 
+	// The next run resumes the agent's session on the host, in the same
+	// worktree there (the mock agent's state lives on the host too).
+	message(t, d, task.ID, "mock: history")
+	daemontest.Eventually(t, wait, "the resumed history", func() bool { return saidContains(t, d, task.ID, "history: ") })
+	if !saidContains(t, d, task.ID, "history: session "+got.Session.AgentSessionID+" turn 2;") {
+		t.Fatalf("not resumed on the host (agent session %s): %q", got.Session.AgentSessionID, said(t, d, task.ID))
+	}
+	// The turn over, the task goes back to the operator and the run ends.
+	resumed := waitSettled(t, d, task.ID)
+	if resumed.Session == nil || resumed.Session.ID == sid {
+		t.Fatalf("no new run: %+v", resumed.Session)
+	}
+	sessionGone(t, resumed.Session.ID, "the second run's end")
+	if m, _ := filepath.Glob(filepath.Join(dir, "worktrees", "*", "remote.txt")); len(m) != 1 {
+		t.Fatalf("remote.txt in the worktrees on the host after the second run: %v", m)
+	}
+
 	// Merge in the main checkout, fetched from the host first.
 	d.MustRun("task", "merge", task.ID)
 	if b, err := os.ReadFile(filepath.Join(repo, "remote.txt")); err != nil || string(b) != "written on the host\n" {
