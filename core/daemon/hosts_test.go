@@ -324,6 +324,24 @@ func TestHostRunsAgent(t *testing.T) {
 		t.Fatalf("main checkout after merge: %q %v", b, err)
 	}
 
+	// A child inherits the parent's host and works in the same worktree
+	// there; a child made to run here in that worktree fails at start,
+	// saying why (a fetch from the host would replace its files).
+	kid := create(t, d, core.CreateTaskInput{Title: "kid", ParentID: task.ID, Workspace: core.WorkspaceInherit, Start: true, Prompt: "mock: write kid.txt by the child"})
+	if kid.Host != "lb" {
+		t.Fatalf("child host %q", kid.Host)
+	}
+	waitSaid(t, d, kid.ID, "wrote kid.txt")
+	if m, _ := filepath.Glob(filepath.Join(dir, "worktrees", "*", "kid.txt")); len(m) != 1 ||
+		filepath.Dir(m[0]) != filepath.Dir(mustGlob1(t, filepath.Join(dir, "worktrees", "*", "remote.txt"))) {
+		t.Fatalf("the child's file on the host: %v (child workspace %+v, parent %+v)", m, get(t, d, kid.ID).Workspace, get(t, d, task.ID).Workspace)
+	}
+	here := create(t, d, core.CreateTaskInput{Title: "here", ParentID: task.ID, Workspace: core.WorkspaceInherit, Host: "local", Start: true, Prompt: "mock: say here"})
+	failed := waitState(t, d, here.ID, core.SessionFailed)
+	if !strings.Contains(failed.Session.Error, "works in task "+task.ID+"'s worktree, which is on host lb") {
+		t.Fatalf("a local child in a host's worktree: %q", failed.Session.Error)
+	}
+
 	// A daemon stop leaves nothing of a running session on the host.
 	second := create(t, d, core.CreateTaskInput{Title: "second", CWD: repo, Host: "lb", Start: true,
 		Prompt: "mock: say second\nmock: hang"})
@@ -335,4 +353,13 @@ func TestHostRunsAgent(t *testing.T) {
 	d.Stop()
 	sessionGone(t, sid2, "daemon stop")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+}
+
+func mustGlob1(t *testing.T, pattern string) string {
+	t.Helper()
+	m, _ := filepath.Glob(pattern)
+	if len(m) != 1 {
+		t.Fatalf("%s: %v, want one", pattern, m)
+	}
+	return m[0]
 }

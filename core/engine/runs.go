@@ -132,7 +132,13 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	// runs the agent there, never on this machine.
 	var hostErr error
 	var remote *hosts.Remote
-	if t.Host != "" {
+	if owner, ok := e.worktreeOwner(t); ok && owner.Host != t.Host {
+		// A worktree lives on one machine, and a fetch from a host
+		// replaces the local copy's files: a task works in another's
+		// worktree only where that one runs.
+		hostErr = fmt.Errorf("task %s works in task %s's worktree, which is %s: run it there too (--host %s) or give it a worktree of its own",
+			t.ID, owner.ID, hostWord(owner.Host), hostOrLocal(owner.Host))
+	} else if t.Host != "" {
 		remote, hostErr = e.remoteFor(ctx, t)
 	}
 	command := prof.Command
@@ -568,4 +574,39 @@ func (e *Engine) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, err
 		}
 	}
 	return r, nil
+}
+
+// worktreeOwner is the task whose worktree t works in, when t works in an
+// ancestor's (workspace inherit).
+func (e *Engine) worktreeOwner(t core.Task) (core.Task, bool) {
+	w := t.Workspace
+	if w == nil || w.Mode != core.WorkspaceInherit || w.Dir == "" {
+		return core.Task{}, false
+	}
+	p := t
+	for p.Workspace != nil && p.Workspace.Mode == core.WorkspaceInherit && p.ParentID != "" {
+		next, ok := e.cached(p.ParentID)
+		if !ok {
+			return core.Task{}, false
+		}
+		p = next
+	}
+	if p.ID == t.ID || p.Workspace == nil || p.Workspace.Dir != w.Dir {
+		return core.Task{}, false
+	}
+	return p, true
+}
+
+func hostWord(h string) string {
+	if h == "" {
+		return "on this machine"
+	}
+	return "on host " + h
+}
+
+func hostOrLocal(h string) string {
+	if h == "" {
+		return hostLocal
+	}
+	return h
 }
