@@ -285,6 +285,12 @@ func TestHostRunsAgent(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(got.Workspace.Dir, "remote.txt")); err != nil || string(b) != "written on the host\n" {
 		t.Fatalf("local worktree after diff: %q %v", b, err)
 	}
+	// The snapshot left the host's worktree and index as they were.
+	remoteWT := filepath.Dir(mustGlob1(t, filepath.Join(dir, "worktrees", "*", "remote.txt")))
+	if out, err := h.Command("git", "-C", remoteWT, "status", "--porcelain").CombinedOutput(); err != nil ||
+		strings.TrimSpace(string(out)) != "?? remote.txt" {
+		t.Fatalf("the host's worktree after the fetch: %q %v", out, err)
+	}
 
 	res, err := d.Client.StopTask(ctx, task.ID)
 	if err != nil || res.Result != "stopped" {

@@ -170,8 +170,11 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	var setupOut string
 	var setupErr error
 	if t.Host == "" {
-		// (.kandev/setup on a host is not built: it would run here.)
 		setupOut, setupErr = e.setupWorktree(ctx, t)
+	} else if remote != nil {
+		// The host's binary, directories and worktree, also outside the
+		// lock. (.kandev/setup on a host is not built.)
+		hostErr = remote.Prepare(ctx)
 	}
 
 	rt.mu.Lock()

@@ -44,6 +44,10 @@ type Remote struct {
 	RelDir string
 	// Key names the task's directory on the host when it has no worktree.
 	Key string
+
+	// dir and cwd are kandev's directory on the host and the agent's
+	// directory there, set by Prepare.
+	dir, cwd string
 }
 
 // Worktree is a task's local worktree as the host side needs it.
@@ -67,17 +71,12 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	if spec.Sandbox != nil {
 		return nil, fmt.Errorf("host %s: sandboxes on hosts are not built yet", r.Target.Name)
 	}
-	if _, err := EnsureBinary(ctx, r.Pool, r.Target, r.Dir, r.SelfExe, r.SelfHash); err != nil {
-		return nil, err
+	if r.cwd == "" {
+		if err := r.Prepare(ctx); err != nil {
+			return nil, err
+		}
 	}
-	dir, err := r.prepareDir(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cwd, err := r.prepareWorktree(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
+	dir, cwd := r.dir, r.cwd
 	kandev := dir + "/bin/kandev"
 	sock := dir + "/run/" + spec.SessionID + ".sock"
 	cmd := spec.Command
@@ -175,6 +174,29 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	peer := agent.Peer{Stdin: stdin, Stdout: stdoutR, Done: done,
 		Err: func() error { return waitErr }, Kill: func() { kill(); <-done }}
 	return agent.Attach(spec, h, peer), nil
+}
+
+// Prepare readies the host for the run: kandev's binary there (copied
+// by hash), its directories, and the task's worktree (pushed at its first
+// run). It may take a while (a first copy of the binary, a push), so the
+// engine calls it before it takes the task's lock; Launch calls it if
+// nobody did.
+func (r *Remote) Prepare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, prepareTimeout)
+	defer cancel()
+	if _, err := EnsureBinary(ctx, r.Pool, r.Target, r.Dir, r.SelfExe, r.SelfHash); err != nil {
+		return err
+	}
+	dir, err := r.prepareDir(ctx)
+	if err != nil {
+		return err
+	}
+	cwd, err := r.prepareWorktree(ctx, dir)
+	if err != nil {
+		return err
+	}
+	r.dir, r.cwd = dir, cwd
+	return nil
 }
 
 // prepareTimeout bounds each preparation and teardown step on a host.
