@@ -369,3 +369,32 @@ func mustGlob1(t *testing.T, pattern string) string {
 	}
 	return m[0]
 }
+
+// TestHostSessionAfterKill9: a daemon killed with -9 cannot tear its host
+// session down; the next daemon of the home ends the local ssh (marked
+// like a local agent) and the master, and the agent on the host ends on
+// its input's end. (A host sweep by marker at start is not built: an
+// agent that outlives its stdin's EOF would be left.)
+func TestHostSessionAfterKill9(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
+	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true,
+		Prompt: "mock: say up\nmock: hang"})
+	waitSaid(t, d, task.ID, "up")
+	sid := get(t, d, task.ID).Session.ID
+	local, remote := 0, 0
+	for _, uid := range procUIDs(t, sid) {
+		if uid == h.RemoteUID {
+			remote++
+		} else {
+			local++
+		}
+	}
+	if local == 0 || remote == 0 {
+		t.Fatalf("session processes: %d local, %d on the host; want both", local, remote)
+	}
+	d.Kill9()
+	d.Restart()
+	sessionGone(t, sid, "the next start after kill -9")
+}
