@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/capability"
+	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/store"
 )
 
@@ -126,14 +128,18 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	}
 	// The seam where a task on a host takes the remote launcher
 	// (docs/hosts.md): a host that cannot be reached fails the run with
-	// ssh's error (below, once the session is recorded). Until the remote
-	// launcher lands, a reachable host leaves the task waiting rather than
-	// running on this machine, which it was not placed on.
+	// ssh's error (below, once the session is recorded); a reachable one
+	// runs the agent there, never on this machine.
 	var hostErr error
-	if t.Host != "" {
-		if hostErr = e.connectHost(ctx, t.Host); hostErr == nil {
-			return nil, &unservedError{reason: fmt.Sprintf("host %s: running agents on hosts is not built yet", t.Host)}
-		}
+	var remote *hosts.Remote
+	if owner, ok := e.worktreeOwner(t); ok && owner.Host != t.Host {
+		// A worktree lives on one machine, and a fetch from a host
+		// replaces the local copy's files: a task works in another's
+		// worktree only where that one runs.
+		hostErr = fmt.Errorf("task %s works in task %s's worktree, which is %s: run it there too (--host %s) or give it a worktree of its own",
+			t.ID, owner.ID, hostWord(owner.Host), hostOrLocal(owner.Host))
+	} else if t.Host != "" {
+		remote, hostErr = e.remoteFor(ctx, t)
 	}
 	command := prof.Command
 	if command == core.SelfCommand {
@@ -163,8 +169,12 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	// launch below). Its failure is this run's failure.
 	var setupOut string
 	var setupErr error
-	if hostErr == nil {
+	if t.Host == "" {
 		setupOut, setupErr = e.setupWorktree(ctx, t)
+	} else if remote != nil {
+		// The host's binary, directories and worktree, also outside the
+		// lock. (.kandev/setup on a host is not built.)
+		hostErr = remote.Prepare(ctx)
 	}
 
 	rt.mu.Lock()
@@ -224,7 +234,16 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
 		}}},
 	}
-	proc, err := e.launchConfined(t, prof, spec, run.rec)
+	var proc *agent.Run
+	if remote != nil {
+		if core.SandboxRank(t.Sandbox) > 0 {
+			err = fmt.Errorf("host %s: sandbox %s on hosts is not built yet", t.Host, t.Sandbox)
+		} else {
+			proc, err = remote.Launch(spec, run.rec)
+		}
+	} else {
+		proc, err = e.launchConfined(t, prof, spec, run.rec)
+	}
 	if err != nil {
 		reason := "agent failed to start: " + err.Error()
 		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
@@ -528,4 +547,69 @@ func newToken() (token, hash string, err error) {
 func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
+}
+
+// remoteFor connects to the task's host and returns the launcher that runs
+// its agent there; its error is ssh's own (hosts.UnreachableError) or the
+// host's record missing.
+func (e *Engine) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, error) {
+	if err := e.connectHost(ctx, t.Host); err != nil {
+		return nil, err
+	}
+	h, err := e.db.GetHost(ctx, t.Host)
+	if err != nil {
+		return nil, mapStoreErr(err, "host "+t.Host)
+	}
+	target, err := hostTarget(h)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := e.selfHash()
+	if err != nil {
+		return nil, fmt.Errorf("hash of kandev's binary: %w", err)
+	}
+	r := &hosts.Remote{Pool: e.hostPool, Target: target, Dir: h.Dir, SelfExe: e.opts.SelfExe, SelfHash: sum,
+		Socket: e.opts.Socket, Key: t.ID}
+	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
+		r.Worktree = hosts.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch}
+		if rel, err := filepath.Rel(w.Dir, t.CWD); err == nil && !strings.HasPrefix(rel, "..") {
+			r.RelDir = rel
+		}
+	}
+	return r, nil
+}
+
+// worktreeOwner is the task whose worktree t works in, when t works in an
+// ancestor's (workspace inherit).
+func (e *Engine) worktreeOwner(t core.Task) (core.Task, bool) {
+	w := t.Workspace
+	if w == nil || w.Mode != core.WorkspaceInherit || w.Dir == "" {
+		return core.Task{}, false
+	}
+	p := t
+	for p.Workspace != nil && p.Workspace.Mode == core.WorkspaceInherit && p.ParentID != "" {
+		next, ok := e.cached(p.ParentID)
+		if !ok {
+			return core.Task{}, false
+		}
+		p = next
+	}
+	if p.ID == t.ID || p.Workspace == nil || p.Workspace.Dir != w.Dir {
+		return core.Task{}, false
+	}
+	return p, true
+}
+
+func hostWord(h string) string {
+	if h == "" {
+		return "on this machine"
+	}
+	return "on host " + h
+}
+
+func hostOrLocal(h string) string {
+	if h == "" {
+		return hostLocal
+	}
+	return h
 }

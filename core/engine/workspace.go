@@ -183,6 +183,17 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 	case w.Mode == core.WorkspaceInherit && own:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
 	}
+	if t.Host != "" && w.Mode != core.WorkspaceRetired {
+		// The work is on the host: bring it into the local worktree
+		// first, so review and merge happen here as for a local task.
+		r, err := e.remoteFor(ctx, t)
+		if err == nil {
+			err = r.FetchBack(ctx)
+		}
+		if err != nil {
+			return t, workspace.Worktree{}, core.Errorf(core.CodeUnavailable, "task %s: fetch its worktree from host %s: %v", t.ID, t.Host, err)
+		}
+	}
 	return t, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base), nil
 }
 

@@ -6,16 +6,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/internal/sshtest"
 )
 
 func TestMain(m *testing.M) { daemontest.Main(m) }
+
+const wait = 30 * time.Second
 
 func TestParseDest(t *testing.T) {
 	for in, want := range map[string]hosts.Dest{
@@ -134,5 +140,55 @@ func TestUnreachable(t *testing.T) {
 	err = p.Connect(ctx, tgt)
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "Host key verification failed") {
 		t.Fatalf("unknown host key: %v", err)
+	}
+}
+
+// TestKillSessionOnHost: the teardown on a host ends every process that
+// carries the session's marker, one that left the ssh session (setsid,
+// stdin closed, ignoring SIGTERM and SIGHUP) included, and leaves the
+// processes of another session alone.
+func TestKillSessionOnHost(t *testing.T) {
+	h, p, target := loopback(t)
+	ctx := context.Background()
+	start := func(sid string) {
+		t.Helper()
+		// The shell sets the marker, then the sleeper detaches from the
+		// ssh session entirely.
+		out, err := p.Script(ctx, target, "KANDEV_SESSION_ID="+hosts.Quote(sid)+" setsid sh -c 'trap \"\" TERM HUP; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho started\n")
+		if err != nil || strings.TrimSpace(out) != "started" {
+			t.Fatalf("start a marked process on the host: %q %v", out, err)
+		}
+	}
+	start("s-kill")
+	start("s-keep")
+	daemontest.Eventually(t, wait, "the marked processes to run as the remote user", func() bool {
+		return len(agent.SessionProcs("s-kill")) == 1 && len(agent.SessionProcs("s-keep")) == 1
+	})
+	for _, pid := range agent.SessionProcs("s-kill") {
+		var st syscall.Stat_t
+		if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil || int(st.Uid) != h.RemoteUID {
+			t.Fatalf("process %d is not the remote user's: %+v %v", pid, st, err)
+		}
+	}
+	sock := h.RemoteDir + "/s-kill.sock"
+	if err := os.WriteFile(sock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &hosts.Remote{Pool: p, Target: target, Dir: h.RemoteDir + "/kandev"}
+	if err := r.KillSession(ctx, "s-kill", sock); err != nil {
+		t.Fatalf("KillSession: %v", err)
+	}
+	// KillSession returns once they are gone; nothing to wait for.
+	if left := agent.SessionProcs("s-kill"); len(left) != 0 {
+		t.Fatalf("processes of the session left on the host: %v", left)
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Fatal("the session's socket is left")
+	}
+	if keep := agent.SessionProcs("s-keep"); len(keep) != 1 {
+		t.Fatalf("another session's process: %v, want it alive", keep)
+	}
+	if err := r.KillSession(ctx, "s-keep", h.RemoteDir+"/none.sock"); err != nil || len(agent.SessionProcs("s-keep")) != 0 {
+		t.Fatalf("KillSession s-keep: %v, left %v", err, agent.SessionProcs("s-keep"))
 	}
 }

@@ -134,6 +134,9 @@ func Start(t testing.TB) *Host {
 
 	h.Port = freePort(t)
 	h.cfgPath = filepath.Join(dir, "sshd_config")
+	// AllowTcpForwarding remote: sshd applies that option's remote half to
+	// unix-socket forwards too ("no" refuses kandev's -R of mcp.sock even
+	// with AllowStreamLocalForwarding yes); kandev itself forwards no TCP.
 	sshdCfg := fmt.Sprintf(`ListenAddress 127.0.0.1:%d
 HostKey %s
 PidFile %s
@@ -145,7 +148,7 @@ KbdInteractiveAuthentication no
 PermitRootLogin no
 UsePAM no
 StrictModes yes
-AllowTcpForwarding no
+AllowTcpForwarding remote
 AllowStreamLocalForwarding yes
 StreamLocalBindUnlink yes
 X11Forwarding no
