@@ -55,7 +55,7 @@ func (e engine) must(t testing.TB, args ...string) string {
 var engines = []string{core.SandboxDocker, core.SandboxPodman}
 
 // podmanInCI says .ci/run installs podman, so its tests must run there.
-const podmanInCI = false
+const podmanInCI = true
 
 // engineRequired says a missing engine fails the test rather than skips
 // it: docker in CI (.ci/run installs it), podman when asked for.
@@ -79,13 +79,11 @@ func unavailable(t testing.TB, name, why string) {
 // startEngine returns an engine that answers: docker's (the caller's
 // DOCKER_HOST, the system's, else a dockerd of the test's own) or a
 // rootful podman with its own storage and configuration. With own, docker
-// is always one of the test's own, so it can be killed. Podman is tried
-// only when asked for (KANDEV_TEST_PODMAN=1) or in CI where .ci/run
-// installs it.
+// is always one of the test's own, so it can be killed.
 func startEngine(t testing.TB, name string, own bool) engine {
 	t.Helper()
 	if name == core.SandboxPodman {
-		if !engineRequired(name) && !podmanInCI {
+		if !podmanInCI && !engineRequired(name) {
 			t.Skip("podman: set KANDEV_TEST_PODMAN=1 to run the container tests under podman")
 		}
 		return startPodman(t)
