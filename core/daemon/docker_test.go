@@ -144,7 +144,9 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 		}
 		log.Close()
 		killUnder(dir)
-		exec.Command("umount", "-R", filepath.Join(dir, "data")).Run()
+		// Its data root and, of a dockerd killed mid-turn, a network
+		// namespace under the exec root stay mounted.
+		unmountUnder(dir)
 		os.RemoveAll(dir)
 	})
 	deadline := time.Now().Add(60 * time.Second)
@@ -261,7 +263,8 @@ func procsOf(dir string, names ...string) []int {
 }
 
 // unmountUnder unmounts what is mounted under dir, deepest first
-// (podman's overlay storage mounts its own directory).
+// (podman's overlay storage and dockerd's data root mount their own
+// directories; dockerd leaves network namespaces mounted).
 func unmountUnder(dir string) {
 	b, _ := os.ReadFile("/proc/self/mountinfo")
 	var points []string
