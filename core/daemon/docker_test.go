@@ -18,26 +18,88 @@ import (
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
-// Confined agents in docker containers (issue 25): the image is built
-// offline (docker import of a root file system holding a shell and a
-// static kandev), nothing is pulled, containers have no network, and no
-// container is left behind.
+// Confined agents in containers (issue 25), through docker and podman
+// alike: the image is built offline (an import of a root file system
+// holding a shell and a static kandev), nothing is pulled, containers have
+// no network, and no container is left behind.
 
-// dockerHost returns a DOCKER_HOST that answers: the caller's, else a
-// dockerd started here (no bridge, no iptables, its own data and exec
-// roots), stopped when the test ends. It skips where none can run.
-func dockerHost(t testing.TB) string {
-	t.Helper()
-	host, _ := startDocker(t, false)
-	return host
+// engine is a container engine the tests run confined agents through: its
+// CLI (the sandbox mode's name) and the environment that points that CLI
+// at this test's own instance.
+type engine struct {
+	name string
+	env  []string
+	// kill is the engine dying mid-turn (SIGKILL), for an engine of the
+	// test's own.
+	kill func()
 }
 
-// startDocker is dockerHost; with own it always starts a dockerd of its
-// own and also returns how to kill it (SIGKILL: the engine dying).
+func (e engine) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(e.name, args...)
+	cmd.Env = append(os.Environ(), e.env...)
+	return cmd
+}
+
+// must runs the engine's CLI and returns its trimmed output.
+func (e engine) must(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := e.command(args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v %s", e.name, args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// engines are the container engines the container tests run under, each
+// as a subtest.
+var engines = []string{core.SandboxDocker, core.SandboxPodman}
+
+// podmanInCI says .ci/run installs podman, so its tests must run there.
+const podmanInCI = true
+
+// engineRequired says a missing engine fails the test rather than skips
+// it: docker in CI (.ci/run installs it), podman when asked for.
+func engineRequired(name string) bool {
+	if name == core.SandboxPodman {
+		return os.Getenv("KANDEV_TEST_PODMAN") == "1" || (podmanInCI && os.Getenv("CI") != "")
+	}
+	return os.Getenv("CI") != ""
+}
+
+// unavailable skips a test whose engine cannot run here, or fails it
+// where the engine is required.
+func unavailable(t testing.TB, name, why string) {
+	t.Helper()
+	if engineRequired(name) {
+		t.Fatalf("%s is required here and cannot run: %s", name, why)
+	}
+	t.Skipf("%s: %s", name, why)
+}
+
+// startEngine returns an engine that answers: docker's (the caller's
+// DOCKER_HOST, the system's, else a dockerd of the test's own) or a
+// rootful podman with its own storage and configuration. With own, docker
+// is always one of the test's own, so it can be killed.
+func startEngine(t testing.TB, name string, own bool) engine {
+	t.Helper()
+	if name == core.SandboxPodman {
+		if !podmanInCI && !engineRequired(name) {
+			t.Skip("podman: set KANDEV_TEST_PODMAN=1 to run the container tests under podman")
+		}
+		return startPodman(t)
+	}
+	host, kill := startDocker(t, own)
+	return engine{name: name, env: []string{"DOCKER_HOST=" + host}, kill: kill}
+}
+
+// startDocker returns a DOCKER_HOST that answers: the caller's, else a
+// dockerd started here (no bridge, no iptables, its own data and exec
+// roots), stopped when the test ends. With own it always starts a dockerd
+// of its own and also returns how to kill it (SIGKILL: the engine dying).
 func startDocker(t testing.TB, own bool) (string, func()) {
 	t.Helper()
 	if _, err := exec.LookPath("docker"); err != nil {
-		t.Skip("docker is not installed")
+		unavailable(t, core.SandboxDocker, "docker is not installed")
 	}
 	answers := func(host string) bool {
 		cmd := exec.Command("docker", "version", "--format", "{{.Server.Version}}")
@@ -51,7 +113,7 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 		return "unix:///var/run/docker.sock", nil
 	}
 	if _, err := exec.LookPath("dockerd"); err != nil || os.Geteuid() != 0 {
-		t.Skip("no docker daemon answers, and none can be started here (dockerd missing or not root)")
+		unavailable(t, core.SandboxDocker, "no docker daemon answers, and none can be started here (dockerd missing or not root)")
 	}
 	dir, err := os.MkdirTemp("", "kddk-")
 	if err != nil {
@@ -68,7 +130,7 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Skipf("dockerd: %v", err)
+		unavailable(t, core.SandboxDocker, "dockerd: "+err.Error())
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
@@ -82,7 +144,9 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 		}
 		log.Close()
 		killUnder(dir)
-		exec.Command("umount", "-R", filepath.Join(dir, "data")).Run()
+		// Its data root and, of a dockerd killed mid-turn, a network
+		// namespace under the exec root stay mounted.
+		unmountUnder(dir)
 		os.RemoveAll(dir)
 	})
 	deadline := time.Now().Add(60 * time.Second)
@@ -90,7 +154,7 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 		select {
 		case <-exited:
 			b, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Skipf("dockerd exited: %s", tail(string(b), 2000))
+			unavailable(t, core.SandboxDocker, "dockerd exited: "+tail(string(b), 2000))
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -100,6 +164,118 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return host, func() { _ = cmd.Process.Kill(); <-exited }
+}
+
+// rlimitNproc is RLIMIT_NPROC on Linux (syscall names only some limits).
+const rlimitNproc = 6
+
+// startPodman is a rootful podman whose storage, run state, locks and
+// events all live in a directory of the test's own (CONTAINERS_CONF and
+// CONTAINERS_STORAGE_CONF, which the daemon passes to the podman it runs),
+// removed when the test ends. Its kill is SIGKILL of every podman and
+// conmon process of that instance: a daemonless engine dying.
+func startPodman(t testing.TB) engine {
+	t.Helper()
+	if _, err := exec.LookPath("podman"); err != nil {
+		unavailable(t, core.SandboxPodman, "podman is not installed")
+	}
+	if os.Geteuid() != 0 {
+		unavailable(t, core.SandboxPodman, "only rootful podman is tested (not root)")
+	}
+	dir, err := os.MkdirTemp("", "kdpm-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rootful podman sets the container's open files and processes to
+	// 1048576 unless configured, which a root without CAP_SYS_RESOURCE
+	// (CI inside a container) cannot grant: runc fails "error setting
+	// rlimits". The test's own limits are always grantable.
+	var nofile, nproc syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Getrlimit(rlimitNproc, &nproc); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
+		// podman lowers its own process limit to pid_max.
+		if n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && n < nproc.Max {
+			nproc.Max = n
+		}
+	}
+	storage, conf := filepath.Join(dir, "storage.conf"), filepath.Join(dir, "containers.conf")
+	files := map[string]string{
+		storage: fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n",
+			filepath.Join(dir, "graph"), filepath.Join(dir, "run")),
+		conf: fmt.Sprintf("[containers]\ndefault_ulimits = [\"nofile=%d:%d\", \"nproc=%d:%d\"]\n\n"+
+			"[engine]\ntmp_dir = %q\nlock_type = \"file\"\nevents_logger = \"file\"\nevents_logfile_path = %q\ncgroup_manager = \"cgroupfs\"\n",
+			nofile.Max, nofile.Max, nproc.Max, nproc.Max, filepath.Join(dir, "tmp"), filepath.Join(dir, "events.log")),
+	}
+	for path, text := range files {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := engine{name: core.SandboxPodman, env: []string{"CONTAINERS_STORAGE_CONF=" + storage, "CONTAINERS_CONF=" + conf}}
+	e.kill = func() {
+		for _, pid := range procsOf(dir, "podman", "conmon") {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	t.Cleanup(func() {
+		_ = e.command("rm", "--all", "--force").Run()
+		_ = e.command("rmi", "--all", "--force").Run()
+		killUnder(dir)
+		unmountUnder(dir)
+		os.RemoveAll(dir)
+	})
+	if out, err := e.command("info", "--format", "{{.Store.GraphRoot}}").CombinedOutput(); err != nil {
+		unavailable(t, core.SandboxPodman, fmt.Sprintf("podman info: %v %s", err, out))
+	}
+	return e
+}
+
+// procsOf are the processes named one of names whose command line or
+// environment names dir.
+func procsOf(dir string, names ...string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		comm, _ := os.ReadFile("/proc/" + ent.Name() + "/comm")
+		named := false
+		for _, n := range names {
+			named = named || strings.TrimSpace(string(comm)) == n
+		}
+		if !named {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		environ, _ := os.ReadFile("/proc/" + ent.Name() + "/environ")
+		if bytes.Contains(cmdline, []byte(dir)) || bytes.Contains(environ, []byte(dir)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// unmountUnder unmounts what is mounted under dir, deepest first
+// (podman's overlay storage and dockerd's data root mount their own
+// directories; dockerd leaves network namespaces mounted).
+func unmountUnder(dir string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			points = append(points, f[4])
+		}
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
+	}
 }
 
 // killUnder kills what dockerd left running from its directories (a
@@ -143,7 +319,7 @@ func staticKandev(t testing.TB) string {
 // importImage makes an image offline: a root file system with the static
 // kandev, /bin/sh and the few tools the tests' commands use (each with
 // the libraries it links), imported, never pulled.
-func importImage(t testing.TB, host, kandev string) string {
+func importImage(t testing.TB, e engine, kandev string) string {
 	t.Helper()
 	root := t.TempDir()
 	copyFile := func(src string) {
@@ -199,8 +375,7 @@ func importImage(t testing.TB, host, kandev string) string {
 	}
 	image := fmt.Sprintf("kandev-test-agent:%d", time.Now().UnixNano())
 	tarCmd := exec.Command("tar", "-C", root, "-c", ".")
-	imp := exec.Command("docker", "import", "-", image)
-	imp.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	imp := e.command("import", "-", image)
 	pipe, err := tarCmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -212,45 +387,70 @@ func importImage(t testing.TB, host, kandev string) string {
 		t.Fatal(err)
 	}
 	if err := imp.Run(); err != nil {
-		t.Fatalf("docker import: %v %s", err, stderr.String())
+		t.Fatalf("%s import: %v %s", e.name, err, stderr.String())
 	}
 	_ = tarCmd.Wait()
 	t.Cleanup(func() {
-		rmi := exec.Command("docker", "rmi", "--force", image)
-		rmi.Env = append(os.Environ(), "DOCKER_HOST="+host)
-		_ = rmi.Run()
+		_ = e.command("rmi", "--force", image).Run()
 	})
 	return image
 }
 
 // kandevContainers lists the containers labelled with a kandev session
 // (with that session, if one is given).
-func kandevContainers(t *testing.T, host string, session ...string) []string {
+func kandevContainers(t *testing.T, e engine, session ...string) []string {
 	t.Helper()
 	label := "label=kandev.session"
 	if len(session) > 0 {
 		label += "=" + session[0]
 	}
-	cmd := exec.Command("docker", "ps", "--all", "--quiet", "--filter", label)
-	cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
-	out, err := cmd.Output()
+	out, err := e.command("ps", "--all", "--quiet", "--filter", label).Output()
 	if err != nil {
-		t.Fatalf("docker ps: %v", err)
+		t.Fatalf("%s ps: %v", e.name, err)
 	}
 	return strings.Fields(string(out))
 }
 
-func noContainersLeft(t *testing.T, host, after string) {
+func noContainersLeft(t *testing.T, e engine, after string) {
 	t.Helper()
 	daemontest.Eventually(t, wait, "no kandev container left after "+after, func() bool {
-		return len(kandevContainers(t, host)) == 0
+		return len(kandevContainers(t, e)) == 0
 	})
 }
 
-func TestDockerConfinesTheAgent(t *testing.T) {
-	host := dockerHost(t)
+// leaveNoContainer fails the test, at its end, if a kandev container is
+// left, and removes it.
+func leaveNoContainer(t *testing.T, e engine) {
+	t.Cleanup(func() {
+		if left := kandevContainers(t, e); len(left) > 0 {
+			t.Errorf("containers left behind: %v", left)
+			_ = e.command(append([]string{"rm", "--force"}, left...)...).Run()
+		}
+	})
+}
+
+func TestContainerConfinesTheAgent(t *testing.T) {
+	for _, name := range engines {
+		t.Run(name, func(t *testing.T) { testContainerConfinesTheAgent(t, name) })
+	}
+}
+
+func TestContainerEngineDiesMidTurn(t *testing.T) {
+	for _, name := range engines {
+		t.Run(name, func(t *testing.T) { testContainerEngineDiesMidTurn(t, name) })
+	}
+}
+
+func TestContainerKeepsTheRules(t *testing.T) {
+	for _, name := range engines {
+		t.Run(name, func(t *testing.T) { testContainerKeepsTheRules(t, name) })
+	}
+}
+
+func testContainerConfinesTheAgent(t *testing.T, name string) {
+	e := startEngine(t, name, false)
 	bin := staticKandev(t)
-	image := importImage(t, host, bin)
+	image := importImage(t, e, bin)
 	root, err := os.MkdirTemp("", "kddock-")
 	if err != nil {
 		t.Fatal(err)
@@ -267,16 +467,9 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("operator's key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("HOME="+home, "DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
-	t.Cleanup(func() {
-		if left := kandevContainers(t, host); len(left) > 0 {
-			t.Errorf("containers left behind: %v", left)
-			rm := exec.Command("docker", append([]string{"rm", "--force"}, left...)...)
-			rm.Env = append(os.Environ(), "DOCKER_HOST="+host)
-			_ = rm.Run()
-		}
-	})
-	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"HOME=" + home, "KANDEV_PERMISSION=allow"}, e.env...)...))
+	leaveNoContainer(t, e)
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	ctx := context.Background()
 
 	other := create(t, d, core.CreateTaskInput{Title: "neighbour", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
@@ -293,12 +486,12 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 	}, "\n") + "\n" + call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "bwrap", "start": false}) + "\n" +
 		call("get_task_kandev", map[string]any{}) + "\nmock: say all finished\nmock: hang"
 	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: script})
-	if task.Sandbox != core.SandboxDocker {
-		t.Fatalf("sandbox %q, want the profile's docker", task.Sandbox)
+	if task.Sandbox != e.name {
+		t.Fatalf("sandbox %q, want the profile's %s", task.Sandbox, e.name)
 	}
 	waitSaid(t, d, task.ID, "all finished")
 	out := shSaid(t, d, task.ID, 6)
-	for _, want := range []string{"No such file or directory", "less confined than its parent task " + task.ID + "'s sandbox docker", `"sandbox":"docker"`} {
+	for _, want := range []string{"No such file or directory", "less confined than its parent task " + task.ID + "'s sandbox " + e.name, `"sandbox":"` + e.name + `"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the agent's output lacks %q:\n%s", want, out)
 		}
@@ -313,7 +506,7 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 		t.Errorf("the agent's write in its directory: %q %v", b, err)
 	}
 	sid := get(t, d, task.ID).Session.ID
-	if n := len(kandevContainers(t, host)); n != 1 {
+	if n := len(kandevContainers(t, e)); n != 1 {
 		t.Fatalf("%d kandev containers while the session runs, want 1", n)
 	}
 	if n := len(agent.SessionProcs(sid)); n == 0 {
@@ -327,7 +520,7 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 		t.Fatalf("second stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")
-	noContainersLeft(t, host, "stop")
+	noContainersLeft(t, e, "stop")
 
 	// kill -9 of the daemon: the next one leaves no process and no container.
 	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again\nmock: hang"}); err != nil {
@@ -339,7 +532,7 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 	d.Restart()
 	sessionGone(t, sid, "restart recovery")
 	daemontest.Eventually(t, wait, "the dead session's container removed", func() bool {
-		return len(kandevContainers(t, host, sid)) == 0
+		return len(kandevContainers(t, e, sid)) == 0
 	})
 	// The cut turn resumes in a container of its own (ADR 0026); a stop
 	// takes that one too.
@@ -347,73 +540,69 @@ func TestDockerConfinesTheAgent(t *testing.T) {
 	if _, err := d.Client.StopTask(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
-	noContainersLeft(t, host, "the last stop")
+	noContainersLeft(t, e, "the last stop")
 	if _, err := d.Client.StopTask(ctx, other.ID); err != nil {
 		t.Fatal(err)
 	}
 
 	// The startup sweep: a container of an ended session of this home is
 	// removed; one of a session this home does not know is left alone.
-	docker := func(args ...string) string {
-		cmd := exec.Command("docker", args...)
-		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker %v: %v %s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	docker("create", "--label", "kandev.session="+sid, image, "/bin/sh")
-	foreign := docker("create", "--label", "kandev.session=sforeign", image, "/bin/sh")
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "--force", foreign).Run() })
+	e.must(t, "create", "--label", "kandev.session="+sid, image, "/bin/sh")
+	foreign := e.must(t, "create", "--label", "kandev.session=sforeign", image, "/bin/sh")
+	t.Cleanup(func() { _ = e.command("rm", "--force", foreign).Run() })
 	d.Stop()
 	d.Restart()
 	daemontest.Eventually(t, wait, "the sweep to remove the ended session's container", func() bool {
-		return len(kandevContainers(t, host, sid)) == 0
+		return len(kandevContainers(t, e, sid)) == 0
 	})
-	if n := len(kandevContainers(t, host, "sforeign")); n != 1 {
+	if n := len(kandevContainers(t, e, "sforeign")); n != 1 {
 		t.Fatalf("the sweep removed another home's container (%d left)", n)
 	}
-	docker("rm", "--force", foreign)
+	e.must(t, "rm", "--force", foreign)
 
 	// An image that is not there is never pulled: the run fails, and
-	// climbs as every failed run does, with docker's reason.
-	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", "kandev-never-built:1", "--no-network")
+	// climbs as every failed run does, with the engine's reason.
+	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", "kandev-never-built:1", "--no-network")
 	missing := create(t, d, core.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: work, Start: true, Prompt: "mock: say never"})
 	got := waitState(t, d, missing.ID, core.SessionFailed)
 	if got.Stalled == nil || !got.Stalled.Failed || !strings.Contains(strings.ToLower(got.Session.Error+got.Stalled.Detail), "kandev-never-built") {
 		t.Fatalf("a missing image: session %+v stalled %+v", got.Session, got.Stalled)
 	}
-	noContainersLeft(t, host, "a missing image")
+	noContainersLeft(t, e, "a missing image")
 }
 
 // The container engine dies mid-turn: the run fails and climbs (ADR
 // 0007), and nothing of the session is left on the host.
-func TestDockerEngineDiesMidTurn(t *testing.T) {
-	host, kill := startDocker(t, true)
+func testContainerEngineDiesMidTurn(t *testing.T, name string) {
+	e := startEngine(t, name, true)
 	bin := staticKandev(t)
-	image := importImage(t, host, bin)
+	image := importImage(t, e, bin)
 	work := t.TempDir()
-	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
-	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"KANDEV_PERMISSION=allow"}, e.env...)...))
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
 	waitSaid(t, d, task.ID, "up")
 	sid := get(t, d, task.ID).Session.ID
-	kill()
+	e.kill()
 	got := waitState(t, d, task.ID, core.SessionFailed)
 	if got.Stalled == nil || !got.Stalled.Failed {
 		t.Fatalf("the engine's death: session %+v stalled %+v", got.Session, got.Stalled)
 	}
 	sessionGone(t, sid, "the container engine's death")
+	if e.name == core.SandboxPodman {
+		// Podman has no daemon: the store outlives its killed processes,
+		// and the session's teardown removes the container from it.
+		noContainersLeft(t, e, "the engine's death")
+	}
 }
 
 // In a container, a task in a git repository works in its worktree (what
 // it writes is its diff) and interrupt, a question and a daemon restart
 // with resume behave as on the host; no container is left.
-func TestDockerKeepsTheRules(t *testing.T) {
-	host := dockerHost(t)
+func testContainerKeepsTheRules(t *testing.T, name string) {
+	e := startEngine(t, name, false)
 	bin := staticKandev(t)
-	image := importImage(t, host, bin)
+	image := importImage(t, e, bin)
 	repo := filepath.Join(t.TempDir(), "repo")
 	if err := os.MkdirAll(repo, 0o755); err != nil {
 		t.Fatal(err)
@@ -424,13 +613,9 @@ func TestDockerKeepsTheRules(t *testing.T) {
 	}
 	gitRun(t, repo, "add", ".")
 	gitRun(t, repo, "commit", "-q", "-m", "initial")
-	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("DOCKER_HOST="+host, "KANDEV_PERMISSION=allow"))
-	t.Cleanup(func() {
-		if left := kandevContainers(t, host); len(left) > 0 {
-			t.Errorf("containers left behind: %v", left)
-		}
-	})
-	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", "docker", "--image", image, "--no-network")
+	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"KANDEV_PERMISSION=allow"}, e.env...)...))
+	leaveNoContainer(t, e)
+	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	ctx := context.Background()
 	box := func(title, prompt string) core.Task {
 		return create(t, d, core.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
@@ -463,7 +648,7 @@ func TestDockerKeepsTheRules(t *testing.T) {
 
 	waitSettled(t, d, work.ID)
 	d.Stop()
-	noContainersLeft(t, host, "shutdown")
+	noContainersLeft(t, e, "shutdown")
 	d.Restart()
 	message(t, d, work.ID, "mock: history")
 	daemontest.Eventually(t, wait, "the resumed history", func() bool { return saidContains(t, d, work.ID, "history: ") })
@@ -475,5 +660,5 @@ func TestDockerKeepsTheRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	noContainersLeft(t, host, "the stops")
+	noContainersLeft(t, e, "the stops")
 }

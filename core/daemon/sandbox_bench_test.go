@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func (benchHandler) Fault(string)   {}
 
 // BenchmarkSessionStart is a session's start, from spawning the agent
 // (the mock agent of a static kandev) to its answer to session/new, on
-// the host, under bubblewrap and in a docker container, side by side in
+// the host, under bubblewrap and in a docker and a podman container, side by side in
 // one run (issue 25: bwrap adds at most 20 ms, docker at most 1 s). The
 // teardown is not timed. A mode this machine cannot run is skipped.
 func BenchmarkSessionStart(b *testing.B) {
@@ -75,11 +76,16 @@ func BenchmarkSessionStart(b *testing.B) {
 		b.StopTimer()
 		run(b, "bwrap", func(sid string) *sandbox.View { return view(core.SandboxBwrap, "", sid) })
 	})
-	b.Run("docker", func(b *testing.B) {
-		host := dockerHost(b)
-		image := importImage(b, host, bin)
-		b.Setenv("DOCKER_HOST", host)
-		b.StopTimer()
-		run(b, "docker", func(sid string) *sandbox.View { return view(core.SandboxDocker, image, sid) })
-	})
+	for _, name := range engines {
+		b.Run(name, func(b *testing.B) {
+			e := startEngine(b, name, false)
+			image := importImage(b, e, bin)
+			for _, kv := range e.env {
+				k, v, _ := strings.Cut(kv, "=")
+				b.Setenv(k, v)
+			}
+			b.StopTimer()
+			run(b, name, func(sid string) *sandbox.View { return view(name, image, sid) })
+		})
+	}
 }

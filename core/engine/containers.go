@@ -40,7 +40,7 @@ func (e *Engine) containerSessions(ctx context.Context, eng string) map[string]s
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, eng, "ps", "--all", "--filter", "label="+sandbox.LabelSession,
-		"--format", `{{.ID}} {{.Label "`+sandbox.LabelSession+`"}}`).Output()
+		"--format", labelFormat(eng)).Output()
 	if err != nil {
 		return nil
 	}
@@ -51,4 +51,14 @@ func (e *Engine) containerSessions(ctx context.Context, eng string) map[string]s
 		}
 	}
 	return m
+}
+
+// labelFormat is the ps template of a container's id and session: docker
+// has a Label method, podman (4.3) only the Labels map, and rejects the
+// other's template outright.
+func labelFormat(eng string) string {
+	if eng == core.SandboxPodman {
+		return `{{.ID}} {{index .Labels "` + sandbox.LabelSession + `"}}`
+	}
+	return `{{.ID}} {{.Label "` + sandbox.LabelSession + `"}}`
 }
