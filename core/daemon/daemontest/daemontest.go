@@ -167,8 +167,9 @@ func (d *Daemon) start() {
 		d.t.Fatalf("start daemon: %v", err)
 	}
 	d.cmd = cmd
-	d.done = make(chan struct{})
-	go func() { _ = cmd.Wait(); close(d.done) }()
+	done := make(chan struct{})
+	d.done = done
+	go func() { _ = cmd.Wait(); close(done) }()
 	d.Client = daemonclient.Dial(d.Home.Socket())
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -218,6 +219,14 @@ func (d *Daemon) Stop() {
 		}
 	}
 	d.Client.Close()
+	// A CLI command the test ran while this daemon was down may have
+	// started another in the home (autostart, detached): it and its
+	// agents must not outlive the test either. daemon stop starts none.
+	stop := exec.Command(d.Bin, "daemon", "stop")
+	stop.Env = d.environ()
+	if out, _ := stop.CombinedOutput(); strings.Contains(string(out), "Stopped") {
+		d.t.Logf("stopped a daemon the test's commands started: %s", strings.TrimSpace(string(out)))
+	}
 }
 
 // Kill9 kills the daemon with SIGKILL, as a crash would, leaving its
@@ -243,9 +252,12 @@ func (d *Daemon) SetEnv(key, value string) {
 	d.Env = append(d.Env, key+"="+value)
 }
 
-// Restart starts a new daemon on the same home (after Stop or Kill9).
+// Restart starts a new daemon on the same home. A daemon still running is
+// stopped first (SIGTERM): a second one would find the home locked and
+// exit, and the first would answer in its place, untracked.
 func (d *Daemon) Restart() {
 	d.t.Helper()
+	d.Stop()
 	d.start()
 }
 
