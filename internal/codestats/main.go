@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"go/ast"
+	"go/build"
 	"go/importer"
 	"go/parser"
 	"go/token"
@@ -65,39 +66,49 @@ func main() {
 		_ = enc.Encode(st)
 		return
 	}
-	print(st)
+	report(st)
 }
 
 func measure(dir string, top int) (Stats, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return Stats{}, err
 	}
-	if len(pkgs) != 1 {
-		return Stats{}, fmt.Errorf("%s: want one package, found %d", dir, len(pkgs))
-	}
-	var pkg *ast.Package
-	for _, p := range pkgs {
-		pkg = p
-	}
 	var files []*ast.File
 	names := map[*ast.File]string{}
-	for name, f := range pkg.Files {
+	pkgName := ""
+	for _, ent := range entries {
+		name := ent.Name()
+		if ent.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		// The files this platform's build would take, as go build does.
+		if ok, err := build.Default.MatchFile(dir, name); err != nil || !ok {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+		if err != nil {
+			return Stats{}, err
+		}
+		if pkgName != "" && f.Name.Name != pkgName {
+			return Stats{}, fmt.Errorf("%s: two packages, %s and %s", dir, pkgName, f.Name.Name)
+		}
+		pkgName = f.Name.Name
 		files = append(files, f)
-		names[f] = filepath.Base(name)
+		names[f] = name
 	}
-	slices.SortFunc(files, func(a, b *ast.File) int { return cmp.Compare(names[a], names[b]) })
+	if len(files) == 0 {
+		return Stats{}, fmt.Errorf("%s: no Go files", dir)
+	}
 
 	info := &types.Info{Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}}
 	conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil), Error: func(error) {}}
-	if _, err := conf.Check(pkg.Name, fset, files, info); err != nil {
+	if _, err := conf.Check(pkgName, fset, files, info); err != nil {
 		return Stats{}, fmt.Errorf("type-check %s: %w", dir, err)
 	}
 
-	st := Stats{Package: pkg.Name, Files: len(files), Methods: map[string]int{}, ForbiddenSites: map[string]int{}}
+	st := Stats{Package: pkgName, Files: len(files), Methods: map[string]int{}, ForbiddenSites: map[string]int{}}
 	n := len(files)
 	st.PossiblePairs = n * (n - 1) / 2
 
@@ -107,7 +118,7 @@ func measure(dir string, top int) (Stats, error) {
 	for _, f := range files {
 		name := names[f]
 		for id, obj := range info.Uses {
-			if obj == nil || obj.Pkg() == nil || obj.Pkg().Name() != pkg.Name || !obj.Pos().IsValid() {
+			if obj == nil || obj.Pkg() == nil || obj.Pkg().Name() != pkgName || !obj.Pos().IsValid() {
 				continue
 			}
 			if fileOf(id.Pos()) != name {
@@ -172,7 +183,7 @@ func isMutex(e ast.Expr) bool {
 	return ok && pkg.Name == "sync" && (sel.Sel.Name == "Mutex" || sel.Sel.Name == "RWMutex")
 }
 
-func print(st Stats) {
+func report(st Stats) {
 	fmt.Printf("package %s: %d files\n", st.Package, st.Files)
 	recvs := make([]string, 0, len(st.Methods))
 	for r := range st.Methods {
