@@ -4,10 +4,12 @@ package engine_test
 // work (ADR 0042). Real repositories in temp dirs; no agent ever starts.
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/engine"
@@ -253,5 +255,77 @@ func TestPruneWithWorktreesOnAnotherDisk(t *testing.T) {
 	}
 	if _, err := os.Stat(tk.Workspace.Dir); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A directory under worktrees/ whose .git file names a repository no task
+// was made from is judged without git: a prune that ran `git status` there
+// would take that repository's config, whose clean filter runs a command
+// (ADR 0049: nothing the agent wrote runs on the host).
+func TestPruneRunsNoGitInAWorktreeOfAnUnknownRepository(t *testing.T) {
+	env := newEngineEnv(t)
+	repo := newGitRepo(t, env)
+	env.create(core.CreateTaskInput{Title: "owned", CWD: repo})
+
+	planted := filepath.Join(t.TempDir(), "app") // same base name: worktrees/app/...
+	if err := os.MkdirAll(planted, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, planted, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(planted, "a.txt"), []byte("text\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(planted, ".gitattributes"), []byte("a.txt filter=evil\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, planted, "add", ".")
+	gitT(t, planted, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "-m", "x")
+	dir := filepath.Join(env.dir, "worktrees", "app", "plantedid")
+	gitT(t, planted, "worktree", "add", "-q", "-b", "feature", dir)
+	mark := filepath.Join(t.TempDir(), "ran")
+	gitT(t, planted, "config", "filter.evil.clean", "touch "+mark+"; cat")
+	restamp := func() {
+		t.Helper()
+		// Same size, new time: status must read the file, through the filter.
+		when := time.Now().Add(time.Duration(rand.IntN(1000)+10) * time.Second)
+		if err := os.Chtimes(filepath.Join(dir, "a.txt"), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The trap is real: git status in that directory runs the filter.
+	restamp()
+	gitT(t, dir, "status", "--porcelain")
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("the planted filter did not run under a plain git status: %v", err)
+	}
+	if err := os.Remove(mark); err != nil {
+		t.Fatal(err)
+	}
+	restamp()
+
+	dry, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range dry.Entries {
+		if e.Name == dir {
+			found = true
+			if e.Action != "keep" || !strings.Contains(e.Why, "runs no git there") {
+				t.Fatalf("planted worktree: %+v", e)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the planted worktree is not listed: %+v", dry.Entries)
+	}
+	if _, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("prune ran git with the planted repository's config (its filter ran)")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "a.txt")); err != nil {
+		t.Fatalf("the planted worktree was removed: %v", err)
 	}
 }

@@ -758,7 +758,7 @@ func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.P
 	if err != nil {
 		return res, core.Errorf(core.CodeInternal, "prune: %v", err)
 	}
-	owned, err := e.ownedWorktrees(root)
+	owned, known, err := e.ownedWorktrees(root)
 	if err != nil {
 		return res, err
 	}
@@ -786,7 +786,7 @@ func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.P
 			if owned[dir] {
 				continue
 			}
-			it, err := e.planPrune(ctx, ent.Name(), dir)
+			it, err := e.planPrune(ctx, ent.Name(), dir, known)
 			if err != nil {
 				return res, err
 			}
@@ -885,12 +885,13 @@ type pruneItem struct {
 	keepDir, keepBranch string
 }
 
-// ownedWorktrees returns the resolved directories tasks work in, and
-// refuses when one of them lies outside root: the store and the disk then
-// disagree about where the home is, and no directory here can be proved
-// an orphan.
-func (e *Engine) ownedWorktrees(root string) (map[string]bool, error) {
-	owned := map[string]bool{}
+// ownedWorktrees returns the resolved directories tasks work in and the
+// main checkouts tasks were made from (the only repositories a prune runs
+// git in), and refuses when a worktree lies outside root: the store and
+// the disk then disagree about where the home is, and no directory here
+// can be proved an orphan.
+func (e *Engine) ownedWorktrees(root string) (owned, known map[string]bool, _ error) {
+	owned, known = map[string]bool{}, map[string]bool{}
 	e.cacheMu.RLock()
 	defer e.cacheMu.RUnlock()
 	for _, id := range e.order { // creation order: the same task is named each time
@@ -899,6 +900,12 @@ func (e *Engine) ownedWorktrees(root string) (map[string]bool, error) {
 			continue
 		}
 		w := t.Workspace
+		if w != nil && w.Repo != "" && !known[w.Repo] {
+			known[w.Repo] = true
+			if real, err := core.RealPath(w.Repo); err == nil {
+				known[real] = true
+			}
+		}
 		if w == nil || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) || w.Dir == "" {
 			continue
 		}
@@ -908,16 +915,17 @@ func (e *Engine) ownedWorktrees(root string) (map[string]bool, error) {
 		}
 		owned[dir] = true
 		if rel, err := filepath.Rel(root, dir); err != nil || rel == "." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || rel == ".." {
-			return nil, core.Errorf(core.CodeConflict,
+			return nil, nil, core.Errorf(core.CodeConflict,
 				"prune refused: task %s's worktree is recorded at %s, outside this home's %s; the home was moved or is reached by another path, and every worktree here may be a task's. Run the daemon with the home the tasks were made in (or move it back) and prune again",
 				t.ID, w.Dir, root)
 		}
 	}
-	return owned, nil
+	return owned, known, nil
 }
 
-// planPrune decides what a prune does with dir, which no task works in.
-func (e *Engine) planPrune(ctx context.Context, id, dir string) (it pruneItem, _ error) {
+// planPrune decides what a prune does with dir, which no task works in;
+// git runs there only as a worktree one of the known repositories lists.
+func (e *Engine) planPrune(ctx context.Context, id, dir string, known map[string]bool) (it pruneItem, _ error) {
 	it = pruneItem{dir: dir, why: "no task has id " + id}
 	var keep []string // every reason, so a --force knows all it overrides
 	defer func() { it.keepDir = strings.Join(keep, "; ") }()
@@ -938,20 +946,22 @@ func (e *Engine) planPrune(ctx context.Context, id, dir string) (it pruneItem, _
 	} else if core.CodeOf(mapStoreErr(err, "task "+id)) != core.CodeNotFound {
 		return it, core.Errorf(core.CodeInternal, "prune: read task %s: %v", id, err)
 	}
-	// Only a linked worktree (a .git file at its top) is asked to git: a
-	// stray directory could sit inside another repository.
-	if st, err := os.Lstat(filepath.Join(dir, ".git")); err == nil && st.Mode().IsRegular() {
-		if wt, err := e.ws.Open(ctx, dir); err == nil {
-			it.wt, it.isTree = wt, true
-		}
+	// Only a linked worktree a known repository lists is asked to git: a
+	// stray directory could sit inside another repository, and a .git file
+	// could name a git directory (and its config) of anyone's making.
+	wt, err := e.ws.OpenOrphan(ctx, dir, known)
+	if err == nil {
+		it.wt, it.isTree = wt, true
 	}
 	if !it.isTree {
-		if ents, err := os.ReadDir(dir); err != nil || len(ents) > 0 {
+		if _, lerr := os.Lstat(filepath.Join(dir, ".git")); lerr == nil {
+			keep = append(keep, "not a worktree kandev can read ("+err.Error()+"): kandev runs no git there and cannot tell whether it holds work")
+		} else if ents, err := os.ReadDir(dir); err != nil || len(ents) > 0 {
 			keep = append(keep, "not a git worktree kandev can read, and not empty: kandev cannot tell whether it holds work")
 		}
 		return it, nil
 	}
-	pending, err := e.ws.Pending(ctx, dir)
+	pending, err := e.ws.Pending(ctx, wt)
 	if err != nil {
 		keep = append(keep, "its state cannot be read: "+err.Error())
 		return it, nil
@@ -964,7 +974,7 @@ func (e *Engine) planPrune(ctx context.Context, id, dir string) (it pruneItem, _
 	it.ours = !claimed && (b == "kandev/"+id || strings.HasPrefix(b, "kandev/"+id+"-"))
 	switch {
 	case it.ours:
-		n, err := e.ws.UniqueCommits(ctx, dir, "refs/heads/"+b, b)
+		n, err := e.ws.UniqueCommits(ctx, wt, "refs/heads/"+b, b)
 		switch {
 		case err != nil:
 			it.keepBranch = "its commits cannot be read: " + err.Error()
@@ -973,7 +983,7 @@ func (e *Engine) planPrune(ctx context.Context, id, dir string) (it pruneItem, _
 		}
 	case b == "":
 		// Detached: commits made there are on no branch at all.
-		n, err := e.ws.UniqueCommits(ctx, dir, "HEAD", "")
+		n, err := e.ws.UniqueCommits(ctx, wt, "HEAD", "")
 		switch {
 		case err != nil:
 			keep = append(keep, "its commits cannot be read: "+err.Error())

@@ -32,7 +32,7 @@ func safeArgs(args []string) []string {
 // to find one through the worktree's own .git.
 func worktreeEnv(wt Worktree) []string {
 	common := filepath.Join(wt.Repo, ".git")
-	admin := filepath.Join(common, "worktrees", "kandev-no-such-worktree")
+	admin := filepath.Join(common, "worktrees", noSuchWorktree)
 	if ents, err := os.ReadDir(filepath.Join(common, "worktrees")); err == nil {
 		want := filepath.Join(wt.Dir, ".git")
 		for _, e := range ents {
@@ -46,6 +46,10 @@ func worktreeEnv(wt Worktree) []string {
 	}
 	return []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + wt.Dir}
 }
+
+// noSuchWorktree is the administrative directory worktreeEnv names when
+// the repository lists none for the worktree.
+const noSuchWorktree = "kandev-no-such-worktree"
 
 // gitWT runs git in a task's worktree with its real git directories.
 func (m *Manager) gitWT(ctx context.Context, wt Worktree, args ...string) (string, error) {
