@@ -120,11 +120,6 @@ func integral(raw []byte) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// paramFields are the fields of Param that check and paramSchema know
-// (TestCheckKnowsEveryParamField): a new field is a new rule, to be
-// written in both before it is listed here.
-var paramFields = []string{"Name", "Type", "Description", "Required", "Enum", "Default", "Min", "Max", "Items", "Props", "BridgeDir"}
-
 // describeAt words one violation at where (questions[0].prompt); an
 // unknown argument at the top level also names the arguments the tool
 // takes.
