@@ -37,15 +37,18 @@ func (e *ArgError) Error() string { return "invalid arguments for " + e.Tool + "
 // *ArgError.
 func Check(t Tool, raw []byte) (any, error) {
 	raw = orEmptyObject(raw)
-	if why := Explain(t, raw); why != "" {
+	v, why := explain(t, raw)
+	if why != "" {
 		return nil, &ArgError{Tool: t.Name, Why: why}
 	}
-	v, err := integral(raw)
-	if err != nil {
-		return nil, &ArgError{Tool: t.Name, Why: err.Error()}
+	if integral(v) {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, &ArgError{Tool: t.Name, Why: err.Error()}
+		}
 	}
 	args := t.NewArgs()
-	dec := json.NewDecoder(bytes.NewReader(v))
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(args); err != nil {
 		// Valid by the schema yet not decodable: an integer too large for
@@ -55,15 +58,14 @@ func Check(t Tool, raw []byte) (any, error) {
 	return args, nil
 }
 
-// Explain validates args against the tool's parameters and describes
-// each violation, sorted, or returns "" when they are valid.
-func Explain(t Tool, args []byte) string {
-	args = orEmptyObject(args)
+// explain parses args and validates them against the tool's parameters:
+// each violation described, sorted, or "" when they are valid.
+func explain(t Tool, args []byte) (any, string) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return "arguments are not valid JSON: " + err.Error()
+		return nil, "arguments are not valid JSON: " + err.Error()
 	}
 	var msgs []string
 	root := Param{Type: "object", Props: t.Params}
@@ -71,7 +73,7 @@ func Explain(t Tool, args []byte) string {
 		msgs = append(msgs, describeAt(t, where, msg))
 	})
 	sort.Strings(msgs)
-	return strings.Join(msgs, "; ")
+	return v, strings.Join(msgs, "; ")
 }
 
 func orEmptyObject(raw []byte) []byte {
@@ -81,15 +83,11 @@ func orEmptyObject(raw []byte) []byte {
 	return raw
 }
 
-// integral rewrites the integers JSON Schema accepts but encoding/json
-// does not (10.0, 1e2) as plain integers, so that valid arguments decode.
-func integral(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("arguments are not valid JSON: %w", err)
-	}
+// integral rewrites in place the integers JSON Schema takes but
+// encoding/json does not (10.0, 1e2) as plain integers, so that valid
+// arguments decode, and reports whether it rewrote any. A fraction left
+// in v is in no integer argument: the check refused those.
+func integral(v any) bool {
 	changed := false
 	var walk func(v any) any
 	walk = func(v any) any {
@@ -113,11 +111,8 @@ func integral(raw []byte) ([]byte, error) {
 		}
 		return v
 	}
-	v = walk(v)
-	if !changed {
-		return raw, nil
-	}
-	return json.Marshal(v)
+	walk(v)
+	return changed
 }
 
 // describeAt words one violation at where (questions[0].prompt); an

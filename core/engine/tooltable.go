@@ -23,7 +23,11 @@ func handle[A any](f func(e *Engine, ctx context.Context, actor core.Actor, a *A
 	return toolHandler{
 		args: reflect.TypeFor[*A](),
 		run: func(e *Engine, ctx context.Context, actor core.Actor, args any) (any, error) {
-			return f(e, ctx, actor, args.(*A))
+			a, ok := args.(*A)
+			if !ok {
+				return nil, core.Errorf(core.CodeInternal, "tool handler takes %s, not %T", reflect.TypeFor[*A](), args)
+			}
+			return f(e, ctx, actor, a)
 		},
 	}
 }
