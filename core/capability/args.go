@@ -147,10 +147,3 @@ type SetStatusArgs struct {
 
 // NoArgs is for tools without parameters.
 type NoArgs struct{}
-
-// ArgsFor returns a pointer to a fresh argument struct for a tool (its
-// registry entry's), NoArgs for a tool without parameters or unknown.
-func ArgsFor(name string) any {
-	t, _ := Lookup(name)
-	return t.NewArgs()
-}

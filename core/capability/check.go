@@ -32,7 +32,7 @@ type ArgError struct {
 func (e *ArgError) Error() string { return "invalid arguments for " + e.Tool + ": " + e.Why }
 
 // Check validates a call's raw JSON arguments against the tool's
-// parameters and decodes them into a fresh argument struct (ArgsFor).
+// parameters and decodes them into a fresh argument struct (Tool.NewArgs).
 // Empty or null arguments are the empty object. A refusal is an
 // *ArgError.
 func Check(t Tool, raw []byte) (any, error) {
