@@ -117,8 +117,8 @@ func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
 		if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
 			args = []byte("{}")
 		}
-		if t.Name == "create_task_kandev" && b.surface.TaskID == "" {
-			args = withDefaultCWD(args)
+		if b.surface.TaskID == "" {
+			args = withBridgeDir(t, args)
 		}
 		if t.Waits {
 			if b.waiting.Add(1) > MaxWaitingCalls {
@@ -149,14 +149,18 @@ func (b *bridge) handler(t capability.Tool) server.ToolHandlerFunc {
 			}
 			return errorResult(core.AsError(err)), nil
 		}
-		switch t.Name {
-		case "list_tasks_kandev":
-			return taskPageResult(res), nil
-		case "get_task_diff_kandev":
-			return taskDiffResult(res), nil
+		if reply := replies[t.Reply]; reply != nil {
+			return reply(res), nil
 		}
 		return successResult(res), nil
 	}
+}
+
+// replies shape a result's text by the form its registry entry names
+// (capability.Reply); the JSON form is successResult's.
+var replies = map[capability.Reply]func(any) *mcp.CallToolResult{
+	capability.ReplyTaskPage: taskPageResult,
+	capability.ReplyDiff:     taskDiffResult,
 }
 
 // afterCall runs after every tools/call mcp-go answered itself or through
@@ -179,11 +183,12 @@ func (b *bridge) afterCall(ctx context.Context, id any, req *mcp.CallToolRequest
 }
 
 // refusal words why mcp-go's schema check refused a call: each violation
-// at its argument (validate.go), else mcp-go's own text.
+// at its argument, by the daemon's own check (capability.Check), else
+// mcp-go's own text (a schema rule the check does not know).
 func refusal(req *mcp.CallToolRequest, r *mcp.CallToolResult) string {
 	if t, ok := capability.Lookup(req.Params.Name); ok {
-		if why := explainInvalid(t, req.Params.RawArguments); why != "" {
-			return "invalid arguments for " + t.Name + ": " + why
+		if _, err := capability.Check(t, req.Params.RawArguments); err != nil {
+			return err.Error()
 		}
 	}
 	var parts []string
@@ -198,21 +203,37 @@ func refusal(req *mcp.CallToolRequest, r *mcp.CallToolResult) string {
 	return "invalid arguments for " + req.Params.Name
 }
 
-// withDefaultCWD gives a task created on the external surface the
-// directory the person's agent runs in, unless the call names one.
-func withDefaultCWD(args []byte) []byte {
+// withBridgeDir gives the arguments the tool marks BridgeDir (a task
+// created on the external surface: its cwd) the directory the person's
+// agent runs in, unless the call names one.
+func withBridgeDir(t capability.Tool, args []byte) []byte {
+	var names []string
+	for _, p := range t.Params {
+		if p.BridgeDir {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		return args
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(args, &m) != nil {
 		return args // the daemon reports the bad arguments
-	}
-	if _, ok := m["cwd"]; ok {
-		return args
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return args
 	}
-	m["cwd"], _ = json.Marshal(wd)
+	changed := false
+	for _, name := range names {
+		if _, ok := m[name]; !ok {
+			m[name], _ = json.Marshal(wd)
+			changed = true
+		}
+	}
+	if !changed {
+		return args
+	}
 	out, err := json.Marshal(m)
 	if err != nil {
 		return args

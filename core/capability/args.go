@@ -1,8 +1,9 @@
 package capability
 
-// Argument structs, one per tool that takes arguments. The daemon decodes a
-// call's arguments into these with unknown fields refused; a test keeps
-// their JSON fields equal to the schema's parameters.
+// Argument structs, one per tool that takes arguments, named by the
+// tool's registry entry (args). Check decodes a call's arguments into
+// these once they pass the schema's rules; a test keeps their JSON fields
+// equal to the schema's parameters.
 
 // CreateTaskArgs are create_task_kandev's arguments.
 type CreateTaskArgs struct {
@@ -146,39 +147,3 @@ type SetStatusArgs struct {
 
 // NoArgs is for tools without parameters.
 type NoArgs struct{}
-
-// ArgsFor returns a pointer to a fresh argument struct for a tool.
-func ArgsFor(name string) any {
-	switch name {
-	case "create_task_kandev":
-		return &CreateTaskArgs{}
-	case "list_tasks_kandev":
-		return &ListTasksArgs{}
-	case "get_task_kandev":
-		return &TaskIDArgs{}
-	case "get_task_diff_kandev":
-		return &DiffArgs{}
-	case "get_task_conversation_kandev":
-		return &ConversationArgs{}
-	case "message_task_kandev":
-		return &MessageTaskArgs{}
-	case "stop_task_kandev":
-		return &StopTaskArgs{}
-	case "save_profile_kandev":
-		return &SaveProfileArgs{}
-	case "remove_profile_kandev":
-		return &NameArgs{}
-	case "set_task_title_kandev":
-		return &SetTitleArgs{}
-	case AskUser, AskParent:
-		return &QuestionArgs{}
-	case "handoff_task_kandev":
-		return &HandoffArgs{}
-	case "set_task_status_kandev":
-		return &SetStatusArgs{}
-	case "open_pull_request_kandev", "open_merge_request_kandev":
-		return &OpenRequestArgs{}
-	default:
-		return &NoArgs{}
-	}
-}

@@ -405,10 +405,10 @@ func TestSchemasAreClosed(t *testing.T) {
 // tool's args struct, with a matching type, and every field is a parameter.
 func TestSchemaMatchesArgs(t *testing.T) {
 	for _, tool := range All() {
-		args := ArgsFor(tool.Name)
+		args := tool.NewArgs()
 		rt := reflect.TypeOf(args)
 		if rt.Kind() != reflect.Pointer || rt.Elem().Kind() != reflect.Struct {
-			t.Errorf("%s: ArgsFor returns %T, want a pointer to a struct", tool.Name, args)
+			t.Errorf("%s: NewArgs returns %T, want a pointer to a struct", tool.Name, args)
 			continue
 		}
 		compareParams(t, tool.Name, tool.Params, rt.Elem())

@@ -22,6 +22,38 @@ type Tool struct {
 	Group    Group
 	// Host: the git host a provider group tool is for (HostGitHub, HostGitLab).
 	Host string
+
+	// Reply is how the bridge shows the result to a model that reads only
+	// a result's text (the structured content is always the JSON).
+	Reply Reply
+	// args makes the tool's argument struct (argsOf); nil for a tool
+	// without parameters (NoArgs).
+	args func() any
+}
+
+// Reply is a form of a tool result's text.
+type Reply string
+
+const (
+	// ReplyJSON: the text is the result's JSON.
+	ReplyJSON Reply = ""
+	// ReplyTaskPage: a page of tasks ({tasks, next_cursor}) as one line
+	// per task, a fraction of the JSON's size.
+	ReplyTaskPage Reply = "task-page"
+	// ReplyDiff: a core.TaskDiff as a summary line, the stat and the patch
+	// as git prints them.
+	ReplyDiff Reply = "diff"
+)
+
+// argsOf is a Tool's args for argument struct A.
+func argsOf[A any]() any { return new(A) }
+
+// NewArgs returns a pointer to a fresh argument struct for the tool.
+func (t Tool) NewArgs() any {
+	if t.args == nil {
+		return &NoArgs{}
+	}
+	return t.args()
 }
 
 // Git hosts the provider group has tools for (a repository's origin).
@@ -41,6 +73,10 @@ type Param struct {
 	Min, Max    *int   // integer bounds, or array length bounds
 	Items       *Param // array element
 	Props       []Param
+	// BridgeDir: on the external surface (no task, so no task directory),
+	// the bridge fills the argument with the directory it runs in when the
+	// call leaves it out. No rule of the schema.
+	BridgeDir bool
 }
 
 func intp(i int) *int { return &i }
@@ -69,6 +105,7 @@ var questionParams = []Param{
 var registry = []Tool{
 	{
 		Name:  "create_task_kandev",
+		args:  argsOf[CreateTaskArgs],
 		Title: "Create task",
 		Description: "Create a task, by default a subtask of your own task, and start its agent. " +
 			"Use it to delegate a well-scoped piece of work. Returns the new task.",
@@ -84,7 +121,7 @@ var registry = []Tool{
 				Description: "Where the new task's agent runs: none (the host), bwrap, docker or podman. Defaults to the parent's; never less confined than the parent's (none < bwrap < docker = podman)."},
 			{Name: "profile", Type: "string", Description: "Agent profile that runs the task (see list_profiles_kandev). Defaults to your own task's profile (on the external surface, to kandev's default profile: the configured one, else the first agent installed)."},
 			{Name: "start", Type: "boolean", Default: true, Description: "Start the task's agent at once. When false the task waits in todo."},
-			{Name: "cwd", Type: "string", Description: "Absolute workspace directory. Defaults to the parent's (on the external surface, to where your agent runs)."},
+			{Name: "cwd", Type: "string", BridgeDir: true, Description: "Absolute workspace directory. Defaults to the parent's (on the external surface, to where your agent runs)."},
 			{Name: "workspace", Type: "string", Enum: []string{"inherit", "new"}, Default: "inherit",
 				Description: "Where the new task works when yours has a git worktree: inherit = in your worktree, on your branch (it sees and changes your files); " +
 					"new = in a worktree of its own, on a new branch from `base`, so its changes stay apart until merged."},
@@ -94,6 +131,7 @@ var registry = []Tool{
 	},
 	{
 		Name:        "list_tasks_kandev",
+		args:        argsOf[ListTasksArgs],
 		Title:       "List tasks",
 		Description: "List a task and its descendants (default: your own task's subtree; on the external surface, every task) with status, autopilot and pending questions, a page at a time: when `next_cursor` is set, call again with it as `cursor` for the next page.",
 		Params: []Param{
@@ -107,9 +145,11 @@ var registry = []Tool{
 		},
 		ReadOnly: true, Idempotent: true,
 		Surfaces: []Surface{KanbanTask, OfficeTask, Configuration, External},
+		Reply:    ReplyTaskPage,
 	},
 	{
 		Name:        "get_task_kandev",
+		args:        argsOf[TaskIDArgs],
 		Title:       "Get task",
 		Description: "Get one task: fields, status, workspace (its directory, git branch and base commit), latest session, pending question, and spend: its tokens and cost and its subtree's, its context window's use, and the budget that governs it (spent, remaining; a person sets budgets, no tool can).",
 		Params: []Param{
@@ -120,6 +160,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "get_task_diff_kandev",
+		args:  argsOf[DiffArgs],
 		Title: "Read a task's diff",
 		Description: "What a task changed in its git worktree against the commit its branch started from: commits on its branch plus uncommitted work, as a stat and a patch. " +
 			"Use it to review a subtask's work before you sign it off. Only your own task and tasks in your subtree. " +
@@ -130,9 +171,11 @@ var registry = []Tool{
 		},
 		ReadOnly: true, Idempotent: true,
 		Surfaces: taskSurfaces,
+		Reply:    ReplyDiff,
 	},
 	{
 		Name:        "get_task_conversation_kandev",
+		args:        argsOf[ConversationArgs],
 		Title:       "Read a task's conversation",
 		Description: "Read a task's conversation (prompts, agent output, tool calls, questions, answers) in order, one page at a time. Pass the returned next cursor as after to read on.",
 		Params: []Param{
@@ -145,6 +188,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "message_task_kandev",
+		args:  argsOf[MessageTaskArgs],
 		Title: "Message a task",
 		Description: "Send a message to another task's agent. delivery_mode queued (default) waits for its current turn to end; " +
 			"interrupt cancels its running turn and delivers this message instead, and is allowed only to the task's direct parent. " +
@@ -170,6 +214,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "stop_task_kandev",
+		args:  argsOf[StopTaskArgs],
 		Title: "Stop a child task",
 		Description: "Halt your direct child task: its running agent is stopped and the task waits in review with its work and queued messages kept. " +
 			"Returns stopped, or not_running when nothing was running. Only the direct parent may stop a task.",
@@ -181,6 +226,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "handoff_task_kandev",
+		args:  argsOf[HandoffArgs],
 		Title: "Hand a task on",
 		Description: "Give a task to a role (its agent takes over on the task) or a person (the task waits for them). " +
 			"to \"back\" returns it to whoever handed it to you. End each turn with a handoff: hand the task on when your part is done, " +
@@ -194,6 +240,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "set_task_status_kandev",
+		args:  argsOf[SetStatusArgs],
 		Title: "Set a task's status",
 		Description: "Move a task in your subtree to todo, in_progress, review, done or cancelled. " +
 			"No role marks its own task done: hand it on for sign-off instead; sign off (done) the subtasks handed back to you.",
@@ -220,6 +267,7 @@ var registry = []Tool{
 	},
 	{
 		Name:        "save_profile_kandev",
+		args:        argsOf[SaveProfileArgs],
 		Title:       "Save a profile",
 		Description: "Add an agent profile, or replace the one of that name (a built-in name overrides the built-in).",
 		Params: []Param{
@@ -235,6 +283,7 @@ var registry = []Tool{
 	},
 	{
 		Name:        "remove_profile_kandev",
+		args:        argsOf[NameArgs],
 		Title:       "Remove a profile",
 		Description: "Remove a user profile (removing an override brings the built-in back).",
 		Params: []Param{
@@ -245,6 +294,7 @@ var registry = []Tool{
 	},
 	{
 		Name:        "set_task_title_kandev",
+		args:        argsOf[SetTitleArgs],
 		Title:       "Set your task's title",
 		Description: "Your task's title is a placeholder: set a short title (under 80 characters) that says what the task is.",
 		Params: []Param{
@@ -255,6 +305,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  AskUser,
+		args:  argsOf[QuestionArgs],
 		Title: "Ask the operator",
 		Description: "Ask the operator (the person running kandev) a question and wait for the answer. " +
 			"Use it only when a wrong guess would waste real work. If the wait is cut off, the answer arrives as your next message.",
@@ -264,6 +315,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  AskParent,
+		args:  argsOf[QuestionArgs],
 		Title: "Ask your parent task",
 		Description: "Ask your direct parent task a question. It does not wait: it records the question and returns its id. " +
 			"This must be the last action of your turn: end your turn right after it. The answer arrives as your next message.",
@@ -272,6 +324,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "open_pull_request_kandev",
+		args:  argsOf[OpenRequestArgs],
 		Title: "Open your task's pull request",
 		Description: "Push your task's branch to the repository's GitHub remote (origin; uncommitted work committed first) and open a pull request for it with gh, " +
 			"titled by the task, its body your last handoff message and the diff's stat. Returns its URL, kept on the task. Use it when the operator asked for a pull request.",
@@ -292,6 +345,7 @@ var registry = []Tool{
 	},
 	{
 		Name:  "open_merge_request_kandev",
+		args:  argsOf[OpenRequestArgs],
 		Title: "Open your task's merge request",
 		Description: "Push your task's branch to the repository's GitLab remote (origin; uncommitted work committed first) and open a merge request for it with glab, " +
 			"titled by the task, its description your last handoff message and the diff's stat. Returns its URL, kept on the task. Use it when the operator asked for a merge request.",

@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -82,7 +80,9 @@ func (e *Engine) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
 }
 
 // CallTool implements core.ToolHost: the tool must be in the caller's set,
-// its arguments must decode strictly, then it runs as the caller.
+// its arguments must pass capability.Check (the bridge's own words: an
+// agent may call this route directly), then its handler (toolTable) runs
+// as the caller.
 func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, error) {
 	actor := core.ActorFrom(ctx)
 	set, err := e.setFor(actor)
@@ -100,101 +100,16 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 		}
 		return nil, core.Errorf(core.CodeForbidden, "tool %s is not available to this session (surface %s)", name, set.Surface)
 	}
-	args := capability.ArgsFor(name)
-	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
-		raw = []byte("{}")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(args); err != nil {
-		return nil, core.Errorf(core.CodeValidation, "invalid arguments for %s: %s", name, strings.TrimPrefix(err.Error(), "json: "))
-	}
-	if err := requireParams(name, raw); err != nil {
-		return nil, err
-	}
-	switch a := args.(type) {
-	case *capability.CreateTaskArgs:
-		return e.toolCreateTask(ctx, actor, a)
-	case *capability.ListTasksArgs:
-		return e.toolListTasks(ctx, actor, a)
-	case *capability.TaskIDArgs:
-		return e.GetTask(ctx, orSelf(a.TaskID, actor))
-	case *capability.DiffArgs:
-		return e.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
-	case *capability.ConversationArgs:
-		return e.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
-	case *capability.MessageTaskArgs:
-		in := core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
-		for _, c := range a.Comments {
-			in.Comments = append(in.Comments, core.ReviewCommentInput(c))
-		}
-		return e.MessageTask(ctx, a.TaskID, in)
-	case *capability.OpenRequestArgs:
-		host := capability.HostGitHub
-		if name == "open_merge_request_kandev" {
-			host = capability.HostGitLab
-		}
-		return e.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, host)
-	case *capability.StopTaskArgs:
-		return e.StopTask(ctx, a.TaskID)
-	case *capability.SaveProfileArgs:
-		mcp := true
-		if a.MCP != nil {
-			mcp = *a.MCP
-		}
-		return e.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
-	case *capability.NameArgs:
-		return e.RemoveProfile(ctx, a.Name)
-	case *capability.SetTitleArgs:
-		return e.toolSetTitle(ctx, actor, a.Title)
-	case *capability.QuestionArgs:
-		if name == capability.AskUser {
-			return e.askUser(ctx, actor, *a)
-		}
-		return e.askParent(ctx, actor, *a)
-	case *capability.HandoffArgs:
-		return e.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
-	case *capability.SetStatusArgs:
-		return e.SetTaskStatus(ctx, a.TaskID, core.Status(a.Status))
-	case *capability.NoArgs:
-		switch name {
-		case "list_profiles_kandev":
-			ps, err := e.ListProfiles(ctx)
-			return map[string]any{"profiles": ps}, err
-		case "list_roles_kandev":
-			rs, err := e.ListRoles(ctx)
-			if err != nil {
-				return nil, err
-			}
-			ps, err := e.ListPersons(ctx)
-			return map[string]any{"roles": rs, "people": ps}, err
-		case "get_pull_request_comments_kandev":
-			return e.requestReview(ctx, actor, capability.HostGitHub)
-		case "get_merge_request_comments_kandev":
-			return e.requestReview(ctx, actor, capability.HostGitLab)
-		}
-	}
-	return nil, core.Errorf(core.CodeInternal, "tool %s has no handler", name)
-}
-
-// requireParams enforces the schema's required parameters for callers
-// that bypass the bridge's validation.
-func requireParams(name string, raw []byte) error {
 	tool, _ := capability.Lookup(name)
-	var present map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &present); err != nil {
-		return core.Errorf(core.CodeValidation, "invalid arguments for %s: want a JSON object", name)
+	args, err := capability.Check(tool, raw)
+	if err != nil {
+		return nil, core.Errorf(core.CodeValidation, "%s", err)
 	}
-	for _, p := range tool.Params {
-		if !p.Required {
-			continue
-		}
-		v, ok := present[p.Name]
-		if !ok || string(v) == "null" || string(v) == `""` {
-			return core.Errorf(core.CodeValidation, "%s: %s is required", name, p.Name)
-		}
+	h, ok := toolTable[name]
+	if !ok {
+		return nil, core.Errorf(core.CodeInternal, "tool %s has no handler", name)
 	}
-	return nil
+	return h.run(e, ctx, actor, args)
 }
 
 func orSelf(id string, actor core.Actor) string {
@@ -219,17 +134,9 @@ func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 	if root == "" && actor.Kind == core.ActorAgent {
 		root = actor.TaskID
 	}
-	limit := a.Limit
-	switch {
-	case limit == 0:
+	limit := a.Limit // 1 to ListTasksMaxLimit when given (capability.Check)
+	if limit == 0 {
 		limit = capability.ListTasksDefaultLimit
-	case limit < 0 || limit > capability.ListTasksMaxLimit:
-		return nil, core.Errorf(core.CodeValidation, "limit must be 1 to %d, not %d", capability.ListTasksMaxLimit, limit)
-	}
-	if a.Status != "" {
-		if _, err := core.ParseStatus(a.Status); err != nil {
-			return nil, err
-		}
 	}
 	parent := ""
 	if a.ParentID != "" {

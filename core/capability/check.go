@@ -1,4 +1,4 @@
-package mcpserve
+package capability
 
 import (
 	"bytes"
@@ -9,48 +9,116 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/kandev/kandev/core/capability"
 )
 
-// mcp-go checks every call against its tool's JSON Schema before the
-// handler runs (WithInputSchemaValidation), but words a refusal for a
-// programmer ("/limit: &{Got:500/1 Want:200/1}"). explainInvalid words
-// it again for the model that must fix its call, on the refusal path
-// only (bridge.afterCall). It walks capability.Param, from which the
-// schemas are generated; they use only type, properties, required,
+// The argument check, once for every caller: the bridge words mcp-go's
+// schema refusals with it (mcpserve's afterCall hook) and the daemon checks
+// every call with it, since an agent may call the daemon's MCP route
+// directly with its token. It walks Param, from which InputSchema writes
+// the schemas; they use only type, properties, required,
 // additionalProperties:false, items, enum, minLength, minimum/maximum and
 // minItems/maxItems, and the walk follows JSON Schema 2020-12 for that
 // subset (a wrong type is the only error reported at its location; the
 // other keywords there are all checked), so it agrees with mcp-go's
-// engine on what is wrong. A keyword it does not know leaves mcp-go's own
-// words (TestArgumentCheckEdges).
+// engine on what is wrong (TestArgumentCheckEdges in mcpserve).
 
-// explainInvalid validates args against the tool's parameters and
-// describes each violation, sorted, or returns "" when they are valid.
-func explainInvalid(t capability.Tool, args []byte) string {
-	if a := bytes.TrimSpace(args); len(a) == 0 || string(a) == "null" {
-		args = []byte("{}")
+// ArgError is a refusal of a call's arguments, worded for the model that
+// must fix its call: each violation at its argument, sorted.
+type ArgError struct {
+	Tool string
+	Why  string
+}
+
+func (e *ArgError) Error() string { return "invalid arguments for " + e.Tool + ": " + e.Why }
+
+// Check validates a call's raw JSON arguments against the tool's
+// parameters and decodes them into a fresh argument struct (Tool.NewArgs).
+// Empty or null arguments are the empty object. A refusal is an
+// *ArgError.
+func Check(t Tool, raw []byte) (any, error) {
+	raw = orEmptyObject(raw)
+	v, why := explain(t, raw)
+	if why != "" {
+		return nil, &ArgError{Tool: t.Name, Why: why}
 	}
+	if integral(v) {
+		var err error
+		if raw, err = json.Marshal(v); err != nil {
+			return nil, &ArgError{Tool: t.Name, Why: err.Error()}
+		}
+	}
+	args := t.NewArgs()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(args); err != nil {
+		// Valid by the schema yet not decodable: an integer too large for
+		// its field.
+		return nil, &ArgError{Tool: t.Name, Why: strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	return args, nil
+}
+
+// explain parses args and validates them against the tool's parameters:
+// each violation described, sorted, or "" when they are valid.
+func explain(t Tool, args []byte) (any, string) {
 	dec := json.NewDecoder(bytes.NewReader(args))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return "arguments are not valid JSON: " + err.Error()
+		return nil, "arguments are not valid JSON: " + err.Error()
 	}
 	var msgs []string
-	root := capability.Param{Type: "object", Props: t.Params}
+	root := Param{Type: "object", Props: t.Params}
 	check(root, v, nil, func(where string, msg string) {
 		msgs = append(msgs, describeAt(t, where, msg))
 	})
 	sort.Strings(msgs)
-	return strings.Join(msgs, "; ")
+	return v, strings.Join(msgs, "; ")
+}
+
+func orEmptyObject(raw []byte) []byte {
+	if a := bytes.TrimSpace(raw); len(a) == 0 || string(a) == "null" {
+		return []byte("{}")
+	}
+	return raw
+}
+
+// integral rewrites in place the integers JSON Schema takes but
+// encoding/json does not (10.0, 1e2) as plain integers, so that valid
+// arguments decode, and reports whether it rewrote any. A fraction left
+// in v is in no integer argument: the check refused those.
+func integral(v any) bool {
+	changed := false
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case json.Number:
+			if _, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+				return x
+			}
+			if n, ok := new(big.Rat).SetString(string(x)); ok && n.IsInt() {
+				changed = true
+				return json.Number(n.Num().String())
+			}
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k := range x {
+				x[k] = walk(x[k])
+			}
+		}
+		return v
+	}
+	walk(v)
+	return changed
 }
 
 // describeAt words one violation at where (questions[0].prompt); an
 // unknown argument at the top level also names the arguments the tool
 // takes.
-func describeAt(t capability.Tool, where, msg string) string {
+func describeAt(t Tool, where, msg string) string {
 	if where != "" {
 		return where + ": " + msg
 	}
@@ -63,8 +131,9 @@ func describeAt(t capability.Tool, where, msg string) string {
 	return msg
 }
 
-// check reports each violation of p by v at path.
-func check(p capability.Param, v any, path []string, report func(where, msg string)) {
+// check reports each violation of p by v at path. Description, Default
+// and BridgeDir constrain nothing.
+func check(p Param, v any, path []string, report func(where, msg string)) {
 	where := argPath(path)
 	if got := jsonType(v); !typeMatches(p.Type, v) {
 		if where == "" {
@@ -193,7 +262,7 @@ func argPath(segments []string) string {
 	return b.String()
 }
 
-func paramNames(ps []capability.Param) []string {
+func paramNames(ps []Param) []string {
 	names := make([]string, len(ps))
 	for i, p := range ps {
 		names[i] = p.Name
