@@ -126,6 +126,15 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if err != nil {
 		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
+	// A run on a host takes one of its slots, or waits for one.
+	if t, err = e.placeRun(ctx, t); err != nil {
+		var un *unservedError
+		if !errors.As(err, &un) {
+			err = &unservedError{reason: err.Error()}
+		}
+		return nil, err
+	}
+	defer e.unreserveHost(t.ID)
 	// The seam where a task on a host takes the remote launcher
 	// (docs/hosts.md): a host that cannot be reached fails the run with
 	// ssh's error (below, once the session is recorded); a reachable one
@@ -427,6 +436,7 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 		}
 	}
 	e.rtMu.Unlock()
+	e.releasedOnHost(run.rt.id)
 }
 
 // terminate tears a released run's process down in the background, and

@@ -200,7 +200,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 					return err
 				}
 			}
-			if row.Host != "" {
+			if row.Host != "" && row.Host != hostAuto {
 				// In the transaction: a host removed since taskHost looked
 				// cannot get a task (RemoveHost checks in one too).
 				if _, err := tx.GetHost(ctx, row.Host); err != nil {
