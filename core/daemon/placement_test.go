@@ -71,7 +71,7 @@ func TestHostPlacementAuto(t *testing.T) {
 		}
 		if i == 0 {
 			// Shown in the list and by show, like an unserved run.
-			if out := d.MustRun("task", "show", ids[1]); !strings.Contains(out, "host slots full") {
+			if out := d.MustRun("task", "show", ids[1]); !strings.Contains(out, "host slots full") || !strings.Contains(out, "auto (placed") {
 				t.Fatalf("task show of a waiting task:\n%s", out)
 			}
 			// A task given the host by name waits for the slot too.
@@ -90,6 +90,15 @@ func TestHostPlacementAuto(t *testing.T) {
 			t.Fatalf("stop %s: %+v %v", id, res, err)
 		}
 		sessionGone(t, sid, "stop")
+	}
+
+	// A sandbox is refused on a host, saying why: kandev cannot confine
+	// an agent there, and never runs one less confined than asked.
+	for _, mode := range []string{"bwrap"} {
+		r := d.Run("task", "create", "boxed", "--cwd", work, "--host", "lb", "--sandbox", mode)
+		if r.Code == 0 || !strings.Contains(r.Stderr, "sandbox "+mode+" on host lb: kandev cannot confine an agent on a host") {
+			t.Fatalf("--sandbox %s on a host: exit %d, %s", mode, r.Code, r.Stderr)
+		}
 	}
 
 	// The configuration's host is a top-level task's default.

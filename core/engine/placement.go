@@ -30,8 +30,9 @@ type placement struct {
 	reserved map[string]string
 	// waiters: tasks whose last placement found no free slot.
 	waiters map[string]hostWaiter
-	// gen counts slot releases, so a waiter placed meanwhile knows it
-	// missed a wake-up (its loop was still busy when it came).
+	// gen counts releases and placements, so a waiter whose placement
+	// looked before one knows it missed a wake-up (its loop was still
+	// busy when it came) and looks again.
 	gen uint64
 }
 
@@ -39,6 +40,7 @@ type hostWaiter struct {
 	created time.Time
 	host    string // the host asked for, or "auto"
 	gen     uint64
+	reason  string // the latest placement's
 }
 
 // wants reports whether the waiter could take a slot of host h.
@@ -110,18 +112,20 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 			w = hostWaiter{created: t.CreatedAt, host: t.Host}
 		}
 		w.gen = p.gen
+		w.reason = hostsFullPrefix + strings.Join(full, ", ")
 		if p.waiters == nil {
 			p.waiters = map[string]hostWaiter{}
 		}
 		p.waiters[t.ID] = w
 		p.mu.Unlock()
-		return t, &unservedError{reason: hostsFullPrefix + strings.Join(full, ", ")}
+		return t, &unservedError{reason: w.reason}
 	}
 	delete(p.waiters, t.ID)
 	if p.reserved == nil {
 		p.reserved = map[string]string{}
 	}
 	p.reserved[t.ID] = best
+	p.gen++ // the waiters' reasons changed too
 	more := len(p.waiters) > 0
 	p.mu.Unlock()
 	if more {
@@ -278,7 +282,9 @@ func (e *Engine) hostWaiterIDs() []string {
 
 // recheckPlacement runs once a run that waits for a slot is recorded as
 // waiting, its loop no longer busy: a slot freed since its placement
-// looked (a wake-up its busy loop could not take) starts it now.
+// looked (a wake-up its busy loop could not take) starts it now. A loop
+// that recorded its reason after a later one did (both released the
+// task before recording) leaves the latest reason shown.
 func (e *Engine) recheckPlacement(taskID string) {
 	e.place.mu.Lock()
 	w, ok := e.place.waiters[taskID]
@@ -286,6 +292,10 @@ func (e *Engine) recheckPlacement(taskID string) {
 	e.place.mu.Unlock()
 	if missed {
 		e.kick(taskID)
+		return
+	}
+	if c, found := e.cached(taskID); ok && found && c.Waiting != w.reason {
+		e.setUnserved(taskID, w.reason)
 	}
 }
 
@@ -295,4 +305,16 @@ func (e *Engine) releasedOnHost(taskID string) {
 	if t, ok := e.cached(taskID); ok && t.Host != "" {
 		e.hostSlotFreed()
 	}
+}
+
+// hostSandboxErr refuses a confined task on a host: kandev does not
+// confine an agent on a host yet (bubblewrap, docker and podman wrap
+// agents on this machine only), and a task never runs less confined than
+// its sandbox says.
+func hostSandboxErr(host, mode string) error {
+	if host == "" || core.SandboxRank(mode) <= 0 {
+		return nil
+	}
+	return core.Errorf(core.CodeValidation, "sandbox %s on host %s: kandev cannot confine an agent on a host yet (sandboxes wrap agents on this machine only; docs/hosts.md): run it here (--host local) confined, or on the host with --sandbox none where its parent and profile allow",
+		mode, host)
 }

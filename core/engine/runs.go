@@ -245,9 +245,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	}
 	var proc *agent.Run
 	if remote != nil {
-		if core.SandboxRank(t.Sandbox) > 0 {
-			err = fmt.Errorf("host %s: sandbox %s on hosts is not built yet", t.Host, t.Sandbox)
-		} else {
+		if err = hostSandboxErr(t.Host, t.Sandbox); err == nil {
 			proc, err = remote.Launch(spec, run.rec)
 		}
 	} else {
