@@ -3,7 +3,11 @@ package daemon_test
 import (
 	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -106,6 +110,80 @@ func TestHostPlacementAuto(t *testing.T) {
 	if got := create(t, d, core.CreateTaskInput{Title: "default", CWD: work}); got.Host != "lb" {
 		t.Fatalf("task created with config host lb: host %q", got.Host)
 	}
+	d.Stop()
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+}
+
+// TestHostSetupAndIncludes: a task's worktree on a host gets what it gets
+// here: the files .worktreeinclude names (ignored by git, so not pushed)
+// and .kandev/setup, run on the host in the host's worktree, once, with
+// nothing it started (backgrounded or setsid) left when it ends.
+func TestHostSetupAndIncludes(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	dir := h.RemoteDir + "/kandev"
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir)
+	repo := gitRepo(t)
+	write := func(rel, body string, mode os.FileMode) {
+		t.Helper()
+		p := filepath.Join(repo, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".gitignore", ".env\npids\nsetup.log\n", 0o644)
+	write(".worktreeinclude", ".env\n", 0o644)
+	write(".env", "SECRET=1\n", 0o600)
+	write(".kandev/setup", "#!/bin/sh\necho \"setup as $(id -un) on $KANDEV_BRANCH\"\necho ran >> setup.log\n"+
+		"sleep 300 </dev/null >/dev/null 2>&1 &\necho $! >> pids\n"+
+		"setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! >> pids\n", 0o755)
+	for _, args := range [][]string{{"add", ".gitignore", ".worktreeinclude", ".kandev"}, {"commit", "-q", "-m", "setup"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+
+	task := create(t, d, core.CreateTaskInput{Title: "set up", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say up"})
+	waitSaid(t, d, task.ID, "up")
+	got := get(t, d, task.ID)
+	wt := filepath.Dir(mustGlob1(t, filepath.Join(dir, "worktrees", "*", ".git")))
+	if b, err := os.ReadFile(filepath.Join(wt, ".env")); err != nil || string(b) != "SECRET=1\n" {
+		t.Fatalf(".env in the host's worktree: %q %v", b, err)
+	}
+	if fi, err := os.Stat(filepath.Join(wt, ".env")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf(".env's mode on the host: %v %v", fi, err)
+	}
+	noted := false
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgStatus && strings.Contains(m.Text, "worktree setup:\nsetup as "+sshtest.RemoteUser+" on "+got.Workspace.Branch) {
+			noted = true
+		}
+	}
+	if !noted {
+		t.Fatalf("no note of the setup's output on the host: %+v", conversation(t, d, task.ID))
+	}
+	b, err := os.ReadFile(filepath.Join(wt, "pids"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range strings.Fields(string(b)) {
+		pid, _ := strconv.Atoi(f)
+		daemontest.Eventually(t, wait, "the setup's child "+f+" ended", func() bool { return syscall.Kill(pid, 0) == syscall.ESRCH })
+	}
+	sessionGone(t, waitSettled(t, d, task.ID).Session.ID, "the first run's end")
+
+	// A later run does not set the worktree up again.
+	message(t, d, task.ID, "mock: say again")
+	waitSaid(t, d, task.ID, "again")
+	if b, _ := os.ReadFile(filepath.Join(wt, "setup.log")); string(b) != "ran\n" {
+		t.Fatalf("setup.log on the host after two runs: %q", b)
+	}
+	sessionGone(t, waitSettled(t, d, task.ID).Session.ID, "the second run's end")
 	d.Stop()
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/hosts"
+	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
@@ -317,4 +320,23 @@ func hostSandboxErr(host, mode string) error {
 	}
 	return core.Errorf(core.CodeValidation, "sandbox %s on host %s: kandev cannot confine an agent on a host yet (sandboxes wrap agents on this machine only; docs/hosts.md): run it here (--host local) confined, or on the host with --sandbox none where its parent and profile allow",
 		mode, host)
+}
+
+// hostSetup is what the task's worktree gets on its host as it does here:
+// .worktreeinclude's files, .kandev/setup (docs/hosts.md).
+func (e *Engine) hostSetup(ctx context.Context, w core.Workspace) *hosts.Setup {
+	wt := workspace.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch}
+	return &hosts.Setup{Included: e.ws.Included(ctx, w.Dir), Script: workspace.SetupScript(wt), Base: w.Base,
+		Timeout: e.ws.SetupTimeout}
+}
+
+// hostPrepared sorts a host's preparation into the setup's output and
+// failure (reported as a local setup's) and any other failure (the
+// host's: unreachable, the push).
+func hostPrepared(r *hosts.Remote, err error) (string, error, error) {
+	var se *workspace.SetupError
+	if errors.As(err, &se) {
+		return r.SetupOutput, err, nil
+	}
+	return r.SetupOutput, nil, err
 }

@@ -181,9 +181,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if t.Host == "" {
 		setupOut, setupErr = e.setupWorktree(ctx, t)
 	} else if remote != nil {
-		// The host's binary, directories and worktree, also outside the
-		// lock. (.kandev/setup on a host is not built.)
-		hostErr = remote.Prepare(ctx)
+		// The host's binary, directories and worktree, with its
+		// .worktreeinclude files and .kandev/setup, also outside the lock.
+		setupOut, setupErr, hostErr = hostPrepared(remote, remote.Prepare(ctx))
 	}
 
 	rt.mu.Lock()
@@ -583,6 +583,7 @@ func (e *Engine) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, err
 		if rel, err := filepath.Rel(w.Dir, t.CWD); err == nil && !strings.HasPrefix(rel, "..") {
 			r.RelDir = rel
 		}
+		r.Setup = e.hostSetup(ctx, *w)
 	}
 	return r, nil
 }
