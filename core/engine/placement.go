@@ -58,8 +58,12 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 	}
 	if t.Host == hostAuto {
 		if owner, ok := e.worktreeOwner(t); ok && owner.Host != hostAuto {
-			// Its worktree lives where its owner runs: so does it.
-			return e.placeOn(ctx, t, owner.Host)
+			// Its worktree lives where its owner runs: so does it, in a
+			// slot of that host like any task given it by name.
+			var err error
+			if t, err = e.placeOn(ctx, t, owner.Host); err != nil || t.Host == "" {
+				return t, err
+			}
 		}
 	}
 	var hs []store.Host
