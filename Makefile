@@ -61,7 +61,9 @@ $(INSPECTOR)/node_modules/.package-lock.json: $(INSPECTOR)/package.json $(INSPEC
 ## binary against floors (bench-proc). KANDEV_BENCH_100K=1 adds 100,000
 ## tasks to bench-proc; BENCH_BINS=old=path,new=path compares binaries.
 ## bench-proc also streams (ADR 0050): bursts of 1k-64k chunks, and 50
-## agents for 15 s (KANDEV_BENCH_LOAD=60s for the full minute).
+## agents for 15 s (KANDEV_BENCH_LOAD=60s for the full minute), and times
+## session start and MCP calls here and on a loopback SSH host (as root
+## with /usr/sbin/sshd; else that column says why it is skipped).
 bench: bench-go bench-proc
 
 bench-go:

@@ -424,7 +424,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("parent", "(root)")
 	}
 	row("cwd", t.CWD)
-	if t.Host != "" {
+	if t.Host == "auto" {
+		row("host", "auto (placed on a host with a free slot at its first run)")
+	} else if t.Host != "" {
 		row("host", t.Host)
 	}
 	if w := t.Workspace; w != nil && w.Mode != core.WorkspaceShared {

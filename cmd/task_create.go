@@ -90,7 +90,7 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
 	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: config workspace, auto: a worktree inside a git repository, else shared; a child created without --cwd works in its parent's worktree")
 	fl.StringVar(&opts.Input.Base, "base", "", "the ref a worktree branches from (default: the repository's HEAD, or the parent's branch)")
-	fl.StringVar(&opts.Input.Host, "host", "", "the host its agent runs on (kandev host list), local for this machine (default: the parent's; docs/hosts.md)")
+	fl.StringVar(&opts.Input.Host, "host", "", "the host its agent runs on (kandev host list), auto for one with a free slot at its first run, local for this machine (fixed at creation; default: the parent's, else config.toml's host, else this machine; docs/hosts.md)")
 	fl.StringVar(&opts.Input.Branch, "branch", "", "the worktree's new branch (default: kandev/<task-id>-<slug-of-title>)")
 	fl.StringVar(&opts.Input.Prompt, "prompt", "", "first message for the task's agent")
 	fl.BoolVar(&opts.Input.Start, "start", false, "start the task's agent at once")

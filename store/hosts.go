@@ -61,3 +61,9 @@ func (q Queries) DeleteHost(ctx context.Context, name string) error {
 func (q Queries) TasksOnHost(ctx context.Context, host string) ([]string, error) {
 	return q.ids(ctx, `SELECT id FROM tasks WHERE host = ? AND archived_at IS NULL ORDER BY created_at, id`, host)
 }
+
+// SetTaskHost places a task waiting for placement (host "auto") on a host.
+// Only such a task changes: a task's host is fixed once it has one.
+func (q Queries) SetTaskHost(ctx context.Context, id, host string, now time.Time) error {
+	return q.execOne(ctx, "place task "+id, `UPDATE tasks SET host = ?, updated_at = ? WHERE id = ? AND host = 'auto'`, host, nanos(now), id)
+}

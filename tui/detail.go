@@ -84,6 +84,10 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	if t.Sandbox != "" && t.Sandbox != "none" {
 		parts = append(parts, "sandbox "+t.Sandbox)
 	}
+	if t.Host != "" {
+		// Where its agent runs (docs/hosts.md); "auto" until placed.
+		parts = append(parts, "host "+t.Host)
+	}
 	if t.ParentID != "" {
 		parts = append(parts, "parent "+t.ParentID)
 	} else {

@@ -11,6 +11,7 @@
 //	KANDEV_BENCH_100K=1 go run ./cmd/kandev-bench   # and 100k
 //	go run ./cmd/kandev-bench -bin old=/tmp/kandev.before,new=bin/kandev
 //	go run ./cmd/kandev-bench -sizes 1000 -only version,show,mcp
+//	go run ./cmd/kandev-bench -sizes none -bursts none -load 0 -only host   # hosts.go
 //
 // Every figure is the median of -runs interleaved rounds (each round runs
 // every command of every binary once, in turn, so a busy machine slows them
@@ -104,6 +105,8 @@ func run() error {
 	loadDur := flag.Duration("load", 15*time.Second, "how long each agent of the streaming load runs (0: skip it; the issue's figure is 60s, also KANDEV_BENCH_LOAD=60s)")
 	loadAgents := flag.Int("load-agents", 50, "agents of the streaming load")
 	loadRate := flag.Int("load-rate", 200, "chunks a second each agent of the streaming load sends")
+	hostRuns := flag.Int("host-runs", 10, "sessions each of a task here and one on the loopback SSH host (0: skip them)")
+	hostCalls := flag.Int("host-calls", 21, "MCP calls each of those sessions' agent times (the first apart)")
 	flag.Parse()
 	only, seeded = *onlyFlag, *seededFlag
 	if v := os.Getenv("KANDEV_BENCH_LOAD"); v != "" {
@@ -188,6 +191,11 @@ func run() error {
 	}
 	if len(bursts) > 0 && wanted("burst") {
 		if err := benchBursts(work, bursts, binaries); err != nil {
+			return err
+		}
+	}
+	if *hostRuns > 0 && wanted("host") {
+		if err := benchHosts(work, binaries, *hostRuns, *hostCalls); err != nil {
 			return err
 		}
 	}

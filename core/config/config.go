@@ -60,6 +60,8 @@ func Keys() []Key {
 			Doc: "where a new normal task's agent runs: none (the host), bwrap, docker or podman (a profile's --sandbox and task create --sandbox win; docs/sandbox.md)"},
 		{Name: "autopilot_sandbox", Env: "KANDEV_AUTOPILOT_SANDBOX", Default: "auto", kind: kindEnum, values: []string{"auto", "none", "bwrap", "docker", "podman"},
 			Doc: "where a new autopilot task's agent runs: auto (bwrap where bubblewrap is installed, else none), none, bwrap, docker or podman"},
+		{Name: "host", Env: "KANDEV_HOST", Default: "",
+			Doc: "host a new top-level task's agent runs on without --host: a host's name (kandev host list), auto (one with a free slot) or local (unset: this machine; docs/hosts.md)"},
 		{Name: "idle_timeout", Env: "KANDEV_IDLE_TIMEOUT", Default: "15m", kind: kindDuration,
 			Doc: "how long an agent whose task is held between turns keeps its process (0 keeps it up)"},
 		{Name: "start_timeout", Env: "KANDEV_AGENT_START_TIMEOUT", Default: "60s", kind: kindDuration,

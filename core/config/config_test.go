@@ -47,6 +47,7 @@ func TestResolvePrecedence(t *testing.T) {
 		"autopilot_budget":     {Key: "autopilot_budget", Value: "", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_BUDGET"},
 		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
 		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
+		"host":                 {Key: "host", Value: "", Source: SourceDefault, Env: "KANDEV_HOST"},
 	}
 	list, err := c.List()
 	if err != nil {

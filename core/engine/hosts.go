@@ -199,16 +199,28 @@ func (e *Engine) selfHash() (string, error) {
 }
 
 // taskHost resolves a new task's host: the one asked for ("local" for
-// this machine), else its parent's. It must exist.
+// this machine, "auto" for placement), else its parent's, else for a
+// top-level task the configuration's host. It must exist.
 func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task) (string, error) {
 	asked = strings.TrimSpace(asked)
+	if asked == "" && parent.ID == "" {
+		asked = strings.TrimSpace(e.configValue("host"))
+	}
 	switch asked {
 	case "":
 		return parent.Host, nil
 	case hostLocal:
 		return "", nil
 	case hostAuto:
-		return "", core.Errorf(core.CodeValidation, "--host auto (placement) is not built yet; name a host (kandev host list)")
+		// Placed at its first run (placement.go); a host must exist.
+		hs, err := e.db.ListHosts(ctx)
+		if err != nil {
+			return "", mapStoreErr(err, "hosts")
+		}
+		if len(hs) == 0 {
+			return "", core.Errorf(core.CodeValidation, "--host auto: there are no hosts (kandev host add)")
+		}
+		return hostAuto, nil
 	}
 	if _, err := e.db.GetHost(ctx, asked); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -226,4 +238,5 @@ type hostState struct {
 	selfHashOnce sync.Once
 	selfHashVal  string
 	selfHashErr  error
+	place        placement
 }

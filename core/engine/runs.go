@@ -126,6 +126,15 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if err != nil {
 		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
+	// A run on a host takes one of its slots, or waits for one.
+	if t, err = e.placeRun(ctx, t); err != nil {
+		var un *unservedError
+		if !errors.As(err, &un) {
+			err = &unservedError{reason: err.Error()}
+		}
+		return nil, err
+	}
+	defer e.unreserveHost(t.ID)
 	// The seam where a task on a host takes the remote launcher
 	// (docs/hosts.md): a host that cannot be reached fails the run with
 	// ssh's error (below, once the session is recorded); a reachable one
@@ -172,9 +181,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if t.Host == "" {
 		setupOut, setupErr = e.setupWorktree(ctx, t)
 	} else if remote != nil {
-		// The host's binary, directories and worktree, also outside the
-		// lock. (.kandev/setup on a host is not built.)
-		hostErr = remote.Prepare(ctx)
+		// The host's binary, directories and worktree, with its
+		// .worktreeinclude files and .kandev/setup, also outside the lock.
+		setupOut, setupErr, hostErr = hostPrepared(remote, remote.Prepare(ctx))
 	}
 
 	rt.mu.Lock()
@@ -236,9 +245,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	}
 	var proc *agent.Run
 	if remote != nil {
-		if core.SandboxRank(t.Sandbox) > 0 {
-			err = fmt.Errorf("host %s: sandbox %s on hosts is not built yet", t.Host, t.Sandbox)
-		} else {
+		if err = hostSandboxErr(t.Host, t.Sandbox); err == nil {
 			proc, err = remote.Launch(spec, run.rec)
 		}
 	} else {
@@ -427,6 +434,7 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 		}
 	}
 	e.rtMu.Unlock()
+	e.releasedOnHost(run.rt.id)
 }
 
 // terminate tears a released run's process down in the background, and
@@ -575,6 +583,7 @@ func (e *Engine) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, err
 		if rel, err := filepath.Rel(w.Dir, t.CWD); err == nil && !strings.HasPrefix(rel, "..") {
 			r.RelDir = rel
 		}
+		r.Setup = e.hostSetup(ctx, *w)
 	}
 	return r, nil
 }

@@ -156,6 +156,9 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	if err != nil {
 		return core.Task{}, err
 	}
+	if err := hostSandboxErr(host, sandboxMode); err != nil {
+		return core.Task{}, err
+	}
 	if in.Surface != "" {
 		if _, err := capability.ParseSurface(in.Surface); err != nil || in.Surface == string(capability.External) {
 			return core.Task{}, core.Errorf(core.CodeValidation, "surface %q: a task's sessions take kanban-task, office-task or configuration", in.Surface)
@@ -200,7 +203,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 					return err
 				}
 			}
-			if row.Host != "" {
+			if row.Host != "" && row.Host != hostAuto {
 				// In the transaction: a host removed since taskHost looked
 				// cannot get a task (RemoveHost checks in one too).
 				if _, err := tx.GetHost(ctx, row.Host); err != nil {

@@ -140,6 +140,7 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			switch {
 			case errors.As(err, &un):
 				e.setUnserved(rt.id, un.reason)
+				e.recheckPlacement(rt.id)
 			case errors.As(err, &rf):
 				// The item stays queued for whoever takes the task next; the
 				// loop is over, so a failing agent is not launched again until

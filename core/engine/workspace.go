@@ -183,7 +183,7 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 	case w.Mode == core.WorkspaceInherit && own:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s works in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
 	}
-	if t.Host != "" && w.Mode != core.WorkspaceRetired {
+	if t.Host != "" && t.Host != hostAuto && w.Mode != core.WorkspaceRetired {
 		// The work is on the host: bring it into the local worktree
 		// first, so review and merge happen here as for a local task.
 		r, err := e.remoteFor(ctx, t)

@@ -44,6 +44,11 @@ type Remote struct {
 	RelDir string
 	// Key names the task's directory on the host when it has no worktree.
 	Key string
+	// Setup is .worktreeinclude's files and .kandev/setup for the worktree
+	// there (setup.go); nil for none. SetupOutput is the script's output
+	// once Prepare ran it.
+	Setup       *Setup
+	SetupOutput string
 
 	// dir and cwd are kandev's directory on the host and the agent's
 	// directory there, set by Prepare.
@@ -195,6 +200,9 @@ func (r *Remote) Prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.runSetup(ctx, dir, WorktreePath(dir, r.Worktree.Dir)); err != nil {
+		return err
+	}
 	r.dir, r.cwd = dir, cwd
 	return nil
 }
@@ -256,6 +264,9 @@ if [ -e "$w/.git" ]; then echo have; fi
 		if _, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf("git --git-dir=%s worktree add -q %s %s\n",
 			Quote(repo), Quote(wt), Quote(r.Worktree.Branch))); err != nil {
 			return "", fmt.Errorf("worktree on host %s: %w", r.Target.Name, err)
+		}
+		if err := r.copyIncluded(ctx, wt); err != nil {
+			return "", err
 		}
 	}
 	if r.RelDir != "" && r.RelDir != "." {

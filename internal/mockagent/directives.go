@@ -37,6 +37,8 @@ func (t *turn) exec(d string) error {
 		t.update(acp.UpdateAgentThoughtText(arg))
 	case "call":
 		return t.call(arg)
+	case "calltime":
+		return t.calltime(arg)
 	case "tools":
 		return t.tools()
 	case "mcpenv":

@@ -204,3 +204,33 @@ func TestResumeStartsServerFromNewList(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+// TestCalltime: `mock: calltime N TOOL` calls the tool N times without
+// tool_call updates and says each call's duration.
+func TestCalltime(t *testing.T) {
+	leakCheck(t)
+	h := newHarness(t, nil)
+	sid := h.newSession(testServer(acp.EnvVariable{Name: testTokenEnv, Value: "tok-1"}))
+	got := strings.TrimSpace(h.mustPrompt(sid, "mock: calltime 3 echo_struct {\"n\": 1}\nmock: calltime x echo_struct\nmock: calltime 1 forbidden"))
+	lines := strings.Split(got, "\n")
+	if len(lines) != 3 {
+		t.Fatalf("got %q", got)
+	}
+	f := strings.Fields(strings.TrimPrefix(lines[0], "calltime echo_struct: "))
+	if !strings.HasPrefix(lines[0], "calltime echo_struct: ") || len(f) != 3 {
+		t.Fatalf("calltime line %q", lines[0])
+	}
+	for _, us := range f {
+		if _, err := strconv.Atoi(us); err != nil {
+			t.Fatalf("duration %q: %v", us, err)
+		}
+	}
+	if lines[1] != "error mock: calltime needs a count and a tool name" || lines[2] != "error forbidden: FORBIDDEN: not yours" {
+		t.Fatalf("errors: %q", lines[1:])
+	}
+	for _, n := range h.client.snapshot() {
+		if n.Update.ToolCall != nil {
+			t.Fatal("calltime reported a tool_call")
+		}
+	}
+}

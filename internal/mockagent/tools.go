@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,4 +210,42 @@ func compact(b []byte) string {
 		return string(b)
 	}
 	return buf.String()
+}
+
+// calltime calls TOOL N times back to back, straight on the MCP client
+// (no tool_call updates, so a benchmark's conversation stays small), and
+// says how long each call took as the agent saw it, in microseconds:
+// `calltime TOOL: 812 640 …`. kandev-bench reads it.
+func (t *turn) calltime(arg string) error {
+	nStr, rest := splitVerb(arg)
+	n, err := strconv.Atoi(nStr)
+	tool, rawArgs := splitVerb(rest)
+	if err != nil || n <= 0 || tool == "" {
+		t.say("error mock: calltime needs a count and a tool name")
+		return nil
+	}
+	args, err := parseArgs(rawArgs)
+	if err != nil {
+		t.sayf("error %s: VALIDATION_ERROR: mock could not parse arguments: %v", tool, err)
+		return nil
+	}
+	took := make([]string, 0, n)
+	for range n {
+		start := time.Now()
+		res, err := t.s.client().callTool(t.ctx, tool, args)
+		if err != nil {
+			if t.ctx.Err() != nil {
+				return t.ctx.Err()
+			}
+			t.sayf("error %s: INTERNAL_ERROR: %v", tool, err)
+			return nil
+		}
+		if res.IsError {
+			t.sayf("error %s: %s", tool, resultText(res))
+			return nil
+		}
+		took = append(took, strconv.FormatInt(time.Since(start).Microseconds(), 10))
+	}
+	t.sayf("calltime %s: %s", tool, strings.Join(took, " "))
+	return nil
 }
