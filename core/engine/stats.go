@@ -17,7 +17,11 @@ func (e *Engine) TaskStats(ctx context.Context, in core.ListTasksInput) (core.Ta
 	for _, t := range tasks {
 		st.Tasks++
 		st.ByStatus[t.Status]++
-		st.BySandbox[t.Sandbox]++
+		sandbox := t.Sandbox
+		if sandbox == "" {
+			sandbox = core.SandboxNone
+		}
+		st.BySandbox[sandbox]++
 		host := t.Host
 		if host == "" {
 			host = hostLocal
