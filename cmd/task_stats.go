@@ -26,11 +26,11 @@ func NewCmdTaskStats(f *Factory, runF func(*TaskStatsOptions) error) *cobra.Comm
 	c := &cobra.Command{
 		Use:   "stats [--all] [--root ID]",
 		Short: "Count the tasks: by status, sandbox and host, running, waiting, spend",
-		Long: `Count the tasks kandev task list would show (archived ones only with --all; with
---root, only that task and its subtree): by status, by sandbox and by host, how many
-agents run now, how many tasks wait on a question or on you, how many stalled, how many
-messages are queued, and what their agents reported spending. The daemon counts from
-what it holds in memory, so this is cheap however many tasks there are.`,
+		Long: `Count the tasks that are not archived (with --all, every task; with --root, only that
+task and its subtree): by status, by sandbox and by host, how many agents run now, how
+many tasks wait on a question or on you, how many stalled, how many messages are queued,
+and what their agents reported spending (each task's own spend once). The daemon counts
+from what it holds in memory, so this is cheap however many tasks there are.`,
 		Example: `  kandev task stats
   kandev task stats --root a1b2c3 --json`,
 		Args: cobra.NoArgs,
@@ -42,7 +42,7 @@ what it holds in memory, so this is cheap however many tasks there are.`,
 		},
 	}
 	c.Flags().BoolVar(&opts.Input.All, "all", false, "count archived tasks too")
-	c.Flags().StringVar(&opts.Input.Root, "root", "", "count only task `ID` and its subtree")
+	c.Flags().StringVar(&opts.Input.Root, "root", "", "count only this task and its subtree")
 	return c
 }
 
