@@ -120,7 +120,7 @@ func TestEveryOperationIsRouted(t *testing.T) {
 	}}}
 	defer hc.CloseIdleConnections()
 	wild := regexp.MustCompile(`\{[a-z]+\}`)
-	for _, row := range wire.Ops {
+	for _, row := range wire.Ops() {
 		path := wild.ReplaceAllString(row.Path, "nosuch")
 		req, err := http.NewRequest(row.Method, "http://kandev"+path, nil)
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 // the row says: a row added without its method fails here.
 func TestEveryOperationIsAMethod(t *testing.T) {
 	typ := reflect.TypeOf((*Client)(nil))
-	for _, row := range wire.Ops {
+	for _, row := range wire.Ops() {
 		if _, ok := typ.MethodByName(row.Name); !ok {
 			t.Errorf("operation %s (%s %s) has no method on *Client", row.Name, row.Method, row.Path)
 		}

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/kandev/kandev/core"
@@ -148,74 +149,73 @@ type NameBody struct {
 // ServeMux, which picks the most specific pattern) and the API's reading
 // order. The routes that do not fit a row are listed in Bespoke.
 var (
-	Version        = Op[None, core.VersionInfo]{Name: "Version", Method: "GET", Path: "/v1/version"}
-	IntegrityCheck = Op[None, []string]{Name: "IntegrityCheck", Method: "GET", Path: "/v1/integrity"}
+	Version        = def(Op[None, core.VersionInfo]{Name: "Version", Method: "GET", Path: "/v1/version"})
+	IntegrityCheck = def(Op[None, []string]{Name: "IntegrityCheck", Method: "GET", Path: "/v1/integrity"})
 
-	ListTasks     = Op[ListQuery, []core.Task]{Name: "ListTasks", Method: "GET", Path: "/v1/tasks"}
-	CreateTask    = Op[core.CreateTaskInput, core.Task]{Name: "CreateTask", Method: "POST", Path: "/v1/tasks"}
-	GetTask       = Op[Keyed[None], core.Task]{Name: "GetTask", Method: "GET", Path: "/v1/tasks/{id}"}
-	EditTask      = Op[Keyed[core.EditTaskInput], core.Task]{Name: "EditTask", Method: "PATCH", Path: "/v1/tasks/{id}"}
-	ArchiveTask   = Op[Keyed[None], core.Task]{Name: "ArchiveTask", Method: "POST", Path: "/v1/tasks/{id}/archive"}
-	SetTaskStatus = Op[Keyed[StatusBody], core.Task]{Name: "SetTaskStatus", Method: "POST", Path: "/v1/tasks/{id}/status"}
-	TaskStats     = Op[ListQuery, core.TaskStats]{Name: "TaskStats", Method: "GET", Path: "/v1/task-stats"}
+	ListTasks     = def(Op[ListQuery, []core.Task]{Name: "ListTasks", Method: "GET", Path: "/v1/tasks"})
+	CreateTask    = def(Op[core.CreateTaskInput, core.Task]{Name: "CreateTask", Method: "POST", Path: "/v1/tasks"})
+	GetTask       = def(Op[Keyed[None], core.Task]{Name: "GetTask", Method: "GET", Path: "/v1/tasks/{id}"})
+	EditTask      = def(Op[Keyed[core.EditTaskInput], core.Task]{Name: "EditTask", Method: "PATCH", Path: "/v1/tasks/{id}"})
+	ArchiveTask   = def(Op[Keyed[None], core.Task]{Name: "ArchiveTask", Method: "POST", Path: "/v1/tasks/{id}/archive"})
+	SetTaskStatus = def(Op[Keyed[StatusBody], core.Task]{Name: "SetTaskStatus", Method: "POST", Path: "/v1/tasks/{id}/status"})
+	TaskStats     = def(Op[ListQuery, core.TaskStats]{Name: "TaskStats", Method: "GET", Path: "/v1/task-stats"})
 
-	StartTask      = Op[Keyed[core.StartTaskInput], core.Task]{Name: "StartTask", Method: "POST", Path: "/v1/tasks/{id}/start"}
-	MessageTask    = Op[Keyed[core.MessageInput], core.MessageResult]{Name: "MessageTask", Method: "POST", Path: "/v1/tasks/{id}/message"}
-	StopTask       = Op[Keyed[None], core.StopResult]{Name: "StopTask", Method: "POST", Path: "/v1/tasks/{id}/stop"}
-	AnswerQuestion = Op[Keyed[core.AnswerInput], core.AnswerResult]{Name: "AnswerQuestion", Method: "POST", Path: "/v1/tasks/{id}/answer"}
-	Conversation   = Op[Keyed[ConversationQuery], core.ConversationPage]{Name: "Conversation", Method: "GET", Path: "/v1/tasks/{id}/conversation"}
-	HandoffTask    = Op[Keyed[core.HandoffInput], core.HandoffResult]{Name: "HandoffTask", Method: "POST", Path: "/v1/tasks/{id}/handoff"}
-	BlockTask      = Op[Keyed[core.BlockInput], core.Task]{Name: "BlockTask", Method: "POST", Path: "/v1/tasks/{id}/block"}
-	TaskQueue      = Op[Keyed[None], core.QueueView]{Name: "TaskQueue", Method: "GET", Path: "/v1/tasks/{id}/queue"}
-	DropQueued     = Op[Keyed[core.DropQueueInput], core.QueueView]{Name: "DropQueued", Method: "POST", Path: "/v1/tasks/{id}/queue/drop"}
+	StartTask      = def(Op[Keyed[core.StartTaskInput], core.Task]{Name: "StartTask", Method: "POST", Path: "/v1/tasks/{id}/start"})
+	MessageTask    = def(Op[Keyed[core.MessageInput], core.MessageResult]{Name: "MessageTask", Method: "POST", Path: "/v1/tasks/{id}/message"})
+	StopTask       = def(Op[Keyed[None], core.StopResult]{Name: "StopTask", Method: "POST", Path: "/v1/tasks/{id}/stop"})
+	AnswerQuestion = def(Op[Keyed[core.AnswerInput], core.AnswerResult]{Name: "AnswerQuestion", Method: "POST", Path: "/v1/tasks/{id}/answer"})
+	Conversation   = def(Op[Keyed[ConversationQuery], core.ConversationPage]{Name: "Conversation", Method: "GET", Path: "/v1/tasks/{id}/conversation"})
+	HandoffTask    = def(Op[Keyed[core.HandoffInput], core.HandoffResult]{Name: "HandoffTask", Method: "POST", Path: "/v1/tasks/{id}/handoff"})
+	BlockTask      = def(Op[Keyed[core.BlockInput], core.Task]{Name: "BlockTask", Method: "POST", Path: "/v1/tasks/{id}/block"})
+	TaskQueue      = def(Op[Keyed[None], core.QueueView]{Name: "TaskQueue", Method: "GET", Path: "/v1/tasks/{id}/queue"})
+	DropQueued     = def(Op[Keyed[core.DropQueueInput], core.QueueView]{Name: "DropQueued", Method: "POST", Path: "/v1/tasks/{id}/queue/drop"})
 
-	TaskDiff        = Op[Keyed[DiffQuery], core.TaskDiff]{Name: "TaskDiff", Method: "GET", Path: "/v1/tasks/{id}/diff"}
-	TaskReview      = Op[Keyed[None], core.ReviewView]{Name: "TaskReview", Method: "GET", Path: "/v1/tasks/{id}/review"}
-	PushTask        = Op[Keyed[core.PushInput], core.PushResult]{Name: "PushTask", Method: "POST", Path: "/v1/tasks/{id}/push"}
-	PullRequestTask = Op[Keyed[core.PullRequestInput], core.PullRequestResult]{Name: "PullRequestTask", Method: "POST", Path: "/v1/tasks/{id}/pull-request"}
-	MergeTask       = Op[Keyed[core.MergeInput], core.MergeResult]{Name: "MergeTask", Method: "POST", Path: "/v1/tasks/{id}/merge"}
-	DiscardTask     = Op[Keyed[None], core.Task]{Name: "DiscardTask", Method: "POST", Path: "/v1/tasks/{id}/discard"}
-	PruneWorktrees  = Op[core.PruneInput, core.PruneResult]{Name: "PruneWorktrees", Method: "POST", Path: "/v1/worktrees/prune"}
+	TaskDiff        = def(Op[Keyed[DiffQuery], core.TaskDiff]{Name: "TaskDiff", Method: "GET", Path: "/v1/tasks/{id}/diff"})
+	TaskReview      = def(Op[Keyed[None], core.ReviewView]{Name: "TaskReview", Method: "GET", Path: "/v1/tasks/{id}/review"})
+	PushTask        = def(Op[Keyed[core.PushInput], core.PushResult]{Name: "PushTask", Method: "POST", Path: "/v1/tasks/{id}/push"})
+	PullRequestTask = def(Op[Keyed[core.PullRequestInput], core.PullRequestResult]{Name: "PullRequestTask", Method: "POST", Path: "/v1/tasks/{id}/pull-request"})
+	MergeTask       = def(Op[Keyed[core.MergeInput], core.MergeResult]{Name: "MergeTask", Method: "POST", Path: "/v1/tasks/{id}/merge"})
+	DiscardTask     = def(Op[Keyed[None], core.Task]{Name: "DiscardTask", Method: "POST", Path: "/v1/tasks/{id}/discard"})
+	PruneWorktrees  = def(Op[core.PruneInput, core.PruneResult]{Name: "PruneWorktrees", Method: "POST", Path: "/v1/worktrees/prune"})
 
-	SetBudget = Op[Keyed[core.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"}
-	Usage     = Op[UsageQuery, core.UsageReport]{Name: "Usage", Method: "GET", Path: "/v1/usage"}
+	SetBudget = def(Op[Keyed[core.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"})
+	Usage     = def(Op[UsageQuery, core.UsageReport]{Name: "Usage", Method: "GET", Path: "/v1/usage"})
 
-	ListRoles  = Op[None, []core.Role]{Name: "ListRoles", Method: "GET", Path: "/v1/roles"}
-	AddRole    = Op[core.RoleInput, core.Role]{Name: "AddRole", Method: "POST", Path: "/v1/roles"}
-	GetRole    = Op[Keyed[None], core.Role]{Name: "GetRole", Method: "GET", Path: "/v1/roles/{name}"}
-	EditRole   = Op[Keyed[core.RoleInput], core.Role]{Name: "EditRole", Method: "PATCH", Path: "/v1/roles/{name}"}
-	RemoveRole = Op[Keyed[None], core.Role]{Name: "RemoveRole", Method: "DELETE", Path: "/v1/roles/{name}"}
+	ListRoles  = def(Op[None, []core.Role]{Name: "ListRoles", Method: "GET", Path: "/v1/roles"})
+	AddRole    = def(Op[core.RoleInput, core.Role]{Name: "AddRole", Method: "POST", Path: "/v1/roles"})
+	GetRole    = def(Op[Keyed[None], core.Role]{Name: "GetRole", Method: "GET", Path: "/v1/roles/{name}"})
+	EditRole   = def(Op[Keyed[core.RoleInput], core.Role]{Name: "EditRole", Method: "PATCH", Path: "/v1/roles/{name}"})
+	RemoveRole = def(Op[Keyed[None], core.Role]{Name: "RemoveRole", Method: "DELETE", Path: "/v1/roles/{name}"})
 
-	ListPersons = Op[None, []core.Person]{Name: "ListPersons", Method: "GET", Path: "/v1/persons"}
-	AddPerson   = Op[NameBody, core.Person]{Name: "AddPerson", Method: "POST", Path: "/v1/persons"}
+	ListPersons = def(Op[None, []core.Person]{Name: "ListPersons", Method: "GET", Path: "/v1/persons"})
+	AddPerson   = def(Op[NameBody, core.Person]{Name: "AddPerson", Method: "POST", Path: "/v1/persons"})
 
-	ListProfiles = Op[None, []core.Profile]{Name: "ListProfiles", Method: "GET", Path: "/v1/profiles"}
-	GetProfile   = Op[Keyed[None], core.Profile]{Name: "GetProfile", Method: "GET", Path: "/v1/profiles/{name}"}
+	ListProfiles = def(Op[None, []core.Profile]{Name: "ListProfiles", Method: "GET", Path: "/v1/profiles"})
+	GetProfile   = def(Op[Keyed[None], core.Profile]{Name: "GetProfile", Method: "GET", Path: "/v1/profiles/{name}"})
 	// AddProfile puts the whole profile; the path's name is its name.
-	AddProfile    = Op[Keyed[core.Profile], core.Profile]{Name: "AddProfile", Method: "PUT", Path: "/v1/profiles/{name}"}
-	RemoveProfile = Op[Keyed[None], core.Profile]{Name: "RemoveProfile", Method: "DELETE", Path: "/v1/profiles/{name}"}
+	AddProfile    = def(Op[Keyed[core.Profile], core.Profile]{Name: "AddProfile", Method: "PUT", Path: "/v1/profiles/{name}"})
+	RemoveProfile = def(Op[Keyed[None], core.Profile]{Name: "RemoveProfile", Method: "DELETE", Path: "/v1/profiles/{name}"})
 
-	ListHosts  = Op[None, []core.Host]{Name: "ListHosts", Method: "GET", Path: "/v1/hosts"}
-	AddHost    = Op[core.HostInput, core.Host]{Name: "AddHost", Method: "POST", Path: "/v1/hosts"}
-	GetHost    = Op[Keyed[None], core.Host]{Name: "GetHost", Method: "GET", Path: "/v1/hosts/{name}"}
-	RemoveHost = Op[Keyed[None], core.Host]{Name: "RemoveHost", Method: "DELETE", Path: "/v1/hosts/{name}"}
-	CheckHost  = Op[Keyed[None], core.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"}
+	ListHosts  = def(Op[None, []core.Host]{Name: "ListHosts", Method: "GET", Path: "/v1/hosts"})
+	AddHost    = def(Op[core.HostInput, core.Host]{Name: "AddHost", Method: "POST", Path: "/v1/hosts"})
+	GetHost    = def(Op[Keyed[None], core.Host]{Name: "GetHost", Method: "GET", Path: "/v1/hosts/{name}"})
+	RemoveHost = def(Op[Keyed[None], core.Host]{Name: "RemoveHost", Method: "DELETE", Path: "/v1/hosts/{name}"})
+	CheckHost  = def(Op[Keyed[None], core.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"})
 )
 
-// Ops is the whole table, for the tests that check both sides serve every
-// row.
-var Ops = []Row{
-	Version.Row(), IntegrityCheck.Row(),
-	ListTasks.Row(), CreateTask.Row(), GetTask.Row(), EditTask.Row(), ArchiveTask.Row(), SetTaskStatus.Row(), TaskStats.Row(),
-	StartTask.Row(), MessageTask.Row(), StopTask.Row(), AnswerQuestion.Row(), Conversation.Row(), HandoffTask.Row(),
-	BlockTask.Row(), TaskQueue.Row(), DropQueued.Row(),
-	TaskDiff.Row(), TaskReview.Row(), PushTask.Row(), PullRequestTask.Row(), MergeTask.Row(), DiscardTask.Row(), PruneWorktrees.Row(),
-	SetBudget.Row(), Usage.Row(),
-	ListRoles.Row(), AddRole.Row(), GetRole.Row(), EditRole.Row(), RemoveRole.Row(),
-	ListPersons.Row(), AddPerson.Row(),
-	ListProfiles.Row(), GetProfile.Row(), AddProfile.Row(), RemoveProfile.Row(),
-	ListHosts.Row(), AddHost.Row(), GetHost.Row(), RemoveHost.Row(), CheckHost.Row(),
+// rows is the whole table in its order, filled as the rows above are
+// initialised (each depends on rows, so it is ready first) and never
+// changed after: a row is one line.
+var rows []Row
+
+func def[In, Out any](o Op[In, Out]) Op[In, Out] {
+	rows = append(rows, o.Row())
+	return o
 }
+
+// Ops lists the whole table, for the tests that check both sides serve
+// every row.
+func Ops() []Row { return slices.Clone(rows) }
 
 // Bespoke lists the routes that are not rows, and why: they do not answer
 // one JSON value for one JSON (or query) input.

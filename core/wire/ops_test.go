@@ -173,7 +173,7 @@ func TestParseRefusals(t *testing.T) {
 // wildcard exactly when its input is Keyed.
 func TestTable(t *testing.T) {
 	names, patterns := map[string]bool{}, map[string]bool{}
-	for _, r := range Ops {
+	for _, r := range Ops() {
 		p := r.Method + " " + r.Path
 		if r.Name == "" || names[r.Name] || patterns[p] {
 			t.Errorf("row %+v: empty or repeated name or pattern", r)
