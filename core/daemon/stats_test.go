@@ -114,11 +114,7 @@ func sameCounts[K comparable](a, b map[K]int) bool {
 // most), never the catch-all's "no such route".
 func TestEveryOperationIsRouted(t *testing.T) {
 	d := daemontest.Start(t)
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var dl net.Dialer
-		return dl.DialContext(ctx, "unix", d.Home.Socket())
-	}}}
-	defer hc.CloseIdleConnections()
+	hc := rawClient(t, d)
 	wild := regexp.MustCompile(`\{[a-z]+\}`)
 	for _, row := range wire.Ops() {
 		path := wild.ReplaceAllString(row.Path, "nosuch")
@@ -134,6 +130,69 @@ func TestEveryOperationIsRouted(t *testing.T) {
 		resp.Body.Close()
 		if strings.Contains(string(b), "no such route") {
 			t.Errorf("%s (%s %s) is not routed: %s", row.Name, row.Method, row.Path, b)
+		}
+	}
+}
+
+// rawClient speaks HTTP to the daemon's socket with no kandev client in
+// between, as an older (or a foreign) client would.
+func rawClient(t *testing.T, d *daemontest.Daemon) *http.Client {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var dl net.Dialer
+		return dl.DialContext(ctx, "unix", d.Home.Socket())
+	}}}
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
+}
+
+// The requests clients sent before the operation table are answered as
+// they were: the same bodies read, the same refusals in the same words,
+// codes and statuses.
+func TestRequestsBeforeTheTableStillServed(t *testing.T) {
+	d := daemontest.Start(t)
+	hc := rawClient(t, d)
+	task := create(t, d, core.CreateTaskInput{Title: "old client"})
+	do := func(method, path, body string) (int, string) {
+		t.Helper()
+		var rd io.Reader
+		if body != "" {
+			rd = strings.NewReader(body)
+		}
+		req, err := http.NewRequest(method, "http://kandev"+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+		want               string // a regexp the reply matches
+	}{
+		{"POST", "/v1/tasks/" + task.ID + "/status", `{"status":"review"}`, 200, `"status":"review"`},
+		{"POST", "/v1/tasks/" + task.ID + "/status", `{"status":"review","x":1}`, 400,
+			`^\{"error":\{"code":"VALIDATION_ERROR","message":"bad request body: json: unknown field \\"x\\""\}\}$`},
+		{"GET", "/v1/tasks/" + task.ID + "/conversation?after=x", "", 400,
+			`^\{"error":\{"code":"VALIDATION_ERROR","message":"after: \\"x\\" is not a number"\}\}$`},
+		{"GET", "/v1/tasks/" + task.ID + "/conversation?after=0&limit=1", "", 200, `"task_id":"` + task.ID + `"`},
+		{"GET", "/v1/usage?since=yesterday", "", 400, `since \\"yesterday\\" is not an RFC 3339 time`},
+		{"GET", "/v1/tasks/nosuch", "", 404, `^\{"error":\{"code":"NOT_FOUND"`},
+		// A verb that takes no body never read one.
+		{"POST", "/v1/tasks/" + task.ID + "/archive", `not json`, 200, `"archived":true`},
+		{"POST", "/v1/persons", `{"name":"ann"}`, 200, `"name":"ann"`},
+		{"PUT", "/v1/profiles/renamed", `{"name":"other","command":"true"}`, 200, `"name":"renamed"`},
+		{"GET", "/v1/tasks?all=1", "", 200, `^\[\{`},
+		{"DELETE", "/v1/tasks/" + task.ID, "", 404, `no such route: DELETE /v1/tasks/`},
+	} {
+		status, body := do(c.method, c.path, c.body)
+		if status != c.status || !regexp.MustCompile(c.want).MatchString(body) {
+			t.Errorf("%s %s %s: %d %s; want %d matching %s", c.method, c.path, c.body, status, body, c.status, c.want)
 		}
 	}
 }
