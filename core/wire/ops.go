@@ -98,12 +98,6 @@ func (o Op[In, Out]) Parse(key string, q url.Values, decode func(any) error) (In
 	return in, decode(payload)
 }
 
-// HasBody says whether the operation's input travels as a JSON body.
-func (o Op[In, Out]) HasBody() bool {
-	_, body := o.Request(*new(In))
-	return body != nil
-}
-
 // None is the input of an operation that takes nothing but its path.
 type None struct{}
 
