@@ -63,7 +63,7 @@ func registerCompletions(f *Factory, root *cobra.Command) {
 	}{
 		{"task create", "parent", tasks}, {"task create", "blocked-by", tasks},
 		{"task create", "profile", profiles}, {"task create", "assignee", assignees},
-		{"task list", "root", tasks}, {"task block", "on", tasks},
+		{"task list", "root", tasks}, {"task stats", "root", tasks}, {"task block", "on", tasks},
 		{"task handoff", "to", handoffTo}, {"events", "task", tasks},
 		{"role add", "profile", profiles}, {"role add", "reports-to", assignees},
 		{"role edit", "profile", profiles}, {"role edit", "reports-to", assignees},

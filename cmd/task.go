@@ -22,6 +22,7 @@ func NewCmdTask(f *Factory) *cobra.Command {
 	c.AddCommand(
 		NewCmdTaskCreate(f, nil),
 		NewCmdTaskList(f, nil),
+		NewCmdTaskStats(f, nil),
 		NewCmdTaskShow(f, nil),
 		NewCmdTaskEdit(f, nil),
 		NewCmdTaskArchive(f, nil),

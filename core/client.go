@@ -16,6 +16,9 @@ type Client interface {
 	EditTask(ctx context.Context, id string, in EditTaskInput) (Task, error)
 	ArchiveTask(ctx context.Context, id string) (Task, error)
 	SetTaskStatus(ctx context.Context, id string, status Status) (Task, error)
+	// TaskStats counts the tasks a listing would show: by status, sandbox
+	// and host, running, waiting on questions, and their spend.
+	TaskStats(ctx context.Context, in ListTasksInput) (TaskStats, error)
 
 	ListProfiles(ctx context.Context) ([]Profile, error)
 	GetProfile(ctx context.Context, name string) (Profile, error)

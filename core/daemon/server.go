@@ -257,45 +257,60 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	h := &Handler{eng: eng, log: log, mux: http.NewServeMux()}
 	h.cutCreate.Store(os.Getenv("KANDEV_FAILPOINT") == "cut-after-create")
 	m := h.mux
-	m.HandleFunc("GET /v1/version", h.version)
-	m.HandleFunc("GET /v1/integrity", h.integrity)
-	m.HandleFunc("GET /v1/tasks", h.listTasks)
-	m.HandleFunc("GET /v1/task-summaries", h.listTaskSummaries)
-	m.HandleFunc("POST /v1/tasks", h.createTask)
-	m.HandleFunc("GET /v1/tasks/{id}", h.getTask)
-	m.HandleFunc("PATCH /v1/tasks/{id}", h.editTask)
-	m.HandleFunc("POST /v1/tasks/{id}/archive", h.archiveTask)
-	m.HandleFunc("POST /v1/tasks/{id}/status", h.setStatus)
-	m.HandleFunc("POST /v1/tasks/{id}/start", h.startTask)
-	m.HandleFunc("POST /v1/tasks/{id}/message", h.messageTask)
-	m.HandleFunc("POST /v1/tasks/{id}/stop", h.stopTask)
-	m.HandleFunc("POST /v1/tasks/{id}/answer", h.answer)
-	m.HandleFunc("GET /v1/tasks/{id}/conversation", h.conversation)
-	m.HandleFunc("POST /v1/tasks/{id}/handoff", h.handoff)
-	m.HandleFunc("POST /v1/tasks/{id}/block", h.block)
-	m.HandleFunc("GET /v1/tasks/{id}/queue", h.taskQueue)
-	m.HandleFunc("POST /v1/tasks/{id}/queue/drop", h.dropQueued)
-	m.HandleFunc("GET /v1/tasks/{id}/diff", h.taskDiff)
-	m.HandleFunc("GET /v1/tasks/{id}/review", h.taskReview)
-	m.HandleFunc("POST /v1/tasks/{id}/push", h.pushTask)
-	m.HandleFunc("POST /v1/tasks/{id}/pull-request", h.pullRequestTask)
-	m.HandleFunc("POST /v1/tasks/{id}/merge", h.mergeTask)
-	m.HandleFunc("POST /v1/tasks/{id}/discard", h.discardTask)
-	m.HandleFunc("POST /v1/worktrees/prune", h.pruneWorktrees)
-	m.HandleFunc("POST /v1/tasks/{id}/budget", h.setBudget)
-	m.HandleFunc("GET /v1/usage", h.usage)
-	m.HandleFunc("GET /v1/roles", h.listRoles)
-	m.HandleFunc("POST /v1/roles", h.addRole)
-	m.HandleFunc("GET /v1/roles/{name}", h.getRole)
-	m.HandleFunc("PATCH /v1/roles/{name}", h.editRole)
-	m.HandleFunc("DELETE /v1/roles/{name}", h.removeRole)
-	m.HandleFunc("GET /v1/persons", h.listPersons)
-	m.HandleFunc("POST /v1/persons", h.addPerson)
-	m.HandleFunc("GET /v1/profiles", h.listProfiles)
-	m.HandleFunc("GET /v1/profiles/{name}", h.getProfile)
-	m.HandleFunc("PUT /v1/profiles/{name}", h.putProfile)
-	m.HandleFunc("DELETE /v1/profiles/{name}", h.deleteProfile)
+	// The rows of the operation table (core/wire), each served by its
+	// engine method; the routes after them are bespoke (wire.Bespoke).
+	route(m, wire.Version, none(h.eng.Version))
+	route(m, wire.IntegrityCheck, none(h.eng.IntegrityCheck))
+	m.HandleFunc(wire.ListTasks.Pattern(), h.listTasks)
+	m.HandleFunc(wire.CreateTask.Pattern(), h.createTask)
+	route(m, wire.GetTask, key(h.eng.GetTask))
+	route(m, wire.EditTask, keyed(h.eng.EditTask))
+	route(m, wire.ArchiveTask, key(h.eng.ArchiveTask))
+	route(m, wire.SetTaskStatus, func(ctx context.Context, in wire.Keyed[wire.StatusBody]) (core.Task, error) {
+		return h.eng.SetTaskStatus(ctx, in.Key, in.In.Status)
+	})
+	route(m, wire.TaskStats, func(ctx context.Context, in wire.ListQuery) (core.TaskStats, error) {
+		return h.eng.TaskStats(ctx, core.ListTasksInput(in))
+	})
+	route(m, wire.StartTask, keyed(h.eng.StartTask))
+	route(m, wire.MessageTask, keyed(h.eng.MessageTask))
+	route(m, wire.StopTask, key(h.eng.StopTask))
+	route(m, wire.AnswerQuestion, keyed(h.eng.AnswerQuestion))
+	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (core.ConversationPage, error) {
+		return h.eng.Conversation(ctx, in.Key, core.ConversationInput(in.In))
+	})
+	route(m, wire.HandoffTask, keyed(h.eng.HandoffTask))
+	route(m, wire.BlockTask, keyed(h.eng.BlockTask))
+	route(m, wire.TaskQueue, key(h.eng.TaskQueue))
+	route(m, wire.DropQueued, keyed(h.eng.DropQueued))
+	route(m, wire.TaskDiff, func(ctx context.Context, in wire.Keyed[wire.DiffQuery]) (core.TaskDiff, error) {
+		return h.eng.TaskDiff(ctx, in.Key, core.DiffInput(in.In))
+	})
+	route(m, wire.TaskReview, key(h.eng.TaskReview))
+	route(m, wire.PushTask, keyed(h.eng.PushTask))
+	route(m, wire.PullRequestTask, keyed(h.eng.PullRequestTask))
+	route(m, wire.MergeTask, keyed(h.eng.MergeTask))
+	route(m, wire.DiscardTask, key(h.eng.DiscardTask))
+	route(m, wire.PruneWorktrees, h.eng.PruneWorktrees)
+	h.usageRoutes(m)
+	route(m, wire.ListRoles, none(h.eng.ListRoles))
+	route(m, wire.AddRole, h.eng.AddRole)
+	route(m, wire.GetRole, key(h.eng.GetRole))
+	route(m, wire.EditRole, keyed(h.eng.EditRole))
+	route(m, wire.RemoveRole, key(h.eng.RemoveRole))
+	route(m, wire.ListPersons, none(h.eng.ListPersons))
+	route(m, wire.AddPerson, func(ctx context.Context, in wire.NameBody) (core.Person, error) {
+		return h.eng.AddPerson(ctx, in.Name)
+	})
+	route(m, wire.ListProfiles, none(h.eng.ListProfiles))
+	route(m, wire.GetProfile, key(h.eng.GetProfile))
+	route(m, wire.AddProfile, func(ctx context.Context, in wire.Keyed[core.Profile]) (core.Profile, error) {
+		in.In.Name = in.Key
+		return h.eng.AddProfile(ctx, in.In)
+	})
+	route(m, wire.RemoveProfile, key(h.eng.RemoveProfile))
 	h.hostRoutes(m)
+	m.HandleFunc("GET /v1/task-summaries", h.listTaskSummaries)
 	m.HandleFunc("GET /v1/events", h.events)
 	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
 	m.HandleFunc("POST /v1/mcp/call", h.mcpCall)
@@ -427,19 +442,15 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-func (h *Handler) version(w http.ResponseWriter, r *http.Request) {
-	v, err := h.eng.Version(r.Context())
-	reply(w, v, err)
-}
-
-func (h *Handler) integrity(w http.ResponseWriter, r *http.Request) {
-	res, err := h.eng.IntegrityCheck(r.Context())
-	reply(w, res, err)
-}
-
+// listTasks is the ListTasks row with its own encoder: the cached tasks
+// are written from their pointers (writeTaskPtrs), not through reply.
 func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	in, err := parse(wire.ListTasks, r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput(in))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -464,9 +475,11 @@ func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
 	_ = wire.WriteTaskSummaries(w, tasks)
 }
 
+// createTask is the CreateTask row with the cut-after-create failpoint,
+// which needs the connection.
 func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
-	var in core.CreateTaskInput
-	if err := decode(r, &in); err != nil {
+	in, err := parse(wire.CreateTask, r)
+	if err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -481,272 +494,6 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	reply(w, t, err)
-}
-
-func (h *Handler) getTask(w http.ResponseWriter, r *http.Request) {
-	t, err := h.eng.GetTask(r.Context(), r.PathValue("id"))
-	reply(w, t, err)
-}
-
-func (h *Handler) editTask(w http.ResponseWriter, r *http.Request) {
-	var in core.EditTaskInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := h.eng.EditTask(r.Context(), r.PathValue("id"), in)
-	reply(w, t, err)
-}
-
-func (h *Handler) archiveTask(w http.ResponseWriter, r *http.Request) {
-	t, err := h.eng.ArchiveTask(r.Context(), r.PathValue("id"))
-	reply(w, t, err)
-}
-
-func (h *Handler) setStatus(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Status core.Status `json:"status"`
-	}
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := h.eng.SetTaskStatus(r.Context(), r.PathValue("id"), in.Status)
-	reply(w, t, err)
-}
-
-func (h *Handler) startTask(w http.ResponseWriter, r *http.Request) {
-	var in core.StartTaskInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := h.eng.StartTask(r.Context(), r.PathValue("id"), in)
-	reply(w, t, err)
-}
-
-func (h *Handler) messageTask(w http.ResponseWriter, r *http.Request) {
-	var in core.MessageInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.MessageTask(r.Context(), r.PathValue("id"), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) stopTask(w http.ResponseWriter, r *http.Request) {
-	res, err := h.eng.StopTask(r.Context(), r.PathValue("id"))
-	reply(w, res, err)
-}
-
-func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
-	var in core.AnswerInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.AnswerQuestion(r.Context(), r.PathValue("id"), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) conversation(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var in core.ConversationInput
-	if v := q.Get("after"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			writeErr(w, core.Errorf(core.CodeValidation, "after: %q is not a number", v))
-			return
-		}
-		in.After = n
-	}
-	if v := q.Get("before"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			writeErr(w, core.Errorf(core.CodeValidation, "before: %q is not a number", v))
-			return
-		}
-		in.Before = n
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			writeErr(w, core.Errorf(core.CodeValidation, "limit: %q is not a number", v))
-			return
-		}
-		in.Limit = n
-	}
-	page, err := h.eng.Conversation(r.Context(), r.PathValue("id"), in)
-	reply(w, page, err)
-}
-
-func (h *Handler) handoff(w http.ResponseWriter, r *http.Request) {
-	var in core.HandoffInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.HandoffTask(r.Context(), r.PathValue("id"), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) block(w http.ResponseWriter, r *http.Request) {
-	var in core.BlockInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	t, err := h.eng.BlockTask(r.Context(), r.PathValue("id"), in)
-	reply(w, t, err)
-}
-
-func (h *Handler) taskQueue(w http.ResponseWriter, r *http.Request) {
-	v, err := h.eng.TaskQueue(r.Context(), r.PathValue("id"))
-	reply(w, v, err)
-}
-
-func (h *Handler) dropQueued(w http.ResponseWriter, r *http.Request) {
-	var in core.DropQueueInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	v, err := h.eng.DropQueued(r.Context(), r.PathValue("id"), in)
-	reply(w, v, err)
-}
-
-func (h *Handler) taskDiff(w http.ResponseWriter, r *http.Request) {
-	d, err := h.eng.TaskDiff(r.Context(), r.PathValue("id"), core.DiffInput{Patch: r.URL.Query().Get("patch") == "1"})
-	reply(w, d, err)
-}
-
-func (h *Handler) taskReview(w http.ResponseWriter, r *http.Request) {
-	v, err := h.eng.TaskReview(r.Context(), r.PathValue("id"))
-	reply(w, v, err)
-}
-
-func (h *Handler) pushTask(w http.ResponseWriter, r *http.Request) {
-	var in core.PushInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.PushTask(r.Context(), r.PathValue("id"), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) pullRequestTask(w http.ResponseWriter, r *http.Request) {
-	var in core.PullRequestInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.PullRequestTask(r.Context(), r.PathValue("id"), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) mergeTask(w http.ResponseWriter, r *http.Request) {
-	var in core.MergeInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.MergeTask(r.Context(), r.PathValue("id"), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) discardTask(w http.ResponseWriter, r *http.Request) {
-	t, err := h.eng.DiscardTask(r.Context(), r.PathValue("id"))
-	reply(w, t, err)
-}
-
-func (h *Handler) pruneWorktrees(w http.ResponseWriter, r *http.Request) {
-	var in core.PruneInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	res, err := h.eng.PruneWorktrees(r.Context(), in)
-	reply(w, res, err)
-}
-
-func (h *Handler) listRoles(w http.ResponseWriter, r *http.Request) {
-	rs, err := h.eng.ListRoles(r.Context())
-	reply(w, rs, err)
-}
-
-func (h *Handler) addRole(w http.ResponseWriter, r *http.Request) {
-	var in core.RoleInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	role, err := h.eng.AddRole(r.Context(), in)
-	reply(w, role, err)
-}
-
-func (h *Handler) getRole(w http.ResponseWriter, r *http.Request) {
-	role, err := h.eng.GetRole(r.Context(), r.PathValue("name"))
-	reply(w, role, err)
-}
-
-func (h *Handler) editRole(w http.ResponseWriter, r *http.Request) {
-	var in core.RoleInput
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	role, err := h.eng.EditRole(r.Context(), r.PathValue("name"), in)
-	reply(w, role, err)
-}
-
-func (h *Handler) removeRole(w http.ResponseWriter, r *http.Request) {
-	role, err := h.eng.RemoveRole(r.Context(), r.PathValue("name"))
-	reply(w, role, err)
-}
-
-func (h *Handler) listPersons(w http.ResponseWriter, r *http.Request) {
-	ps, err := h.eng.ListPersons(r.Context())
-	reply(w, ps, err)
-}
-
-func (h *Handler) addPerson(w http.ResponseWriter, r *http.Request) {
-	var in struct {
-		Name string `json:"name"`
-	}
-	if err := decode(r, &in); err != nil {
-		writeErr(w, err)
-		return
-	}
-	p, err := h.eng.AddPerson(r.Context(), in.Name)
-	reply(w, p, err)
-}
-
-func (h *Handler) listProfiles(w http.ResponseWriter, r *http.Request) {
-	ps, err := h.eng.ListProfiles(r.Context())
-	reply(w, ps, err)
-}
-
-func (h *Handler) getProfile(w http.ResponseWriter, r *http.Request) {
-	p, err := h.eng.GetProfile(r.Context(), r.PathValue("name"))
-	reply(w, p, err)
-}
-
-func (h *Handler) putProfile(w http.ResponseWriter, r *http.Request) {
-	var p core.Profile
-	if err := decode(r, &p); err != nil {
-		writeErr(w, err)
-		return
-	}
-	p.Name = r.PathValue("name")
-	saved, err := h.eng.AddProfile(r.Context(), p)
-	reply(w, saved, err)
-}
-
-func (h *Handler) deleteProfile(w http.ResponseWriter, r *http.Request) {
-	p, err := h.eng.RemoveProfile(r.Context(), r.PathValue("name"))
-	reply(w, p, err)
 }
 
 // events streams the bus as server-sent events, with a comment line every

@@ -17,7 +17,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -205,31 +204,30 @@ func unwrapNet(err error) error {
 	return err
 }
 
-func esc(s string) string { return url.PathEscape(s) }
-
 // Version implements core.Client.
 func (c *Client) Version(ctx context.Context) (core.VersionInfo, error) {
-	var v core.VersionInfo
-	return v, c.do(ctx, "GET", "/v1/version", nil, &v)
+	return call(ctx, c, wire.Version, wire.None{})
 }
 
 // IntegrityCheck asks the daemon for PRAGMA integrity_check on its
 // database: ["ok"] when sound.
 func (c *Client) IntegrityCheck(ctx context.Context) ([]string, error) {
-	var out []string
-	return out, c.do(ctx, "GET", "/v1/integrity", nil, &out)
+	return call(ctx, c, wire.IntegrityCheck, wire.None{})
 }
 
 // CreateTask implements core.Client.
 func (c *Client) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "POST", "/v1/tasks", in, &t)
+	return call(ctx, c, wire.CreateTask, in)
 }
 
 // ListTasks implements core.Client.
 func (c *Client) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
-	var ts []core.Task
-	return ts, c.do(ctx, "GET", listPath(in), nil, &ts)
+	return call(ctx, c, wire.ListTasks, wire.ListQuery(in))
+}
+
+// TaskStats implements core.Client.
+func (c *Client) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
+	return call(ctx, c, wire.TaskStats, wire.ListQuery(in))
 }
 
 // ListTasksRaw streams the daemon's JSON array of tasks unchanged, for
@@ -271,17 +269,8 @@ func (c *Client) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput
 }
 
 func listPath(in core.ListTasksInput) string {
-	q := url.Values{}
-	if in.All {
-		q.Set("all", "1")
-	}
-	if in.Root != "" {
-		q.Set("root", in.Root)
-	}
-	if len(q) == 0 {
-		return "/v1/tasks"
-	}
-	return "/v1/tasks?" + q.Encode()
+	path, _ := wire.ListTasks.Request(wire.ListQuery(in))
+	return path
 }
 
 // ScanTaskSummaries is ListTaskSummaries one task at a time: fn gets each
@@ -320,8 +309,8 @@ func (c *Client) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, 
 // core.Task and encoding it again, which cost a short command ~0.5 ms of
 // cold reflection (issue 14).
 func (c *Client) GetTaskJSON(ctx context.Context, id string) ([]byte, error) {
-	path := "/v1/tasks/" + esc(id)
-	resp, err := c.send(ctx, "GET", path, nil)
+	path, _ := wire.GetTask.Request(wire.Key(id))
+	resp, err := c.send(ctx, wire.GetTask.Method, path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -338,199 +327,157 @@ func (c *Client) GetTaskJSON(ctx context.Context, id string) ([]byte, error) {
 
 // GetTask implements core.Client.
 func (c *Client) GetTask(ctx context.Context, id string) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "GET", "/v1/tasks/"+esc(id), nil, &t)
+	return call(ctx, c, wire.GetTask, wire.Key(id))
 }
 
 // EditTask implements core.Client.
 func (c *Client) EditTask(ctx context.Context, id string, in core.EditTaskInput) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "PATCH", "/v1/tasks/"+esc(id), in, &t)
+	return call(ctx, c, wire.EditTask, wire.Keyed[core.EditTaskInput]{Key: id, In: in})
 }
 
 // ArchiveTask implements core.Client.
 func (c *Client) ArchiveTask(ctx context.Context, id string) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/archive", nil, &t)
+	return call(ctx, c, wire.ArchiveTask, wire.Key(id))
 }
 
 // SetTaskStatus implements core.Client.
 func (c *Client) SetTaskStatus(ctx context.Context, id string, status core.Status) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/status", map[string]any{"status": status}, &t)
+	return call(ctx, c, wire.SetTaskStatus, wire.Keyed[wire.StatusBody]{Key: id, In: wire.StatusBody{Status: status}})
 }
 
 // ListProfiles implements core.Client.
 func (c *Client) ListProfiles(ctx context.Context) ([]core.Profile, error) {
-	var ps []core.Profile
-	return ps, c.do(ctx, "GET", "/v1/profiles", nil, &ps)
+	return call(ctx, c, wire.ListProfiles, wire.None{})
 }
 
 // GetProfile implements core.Client.
 func (c *Client) GetProfile(ctx context.Context, name string) (core.Profile, error) {
-	var p core.Profile
-	return p, c.do(ctx, "GET", "/v1/profiles/"+esc(name), nil, &p)
+	return call(ctx, c, wire.GetProfile, wire.Key(name))
 }
 
 // AddProfile implements core.Client.
 func (c *Client) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
-	var out core.Profile
-	return out, c.do(ctx, "PUT", "/v1/profiles/"+esc(p.Name), p, &out)
+	return call(ctx, c, wire.AddProfile, wire.Keyed[core.Profile]{Key: p.Name, In: p})
 }
 
 // RemoveProfile implements core.Client.
 func (c *Client) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	var out core.Profile
-	return out, c.do(ctx, "DELETE", "/v1/profiles/"+esc(name), nil, &out)
+	return call(ctx, c, wire.RemoveProfile, wire.Key(name))
 }
 
 // StartTask implements core.Client.
 func (c *Client) StartTask(ctx context.Context, id string, in core.StartTaskInput) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/start", in, &t)
+	return call(ctx, c, wire.StartTask, wire.Keyed[core.StartTaskInput]{Key: id, In: in})
 }
 
 // MessageTask implements core.Client.
 func (c *Client) MessageTask(ctx context.Context, id string, in core.MessageInput) (core.MessageResult, error) {
-	var r core.MessageResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/message", in, &r)
+	return call(ctx, c, wire.MessageTask, wire.Keyed[core.MessageInput]{Key: id, In: in})
 }
 
 // StopTask implements core.Client.
 func (c *Client) StopTask(ctx context.Context, id string) (core.StopResult, error) {
-	var r core.StopResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/stop", nil, &r)
+	return call(ctx, c, wire.StopTask, wire.Key(id))
 }
 
 // AnswerQuestion implements core.Client.
 func (c *Client) AnswerQuestion(ctx context.Context, id string, in core.AnswerInput) (core.AnswerResult, error) {
-	var r core.AnswerResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/answer", in, &r)
+	return call(ctx, c, wire.AnswerQuestion, wire.Keyed[core.AnswerInput]{Key: id, In: in})
 }
 
 // Conversation implements core.Client.
 func (c *Client) Conversation(ctx context.Context, id string, in core.ConversationInput) (core.ConversationPage, error) {
-	var p core.ConversationPage
-	path := "/v1/tasks/" + esc(id) + "/conversation?after=" + strconv.FormatInt(in.After, 10)
-	if in.Before != 0 {
-		path += "&before=" + strconv.FormatInt(in.Before, 10)
-	}
-	if in.Limit > 0 {
-		path += "&limit=" + strconv.Itoa(in.Limit)
-	}
-	return p, c.do(ctx, "GET", path, nil, &p)
+	return call(ctx, c, wire.Conversation, wire.Keyed[wire.ConversationQuery]{Key: id, In: wire.ConversationQuery(in)})
 }
 
 // HandoffTask implements core.Client.
 func (c *Client) HandoffTask(ctx context.Context, id string, in core.HandoffInput) (core.HandoffResult, error) {
-	var r core.HandoffResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/handoff", in, &r)
+	return call(ctx, c, wire.HandoffTask, wire.Keyed[core.HandoffInput]{Key: id, In: in})
 }
 
 // BlockTask implements core.Client.
 func (c *Client) BlockTask(ctx context.Context, id string, in core.BlockInput) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/block", in, &t)
+	return call(ctx, c, wire.BlockTask, wire.Keyed[core.BlockInput]{Key: id, In: in})
 }
 
 // TaskQueue implements core.Client.
 func (c *Client) TaskQueue(ctx context.Context, id string) (core.QueueView, error) {
-	var v core.QueueView
-	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/queue", nil, &v)
+	return call(ctx, c, wire.TaskQueue, wire.Key(id))
 }
 
 // DropQueued implements core.Client.
 func (c *Client) DropQueued(ctx context.Context, id string, in core.DropQueueInput) (core.QueueView, error) {
-	var v core.QueueView
-	return v, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/queue/drop", in, &v)
+	return call(ctx, c, wire.DropQueued, wire.Keyed[core.DropQueueInput]{Key: id, In: in})
 }
 
 // TaskDiff implements core.Client.
 func (c *Client) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
-	var d core.TaskDiff
-	path := "/v1/tasks/" + esc(id) + "/diff"
-	if in.Patch {
-		path += "?patch=1"
-	}
-	return d, c.do(ctx, "GET", path, nil, &d)
+	return call(ctx, c, wire.TaskDiff, wire.Keyed[wire.DiffQuery]{Key: id, In: wire.DiffQuery(in)})
 }
 
 // TaskReview implements core.Client.
 func (c *Client) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
-	var v core.ReviewView
-	return v, c.do(ctx, "GET", "/v1/tasks/"+esc(id)+"/review", nil, &v)
+	return call(ctx, c, wire.TaskReview, wire.Key(id))
 }
 
 // PushTask implements core.Client.
 func (c *Client) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
-	var r core.PushResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/push", in, &r)
+	return call(ctx, c, wire.PushTask, wire.Keyed[core.PushInput]{Key: id, In: in})
 }
 
 // PullRequestTask implements core.Client.
 func (c *Client) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
-	var r core.PullRequestResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/pull-request", in, &r)
+	return call(ctx, c, wire.PullRequestTask, wire.Keyed[core.PullRequestInput]{Key: id, In: in})
 }
 
 // MergeTask implements core.Client.
 func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
-	var r core.MergeResult
-	return r, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/merge", in, &r)
+	return call(ctx, c, wire.MergeTask, wire.Keyed[core.MergeInput]{Key: id, In: in})
 }
 
 // DiscardTask implements core.Client.
 func (c *Client) DiscardTask(ctx context.Context, id string) (core.Task, error) {
-	var t core.Task
-	return t, c.do(ctx, "POST", "/v1/tasks/"+esc(id)+"/discard", nil, &t)
+	return call(ctx, c, wire.DiscardTask, wire.Key(id))
 }
 
 // PruneWorktrees implements core.Client.
 func (c *Client) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
-	var r core.PruneResult
-	return r, c.do(ctx, "POST", "/v1/worktrees/prune", in, &r)
+	return call(ctx, c, wire.PruneWorktrees, in)
 }
 
 // ListRoles implements core.Client.
 func (c *Client) ListRoles(ctx context.Context) ([]core.Role, error) {
-	var rs []core.Role
-	return rs, c.do(ctx, "GET", "/v1/roles", nil, &rs)
+	return call(ctx, c, wire.ListRoles, wire.None{})
 }
 
 // GetRole implements core.Client.
 func (c *Client) GetRole(ctx context.Context, name string) (core.Role, error) {
-	var r core.Role
-	return r, c.do(ctx, "GET", "/v1/roles/"+esc(name), nil, &r)
+	return call(ctx, c, wire.GetRole, wire.Key(name))
 }
 
 // AddRole implements core.Client.
 func (c *Client) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
-	var r core.Role
-	return r, c.do(ctx, "POST", "/v1/roles", in, &r)
+	return call(ctx, c, wire.AddRole, in)
 }
 
 // EditRole implements core.Client.
 func (c *Client) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
-	var r core.Role
-	return r, c.do(ctx, "PATCH", "/v1/roles/"+esc(name), in, &r)
+	return call(ctx, c, wire.EditRole, wire.Keyed[core.RoleInput]{Key: name, In: in})
 }
 
 // RemoveRole implements core.Client.
 func (c *Client) RemoveRole(ctx context.Context, name string) (core.Role, error) {
-	var r core.Role
-	return r, c.do(ctx, "DELETE", "/v1/roles/"+esc(name), nil, &r)
+	return call(ctx, c, wire.RemoveRole, wire.Key(name))
 }
 
 // ListPersons implements core.Client.
 func (c *Client) ListPersons(ctx context.Context) ([]core.Person, error) {
-	var ps []core.Person
-	return ps, c.do(ctx, "GET", "/v1/persons", nil, &ps)
+	return call(ctx, c, wire.ListPersons, wire.None{})
 }
 
 // AddPerson implements core.Client.
 func (c *Client) AddPerson(ctx context.Context, name string) (core.Person, error) {
-	var p core.Person
-	return p, c.do(ctx, "POST", "/v1/persons", map[string]string{"name": name}, &p)
+	return call(ctx, c, wire.AddPerson, wire.NameBody{Name: name})
 }
 
 // Events implements core.Client: it follows the daemon's SSE stream until

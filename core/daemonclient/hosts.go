@@ -4,36 +4,32 @@ import (
 	"context"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/wire"
 )
 
 var _ core.HostClient = (*Client)(nil)
 
 // ListHosts implements core.HostClient.
 func (c *Client) ListHosts(ctx context.Context) ([]core.Host, error) {
-	var hs []core.Host
-	return hs, c.do(ctx, "GET", "/v1/hosts", nil, &hs)
+	return call(ctx, c, wire.ListHosts, wire.None{})
 }
 
 // GetHost implements core.HostClient.
 func (c *Client) GetHost(ctx context.Context, name string) (core.Host, error) {
-	var h core.Host
-	return h, c.do(ctx, "GET", "/v1/hosts/"+esc(name), nil, &h)
+	return call(ctx, c, wire.GetHost, wire.Key(name))
 }
 
 // AddHost implements core.HostClient.
 func (c *Client) AddHost(ctx context.Context, in core.HostInput) (core.Host, error) {
-	var h core.Host
-	return h, c.do(ctx, "POST", "/v1/hosts", in, &h)
+	return call(ctx, c, wire.AddHost, in)
 }
 
 // RemoveHost implements core.HostClient.
 func (c *Client) RemoveHost(ctx context.Context, name string) (core.Host, error) {
-	var h core.Host
-	return h, c.do(ctx, "DELETE", "/v1/hosts/"+esc(name), nil, &h)
+	return call(ctx, c, wire.RemoveHost, wire.Key(name))
 }
 
 // CheckHost implements core.HostClient.
 func (c *Client) CheckHost(ctx context.Context, name string) (core.HostCheck, error) {
-	var r core.HostCheck
-	return r, c.do(ctx, "POST", "/v1/hosts/"+esc(name)+"/check", nil, &r)
+	return call(ctx, c, wire.CheckHost, wire.Key(name))
 }

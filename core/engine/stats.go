@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/kandev/kandev/core"
+)
+
+// TaskStats implements core.Client: it counts the cached tasks a listing
+// with in would show (TaskSnapshot), so it reads no row from the database.
+func (e *Engine) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
+	tasks, err := e.TaskSnapshot(ctx, in)
+	if err != nil {
+		return core.TaskStats{}, err
+	}
+	st := core.TaskStats{ByStatus: map[core.Status]int{}, BySandbox: map[string]int{}, ByHost: map[string]int{}}
+	for _, t := range tasks {
+		st.Tasks++
+		st.ByStatus[t.Status]++
+		sandbox := t.Sandbox
+		if sandbox == "" {
+			sandbox = core.SandboxNone
+		}
+		st.BySandbox[sandbox]++
+		host := t.Host
+		if host == "" {
+			host = hostLocal
+		}
+		st.ByHost[host]++
+		if t.Running() {
+			st.Running++
+		}
+		if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending {
+			st.PendingQuestions++
+		}
+		if t.YourTurn {
+			st.YourTurn++
+		}
+		if t.Stalled != nil {
+			st.Stalled++
+		}
+		st.Queued += t.Queued
+		if t.Usage != nil {
+			addSpend(&st.Spend, t.Usage.Own)
+		}
+	}
+	return st, nil
+}
+
+// addSpend adds s to total; a cost in another currency than the total's
+// (the first met with a cost) is left out, as Usage's total does.
+func addSpend(total *core.Spend, s core.Spend) {
+	total.Tokens += s.Tokens
+	total.Input += s.Input
+	total.Output += s.Output
+	total.Thought += s.Thought
+	total.CacheRead += s.CacheRead
+	total.CacheWrite += s.CacheWrite
+	if s.Cost == 0 {
+		return
+	}
+	if total.Currency == "" {
+		total.Currency = s.Currency
+	}
+	if s.Currency == total.Currency {
+		total.Cost += s.Cost
+	}
+}
