@@ -6,3 +6,17 @@ package core
 func IsDirectParent(parentID string, child Task) bool {
 	return child.ParentID != "" && child.ParentID == parentID
 }
+
+// MayInterrupt reports whether a may interrupt t's running turn: a person
+// always; an agent only when it works t's direct parent. The engine's
+// authorizer and the TUI's message dialog both ask it, so the toggle the
+// TUI offers is the rule the engine enforces.
+func MayInterrupt(a Actor, t Task) bool {
+	switch a.Kind {
+	case ActorPerson:
+		return true
+	case ActorAgent:
+		return IsDirectParent(a.TaskID, t)
+	}
+	return false
+}

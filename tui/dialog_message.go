@@ -18,29 +18,16 @@ type messageDialog struct {
 	title     string
 	input     textarea.Model
 	interrupt bool
-	// canInterrupt: the operator may interrupt this task (mayInterrupt).
+	// canInterrupt: the operator may interrupt this task
+	// (core.MayInterrupt, the engine's rule).
 	canInterrupt bool
 	running      bool
 	asks         bool // the task has a pending question, which a message supersedes
 }
 
-// mayInterrupt mirrors the engine's rule for who may interrupt a task: a
-// person (the operator) always; an agent only its direct children. The
-// TUI acts as the operator, so the toggle is always offered; the rule is
-// kept here so the toggle follows it if the TUI ever acts as someone else.
-func mayInterrupt(actor core.Actor, t *core.Task) bool {
-	switch actor.Kind {
-	case core.ActorPerson:
-		return true
-	case core.ActorAgent:
-		return core.IsDirectParent(actor.TaskID, *t)
-	}
-	return false
-}
-
 func newMessageDialog(ui dialogUI, id int, t *core.Task) *messageDialog {
 	d := &messageDialog{base: base{id: id}, taskID: t.ID, title: oneLine(t.Title),
-		canInterrupt: mayInterrupt(core.OperatorActor(), t), running: isRunning(t),
+		canInterrupt: core.MayInterrupt(core.OperatorActor(), *t), running: isRunning(t),
 		asks: t.PendingQuestion != nil && t.PendingQuestion.Status == core.QuestionPending}
 	d.input = newTextArea(ui.st, "message to the agent", ui.keys.Newline)
 	d.resize(ui)

@@ -583,23 +583,6 @@ func TestMessageRefusedInline(t *testing.T) {
 	d.mustShow("refused", "message text is required")
 }
 
-func TestMayInterrupt(t *testing.T) {
-	child := &core.Task{ID: "c", ParentID: "p"}
-	root := &core.Task{ID: "p"}
-	if !mayInterrupt(core.OperatorActor(), child) || !mayInterrupt(core.OperatorActor(), root) {
-		t.Fatal("the operator may interrupt any task")
-	}
-	if !mayInterrupt(core.Actor{Kind: core.ActorAgent, TaskID: "p"}, child) {
-		t.Fatal("a direct parent may interrupt")
-	}
-	if mayInterrupt(core.Actor{Kind: core.ActorAgent, TaskID: "x"}, child) || mayInterrupt(core.Actor{Kind: core.ActorAgent, TaskID: "p"}, root) {
-		t.Fatal("only the direct parent may")
-	}
-	if mayInterrupt(core.Actor{Kind: core.ActorExternal}, child) {
-		t.Fatal("the external surface may not")
-	}
-}
-
 func TestStopConfirms(t *testing.T) {
 	f := newFake(demoTasks()...)
 	d := newDriver(t, f, 80, 24)

@@ -1,11 +1,272 @@
 package engine
 
-import "github.com/kandev/kandev/core"
+import (
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
+)
 
-// Who may act on which task. Every tool and command asks these rather than
-// comparing actor kinds and task IDs itself, so a change to one rule is a
-// change here (table tests in authorize_test.go; the integration tests of
-// each command still prove the refusals end to end).
+// Who may act on which task. Every tool and command asks the authorizer,
+// may (with mayAnswer and mayCall for the decisions that turn on a question
+// or a tool as well), before it acts, and every refusal and its text is
+// written here: a change to one rule is a change to this file (table tests
+// in authorize_test.go; the integration tests of each command still prove
+// the refusals end to end). See docs/decisions/0055-one-authorizer.md.
+
+// An Action is what an actor asks to do. Its String is the verb the
+// refusals name ("only task p, the direct parent of task c, may stop it").
+type Action int
+
+const (
+	actNone Action = iota
+
+	// On a task, within the subtree: the operator everywhere, an agent on
+	// its own task and its descendants.
+	ActEdit          // edit a task's title and description
+	ActSetStatus     // set a task's status
+	ActMarkDone      // set a task's status to done: never its own agent
+	ActBlock         // mark a task blocked on others
+	ActArchive       // archive a task
+	ActReview        // read the review comments kept on a task
+	ActDiff          // read a task's worktree diff
+	ActMerge         // merge a task's branch
+	ActDiscard       // discard a task's worktree
+	ActRequestReview // read the review of the caller's own pull request
+	ActPush          // push a task's branch: a person, or the task's own agent
+	ActHandoff       // hand a task on; never the external surface
+	ActCreateChild   // create a task under this one (an agent: in its subtree)
+
+	// Steering a task.
+	ActStart     // start a task: an agent only below itself
+	ActMessage   // message a task; never the external surface
+	ActInterrupt // deliver a message as an interrupt: core.MayInterrupt
+	ActStop      // stop a task: a person, or its direct parent
+
+	// Questions.
+	ActAnswer    // answer a task's user or permission question: a person
+	ActReply     // answer a child's parent question: the parent asked (mayAnswer)
+	ActAskParent // ask the parent: an autopilot child, of its own task
+
+	// The operator's housekeeping.
+	ActDropQueued // drop messages queued on a task
+	ActPrune      // prune worktrees no task owns
+	ActSetBudget  // set a task's budget
+	ActAddProfile // add or replace a profile; not a sandboxed agent
+	ActRemoveProfile
+	ActAddRole
+	ActEditRole
+	ActRemoveRole
+	ActAddPerson
+	ActAddHost
+	ActRemoveHost
+
+	// Tools.
+	ActUseTools // call MCP tools at all: agents and the external surface
+
+	actCount
+)
+
+var actionVerbs = [actCount]string{
+	ActEdit: "edit", ActSetStatus: "set the status of", ActMarkDone: "mark done", ActBlock: "block",
+	ActArchive: "archive", ActReview: "read the review of", ActDiff: "diff", ActMerge: "merge",
+	ActDiscard: "discard", ActRequestReview: "review", ActPush: "push", ActHandoff: "hand on",
+	ActCreateChild: "create subtasks under", ActStart: "start", ActMessage: "message",
+	ActInterrupt: "interrupt", ActStop: "stop", ActAnswer: "answer", ActReply: "reply to",
+	ActAskParent: "ask the parent of", ActDropQueued: "drop queued messages", ActPrune: "prune worktrees",
+	ActSetBudget: "set a budget", ActAddProfile: "edit profiles", ActRemoveProfile: "edit profiles",
+	ActAddRole: "add roles", ActEditRole: "edit roles", ActRemoveRole: "remove roles",
+	ActAddPerson: "add people", ActAddHost: "add hosts", ActRemoveHost: "remove hosts",
+	ActUseTools: "use MCP tools",
+}
+
+func (act Action) String() string {
+	if act > actNone && act < actCount {
+		return actionVerbs[act]
+	}
+	return "do that"
+}
+
+// may is the authorizer: nil when a may do act to t, else the refusal
+// (core.CodeForbidden) with the text the caller shows. t is the task acted
+// on (for ActCreateChild the parent; for the actions on no task, the zero
+// Task). An action without a rule here is refused.
+func (e *Engine) may(a core.Actor, act Action, t core.Task) error {
+	switch act {
+	case ActEdit, ActSetStatus, ActBlock, ActArchive, ActReview, ActDiff, ActMerge, ActDiscard, ActRequestReview:
+		return e.inReach(a, t)
+	case ActMarkDone:
+		if err := e.inReach(a, t); err != nil {
+			return err
+		}
+		if agentOf(a, t.ID) {
+			return core.Errorf(core.CodeForbidden,
+				"no role marks its own task done: hand task %s on for sign-off (handoff_task_kandev to \"back\")", t.ID)
+		}
+	case ActPush:
+		// A person pushes any task's branch; an agent only its own task's,
+		// from the provider group's tools (it reaches past this machine).
+		if err := e.inReach(a, t); err != nil {
+			return err
+		}
+		if !personActs(a) && !agentOf(a, t.ID) {
+			return core.Errorf(core.CodeForbidden, "only a person, or the task's own agent, pushes a task's branch")
+		}
+	case ActHandoff:
+		switch a.Kind {
+		case core.ActorPerson:
+		case core.ActorAgent:
+			if !e.inSubtree(a, t.ID) {
+				return core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
+			}
+		default:
+			return core.Errorf(core.CodeForbidden, "the external surface cannot hand tasks on")
+		}
+	case ActCreateChild:
+		if a.Kind == core.ActorAgent && !e.inSubtree(a, t.ID) {
+			return core.Errorf(core.CodeForbidden, "task %s is outside your subtree; create subtasks under your own task or its descendants", t.ID)
+		}
+	case ActStart:
+		if a.Kind == core.ActorAgent && !e.above(a, t.ID) {
+			return core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
+		}
+	case ActMessage:
+		if external(a) {
+			return core.Errorf(core.CodeForbidden, "the external surface cannot message tasks")
+		}
+	case ActInterrupt:
+		if !steers(a, t) {
+			return notDirectParent(t, act)
+		}
+	case ActStop:
+		switch a.Kind {
+		case core.ActorPerson:
+		case core.ActorAgent:
+			if !directParent(a, t) {
+				return notDirectParent(t, act)
+			}
+		default:
+			return core.Errorf(core.CodeForbidden, "the external surface cannot stop tasks")
+		}
+	case ActAnswer:
+		if !personActs(a) {
+			return core.Errorf(core.CodeForbidden, "only a person answers user questions")
+		}
+	case ActAskParent:
+		// Only an autopilot child has a parent to ask; a normal task is told
+		// to ask the operator, an autopilot root to decide itself.
+		if !t.Autopilot {
+			return core.Errorf(core.CodeForbidden, "task %s is not on autopilot; ask the operator with %s", t.ID, capability.AskUser)
+		}
+		if t.ParentID == "" {
+			return core.Errorf(core.CodeForbidden, "no parent to ask: task %s is an autopilot root; decide with your best judgment and state your assumptions", t.ID)
+		}
+	case ActDropQueued:
+		// It is how the operator clears what others queued on a task; an
+		// agent must not withdraw input meant for another task.
+		if !personActs(a) {
+			return core.Errorf(core.CodeForbidden, "only the operator drops queued messages")
+		}
+	case ActPrune:
+		if a.Kind == core.ActorAgent {
+			return core.Errorf(core.CodeForbidden, "only the operator prunes worktrees")
+		}
+	case ActSetBudget:
+		if !personActs(a) {
+			return core.Errorf(core.CodeForbidden, "only a person sets a budget")
+		}
+	case ActAddProfile:
+		if external(a) {
+			return core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
+		}
+		// A confined agent must not widen its own or its children's reach
+		// (a profile's paths, its sandbox).
+		if a.Kind == core.ActorAgent {
+			if own, ok := e.cached(a.TaskID); ok && core.SandboxRank(own.Sandbox) > 0 {
+				return core.Errorf(core.CodeForbidden, "task %s runs in sandbox %s: its agent cannot %s", own.ID, own.Sandbox, act)
+			}
+		}
+	case ActRemoveProfile:
+		if external(a) {
+			return core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
+		}
+	case ActAddRole, ActEditRole, ActRemoveRole, ActAddPerson, ActAddHost, ActRemoveHost:
+		if !personActs(a) {
+			return core.Errorf(core.CodeForbidden, "only a person may %s", act)
+		}
+	case ActUseTools:
+		if a.Kind != core.ActorAgent && !external(a) {
+			return core.Errorf(core.CodeForbidden, "people use the CLI or the TUI, not MCP tools")
+		}
+	default:
+		// ActReply needs its question (mayAnswer); anything else is a bug.
+		return core.Errorf(core.CodeForbidden, "no rule lets anyone %s task %s", act, t.ID)
+	}
+	return nil
+}
+
+// mayAnswer is may for answering question q of task t: ActAnswer (the
+// operator's kandev task answer) or ActReply (the parent's
+// reply_to_question_id). Each kind of question has one answerer.
+func (e *Engine) mayAnswer(a core.Actor, act Action, t core.Task, q questionMeta) error {
+	switch act {
+	case ActAnswer:
+		if err := e.may(a, act, t); err != nil {
+			return err
+		}
+		if q.Kind == core.QuestionParent {
+			return core.Errorf(core.CodeForbidden,
+				"question %s is for task %s, the parent of task %s; only it may answer. To give task %s new input instead, send a message (kandev task message %s TEXT), which supersedes the question",
+				q.QuestionID, q.ParentTaskID, t.ID, t.ID, t.ID)
+		}
+	case ActReply:
+		if q.Kind != core.QuestionParent {
+			return core.Errorf(core.CodeForbidden, "question %s is for the operator (kandev task answer %s); agents cannot answer it", q.QuestionID, t.ID)
+		}
+		// The parent that was asked, as recorded: only it knows what it
+		// was asked.
+		if !agentOf(a, q.ParentTaskID) {
+			return core.Errorf(core.CodeForbidden,
+				"only task %s, the direct parent that was asked, may answer question %s; to give task %s new input instead, send a message without reply_to_question_id",
+				q.ParentTaskID, q.QuestionID, t.ID)
+		}
+	default:
+		return e.may(a, act, t)
+	}
+	return nil
+}
+
+// mayCall is the refusal of tool name when it is not in the caller's set
+// (an autopilot root asking its parent is told why it has none).
+func (e *Engine) mayCall(a core.Actor, set capability.Set, name string) error {
+	if set.Has(name) {
+		return nil
+	}
+	if name == capability.AskParent && a.Kind == core.ActorAgent {
+		if t, ok := e.cached(a.TaskID); ok && t.Autopilot {
+			if err := e.may(a, ActAskParent, t); err != nil {
+				return err
+			}
+		}
+	}
+	return core.Errorf(core.CodeForbidden, "tool %s is not available to this session (surface %s)", name, set.Surface)
+}
+
+// inReach: the operator (and the external surface) reach every task, an
+// agent its own task and its descendants.
+func (e *Engine) inReach(a core.Actor, t core.Task) error {
+	if a.Kind != core.ActorAgent || e.inSubtree(a, t.ID) {
+		return nil
+	}
+	return core.Errorf(core.CodeForbidden, "task %s is not yours or a descendant of yours", t.ID)
+}
+
+// notDirectParent is the refusal for interrupt and stop by anyone but the
+// task's direct parent (or a person).
+func notDirectParent(t core.Task, act Action) error {
+	if t.ParentID == "" {
+		return core.Errorf(core.CodeForbidden, "only the operator may %s task %s: it is a root task and has no parent", act, t.ID)
+	}
+	return core.Errorf(core.CodeForbidden, "only task %s, the direct parent of task %s, may %s it", t.ParentID, t.ID, act)
+}
 
 // personActs: a person acts (every CLI and TUI call is the operator's).
 func personActs(a core.Actor) bool { return a.Kind == core.ActorPerson }
@@ -25,8 +286,9 @@ func directParent(a core.Actor, t core.Task) bool {
 }
 
 // steers: a's input to t is explicit: a person's, or its direct parent's.
-// Only they interrupt t, and others' queued messages never crowd them out.
-func steers(a core.Actor, t core.Task) bool { return personActs(a) || directParent(a, t) }
+// Only they interrupt t (core.MayInterrupt), and others' queued messages
+// never crowd them out.
+func steers(a core.Actor, t core.Task) bool { return core.MayInterrupt(a, t) }
 
 // above: a is the agent working a proper ancestor of the task taskID.
 func (e *Engine) above(a core.Actor, taskID string) bool {

@@ -1,17 +1,24 @@
 package engine
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/capability"
 )
 
-// The tree of these tests: g → p → c, and u apart.
+// The tree of these tests: g → p → c, c's siblings s and x (x sandboxed),
+// and apart u and the autopilot tree a → ac.
 var (
-	authG = core.Task{ID: "g"}
-	authP = core.Task{ID: "p", ParentID: "g"}
-	authC = core.Task{ID: "c", ParentID: "p"}
-	authU = core.Task{ID: "u"}
+	authG  = core.Task{ID: "g"}
+	authP  = core.Task{ID: "p", ParentID: "g"}
+	authC  = core.Task{ID: "c", ParentID: "p"}
+	authS  = core.Task{ID: "s", ParentID: "p"}
+	authX  = core.Task{ID: "x", ParentID: "p", Sandbox: core.SandboxBwrap}
+	authU  = core.Task{ID: "u"}
+	authA  = core.Task{ID: "a", Autopilot: true}
+	authAC = core.Task{ID: "ac", ParentID: "a", Autopilot: true}
 )
 
 func agentActor(taskID string) core.Actor {
@@ -29,7 +36,7 @@ var (
 // ("ops").
 func authEngine() *Engine {
 	e := &Engine{tasks: map[string]*core.Task{}, sessions: map[string]*liveRun{}}
-	for _, t := range []core.Task{authG, authP, authC, authU} {
+	for _, t := range []core.Task{authG, authP, authC, authS, authX, authU, authA, authAC} {
 		t := t
 		e.tasks[t.ID] = &t
 		role := "eng"
@@ -124,4 +131,252 @@ func TestHolder(t *testing.T) {
 			t.Errorf("%s: holder = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// The relations of the authorizer's table, each an actor seen from task c
+// (g → p → c, s c's sibling).
+const (
+	relSelf     = iota // c's own agent
+	relParent          // p's agent, c's direct parent
+	relAncestor        // g's agent, above c but not its parent
+	relSibling         // s's agent, beside c
+	relOperator        // a person
+	relExternal        // the external MCP surface (no token)
+	relCount
+)
+
+var (
+	relNames  = [relCount]string{"self", "direct parent", "ancestor", "sibling", "operator", "external"}
+	relActors = [relCount]core.Actor{agentActor("c"), agentActor("p"), agentActor("g"), agentActor("s"), operator, ext}
+)
+
+// allowed is a relation may lets through; every other entry of a row is the
+// exact refusal.
+const allowed = ""
+
+// Texts the table repeats.
+const (
+	notInReach   = "task c is not yours or a descendant of yours"
+	pushers      = "only a person, or the task's own agent, pushes a task's branch"
+	interruptC   = "only task p, the direct parent of task c, may interrupt it"
+	stopC        = "only task p, the direct parent of task c, may stop it"
+	personAnswer = "only a person answers user questions"
+	noTools      = "people use the CLI or the TUI, not MCP tools"
+)
+
+func personOnly(refusal string) [relCount]string {
+	return [relCount]string{refusal, refusal, refusal, refusal, allowed, refusal}
+}
+
+// authTable is every action of may × every relation: what each may do to
+// task c, or for the actions on no task, at all.
+var authTable = []struct {
+	act  Action
+	on   core.Task
+	want [relCount]string // self, direct parent, ancestor, sibling, operator, external
+}{
+	{ActEdit, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActSetStatus, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActMarkDone, authC, [relCount]string{
+		`no role marks its own task done: hand task c on for sign-off (handoff_task_kandev to "back")`,
+		allowed, allowed, notInReach, allowed, allowed}},
+	{ActBlock, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActArchive, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActReview, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActDiff, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActMerge, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActDiscard, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActRequestReview, authC, [relCount]string{allowed, allowed, allowed, notInReach, allowed, allowed}},
+	{ActPush, authC, [relCount]string{allowed, pushers, pushers, notInReach, allowed, pushers}},
+	{ActHandoff, authC, [relCount]string{allowed, allowed, allowed,
+		"task c is neither your task nor in your subtree", allowed, "the external surface cannot hand tasks on"}},
+	{ActCreateChild, authC, [relCount]string{allowed, allowed, allowed,
+		"task c is outside your subtree; create subtasks under your own task or its descendants", allowed, allowed}},
+	{ActStart, authC, [relCount]string{
+		"task c is not in your subtree; only the operator or an ancestor task starts it", allowed, allowed,
+		"task c is not in your subtree; only the operator or an ancestor task starts it", allowed, allowed}},
+	{ActMessage, authC, [relCount]string{allowed, allowed, allowed, allowed, allowed, "the external surface cannot message tasks"}},
+	{ActInterrupt, authC, [relCount]string{interruptC, allowed, interruptC, interruptC, allowed, interruptC}},
+	{ActStop, authC, [relCount]string{stopC, allowed, stopC, stopC, allowed, "the external surface cannot stop tasks"}},
+	{ActAnswer, core.Task{}, personOnly(personAnswer)},
+	{ActAskParent, authC, [relCount]string{
+		"task c is not on autopilot; ask the operator with ask_user_question_kandev",
+		"task c is not on autopilot; ask the operator with ask_user_question_kandev",
+		"task c is not on autopilot; ask the operator with ask_user_question_kandev",
+		"task c is not on autopilot; ask the operator with ask_user_question_kandev",
+		"task c is not on autopilot; ask the operator with ask_user_question_kandev",
+		"task c is not on autopilot; ask the operator with ask_user_question_kandev"}},
+	{ActDropQueued, authC, personOnly("only the operator drops queued messages")},
+	{ActPrune, core.Task{}, [relCount]string{
+		"only the operator prunes worktrees", "only the operator prunes worktrees", "only the operator prunes worktrees",
+		"only the operator prunes worktrees", allowed, allowed}},
+	{ActSetBudget, core.Task{}, personOnly("only a person sets a budget")},
+	{ActAddProfile, core.Task{}, [relCount]string{allowed, allowed, allowed, allowed, allowed, "the external surface cannot edit profiles"}},
+	{ActRemoveProfile, core.Task{}, [relCount]string{allowed, allowed, allowed, allowed, allowed, "the external surface cannot edit profiles"}},
+	{ActAddRole, core.Task{}, personOnly("only a person may add roles")},
+	{ActEditRole, core.Task{}, personOnly("only a person may edit roles")},
+	{ActRemoveRole, core.Task{}, personOnly("only a person may remove roles")},
+	{ActAddPerson, core.Task{}, personOnly("only a person may add people")},
+	{ActAddHost, core.Task{}, personOnly("only a person may add hosts")},
+	{ActRemoveHost, core.Task{}, personOnly("only a person may remove hosts")},
+	{ActUseTools, core.Task{}, [relCount]string{allowed, allowed, allowed, allowed, noTools, allowed}},
+	// ActReply turns on its question: without one, may refuses it.
+	{ActReply, authC, [relCount]string{
+		"no rule lets anyone reply to task c", "no rule lets anyone reply to task c", "no rule lets anyone reply to task c",
+		"no rule lets anyone reply to task c", "no rule lets anyone reply to task c", "no rule lets anyone reply to task c"}},
+}
+
+// checkRefusal fails unless err is want: nil for allowed, else a
+// core.CodeForbidden error of exactly that text.
+func checkRefusal(t *testing.T, what string, err error, want string) {
+	t.Helper()
+	switch {
+	case want == allowed && err != nil:
+		t.Errorf("%s: refused (%v), want allowed", what, err)
+	case want != allowed && err == nil:
+		t.Errorf("%s: allowed, want refused: %s", what, want)
+	case want != allowed && (core.CodeOf(err) != core.CodeForbidden || err.Error() != want):
+		t.Errorf("%s: got %s %q\n\twant forbidden %q", what, core.CodeOf(err), err.Error(), want)
+	}
+}
+
+func TestAuthorizeTable(t *testing.T) {
+	e := authEngine()
+	covered := map[Action]bool{}
+	for _, row := range authTable {
+		covered[row.act] = true
+		for rel := 0; rel < relCount; rel++ {
+			err := e.may(relActors[rel], row.act, row.on)
+			checkRefusal(t, fmt.Sprintf("%s, by c's %s", row.act, relNames[rel]), err, row.want[rel])
+		}
+	}
+	for act := actNone + 1; act < actCount; act++ {
+		if !covered[act] {
+			t.Errorf("action %d (%s) has no row in authTable", act, act)
+		}
+		if actionVerbs[act] == "" {
+			t.Errorf("action %d has no verb", act)
+		}
+	}
+	if err := e.may(operator, actNone, authC); core.CodeOf(err) != core.CodeForbidden {
+		t.Errorf("an action without a rule: %v, want refused", err)
+	}
+}
+
+// A root has no parent: only a person interrupts or stops it, whoever
+// else asks.
+func TestAuthorizeRoot(t *testing.T) {
+	e := authEngine()
+	for _, c := range []struct {
+		name string
+		a    core.Actor
+		act  Action
+		want string
+	}{
+		{"its own agent interrupts", agentActor("g"), ActInterrupt, "only the operator may interrupt task g: it is a root task and has no parent"},
+		{"a descendant interrupts", agentActor("p"), ActInterrupt, "only the operator may interrupt task g: it is a root task and has no parent"},
+		{"an unrelated agent stops", agentActor("u"), ActStop, "only the operator may stop task g: it is a root task and has no parent"},
+		{"the operator interrupts", operator, ActInterrupt, allowed},
+		{"another person stops", alice, ActStop, allowed},
+		{"the external surface interrupts", ext, ActInterrupt, "only the operator may interrupt task g: it is a root task and has no parent"},
+		{"the external surface stops", ext, ActStop, "the external surface cannot stop tasks"},
+		{"its own agent starts", agentActor("g"), ActStart, "task g is not in your subtree; only the operator or an ancestor task starts it"},
+		{"a descendant starts", agentActor("c"), ActStart, "task g is not in your subtree; only the operator or an ancestor task starts it"},
+	} {
+		checkRefusal(t, c.name, e.may(c.a, c.act, authG), c.want)
+	}
+}
+
+// Asking the parent: only an autopilot child has one to ask, whether the
+// tool is called (CallTool, mayCall) or reached (askParent, may).
+func TestAuthorizeAskParent(t *testing.T) {
+	e := authEngine()
+	const (
+		normal     = "task c is not on autopilot; ask the operator with ask_user_question_kandev"
+		normalRoot = "task u is not on autopilot; ask the operator with ask_user_question_kandev"
+		apRoot     = "no parent to ask: task a is an autopilot root; decide with your best judgment and state your assumptions"
+	)
+	for _, c := range []struct {
+		name string
+		t    core.Task
+		want string
+	}{
+		{"an autopilot child", authAC, allowed},
+		{"an autopilot root", authA, apRoot},
+		{"a normal child", authC, normal},
+		{"a normal root", authU, normalRoot},
+	} {
+		checkRefusal(t, "may: "+c.name, e.may(agentActor(c.t.ID), ActAskParent, c.t), c.want)
+	}
+
+	// mayCall: a session whose set lacks the tool.
+	without := capability.Resolve(capability.Case{Surface: capability.KanbanTask})
+	if without.Has(capability.AskParent) {
+		t.Fatalf("a normal root's set has %s", capability.AskParent)
+	}
+	notIn := func(name string) string {
+		return fmt.Sprintf("tool %s is not available to this session (surface %s)", name, without.Surface)
+	}
+	for _, c := range []struct {
+		name string
+		a    core.Actor
+		tool string
+		want string
+	}{
+		{"an autopilot root asks its parent", agentActor("a"), capability.AskParent, apRoot},
+		{"a normal task asks its parent", agentActor("c"), capability.AskParent, notIn(capability.AskParent)},
+		{"an autopilot child whose set lacks it", agentActor("ac"), capability.AskParent, notIn(capability.AskParent)},
+		{"the external surface asks a parent", ext, capability.AskParent, notIn(capability.AskParent)},
+		{"an autopilot root, another tool", agentActor("a"), "set_task_title_kandev", notIn("set_task_title_kandev")},
+	} {
+		checkRefusal(t, "mayCall: "+c.name, e.mayCall(c.a, without, c.tool), c.want)
+	}
+	with := capability.Resolve(capability.Case{Surface: capability.KanbanTask, Autopilot: true, HasParent: true})
+	checkRefusal(t, "mayCall: a tool in the set", e.mayCall(agentActor("a"), with, capability.AskParent), allowed)
+}
+
+// Each kind of question has one answerer: a parent question the parent
+// asked (ActReply), the others a person (ActAnswer).
+func TestAuthorizeAnswer(t *testing.T) {
+	e := authEngine()
+	parentQ := questionMeta{QuestionID: "q1", Kind: core.QuestionParent, ParentTaskID: "p"}
+	userQ := questionMeta{QuestionID: "q2", Kind: core.QuestionUser}
+	permQ := questionMeta{QuestionID: "q3", Kind: core.QuestionPermission}
+	const (
+		notAsked  = "only task p, the direct parent that was asked, may answer question q1; to give task c new input instead, send a message without reply_to_question_id"
+		forParent = "question q1 is for task p, the parent of task c; only it may answer. To give task c new input instead, send a message (kandev task message c TEXT), which supersedes the question"
+	)
+	forOperator := func(q string) string {
+		return "question " + q + " is for the operator (kandev task answer c); agents cannot answer it"
+	}
+	same := func(s string) [relCount]string { return [relCount]string{s, s, s, s, s, s} }
+	for _, c := range []struct {
+		act  Action
+		q    questionMeta
+		want [relCount]string
+	}{
+		{ActReply, parentQ, [relCount]string{notAsked, allowed, notAsked, notAsked, notAsked, notAsked}},
+		{ActReply, userQ, same(forOperator("q2"))},
+		{ActReply, permQ, same(forOperator("q3"))},
+		{ActAnswer, parentQ, [relCount]string{personAnswer, personAnswer, personAnswer, personAnswer, forParent, personAnswer}},
+		{ActAnswer, userQ, personOnly(personAnswer)},
+		{ActAnswer, permQ, personOnly(personAnswer)},
+	} {
+		for rel := 0; rel < relCount; rel++ {
+			err := e.mayAnswer(relActors[rel], c.act, authC, c.q)
+			checkRefusal(t, fmt.Sprintf("%s %s question, by c's %s", c.act, c.q.Kind, relNames[rel]), err, c.want[rel])
+		}
+	}
+	// Any other action goes to may.
+	checkRefusal(t, "mayAnswer of a stop", e.mayAnswer(agentActor("s"), ActStop, authC, userQ), stopC)
+}
+
+// A sandboxed agent cannot widen its own or its children's reach by
+// adding a profile. (Removing one is not checked, as before issue 24.)
+func TestAuthorizeConfined(t *testing.T) {
+	e := authEngine()
+	checkRefusal(t, "a sandboxed agent adds a profile", e.may(agentActor("x"), ActAddProfile, core.Task{}),
+		"task x runs in sandbox bwrap: its agent cannot edit profiles")
+	checkRefusal(t, "a sandboxed agent removes a profile", e.may(agentActor("x"), ActRemoveProfile, core.Task{}), allowed)
+	checkRefusal(t, "a sandboxed agent edits its own task", e.may(agentActor("x"), ActEdit, authX), allowed)
 }

@@ -300,8 +300,8 @@ func (e *Engine) governingBudget(t core.Task) *core.BudgetInfo {
 // spend is refused.
 func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
-	if actor.Kind != core.ActorPerson {
-		return core.Task{}, core.Errorf(core.CodeForbidden, "only a person sets a budget")
+	if err := e.may(actor, ActSetBudget, core.Task{}); err != nil {
+		return core.Task{}, err
 	}
 	t, err := e.task(ctx, ref)
 	if err != nil {
@@ -393,8 +393,8 @@ func storedAmount(a core.Amount) int64 {
 // autopilot_budget. nil: none.
 func (e *Engine) createBudget(actor core.Actor, in core.CreateTaskInput) (*core.Amount, string, error) {
 	if in.Budget != "" {
-		if actor.Kind != core.ActorPerson {
-			return nil, "", core.Errorf(core.CodeForbidden, "only a person sets a budget")
+		if err := e.may(actor, ActSetBudget, core.Task{}); err != nil {
+			return nil, "", err
 		}
 		a, err := core.ParseAmount(in.Budget)
 		if err != nil {

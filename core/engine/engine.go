@@ -685,10 +685,7 @@ func (e *Engine) GetProfile(ctx context.Context, name string) (core.Profile, err
 
 // AddProfile implements core.Client: add or replace a user profile.
 func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
-	if a := core.ActorFrom(ctx); external(a) {
-		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
-	}
-	if err := e.confinedActor(ctx, "edit profiles"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActAddProfile, core.Task{}); err != nil {
 		return core.Profile{}, err
 	}
 	if err := core.ValidateProfile(p); err != nil {
@@ -719,8 +716,8 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 // RemoveProfile implements core.Client. Removing an override restores the
 // built-in; a built-in itself cannot be removed.
 func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	if a := core.ActorFrom(ctx); external(a) {
-		return core.Profile{}, core.Errorf(core.CodeForbidden, "the external surface cannot edit profiles")
+	if err := e.may(core.ActorFrom(ctx), ActRemoveProfile, core.Task{}); err != nil {
+		return core.Profile{}, err
 	}
 	p, err := e.profile(ctx, name)
 	if err != nil {

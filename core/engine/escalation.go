@@ -246,7 +246,7 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 // change (a parent signing its child off) gets no wake: it carries no news.
 func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 	by := core.ActorFrom(ctx)
-	news := func(id string) bool { return by.Kind != core.ActorAgent || by.TaskID != id }
+	news := func(id string) bool { return !agentOf(by, id) }
 	var targets []string
 	if t.ParentID != "" && news(t.ParentID) {
 		if p, ok := e.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {

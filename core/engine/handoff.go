@@ -62,17 +62,13 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 	if err != nil {
 		return core.HandoffResult{}, err
 	}
-	switch actor.Kind {
-	case core.ActorPerson:
-	case core.ActorAgent:
-		if !e.inSubtree(actor, t.ID) {
-			return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
-		}
+	if err := e.may(actor, ActHandoff, t); err != nil {
+		return core.HandoffResult{}, err
+	}
+	if actor.Kind == core.ActorAgent {
 		if err := e.mustHold(actor, t); err != nil {
 			return core.HandoffResult{}, err
 		}
-	default:
-		return core.HandoffResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot hand tasks on")
 	}
 	if err := e.deliverable(t); err != nil {
 		return core.HandoffResult{}, err
@@ -215,7 +211,7 @@ func (e *Engine) BlockTask(ctx context.Context, ref string, in core.BlockInput) 
 	if err != nil {
 		return core.Task{}, err
 	}
-	if err := e.mayEdit(ctx, t); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActBlock, t); err != nil {
 		return core.Task{}, err
 	}
 	if len(in.On) == 0 {

@@ -68,7 +68,7 @@ func (e *Engine) GetHost(ctx context.Context, name string) (core.Host, error) {
 // AddHost implements core.HostClient. Nothing is dialled: `host check`
 // does that, so a host can be added before it is up.
 func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, error) {
-	if err := e.personOnly(ctx, "add hosts"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
 	if err := validName("host", in.Name); err != nil {
@@ -102,7 +102,7 @@ func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, err
 // are on the host (their branches live there). The check and the delete
 // are one transaction, so a create that placed a task meanwhile wins.
 func (e *Engine) RemoveHost(ctx context.Context, name string) (core.Host, error) {
-	if err := e.personOnly(ctx, "remove hosts"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActRemoveHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
 	var h store.Host

@@ -21,8 +21,8 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	if err != nil {
 		return core.Task{}, err
 	}
-	if actor.Kind == core.ActorAgent && !e.above(actor, t.ID) {
-		return core.Task{}, core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
+	if err := e.may(actor, ActStart, t); err != nil {
+		return core.Task{}, err
 	}
 	if err := e.deliverable(t); err != nil {
 		return core.Task{}, err
@@ -119,15 +119,17 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if err != nil {
 		return core.MessageResult{}, err
 	}
-	if external(actor) {
-		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot message tasks")
+	if err := e.may(actor, ActMessage, t); err != nil {
+		return core.MessageResult{}, err
 	}
 	if in.ReplyTo != "" {
 		return e.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
 	explicit := steers(actor, t)
-	if delivery == core.DeliveryInterrupt && !explicit {
-		return core.MessageResult{}, e.notDirectParent(t, "interrupt")
+	if delivery == core.DeliveryInterrupt {
+		if err := e.may(actor, ActInterrupt, t); err != nil {
+			return core.MessageResult{}, err
+		}
 	}
 	if agentOf(actor, t.ID) {
 		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
@@ -359,15 +361,6 @@ func describeQueue(queue []store.QueueItem) []map[string]any {
 			"text": truncateRunes(it.Text, 80), "queued_at": it.CreatedAt})
 	}
 	return out
-}
-
-// notDirectParent is the refusal for interrupt and stop by anyone but the
-// task's direct parent (or a person).
-func (e *Engine) notDirectParent(t core.Task, what string) error {
-	if t.ParentID == "" {
-		return core.Errorf(core.CodeForbidden, "only the operator may %s task %s: it is a root task and has no parent", what, t.ID)
-	}
-	return core.Errorf(core.CodeForbidden, "only task %s, the direct parent of task %s, may %s it", t.ParentID, t.ID, what)
 }
 
 // failRun ends a misbehaving run (it wrote garbage) as failed: a stall of

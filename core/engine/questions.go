@@ -217,7 +217,7 @@ func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, act
 	if err != nil {
 		return err
 	}
-	if by := core.ActorFrom(ctx); by.Kind == core.ActorAgent && by.TaskID == t.ID {
+	if agentOf(core.ActorFrom(ctx), t.ID) {
 		// The asker's own move (the handoff to a person its preamble asks
 		// for) is not new input to it: its question keeps waiting.
 		return nil
@@ -295,13 +295,8 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	if err != nil {
 		return core.MessageResult{}, mapStoreErr(err, "question "+qid)
 	}
-	if q.Kind != core.QuestionParent {
-		return core.MessageResult{}, core.Errorf(core.CodeForbidden, "question %s is for the operator (kandev task answer %s); agents cannot answer it", qid, child.ID)
-	}
-	if !agentOf(actor, q.ParentTaskID) {
-		return core.MessageResult{}, core.Errorf(core.CodeForbidden,
-			"only task %s, the direct parent that was asked, may answer question %s; to give task %s new input instead, send a message without reply_to_question_id",
-			q.ParentTaskID, qid, child.ID)
+	if err := e.mayAnswer(actor, ActReply, child, q); err != nil {
+		return core.MessageResult{}, err
 	}
 	switch q.Status {
 	case core.QuestionAnswered:
@@ -355,8 +350,8 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 // pending user question.
 func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
 	actor := core.ActorFrom(ctx)
-	if !personActs(actor) {
-		return core.AnswerResult{}, core.Errorf(core.CodeForbidden, "only a person answers user questions")
+	if err := e.may(actor, ActAnswer, core.Task{}); err != nil {
+		return core.AnswerResult{}, err
 	}
 	t, err := e.task(ctx, ref)
 	if err != nil {
@@ -384,10 +379,8 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	if in.QuestionID != "" && in.QuestionID != q.QuestionID {
 		return core.AnswerResult{}, core.Errorf(core.CodeConflict, "task %s's pending question is %s, not %s", t.ID, q.QuestionID, in.QuestionID)
 	}
-	if q.Kind == core.QuestionParent {
-		return core.AnswerResult{}, core.Errorf(core.CodeForbidden,
-			"question %s is for task %s, the parent of task %s; only it may answer. To give task %s new input instead, send a message (kandev task message %s TEXT), which supersedes the question",
-			q.QuestionID, q.ParentTaskID, t.ID, t.ID, t.ID)
+	if err := e.mayAnswer(actor, ActAnswer, t, q); err != nil {
+		return core.AnswerResult{}, err
 	}
 	if q.Kind == core.QuestionPermission {
 		return e.answerPermission(ctx, t, m, q, in)
@@ -706,11 +699,8 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 	if !ok {
 		return nil, core.Errorf(core.CodeNotFound, "task %s not found", actor.TaskID)
 	}
-	if child.ParentID == "" {
-		return nil, core.Errorf(core.CodeForbidden, "no parent to ask: task %s is an autopilot root; decide with your best judgment and state your assumptions", child.ID)
-	}
-	if !child.Autopilot {
-		return nil, core.Errorf(core.CodeForbidden, "task %s is not on autopilot; ask the operator with %s", child.ID, capability.AskUser)
+	if err := e.may(actor, ActAskParent, child); err != nil {
+		return nil, err
 	}
 	items, err := validateQuestions(args)
 	if err != nil {

@@ -27,8 +27,8 @@ func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, err
 // withdraw input meant for another task.
 func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
 	actor := core.ActorFrom(ctx)
-	if !personActs(actor) {
-		return core.QueueView{}, core.Errorf(core.CodeForbidden, "only the operator drops queued messages")
+	if err := e.may(actor, ActDropQueued, core.Task{}); err != nil {
+		return core.QueueView{}, err
 	}
 	if in.All == (in.ID != 0) {
 		return core.QueueView{}, core.Errorf(core.CodeValidation, "give the id of one queued item, or all")

@@ -191,7 +191,7 @@ func (e *Engine) TaskReview(ctx context.Context, ref string) (core.ReviewView, e
 	if err != nil {
 		return core.ReviewView{}, err
 	}
-	if err := e.mayEdit(ctx, t); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActReview, t); err != nil {
 		return core.ReviewView{}, err
 	}
 	return e.reviewOf(ctx, t)

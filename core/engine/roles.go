@@ -85,7 +85,7 @@ func (e *Engine) GetRole(ctx context.Context, name string) (core.Role, error) {
 
 // AddRole implements core.Client.
 func (e *Engine) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
-	if err := e.personOnly(ctx, "add roles"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActAddRole, core.Task{}); err != nil {
 		return core.Role{}, err
 	}
 	if err := validName(core.RefRole, in.Name); err != nil {
@@ -116,7 +116,7 @@ func (e *Engine) AddRole(ctx context.Context, in core.RoleInput) (core.Role, err
 
 // EditRole implements core.Client.
 func (e *Engine) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
-	if err := e.personOnly(ctx, "edit roles"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActEditRole, core.Task{}); err != nil {
 		return core.Role{}, err
 	}
 	r, err := e.db.GetRole(ctx, name)
@@ -162,7 +162,7 @@ func (e *Engine) EditRole(ctx context.Context, name string, in core.RoleInput) (
 // RemoveRole implements core.Client. A role that still has work, or that
 // someone reports to, stays.
 func (e *Engine) RemoveRole(ctx context.Context, name string) (core.Role, error) {
-	if err := e.personOnly(ctx, "remove roles"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActRemoveRole, core.Task{}); err != nil {
 		return core.Role{}, err
 	}
 	r, err := e.db.GetRole(ctx, name)
@@ -196,7 +196,7 @@ func (e *Engine) ListPersons(ctx context.Context) ([]core.Person, error) {
 
 // AddPerson implements core.Client.
 func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error) {
-	if err := e.personOnly(ctx, "add people"); err != nil {
+	if err := e.may(core.ActorFrom(ctx), ActAddPerson, core.Task{}); err != nil {
 		return core.Person{}, err
 	}
 	if err := validName(core.RefPerson, name); err != nil {
@@ -213,13 +213,6 @@ func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error
 		return core.Person{}, mapStoreErr(err, "person "+name)
 	}
 	return core.Person{Name: p.Name, CreatedAt: p.CreatedAt}, nil
-}
-
-func (e *Engine) personOnly(ctx context.Context, what string) error {
-	if a := core.ActorFrom(ctx); !personActs(a) {
-		return core.Errorf(core.CodeForbidden, "only a person may %s", what)
-	}
-	return nil
 }
 
 // managerRef resolves --reports-to and refuses a chain that would loop.

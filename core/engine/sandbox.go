@@ -98,19 +98,6 @@ func (e *Engine) configValue(key string) string {
 	return v.Value
 }
 
-// confinedActor refuses what would let a confined agent widen its own or
-// its children's reach: editing profiles (their paths, their sandbox).
-func (e *Engine) confinedActor(ctx context.Context, what string) error {
-	a := core.ActorFrom(ctx)
-	if a.Kind != core.ActorAgent {
-		return nil
-	}
-	if t, ok := e.cached(a.TaskID); ok && core.SandboxRank(t.Sandbox) > 0 {
-		return core.Errorf(core.CodeForbidden, "task %s runs in sandbox %s: its agent cannot %s", t.ID, t.Sandbox, what)
-	}
-	return nil
-}
-
 // sandboxHome is a task's private home: kept across its sessions so its
 // agent's own state survives a resume, apart from every other task's.
 func (e *Engine) sandboxHome(taskID string) string {

@@ -21,14 +21,8 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 	if err != nil {
 		return core.StopResult{}, err
 	}
-	switch actor.Kind {
-	case core.ActorPerson:
-	case core.ActorAgent:
-		if !directParent(actor, t) {
-			return core.StopResult{}, e.notDirectParent(t, "stop")
-		}
-	default:
-		return core.StopResult{}, core.Errorf(core.CodeForbidden, "the external surface cannot stop tasks")
+	if err := e.may(actor, ActStop, t); err != nil {
+		return core.StopResult{}, err
 	}
 	why := "stopped by " + actor.String()
 	rt := e.runtime(t.ID)

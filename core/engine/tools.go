@@ -58,7 +58,7 @@ func (e *Engine) setFor(actor core.Actor) (capability.Set, error) {
 		}
 		return e.capabilitySet(t), nil
 	}
-	return capability.Set{}, core.Errorf(core.CodeForbidden, "people use the CLI or the TUI, not MCP tools")
+	return capability.Set{}, e.may(actor, ActUseTools, core.Task{}) // a person's: refused
 }
 
 // ToolSurface implements core.ToolHost.
@@ -93,12 +93,7 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 		if _, known := capability.Lookup(name); !known {
 			return nil, core.Errorf(core.CodeNotFound, "unknown tool %s", name)
 		}
-		if name == capability.AskParent && actor.Kind == core.ActorAgent {
-			if t, ok := e.cached(actor.TaskID); ok && t.Autopilot && t.ParentID == "" {
-				return nil, core.Errorf(core.CodeForbidden, "no parent to ask: task %s is an autopilot root; decide with your best judgment and state your assumptions", t.ID)
-			}
-		}
-		return nil, core.Errorf(core.CodeForbidden, "tool %s is not available to this session (surface %s)", name, set.Surface)
+		return nil, e.mayCall(actor, set, name)
 	}
 	tool, _ := capability.Lookup(name)
 	args, err := capability.Check(tool, raw)
@@ -194,8 +189,8 @@ func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capabi
 			}
 			return nil, err
 		}
-		if !e.inSubtree(actor, pid) {
-			return nil, core.Errorf(core.CodeForbidden, "task %s is outside your subtree; create subtasks under your own task or its descendants", pid)
+		if err := e.may(actor, ActCreateChild, core.Task{ID: pid}); err != nil {
+			return nil, err
 		}
 		in.ParentID = pid
 	}

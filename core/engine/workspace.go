@@ -161,12 +161,12 @@ func workspaceOf(t store.Task) *core.Workspace {
 
 // worktreeTask returns the task and its worktree for diff, merge or
 // discard; own says the task must own it (not work in its parent's).
-func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (core.Task, workspace.Worktree, error) {
+func (e *Engine) worktreeTask(ctx context.Context, ref string, verb Action, own bool) (core.Task, workspace.Worktree, error) {
 	t, err := e.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, workspace.Worktree{}, err
 	}
-	if err := e.mayEdit(ctx, t); err != nil {
+	if err := e.may(core.ActorFrom(ctx), verb, t); err != nil {
 		return core.Task{}, workspace.Worktree{}, err
 	}
 	w := t.Workspace
@@ -177,7 +177,7 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s's worktree was discarded", t.ID)
 	case w.Mode == core.WorkspaceRetired && own && e.sharesParentWorktree(t):
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s worked in its parent's worktree (branch %s): %s the task that owns it", t.ID, w.Branch, verb)
-	case w.Mode == core.WorkspaceRetired && verb == "merge":
+	case w.Mode == core.WorkspaceRetired && verb == ActMerge:
 		return t, workspace.Worktree{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its work is on branch %s: merge it with git (git merge %s in %s)",
 			t.ID, w.Branch, w.Branch, w.Repo)
 	case w.Mode == core.WorkspaceInherit && own:
@@ -199,7 +199,7 @@ func (e *Engine) worktreeTask(ctx context.Context, ref, verb string, own bool) (
 
 // TaskDiff implements core.Client.
 func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (core.TaskDiff, error) {
-	t, wt, err := e.worktreeTask(ctx, ref, "diff", false)
+	t, wt, err := e.worktreeTask(ctx, ref, ActDiff, false)
 	if err != nil {
 		return core.TaskDiff{}, err
 	}
@@ -248,7 +248,7 @@ const (
 
 // toolTaskDiff is get_task_diff_kandev: TaskDiff as the caller (an agent
 // may read its own task's diff and those of its subtree, as it may act on
-// them: TaskDiff checks mayEdit), bounded for a model's context. A patch
+// them: TaskDiff asks may(ActDiff)), bounded for a model's context. A patch
 // over capability.MaxToolPatch is cut at a line boundary and ends with a
 // marker saying so and where the rest is.
 func (e *Engine) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (core.TaskDiff, error) {
@@ -303,7 +303,7 @@ func cutAtLine(s string, n int) string {
 // MergeTask implements core.Client. The task's agent must not be in a
 // turn: what merges is what its worktree holds at this moment.
 func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) (core.MergeResult, error) {
-	t, wt, err := e.worktreeTask(ctx, ref, "merge", true)
+	t, wt, err := e.worktreeTask(ctx, ref, ActMerge, true)
 	if err != nil {
 		return core.MergeResult{}, err
 	}
@@ -388,16 +388,11 @@ func (e *Engine) PushTask(ctx context.Context, ref string, in core.PushInput) (c
 // goes on from a remote that is up to date), and the task's worktree.
 func (e *Engine) push(ctx context.Context, ref, remote string) (core.PushResult, workspace.Worktree, error) {
 	actor := core.ActorFrom(ctx)
-	t, wt, err := e.worktreeTask(ctx, ref, "push", true)
+	t, wt, err := e.worktreeTask(ctx, ref, ActPush, true)
 	if err != nil {
 		return core.PushResult{}, wt, err
 	}
-	// A person pushes any task's branch; an agent only its own task's, from
-	// the provider group's tools (it reaches past this machine).
-	own := agentOf(actor, t.ID)
-	if !personActs(actor) && !own {
-		return core.PushResult{}, wt, core.Errorf(core.CodeForbidden, "only a person, or the task's own agent, pushes a task's branch")
-	}
+	own := agentOf(actor, t.ID) // else a person (worktreeTask asked may(ActPush))
 	gone := t.Workspace.Mode == core.WorkspaceRetired
 	if !gone {
 		for _, c := range append([]core.Task{t}, e.inheritors(t)...) {
@@ -529,7 +524,7 @@ type RequestReview struct {
 // requestReview reads the review of the caller's own task's pull (or
 // merge) request.
 func (e *Engine) requestReview(ctx context.Context, actor core.Actor, host string) (RequestReview, error) {
-	t, wt, err := e.worktreeTask(ctx, actor.TaskID, "review", false)
+	t, wt, err := e.worktreeTask(ctx, actor.TaskID, ActRequestReview, false)
 	if err != nil {
 		return RequestReview{}, err
 	}
@@ -586,7 +581,7 @@ func oneLineTitle(s string) string {
 // branch are removed (a stop or an archive keeps them). The task itself
 // stays, its workspace marked discarded.
 func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error) {
-	t, wt, err := e.worktreeTask(ctx, ref, "discard", true)
+	t, wt, err := e.worktreeTask(ctx, ref, ActDiscard, true)
 	if err != nil {
 		return core.Task{}, err
 	}
@@ -748,8 +743,8 @@ func (e *Engine) setupWorktree(ctx context.Context, t core.Task) (string, error)
 // Creates wait while it runs, so a worktree about to get its task is
 // never taken for an orphan.
 func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
-	if core.ActorFrom(ctx).Kind == core.ActorAgent {
-		return core.PruneResult{}, core.Errorf(core.CodeForbidden, "only the operator prunes worktrees")
+	if err := e.may(core.ActorFrom(ctx), ActPrune, core.Task{}); err != nil {
+		return core.PruneResult{}, err
 	}
 	e.wsMu.Lock()
 	defer e.wsMu.Unlock()
