@@ -11,7 +11,11 @@ import (
 // A task marked done while its agent is still starting runs no turn: the
 // start in flight gives up, and the task stays done with no live run.
 func TestDoneWhileStartingRunsNoTurn(t *testing.T) {
-	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_INIT_DELAY=50ms"))
+	// The agent's initialize takes far longer than a create and a status
+	// change under any load: with 50 ms, a busy machine let the start finish
+	// first and the turn began before done, as it may. The halt ends the
+	// start, so no round waits the delay out.
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_INIT_DELAY=20s"))
 	ctx := context.Background()
 	for i := range 8 {
 		task := create(t, d, core.CreateTaskInput{Title: "finished early", Start: true, Prompt: "mock: say ran"})
