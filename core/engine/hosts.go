@@ -226,4 +226,5 @@ type hostState struct {
 	selfHashOnce sync.Once
 	selfHashVal  string
 	selfHashErr  error
+	faults       hostFaults // hostfaults.go
 }

@@ -250,6 +250,12 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
 		return
 	}
+	if promptErr != nil && e.hostLostLocked(run, t) {
+		rt.mu.Unlock()
+		e.endTurn(t.ID, run.sessionID, "cancelled", promptErr.Error(), nil, false)
+		e.refreshQuiet(t.ID)
+		return
+	}
 	if promptErr != nil {
 		reason := "turn failed: " + promptErr.Error()
 		e.endTurn(t.ID, run.sessionID, "error", promptErr.Error(), nil, true)

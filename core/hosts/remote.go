@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,32 @@ type Remote struct {
 	// dir and cwd are kandev's directory on the host and the agent's
 	// directory there, set by Prepare.
 	dir, cwd string
+	// lost: the launched session's ssh ended by itself as a lost
+	// connection does (ssh's own status 255, or the client killed by a
+	// signal nobody here sent), not by the agent's exit or a kill of ours.
+	lost atomic.Bool
+}
+
+// Lost says whether the session Launch started ended as a lost
+// connection does: ssh exits 255 for its own failures (the connection
+// reset, the master gone), and a local ssh killed by a signal kandev did
+// not send took the session with it. The agent's own exit is its status.
+func (r *Remote) Lost() bool { return r.lost.Load() }
+
+// RunDir is kandev's directory on the host as Prepare resolved it ("" before).
+func (r *Remote) RunDir() string { return r.dir }
+
+// connectionLost says whether ssh's end is one of its own (not the remote
+// command's): status 255, or killed by a signal.
+func connectionLost(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return true
+	}
+	return ee.ExitCode() == 255
 }
 
 // Worktree is a task's local worktree as the host side needs it.
@@ -148,6 +175,7 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	done := make(chan struct{})
 	var waitErr error
 	var killOnce sync.Once
+	var ours atomic.Bool // a kill of ours, not a lost connection
 	kill := func() {
 		killOnce.Do(func() {
 			kctx, kcancel := context.WithTimeout(context.Background(), prepareTimeout)
@@ -163,6 +191,9 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	}
 	go func() {
 		waitErr = ssh.Wait()
+		if !ours.Load() && connectionLost(waitErr) {
+			r.lost.Store(true)
+		}
 		if logf != nil {
 			logf.Close()
 		}
@@ -171,8 +202,10 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 		kill()
 		close(done)
 	}()
-	peer := agent.Peer{Stdin: stdin, Stdout: stdoutR, Done: done,
-		Err: func() error { return waitErr }, Kill: func() { kill(); <-done }}
+	// The session's pid is the local ssh's: the process of the session on
+	// this machine (the agent's own pid is the host's).
+	peer := agent.Peer{Stdin: stdin, Stdout: stdoutR, Done: done, PID: ssh.Process.Pid,
+		Err: func() error { return waitErr }, Kill: func() { ours.Store(true); kill(); <-done }}
 	return agent.Attach(spec, h, peer), nil
 }
 

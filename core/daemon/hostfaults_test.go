@@ -1,0 +1,162 @@
+package daemon_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/internal/sshtest"
+)
+
+// homeProcs lists the live processes marked with the daemon's home: on the
+// loopback host, both this machine's (the ssh clients) and the host's
+// (the agent, its kandev mcp, what it spawned).
+func homeProcs(d *daemontest.Daemon) []int {
+	home := agent.HomeID(d.Home.Dir)
+	var out []int
+	for _, p := range agent.MarkedProcs() {
+		if p.Home == home {
+			out = append(out, p.PID)
+		}
+	}
+	return out
+}
+
+func homeGone(t *testing.T, d *daemontest.Daemon, after string) {
+	t.Helper()
+	daemontest.Eventually(t, wait, "no process of the home left "+after, func() bool { return len(homeProcs(d)) == 0 })
+}
+
+// gate is a file the mock agent on the host waits for (mock: waitfile):
+// the test opens it once it has cut the connection mid-turn.
+func gate(t *testing.T, h *sshtest.Host, name string) string {
+	t.Helper()
+	p := filepath.Join(h.RemoteDir, name)
+	_ = os.Remove(p)
+	return p
+}
+
+func open(t *testing.T, p string) {
+	t.Helper()
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countSaid(t *testing.T, d *daemontest.Daemon, id, s string) int {
+	n := 0
+	for _, m := range said(t, d, id) {
+		if m == s {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHostConnectionLost cuts a task's ssh connection mid-turn, twice: the
+// session's own ssh killed (the host still up: the reconnection is at
+// once), then the host's sshd stopped (the task waits, showing the host
+// unreachable, until it is back). Each time the session is interrupted,
+// not failed, nothing climbs, the agent's session resumes on the host
+// and the cut prompt is delivered again and completes; nothing of the
+// daemon's home is left running on either side at the end.
+func TestHostConnectionLost(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
+	gateA := gate(t, h, "gate-a")
+	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true, Prompt: strings.Join([]string{
+		"mock: say start a", "mock: waitfile " + gateA, "mock: history", "mock: say done a"}, "\n")})
+	t.Cleanup(func() {
+		if t.Failed() {
+			got := get(t, d, task.ID)
+			t.Logf("task: waiting %q interrupted %v session %+v stalled %+v", got.Waiting, got.Interrupted, got.Session, got.Stalled)
+			for _, m := range conversation(t, d, task.ID) {
+				t.Logf("%s: %s", m.Kind, m.Text)
+			}
+		}
+	})
+	waitSaid(t, d, task.ID, "start a")
+	first := get(t, d, task.ID).Session
+	// The session's pid is the local ssh carrying it, marked as the
+	// session's.
+	if first.PID <= 0 || !agent.HasSessionEnv(first.PID, first.ID) {
+		t.Fatalf("session pid %d: not the session's local ssh", first.PID)
+	}
+	if b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(first.PID), "comm")); strings.TrimSpace(string(b)) != "ssh" {
+		t.Fatalf("session pid %d is %q, want ssh", first.PID, b)
+	}
+
+	// 1. The session's ssh killed: interrupted, resumed at once, the cut
+	// prompt delivered again (it says "start a" a second time, then waits
+	// on the gate again).
+	if err := syscall.Kill(first.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	daemontest.Eventually(t, wait, "the cut prompt delivered again", func() bool { return countSaid(t, d, task.ID, "start a") == 2 })
+	if !noted(t, d, task.ID, "the connection was lost mid-turn") || noted(t, d, task.ID, "turn failed") {
+		t.Fatal("the cut turn is not told as a lost connection, or failed")
+	}
+	open(t, gateA)
+	waitSaid(t, d, task.ID, "done a")
+	got := waitSettled(t, d, task.ID)
+	// Returned to the operator as any turn's end is; not failed.
+	if (got.Stalled != nil && got.Stalled.Failed) || got.Session.ID == first.ID {
+		t.Fatalf("after the resumed turn: stalled %+v session %+v", got.Stalled, got.Session)
+	}
+	if !saidContains(t, d, task.ID, "history: session "+first.AgentSessionID+" ") {
+		t.Fatalf("the agent session %s not resumed: %q", first.AgentSessionID, said(t, d, task.ID))
+	}
+	sessionGone(t, first.ID, "the lost session's end")
+	sessionGone(t, got.Session.ID, "the resumed run's end")
+
+	// 2. The host's sshd stopped mid-turn: the master and the session go
+	// with it; the task waits, showing since when the host is
+	// unreachable, and resumes once it is back.
+	gateB := gate(t, h, "gate-b")
+	message(t, d, task.ID, strings.Join([]string{"mock: say start b", "mock: waitfile " + gateB, "mock: say done b"}, "\n"))
+	waitSaid(t, d, task.ID, "start b")
+	second := get(t, d, task.ID).Session
+	h.Stop()
+	var down core.Task
+	daemontest.Eventually(t, wait, "the task to show the host unreachable", func() bool {
+		down = get(t, d, task.ID)
+		return strings.HasPrefix(down.Waiting, "host lb unreachable since ")
+	})
+	if !down.Interrupted || (down.Stalled != nil && down.Stalled.Failed) || down.Session == nil || down.Session.ID != second.ID ||
+		down.Session.State != core.SessionCancelled {
+		t.Fatalf("while the host is down: interrupted %v stalled %+v session %+v", down.Interrupted, down.Stalled, down.Session)
+	}
+	if out := d.MustRun("task", "show", task.ID); !strings.Contains(out, "host lb unreachable since") {
+		t.Fatalf("task show while the host is down:\n%s", out)
+	}
+	h.Start()
+	daemontest.Eventually(t, wait, "the cut prompt delivered again on the host", func() bool { return countSaid(t, d, task.ID, "start b") == 2 })
+	open(t, gateB)
+	waitSaid(t, d, task.ID, "done b")
+	got = waitSettled(t, d, task.ID)
+	if got.Waiting != "" || (got.Stalled != nil && got.Stalled.Failed) {
+		t.Fatalf("after the host came back: waiting %q stalled %+v", got.Waiting, got.Stalled)
+	}
+	sessionGone(t, second.ID, "the session cut by the sshd's stop")
+	d.Stop()
+	homeGone(t, d, "after the daemon stopped")
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+}
+
+// noted says whether a status note of the task contains sub.
+func noted(t *testing.T, d *daemontest.Daemon, id, sub string) bool {
+	t.Helper()
+	for _, m := range conversation(t, d, id) {
+		if m.Kind == core.MsgStatus && strings.Contains(m.Text, sub) {
+			return true
+		}
+	}
+	return false
+}
