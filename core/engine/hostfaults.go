@@ -211,3 +211,49 @@ func (e *Engine) hostBack(host string) {
 		cancel()
 	}
 }
+
+// hostSweepTimeout bounds the startup sweep's work on one host: a host
+// that cannot be reached does not hold the daemon's start for long.
+const hostSweepTimeout = 30 * time.Second
+
+// sweepHosts is the host part of sweepOrphans: for every session not
+// recorded torn down whose task is on a host, the processes marked with
+// its id there are ended (hosts.SweepSessions; the local ssh that carried
+// it is the local sweep's). It returns how many it killed per session. A
+// host that cannot be reached is logged and left: its agents then end on
+// their input's end (the ssh that fed them is gone).
+func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[string]int {
+	byHost := map[string][]string{}
+	for _, s := range open {
+		t, err := e.storedTask(ctx, s.TaskID)
+		if err != nil || t.Host == "" {
+			continue
+		}
+		byHost[t.Host] = append(byHost[t.Host], s.ID)
+	}
+	killed := map[string]int{}
+	for name, ids := range byHost {
+		h, err := e.db.GetHost(ctx, name)
+		if err != nil {
+			continue
+		}
+		target, err := hostTarget(h)
+		if err != nil {
+			continue
+		}
+		hctx, cancel := context.WithTimeout(ctx, hostSweepTimeout)
+		for _, id := range ids {
+			n, err := hosts.SweepSessions(hctx, e.hostPool, target, h.Dir, []string{id})
+			if err != nil {
+				e.log.Warn("startup sweep: could not end a session's processes on its host", "host", name, "session", id, "err", err)
+				break // the host is unreachable, or the sweep fails there for all
+			}
+			if n > 0 {
+				e.log.Warn("startup sweep: killed processes an earlier daemon left on a host", "host", name, "session", id, "processes", n)
+				killed[id] += n
+			}
+		}
+		cancel()
+	}
+	return killed
+}

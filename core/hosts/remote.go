@@ -458,3 +458,54 @@ func (c *capWriter) Write(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+// sweepScript is killScript for sessions an earlier daemon left running
+// (killed with -9 before its teardown): for each session id, every
+// process marked with it is SIGKILLed until none is left and the session's
+// socket in DIR/run is removed; it prints how many processes it killed.
+const sweepScript = `d=%s
+found() {
+  for e in /proc/[0-9]*/environ; do
+    p=${e#/proc/}; p=${p%%/environ}
+    [ "$p" = "$$" ] && continue
+    if tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF "$1"; then echo "$p"; fi
+  done
+}
+n=0
+for sid in %s; do
+  i=0
+  while :; do
+    ps=$(found "%s=$sid")
+    [ -z "$ps" ] && break
+    [ $i -ge 100 ] && { echo "left: $ps" >&2; exit 1; }
+    [ $i -eq 0 ] && for p in $ps; do n=$((n+1)); done
+    kill -KILL $ps 2>/dev/null
+    i=$((i+1)); sleep 0.05
+  done
+  rm -f "$d/run/$sid.sock"
+done
+echo "$n"
+`
+
+// SweepSessions ends on the host every process of the given sessions (by
+// their marker, as KillSession does) and removes their sockets: the part
+// on the host of the startup sweep after a daemon died without its
+// teardown (ADR 0013 locally). It returns how many processes it killed.
+func SweepSessions(ctx context.Context, p *Pool, t Target, dir string, sessionIDs []string) (int, error) {
+	if len(sessionIDs) == 0 {
+		return 0, nil
+	}
+	q := make([]string, len(sessionIDs))
+	for i, id := range sessionIDs {
+		q[i] = Quote(id)
+	}
+	out, err := p.Script(ctx, t, fmt.Sprintf(sweepScript, DirExpr(dir), strings.Join(q, " "), agent.SessionEnv))
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if _, err := fmt.Sscan(strings.TrimSpace(out), &n); err != nil {
+		return 0, fmt.Errorf("sweep host %s: unexpected output %q", t.Name, out)
+	}
+	return n, nil
+}
