@@ -145,6 +145,25 @@ func TestHostConnectionLost(t *testing.T) {
 		t.Fatalf("after the host came back: waiting %q stalled %+v", got.Waiting, got.Stalled)
 	}
 	sessionGone(t, second.ID, "the session cut by the sshd's stop")
+
+	// 3. The daemon restarted mid-turn: the session resumes on the host
+	// and the cut prompt is delivered again there.
+	gateC := gate(t, h, "gate-c")
+	message(t, d, task.ID, strings.Join([]string{"mock: say start c", "mock: waitfile " + gateC, "mock: history", "mock: say done c"}, "\n"))
+	waitSaid(t, d, task.ID, "start c")
+	third := get(t, d, task.ID).Session
+	d.Restart()
+	sessionGone(t, third.ID, "the restart")
+	daemontest.Eventually(t, wait, "the cut prompt delivered again after the restart", func() bool { return countSaid(t, d, task.ID, "start c") == 2 })
+	open(t, gateC)
+	waitSaid(t, d, task.ID, "done c")
+	got = waitSettled(t, d, task.ID)
+	if got.Session.ID == third.ID || got.Session.AgentSessionID != first.AgentSessionID {
+		t.Fatalf("after the restart: session %+v, want a new run of agent session %s", got.Session, first.AgentSessionID)
+	}
+	if m, _ := filepath.Glob(filepath.Join(h.RemoteDir, "kandev", "worktrees", "*")); len(m) != 1 {
+		t.Fatalf("worktrees on the host: %v, want the task's one", m)
+	}
 	d.Stop()
 	homeGone(t, d, "after the daemon stopped")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
