@@ -1,7 +1,11 @@
 package daemon_test
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -178,4 +182,100 @@ func noted(t *testing.T, d *daemontest.Daemon, id, sub string) bool {
 		}
 	}
 	return false
+}
+
+// hostGit runs git on the host (as the remote user) in dir.
+func hostGit(t *testing.T, h *sshtest.Host, dir string, args ...string) string {
+	t.Helper()
+	out, err := h.Command(append([]string{"git", "-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v on the host: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestHostWorktreeEnds: a merge in the main checkout moves the host's
+// branch onto the merged commit (so the next run there continues from
+// it), and the host's worktree goes when the local one does: on discard
+// and on the archive of a done task (its work fetched back first and
+// kept on its branch here).
+func TestHostWorktreeEnds(t *testing.T) {
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
+	dir := h.RemoteDir + "/kandev"
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir)
+	repo := gitRepo(t)
+	ctx := context.Background()
+	hostWT := func(task core.Task) string {
+		return filepath.Join(dir, "worktrees", hostHash(get(t, d, task.ID).Workspace.Dir))
+	}
+
+	// Merge, then a second run on the host: it starts from the merged
+	// commit, and the second merge brings only the new work.
+	task := create(t, d, core.CreateTaskInput{Title: "merge", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write a.txt one"})
+	waitSaid(t, d, task.ID, "wrote a.txt")
+	waitSettled(t, d, task.ID)
+	d.MustRun("task", "merge", task.ID)
+	wt := hostWT(task)
+	local := get(t, d, task.ID).Workspace
+	if st := hostGit(t, h, wt, "status", "--porcelain"); st != "" {
+		t.Fatalf("the host's worktree after the merge: %q, want clean at the merged commit", st)
+	}
+	head, err := exec.Command("git", "-C", local.Dir, "rev-parse", "HEAD").Output()
+	if err != nil || hostGit(t, h, wt, "rev-parse", "HEAD") != strings.TrimSpace(string(head)) {
+		t.Fatalf("the host's head is not the merged commit %s (%v)", head, err)
+	}
+	message(t, d, task.ID, "mock: write b.txt two")
+	waitSaid(t, d, task.ID, "wrote b.txt")
+	waitSettled(t, d, task.ID)
+	diff := d.MustRun("task", "diff", task.ID)
+	if !strings.Contains(diff, "+two") {
+		t.Fatalf("the second diff:\n%s", diff)
+	}
+	d.MustRun("task", "merge", task.ID)
+	if b, err := os.ReadFile(filepath.Join(repo, "b.txt")); err != nil || string(b) != "two\n" {
+		t.Fatalf("main checkout after the second merge: %q %v", b, err)
+	}
+
+	// Discard: the host's worktree and branch go with the local ones.
+	gone := create(t, d, core.CreateTaskInput{Title: "discard", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write c.txt three"})
+	waitSaid(t, d, gone.ID, "wrote c.txt")
+	waitSettled(t, d, gone.ID)
+	gwt, branch := hostWT(gone), get(t, d, gone.ID).Workspace.Branch
+	if _, err := os.Stat(filepath.Join(gwt, "c.txt")); err != nil {
+		t.Fatalf("the discarded task's file on the host: %v", err)
+	}
+	d.MustRun("task", "discard", gone.ID, "--yes")
+	if _, err := os.Stat(gwt); err == nil {
+		t.Fatal("the host's worktree is left after the discard")
+	}
+	hostRepo := filepath.Dir(mustGlob1(t, filepath.Join(dir, "repos", "*.git", "HEAD")))
+	if out, _ := h.Command("git", "--git-dir="+hostRepo, "branch", "--list", branch).CombinedOutput(); strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("the discarded branch %s is left on the host: %s", branch, out)
+	}
+
+	// Archived done: the host's work is fetched back, committed on the
+	// branch here, and the host's worktree removed.
+	done := create(t, d, core.CreateTaskInput{Title: "done", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write d.txt four"})
+	waitSaid(t, d, done.ID, "wrote d.txt")
+	waitSettled(t, d, done.ID)
+	dwt, dbranch := hostWT(done), get(t, d, done.ID).Workspace.Branch
+	if _, err := d.Client.SetTaskStatus(ctx, done.ID, core.StatusDone); err != nil {
+		t.Fatal(err)
+	}
+	d.MustRun("task", "archive", done.ID)
+	if _, err := os.Stat(dwt); err == nil {
+		t.Fatal("the host's worktree is left after the archive of a done task")
+	}
+	if out, err := exec.Command("git", "-C", repo, "show", dbranch+":d.txt").Output(); err != nil || string(out) != "four\n" {
+		t.Fatalf("the host's work on branch %s here: %q %v", dbranch, out, err)
+	}
+	d.Stop()
+	homeGone(t, d, "after the daemon stopped")
+}
+
+// hostHash is hosts.WorktreePath's name for a local worktree.
+func hostHash(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return hex.EncodeToString(sum[:8])
 }
