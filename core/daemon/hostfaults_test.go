@@ -168,6 +168,27 @@ func TestHostConnectionLost(t *testing.T) {
 	if m, _ := filepath.Glob(filepath.Join(h.RemoteDir, "kandev", "worktrees", "*")); len(m) != 1 {
 		t.Fatalf("worktrees on the host: %v, want the task's one", m)
 	}
+
+	// 4. While the host is down, a stop ends the task's wait for it, and
+	// the daemon's stop ends another's: nothing is left on either side.
+	gateD := gate(t, h, "gate-d")
+	other := create(t, d, core.CreateTaskInput{Title: "other", CWD: gitRepo(t), Host: "lb", Start: true, Prompt: "mock: say start e\nmock: waitfile " + gateD})
+	message(t, d, task.ID, "mock: say start d\nmock: waitfile "+gateD)
+	waitSaid(t, d, task.ID, "start d")
+	waitSaid(t, d, other.ID, "start e")
+	h.Stop()
+	for _, id := range []string{task.ID, other.ID} {
+		daemontest.Eventually(t, wait, "task "+id+" to show the host unreachable", func() bool {
+			return strings.HasPrefix(get(t, d, id).Waiting, "host lb unreachable since ")
+		})
+	}
+	if res, err := d.Client.StopTask(context.Background(), task.ID); err != nil {
+		t.Fatalf("stop while the host is down: %+v %v", res, err)
+	}
+	daemontest.Eventually(t, wait, "the stopped task to wait no more", func() bool {
+		got := get(t, d, task.ID)
+		return got.Halted && got.Waiting == ""
+	})
 	d.Stop()
 	homeGone(t, d, "after the daemon stopped")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")

@@ -161,6 +161,7 @@ func TestHostLifecycle(t *testing.T) {
 	}
 	d.Stop()
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+	homeGone(t, d, "after the daemon stopped")
 	if _, err := os.Stat(filepath.Join(d.Home.Dir, "ssh", "lb2.sock")); err == nil {
 		t.Fatal("control socket left after the daemon stopped")
 	}
@@ -359,6 +360,7 @@ func TestHostRunsAgent(t *testing.T) {
 	d.Stop()
 	sessionGone(t, sid2, "daemon stop")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+	homeGone(t, d, "after the daemon stopped")
 }
 
 func mustGlob1(t *testing.T, pattern string) string {

@@ -151,28 +151,42 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 	wait := reconnectFirst
 	timer := time.NewTimer(0) // the first try at once
 	defer timer.Stop()
-	for try := 0; ; try++ {
+	// The task's events wake the wait, so a stop ends it at once rather
+	// than at the next try.
+	evs, unsub := e.bus.Subscribe(t.ID)
+	defer unsub()
+	for try := 0; ; {
+		due := false
 		select {
 		case <-e.baseCtx.Done():
 			return errFenced
+		case _, ok := <-evs:
+			if !ok {
+				evs = nil
+			}
 		case <-timer.C:
+			due = true
+			try++
 		}
-		if try == 1 {
-			// Shown once the first try failed: a connection that comes
-			// back at once is no wait worth a note.
-			e.setUnserved(t.ID, unreachableSince(t.Host, since))
-			e.refreshQuiet(t.ID)
+		if e.isClosing() {
+			return errFenced // the waiting reason stays for the next start
 		}
 		rt.mu.Lock()
 		fenced := rt.fence != fence
 		rt.mu.Unlock()
-		if fenced || e.isClosing() {
-			return errFenced
-		}
-		if cur, err := e.storedTask(e.baseCtx, t.ID); err != nil || e.held(cur) != "" {
+		if cur, err := e.storedTask(e.baseCtx, t.ID); fenced || err != nil || e.held(cur) != "" {
 			// Stopped or archived meanwhile: no longer waiting on the host.
 			e.clearUnserved(t.ID)
 			return errFenced
+		}
+		if !due {
+			continue // an event, no try due
+		}
+		if try == 2 {
+			// Shown once the first try failed: a connection that comes
+			// back at once is no wait worth a note.
+			e.setUnserved(t.ID, unreachableSince(t.Host, since))
+			e.refreshQuiet(t.ID)
 		}
 		actx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
 		err := e.connectHost(actx, t.Host)
