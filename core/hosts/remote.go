@@ -178,7 +178,13 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	var ours atomic.Bool // a kill of ours, not a lost connection
 	kill := func() {
 		killOnce.Do(func() {
-			kctx, kcancel := context.WithTimeout(context.Background(), prepareTimeout)
+			limit := prepareTimeout
+			if r.lost.Load() {
+				// The host may be gone: the turn's end waits on this, and
+				// the engine ends what is left there once it is back.
+				limit = lostKillTimeout
+			}
+			kctx, kcancel := context.WithTimeout(context.Background(), limit)
 			defer kcancel()
 			if err := r.KillSession(kctx, spec.SessionID, sock); err != nil && spec.Logger != nil {
 				spec.Logger.Warn("end the session's processes on the host", "host", r.Target.Name, "err", err)
@@ -234,6 +240,10 @@ func (r *Remote) Prepare(ctx context.Context) error {
 
 // prepareTimeout bounds each preparation and teardown step on a host.
 const prepareTimeout = 2 * time.Minute
+
+// lostKillTimeout bounds the teardown on the host of a session whose
+// connection was lost.
+const lostKillTimeout = 15 * time.Second
 
 // prepareDir makes kandev's directories on the host and returns its
 // directory as an absolute path (a forward's socket path must be one).
