@@ -29,6 +29,10 @@ const (
 	reconnectAttempt = 30 * time.Second
 )
 
+// lostExitWait bounds the wait, after a failed prompt, for the session's
+// ssh to exit and so say whether the connection was lost.
+const lostExitWait = 5 * time.Second
+
 // A connection lost this many times within lossWindow for one task is a
 // failure after all: an agent that takes its ssh session down with it
 // (ssh reports a remote signal as 255 too) must not loop on resume.
@@ -66,11 +70,12 @@ func unreachableSince(host string, since time.Time) string {
 // connection went: the prompt is queued again at the front, the session
 // ends interrupted (not failed, so nothing climbs), and the host is marked
 // unreachable, so the next launch on it waits for the reconnection. It
-// reports false for any other failure. rt.mu must be held.
-func (e *Engine) hostLostLocked(run *liveRun, t core.Task) bool {
+// reports false for any other failure. rt.mu must be held; the caller
+// runs after once it let go (the announcement and the note).
+func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (after func(), ok bool) {
 	r := run.remote
-	if r == nil || !r.Lost() || run.ended || e.isClosing() {
-		return false
+	if promptErr == nil || r == nil || run.ended || e.isClosing() || !r.LostAfterExit(lostExitWait) {
+		return nil, false
 	}
 	now := time.Now().UTC()
 	f := &e.faults
@@ -87,7 +92,7 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task) bool {
 	if len(recent) >= lossLimit-1 {
 		delete(f.losses, t.ID)
 		f.mu.Unlock()
-		return false // the turn fails as any other does
+		return nil, false // the turn fails as any other does
 	}
 	f.losses[t.ID] = append(recent, now)
 	if f.down == nil {
@@ -120,13 +125,14 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task) bool {
 		e.log.Error("requeue the prompt of a turn a lost connection cut", "task", t.ID, "err", err)
 	}
 	e.endRunLocked(run, core.SessionCancelled, reason)
-	c.touch(t.ID)
-	e.announce(c)
 	e.log.Warn("lost the connection to a host mid-turn", "task", t.ID, "host", t.Host, "session", run.sessionID)
-	e.note(ctx, t.ID, run.sessionID, core.MsgStatus, "kandev",
-		fmt.Sprintf("%s: the connection was lost mid-turn; reconnecting, then the agent's session resumes and the cut prompt is delivered again",
-			unreachableSince(t.Host, since)), map[string]any{"interrupted": true, "host_lost": t.Host})
-	return true
+	return func() {
+		c.touch(t.ID)
+		e.announce(c)
+		e.note(ctx, t.ID, run.sessionID, core.MsgStatus, "kandev",
+			fmt.Sprintf("%s: the connection was lost mid-turn; reconnecting, then the agent's session resumes and the cut prompt is delivered again",
+				unreachableSince(t.Host, since)), map[string]any{"interrupted": true, "host_lost": t.Host})
+	}, true
 }
 
 // awaitHost holds a launch on a host whose connection was lost until it is

@@ -250,8 +250,9 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
 		return
 	}
-	if promptErr != nil && e.hostLostLocked(run, t) {
+	if after, ok := e.hostLostLocked(run, t, promptErr); ok {
 		rt.mu.Unlock()
+		after()
 		e.endTurn(t.ID, run.sessionID, "cancelled", promptErr.Error(), nil, false)
 		e.refreshQuiet(t.ID)
 		return

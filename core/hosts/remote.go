@@ -53,6 +53,9 @@ type Remote struct {
 	// connection does (ssh's own status 255, or the client killed by a
 	// signal nobody here sent), not by the agent's exit or a kill of ours.
 	lost atomic.Bool
+	// ended closes once the launched ssh exited and lost says why;
+	// outClosed once the agent's output reached its end.
+	ended, outClosed chan struct{}
 }
 
 // Lost says whether the session Launch started ended as a lost
@@ -60,6 +63,30 @@ type Remote struct {
 // reset, the master gone), and a local ssh killed by a signal kandev did
 // not send took the session with it. The agent's own exit is its status.
 func (r *Remote) Lost() bool { return r.lost.Load() }
+
+// LostAfterExit is Lost once the session's ssh has exited, waiting for
+// that at most limit: the agent's output closes with the ssh, a moment
+// before its exit status is known.
+// A session whose output is still open was not lost (the turn failed
+// otherwise), and says so at once.
+func (r *Remote) LostAfterExit(limit time.Duration) bool {
+	if r.ended == nil {
+		return false
+	}
+	select {
+	case <-r.outClosed:
+	case <-r.ended:
+	default:
+		return false
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-r.ended:
+	case <-t.C:
+	}
+	return r.lost.Load()
+}
 
 // RunDir is kandev's directory on the host as Prepare resolved it ("" before).
 func (r *Remote) RunDir() string { return r.dir }
@@ -172,7 +199,8 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 		return nil, fmt.Errorf("start ssh to host %s: %w", r.Target.Name, err)
 	}
 	stdoutW.Close()
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
+	r.ended, r.outClosed = ended, make(chan struct{})
 	var waitErr error
 	var killOnce sync.Once
 	var ours atomic.Bool // a kill of ours, not a lost connection
@@ -200,6 +228,7 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 		if !ours.Load() && connectionLost(waitErr) {
 			r.lost.Store(true)
 		}
+		close(ended)
 		if logf != nil {
 			logf.Close()
 		}
@@ -210,7 +239,7 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	}()
 	// The session's pid is the local ssh's: the process of the session on
 	// this machine (the agent's own pid is the host's).
-	peer := agent.Peer{Stdin: stdin, Stdout: stdoutR, Done: done, PID: ssh.Process.Pid,
+	peer := agent.Peer{Stdin: stdin, Stdout: &eofReader{ReadCloser: stdoutR, eof: r.outClosed}, Done: done, PID: ssh.Process.Pid,
 		Err: func() error { return waitErr }, Kill: func() { ours.Store(true); kill(); <-done }}
 	return agent.Attach(spec, h, peer), nil
 }
@@ -518,4 +547,20 @@ func SweepSessions(ctx context.Context, p *Pool, t Target, dir string, sessionID
 		return 0, fmt.Errorf("sweep host %s: unexpected output %q", t.Name, out)
 	}
 	return n, nil
+}
+
+// eofReader closes eof once a read returns an error (the end of the
+// agent's output, or its pipe closed).
+type eofReader struct {
+	io.ReadCloser
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
 }
