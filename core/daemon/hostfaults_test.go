@@ -293,6 +293,7 @@ func TestHostWorktreeEnds(t *testing.T) {
 	}
 	d.Stop()
 	homeGone(t, d, "after the daemon stopped")
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
 }
 
 // hostHash is hosts.WorktreePath's name for a local worktree.

@@ -415,4 +415,5 @@ func TestHostSessionAfterKill9(t *testing.T) {
 	}
 	d.Stop()
 	homeGone(t, d, "after the daemon stopped")
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
 }
