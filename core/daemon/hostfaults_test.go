@@ -120,6 +120,25 @@ func TestHostConnectionLost(t *testing.T) {
 	sessionGone(t, first.ID, "the lost session's end")
 	sessionGone(t, got.Session.ID, "the resumed run's end")
 
+	// 1b. The host's master connection killed: the session riding it ends
+	// with ssh's own status; resumed the same way.
+	gateM := gate(t, h, "gate-m")
+	message(t, d, task.ID, strings.Join([]string{"mock: say start m", "mock: waitfile " + gateM, "mock: say done m"}, "\n"))
+	waitSaid(t, d, task.ID, "start m")
+	out, _ := exec.Command("pgrep", "-f", "ControlPath="+filepath.Join(d.Home.Dir, "ssh")+".*ControlMaster=yes").Output()
+	masters := strings.Fields(string(out))
+	if len(masters) != 1 {
+		t.Fatalf("ssh masters: %v, want 1", masters)
+	}
+	pid, _ := strconv.Atoi(masters[0])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	daemontest.Eventually(t, wait, "the prompt cut with the master delivered again", func() bool { return countSaid(t, d, task.ID, "start m") == 2 })
+	open(t, gateM)
+	waitSaid(t, d, task.ID, "done m")
+	waitSettled(t, d, task.ID)
+
 	// 2. The host's sshd stopped mid-turn: the master and the session go
 	// with it; the task waits, showing since when the host is
 	// unreachable, and resumes once it is back.

@@ -33,21 +33,25 @@ const (
 // ssh to exit and so say whether the connection was lost.
 const lostExitWait = 5 * time.Second
 
-// A connection lost this many times within lossWindow for one task is a
+// A prompt whose turn a lost connection cut this many times in a row is a
 // failure after all: an agent that takes its ssh session down with it
 // (ssh reports a remote signal as 255 too) must not loop on resume.
-const (
-	lossLimit  = 3
-	lossWindow = 10 * time.Minute
-)
+const lossLimit = 3
 
 // hostFaults is what the engine knows of hosts whose connection a run
 // lost: since when each is unreachable, the sessions whose processes are
-// to be ended there once it is back, and each task's recent losses.
+// to be ended there once it is back, and each task's losses in a row.
 type hostFaults struct {
 	mu     sync.Mutex
 	down   map[string]*hostOutage // by host name
-	losses map[string][]time.Time // by task id
+	losses map[string]promptLoss  // by task id
+}
+
+// promptLoss counts how many times in a row a lost connection cut the
+// same prompt (by its text, which its redeliveries carry unchanged).
+type promptLoss struct {
+	prompt string
+	count  int
 }
 
 type hostOutage struct {
@@ -78,23 +82,23 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 		return nil, false
 	}
 	now := time.Now().UTC()
+	ctx := context.Background()
+	prompt := e.cutPrompt(ctx, t.ID, run.sessionID)
 	f := &e.faults
 	f.mu.Lock()
 	if f.losses == nil {
-		f.losses = map[string][]time.Time{}
+		f.losses = map[string]promptLoss{}
 	}
-	recent := f.losses[t.ID][:0]
-	for _, at := range f.losses[t.ID] {
-		if now.Sub(at) < lossWindow {
-			recent = append(recent, at)
-		}
+	l := f.losses[t.ID]
+	if l.prompt != prompt {
+		l = promptLoss{prompt: prompt}
 	}
-	if len(recent) >= lossLimit-1 {
+	if l.count++; l.count >= lossLimit {
 		delete(f.losses, t.ID)
 		f.mu.Unlock()
 		return nil, false // the turn fails as any other does
 	}
-	f.losses[t.ID] = append(recent, now)
+	f.losses[t.ID] = l
 	if f.down == nil {
 		f.down = map[string]*hostOutage{}
 	}
@@ -108,7 +112,6 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 	f.mu.Unlock()
 
 	reason := core.SessionInterruptedPrefix + "lost its connection to host " + t.Host + " mid-turn"
-	ctx := context.Background()
 	st := string(core.SessionCancelled)
 	// The requeue and the session's end are one transaction, as in
 	// interruptRun: a crash between them must not queue the prompt twice.
@@ -130,8 +133,8 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 		c.touch(t.ID)
 		e.announce(c)
 		e.note(ctx, t.ID, run.sessionID, core.MsgStatus, "kandev",
-			fmt.Sprintf("%s: the connection was lost mid-turn; reconnecting, then the agent's session resumes and the cut prompt is delivered again",
-				unreachableSince(t.Host, since)), map[string]any{"interrupted": true, "host_lost": t.Host})
+			fmt.Sprintf("host %s: the connection was lost mid-turn (%s); reconnecting, then the agent's session resumes and the cut prompt is delivered again",
+				t.Host, since.Format(time.RFC3339)), map[string]any{"interrupted": true, "host_lost": t.Host})
 	}, true
 }
 
@@ -276,4 +279,13 @@ func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[strin
 		cancel()
 	}
 	return killed
+}
+
+// cutPrompt is the text of the prompt the session's turn was cut on.
+func (e *Engine) cutPrompt(ctx context.Context, taskID, sessionID string) string {
+	last, ok, err := openPrompt(ctx, e.db.Queries, taskID, sessionID)
+	if err != nil || !ok {
+		return ""
+	}
+	return last.Text
 }
