@@ -16,7 +16,7 @@ import (
 // do not show the merged work as new. A failure is noted, not returned:
 // the merge happened.
 func (e *Engine) hostMerged(ctx context.Context, t core.Task) {
-	if t.Host == "" {
+	if t.Host == "" || t.Host == hostAuto { // auto: never placed, never ran on a host
 		return
 	}
 	r, err := e.remoteFor(ctx, t)
@@ -32,7 +32,7 @@ func (e *Engine) hostMerged(ctx context.Context, t core.Task) {
 // hostFetchBack brings a host task's worktree into the local one before
 // the local one is committed and removed (the archive of a done task).
 func (e *Engine) hostFetchBack(ctx context.Context, t core.Task) error {
-	if t.Host == "" {
+	if t.Host == "" || t.Host == hostAuto { // auto: never placed, never ran on a host
 		return nil
 	}
 	r, err := e.remoteFor(ctx, t)
@@ -45,7 +45,7 @@ func (e *Engine) hostFetchBack(ctx context.Context, t core.Task) error {
 // hostWorktreeGone removes the host's copy of a worktree removed here.
 // A failure is noted: the local removal stands.
 func (e *Engine) hostWorktreeGone(ctx context.Context, t core.Task) {
-	if t.Host == "" {
+	if t.Host == "" || t.Host == hostAuto { // auto: never placed, never ran on a host
 		return
 	}
 	r, err := e.remoteFor(ctx, t)
