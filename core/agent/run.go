@@ -250,6 +250,9 @@ type Peer struct {
 	Err  func() error
 	// Kill ends the agent at once, as SIGKILL ends a process.
 	Kill func()
+	// PID is the local process that carries the agent, if any (the ssh
+	// client of an agent on a host); 0 when there is none.
+	PID int
 }
 
 // Attach opens an ACP connection to an agent served in this process.
@@ -292,6 +295,9 @@ const stderrSettle = 500 * time.Millisecond
 // an agent served in this process.
 func (r *Run) PID() int {
 	if r.cmd == nil {
+		if r.peer != nil {
+			return r.peer.PID
+		}
 		return 0
 	}
 	return r.cmd.Process.Pid

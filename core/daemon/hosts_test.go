@@ -161,6 +161,7 @@ func TestHostLifecycle(t *testing.T) {
 	}
 	d.Stop()
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+	homeGone(t, d, "after the daemon stopped")
 	if _, err := os.Stat(filepath.Join(d.Home.Dir, "ssh", "lb2.sock")); err == nil {
 		t.Fatal("control socket left after the daemon stopped")
 	}
@@ -359,6 +360,7 @@ func TestHostRunsAgent(t *testing.T) {
 	d.Stop()
 	sessionGone(t, sid2, "daemon stop")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+	homeGone(t, d, "after the daemon stopped")
 }
 
 func mustGlob1(t *testing.T, pattern string) string {
@@ -371,17 +373,18 @@ func mustGlob1(t *testing.T, pattern string) string {
 }
 
 // TestHostSessionAfterKill9: a daemon killed with -9 cannot tear its host
-// session down; the next daemon of the home ends the local ssh (marked
-// like a local agent) and the master, and the agent on the host ends on
-// its input's end. (A host sweep by marker at start is not built: an
-// agent that outlives its stdin's EOF would be left.)
+// session down; the next daemon of the home, at its start, ends the
+// session's processes on the host by marker (a helper the agent detached
+// with setsid too, which its input's end would not end), then the local
+// ssh (marked like a local agent) and the master, and resumes the cut
+// turn on the host.
 func TestHostSessionAfterKill9(t *testing.T) {
 	h := sshtest.Start(t)
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
 	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
 	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true,
-		Prompt: "mock: say up\nmock: hang"})
-	waitSaid(t, d, task.ID, "up")
+		Prompt: "mock: say up\nmock: spawn-setsid\nmock: hang"})
+	waitSaid(t, d, task.ID, "spawned: pid")
 	sid := get(t, d, task.ID).Session.ID
 	local, remote := 0, 0
 	for _, uid := range procUIDs(t, sid) {
@@ -397,4 +400,20 @@ func TestHostSessionAfterKill9(t *testing.T) {
 	d.Kill9()
 	d.Restart()
 	sessionGone(t, sid, "the next start after kill -9")
+	// The host's part of the sweep did it (on the loopback host the local
+	// sweep would see the host's processes too, so its log says who).
+	if l := d.Log(); !strings.Contains(l, "killed processes an earlier daemon left on a host") {
+		t.Fatalf("no sweep on the host in the daemon's log:\n%s", l)
+	}
+	// The cut turn resumes on the host, and a stop then leaves nothing.
+	daemontest.Eventually(t, wait, "the cut prompt delivered again", func() bool {
+		s := get(t, d, task.ID).Session
+		return s != nil && s.ID != sid && s.State == core.SessionRunning
+	})
+	if _, err := d.Client.StopTask(context.Background(), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	d.Stop()
+	homeGone(t, d, "after the daemon stopped")
+	mastersGone(t, d.Home.Dir, "after the daemon stopped")
 }

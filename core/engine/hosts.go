@@ -238,5 +238,6 @@ type hostState struct {
 	selfHashOnce sync.Once
 	selfHashVal  string
 	selfHashErr  error
-	place        placement
+	place        placement  // placement.go
+	faults       hostFaults // hostfaults.go
 }

@@ -145,7 +145,9 @@ func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
 	}
 	home := agent.HomeID(e.opts.Home.Dir)
 	var doomed []agent.Marked
-	killed := map[string]int{}
+	// Sessions on hosts first, while the ssh that carried each still
+	// runs here (hostfaults.go).
+	killed := e.sweepHosts(ctx, open)
 	for _, p := range agent.MarkedProcs() {
 		_, recorded := mayRun[p.Session]
 		if (home != "" && p.Home == home) || (p.Home == "" && recorded) {

@@ -77,6 +77,8 @@ type liveRun struct {
 	// idle ends the run after IdleTimeout without a turn; the next input
 	// resumes its agent session.
 	idle *time.Timer
+	// remote is the launcher of a run on a host (hostfaults.go).
+	remote *hosts.Remote
 }
 
 var errFenced = errors.New("stopped while starting")
@@ -148,6 +150,9 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		hostErr = fmt.Errorf("task %s works in task %s's worktree, which is %s: run it there too (--host %s) or give it a worktree of its own",
 			t.ID, owner.ID, hostWord(owner.Host), hostOrLocal(owner.Host))
 	} else if t.Host != "" {
+		if err := e.awaitHost(rt, fence, t); err != nil {
+			return nil, err
+		}
 		remote, hostErr = e.remoteFor(ctx, t)
 	}
 	command := prof.Command
@@ -223,7 +228,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	if setupOut != "" {
 		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "worktree setup:\n"+setupOut, nil)
 	}
-	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set, opening: true}
+	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set, opening: true, remote: remote}
 	run.rec = newRecorder(e, t.ID, sessionID, run)
 	var env []string
 	if prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {

@@ -251,6 +251,13 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
 		return
 	}
+	if after, ok := e.hostLostLocked(run, t, promptErr); ok {
+		rt.mu.Unlock()
+		after()
+		e.endTurn(t.ID, run.sessionID, "cancelled", promptErr.Error(), nil, false)
+		e.refreshQuiet(t.ID)
+		return
+	}
 	if promptErr != nil {
 		reason := "turn failed: " + promptErr.Error()
 		e.endTurn(t.ID, run.sessionID, "error", promptErr.Error(), nil, true)

@@ -329,6 +329,7 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 	case err != nil:
 		return core.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
+	e.hostMerged(ctx, t)
 	actor := core.ActorFrom(ctx)
 	// The record of the merge: the branch's tip that merged, so archiving
 	// a done task can delete a branch kandev squash-merged (git does not
@@ -596,6 +597,7 @@ func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error)
 	if err := e.ws.Discard(ctx, wt); err != nil {
 		return core.Task{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
+	e.hostWorktreeGone(ctx, t)
 	now := time.Now().UTC()
 	actor := core.ActorFrom(ctx)
 	err = e.commit(ctx, func(tx *store.Tx, ch *changes) error {
@@ -637,7 +639,14 @@ func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
 		}
 	}
 	ctx = context.WithoutCancel(ctx) // half a removal helps nobody
+	if err := e.hostFetchBack(ctx, t); err != nil {
+		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": fetch it from host "+t.Host+": "+err.Error(), nil)
+		return
+	}
 	r, err := e.ws.Retire(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+	if err == nil {
+		e.hostWorktreeGone(ctx, t)
+	}
 	if err != nil {
 		e.log.Warn("archive: keep the worktree of a done task", "task", t.ID, "err", err)
 		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": "+err.Error(), nil)

@@ -192,3 +192,40 @@ func TestKillSessionOnHost(t *testing.T) {
 		t.Fatalf("KillSession s-keep: %v, left %v", err, agent.SessionProcs("s-keep"))
 	}
 }
+
+// TestSweepSessionsOnHost: the host's part of the startup sweep ends every
+// detached process of the sessions named, removes their sockets, says how
+// many it killed, and leaves other sessions alone.
+func TestSweepSessionsOnHost(t *testing.T) {
+	h, p, target := loopback(t)
+	ctx := context.Background()
+	dir := h.RemoteDir + "/kandev"
+	for _, sid := range []string{"s-a", "s-a", "s-b", "s-keep"} {
+		out, err := p.Script(ctx, target, "KANDEV_SESSION_ID="+hosts.Quote(sid)+" setsid sh -c 'trap \"\" TERM HUP; exec sleep 300' </dev/null >/dev/null 2>&1 &\necho started\n")
+		if err != nil || strings.TrimSpace(out) != "started" {
+			t.Fatalf("start a marked process on the host: %q %v", out, err)
+		}
+	}
+	daemontest.Eventually(t, wait, "the marked processes to run", func() bool {
+		return len(agent.SessionProcs("s-a")) == 2 && len(agent.SessionProcs("s-b")) == 1 && len(agent.SessionProcs("s-keep")) == 1
+	})
+	if out, err := p.Script(ctx, target, "mkdir -p "+hosts.Quote(dir+"/run")+" && : > "+hosts.Quote(dir+"/run/s-a.sock")+"\n"); err != nil {
+		t.Fatalf("make a socket file: %q %v", out, err)
+	}
+	n, err := hosts.SweepSessions(ctx, p, target, dir, []string{"s-a", "s-b", "s-none"})
+	if err != nil || n != 3 {
+		t.Fatalf("SweepSessions: %d %v, want 3 killed", n, err)
+	}
+	if left := append(agent.SessionProcs("s-a"), agent.SessionProcs("s-b")...); len(left) != 0 {
+		t.Fatalf("processes of the swept sessions left: %v", left)
+	}
+	if _, err := os.Stat(dir + "/run/s-a.sock"); err == nil {
+		t.Fatal("the swept session's socket is left")
+	}
+	if keep := agent.SessionProcs("s-keep"); len(keep) != 1 {
+		t.Fatalf("another session's process: %v, want it alive", keep)
+	}
+	if n, err := hosts.SweepSessions(ctx, p, target, dir, []string{"s-keep"}); err != nil || n != 1 || len(agent.SessionProcs("s-keep")) != 0 {
+		t.Fatalf("SweepSessions s-keep: %d %v, left %v", n, err, agent.SessionProcs("s-keep"))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +54,59 @@ type Remote struct {
 	// dir and cwd are kandev's directory on the host and the agent's
 	// directory there, set by Prepare.
 	dir, cwd string
+	// lost: the launched session's ssh ended by itself as a lost
+	// connection does (ssh's own status 255, or the client killed by a
+	// signal nobody here sent), not by the agent's exit or a kill of ours.
+	lost atomic.Bool
+	// ended closes once the launched ssh exited and lost says why;
+	// outClosed once the agent's output reached its end.
+	ended, outClosed chan struct{}
+}
+
+// Lost says whether the session Launch started ended as a lost
+// connection does: ssh exits 255 for its own failures (the connection
+// reset, the master gone), and a local ssh killed by a signal kandev did
+// not send took the session with it. The agent's own exit is its status.
+func (r *Remote) Lost() bool { return r.lost.Load() }
+
+// LostAfterExit is Lost once the session's ssh has exited, waiting for
+// that at most limit: the agent's output closes with the ssh, a moment
+// before its exit status is known.
+// A session whose output is still open was not lost (the turn failed
+// otherwise), and says so at once.
+func (r *Remote) LostAfterExit(limit time.Duration) bool {
+	if r.ended == nil {
+		return false
+	}
+	select {
+	case <-r.outClosed:
+	case <-r.ended:
+	default:
+		return false
+	}
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-r.ended:
+	case <-t.C:
+	}
+	return r.lost.Load()
+}
+
+// RunDir is kandev's directory on the host as Prepare resolved it ("" before).
+func (r *Remote) RunDir() string { return r.dir }
+
+// connectionLost says whether ssh's end is one of its own (not the remote
+// command's): status 255, or killed by a signal.
+func connectionLost(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return true
+	}
+	return ee.ExitCode() == 255
 }
 
 // Worktree is a task's local worktree as the host side needs it.
@@ -150,12 +204,20 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 		return nil, fmt.Errorf("start ssh to host %s: %w", r.Target.Name, err)
 	}
 	stdoutW.Close()
-	done := make(chan struct{})
+	done, ended := make(chan struct{}), make(chan struct{})
+	r.ended, r.outClosed = ended, make(chan struct{})
 	var waitErr error
 	var killOnce sync.Once
+	var ours atomic.Bool // a kill of ours, not a lost connection
 	kill := func() {
 		killOnce.Do(func() {
-			kctx, kcancel := context.WithTimeout(context.Background(), prepareTimeout)
+			limit := prepareTimeout
+			if r.lost.Load() {
+				// The host may be gone: the turn's end waits on this, and
+				// the engine ends what is left there once it is back.
+				limit = lostKillTimeout
+			}
+			kctx, kcancel := context.WithTimeout(context.Background(), limit)
 			defer kcancel()
 			if err := r.KillSession(kctx, spec.SessionID, sock); err != nil && spec.Logger != nil {
 				spec.Logger.Warn("end the session's processes on the host", "host", r.Target.Name, "err", err)
@@ -168,6 +230,10 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	}
 	go func() {
 		waitErr = ssh.Wait()
+		if !ours.Load() && connectionLost(waitErr) {
+			r.lost.Store(true)
+		}
+		close(ended)
 		if logf != nil {
 			logf.Close()
 		}
@@ -176,8 +242,10 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 		kill()
 		close(done)
 	}()
-	peer := agent.Peer{Stdin: stdin, Stdout: stdoutR, Done: done,
-		Err: func() error { return waitErr }, Kill: func() { kill(); <-done }}
+	// The session's pid is the local ssh's: the process of the session on
+	// this machine (the agent's own pid is the host's).
+	peer := agent.Peer{Stdin: stdin, Stdout: &eofReader{ReadCloser: stdoutR, eof: r.outClosed}, Done: done, PID: ssh.Process.Pid,
+		Err: func() error { return waitErr }, Kill: func() { ours.Store(true); kill(); <-done }}
 	return agent.Attach(spec, h, peer), nil
 }
 
@@ -209,6 +277,10 @@ func (r *Remote) Prepare(ctx context.Context) error {
 
 // prepareTimeout bounds each preparation and teardown step on a host.
 const prepareTimeout = 2 * time.Minute
+
+// lostKillTimeout bounds the teardown on the host of a session whose
+// connection was lost.
+const lostKillTimeout = 15 * time.Second
 
 // prepareDir makes kandev's directories on the host and returns its
 // directory as an absolute path (a forward's socket path must be one).
@@ -435,4 +507,71 @@ func (c *capWriter) Write(p []byte) (int, error) {
 		return m, err
 	}
 	return n, nil
+}
+
+// sweepScript is killScript for sessions an earlier daemon left running
+// (killed with -9 before its teardown): for each session id, every
+// process marked with it is SIGKILLed until none is left and the session's
+// socket in DIR/run is removed; it prints how many processes it killed.
+const sweepScript = `d=%s
+found() {
+  for e in /proc/[0-9]*/environ; do
+    p=${e#/proc/}; p=${p%%/environ}
+    [ "$p" = "$$" ] && continue
+    if tr '\0' '\n' < "$e" 2>/dev/null | grep -qxF "$1"; then echo "$p"; fi
+  done
+}
+n=0
+for sid in %s; do
+  i=0
+  while :; do
+    ps=$(found "%s=$sid")
+    [ -z "$ps" ] && break
+    [ $i -ge 100 ] && { echo "left: $ps" >&2; exit 1; }
+    [ $i -eq 0 ] && for p in $ps; do n=$((n+1)); done
+    kill -KILL $ps 2>/dev/null
+    i=$((i+1)); sleep 0.05
+  done
+  rm -f "$d/run/$sid.sock"
+done
+echo "$n"
+`
+
+// SweepSessions ends on the host every process of the given sessions (by
+// their marker, as KillSession does) and removes their sockets: the part
+// on the host of the startup sweep after a daemon died without its
+// teardown (ADR 0013 locally). It returns how many processes it killed.
+func SweepSessions(ctx context.Context, p *Pool, t Target, dir string, sessionIDs []string) (int, error) {
+	if len(sessionIDs) == 0 {
+		return 0, nil
+	}
+	q := make([]string, len(sessionIDs))
+	for i, id := range sessionIDs {
+		q[i] = Quote(id)
+	}
+	out, err := p.Script(ctx, t, fmt.Sprintf(sweepScript, DirExpr(dir), strings.Join(q, " "), agent.SessionEnv))
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if _, err := fmt.Sscan(strings.TrimSpace(out), &n); err != nil {
+		return 0, fmt.Errorf("sweep host %s: unexpected output %q", t.Name, out)
+	}
+	return n, nil
+}
+
+// eofReader closes eof once a read returns an error (the end of the
+// agent's output, or its pipe closed).
+type eofReader struct {
+	io.ReadCloser
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
 }
