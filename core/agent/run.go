@@ -228,7 +228,7 @@ func (r *Run) connect(stdin io.Writer, stdoutR io.ReadCloser) *eofReader {
 	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, onFault: r.onFault,
 		flow: r.flow, ready: make(chan struct{})}
 	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
-	r.conn.SetLogger(logger)
+	r.conn.SetLogger(slog.New(&sdkLog{next: logger.Handler(), rejected: r.flow.release}))
 	close(guard.ready)
 	return stdout
 }
@@ -723,28 +723,8 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		if len(line) > 0 {
-			trimmed := bytes.TrimSpace(line)
-			var msg wireMessage
-			switch {
-			case len(trimmed) == 0:
-			case json.Unmarshal(trimmed, &msg) != nil:
-				if !json.Valid(trimmed) {
-					g.onGarbage(string(trimmed))
-				}
-				// Valid JSON the SDK cannot read as a message: it skips
-				// such lines too.
-			case msg.isNotification():
-				if msg.Method != acp.ClientMethodSessionUpdate || !validUpdate(msg.Params) {
-					// The client handles no other notification, and the SDK
-					// would reject this one undelivered: drop it here, so
-					// every notification passed on is one handler call
-					// the flow can count.
-					break
-				}
-				g.flow.acquire()
-				g.buf = line
-			default:
-				g.buf = line
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				g.classify(line, trimmed)
 			}
 		}
 		if err != nil {
@@ -754,6 +734,45 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 	n := copy(p, g.buf)
 	g.buf = g.buf[n:]
 	return n, nil
+}
+
+// classify decides what becomes of one non-blank line: passed to the SDK
+// (a session/update counted by the flow first), dropped, or reported as
+// garbage.
+func (g *lineGuard) classify(line, trimmed []byte) {
+	if !json.Valid(trimmed) {
+		g.onGarbage(string(trimmed))
+		return
+	}
+	e, ok := scanEnvelope(trimmed)
+	if !ok {
+		var msg wireMessage
+		if json.Unmarshal(trimmed, &msg) != nil {
+			// Valid JSON the SDK cannot read as a message: it skips such
+			// lines too.
+			return
+		}
+		e = envelope{method: msg.Method, hasID: msg.ID != nil}
+	}
+	switch {
+	case e.method == acp.ClientMethodSessionUpdate && e.hasID:
+		// session/update sent as a request: the SDK would hand it to the
+		// client's SessionUpdate on a goroutine of its own, out of order
+		// and releasing the flow for a notification still queued (an
+		// agent could overflow the SDK's queue that way). ACP has it a
+		// notification only; the agent gets no answer.
+	case !e.isNotification():
+		g.buf = line
+	case e.method == acp.ClientMethodSessionUpdate:
+		// Counted before the SDK decodes its params: a notification it
+		// then rejects is released by the SDK's log of the rejection
+		// (sdkLog), one it delivers by the client's SessionUpdate.
+		g.flow.acquire()
+		g.buf = line
+	default:
+		// The client handles no other notification: dropped here, so
+		// every notification passed on is one the flow sees released.
+	}
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -791,16 +810,6 @@ type wireMessage struct {
 // isNotification is true for what the SDK puts on its notification queue.
 func (m wireMessage) isNotification() bool {
 	return m.ID == nil && m.Method != "" && m.Method != "$/cancel_request"
-}
-
-// validUpdate is true when the SDK will hand these params to the client's
-// SessionUpdate (it decodes and validates them the same way).
-func validUpdate(params json.RawMessage) bool {
-	var n acp.SessionNotification
-	if err := json.Unmarshal(params, &n); err != nil {
-		return false
-	}
-	return n.Validate() == nil
 }
 
 // flowLimit is how many session/update notifications may wait in the SDK
