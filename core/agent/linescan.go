@@ -142,20 +142,23 @@ func skipSpace(b []byte, i int) int {
 
 func isNull(v []byte) bool { return string(v) == "null" }
 
-// asciiFold compares an ASCII key with a lower-case ASCII name, ignoring
-// case, which for ASCII is encoding/json's key match.
+// asciiFold compares an ASCII key with an ASCII name, ignoring case,
+// which for ASCII is encoding/json's key match.
 func asciiFold(key []byte, name string) bool {
 	if len(key) != len(name) {
 		return false
 	}
 	for i := range key {
-		c := key[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != name[i] {
+		if lowerASCII(key[i]) != lowerASCII(name[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }

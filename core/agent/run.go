@@ -705,6 +705,7 @@ type lineGuard struct {
 	flow      *flow
 	line      []byte
 	buf       []byte
+	join      coalescer
 	err       error
 	ready     chan struct{}
 }
@@ -768,11 +769,36 @@ func (g *lineGuard) classify(line, trimmed []byte) {
 		// then rejects is released by the SDK's log of the rejection
 		// (sdkLog), one it delivers by the client's SessionUpdate.
 		g.flow.acquire()
-		g.buf = line
+		g.buf = g.coalesce(line, trimmed)
 	default:
 		// The client handles no other notification: dropped here, so
 		// every notification passed on is one the flow sees released.
 	}
+}
+
+// coalesce returns the session/update line to pass on: the line itself,
+// or, when it is a text chunk and the lines after it already read are
+// chunks of the same entry, one line with all their texts (coalesce.go).
+func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
+	if g.r.Buffered() == 0 || !g.join.start(trimmed) {
+		return line
+	}
+	for {
+		ahead, _ := g.r.Peek(g.r.Buffered())
+		i := bytes.IndexByte(ahead, '\n')
+		if i < 0 {
+			break
+		}
+		if next := bytes.TrimSpace(ahead[:i]); len(next) > 0 && !g.join.add(next) {
+			break
+		}
+		_, _ = g.r.Discard(i + 1)
+	}
+	g.flow.setBuffered(g.r.Buffered())
+	if g.join.n == 1 {
+		return line
+	}
+	return g.join.finish()
 }
 
 var errLineTooLong = errors.New("line too long")
