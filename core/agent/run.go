@@ -227,6 +227,9 @@ func (r *Run) connect(stdin io.Writer, stdoutR io.ReadCloser) *eofReader {
 	// connection whose reader already runs is a data race in the SDK.
 	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, onFault: r.onFault,
 		flow: r.flow, ready: make(chan struct{})}
+	if d, ok := stdoutR.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Time{}) == nil {
+		guard.deadline = d.SetReadDeadline
+	}
 	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
 	r.conn.SetLogger(slog.New(&sdkLog{next: logger.Handler(), rejected: r.flow.release}))
 	close(guard.ready)
@@ -279,7 +282,7 @@ type eofReader struct {
 
 func (e *eofReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // the guard's wait for more chunks (joinWait)
 		e.once.Do(func() { close(e.done) })
 	}
 	return n, err
@@ -706,8 +709,12 @@ type lineGuard struct {
 	line      []byte
 	buf       []byte
 	join      coalescer
-	err       error
-	ready     chan struct{}
+	// deadline sets the agent's stdout's read deadline, when it has one
+	// (a pipe; not an in-process peer): the guard then waits up to
+	// joinWait for more chunks to join.
+	deadline func(time.Time) error
+	err      error
+	ready    chan struct{}
 }
 
 func (g *lineGuard) Read(p []byte) (int, error) {
@@ -780,13 +787,17 @@ func (g *lineGuard) classify(line, trimmed []byte) {
 // or, when it is a text chunk and the lines after it already read are
 // chunks of the same entry, one line with all their texts (coalesce.go).
 func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
-	if g.r.Buffered() == 0 || !g.join.start(trimmed) {
+	if (g.deadline == nil && g.r.Buffered() == 0) || !g.join.start(trimmed) {
 		return line
 	}
+	until := time.Now().Add(joinWait)
 	for {
 		ahead, _ := g.r.Peek(g.r.Buffered())
 		i := bytes.IndexByte(ahead, '\n')
 		if i < 0 {
+			if g.wait(until, len(ahead)) {
+				continue
+			}
 			break
 		}
 		if next := bytes.TrimSpace(ahead[:i]); len(next) > 0 && !g.join.add(next) {
@@ -799,6 +810,24 @@ func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
 		return line
 	}
 	return g.join.finish()
+}
+
+// joinWait is how long the guard waits after a chunk for the next ones to
+// join it. An agent streams a chunk every few milliseconds: the SDK then
+// decodes one notification for several chunks, the engine takes one. It
+// delays each chunk by at most this much (ADR 0059) — a kill -9 may lose
+// it beside the recorder's streamFlushDelay.
+const joinWait = 10 * time.Millisecond
+
+// wait reads more of the agent's output into the buffer, until the next
+// line is whole or until at the latest, and reports whether more came.
+func (g *lineGuard) wait(until time.Time, have int) bool {
+	if g.deadline == nil || have >= g.r.Size() || !time.Now().Before(until) || g.deadline(until) != nil {
+		return false
+	}
+	_, err := g.r.Peek(have + 1)
+	_ = g.deadline(time.Time{})
+	return err == nil
 }
 
 var errLineTooLong = errors.New("line too long")
