@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -196,5 +197,42 @@ func TestLineGuardDoesNotJoinGarbage(t *testing.T) {
 	out, _ := io.ReadAll(g)
 	if string(out) != chunkLine("agent_message_chunk", "one")+"\n" || len(garbage) != 1 || garbage[0] != bad {
 		t.Fatalf("passed %q, garbage %q", out, garbage)
+	}
+}
+
+// Over a pipe, the guard waits for more chunks with a read deadline: a
+// chunk with nothing after it still comes out (the wait ends), the
+// deadline is not the end of the stream, and what the agent writes later
+// is read as before.
+func TestLineGuardWaitEndsWithoutMore(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	stdout := &eofReader{r: pr, done: make(chan struct{})}
+	g := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: func(string) {}, onFault: func(string) {},
+		flow: newFlow(), ready: make(chan struct{}), deadline: pr.SetReadDeadline}
+	close(g.ready)
+	g.flow.close()
+	out := bufio.NewReader(g)
+	for _, text := range []string{"first", "second"} {
+		if _, err := fmt.Fprintln(pw, chunkLine("agent_message_chunk", text)); err != nil {
+			t.Fatal(err)
+		}
+		line, err := out.ReadString('\n')
+		if err != nil || line != chunkLine("agent_message_chunk", text)+"\n" {
+			t.Fatalf("read %q, %v", line, err)
+		}
+		select {
+		case <-stdout.done:
+			t.Fatal("the wait's deadline ended the stream")
+		default:
+		}
+	}
+	pw.Close()
+	if _, err := out.ReadString('\n'); err != io.EOF {
+		t.Fatalf("after the agent's end: %v, want EOF", err)
 	}
 }
