@@ -71,6 +71,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	var restore sync.Once
 	collect := func() { restore.Do(func() { debug.SetGCPercent(gc) }) }
 	defer collect()
+	defer startProfiles()()
 	return daemon.Serve(ctx, daemon.ServeOptions{Home: home, Version: Version, Logger: log, SelfExe: f.Executable,
 		NoResume: noResume, Ready: collect})
 }

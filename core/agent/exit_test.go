@@ -20,11 +20,17 @@ type slowHandler struct {
 	pid     func() int
 	mu      sync.Mutex
 	updates int
+	// text is the chunks' texts joined: the guard may join chunks into
+	// fewer updates (ADR 0059).
+	text strings.Builder
 }
 
-func (h *slowHandler) Update(_ context.Context, _ acp.SessionNotification) {
+func (h *slowHandler) Update(_ context.Context, n acp.SessionNotification) {
 	h.mu.Lock()
 	h.updates++
+	if c := n.Update.AgentMessageChunk; c != nil && c.Content.Text != nil {
+		h.text.WriteString(c.Content.Text.Text)
+	}
 	first := h.updates == 1
 	h.mu.Unlock()
 	if !first {
@@ -42,10 +48,10 @@ func (h *slowHandler) Permission(context.Context, acp.RequestPermissionRequest) 
 func (h *slowHandler) Garbage(string) {}
 func (h *slowHandler) Fault(string)   {}
 
-func (h *slowHandler) count() int {
+func (h *slowHandler) received() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.updates
+	return h.text.String()
 }
 
 // Everything an agent wrote before it exited reaches the handler, even
@@ -55,9 +61,12 @@ func (h *slowHandler) count() int {
 func TestOutputWrittenBeforeExitIsRead(t *testing.T) {
 	const n = 400 // more than the flow lets wait unrecorded, so some stay in the pipe
 	dir := t.TempDir()
-	var b strings.Builder
+	var b, want strings.Builder
 	for i := range n {
-		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%d %s"}}}}`+"\n", i, strings.Repeat("x", 200))
+		// A session id of its own on each line: the guard joins none of
+		// them, so the flow fills and the rest waits in the pipe.
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s%d","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"%d %s"}}}}`+"\n", i, i, strings.Repeat("x", 200))
+		fmt.Fprintf(&want, "%d %s", i, strings.Repeat("x", 200))
 	}
 	lines := filepath.Join(dir, "lines")
 	if err := os.WriteFile(lines, []byte(b.String()), 0o600); err != nil {
@@ -82,10 +91,10 @@ func TestOutputWrittenBeforeExitIsRead(t *testing.T) {
 		t.Fatal("the connection did not close")
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for h.count() < n && time.Now().Before(deadline) {
+	for len(h.received()) < want.Len() && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := h.count(); got != n {
-		t.Fatalf("%d of the %d updates the agent wrote before exiting reached the handler", got, n)
+	if got := h.received(); got != want.String() {
+		t.Fatalf("%d of the %d bytes of text the agent wrote before exiting reached the handler", len(got), want.Len())
 	}
 }

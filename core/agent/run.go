@@ -227,8 +227,11 @@ func (r *Run) connect(stdin io.Writer, stdoutR io.ReadCloser) *eofReader {
 	// connection whose reader already runs is a data race in the SDK.
 	guard := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: r.onGarbage, onFault: r.onFault,
 		flow: r.flow, ready: make(chan struct{})}
+	if d, ok := stdoutR.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Time{}) == nil {
+		guard.deadline = d.SetReadDeadline
+	}
 	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
-	r.conn.SetLogger(logger)
+	r.conn.SetLogger(slog.New(&sdkLog{next: logger.Handler(), rejected: r.flow.release}))
 	close(guard.ready)
 	return stdout
 }
@@ -282,7 +285,7 @@ type eofReader struct {
 
 func (e *eofReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // the guard's wait for more chunks (joinWait)
 		e.once.Do(func() { close(e.done) })
 	}
 	return n, err
@@ -711,8 +714,13 @@ type lineGuard struct {
 	flow      *flow
 	line      []byte
 	buf       []byte
-	err       error
-	ready     chan struct{}
+	join      coalescer
+	// deadline sets the agent's stdout's read deadline, when it has one
+	// (a pipe; not an in-process peer): the guard then waits up to
+	// joinWait for more chunks to join.
+	deadline func(time.Time) error
+	err      error
+	ready    chan struct{}
 }
 
 func (g *lineGuard) Read(p []byte) (int, error) {
@@ -729,28 +737,8 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		if len(line) > 0 {
-			trimmed := bytes.TrimSpace(line)
-			var msg wireMessage
-			switch {
-			case len(trimmed) == 0:
-			case json.Unmarshal(trimmed, &msg) != nil:
-				if !json.Valid(trimmed) {
-					g.onGarbage(string(trimmed))
-				}
-				// Valid JSON the SDK cannot read as a message: it skips
-				// such lines too.
-			case msg.isNotification():
-				if msg.Method != acp.ClientMethodSessionUpdate || !validUpdate(msg.Params) {
-					// The client handles no other notification, and the SDK
-					// would reject this one undelivered: drop it here, so
-					// every notification passed on is one handler call
-					// the flow can count.
-					break
-				}
-				g.flow.acquire()
-				g.buf = line
-			default:
-				g.buf = line
+			if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+				g.classify(line, trimmed)
 			}
 		}
 		if err != nil {
@@ -760,6 +748,92 @@ func (g *lineGuard) Read(p []byte) (int, error) {
 	n := copy(p, g.buf)
 	g.buf = g.buf[n:]
 	return n, nil
+}
+
+// classify decides what becomes of one non-blank line: passed to the SDK
+// (a session/update counted by the flow first), dropped, or reported as
+// garbage.
+func (g *lineGuard) classify(line, trimmed []byte) {
+	if !json.Valid(trimmed) {
+		g.onGarbage(string(trimmed))
+		return
+	}
+	e, ok := scanEnvelope(trimmed)
+	if !ok {
+		var msg wireMessage
+		if json.Unmarshal(trimmed, &msg) != nil {
+			// Valid JSON the SDK cannot read as a message: it skips such
+			// lines too.
+			return
+		}
+		e = envelope{method: msg.Method, hasID: msg.ID != nil}
+	}
+	switch {
+	case e.method == acp.ClientMethodSessionUpdate && e.hasID:
+		// session/update sent as a request: the SDK would hand it to the
+		// client's SessionUpdate on a goroutine of its own, out of order
+		// and releasing the flow for a notification still queued (an
+		// agent could overflow the SDK's queue that way). ACP has it a
+		// notification only; the agent gets no answer.
+	case !e.isNotification():
+		g.buf = line
+	case e.method == acp.ClientMethodSessionUpdate:
+		// Counted before the SDK decodes its params: a notification it
+		// then rejects is released by the SDK's log of the rejection
+		// (sdkLog), one it delivers by the client's SessionUpdate.
+		g.flow.acquire()
+		g.buf = g.coalesce(line, trimmed)
+	default:
+		// The client handles no other notification: dropped here, so
+		// every notification passed on is one the flow sees released.
+	}
+}
+
+// coalesce returns the session/update line to pass on: the line itself,
+// or, when it is a text chunk and the lines after it already read are
+// chunks of the same entry, one line with all their texts (coalesce.go).
+func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
+	if (g.deadline == nil && g.r.Buffered() == 0) || !g.join.start(trimmed) {
+		return line
+	}
+	until := time.Now().Add(joinWait)
+	for {
+		ahead, _ := g.r.Peek(g.r.Buffered())
+		i := bytes.IndexByte(ahead, '\n')
+		if i < 0 {
+			if g.wait(until, len(ahead)) {
+				continue
+			}
+			break
+		}
+		if next := bytes.TrimSpace(ahead[:i]); len(next) > 0 && !g.join.add(next) {
+			break
+		}
+		_, _ = g.r.Discard(i + 1)
+	}
+	g.flow.setBuffered(g.r.Buffered())
+	if g.join.n == 1 {
+		return line
+	}
+	return g.join.finish()
+}
+
+// joinWait is how long the guard waits after a chunk for the next ones to
+// join it. An agent streams a chunk every few milliseconds: the SDK then
+// decodes one notification for several chunks, the engine takes one. It
+// delays each chunk by at most this much (ADR 0059) — a kill -9 may lose
+// it beside the recorder's streamFlushDelay.
+const joinWait = 10 * time.Millisecond
+
+// wait reads more of the agent's output into the buffer, until the next
+// line is whole or until at the latest, and reports whether more came.
+func (g *lineGuard) wait(until time.Time, have int) bool {
+	if g.deadline == nil || have >= g.r.Size() || !time.Now().Before(until) || g.deadline(until) != nil {
+		return false
+	}
+	_, err := g.r.Peek(have + 1)
+	_ = g.deadline(time.Time{})
+	return err == nil
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -797,16 +871,6 @@ type wireMessage struct {
 // isNotification is true for what the SDK puts on its notification queue.
 func (m wireMessage) isNotification() bool {
 	return m.ID == nil && m.Method != "" && m.Method != "$/cancel_request"
-}
-
-// validUpdate is true when the SDK will hand these params to the client's
-// SessionUpdate (it decodes and validates them the same way).
-func validUpdate(params json.RawMessage) bool {
-	var n acp.SessionNotification
-	if err := json.Unmarshal(params, &n); err != nil {
-		return false
-	}
-	return n.Validate() == nil
 }
 
 // flowLimit is how many session/update notifications may wait in the SDK
