@@ -235,10 +235,14 @@ func (e *Engine) waitersAhead(t core.Task) []hostWaiter {
 	return out
 }
 
-// stillWaiting: the task waits for a slot and would start with one.
+// stillWaiting: the task waits for a slot and would start with one. Its
+// waiting reason is recorded after its placement returned, so a reason
+// not yet written ("") still counts as waiting for the slot: only another
+// reason means it waits for something else.
 func (e *Engine) stillWaiting(id string) bool {
 	c, ok := e.cached(id)
-	return ok && strings.HasPrefix(c.Waiting, hostsFullPrefix) && c.Queued > 0 && e.held(c) == ""
+	forSlot := c.Waiting == "" || strings.HasPrefix(c.Waiting, hostsFullPrefix)
+	return ok && forSlot && c.Queued > 0 && e.held(c) == ""
 }
 
 // hostSlotFreed wakes the runs waiting for a slot.
