@@ -28,10 +28,10 @@ var (
 // predicates read: each task's agent runs as role "eng", except u's
 // ("ops").
 func authEngine() *Engine {
-	e := &Engine{tasks: map[string]*core.Task{}, sessions: map[string]*liveRun{}}
+	e := &Engine{cache: newTaskCache(), sessions: map[string]*liveRun{}}
 	for _, t := range []core.Task{authG, authP, authC, authU} {
 		t := t
-		e.tasks[t.ID] = &t
+		e.cache.tasks[t.ID] = &t
 		role := "eng"
 		if t.ID == "u" {
 			role = "ops"

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -123,24 +122,11 @@ type Engine struct {
 	// worktree prune exclusively.
 	wsMu sync.RWMutex
 
-	cacheMu sync.RWMutex
-	// refreshMu serialises each task's read-from-store and cache write:
-	// two refreshes racing (one read before a commit, one after) could
-	// otherwise leave the older view in the cache until the next change.
-	refreshMu [64]sync.Mutex
-	// afterStoreRead lets a test hold a refresh between its read and its
-	// cache write.
-	afterStoreRead func(id string)
+	// cache: every task's view (cache.go).
+	cache taskCache
 	// loopEnded lets a test wait for a task's turn loop to end: the one
 	// moment after which nothing more is delivered until the next kick.
 	loopEnded func(id string)
-	tasks     map[string]*core.Task
-	order     []string
-	children  map[string][]string
-	// unchecked lists, in creation order, the tasks loaded with a stall
-	// check a crash interrupted: the start's sweep runs them without
-	// scanning the table again.
-	unchecked []string
 
 	rtMu     sync.Mutex
 	runtimes map[string]*taskRuntime
@@ -214,7 +200,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	base, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(), ws: &workspace.Manager{},
-		tasks: map[string]*core.Task{}, children: map[string][]string{},
+		cache:    newTaskCache(),
 		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
 		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
 		baseCtx: base, cancel: cancel, started: time.Now(),
@@ -237,85 +223,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, r := range roles {
 		explicit[r.Name] = !r.Implicit
 	}
-	n, err := e.db.CountTasks(ctx)
-	if err != nil {
+	if err := e.cache.load(ctx, e.db, explicit); err != nil {
 		cancel()
-		return nil, fmt.Errorf("engine: count tasks: %w", err)
-	}
-	// Tasks go straight into the cache as the store reads them, with no
-	// list of views in between (40 MB at 100,000 tasks), and the maps are
-	// built while the store's scans run on. They live in a few large
-	// allocations: the cache replaces a changed task's pointer rather
-	// than writing through it, so sharing a backing array is safe.
-	const chunk = 4096
-	var slab []core.Task
-	loaded := make([]*core.Task, 0, n)
-	e.tasks = make(map[string]*core.Task, n)
-	// Sized up front: a forest of small trees has many parents, and the
-	// map's growth showed in New's profile at 100,000 tasks.
-	e.children = make(map[string][]string, n)
-	e.order = make([]string, 0, n)
-	var unchecked []*core.Task
-	err = e.db.EachTaskView(ctx, func(v *store.TaskView) {
-		if len(slab) == cap(slab) {
-			slab = make([]core.Task, 0, chunk)
-		}
-		a, _ := core.ParseRef(v.Assignee)
-		slab = slab[:len(slab)+1]
-		t := &slab[len(slab)-1]
-		setTaskFromView(t, v, a.IsRole() && explicit[a.Name])
-		loaded = append(loaded, t)
-		e.tasks[t.ID] = t
-		e.order = append(e.order, t.ID)
-		if t.ParentID != "" {
-			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
-		}
-		if v.NeedsCheck {
-			unchecked = append(unchecked, t)
-		}
-	})
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("engine: load tasks: %w", err)
-	}
-	// Pull request URLs are few: one read sets them on their tasks' views.
-	links, err := e.db.TaskLinks(ctx, linkPullRequest)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("engine: load task links: %w", err)
-	}
-	for id, u := range links {
-		if t := e.tasks[id]; t != nil && t.Workspace != nil {
-			w := *t.Workspace
-			w.PullRequest = u
-			t.Workspace = &w
-		}
-	}
-	// Tables are mostly in creation order already: the order and the
-	// children are made again only when not.
-	byCreation := func(a, b *core.Task) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	}
-	for i := 1; i < len(loaded); i++ {
-		if byCreation(loaded[i-1], loaded[i]) > 0 {
-			slices.SortFunc(loaded, byCreation)
-			e.order = e.order[:0]
-			clear(e.children)
-			for _, t := range loaded {
-				e.order = append(e.order, t.ID)
-				if t.ParentID != "" {
-					e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
-				}
-			}
-			break
-		}
-	}
-	slices.SortFunc(unchecked, byCreation)
-	for _, t := range unchecked {
-		e.unchecked = append(e.unchecked, t.ID)
+		return nil, err
 	}
 	return e, nil
 }
@@ -371,27 +281,12 @@ func (e *Engine) isClosing() bool {
 // refresh reloads a task's view from the store into the cache and publishes
 // it. Every mutation ends with a refresh of what it touched.
 func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
-	mu := &e.refreshMu[stripe(id, len(e.refreshMu))]
-	mu.Lock()
-	defer mu.Unlock()
-	t, err := e.storedTask(ctx, id)
+	t, prev, err := e.cache.refresh(id, func() (core.Task, error) { return e.storedTask(ctx, id) })
 	if err != nil {
 		return core.Task{}, err
 	}
-	if e.afterStoreRead != nil {
-		e.afterStoreRead(id)
-	}
-	e.cacheMu.Lock()
-	prev, existed := e.tasks[id]
+	existed := prev != nil
 	needsYou := startsNeedingYou(prev, &t)
-	e.tasks[id] = &t
-	if !existed {
-		e.order = append(e.order, id)
-		if t.ParentID != "" {
-			e.children[t.ParentID] = append(e.children[t.ParentID], id)
-		}
-	}
-	e.cacheMu.Unlock()
 	typ := core.EventTaskUpdated
 	if !existed {
 		typ = core.EventTaskCreated
@@ -473,13 +368,7 @@ func (e *Engine) refreshQuiet(id string) {
 
 // cached returns a copy of a cached task.
 func (e *Engine) cached(id string) (core.Task, bool) {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	t, ok := e.tasks[id]
-	if !ok {
-		return core.Task{}, false
-	}
-	return *t, true
+	return e.cache.get(id)
 }
 
 // resolveID accepts an exact id or a unique prefix of one.
@@ -744,13 +633,13 @@ func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 	runs := len(e.sessions)
 	e.rtMu.Unlock()
 	running := 0
-	e.cacheMu.RLock()
-	for _, t := range e.tasks {
+	cv := e.cache.rlock()
+	for _, t := range cv.tasks {
 		if !t.Archived && t.Running() {
 			running++
 		}
 	}
-	e.cacheMu.RUnlock()
+	cv.runlock()
 	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir,
 		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }

@@ -334,27 +334,27 @@ func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 		}
 		root = id
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	if root != "" {
 		var out []*core.Task
 		var walk func(id string)
 		walk = func(id string) {
-			t := e.tasks[id]
+			t := cv.tasks[id]
 			if t == nil || (t.Archived && !in.All) {
 				return
 			}
 			out = append(out, t)
-			for _, c := range e.children[id] {
+			for _, c := range cv.children[id] {
 				walk(c)
 			}
 		}
 		walk(root)
 		return out, nil
 	}
-	out := make([]*core.Task, 0, len(e.order))
-	for _, id := range e.order {
-		t := e.tasks[id]
+	out := make([]*core.Task, 0, len(cv.order))
+	for _, id := range cv.order {
+		t := cv.tasks[id]
 		if t.Archived && !in.All {
 			continue
 		}
@@ -374,22 +374,22 @@ func (e *Engine) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 	if in.Root != "" {
 		return e.TaskSnapshot(ctx, in)
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	out := make([]*core.Task, 0, len(e.order))
+	cv := e.cache.rlock()
+	defer cv.runlock()
+	out := make([]*core.Task, 0, len(cv.order))
 	shown := func(t *core.Task) bool { return t != nil && (in.All || !t.Archived) }
 	var walk func(t *core.Task)
 	walk = func(t *core.Task) {
 		out = append(out, t)
-		for _, c := range e.children[t.ID] {
-			if ct := e.tasks[c]; shown(ct) {
+		for _, c := range cv.children[t.ID] {
+			if ct := cv.tasks[c]; shown(ct) {
 				walk(ct)
 			}
 		}
 	}
-	for _, id := range e.order {
-		t := e.tasks[id]
-		if !shown(t) || (t.ParentID != "" && shown(e.tasks[t.ParentID])) {
+	for _, id := range cv.order {
+		t := cv.tasks[id]
+		if !shown(t) || (t.ParentID != "" && shown(cv.tasks[t.ParentID])) {
 			continue
 		}
 		walk(t)
@@ -440,18 +440,18 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 		}
 		return page, next, nil
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	start := 0
 	if cursor != "" {
-		t := e.tasks[cursor]
+		t := cv.tasks[cursor]
 		if t == nil || (t.Archived && !in.All) {
 			return nil, "", stale()
 		}
-		start = slices.Index(e.order, cursor) + 1
+		start = slices.Index(cv.order, cursor) + 1
 	}
-	for _, id := range e.order[start:] {
-		t := e.tasks[id]
+	for _, id := range cv.order[start:] {
+		t := cv.tasks[id]
 		if t == nil || (t.Archived && !in.All) {
 			continue
 		}
@@ -533,9 +533,9 @@ func (e *Engine) mayEdit(ctx context.Context, t core.Task) error {
 
 // isAncestor reports whether anc is a proper ancestor of id.
 func (e *Engine) isAncestor(anc, id string) bool {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	for cur := e.tasks[id]; cur != nil && cur.ParentID != ""; cur = e.tasks[cur.ParentID] {
+	cv := e.cache.rlock()
+	defer cv.runlock()
+	for cur := cv.tasks[id]; cur != nil && cur.ParentID != ""; cur = cv.tasks[cur.ParentID] {
 		if cur.ParentID == anc {
 			return true
 		}
