@@ -135,13 +135,11 @@ type Engine struct {
 	// the hot path of every MCP call needs no database read.
 	tokens map[string]core.Actor
 
-	waitMu  sync.Mutex
-	waiters map[string]chan answerDelivery // user questions with a blocked call, by question id
-
-	// deferred holds, by task, why a delivery that could not be written
-	// waits (shown as the task's waiting reason).
-	deferMu  sync.Mutex
-	deferred map[string]string
+	// waiters: the tool calls blocked on a person's answer (waiting.go).
+	waiters waitingCalls
+	// deferred: why a delivery that could not be written waits, by task
+	// (deferred.go).
+	deferred deferredDeliveries
 
 	// spend: sessions' cumulative costs and the budget lock (usage.go).
 	spend spendState
@@ -202,7 +200,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(), ws: &workspace.Manager{},
 		cache:    newTaskCache(),
 		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
-		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
+		waiters: newWaitingCalls(), deferred: newDeferredDeliveries(),
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
 	e.flusher.e = e
@@ -343,9 +341,7 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		w.PullRequest = u
 	}
 	if t.Waiting == "" {
-		e.deferMu.Lock()
-		t.Waiting = e.deferred[id]
-		e.deferMu.Unlock()
+		t.Waiting = e.deferred.reason(id)
 	}
 	return t, nil
 }

@@ -298,9 +298,7 @@ func (e *Engine) deliveryFailed(rt *taskRuntime, err error) {
 	} else if rt.retry = 2 * rt.retry; rt.retry > retryMax {
 		rt.retry = retryMax
 	}
-	e.deferMu.Lock()
-	e.deferred[rt.id] = fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax)
-	e.deferMu.Unlock()
+	e.deferred.set(rt.id, fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax))
 	id := rt.id
 	time.AfterFunc(rt.retry, func() { e.kick(id) })
 }
@@ -312,9 +310,7 @@ func (e *Engine) deliveryDone(rt *taskRuntime) {
 		return
 	}
 	rt.retry = 0
-	e.deferMu.Lock()
-	delete(e.deferred, rt.id)
-	e.deferMu.Unlock()
+	e.deferred.clear(rt.id)
 }
 
 // endTurn records a turn's end, the session's new state and, when the
