@@ -28,7 +28,7 @@ var (
 // predicates read: each task's agent runs as role "eng", except u's
 // ("ops").
 func authEngine() *Engine {
-	e := &Engine{cache: newTaskCache(), sessions: map[string]*liveRun{}}
+	e := &Engine{cache: newTaskCache(), live: newLiveRuns()}
 	for _, t := range []core.Task{authG, authP, authC, authU} {
 		t := t
 		e.cache.tasks[t.ID] = &t
@@ -36,7 +36,7 @@ func authEngine() *Engine {
 		if t.ID == "u" {
 			role = "ops"
 		}
-		e.sessions["s-"+t.ID] = &liveRun{sessionID: "s-" + t.ID, role: role}
+		e.live.sessions["s-"+t.ID] = &liveRun{sessionID: "s-" + t.ID, role: role}
 	}
 	return e
 }

@@ -28,13 +28,9 @@ const itemBudget = "budget"
 // goroutine: it runs from an agent's notification handler, which stopping
 // that agent's turn must not wait on.
 func (e *Engine) checkBudgetsAsync(taskID string) {
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	if !e.live.unlessClosing(func() { e.procWG.Add(1) }) {
 		return
 	}
-	e.procWG.Add(1)
-	e.rtMu.Unlock()
 	go func() {
 		defer e.procWG.Done()
 		e.checkBudgets(taskID)

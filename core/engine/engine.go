@@ -128,12 +128,9 @@ type Engine struct {
 	// moment after which nothing more is delivered until the next kick.
 	loopEnded func(id string)
 
-	rtMu     sync.Mutex
-	runtimes map[string]*taskRuntime
-	sessions map[string]*liveRun // by session id
-	// tokens maps the hashes of live sessions' tokens to their callers, so
-	// the hot path of every MCP call needs no database read.
-	tokens map[string]core.Actor
+	// live: the tasks' runtimes, the live runs and their tokens, and the
+	// closing flag (live.go).
+	live liveRuns
 
 	// waiters: the tool calls blocked on a person's answer (waiting.go).
 	waiters waitingCalls
@@ -144,7 +141,6 @@ type Engine struct {
 	// spend: sessions' cumulative costs and the budget lock (usage.go).
 	spend spendState
 
-	closing bool
 	started time.Time      // reported by Version (the daemon's uptime)
 	wg      sync.WaitGroup // turn loops
 	procWG  sync.WaitGroup // process teardowns and timers
@@ -198,8 +194,8 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	base, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(), ws: &workspace.Manager{},
-		cache:    newTaskCache(),
-		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
+		cache:   newTaskCache(),
+		live:    newLiveRuns(),
 		waiters: newWaitingCalls(), deferred: newDeferredDeliveries(),
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
@@ -234,17 +230,10 @@ func (e *Engine) Bus() *Bus { return e.bus }
 // Close stops taking work, tears down every agent process group, marks
 // their sessions interrupted and waits for turn goroutines to end.
 func (e *Engine) Close() error {
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	runs, first := e.live.close()
+	if !first {
 		return nil
 	}
-	e.closing = true
-	var runs []*liveRun
-	for _, r := range e.sessions {
-		runs = append(runs, r)
-	}
-	e.rtMu.Unlock()
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Add(1)
@@ -269,9 +258,7 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) isClosing() bool {
-	e.rtMu.Lock()
-	defer e.rtMu.Unlock()
-	return e.closing
+	return e.live.isClosing()
 }
 
 // --- task cache -----------------------------------------------------------
@@ -625,9 +612,7 @@ func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, 
 
 // Version implements core.Client.
 func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
-	e.rtMu.Lock()
-	runs := len(e.sessions)
-	e.rtMu.Unlock()
+	runs := e.live.count()
 	running := 0
 	cv := e.cache.rlock()
 	for _, t := range cv.tasks {

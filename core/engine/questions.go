@@ -745,9 +745,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 // endTurnForQuestion ends the asking turn shortly after the tool result is
 // back with the agent, unless the agent ends it first.
 func (e *Engine) endTurnForQuestion(sessionID string) {
-	e.rtMu.Lock()
-	run := e.sessions[sessionID]
-	e.rtMu.Unlock()
+	run := e.live.session(sessionID)
 	if run == nil {
 		return
 	}

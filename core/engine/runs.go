@@ -102,14 +102,7 @@ type writeError struct{ err error }
 func (w *writeError) Error() string { return w.err.Error() }
 
 func (e *Engine) runtime(id string) *taskRuntime {
-	e.rtMu.Lock()
-	defer e.rtMu.Unlock()
-	rt := e.runtimes[id]
-	if rt == nil {
-		rt = &taskRuntime{id: id, permSem: make(chan struct{}, 1)}
-		e.runtimes[id] = rt
-	}
-	return rt
+	return e.live.runtime(id)
 }
 
 // launch spawns the task's agent and opens (or resumes) its session.
@@ -252,20 +245,15 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 		return nil, &runFailedError{role: role.Name, reason: reason}
 	}
 	run.proc = proc
-	// Register under the engine lock with the closing check, so a shutdown
-	// that already took its list of runs cannot miss this one.
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	// Registered with the closing check, so a shutdown that already took
+	// its list of runs cannot miss this one.
+	if !e.live.register(run, hash, core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: sessionID}) {
 		e.finishSession(sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
 		rt.mu.Unlock()
 		proc.Terminate(e.opts.Grace)
 		e.tornDown(sessionID)
 		return nil, errFenced
 	}
-	e.sessions[sessionID] = run
-	e.tokens[hash] = core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: sessionID}
-	e.rtMu.Unlock()
 	rt.run = run
 	pid := proc.PID()
 	e.updateSession(sessionID, store.SessionUpdate{PID: &pid})
@@ -419,14 +407,7 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 	if run.rt.run == run {
 		run.rt.run = nil
 	}
-	e.rtMu.Lock()
-	delete(e.sessions, run.sessionID)
-	for h, a := range e.tokens {
-		if a.SessionID == run.sessionID {
-			delete(e.tokens, h)
-		}
-	}
-	e.rtMu.Unlock()
+	e.live.release(run.sessionID)
 }
 
 // terminate tears a released run's process down in the background, and

@@ -39,13 +39,9 @@ func (e *Engine) kick(id string) {
 	if rt.busy {
 		return
 	}
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	if !e.live.unlessClosing(func() { e.wg.Add(1) }) {
 		return
 	}
-	e.wg.Add(1)
-	e.rtMu.Unlock()
 	rt.busy = true
 	rt.loopFence = rt.fence
 	go e.turnLoop(rt)
