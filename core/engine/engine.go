@@ -109,7 +109,10 @@ var ProcessLauncher Launcher = LauncherFunc(agent.Start)
 // that never stops.
 const DefaultQuestionTurnGrace = 2 * time.Minute
 
-// Engine implements core.Client over the store and the agent runtime.
+// Engine implements core.Client over the store and the agent runtime. Its
+// state lives in parts that own it with their lock (cache, live, waiters,
+// deferred, spend: each file says what its lock guards); a task's rt.mu is
+// taken before any of theirs (docs/architecture.md, "The engine's parts").
 type Engine struct {
 	opts Options
 	db   *store.DB
