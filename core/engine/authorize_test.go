@@ -35,15 +35,15 @@ var (
 // predicates read: each task's agent runs as role "eng", except u's
 // ("ops").
 func authEngine() *Engine {
-	e := &Engine{tasks: map[string]*core.Task{}, sessions: map[string]*liveRun{}}
+	e := &Engine{cache: newTaskCache(), live: newLiveRuns()}
 	for _, t := range []core.Task{authG, authP, authC, authS, authX, authU, authA, authAC} {
 		t := t
-		e.tasks[t.ID] = &t
+		e.cache.tasks[t.ID] = &t
 		role := "eng"
 		if t.ID == "u" {
 			role = "ops"
 		}
-		e.sessions["s-"+t.ID] = &liveRun{sessionID: "s-" + t.ID, role: role}
+		e.live.sessions["s-"+t.ID] = &liveRun{sessionID: "s-" + t.ID, role: role}
 	}
 	return e
 }

@@ -28,13 +28,9 @@ const itemBudget = "budget"
 // goroutine: it runs from an agent's notification handler, which stopping
 // that agent's turn must not wait on.
 func (e *Engine) checkBudgetsAsync(taskID string) {
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	if !e.live.unlessClosing(func() { e.procWG.Add(1) }) {
 		return
 	}
-	e.procWG.Add(1)
-	e.rtMu.Unlock()
 	go func() {
 		defer e.procWG.Done()
 		e.checkBudgets(taskID)
@@ -253,12 +249,12 @@ func (e *Engine) budgetHold(t core.Task) string {
 	if t.Budget != nil && t.Budget.Holder == t.ID && t.Budget.Reached {
 		return t.ID
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	seen := map[string]bool{t.ID: true}
 	for p := t.ParentID; p != "" && !seen[p]; {
 		seen[p] = true
-		a := e.tasks[p]
+		a := cv.tasks[p]
 		if a == nil {
 			break
 		}
@@ -274,13 +270,13 @@ func (e *Engine) budgetHold(t core.Task) string {
 // or above it, else the one with the least left in its own terms.
 func (e *Engine) governingBudget(t core.Task) *core.BudgetInfo {
 	best := t.Budget
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	seen := map[string]bool{t.ID: true}
 	left := func(b *core.BudgetInfo) float64 { return b.Remaining / b.Amount.Value }
 	for p := t.ParentID; p != "" && !seen[p]; {
 		seen[p] = true
-		a := e.tasks[p]
+		a := cv.tasks[p]
 		if a == nil {
 			break
 		}

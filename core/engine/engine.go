@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,7 +109,10 @@ var ProcessLauncher Launcher = LauncherFunc(agent.Start)
 // that never stops.
 const DefaultQuestionTurnGrace = 2 * time.Minute
 
-// Engine implements core.Client over the store and the agent runtime.
+// Engine implements core.Client over the store and the agent runtime. Its
+// state lives in parts that own it with their lock (cache, live, waiters,
+// deferred, spend: each file says what its lock guards); a task's rt.mu is
+// taken before any of theirs (docs/architecture.md, "The engine's parts").
 type Engine struct {
 	opts Options
 	db   *store.DB
@@ -123,44 +125,25 @@ type Engine struct {
 	// worktree prune exclusively.
 	wsMu sync.RWMutex
 
-	cacheMu sync.RWMutex
-	// refreshMu serialises each task's read-from-store and cache write:
-	// two refreshes racing (one read before a commit, one after) could
-	// otherwise leave the older view in the cache until the next change.
-	refreshMu [64]sync.Mutex
-	// afterStoreRead lets a test hold a refresh between its read and its
-	// cache write.
-	afterStoreRead func(id string)
+	// cache: every task's view (cache.go).
+	cache taskCache
 	// loopEnded lets a test wait for a task's turn loop to end: the one
 	// moment after which nothing more is delivered until the next kick.
 	loopEnded func(id string)
-	tasks     map[string]*core.Task
-	order     []string
-	children  map[string][]string
-	// unchecked lists, in creation order, the tasks loaded with a stall
-	// check a crash interrupted: the start's sweep runs them without
-	// scanning the table again.
-	unchecked []string
 
-	rtMu     sync.Mutex
-	runtimes map[string]*taskRuntime
-	sessions map[string]*liveRun // by session id
-	// tokens maps the hashes of live sessions' tokens to their callers, so
-	// the hot path of every MCP call needs no database read.
-	tokens map[string]core.Actor
+	// live: the tasks' runtimes, the live runs and their tokens, and the
+	// closing flag (live.go).
+	live liveRuns
 
-	waitMu  sync.Mutex
-	waiters map[string]chan answerDelivery // user questions with a blocked call, by question id
-
-	// deferred holds, by task, why a delivery that could not be written
-	// waits (shown as the task's waiting reason).
-	deferMu  sync.Mutex
-	deferred map[string]string
+	// waiters: the tool calls blocked on a person's answer (waiting.go).
+	waiters waitingCalls
+	// deferred: why a delivery that could not be written waits, by task
+	// (deferred.go).
+	deferred deferredDeliveries
 
 	// spend: sessions' cumulative costs and the budget lock (usage.go).
 	spend spendState
 
-	closing bool
 	started time.Time      // reported by Version (the daemon's uptime)
 	wg      sync.WaitGroup // turn loops
 	procWG  sync.WaitGroup // process teardowns and timers
@@ -214,9 +197,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	base, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(), ws: &workspace.Manager{},
-		tasks: map[string]*core.Task{}, children: map[string][]string{},
-		runtimes: map[string]*taskRuntime{}, sessions: map[string]*liveRun{}, tokens: map[string]core.Actor{},
-		waiters: map[string]chan answerDelivery{}, deferred: map[string]string{},
+		cache:   newTaskCache(),
+		live:    newLiveRuns(),
+		waiters: newWaitingCalls(), deferred: newDeferredDeliveries(),
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
 	e.flusher.e = e
@@ -237,85 +220,9 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	for _, r := range roles {
 		explicit[r.Name] = !r.Implicit
 	}
-	n, err := e.db.CountTasks(ctx)
-	if err != nil {
+	if err := e.cache.load(ctx, e.db, explicit); err != nil {
 		cancel()
-		return nil, fmt.Errorf("engine: count tasks: %w", err)
-	}
-	// Tasks go straight into the cache as the store reads them, with no
-	// list of views in between (40 MB at 100,000 tasks), and the maps are
-	// built while the store's scans run on. They live in a few large
-	// allocations: the cache replaces a changed task's pointer rather
-	// than writing through it, so sharing a backing array is safe.
-	const chunk = 4096
-	var slab []core.Task
-	loaded := make([]*core.Task, 0, n)
-	e.tasks = make(map[string]*core.Task, n)
-	// Sized up front: a forest of small trees has many parents, and the
-	// map's growth showed in New's profile at 100,000 tasks.
-	e.children = make(map[string][]string, n)
-	e.order = make([]string, 0, n)
-	var unchecked []*core.Task
-	err = e.db.EachTaskView(ctx, func(v *store.TaskView) {
-		if len(slab) == cap(slab) {
-			slab = make([]core.Task, 0, chunk)
-		}
-		a, _ := core.ParseRef(v.Assignee)
-		slab = slab[:len(slab)+1]
-		t := &slab[len(slab)-1]
-		setTaskFromView(t, v, a.IsRole() && explicit[a.Name])
-		loaded = append(loaded, t)
-		e.tasks[t.ID] = t
-		e.order = append(e.order, t.ID)
-		if t.ParentID != "" {
-			e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
-		}
-		if v.NeedsCheck {
-			unchecked = append(unchecked, t)
-		}
-	})
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("engine: load tasks: %w", err)
-	}
-	// Pull request URLs are few: one read sets them on their tasks' views.
-	links, err := e.db.TaskLinks(ctx, linkPullRequest)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("engine: load task links: %w", err)
-	}
-	for id, u := range links {
-		if t := e.tasks[id]; t != nil && t.Workspace != nil {
-			w := *t.Workspace
-			w.PullRequest = u
-			t.Workspace = &w
-		}
-	}
-	// Tables are mostly in creation order already: the order and the
-	// children are made again only when not.
-	byCreation := func(a, b *core.Task) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	}
-	for i := 1; i < len(loaded); i++ {
-		if byCreation(loaded[i-1], loaded[i]) > 0 {
-			slices.SortFunc(loaded, byCreation)
-			e.order = e.order[:0]
-			clear(e.children)
-			for _, t := range loaded {
-				e.order = append(e.order, t.ID)
-				if t.ParentID != "" {
-					e.children[t.ParentID] = append(e.children[t.ParentID], t.ID)
-				}
-			}
-			break
-		}
-	}
-	slices.SortFunc(unchecked, byCreation)
-	for _, t := range unchecked {
-		e.unchecked = append(e.unchecked, t.ID)
+		return nil, err
 	}
 	return e, nil
 }
@@ -326,17 +233,10 @@ func (e *Engine) Bus() *Bus { return e.bus }
 // Close stops taking work, tears down every agent process group, marks
 // their sessions interrupted and waits for turn goroutines to end.
 func (e *Engine) Close() error {
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	runs, first := e.live.close()
+	if !first {
 		return nil
 	}
-	e.closing = true
-	var runs []*liveRun
-	for _, r := range e.sessions {
-		runs = append(runs, r)
-	}
-	e.rtMu.Unlock()
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Add(1)
@@ -361,9 +261,7 @@ func (e *Engine) Close() error {
 }
 
 func (e *Engine) isClosing() bool {
-	e.rtMu.Lock()
-	defer e.rtMu.Unlock()
-	return e.closing
+	return e.live.isClosing()
 }
 
 // --- task cache -----------------------------------------------------------
@@ -371,27 +269,12 @@ func (e *Engine) isClosing() bool {
 // refresh reloads a task's view from the store into the cache and publishes
 // it. Every mutation ends with a refresh of what it touched.
 func (e *Engine) refresh(ctx context.Context, id string) (core.Task, error) {
-	mu := &e.refreshMu[stripe(id, len(e.refreshMu))]
-	mu.Lock()
-	defer mu.Unlock()
-	t, err := e.storedTask(ctx, id)
+	t, prev, err := e.cache.refresh(id, func() (core.Task, error) { return e.storedTask(ctx, id) })
 	if err != nil {
 		return core.Task{}, err
 	}
-	if e.afterStoreRead != nil {
-		e.afterStoreRead(id)
-	}
-	e.cacheMu.Lock()
-	prev, existed := e.tasks[id]
+	existed := prev != nil
 	needsYou := startsNeedingYou(prev, &t)
-	e.tasks[id] = &t
-	if !existed {
-		e.order = append(e.order, id)
-		if t.ParentID != "" {
-			e.children[t.ParentID] = append(e.children[t.ParentID], id)
-		}
-	}
-	e.cacheMu.Unlock()
 	typ := core.EventTaskUpdated
 	if !existed {
 		typ = core.EventTaskCreated
@@ -448,9 +331,7 @@ func (e *Engine) storedTask(ctx context.Context, id string) (core.Task, error) {
 		w.PullRequest = u
 	}
 	if t.Waiting == "" {
-		e.deferMu.Lock()
-		t.Waiting = e.deferred[id]
-		e.deferMu.Unlock()
+		t.Waiting = e.deferred.reason(id)
 	}
 	return t, nil
 }
@@ -473,13 +354,7 @@ func (e *Engine) refreshQuiet(id string) {
 
 // cached returns a copy of a cached task.
 func (e *Engine) cached(id string) (core.Task, bool) {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	t, ok := e.tasks[id]
-	if !ok {
-		return core.Task{}, false
-	}
-	return *t, true
+	return e.cache.get(id)
 }
 
 // resolveID accepts an exact id or a unique prefix of one.
@@ -737,17 +612,15 @@ func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, 
 
 // Version implements core.Client.
 func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
-	e.rtMu.Lock()
-	runs := len(e.sessions)
-	e.rtMu.Unlock()
+	runs := e.live.count()
 	running := 0
-	e.cacheMu.RLock()
-	for _, t := range e.tasks {
+	cv := e.cache.rlock()
+	for _, t := range cv.tasks {
 		if !t.Archived && t.Running() {
 			running++
 		}
 	}
-	e.cacheMu.RUnlock()
+	cv.runlock()
 	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir,
 		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }

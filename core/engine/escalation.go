@@ -103,11 +103,11 @@ const stalledSubtaskPrefix = "stalled subtask "
 // subtask stalled and reported to taskID (reportStallToCreator), still
 // with its role, with nothing running or queued, waits on taskID to act.
 func (e *Engine) holdingSubtasks(taskID string) (int, string) {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	n, stalled := 0, ""
-	for _, c := range e.children[taskID] {
-		ct := e.tasks[c]
+	for _, c := range cv.children[taskID] {
+		ct := cv.tasks[c]
 		if ct == nil || ct.Archived || ct.Status.Terminal() {
 			continue
 		}
@@ -134,11 +134,11 @@ func reportedStall(t *core.Task) bool {
 }
 
 func (e *Engine) openSubtasks(taskID string) int {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	n := 0
-	for _, c := range e.children[taskID] {
-		if ct := e.tasks[c]; ct != nil && !ct.Archived && !ct.Status.Terminal() {
+	for _, c := range cv.children[taskID] {
+		if ct := cv.tasks[c]; ct != nil && !ct.Archived && !ct.Status.Terminal() {
 			n++
 		}
 	}
@@ -309,8 +309,7 @@ func (e *Engine) lastWords(ctx context.Context, taskID, sessionID string) string
 func (e *Engine) sweep(ctx context.Context) error {
 	// The tasks the start loaded: at 100,000 tasks, asking the table again
 	// (needs_check and waiting have no index) was a tenth of the start.
-	ids := e.unchecked
-	e.unchecked = nil
+	ids := e.cache.takeUnchecked()
 	for _, id := range ids {
 		t, ok := e.cached(id)
 		if !ok || t.Session == nil {
@@ -329,14 +328,14 @@ func (e *Engine) sweep(ctx context.Context) error {
 	// Found by walking the cache, not by a lookup per task (a tenth of
 	// the start at 100,000 tasks), and kicked in task order.
 	var waiting []string
-	e.cacheMu.RLock()
+	cv := e.cache.rlock()
 	found := map[string]bool{}
-	for id, t := range e.tasks {
+	for id, t := range cv.tasks {
 		if t.Waiting != "" && !t.Archived {
 			found[id] = true
 		}
 	}
-	for _, id := range e.order {
+	for _, id := range cv.order {
 		if len(waiting) == len(found) {
 			break
 		}
@@ -344,7 +343,7 @@ func (e *Engine) sweep(ctx context.Context) error {
 			waiting = append(waiting, id)
 		}
 	}
-	e.cacheMu.RUnlock()
+	cv.runlock()
 	for _, id := range waiting {
 		e.kick(id)
 	}

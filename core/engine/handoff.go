@@ -25,9 +25,7 @@ func (e *Engine) handerOf(actor core.Actor) string {
 	case core.ActorPerson:
 		return personRef(actor.Name)
 	case core.ActorAgent:
-		e.rtMu.Lock()
-		run := e.sessions[actor.SessionID]
-		e.rtMu.Unlock()
+		run := e.live.session(actor.SessionID)
 		if run != nil {
 			return roleRef(run.role)
 		}

@@ -176,12 +176,11 @@ func (e *Engine) connectHost(ctx context.Context, name string) error {
 
 // runningOnHost counts the live runs of tasks placed on the host.
 func (e *Engine) runningOnHost(name string) int {
-	e.rtMu.Lock()
-	ids := make([]string, 0, len(e.sessions))
-	for _, r := range e.sessions {
+	runs := e.live.runs()
+	ids := make([]string, 0, len(runs))
+	for _, r := range runs {
 		ids = append(ids, r.rt.id)
 	}
-	e.rtMu.Unlock()
 	n := 0
 	for _, id := range ids {
 		if t, ok := e.cached(id); ok && t.Host == name {

@@ -477,15 +477,15 @@ func (e *Engine) clearUnserved(taskID string) {
 
 // profileChanged retries tasks that wait on a profile that may now run.
 func (e *Engine) profileChanged(name string) {
-	e.cacheMu.RLock()
+	cv := e.cache.rlock()
 	var ids []string
-	for _, id := range e.order {
-		t := e.tasks[id]
+	for _, id := range cv.order {
+		t := cv.tasks[id]
 		if (t.Profile == name || t.Waiting != "") && t.Queued > 0 && !t.Archived {
 			ids = append(ids, id)
 		}
 	}
-	e.cacheMu.RUnlock()
+	cv.runlock()
 	for _, id := range ids {
 		e.kick(id)
 	}

@@ -398,16 +398,8 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 	}
 	qid := "q" + core.NewID()
 	ch := make(chan answerDelivery, 1)
-	e.waitMu.Lock()
-	e.waiters[qid] = ch
-	e.waitMu.Unlock()
-	forget := func() {
-		e.waitMu.Lock()
-		if e.waiters[qid] == ch {
-			delete(e.waiters, qid)
-		}
-		e.waitMu.Unlock()
-	}
+	e.waiters.add(qid, ch)
+	forget := func() { e.waiters.forget(qid, ch) }
 	var m store.Message
 	busy := ""
 	// Written whole even if the request is cancelled meanwhile: the wait
@@ -487,11 +479,7 @@ func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why 
 		return err
 	})
 	if err != nil || resolved {
-		e.waitMu.Lock()
-		if e.waiters[m.Ref] == ch {
-			delete(e.waiters, m.Ref)
-		}
-		e.waitMu.Unlock()
+		e.waiters.forget(m.Ref, ch)
 		if err != nil {
 			e.log.Error("make permission question stale", "task", m.TaskID, "err", err)
 			// Show the question as it stands all the same.

@@ -29,7 +29,7 @@ const hostsFullPrefix = "host slots full: "
 type placement struct {
 	mu sync.Mutex
 	// reserved: tasks placed whose run is not registered yet (a launch
-	// between placement and e.sessions), by host.
+	// between placement and the live runs), by host.
 	reserved map[string]string
 	// waiters: tasks whose last placement found no free slot.
 	waiters map[string]hostWaiter
@@ -177,14 +177,12 @@ func (e *Engine) unreserveHost(taskID string) {
 	if !had {
 		return
 	}
-	e.rtMu.Lock()
 	running := false
-	for _, r := range e.sessions {
+	for _, r := range e.live.runs() {
 		if r.rt.id == taskID {
 			running = true
 		}
 	}
-	e.rtMu.Unlock()
 	if !running {
 		e.hostSlotFreed()
 	}
@@ -197,12 +195,11 @@ func (e *Engine) hostOccupancy() map[string]int {
 	for id, h := range e.place.reserved {
 		seen[id] = h
 	}
-	e.rtMu.Lock()
-	ids := make([]string, 0, len(e.sessions))
-	for _, r := range e.sessions {
+	runs := e.live.runs()
+	ids := make([]string, 0, len(runs))
+	for _, r := range runs {
 		ids = append(ids, r.rt.id)
 	}
-	e.rtMu.Unlock()
 	for _, id := range ids {
 		if t, ok := e.cached(id); ok && t.Host != "" {
 			seen[id] = t.Host
@@ -259,13 +256,9 @@ func (e *Engine) hostSlotFreed() {
 // wakeHostWaitersAsync kicks the waiting tasks in creation order, off
 // the caller's locks (a run is released under its task's lock).
 func (e *Engine) wakeHostWaitersAsync() {
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	if !e.live.unlessClosing(func() { e.wg.Add(1) }) {
 		return
 	}
-	e.wg.Add(1)
-	e.rtMu.Unlock()
 	go func() {
 		defer e.wg.Done()
 		for _, id := range e.hostWaiterIDs() {
@@ -310,7 +303,7 @@ func (e *Engine) recheckPlacement(taskID string) {
 	}
 }
 
-// releasedOnHost is called when a run leaves e.sessions: if its task is
+// releasedOnHost is called when a run leaves the live runs: if its task is
 // on a host, a slot there is free.
 func (e *Engine) releasedOnHost(taskID string) {
 	if t, ok := e.cached(taskID); ok && t.Host != "" {

@@ -177,15 +177,7 @@ func (e *Engine) afterResolve(ctx context.Context, tx *store.Tx, m store.Message
 
 // notifyWaiter hands d to a blocked ask_user call; false when none waits.
 func (e *Engine) notifyWaiter(questionID string, d answerDelivery) bool {
-	e.waitMu.Lock()
-	defer e.waitMu.Unlock()
-	ch, ok := e.waiters[questionID]
-	if !ok {
-		return false
-	}
-	delete(e.waiters, questionID)
-	ch <- d
-	return true
+	return e.waiters.notify(questionID, d)
 }
 
 // dropWaitingCall stops treating the task's user-question call as waiting:
@@ -610,12 +602,7 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "kind": q.Kind}, nil
 	}
 	ch := make(chan answerDelivery, 1)
-	e.waitMu.Lock()
-	if old, ok := e.waiters[q.QuestionID]; ok {
-		old <- answerDelivery{status: core.QuestionPending, reason: "a newer call re-asked the same question"}
-	}
-	e.waiters[q.QuestionID] = ch
-	e.waitMu.Unlock()
+	e.waiters.displace(q.QuestionID, ch, answerDelivery{status: core.QuestionPending, reason: "a newer call re-asked the same question"})
 	e.announce(c)
 
 	select {
@@ -625,12 +612,7 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 	case <-e.baseCtx.Done():
 	}
 	// Cut off. If an answer raced in, it must still reach the agent.
-	e.waitMu.Lock()
-	_, still := e.waiters[q.QuestionID]
-	if still && e.waiters[q.QuestionID] == ch {
-		delete(e.waiters, q.QuestionID)
-	}
-	e.waitMu.Unlock()
+	still := e.waiters.forget(q.QuestionID, ch)
 	if !still {
 		select {
 		case d := <-ch:
@@ -753,9 +735,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 // endTurnForQuestion ends the asking turn shortly after the tool result is
 // back with the agent, unless the agent ends it first.
 func (e *Engine) endTurnForQuestion(sessionID string) {
-	e.rtMu.Lock()
-	run := e.sessions[sessionID]
-	e.rtMu.Unlock()
+	run := e.live.session(sessionID)
 	if run == nil {
 		return
 	}

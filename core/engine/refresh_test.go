@@ -45,7 +45,7 @@ func TestRefreshNeverGoesBackInTime(t *testing.T) {
 	// is done, or for a moment when the second cannot start before it.
 	oldRead, newDone := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	e.afterStoreRead = func(string) {
+	e.cache.afterStoreRead = func(string) {
 		if calls.Add(1) != 1 {
 			return
 		}

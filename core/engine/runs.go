@@ -11,16 +11,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
@@ -104,230 +99,28 @@ type writeError struct{ err error }
 func (w *writeError) Error() string { return w.err.Error() }
 
 func (e *Engine) runtime(id string) *taskRuntime {
-	e.rtMu.Lock()
-	defer e.rtMu.Unlock()
-	rt := e.runtimes[id]
-	if rt == nil {
-		rt = &taskRuntime{id: id, permSem: make(chan struct{}, 1)}
-		e.runtimes[id] = rt
-	}
-	return rt
+	return e.live.runtime(id)
 }
 
-// launch spawns the task's agent and opens (or resumes) its session.
+// launch spawns the task's agent and opens (or resumes) its session: it
+// plans the run (planLaunch), prepares its worktree or host outside the
+// task's lock, starts the process under the stop fence (startRun) and
+// opens its session (openRun).
 func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, error) {
 	ctx := e.baseCtx
-	if t.Assignee == nil || !t.Assignee.IsRole() {
-		return nil, errFenced
-	}
-	role, err := e.roleOf(ctx, t.Assignee.Name)
-	if err != nil {
-		return nil, &unservedError{reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
-	}
-	prof, err := e.profile(ctx, role.Profile)
-	if err != nil {
-		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
-	}
-	// A run on a host takes one of its slots, or waits for one.
-	if t, err = e.placeRun(ctx, t); err != nil {
-		var un *unservedError
-		if !errors.As(err, &un) {
-			err = &unservedError{reason: err.Error()}
-		}
-		return nil, err
-	}
+	// A slot placement reserved is the run's once registered, free again
+	// if the launch ends without one.
 	defer e.unreserveHost(t.ID)
-	// The seam where a task on a host takes the remote launcher
-	// (docs/hosts.md): a host that cannot be reached fails the run with
-	// ssh's error (below, once the session is recorded); a reachable one
-	// runs the agent there, never on this machine.
-	var hostErr error
-	var remote *hosts.Remote
-	if owner, ok := e.worktreeOwner(t); ok && owner.Host != t.Host {
-		// A worktree lives on one machine, and a fetch from a host
-		// replaces the local copy's files: a task works in another's
-		// worktree only where that one runs.
-		hostErr = fmt.Errorf("task %s works in task %s's worktree, which is %s: run it there too (--host %s) or give it a worktree of its own",
-			t.ID, owner.ID, hostWord(owner.Host), hostOrLocal(owner.Host))
-	} else if t.Host != "" {
-		if err := e.awaitHost(rt, fence, t); err != nil {
-			return nil, err
-		}
-		remote, hostErr = e.remoteFor(ctx, t)
-	}
-	command := prof.Command
-	if command == core.SelfCommand {
-		command = e.opts.SelfExe
-	} else if path, err := exec.LookPath(command); t.Host == "" && err != nil && !errors.Is(err, fs.ErrPermission) {
-		// (On a host the command is the host's to find, not this machine's.)
-		// Missing is not a failure: the task waits and starts once the CLI
-		// is installed. A file that is there but cannot run is: spawning it
-		// fails below and the run escalates.
-		return nil, &unservedError{reason: fmt.Sprintf("profile %s cannot start: command %s not found in PATH", prof.Name, prof.Command)}
-	} else if err == nil {
-		command = path
-	}
-	e.clearUnserved(rt.id)
-	var resumeID string
-	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role.Name); err == nil {
-		resumeID = prev.AgentSessionID
-	}
-	set := e.capabilitySet(t)
-	token, hash, err := newToken()
+	p, err := e.planLaunch(ctx, rt, fence, &t)
 	if err != nil {
 		return nil, err
 	}
-	sessionID := "s" + core.NewID()
-	// The worktree's .kandev/setup runs before its first agent, outside
-	// the runtime lock (it may take minutes; a stop meanwhile fences the
-	// launch below). Its failure is this run's failure.
-	var setupOut string
-	var setupErr error
-	if t.Host == "" {
-		setupOut, setupErr = e.setupWorktree(ctx, t)
-	} else if remote != nil {
-		// The host's binary, directories and worktree, with its
-		// .worktreeinclude files and .kandev/setup, also outside the lock.
-		setupOut, setupErr, hostErr = hostPrepared(remote, remote.Prepare(ctx))
-	}
-
-	rt.mu.Lock()
-	if rt.fence != fence || e.isClosing() {
-		rt.mu.Unlock()
-		return nil, errFenced
-	}
-	now := time.Now().UTC()
-	// Announces nothing itself: the run is announced by the refresh below,
-	// once its process is registered and the task's lock released.
-	_, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
-		if err := tx.InsertSession(ctx, store.Session{ID: sessionID, TaskID: t.ID, Role: role.Name, Profile: prof.Name,
-			State: string(core.SessionStarting), CreatedAt: now, UpdatedAt: now}); err != nil {
-			return err
-		}
-		return tx.InsertToken(ctx, store.Token{Hash: hash, SessionID: sessionID, TaskID: t.ID, CreatedAt: now})
-	})
+	e.prepareLaunch(ctx, t, &p)
+	run, err := e.startRun(ctx, rt, fence, t, p)
 	if err != nil {
-		rt.mu.Unlock()
-		e.log.Error("record session", "task", t.ID, "err", err)
-		return nil, &writeError{err: err}
+		return nil, err
 	}
-	if hostErr != nil {
-		reason := "agent failed to start: " + hostErr.Error()
-		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
-		rt.mu.Unlock()
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
-		return nil, &runFailedError{role: role.Name, reason: reason}
-	}
-	if setupErr != nil {
-		reason := "worktree setup failed: " + setupErr.Error()
-		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
-		rt.mu.Unlock()
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
-		return nil, &runFailedError{role: role.Name, reason: reason}
-	}
-	if setupOut != "" {
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "worktree setup:\n"+setupOut, nil)
-	}
-	run := &liveRun{rt: rt, sessionID: sessionID, role: role.Name, profile: prof.Name, set: set, opening: true, remote: remote}
-	run.rec = newRecorder(e, t.ID, sessionID, run)
-	var env []string
-	if prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {
-		// The mock agent no longer sees KANDEV_HOME; its sessions' state
-		// still belongs to this home, not to a directory homes share.
-		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(e.opts.Home.Dir, "mock-agent"))
-	}
-	env = append(append(append(env, prof.Env...), clearedAgentEnv...),
-		"KANDEV_TASK_ID="+t.ID)
-	spec := agent.Spec{
-		Command: command, Args: prof.Args, Env: env, Dir: t.CWD, SessionID: sessionID,
-		HomeID:  agent.HomeID(e.opts.Home.Dir),
-		LogPath: e.opts.Home.SessionLog(sessionID), ResumeID: resumeID,
-		StartTimeout: startTimeout(prof, e.opts.StartTimeout), Logger: e.log.With("session", sessionID),
-		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
-			Name: "kandev", Command: e.opts.SelfExe, Args: []string{"mcp"},
-			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: token}},
-		}}},
-	}
-	var proc *agent.Run
-	if remote != nil {
-		if err = hostSandboxErr(t.Host, t.Sandbox); err == nil {
-			proc, err = remote.Launch(spec, run.rec)
-		}
-	} else {
-		proc, err = e.launchConfined(t, prof, spec, run.rec)
-	}
-	if err != nil {
-		reason := "agent failed to start: " + err.Error()
-		e.finishSessionChecked(t.ID, sessionID, core.SessionFailed, reason, true)
-		rt.mu.Unlock()
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
-		return nil, &runFailedError{role: role.Name, reason: reason}
-	}
-	run.proc = proc
-	// Register under the engine lock with the closing check, so a shutdown
-	// that already took its list of runs cannot miss this one.
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
-		e.finishSession(sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
-		rt.mu.Unlock()
-		proc.Terminate(e.opts.Grace)
-		e.tornDown(sessionID)
-		return nil, errFenced
-	}
-	e.sessions[sessionID] = run
-	e.tokens[hash] = core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: sessionID}
-	e.rtMu.Unlock()
-	rt.run = run
-	pid := proc.PID()
-	e.updateSession(sessionID, store.SessionUpdate{PID: &pid})
-	e.procWG.Add(1)
-	go e.watchExit(run)
-	rt.mu.Unlock()
-	e.refreshQuiet(t.ID)
-
-	// What the agent streams while its session opens is a session/load
-	// replay of history kandev already recorded: none of it is new. A
-	// resumed session's replay may come after the load's answer (Gemini
-	// CLI), so it is filtered until the first prompt (replayDone).
-	run.rec.setReplaying(true)
-	openErr := proc.Open(ctx)
-	if openErr != nil || !proc.Resumed() {
-		run.rec.setReplaying(false)
-	}
-	if openErr == nil && proc.GarbageLine() != "" {
-		// Non-ACP output before the answers: the session may be up, but the
-		// agent is not speaking the protocol (see also recorder.Garbage).
-		openErr = fmt.Errorf("agent wrote output that is not ACP: %q", truncateRunes(proc.GarbageLine(), 200))
-	}
-
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	run.opening = false
-	if rt.run != run {
-		return nil, errFenced // a stop (or shutdown) took it meanwhile
-	}
-	if openErr != nil {
-		reason := "agent failed to start: " + openErr.Error()
-		e.failRunLocked(run, reason)
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", reason, nil)
-		return nil, &runFailedError{role: role.Name, reason: reason}
-	}
-	agentSID := proc.SessionID()
-	state := string(core.SessionWaitingForInput)
-	e.updateSession(sessionID, store.SessionUpdate{AgentSessionID: &agentSID, State: &state})
-	for _, f := range proc.Fallbacks() {
-		e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", "resume: "+f, map[string]any{"resume_fallback": true})
-	}
-	how := "started a new agent session"
-	if proc.Resumed() {
-		how = "resumed agent session " + agentSID
-	} else if resumeID != "" {
-		how = "could not resume agent session " + resumeID + "; started a new one"
-	}
-	e.note(ctx, t.ID, sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", role.Name, prof.Name, pid, how),
-		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
-	return run, nil
+	return e.openRun(ctx, rt, t, run, p)
 }
 
 // replayDone ends the replay filter of a resumed session, right before
@@ -431,14 +224,7 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 	if run.rt.run == run {
 		run.rt.run = nil
 	}
-	e.rtMu.Lock()
-	delete(e.sessions, run.sessionID)
-	for h, a := range e.tokens {
-		if a.SessionID == run.sessionID {
-			delete(e.tokens, h)
-		}
-	}
-	e.rtMu.Unlock()
+	e.live.release(run.sessionID)
 	e.releasedOnHost(run.rt.id)
 }
 

@@ -3,16 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
-	"github.com/kandev/kandev/core/capability"
-	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/store"
 )
 
@@ -33,241 +29,21 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 			return t, err
 		}
 	}
-	title := strings.TrimSpace(in.Title)
-	titlePending := false
-	if title == "" {
-		first := firstLine(in.Prompt)
-		if first == "" {
-			first = firstLine(in.Description)
-		}
-		if first == "" {
-			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
-		}
-		// A placeholder is derived, not given: clean it rather than refuse.
-		title, titlePending = truncateRunes(strings.TrimSpace(textsafe.Line(first)), 60), true
-		if title == "" {
-			return core.Task{}, core.Errorf(core.CodeValidation, "a task needs a title (or a prompt to derive a placeholder title from)")
-		}
-	}
-	if err := checkTitle(title); err != nil {
-		return core.Task{}, err
-	}
-	if utf8.RuneCountInString(title) > maxTitle {
-		return core.Task{}, core.Errorf(core.CodeValidation, "title is %d characters; keep it to %d at most", utf8.RuneCountInString(title), maxTitle)
-	}
-
-	budget, budgetBy, err := e.createBudget(actor, in)
+	p, err := e.planCreate(ctx, actor, in)
 	if err != nil {
 		return core.Task{}, err
 	}
-
-	var parent core.Task
-	if in.ParentID != "" {
-		var err error
-		parent, err = e.task(ctx, in.ParentID)
-		if err != nil {
-			if core.CodeOf(err) == core.CodeNotFound {
-				return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s does not exist", in.ParentID)
-			}
-			return core.Task{}, err
-		}
-		if parent.Archived {
-			return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s is archived; only a task that is not archived can take children", parent.ID)
-		}
-	}
-
-	profileName := strings.TrimSpace(in.Profile)
-	if profileName == "" {
-		profileName = parent.Profile
-	}
-	if profileName == "" {
-		var err error
-		if profileName, err = e.defaultProfile(ctx); err != nil {
-			return core.Task{}, err
-		}
-	}
-	prof, err := e.profile(ctx, profileName)
-	if err != nil {
-		if core.CodeOf(err) == core.CodeNotFound {
-			return core.Task{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", profileName)
-		}
-		return core.Task{}, err
-	}
-	if in.Autopilot {
-		if err := core.CheckAutopilotProfile(prof); err != nil {
-			return core.Task{}, err
-		}
-	}
-
-	cwd := in.CWD
-	if cwd == "" {
-		cwd = parent.CWD
-	}
-	if cwd == "" {
-		if cwd, err = os.Getwd(); err != nil {
-			return core.Task{}, core.Errorf(core.CodeInternal, "working directory: %v", err)
-		}
-	}
-	if !filepath.IsAbs(cwd) {
-		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %q must be an absolute path", cwd)
-	}
-	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
-		return core.Task{}, core.Errorf(core.CodeValidation, "working directory %s does not exist or is not a directory", cwd)
-	}
-	// Stored resolved, as every path kandev compares (ADR 0042).
-	if real, err := core.RealPath(cwd); err == nil {
-		cwd = real
-	}
-
-	ws, err := e.planWorkspace(ctx, in, parent, cwd)
-	if err != nil {
-		return core.Task{}, err
-	}
-	host, err := e.taskHost(ctx, in.Host, parent)
-	if err != nil {
-		return core.Task{}, err
-	}
-
-	// The assignee: a named role or person, else the profile's own role.
-	assignee := core.RoleRef(prof.Name)
-	if strings.TrimSpace(in.Assignee) != "" {
-		if assignee, err = e.lookupAssignee(ctx, in.Assignee); err != nil {
-			return core.Task{}, err
-		}
-		if assignee.IsRole() {
-			r, err := e.roleOf(ctx, assignee.Name)
-			if err != nil {
-				return core.Task{}, core.Errorf(core.CodeNotFound, "%v", err)
-			}
-			if in.Profile != "" && r.Profile != prof.Name {
-				return core.Task{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, not %s; drop --profile or pick another assignee", r.Name, r.Profile, prof.Name)
-			}
-			if prof, err = e.profile(ctx, r.Profile); err != nil {
-				return core.Task{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
-			}
-			if in.Autopilot {
-				if err := core.CheckAutopilotProfile(prof); err != nil {
-					return core.Task{}, err
-				}
-			}
-		}
-	}
-	sandboxMode, err := e.resolveSandbox(ctx, in, parent, prof)
-	if err != nil {
-		return core.Task{}, err
-	}
-	if err := hostSandboxErr(host, sandboxMode); err != nil {
-		return core.Task{}, err
-	}
-	if in.Surface != "" {
-		if _, err := capability.ParseSurface(in.Surface); err != nil || in.Surface == string(capability.External) {
-			return core.Task{}, core.Errorf(core.CodeValidation, "surface %q: a task's sessions take kanban-task, office-task or configuration", in.Surface)
-		}
-	}
-	var blockers []string
-	for _, b := range in.BlockedBy {
-		bt, err := e.task(ctx, b)
-		if err != nil {
-			return core.Task{}, core.Errorf(core.CodeValidation, "blocker %s: %s", b, err.Error())
-		}
-		blockers = append(blockers, bt.ID)
-	}
-	// Who handed it over ("back" returns it there): the person who created
-	// it, or the task whose agent created it, which then signs it off.
-	handedBy := core.TaskRef(actor.TaskID).String()
-	if actor.Kind != core.ActorAgent {
-		handedBy = e.handerOf(actor)
-	}
-	now := time.Now().UTC()
-	row := store.Task{
-		Title: title, Description: strings.TrimSpace(in.Description), ParentID: parent.ID, CWD: filepath.Clean(cwd),
-		Profile: prof.Name, Status: string(core.StatusTodo), Autopilot: in.Autopilot, Sandbox: sandboxMode, CreatedBy: actor.String(),
-		CreatedAt: now, UpdatedAt: now, TitlePending: titlePending,
-		Assignee: assignee.String(), HandedBy: handedBy, Surface: in.Surface, Host: host,
-	}
-	prompt := strings.TrimSpace(in.Prompt)
-	var created changes
-	e.wsMu.RLock()
-	for attempt := 0; ; attempt++ {
-		row.ID = core.NewID()
-		// The worktree is made before the row so that a task that cannot
-		// have one is refused with git's reason, and undone if the row fails.
-		if err := e.makeWorktree(ctx, ws, &row); err != nil {
-			e.wsMu.RUnlock()
-			return core.Task{}, err
-		}
-		created, err = e.tx(ctx, func(tx *store.Tx, c *changes) error {
-			c.touch(row.ID)
-			if assignee.IsRoleNamed(prof.Name) {
-				if err := tx.EnsureImplicitRole(ctx, prof.Name, now); err != nil {
-					return err
-				}
-			}
-			if row.Host != "" && row.Host != hostAuto {
-				// In the transaction: a host removed since taskHost looked
-				// cannot get a task (RemoveHost checks in one too).
-				if _, err := tx.GetHost(ctx, row.Host); err != nil {
-					return err
-				}
-			}
-			if err := tx.InsertTask(ctx, row); err != nil {
-				return err
-			}
-			if key != "" {
-				if err := tx.InsertCreateKey(ctx, actor.String(), key, row.ID, now); err != nil {
-					if errors.Is(err, store.ErrConflict) {
-						return errKeyUsed // a concurrent create with the key won
-					}
-					return err
-				}
-			}
-			if err := setCreateBudgetTx(ctx, tx, row.ID, budget, budgetBy); err != nil {
-				return err
-			}
-			for _, b := range blockers {
-				if err := tx.AddBlocker(ctx, row.ID, b); err != nil {
-					return err
-				}
-			}
-			// A start is recorded with the create (startMeta on what it
-			// queues), so a crash before the start itself still starts
-			// the task at the next daemon start.
-			meta := ""
-			if in.Start {
-				meta = startMeta
-			}
-			if prompt != "" {
-				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemMessage,
-					Sender: actor.String(), Text: prompt, Meta: meta, CreatedAt: now})
-				return err
-			}
-			if in.Start && assignee.IsRole() {
-				_, err := tx.Enqueue(ctx, store.QueueItem{TaskID: row.ID, Priority: priorityNormal, Kind: itemKickoff,
-					Sender: actor.String(), Text: "Start work on the task.", Meta: meta, CreatedAt: now})
-				return err
-			}
-			return nil
-		})
-		if err != nil {
-			e.dropWorktree(ctx, row)
-			row.CWD = filepath.Clean(cwd)
-		}
-		if errors.Is(err, store.ErrConflict) && attempt < 5 {
-			continue // id collision: draw again
-		}
-		break
-	}
-	e.wsMu.RUnlock()
+	id, err := e.commitCreate(ctx, p)
 	if errors.Is(err, errKeyUsed) {
 		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
 			return t, err
 		}
+		err = mapStoreErr(err, "task")
 	}
 	if err != nil {
-		return core.Task{}, mapStoreErr(err, "task")
+		return core.Task{}, err
 	}
-	e.announce(created)
-	t, err := e.GetTask(ctx, row.ID)
+	t, err := e.GetTask(ctx, id)
 	if err != nil {
 		return core.Task{}, err
 	}
@@ -337,27 +113,27 @@ func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 		}
 		root = id
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	if root != "" {
 		var out []*core.Task
 		var walk func(id string)
 		walk = func(id string) {
-			t := e.tasks[id]
+			t := cv.tasks[id]
 			if t == nil || (t.Archived && !in.All) {
 				return
 			}
 			out = append(out, t)
-			for _, c := range e.children[id] {
+			for _, c := range cv.children[id] {
 				walk(c)
 			}
 		}
 		walk(root)
 		return out, nil
 	}
-	out := make([]*core.Task, 0, len(e.order))
-	for _, id := range e.order {
-		t := e.tasks[id]
+	out := make([]*core.Task, 0, len(cv.order))
+	for _, id := range cv.order {
+		t := cv.tasks[id]
 		if t.Archived && !in.All {
 			continue
 		}
@@ -377,22 +153,22 @@ func (e *Engine) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 	if in.Root != "" {
 		return e.TaskSnapshot(ctx, in)
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	out := make([]*core.Task, 0, len(e.order))
+	cv := e.cache.rlock()
+	defer cv.runlock()
+	out := make([]*core.Task, 0, len(cv.order))
 	shown := func(t *core.Task) bool { return t != nil && (in.All || !t.Archived) }
 	var walk func(t *core.Task)
 	walk = func(t *core.Task) {
 		out = append(out, t)
-		for _, c := range e.children[t.ID] {
-			if ct := e.tasks[c]; shown(ct) {
+		for _, c := range cv.children[t.ID] {
+			if ct := cv.tasks[c]; shown(ct) {
 				walk(ct)
 			}
 		}
 	}
-	for _, id := range e.order {
-		t := e.tasks[id]
-		if !shown(t) || (t.ParentID != "" && shown(e.tasks[t.ParentID])) {
+	for _, id := range cv.order {
+		t := cv.tasks[id]
+		if !shown(t) || (t.ParentID != "" && shown(cv.tasks[t.ParentID])) {
 			continue
 		}
 		walk(t)
@@ -443,18 +219,18 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 		}
 		return page, next, nil
 	}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	start := 0
 	if cursor != "" {
-		t := e.tasks[cursor]
+		t := cv.tasks[cursor]
 		if t == nil || (t.Archived && !in.All) {
 			return nil, "", stale()
 		}
-		start = slices.Index(e.order, cursor) + 1
+		start = slices.Index(cv.order, cursor) + 1
 	}
-	for _, id := range e.order[start:] {
-		t := e.tasks[id]
+	for _, id := range cv.order[start:] {
+		t := cv.tasks[id]
 		if t == nil || (t.Archived && !in.All) {
 			continue
 		}
@@ -527,9 +303,9 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 
 // isAncestor reports whether anc is a proper ancestor of id.
 func (e *Engine) isAncestor(anc, id string) bool {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	for cur := e.tasks[id]; cur != nil && cur.ParentID != ""; cur = e.tasks[cur.ParentID] {
+	cv := e.cache.rlock()
+	defer cv.runlock()
+	for cur := cv.tasks[id]; cur != nil && cur.ParentID != ""; cur = cv.tasks[cur.ParentID] {
 		if cur.ParentID == anc {
 			return true
 		}

@@ -20,9 +20,7 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (core.Actor, er
 		return core.Actor{Kind: core.ActorExternal}, nil
 	}
 	hash := hashToken(token)
-	e.rtMu.Lock()
-	actor, live := e.tokens[hash]
-	e.rtMu.Unlock()
+	actor, live := e.live.caller(hash)
 	if live {
 		return actor, nil
 	}
@@ -46,9 +44,7 @@ func (e *Engine) setFor(actor core.Actor) (capability.Set, error) {
 	case core.ActorExternal:
 		return capability.Resolve(capability.Case{Surface: capability.External}), nil
 	case core.ActorAgent:
-		e.rtMu.Lock()
-		run := e.sessions[actor.SessionID]
-		e.rtMu.Unlock()
+		run := e.live.session(actor.SessionID)
 		if run != nil {
 			return run.set, nil
 		}

@@ -39,13 +39,9 @@ func (e *Engine) kick(id string) {
 	if rt.busy {
 		return
 	}
-	e.rtMu.Lock()
-	if e.closing {
-		e.rtMu.Unlock()
+	if !e.live.unlessClosing(func() { e.wg.Add(1) }) {
 		return
 	}
-	e.wg.Add(1)
-	e.rtMu.Unlock()
 	rt.busy = true
 	rt.loopFence = rt.fence
 	go e.turnLoop(rt)
@@ -306,9 +302,7 @@ func (e *Engine) deliveryFailed(rt *taskRuntime, err error) {
 	} else if rt.retry = 2 * rt.retry; rt.retry > retryMax {
 		rt.retry = retryMax
 	}
-	e.deferMu.Lock()
-	e.deferred[rt.id] = fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax)
-	e.deferMu.Unlock()
+	e.deferred.set(rt.id, fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax))
 	id := rt.id
 	time.AfterFunc(rt.retry, func() { e.kick(id) })
 }
@@ -320,9 +314,7 @@ func (e *Engine) deliveryDone(rt *taskRuntime) {
 		return
 	}
 	rt.retry = 0
-	e.deferMu.Lock()
-	delete(e.deferred, rt.id)
-	e.deferMu.Unlock()
+	e.deferred.clear(rt.id)
 }
 
 // endTurn records a turn's end, the session's new state and, when the

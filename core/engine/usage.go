@@ -154,11 +154,11 @@ func (e *Engine) recordUsage(taskID, sessionID, profile string, u store.Usage, t
 // ancestors lists a task's ancestors, nearest first (parents are fixed at
 // creation, so the cache's chain is the store's).
 func (e *Engine) ancestors(id string) []string {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	var out []string
 	seen := map[string]bool{id: true}
-	for t := e.tasks[id]; t != nil && t.ParentID != "" && !seen[t.ParentID]; t = e.tasks[t.ParentID] {
+	for t := cv.tasks[id]; t != nil && t.ParentID != "" && !seen[t.ParentID]; t = cv.tasks[t.ParentID] {
 		seen[t.ParentID] = true
 		out = append(out, t.ParentID)
 	}
@@ -167,11 +167,11 @@ func (e *Engine) ancestors(id string) []string {
 
 // subtree lists a task and its descendants.
 func (e *Engine) subtree(id string) []string {
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
+	cv := e.cache.rlock()
+	defer cv.runlock()
 	out := []string{id}
 	for i := 0; i < len(out); i++ {
-		out = append(out, e.children[out[i]]...)
+		out = append(out, cv.children[out[i]]...)
 	}
 	return out
 }

@@ -707,18 +707,18 @@ func taskIDs(ts []core.Task) []string {
 // inheritors are the descendants of t that work in its worktree.
 func (e *Engine) inheritors(t core.Task) []core.Task {
 	var out []core.Task
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	queue := append([]string(nil), e.children[t.ID]...)
+	cv := e.cache.rlock()
+	defer cv.runlock()
+	queue := append([]string(nil), cv.children[t.ID]...)
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
-		c := e.tasks[id]
+		c := cv.tasks[id]
 		if c == nil || c.Workspace == nil || c.Workspace.Mode != core.WorkspaceInherit || c.Workspace.Dir != t.Workspace.Dir {
 			continue
 		}
 		out = append(out, *c)
-		queue = append(queue, e.children[id]...)
+		queue = append(queue, cv.children[id]...)
 	}
 	return out
 }
@@ -896,10 +896,10 @@ type pruneItem struct {
 // can be proved an orphan.
 func (e *Engine) ownedWorktrees(root string) (owned, known map[string]bool, _ error) {
 	owned, known = map[string]bool{}, map[string]bool{}
-	e.cacheMu.RLock()
-	defer e.cacheMu.RUnlock()
-	for _, id := range e.order { // creation order: the same task is named each time
-		t := e.tasks[id]
+	cv := e.cache.rlock()
+	defer cv.runlock()
+	for _, id := range cv.order { // creation order: the same task is named each time
+		t := cv.tasks[id]
 		if t == nil {
 			continue
 		}
