@@ -128,6 +128,9 @@ type Stall struct {
 	// handing the task on). A failed run stays an alarm wherever it goes,
 	// never "back to you". Detail still reads "run failed: ..." for people.
 	Failed bool `json:"failed,omitempty"`
+	// Cause is why the role stalled. The stored form carries it
+	// (StoredJSON); the wire does not.
+	Cause StallCause `json:"-"`
 }
 
 // StallFailedPrefix starts the Detail of a stall whose run failed. Code
@@ -136,12 +139,14 @@ type Stall struct {
 const StallFailedPrefix = "run failed: "
 
 // UnmarshalJSON reads a stall; one stored before Failed existed is failed
-// when its Detail carries the prefix.
+// when its Detail carries the prefix, and one stored before Cause existed
+// (or read from the wire, which has none) gets its cause by the old rule.
 func (s *Stall) UnmarshalJSON(b []byte) error {
 	type plain Stall
 	var p struct {
 		plain
-		Failed *bool `json:"failed"`
+		Failed *bool       `json:"failed"`
+		Cause  *StallCause `json:"cause"`
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
@@ -151,6 +156,11 @@ func (s *Stall) UnmarshalJSON(b []byte) error {
 		s.Failed = *p.Failed
 	} else {
 		s.Failed = strings.HasPrefix(s.Detail, StallFailedPrefix)
+	}
+	if p.Cause != nil && *p.Cause != "" {
+		s.Cause = *p.Cause
+	} else {
+		s.Cause = legacyStallCause(s.Reason, s.Detail, s.Failed)
 	}
 	return nil
 }

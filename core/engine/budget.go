@@ -229,7 +229,7 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		if t.Assignee.IsRole() {
 			hander = roleRef(t.Assignee.Name)
 		}
-		if _, err := e.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget}); err != nil {
+		if _, err := e.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget, Cause: core.CauseBudget}); err != nil {
 			e.log.Error("escalate budget", "task", holder, "to", target.String(), "err", err)
 		}
 		return
@@ -239,7 +239,7 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		from = t.Assignee.String()
 	}
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: from, Detail: truncateRunes(figures, 2000), At: now})
+	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: from, Detail: truncateRunes(figures, 2000), At: now, Cause: core.CauseBudget})
 	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
 		return tx.SetStalled(ctx, holder, stalled, now)
