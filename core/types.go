@@ -97,8 +97,9 @@ const StallStuck = "Stuck"
 // Stuck reports whether the task stalled with nobody to escalate to.
 func (t Task) Stuck() bool { return t.Stalled != nil && t.Stalled.Reason == StallStuck }
 
-// SessionInterruptedPrefix starts the error of a session a daemon exit
-// (a shutdown or a crash) cut short.
+// SessionInterruptedPrefix starts the end reason of a session a daemon
+// exit (a shutdown or a crash) cut short. Code tests the session's
+// interrupted flag; the prefix is for people (ADR 0058).
 const SessionInterruptedPrefix = "interrupted: the kandev daemon "
 
 // StallReturned is the Stall reason of a task whose role ended a turn

@@ -342,7 +342,7 @@ func (e *Engine) Close() error {
 		wg.Add(1)
 		go func(r *liveRun) {
 			defer wg.Done()
-			e.interruptRun(r, core.SessionInterruptedPrefix+"shut down")
+			e.interruptRun(r, "shut down")
 		}(r)
 	}
 	wg.Wait()
@@ -577,7 +577,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
-		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.EndReason, core.SessionInterruptedPrefix)
+		t.Session.State == core.SessionCancelled && v.Session.Interrupted
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {
