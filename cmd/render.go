@@ -386,13 +386,13 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("handed by", t.HandedBy.Describe())
 	}
 	if t.Stuck() {
-		row("stuck", "stalled in "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime)+
+		row("stuck", "stalled in "+t.Stalled.From.String()+" at "+t.Stalled.At.Local().Format(time.DateTime)+
 			" with nobody to escalate to; it waits for you (message it, hand it on, or set its status)")
 		row("detail", strings.Join(strings.Fields(t.Stalled.Detail), " "))
 	} else if t.BackToYou() {
 		row("your turn", "ended without handing on: "+orNothing(strings.Join(strings.Fields(t.Stalled.Detail), " ")))
 	} else if t.Stalled != nil {
-		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime))
+		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From.String()+" at "+t.Stalled.At.Local().Format(time.DateTime))
 		if t.OverBudget() {
 			row("detail", oneLine(t.Stalled.Detail))
 		}

@@ -37,7 +37,7 @@ func TestStallCauseRoundTrip(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, cause := range []StallCause{CauseTurnEnded, CauseRunFailed, CauseUnansweredQuestion, CauseStalledSubtask, CauseBudget} {
 		// A detail that reads like another cause: only the stored cause decides.
-		st := Stall{Reason: "Stalled", From: "role:eng", Detail: StallUnansweredPrefix + "said the agent", At: at,
+		st := Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: StallUnansweredPrefix + "said the agent", At: at,
 			Failed: cause == CauseRunFailed, Cause: cause}
 		var got Stall
 		if err := json.Unmarshal([]byte(st.StoredJSON()), &got); err != nil {
@@ -47,7 +47,7 @@ func TestStallCauseRoundTrip(t *testing.T) {
 			t.Errorf("%s: read back %+v, want %+v", cause, got, st)
 		}
 	}
-	b, err := json.Marshal(Stall{Reason: StallReturned, From: "role:eng", Detail: "bye", At: at, Cause: CauseTurnEnded})
+	b, err := json.Marshal(Stall{Reason: StallReturned, From: ParseBy("role:eng"), Detail: "bye", At: at, Cause: CauseTurnEnded})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func (t Task) Escalated() bool {
 // Stall records why and from whom a task was escalated.
 type Stall struct {
 	Reason string    `json:"reason"`
-	From   string    `json:"from"`
+	From   By        `json:"from"`
 	Detail string    `json:"detail"`
 	At     time.Time `json:"at"`
 	// Failed: the role's run failed (rather than its turn ending without

@@ -256,7 +256,7 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.HandedBy = &core.Ref{Kind: core.RefKind(randomString(rng)), Name: randomString(rng)}
 	}
 	if rng.IntN(5) == 0 {
-		t.Stalled = &core.Stall{Reason: "Stalled", From: randomString(rng), Detail: randomString(rng), At: randomTime(rng)}
+		t.Stalled = &core.Stall{Reason: "Stalled", From: core.ParseBy(randomString(rng)), Detail: randomString(rng), At: randomTime(rng)}
 	}
 	t.Surface, t.Waiting, t.YourTurn = randomString(rng), randomString(rng), rng.IntN(2) == 0
 	t.Interrupted = rng.IntN(3) == 0

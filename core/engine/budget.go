@@ -239,7 +239,7 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		from = t.Assignee.String()
 	}
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: from, Detail: truncateRunes(figures, 2000), At: now, Cause: core.CauseBudget})
+	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: core.ParseBy(from), Detail: truncateRunes(figures, 2000), At: now, Cause: core.CauseBudget})
 	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
 		return tx.SetStalled(ctx, holder, stalled, now)
@@ -358,7 +358,10 @@ func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput)
 func (e *Engine) budgetResume(ctx context.Context, holder string, a core.Amount) {
 	t, err := e.storedTask(ctx, holder)
 	if err == nil && t.OverBudget() {
-		from := core.ParseRefPtr(t.Stalled.From)
+		var from *core.Ref
+		if r, ok := t.Stalled.From.AsRef(); ok {
+			from = &r
+		}
 		msg := "the budget was raised to " + a.Format(a.Value) + "; go on where you stopped"
 		switch {
 		case from != nil && t.Assignee != nil && *from != *t.Assignee:

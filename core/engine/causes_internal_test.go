@@ -21,7 +21,7 @@ func TestOldStallRowReadsWithItsCause(t *testing.T) {
 		t.Fatalf("cause %s: alarm %v, why %q", task.Stalled.Cause, task.Stalled.Cause.Alarm(), stallWhy(task.Stalled.Cause))
 	}
 	// As written now: the cause is stored and read back as such.
-	st := core.Stall{Reason: "Stalled", From: "role:eng", Detail: "last words", Cause: core.CauseStalledSubtask}
+	st := core.Stall{Reason: "Stalled", From: core.ParseBy("role:eng"), Detail: "last words", Cause: core.CauseStalledSubtask}
 	task = taskFromView(store.TaskView{Task: store.Task{ID: "k1", Status: "todo", Stalled: stallJSON(st)}}, false)
 	if task.Stalled == nil || task.Stalled.Cause != core.CauseStalledSubtask {
 		t.Fatalf("stall %+v, want cause %s", task.Stalled, core.CauseStalledSubtask)

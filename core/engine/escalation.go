@@ -186,7 +186,7 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string,
 func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
 	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now,
+	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
 		Failed: cause == core.CauseRunFailed, Cause: cause})
 	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
@@ -206,7 +206,7 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 // creating task's assignee with the report. The task stays with its role.
 func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, cause core.StallCause) {
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: "Stalled", From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now,
+	stalled := stallJSON(core.Stall{Reason: "Stalled", From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
 		Failed: cause == core.CauseRunFailed, Cause: cause})
 	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(cause), Detail: detail}
 	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
