@@ -433,7 +433,7 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 			row("pull request", w.PullRequest)
 		}
 	}
-	row("created", t.CreatedAt.Local().Format(time.DateTime)+" by "+t.CreatedBy)
+	row("created", t.CreatedAt.Local().Format(time.DateTime)+" by "+t.CreatedBy.String())
 	row("updated", t.UpdatedAt.Local().Format(time.DateTime))
 	if t.Archived {
 		row("archived", t.ArchivedAt.Local().Format(time.DateTime))

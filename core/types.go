@@ -19,7 +19,7 @@ type Task struct {
 	Sandbox    string    `json:"sandbox"`
 	Profile    string    `json:"profile"`
 	CWD        string    `json:"cwd"`
-	CreatedBy  string    `json:"created_by"`
+	CreatedBy  By        `json:"created_by"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	Archived   bool      `json:"archived"`
@@ -178,7 +178,7 @@ type taskJSON struct {
 	Sandbox         string        `json:"sandbox"`
 	Profile         string        `json:"profile"`
 	CWD             string        `json:"cwd"`
-	CreatedBy       string        `json:"created_by"`
+	CreatedBy       By            `json:"created_by"`
 	CreatedAt       time.Time     `json:"created_at"`
 	UpdatedAt       time.Time     `json:"updated_at"`
 	Archived        bool          `json:"archived"`

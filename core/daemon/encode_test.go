@@ -147,7 +147,7 @@ func FuzzAppendTask(f *testing.F) {
 		zone := time.FixedZone("z", offset%(30*3600))
 		at := time.Unix(0, nanos).In(zone)
 		task := core.Task{ID: id, Title: title, Description: desc, ParentID: parent, Status: core.Status(title),
-			Autopilot: autopilot, Profile: desc, CWD: id + desc, CreatedBy: parent, CreatedAt: at, UpdatedAt: at,
+			Autopilot: autopilot, Profile: desc, CWD: id + desc, CreatedBy: core.ParseBy(parent), CreatedAt: at, UpdatedAt: at,
 			Archived: autopilot, Halted: !autopilot, Queued: queued}
 		if autopilot {
 			task.ArchivedAt = at
@@ -179,7 +179,7 @@ func trickyTasks() []core.Task {
 	return []core.Task{
 		{},
 		{ID: "k3f9qa", Title: "Split the auth module", Status: core.StatusTodo, Profile: "mock", CWD: "/src",
-			CreatedBy: "person:operator", CreatedAt: at, UpdatedAt: at},
+			CreatedBy: core.ParseBy("person:operator"), CreatedAt: at, UpdatedAt: at},
 		{ID: "c41d22", Title: `quotes " and \ back`, Description: "tab\tnl\ncr\rbs\bff\f nul\x00 us\x1f del\x7f",
 			ParentID: "k3f9qa", Status: core.StatusInProgress, Autopilot: true, CreatedAt: at, UpdatedAt: at.Add(time.Nanosecond)},
 		{ID: "html22", Title: "<script>alert('x') && y</script>", Description: "\u2028\u2029 \ufffd é 日本 🦀",
@@ -234,7 +234,7 @@ func randomTime(rng *rand.Rand) time.Time {
 func randomTask(rng *rand.Rand) core.Task {
 	t := core.Task{ID: randomString(rng), Title: randomString(rng), Description: randomString(rng),
 		Status: core.Statuses[rng.IntN(len(core.Statuses))], Autopilot: rng.IntN(2) == 0, Profile: randomString(rng),
-		CWD: randomString(rng), CreatedBy: randomString(rng), CreatedAt: randomTime(rng), UpdatedAt: randomTime(rng),
+		CWD: randomString(rng), CreatedBy: core.ParseBy(randomString(rng)), CreatedAt: randomTime(rng), UpdatedAt: randomTime(rng),
 		Archived: rng.IntN(2) == 0, Halted: rng.IntN(2) == 0, TitlePending: rng.IntN(2) == 0, Queued: rng.IntN(20)}
 	if rng.IntN(2) == 0 {
 		t.ParentID = randomString(rng)

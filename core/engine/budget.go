@@ -216,8 +216,8 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 	case t.HandedBy != nil && t.HandedBy.IsPerson():
 		target = t.HandedBy
 	default:
-		if a := core.ParseActor(t.CreatedBy); a.Kind == core.ActorPerson {
-			target = &core.Ref{Kind: core.RefPerson, Name: a.Name}
+		if t.CreatedBy.IsPerson() {
+			target = &t.CreatedBy.Ref
 		} else if t.Budget != nil {
 			if a := core.ParseActor(t.Budget.SetBy); a.Kind == core.ActorPerson {
 				target = &core.Ref{Kind: core.RefPerson, Name: a.Name}

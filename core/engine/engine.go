@@ -535,7 +535,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	*t = core.Task{
 		ID: v.ID, Title: v.Title, Description: v.Description, ParentID: v.ParentID,
 		Status: core.Status(v.Status), Autopilot: v.Autopilot, Sandbox: v.Sandbox, Profile: v.Profile, CWD: v.CWD,
-		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		CreatedBy: core.ParseBy(v.CreatedBy), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
 		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
 		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),

@@ -158,9 +158,8 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string,
 			reason = core.StallReturned
 		}
 	}
-	creator := core.ParseActor(t.CreatedBy)
-	if target == nil && creator.Kind == core.ActorPerson {
-		target = &core.Ref{Kind: core.RefPerson, Name: creator.Name}
+	if target == nil && t.CreatedBy.IsPerson() {
+		target = &t.CreatedBy.Ref
 		if normal {
 			reason = core.StallReturned
 		}
@@ -171,8 +170,8 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string,
 		}
 		return
 	}
-	if creator.Kind == core.ActorAgent {
-		if p, ok := e.cached(creator.TaskID); ok && !p.Archived && !p.Status.Terminal() {
+	if t.CreatedBy.IsTask() {
+		if p, ok := e.cached(t.CreatedBy.Name); ok && !p.Archived && !p.Status.Terminal() {
 			e.reportStallToCreator(ctx, t, p, role, detail, cause)
 			return
 		}
