@@ -488,7 +488,7 @@ func formatMessage(m core.Message) string {
 	who := m.Author
 	switch m.Kind {
 	case core.MsgPrompt:
-		return fmt.Sprintf("%s %s › %s", ts, core.AuthorLabel(who), m.Text)
+		return fmt.Sprintf("%s %s › %s", ts, who.Label(), m.Text)
 	case core.MsgAgent:
 		return fmt.Sprintf("%s agent › %s", ts, strings.TrimRight(m.Text, "\n"))
 	case core.MsgThought:
@@ -500,7 +500,7 @@ func formatMessage(m core.Message) string {
 	case core.MsgQuestion:
 		return fmt.Sprintf("%s question › %s", ts, m.Text)
 	case core.MsgAnswer:
-		return fmt.Sprintf("%s answer (%s) › %s", ts, core.AuthorLabel(who), m.Text)
+		return fmt.Sprintf("%s answer (%s) › %s", ts, who.Label(), m.Text)
 	case core.MsgTurnEnd, core.MsgStatus, core.MsgPermission, core.MsgHandoff:
 		return fmt.Sprintf("%s · %s", ts, m.Text)
 	}

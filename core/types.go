@@ -352,7 +352,7 @@ type Message struct {
 	TaskID    string          `json:"task_id"`
 	SessionID string          `json:"session_id,omitempty"`
 	Kind      MessageKind     `json:"kind"`
-	Author    string          `json:"author,omitempty"`
+	Author    By              `json:"author,omitzero"`
 	Text      string          `json:"text"`
 	Meta      json.RawMessage `json:"meta,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`

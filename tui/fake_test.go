@@ -509,7 +509,7 @@ func demoTasks() []core.Task {
 
 func demoConvo() map[string][]core.Message {
 	msg := func(seq int64, task string, kind core.MessageKind, author, text, meta string) core.Message {
-		m := core.Message{Seq: seq, TaskID: task, Kind: kind, Author: author, Text: text, CreatedAt: ago(5 * time.Minute), UpdatedAt: ago(5 * time.Minute)}
+		m := core.Message{Seq: seq, TaskID: task, Kind: kind, Author: core.ParseBy(author), Text: text, CreatedAt: ago(5 * time.Minute), UpdatedAt: ago(5 * time.Minute)}
 		if meta != "" {
 			m.Meta = []byte(meta)
 		}

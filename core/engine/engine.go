@@ -595,7 +595,7 @@ func sessionInfo(s store.Session) core.SessionInfo {
 
 func messageFromStore(m store.Message) core.Message {
 	cm := core.Message{Seq: m.Seq, TaskID: m.TaskID, SessionID: m.SessionID, Kind: core.MessageKind(m.Kind),
-		Author: m.Author, Text: m.Text, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		Author: core.ParseBy(m.Author), Text: m.Text, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 	if m.Meta != "" && m.Meta != "{}" {
 		cm.Meta = json.RawMessage(m.Meta)
 	}
