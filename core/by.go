@@ -2,8 +2,9 @@ package core
 
 // By names who created, wrote, sent or stalled something: a task's
 // creator, a message's author, a queued item's sender, the role a stall
-// came from. Most are a Ref; two writers are not: kandev itself (its own
-// notes and notices) and the external MCP surface. It is parsed once, at
+// came from, who set a budget. Most are a Ref; three are not: kandev
+// itself (its own notes and notices), the external MCP surface, and the
+// config file (an autopilot budget). It is parsed once, at
 // the store's boundary (ParseBy), and decisions ask its methods (those of
 // its Ref among them: IsOperator, IsPerson, IsTask...), never its text.
 //
@@ -19,6 +20,9 @@ const (
 	ByKandev RefKind = "kandev"
 	// ByExternal is the Kind of the external MCP surface: "external".
 	ByExternal RefKind = "external"
+	// ByConfig is the Kind of the config file as the setter of a
+	// budget: "config".
+	ByConfig RefKind = "config"
 )
 
 // ByRef is r as a By.
@@ -27,14 +31,14 @@ func ByRef(r Ref) By { return By{Ref: r} }
 // Kandev is kandev itself as a writer.
 func Kandev() By { return By{Ref{Kind: ByKandev}} }
 
-// ParseBy reads the stored form: a Ref, "kandev", "external" or "" (no
+// ParseBy reads the stored form: a Ref, "kandev", "external", "config" or "" (no
 // one: a stall from an unassigned task). Anything else is malformed and
 // reads as a By that keeps the text as it is (String gives it back, so the
 // wire shows what was stored) and matches no kind: it is nobody to
 // decide on (Malformed reports it). A bad row never stops a read.
 func ParseBy(s string) By {
 	switch RefKind(s) {
-	case ByKandev, ByExternal:
+	case ByKandev, ByExternal, ByConfig:
 		return By{Ref{Kind: RefKind(s)}}
 	}
 	if r, ok := ParseRef(s); ok {
@@ -67,7 +71,7 @@ func (b By) String() string {
 	switch b.Kind {
 	case "":
 		return b.Name
-	case ByKandev, ByExternal:
+	case ByKandev, ByExternal, ByConfig:
 		return string(b.Kind)
 	}
 	return b.Ref.String()

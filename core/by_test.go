@@ -18,6 +18,7 @@ func TestByStoredForms(t *testing.T) {
 		{"role:eng", ByRef(RoleRef("eng"))},
 		{"kandev", Kandev()},
 		{"external", By{Ref{Kind: ByExternal}}},
+		{"config", By{Ref{Kind: ByConfig}}},
 		{"", By{}},
 	} {
 		got := ParseBy(c.stored)

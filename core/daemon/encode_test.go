@@ -277,7 +277,7 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.Budget = &core.BudgetInfo{Holder: randomString(rng), Amount: core.Amount{Kind: randomString(rng), Value: randomFloat(rng)},
 			Spent: randomFloat(rng), Remaining: randomFloat(rng), Reached: rng.IntN(2) == 0, Noticed: rng.IntN(2) == 0}
 		if rng.IntN(2) == 0 {
-			t.Budget.Amount.Currency, t.Budget.SetBy = randomString(rng), randomString(rng)
+			t.Budget.Amount.Currency, t.Budget.SetBy = randomString(rng), core.ParseBy(randomString(rng))
 		}
 	}
 	return t

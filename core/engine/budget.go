@@ -219,8 +219,8 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		if t.CreatedBy.IsPerson() {
 			target = &t.CreatedBy.Ref
 		} else if t.Budget != nil {
-			if a := core.ParseActor(t.Budget.SetBy); a.Kind == core.ActorPerson {
-				target = &core.Ref{Kind: core.RefPerson, Name: a.Name}
+			if r := t.Budget.SetBy.Ref; r.IsPerson() {
+				target = &r
 			}
 		}
 	}
