@@ -15,16 +15,16 @@ func TestStallJSON(t *testing.T) {
 	}{
 		{"failed, as written now",
 			`{"reason":"Stalled","from":"role:eng","detail":"run failed: exit status 3","at":"2026-11-30T12:00:00Z","failed":true}`,
-			Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: "run failed: exit status 3", At: at, Failed: true, Cause: CauseRunFailed}},
+			Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: "run failed: exit status 3", At: at, Failed: true}},
 		{"failed, as written before the flag (the prefix alone said so)",
 			`{"at":"2026-11-30T12:00:00Z","detail":"run failed: exit status 3","from":"role:eng","reason":"Stalled"}`,
-			Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: "run failed: exit status 3", At: at, Failed: true, Cause: CauseRunFailed}},
+			Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: "run failed: exit status 3", At: at, Failed: true}},
 		{"ended without handing on, before the flag",
 			`{"at":"2026-11-30T12:00:00Z","detail":"my last words","from":"role:eng","reason":"Returned"}`,
-			Stall{Reason: StallReturned, From: ParseBy("role:eng"), Detail: "my last words", At: at, Cause: CauseTurnEnded}},
+			Stall{Reason: StallReturned, From: ParseBy("role:eng"), Detail: "my last words", At: at}},
 		{"the flag wins over a detail that merely reads like the prefix",
 			`{"reason":"Stalled","from":"role:eng","detail":"run failed: said the agent","at":"2026-11-30T12:00:00Z","failed":false}`,
-			Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: "run failed: said the agent", At: at, Cause: CauseTurnEnded}},
+			Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: "run failed: said the agent", At: at}},
 	} {
 		var got Stall
 		if err := json.Unmarshal([]byte(c.stored), &got); err != nil {

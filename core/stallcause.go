@@ -41,8 +41,8 @@ const (
 )
 
 // legacyStallCause classifies a stall stored before Cause existed, by the
-// rule the engine then applied to its text. It runs once, as the stall is
-// read (UnmarshalJSON).
+// rule the engine then applied to its text. It runs once, as the row is
+// read (ParseStoredStall).
 func legacyStallCause(reason, detail string, failed bool) StallCause {
 	switch {
 	case failed:
@@ -59,8 +59,8 @@ func legacyStallCause(reason, detail string, failed bool) StallCause {
 
 // StoredJSON is the stall as the tasks.stalled column keeps it: the wire
 // shape plus its cause. The wire (--json, the daemon's HTTP API) carries
-// no cause, so that its shape stays what clients know; a client reading
-// it gets the cause by the legacy rule, which the Details still satisfy.
+// no cause, so that its shape stays what clients know; the decisions that
+// need the cause are the engine's, which reads the store.
 func (s Stall) StoredJSON() string {
 	type plain Stall
 	b, err := json.Marshal(struct {
@@ -71,4 +71,18 @@ func (s Stall) StoredJSON() string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// ParseStoredStall reads a tasks.stalled row. A row stored before Cause
+// existed gets its cause by the old rule, here, once: nothing after the
+// store's boundary reads a stall's text to decide.
+func ParseStoredStall(stored string) (Stall, error) {
+	var st Stall
+	if err := json.Unmarshal([]byte(stored), &st); err != nil {
+		return Stall{}, err
+	}
+	if st.Cause == "" {
+		st.Cause = legacyStallCause(st.Reason, st.Detail, st.Failed)
+	}
+	return st, nil
 }

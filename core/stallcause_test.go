@@ -21,8 +21,8 @@ func TestStallCauseOfOldRows(t *testing.T) {
 		{`{"reason":"Budget","from":"role:eng","detail":"spent 2.00 of 2.00 USD","at":"2026-11-30T12:00:00Z"}`, CauseBudget},
 		{`{"reason":"Stuck","from":"role:eng","detail":"","at":"2026-11-30T12:00:00Z"}`, CauseTurnEnded},
 	} {
-		var got Stall
-		if err := json.Unmarshal([]byte(c.stored), &got); err != nil {
+		got, err := ParseStoredStall(c.stored)
+		if err != nil {
 			t.Fatalf("%s: %v", c.stored, err)
 		}
 		if got.Cause != c.want {
@@ -39,8 +39,8 @@ func TestStallCauseRoundTrip(t *testing.T) {
 		// A detail that reads like another cause: only the stored cause decides.
 		st := Stall{Reason: "Stalled", From: ParseBy("role:eng"), Detail: StallUnansweredPrefix + "said the agent", At: at,
 			Failed: cause == CauseRunFailed, Cause: cause}
-		var got Stall
-		if err := json.Unmarshal([]byte(st.StoredJSON()), &got); err != nil {
+		got, err := ParseStoredStall(st.StoredJSON())
+		if err != nil {
 			t.Fatal(err)
 		}
 		if got != st {
@@ -53,6 +53,14 @@ func TestStallCauseRoundTrip(t *testing.T) {
 	}
 	if string(b) != `{"reason":"Returned","from":"role:eng","detail":"bye","at":"2026-11-30T12:00:00Z"}` {
 		t.Errorf("wire %s", b)
+	}
+	// Read from the wire, a stall has no cause: none was sent.
+	var wire Stall
+	if err := json.Unmarshal([]byte(`{"reason":"Stalled","from":"role:eng","detail":"`+StallUnansweredPrefix+`q1","at":"2026-11-30T12:00:00Z"}`), &wire); err != nil || wire.Cause != "" {
+		t.Errorf("wire stall read with cause %q, %v", wire.Cause, err)
+	}
+	if _, err := ParseStoredStall("{"); err == nil {
+		t.Error("a broken stored stall reads without an error")
 	}
 	if CauseTurnEnded.Alarm() || !CauseRunFailed.Alarm() || !CauseUnansweredQuestion.Alarm() || !CauseStalledSubtask.Alarm() {
 		t.Error("only a turn that merely ended is no alarm")

@@ -130,7 +130,8 @@ type Stall struct {
 	// never "back to you". Detail still reads "run failed: ..." for people.
 	Failed bool `json:"failed,omitempty"`
 	// Cause is why the role stalled. The stored form carries it
-	// (StoredJSON); the wire does not.
+	// (StoredJSON, ParseStoredStall); the wire does not, so a client
+	// reading a stall from the daemon has none.
 	Cause StallCause `json:"-"`
 }
 
@@ -140,8 +141,8 @@ type Stall struct {
 const StallFailedPrefix = "run failed: "
 
 // UnmarshalJSON reads a stall; one stored before Failed existed is failed
-// when its Detail carries the prefix, and one stored before Cause existed
-// (or read from the wire, which has none) gets its cause by the old rule.
+// when its Detail carries the prefix. Its cause is read when the JSON has
+// one (the stored form); the wire has none (ParseStoredStall reads a row).
 func (s *Stall) UnmarshalJSON(b []byte) error {
 	type plain Stall
 	var p struct {
@@ -158,10 +159,8 @@ func (s *Stall) UnmarshalJSON(b []byte) error {
 	} else {
 		s.Failed = strings.HasPrefix(s.Detail, StallFailedPrefix)
 	}
-	if p.Cause != nil && *p.Cause != "" {
+	if p.Cause != nil {
 		s.Cause = *p.Cause
-	} else {
-		s.Cause = legacyStallCause(s.Reason, s.Detail, s.Failed)
 	}
 	return nil
 }

@@ -552,8 +552,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		}
 	}
 	if v.Stalled != "" {
-		var st core.Stall
-		if json.Unmarshal([]byte(v.Stalled), &st) == nil {
+		if st, err := core.ParseStoredStall(v.Stalled); err == nil {
 			t.Stalled = &st
 		}
 	}
