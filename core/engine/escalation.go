@@ -144,7 +144,7 @@ func (e *Engine) openSubtasks(taskID string) int {
 func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
 	var target *core.Ref
 	if r, err := e.roleOf(ctx, role); err == nil {
-		target = core.ParseRefPtr(r.Manager)
+		target = roleFromStore(r).ReportsTo
 	}
 	reason := "Stalled"
 	// A turn that ended normally and goes back to the person who handed
