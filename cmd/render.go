@@ -386,13 +386,13 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("handed by", t.HandedBy.Describe())
 	}
 	if t.Stuck() {
-		row("stuck", "stalled in "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime)+
+		row("stuck", "stalled in "+t.Stalled.From.String()+" at "+t.Stalled.At.Local().Format(time.DateTime)+
 			" with nobody to escalate to; it waits for you (message it, hand it on, or set its status)")
 		row("detail", strings.Join(strings.Fields(t.Stalled.Detail), " "))
 	} else if t.BackToYou() {
 		row("your turn", "ended without handing on: "+orNothing(strings.Join(strings.Fields(t.Stalled.Detail), " ")))
 	} else if t.Stalled != nil {
-		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From+" at "+t.Stalled.At.Local().Format(time.DateTime))
+		row("escalated", t.Stalled.Reason+" from "+t.Stalled.From.String()+" at "+t.Stalled.At.Local().Format(time.DateTime))
 		if t.OverBudget() {
 			row("detail", oneLine(t.Stalled.Detail))
 		}
@@ -435,7 +435,7 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 			row("pull request", w.PullRequest)
 		}
 	}
-	row("created", t.CreatedAt.Local().Format(time.DateTime)+" by "+t.CreatedBy)
+	row("created", t.CreatedAt.Local().Format(time.DateTime)+" by "+t.CreatedBy.String())
 	row("updated", t.UpdatedAt.Local().Format(time.DateTime))
 	if t.Archived {
 		row("archived", t.ArchivedAt.Local().Format(time.DateTime))
@@ -490,7 +490,7 @@ func formatMessage(m core.Message) string {
 	who := m.Author
 	switch m.Kind {
 	case core.MsgPrompt:
-		return fmt.Sprintf("%s %s › %s", ts, core.AuthorLabel(who), m.Text)
+		return fmt.Sprintf("%s %s › %s", ts, who.Label(), m.Text)
 	case core.MsgAgent:
 		return fmt.Sprintf("%s agent › %s", ts, strings.TrimRight(m.Text, "\n"))
 	case core.MsgThought:
@@ -502,7 +502,7 @@ func formatMessage(m core.Message) string {
 	case core.MsgQuestion:
 		return fmt.Sprintf("%s question › %s", ts, m.Text)
 	case core.MsgAnswer:
-		return fmt.Sprintf("%s answer (%s) › %s", ts, core.AuthorLabel(who), m.Text)
+		return fmt.Sprintf("%s answer (%s) › %s", ts, who.Label(), m.Text)
 	case core.MsgTurnEnd, core.MsgStatus, core.MsgPermission, core.MsgHandoff:
 		return fmt.Sprintf("%s · %s", ts, m.Text)
 	}

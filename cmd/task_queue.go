@@ -89,6 +89,6 @@ func queueLine(it core.QueuedItem) string {
 	if it.Interrupt {
 		kind += "!"
 	}
-	return fmt.Sprintf("%6d  #%-3d %-11s %-16s %s", it.ID, it.Position, kind, core.AuthorLabel(it.Sender),
+	return fmt.Sprintf("%6d  #%-3d %-11s %-16s %s", it.ID, it.Position, kind, it.Sender.Label(),
 		truncate(textsafe.Line(strings.TrimSpace(it.Text)), 100))
 }

@@ -149,7 +149,7 @@ func printReview(f *Factory, v core.ReviewView) {
 		return
 	}
 	for _, c := range v.Comments {
-		fmt.Fprintf(f.IO.Out, "#%d  %-8s  %s  %s\n", c.ID, c.State, placeOf(c), core.AuthorLabel(c.Author))
+		fmt.Fprintf(f.IO.Out, "#%d  %-8s  %s  %s\n", c.ID, c.State, placeOf(c), c.Author.Label())
 		for _, l := range strings.Split(c.Text, "\n") {
 			fmt.Fprintf(f.IO.Out, "    %s\n", l)
 		}

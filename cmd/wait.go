@@ -67,7 +67,7 @@ func waitOutcome(t core.Task) (string, string) {
 	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson():
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stuck():
-		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From + " and waits for you: " + oneLineWait(t.Stalled.Detail)
+		return "stuck", "stalled with nobody to escalate to: it stays with " + t.Stalled.From.String() + " and waits for you: " + oneLineWait(t.Stalled.Detail)
 	case t.BackToYou() && t.Assignee != nil:
 		return "person", "back to " + t.Assignee.Name + ": ended without handing on: " + oneLineWait(t.Stalled.Detail)
 	case t.Escalated():
@@ -77,7 +77,7 @@ func waitOutcome(t core.Task) (string, string) {
 		if t.Assignee != nil {
 			to = " to " + t.Assignee.Describe()
 		}
-		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From + to
+		return "escalated", t.Stalled.Reason + ": escalated from " + t.Stalled.From.String() + to
 	case t.Session != nil && t.Session.State == core.SessionFailed && !t.Halted:
 		return "failed", "run failed: " + t.Session.Error
 	case t.Assignee != nil && t.Assignee.IsPerson():

@@ -198,7 +198,7 @@ const (
 type ReviewComment struct {
 	ID      int64  `json:"id"`
 	TaskID  string `json:"task_id"`
-	Author  string `json:"author"`
+	Author  By     `json:"author"`
 	File    string `json:"file"`
 	Line    int    `json:"line"`
 	EndLine int    `json:"end_line"`
@@ -237,7 +237,7 @@ type QueuedItem struct {
 	// Kind: message, kickoff, answer, handoff, stalled, wake, redelivery...
 	Kind string `json:"kind"`
 	// Sender is who queued it: person:NAME, task:ID, or kandev itself.
-	Sender string `json:"sender"`
+	Sender By `json:"sender"`
 	// Interrupt: it goes before the rest (an interrupt, an answer, a
 	// redelivered prompt).
 	Interrupt bool      `json:"interrupt"`

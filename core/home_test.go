@@ -171,7 +171,7 @@ func TestErrorHelpers(t *testing.T) {
 func TestTaskJSONShape(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	root := Task{ID: "k3f9qa", Title: "Split the auth module", Description: "d", Status: StatusTodo, Autopilot: true,
-		Profile: "claude", CWD: "/src", CreatedBy: "person:operator", CreatedAt: at, UpdatedAt: at}
+		Profile: "claude", CWD: "/src", CreatedBy: ParseBy("person:operator"), CreatedAt: at, UpdatedAt: at}
 	b, err := json.Marshal(root)
 	if err != nil {
 		t.Fatal(err)

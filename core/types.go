@@ -19,7 +19,7 @@ type Task struct {
 	Sandbox    string    `json:"sandbox"`
 	Profile    string    `json:"profile"`
 	CWD        string    `json:"cwd"`
-	CreatedBy  string    `json:"created_by"`
+	CreatedBy  By        `json:"created_by"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	Archived   bool      `json:"archived"`
@@ -97,8 +97,9 @@ const StallStuck = "Stuck"
 // Stuck reports whether the task stalled with nobody to escalate to.
 func (t Task) Stuck() bool { return t.Stalled != nil && t.Stalled.Reason == StallStuck }
 
-// SessionInterruptedPrefix starts the error of a session a daemon exit
-// (a shutdown or a crash) cut short.
+// SessionInterruptedPrefix starts the end reason of a session a daemon
+// exit (a shutdown or a crash) cut short. Code tests the session's
+// interrupted flag; the prefix is for people (ADR 0058).
 const SessionInterruptedPrefix = "interrupted: the kandev daemon "
 
 // StallReturned is the Stall reason of a task whose role ended a turn
@@ -121,13 +122,17 @@ func (t Task) Escalated() bool {
 // Stall records why and from whom a task was escalated.
 type Stall struct {
 	Reason string    `json:"reason"`
-	From   string    `json:"from"`
+	From   By        `json:"from"`
 	Detail string    `json:"detail"`
 	At     time.Time `json:"at"`
 	// Failed: the role's run failed (rather than its turn ending without
 	// handing the task on). A failed run stays an alarm wherever it goes,
 	// never "back to you". Detail still reads "run failed: ..." for people.
 	Failed bool `json:"failed,omitempty"`
+	// Cause is why the role stalled. The stored form carries it
+	// (StoredJSON, ParseStoredStall); the wire does not, so a client
+	// reading a stall from the daemon has none.
+	Cause StallCause `json:"-"`
 }
 
 // StallFailedPrefix starts the Detail of a stall whose run failed. Code
@@ -136,12 +141,14 @@ type Stall struct {
 const StallFailedPrefix = "run failed: "
 
 // UnmarshalJSON reads a stall; one stored before Failed existed is failed
-// when its Detail carries the prefix.
+// when its Detail carries the prefix. Its cause is read when the JSON has
+// one (the stored form); the wire has none (ParseStoredStall reads a row).
 func (s *Stall) UnmarshalJSON(b []byte) error {
 	type plain Stall
 	var p struct {
 		plain
-		Failed *bool `json:"failed"`
+		Failed *bool       `json:"failed"`
+		Cause  *StallCause `json:"cause"`
 	}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
@@ -151,6 +158,9 @@ func (s *Stall) UnmarshalJSON(b []byte) error {
 		s.Failed = *p.Failed
 	} else {
 		s.Failed = strings.HasPrefix(s.Detail, StallFailedPrefix)
+	}
+	if p.Cause != nil {
+		s.Cause = *p.Cause
 	}
 	return nil
 }
@@ -167,7 +177,7 @@ type taskJSON struct {
 	Sandbox         string        `json:"sandbox"`
 	Profile         string        `json:"profile"`
 	CWD             string        `json:"cwd"`
-	CreatedBy       string        `json:"created_by"`
+	CreatedBy       By            `json:"created_by"`
 	CreatedAt       time.Time     `json:"created_at"`
 	UpdatedAt       time.Time     `json:"updated_at"`
 	Archived        bool          `json:"archived"`
@@ -341,7 +351,7 @@ type Message struct {
 	TaskID    string          `json:"task_id"`
 	SessionID string          `json:"session_id,omitempty"`
 	Kind      MessageKind     `json:"kind"`
-	Author    string          `json:"author,omitempty"`
+	Author    By              `json:"author,omitzero"`
 	Text      string          `json:"text"`
 	Meta      json.RawMessage `json:"meta,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`

@@ -183,8 +183,8 @@ type BudgetInfo struct {
 	// holder is with a person until the budget is raised.
 	Reached bool `json:"reached"`
 	// Noticed: the subtree's agents were told at 80%.
-	Noticed bool   `json:"noticed,omitempty"`
-	SetBy   string `json:"set_by,omitempty"`
+	Noticed bool `json:"noticed,omitempty"`
+	SetBy   By   `json:"set_by,omitzero"`
 }
 
 // StallBudget is the Stall reason of a task whose subtree spent its

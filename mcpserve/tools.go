@@ -416,7 +416,7 @@ func taskDiffText(d core.TaskDiff) string {
 			if c.EndLine > c.Line {
 				place += fmt.Sprintf("-%d", c.EndLine)
 			}
-			fmt.Fprintf(&b, "- #%d %s %s (%s): %s\n", c.ID, c.State, place, core.AuthorLabel(c.Author), c.Text)
+			fmt.Fprintf(&b, "- #%d %s %s (%s): %s\n", c.ID, c.State, place, c.Author.Label(), c.Text)
 		}
 	}
 	if d.Patch != "" {

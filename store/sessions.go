@@ -20,15 +20,17 @@ type Session struct {
 	TurnStartedAt  time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// Interrupted: a daemon exit (a shutdown or a crash) cut it short.
+	Interrupted bool
 }
 
-const sessionColumns = `id, task_id, role, profile, state, agent_session_id, pid, error, turns, turn_started_at, created_at, updated_at`
+const sessionColumns = `id, task_id, role, profile, state, agent_session_id, pid, error, turns, turn_started_at, created_at, updated_at, interrupted`
 
 func scanSession(s scanner) (Session, error) {
 	var ss Session
 	var turnStarted, created, updated int64
 	if err := s.Scan(&ss.ID, &ss.TaskID, &ss.Role, &ss.Profile, &ss.State, &ss.AgentSessionID,
-		&ss.PID, &ss.Error, &ss.Turns, &turnStarted, &created, &updated); err != nil {
+		&ss.PID, &ss.Error, &ss.Turns, &turnStarted, &created, &updated, &ss.Interrupted); err != nil {
 		return Session{}, err
 	}
 	ss.TurnStartedAt, ss.CreatedAt, ss.UpdatedAt = fromNanos(turnStarted), fromNanos(created), fromNanos(updated)
@@ -37,9 +39,9 @@ func scanSession(s scanner) (Session, error) {
 
 // InsertSession records a new run and makes it the task's latest.
 func (q Queries) InsertSession(ctx context.Context, s Session) error {
-	_, err := q.q.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.q.ExecContext(ctx, `INSERT INTO sessions (`+sessionColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.TaskID, s.Role, s.Profile, s.State, s.AgentSessionID, s.PID, s.Error, s.Turns,
-		nanos(s.TurnStartedAt), nanos(s.CreatedAt), nanos(s.UpdatedAt))
+		nanos(s.TurnStartedAt), nanos(s.CreatedAt), nanos(s.UpdatedAt), s.Interrupted)
 	if err != nil {
 		return fmt.Errorf("insert session %s: %w", s.ID, mapErr(err))
 	}
@@ -63,6 +65,9 @@ type SessionUpdate struct {
 	PID            *int
 	Error          *string
 	AddTurn        bool
+	// Interrupted marks the session as cut short by a daemon exit; false
+	// leaves the mark as it is (nothing clears it).
+	Interrupted bool
 }
 
 // UpdateSession applies u.
@@ -74,9 +79,11 @@ func (q Queries) UpdateSession(ctx context.Context, id string, u SessionUpdate, 
 		error = COALESCE(?, error),
 		turns = turns + ?,
 		turn_started_at = CASE WHEN ? = 1 THEN ? ELSE turn_started_at END,
+		interrupted = interrupted OR ?,
 		updated_at = ?
 		WHERE id = ?`,
-		ptr(u.State), ptr(u.AgentSessionID), ptr(u.PID), ptr(u.Error), boolInt(u.AddTurn), boolInt(u.AddTurn), nanos(now), nanos(now), id)
+		ptr(u.State), ptr(u.AgentSessionID), ptr(u.PID), ptr(u.Error), boolInt(u.AddTurn), boolInt(u.AddTurn), nanos(now),
+		boolInt(u.Interrupted), nanos(now), id)
 	if err != nil {
 		return fmt.Errorf("update session %s: %w", id, mapErr(err))
 	}

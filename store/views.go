@@ -31,7 +31,7 @@ const viewTaskColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_
 
 const viewSessionColumns = `COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
-	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0)`
+	COALESCE(s.turn_started_at, 0), COALESCE(s.created_at, 0), COALESCE(s.updated_at, 0), COALESCE(s.interrupted, 0)`
 
 const taskViewColumns = viewTaskColumns + `,
 	` + viewSessionColumns + `,`
@@ -138,7 +138,7 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
 			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit, &v.Sandbox, &v.Host,
 			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
-			&sTurn, &sCreated, &sUpdated, &v.Queued, &qseq, &blockers)
+			&sTurn, &sCreated, &sUpdated, &s.Interrupted, &v.Queued, &qseq, &blockers)
 		if err := rows.Scan(dest...); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
@@ -516,7 +516,7 @@ func (q Queries) viewExtras(ctx context.Context, tasks int64) (*viewExtras, erro
 		var s Session
 		var turn, created, updated int64
 		if err := rows.Scan(&id, &s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
-			&turn, &created, &updated); err != nil {
+			&turn, &created, &updated, &s.Interrupted); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("load sessions: %w", mapErr(err))
 		}

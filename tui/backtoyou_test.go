@@ -14,10 +14,10 @@ import (
 // ended without handing it on, so it came back to the operator who created
 // it (ADR 0025). Its session completed normally.
 func sayHi() core.Task {
-	return core.Task{ID: "hi0001", Title: "Say hi", Status: core.StatusTodo, Profile: "mock", CreatedBy: "person:operator",
+	return core.Task{ID: "hi0001", Title: "Say hi", Status: core.StatusTodo, Profile: "mock", CreatedBy: core.ParseBy("person:operator"),
 		CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute), YourTurn: true,
 		Assignee: &core.Ref{Kind: "person", Name: core.Operator}, HandedBy: &core.Ref{Kind: "role", Name: "mock"},
-		Stalled: &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: "hi\n", At: ago(time.Minute)},
+		Stalled: &core.Stall{Reason: core.StallReturned, From: core.ParseBy("role:mock"), Detail: "hi\n", At: ago(time.Minute)},
 		Session: &core.SessionInfo{ID: "s-hi0001", TaskID: "hi0001", Role: "mock", State: core.SessionCompleted, Turns: 1,
 			EndReason: "the task was handed to person:operator", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)}}
 }

@@ -15,7 +15,7 @@ func TestBudgetRowAndDetail(t *testing.T) {
 	root := core.Task{ID: "bud001", Title: "Spendy root", Status: core.StatusTodo, Profile: "mock",
 		CreatedAt: testNow, UpdatedAt: testNow, YourTurn: true, Assignee: &core.Ref{Kind: "person", Name: "operator"},
 		Session: session("bud001", core.SessionCancelled, ago(time.Minute)),
-		Stalled: &core.Stall{Reason: core.StallBudget, From: "role:mock", Detail: "the tree of task bud001 spent $1.05 of its $1.00 budget", At: testNow},
+		Stalled: &core.Stall{Reason: core.StallBudget, From: core.ParseBy("role:mock"), Detail: "the tree of task bud001 spent $1.05 of its $1.00 budget", At: testNow},
 		Usage: &core.TaskUsage{Own: core.Spend{Tokens: 120, Cost: 0.4, Currency: "USD"}, Tree: core.Spend{Tokens: 300, Cost: 1.05, Currency: "USD"},
 			ContextUsed: 50000, ContextSize: 200000},
 		Budget: &core.BudgetInfo{Holder: "bud001", Amount: core.Amount{Kind: core.BudgetCost, Value: 1, Currency: "USD"}, Spent: 1.05, Reached: true}}

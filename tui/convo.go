@@ -461,9 +461,9 @@ func renderMessage(st styles, m core.Message, w int, loc *time.Location) []strin
 	style := st.logNote
 	switch m.Kind {
 	case core.MsgPrompt:
-		label, style = core.AuthorLabel(m.Author)+" ›", st.logYou
+		label, style = m.Author.Label()+" ›", st.logYou
 		if meta.Delivery == string(core.DeliveryInterrupt) {
-			label = core.AuthorLabel(m.Author) + " (interrupt) ›"
+			label = m.Author.Label() + " (interrupt) ›"
 		}
 	case core.MsgAgent:
 		label, style = "agent ›", st.logAgent
@@ -484,7 +484,7 @@ func renderMessage(st styles, m core.Message, w int, loc *time.Location) []strin
 		label, style = "? for "+who+" ›", st.logQ
 		text += "\n[" + questionState(meta) + "]"
 	case core.MsgAnswer:
-		label, style = "answer ("+core.AuthorLabel(m.Author)+") ›", st.logYou
+		label, style = "answer ("+m.Author.Label()+") ›", st.logYou
 	case core.MsgHandoff:
 		label, style = "handoff ›", st.logQ
 	default:

@@ -134,7 +134,7 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 		add(l)
 	}
 	if s := t.Stalled; s != nil && t.Stuck() {
-		line := st.badgeBad.Render("STUCK") + " stalled in " + s.From + ", nobody to escalate to: it waits for you"
+		line := st.badgeBad.Render("STUCK") + " stalled in " + s.From.String() + ", nobody to escalate to: it waits for you"
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}
@@ -144,7 +144,7 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	} else if s != nil && t.OverBudget() {
 		addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: kandev task budget " + t.ID + " --add AMOUNT")
 	} else if s != nil {
-		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From
+		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From.String()
 		if s.Detail != "" {
 			line += ": " + oneLine(s.Detail)
 		}

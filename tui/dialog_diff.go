@@ -111,7 +111,7 @@ func (d *diffView) succeeded(msg opDoneMsg) bool {
 	}
 	d.busy = false
 	for _, c := range d.drafts {
-		d.diff.Comments = append(d.diff.Comments, core.ReviewComment{TaskID: d.taskID, Author: core.PersonRef(core.Operator).String(),
+		d.diff.Comments = append(d.diff.Comments, core.ReviewComment{TaskID: d.taskID, Author: core.ByRef(core.OperatorRef()),
 			File: c.File, Line: c.Line, EndLine: c.End, Text: c.Text, State: core.ReviewOpen})
 	}
 	d.drafts = nil

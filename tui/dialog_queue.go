@@ -102,9 +102,9 @@ func (d *queueDialog) help(k keyMap) []key.Binding {
 }
 
 // senderLabel is who queued an item, as the tree names people and tasks.
-func senderLabel(s string) string {
-	if r, ok := core.ParseRef(s); ok && r.IsPerson() && !r.IsOperator() {
-		return "@" + r.Name
+func senderLabel(s core.By) string {
+	if s.IsPerson() && !s.IsOperator() {
+		return "@" + s.Name
 	}
-	return core.AuthorLabel(s)
+	return s.Label()
 }

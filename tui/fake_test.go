@@ -495,7 +495,7 @@ func demoTasks() []core.Task {
 			PendingQuestion: parentQuestion("q-par", "root01")},
 		{ID: "kid003", Title: "Write the migration", ParentID: "root01", Status: core.StatusReview, Profile: "mock",
 			Assignee: &core.Ref{Kind: "person", Name: core.Operator}, HandedBy: &core.Ref{Kind: "role", Name: "mock"}, YourTurn: true,
-			Stalled:   &core.Stall{Reason: "Stalled", From: "role:mock", Detail: "agent exited with status 3", At: ago(30 * time.Minute)},
+			Stalled:   &core.Stall{Reason: "Stalled", From: core.ParseBy("role:mock"), Detail: "agent exited with status 3", At: ago(30 * time.Minute)},
 			CreatedAt: ago(44 * time.Minute), UpdatedAt: ago(30 * time.Minute), Session: &core.SessionInfo{ID: "s-kid003", TaskID: "kid003", State: core.SessionFailed, Error: "agent exited with status 3", CreatedAt: ago(31 * time.Minute), UpdatedAt: ago(30 * time.Minute)}},
 		{ID: "ask001", Title: "Choose the database for the audit log, which needs a long title to show truncation", Status: core.StatusInProgress, Profile: "mock",
 			CreatedAt: ago(20 * time.Minute), UpdatedAt: ago(5 * time.Minute), Session: turnFrom(session("ask001", core.SessionRunning, ago(5*time.Minute)), ago(5*time.Minute+5*time.Second)),
@@ -509,7 +509,7 @@ func demoTasks() []core.Task {
 
 func demoConvo() map[string][]core.Message {
 	msg := func(seq int64, task string, kind core.MessageKind, author, text, meta string) core.Message {
-		m := core.Message{Seq: seq, TaskID: task, Kind: kind, Author: author, Text: text, CreatedAt: ago(5 * time.Minute), UpdatedAt: ago(5 * time.Minute)}
+		m := core.Message{Seq: seq, TaskID: task, Kind: kind, Author: core.ParseBy(author), Text: text, CreatedAt: ago(5 * time.Minute), UpdatedAt: ago(5 * time.Minute)}
 		if meta != "" {
 			m.Meta = []byte(meta)
 		}

@@ -61,7 +61,7 @@ func TestNotifiesWhenATaskNeedsYou(t *testing.T) {
 	d.f.push(core.Event{Type: core.EventQuestionUpdated, TaskID: "kid009", Question: parentQuestion("q-p1", "work01")})
 	back := work
 	back.Assignee, back.YourTurn = &core.Ref{Kind: "person", Name: core.Operator}, true
-	back.Stalled = &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: "done", At: ago(0)}
+	back.Stalled = &core.Stall{Reason: core.StallReturned, From: core.ParseBy("role:mock"), Detail: "done", At: ago(0)}
 	d.f.push(core.Event{Type: core.EventTaskUpdated, TaskID: "work01", Task: &back})
 	d.settle()
 	quiet("after changes the daemon did not mark")

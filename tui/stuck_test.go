@@ -14,7 +14,7 @@ func TestStuckTaskNeedsYou(t *testing.T) {
 	stuck := core.Task{ID: "stk001", Title: "Orphaned subtask", Status: core.StatusInProgress, Profile: "mock",
 		CreatedAt: testNow, UpdatedAt: testNow, YourTurn: true, Assignee: &core.Ref{Kind: "role", Name: "mock"},
 		Session: session("stk001", core.SessionWaitingForInput, ago(time.Minute)),
-		Stalled: &core.Stall{Reason: core.StallStuck, From: "role:mock", Detail: "my last words", At: testNow}}
+		Stalled: &core.Stall{Reason: core.StallStuck, From: core.ParseBy("role:mock"), Detail: "my last words", At: testNow}}
 	r := rowFor(&stuck, testNow, 0)
 	var badges []string
 	for _, b := range r.badges {

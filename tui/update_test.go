@@ -514,7 +514,7 @@ func TestAnswerEscalatedChildQuestionFromParent(t *testing.T) {
 	tasks := demoTasks()
 	root := &tasks[0]
 	root.Assignee, root.YourTurn = &core.Ref{Kind: "person", Name: core.Operator}, true
-	root.Stalled = &core.Stall{Reason: "Stalled", From: "role:claude", Detail: "unanswered question q-par from subtask kid002", At: ago(time.Minute)}
+	root.Stalled = &core.Stall{Reason: "Stalled", From: core.ParseBy("role:claude"), Detail: "unanswered question q-par from subtask kid002", At: ago(time.Minute)}
 	tasks[2].PendingQuestion.Questions = []core.QuestionItem{{Prompt: "Which colour?", Options: []core.QuestionOption{{Label: "blue"}, {Label: "green"}}}}
 	f := newFake(tasks...)
 	d := newDriver(t, f, 80, 24)

@@ -38,7 +38,7 @@ func TestDetailWrapsLongFieldsAtWordBoundaries(t *testing.T) {
 	tasks := demoTasks()
 	tasks = append(tasks, core.Task{ID: "back01", Title: "Refactor the auth middleware", Status: core.StatusReview, Profile: "mock",
 		Assignee: &core.Ref{Kind: "person", Name: core.Operator}, YourTurn: true,
-		Stalled:   &core.Stall{Reason: core.StallReturned, From: "role:mock", Detail: lastWords, At: ago(time.Minute)},
+		Stalled:   &core.Stall{Reason: core.StallReturned, From: core.ParseBy("role:mock"), Detail: lastWords, At: ago(time.Minute)},
 		CreatedAt: ago(2 * time.Minute), UpdatedAt: ago(time.Minute)})
 	d := newDriver(t, newFake(tasks...), 80, 24)
 	d.selectTask("back01")

@@ -119,7 +119,7 @@ func TestEscalationChain(t *testing.T) {
 	}
 	// The engineer stalls again, the lead (resumed) stalls too: alice.
 	got := waitAssignee(t, d, task.ID, "person", "alice")
-	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:lead" || got.Stalled.Failed || got.Status != core.StatusTodo {
+	if got.Stalled == nil || got.Stalled.Reason != "Stalled" || !got.Stalled.From.IsRoleNamed("lead") || got.Stalled.Failed || got.Status != core.StatusTodo {
 		t.Fatalf("alice's task: stalled %+v status %s", got.Stalled, got.Status)
 	}
 	sess := sessionsOf(t, d, task.ID)
@@ -148,7 +148,7 @@ func TestCrashEscalatesWithError(t *testing.T) {
 	// The lead's mock has nothing to say to a crash: it stalls too, so the
 	// chain ends with the person.
 	got := waitAssignee(t, d, task.ID, "person", "alice")
-	if got.Stalled == nil || got.Stalled.From != "role:lead" {
+	if got.Stalled == nil || !got.Stalled.From.IsRoleNamed("lead") {
 		t.Fatalf("stall record %+v", got.Stalled)
 	}
 }

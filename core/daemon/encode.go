@@ -89,7 +89,7 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	b = append(b, `,"cwd":`...)
 	b = appendString(b, t.CWD)
 	b = append(b, `,"created_by":`...)
-	b = appendString(b, t.CreatedBy)
+	b = appendBy(b, t.CreatedBy)
 	b = append(b, `,"created_at":`...)
 	created := len(b)
 	if b, ok = appendTime(b, t.CreatedAt); !ok {
@@ -271,6 +271,21 @@ var plain = func() (t [256]bool) {
 // default: '"' and '\\' backslash-escaped; \b \f \n \r \t in short form;
 // other control characters, '<', '>' and '&' (HTML-safe output) as \u00XX;
 // U+2028 and U+2029 as \u2028 and \u2029; invalid UTF-8 as \ufffd.
+// appendBy writes a By as its stored form, a JSON string, without
+// building that string: a task list writes one per task.
+func appendBy(b []byte, by core.By) []byte {
+	if _, ok := by.AsRef(); !ok {
+		return appendString(b, by.String())
+	}
+	b = append(b, '"')
+	b = append(b, by.Kind...)
+	b = append(b, ':')
+	n := len(b)
+	b = appendString(b, by.Name)
+	copy(b[n:], b[n+1:]) // the name's own opening quote
+	return b[:len(b)-1]
+}
+
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

@@ -17,7 +17,7 @@ func benchTasks(n int) []core.Task {
 	for i := range tasks {
 		t := core.Task{ID: "k3f9qa", Title: "Task 12345: split the auth module into token and session parts",
 			ParentID: "p4rent", Status: core.StatusInProgress, Autopilot: i%3 == 0, Profile: "claude",
-			CWD: "/home/user/src/project", CreatedBy: "person:operator", CreatedAt: at, UpdatedAt: at,
+			CWD: "/home/user/src/project", CreatedBy: core.ParseBy("person:operator"), CreatedAt: at, UpdatedAt: at,
 			Assignee: &core.Ref{Kind: "role", Name: "claude"}}
 		if i%4 == 0 {
 			t.Description = "Keep the public API; move parsing into its own file and add \"tests\" for it.\nSecond line."

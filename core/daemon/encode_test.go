@@ -147,7 +147,7 @@ func FuzzAppendTask(f *testing.F) {
 		zone := time.FixedZone("z", offset%(30*3600))
 		at := time.Unix(0, nanos).In(zone)
 		task := core.Task{ID: id, Title: title, Description: desc, ParentID: parent, Status: core.Status(title),
-			Autopilot: autopilot, Profile: desc, CWD: id + desc, CreatedBy: parent, CreatedAt: at, UpdatedAt: at,
+			Autopilot: autopilot, Profile: desc, CWD: id + desc, CreatedBy: core.ParseBy(parent), CreatedAt: at, UpdatedAt: at,
 			Archived: autopilot, Halted: !autopilot, Queued: queued}
 		if autopilot {
 			task.ArchivedAt = at
@@ -179,7 +179,7 @@ func trickyTasks() []core.Task {
 	return []core.Task{
 		{},
 		{ID: "k3f9qa", Title: "Split the auth module", Status: core.StatusTodo, Profile: "mock", CWD: "/src",
-			CreatedBy: "person:operator", CreatedAt: at, UpdatedAt: at},
+			CreatedBy: core.ParseBy("person:operator"), CreatedAt: at, UpdatedAt: at},
 		{ID: "c41d22", Title: `quotes " and \ back`, Description: "tab\tnl\ncr\rbs\bff\f nul\x00 us\x1f del\x7f",
 			ParentID: "k3f9qa", Status: core.StatusInProgress, Autopilot: true, CreatedAt: at, UpdatedAt: at.Add(time.Nanosecond)},
 		{ID: "html22", Title: "<script>alert('x') && y</script>", Description: "\u2028\u2029 \ufffd é 日本 🦀",
@@ -234,7 +234,7 @@ func randomTime(rng *rand.Rand) time.Time {
 func randomTask(rng *rand.Rand) core.Task {
 	t := core.Task{ID: randomString(rng), Title: randomString(rng), Description: randomString(rng),
 		Status: core.Statuses[rng.IntN(len(core.Statuses))], Autopilot: rng.IntN(2) == 0, Profile: randomString(rng),
-		CWD: randomString(rng), CreatedBy: randomString(rng), CreatedAt: randomTime(rng), UpdatedAt: randomTime(rng),
+		CWD: randomString(rng), CreatedBy: core.ParseBy(randomString(rng)), CreatedAt: randomTime(rng), UpdatedAt: randomTime(rng),
 		Archived: rng.IntN(2) == 0, Halted: rng.IntN(2) == 0, TitlePending: rng.IntN(2) == 0, Queued: rng.IntN(20)}
 	if rng.IntN(2) == 0 {
 		t.ParentID = randomString(rng)
@@ -256,7 +256,7 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.HandedBy = &core.Ref{Kind: core.RefKind(randomString(rng)), Name: randomString(rng)}
 	}
 	if rng.IntN(5) == 0 {
-		t.Stalled = &core.Stall{Reason: "Stalled", From: randomString(rng), Detail: randomString(rng), At: randomTime(rng)}
+		t.Stalled = &core.Stall{Reason: "Stalled", From: core.ParseBy(randomString(rng)), Detail: randomString(rng), At: randomTime(rng)}
 	}
 	t.Surface, t.Waiting, t.YourTurn = randomString(rng), randomString(rng), rng.IntN(2) == 0
 	t.Interrupted = rng.IntN(3) == 0
@@ -277,7 +277,7 @@ func randomTask(rng *rand.Rand) core.Task {
 		t.Budget = &core.BudgetInfo{Holder: randomString(rng), Amount: core.Amount{Kind: randomString(rng), Value: randomFloat(rng)},
 			Spent: randomFloat(rng), Remaining: randomFloat(rng), Reached: rng.IntN(2) == 0, Noticed: rng.IntN(2) == 0}
 		if rng.IntN(2) == 0 {
-			t.Budget.Amount.Currency, t.Budget.SetBy = randomString(rng), randomString(rng)
+			t.Budget.Amount.Currency, t.Budget.SetBy = randomString(rng), core.ParseBy(randomString(rng))
 		}
 	}
 	return t

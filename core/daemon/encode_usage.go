@@ -83,9 +83,9 @@ func appendBudget(b []byte, x *core.BudgetInfo) ([]byte, error) {
 	if x.Noticed {
 		b = append(b, `,"noticed":true`...)
 	}
-	if x.SetBy != "" {
+	if x.SetBy != (core.By{}) {
 		b = append(b, `,"set_by":`...)
-		b = appendString(b, x.SetBy)
+		b = appendBy(b, x.SetBy)
 	}
 	return append(b, '}'), nil
 }

@@ -100,7 +100,7 @@ func TestFailedRunsEscalate(t *testing.T) {
 			}
 			task := create(t, d, core.CreateTaskInput{Title: c.name, Assignee: "eng", Start: true, Prompt: prompt})
 			got := waitAssignee(t, d, task.ID, "person", "alice")
-			if got.Stalled == nil || got.Stalled.Reason != "Stalled" || got.Stalled.From != "role:eng" ||
+			if got.Stalled == nil || got.Stalled.Reason != "Stalled" || !got.Stalled.From.IsRoleNamed("eng") ||
 				!strings.Contains(got.Stalled.Detail, "run failed") || !strings.Contains(got.Stalled.Detail, c.detail) || !got.Stalled.Failed {
 				dump(t, d, task.ID)
 				t.Fatalf("stall record %+v, want Stalled from role:eng with %q", got.Stalled, c.detail)
@@ -310,7 +310,7 @@ func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 		t.Fatalf("wait: exit %d %+v", code, w)
 	}
 	got := showJSON(t, d, child.ID)
-	if got.Stalled == nil || got.Stalled.Reason != core.StallStuck || got.Stalled.From != "role:mock" ||
+	if got.Stalled == nil || got.Stalled.Reason != core.StallStuck || !got.Stalled.From.IsRoleNamed("mock") ||
 		!strings.Contains(got.Stalled.Detail, "my last words") || got.Stalled.Failed || !got.YourTurn || got.Assignee.Kind != "role" || got.Assignee.Name != "mock" {
 		t.Fatalf("stuck task: stalled %+v your_turn %v assignee %+v", got.Stalled, got.YourTurn, got.Assignee)
 	}

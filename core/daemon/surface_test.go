@@ -100,7 +100,7 @@ func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 	if r := d.Run("task", "queue", target.ID, "--json"); r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &q) != nil {
 		t.Fatalf("task queue --json: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
-	if len(q.Items) != core.QueueCap || q.Items[0].Sender != "task:"+flooder.ID || q.Items[0].Position != 1 || q.Items[0].Text != "flood 0" {
+	if len(q.Items) != core.QueueCap || q.Items[0].Sender != core.ByRef(core.TaskRef(flooder.ID)) || q.Items[0].Position != 1 || q.Items[0].Text != "flood 0" {
 		t.Fatalf("queue %+v", q)
 	}
 	if r := d.Run("task", "queue", target.ID); r.Code != 0 || strings.Count(r.Stdout, "flood ") != core.QueueCap {

@@ -390,7 +390,7 @@ func TestAgentCannotSetBudget(t *testing.T) {
 func TestAutopilotBudgetFromConfig(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_AUTOPILOT_BUDGET=3USD"))
 	auto := create(t, d, core.CreateTaskInput{Title: "auto", Autopilot: true})
-	if b := auto.Budget; b == nil || b.Amount.Value != 3 || b.Amount.Currency != "USD" || b.SetBy != "config" || b.Holder != auto.ID {
+	if b := auto.Budget; b == nil || b.Amount.Value != 3 || b.Amount.Currency != "USD" || b.SetBy.String() != "config" || b.Holder != auto.ID {
 		t.Fatalf("autopilot root budget %+v", b)
 	}
 	own := create(t, d, core.CreateTaskInput{Title: "own", Autopilot: true, Budget: "1M-tokens"})

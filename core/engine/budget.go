@@ -212,11 +212,11 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 	case t.HandedBy != nil && t.HandedBy.IsPerson():
 		target = t.HandedBy
 	default:
-		if a := core.ParseActor(t.CreatedBy); a.Kind == core.ActorPerson {
-			target = &core.Ref{Kind: core.RefPerson, Name: a.Name}
+		if t.CreatedBy.IsPerson() {
+			target = &t.CreatedBy.Ref
 		} else if t.Budget != nil {
-			if a := core.ParseActor(t.Budget.SetBy); a.Kind == core.ActorPerson {
-				target = &core.Ref{Kind: core.RefPerson, Name: a.Name}
+			if r := t.Budget.SetBy.Ref; r.IsPerson() {
+				target = &r
 			}
 		}
 	}
@@ -225,7 +225,7 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		if t.Assignee.IsRole() {
 			hander = roleRef(t.Assignee.Name)
 		}
-		if _, err := e.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget}); err != nil {
+		if _, err := e.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget, Cause: core.CauseBudget}); err != nil {
 			e.log.Error("escalate budget", "task", holder, "to", target.String(), "err", err)
 		}
 		return
@@ -235,7 +235,7 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		from = t.Assignee.String()
 	}
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: from, Detail: truncateRunes(figures, 2000), At: now})
+	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: core.ParseBy(from), Detail: truncateRunes(figures, 2000), At: now, Cause: core.CauseBudget})
 	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
 		return tx.SetStalled(ctx, holder, stalled, now)
@@ -354,7 +354,10 @@ func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput)
 func (e *Engine) budgetResume(ctx context.Context, holder string, a core.Amount) {
 	t, err := e.storedTask(ctx, holder)
 	if err == nil && t.OverBudget() {
-		from := core.ParseRefPtr(t.Stalled.From)
+		var from *core.Ref
+		if r, ok := t.Stalled.From.AsRef(); ok {
+			from = &r
+		}
 		msg := "the budget was raised to " + a.Format(a.Value) + "; go on where you stopped"
 		switch {
 		case from != nil && t.Assignee != nil && *from != *t.Assignee:

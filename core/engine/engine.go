@@ -242,7 +242,7 @@ func (e *Engine) Close() error {
 		wg.Add(1)
 		go func(r *liveRun) {
 			defer wg.Done()
-			e.interruptRun(r, core.SessionInterruptedPrefix+"shut down")
+			e.interruptRun(r, "shut down")
 		}(r)
 	}
 	wg.Wait()
@@ -410,7 +410,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	*t = core.Task{
 		ID: v.ID, Title: v.Title, Description: v.Description, ParentID: v.ParentID,
 		Status: core.Status(v.Status), Autopilot: v.Autopilot, Sandbox: v.Sandbox, Profile: v.Profile, CWD: v.CWD,
-		CreatedBy: v.CreatedBy, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
+		CreatedBy: core.ParseBy(v.CreatedBy), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
 		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
 		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
@@ -427,8 +427,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		}
 	}
 	if v.Stalled != "" {
-		var st core.Stall
-		if json.Unmarshal([]byte(v.Stalled), &st) == nil {
+		if st, err := core.ParseStoredStall(v.Stalled); err == nil {
 			t.Stalled = &st
 		}
 	}
@@ -452,7 +451,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	// Interrupted until its queue is delivered again: the session a daemon
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
-		t.Session.State == core.SessionCancelled && strings.HasPrefix(t.Session.EndReason, core.SessionInterruptedPrefix)
+		t.Session.State == core.SessionCancelled && v.Session.Interrupted
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {
@@ -470,7 +469,7 @@ func sessionInfo(s store.Session) core.SessionInfo {
 
 func messageFromStore(m store.Message) core.Message {
 	cm := core.Message{Seq: m.Seq, TaskID: m.TaskID, SessionID: m.SessionID, Kind: core.MessageKind(m.Kind),
-		Author: m.Author, Text: m.Text, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
+		Author: core.ParseBy(m.Author), Text: m.Text, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 	if m.Meta != "" && m.Meta != "{}" {
 		cm.Meta = json.RawMessage(m.Meta)
 	}

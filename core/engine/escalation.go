@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/kandev/kandev/core"
@@ -55,20 +53,17 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	if unanswered == "" && (len(t.BlockedBy) > 0 || holding > 0) {
 		return // waits on subtasks or blockers; their finishing wakes it
 	}
+	cause := core.CauseTurnEnded
 	switch {
 	case failed:
-		detail = core.StallFailedPrefix + detail
+		detail, cause = core.StallFailedPrefix+detail, core.CauseRunFailed
 	case unanswered != "":
-		detail = unanswered
+		detail, cause = unanswered, core.CauseUnansweredQuestion
 	case stalledKid != "":
-		detail = stalledKid
+		detail, cause = stalledKid, core.CauseStalledSubtask
 	}
-	e.escalate(ctx, t, role, detail, failed)
+	e.escalate(ctx, t, role, detail, cause)
 }
-
-// unansweredPrefix starts the stall detail of a task that left a child's
-// question unanswered.
-const unansweredPrefix = "unanswered question "
 
 // unansweredChildQuestion describes the oldest pending question a child
 // addressed to taskID, or "". Questions live in message meta, their single
@@ -89,14 +84,10 @@ func (e *Engine) unansweredChildQuestion(ctx context.Context, taskID string) str
 			title = " (" + c.Title + ")"
 		}
 		return fmt.Sprintf("%s%s from subtask %s%s: the turn ended without answering it (message_task_kandev with reply_to_question_id) or relaying it, and the subtask waits on it.\n\n%s",
-			unansweredPrefix, q.QuestionID, m.TaskID, title, truncateRunes(m.Text, 1500))
+			core.StallUnansweredPrefix, q.QuestionID, m.TaskID, title, truncateRunes(m.Text, 1500))
 	}
 	return ""
 }
-
-// stalledSubtaskPrefix starts the stall detail of a task whose turn left a
-// subtask's stall report unanswered.
-const stalledSubtaskPrefix = "stalled subtask "
 
 // holdingSubtasks counts the open subtasks that hold taskID (their
 // finishing will wake it), and describes the first one that cannot: a
@@ -114,7 +105,7 @@ func (e *Engine) holdingSubtasks(taskID string) (int, string) {
 		if reportedStall(ct) {
 			if stalled == "" {
 				stalled = fmt.Sprintf("%s%s (%s) was reported to this task and the turn ended without acting on it (message it, hand it on, stop it or sign it off); nothing else runs in the tree.\n\n%s",
-					stalledSubtaskPrefix, ct.ID, ct.Title, truncateRunes(ct.Stalled.Detail, 1500))
+					core.StallSubtaskPrefix, ct.ID, ct.Title, truncateRunes(ct.Stalled.Detail, 1500))
 			}
 			continue
 		}
@@ -150,52 +141,52 @@ func (e *Engine) openSubtasks(taskID string) int {
 // task an agent created, the creating task's assignee is woken with the
 // report (see docs/decisions/0003-escalation-targets.md). With none of
 // these the task stays where it is and the daemon logs it.
-func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string, failed bool) {
+func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
 	var target *core.Ref
 	if r, err := e.roleOf(ctx, role); err == nil {
-		target = core.ParseRefPtr(r.Manager)
+		target = roleFromStore(r).ReportsTo
 	}
 	reason := "Stalled"
 	// A turn that ended normally and goes back to the person who handed
 	// the task over or created it is their turn again, not an escalation
 	// (ADR 0025). A failed run or a child's question left unanswered stays
 	// an alarm wherever it goes.
-	normal := !failed && !strings.HasPrefix(detail, unansweredPrefix) && !strings.HasPrefix(detail, stalledSubtaskPrefix)
+	normal := !cause.Alarm()
 	if target == nil && t.HandedBy != nil && t.HandedBy.IsPerson() {
 		target = t.HandedBy
 		if normal {
 			reason = core.StallReturned
 		}
 	}
-	creator := core.ParseActor(t.CreatedBy)
-	if target == nil && creator.Kind == core.ActorPerson {
-		target = &core.Ref{Kind: core.RefPerson, Name: creator.Name}
+	if target == nil && t.CreatedBy.IsPerson() {
+		target = &t.CreatedBy.Ref
 		if normal {
 			reason = core.StallReturned
 		}
 	}
 	if target != nil {
-		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: failed}); err != nil {
+		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: cause == core.CauseRunFailed, Cause: cause}); err != nil {
 			e.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
 		}
 		return
 	}
-	if creator.Kind == core.ActorAgent {
-		if p, ok := e.cached(creator.TaskID); ok && !p.Archived && !p.Status.Terminal() {
-			e.reportStallToCreator(ctx, t, p, role, detail, failed)
+	if t.CreatedBy.IsTask() {
+		if p, ok := e.cached(t.CreatedBy.Name); ok && !p.Archived && !p.Status.Terminal() {
+			e.reportStallToCreator(ctx, t, p, role, detail, cause)
 			return
 		}
 	}
-	e.markStuck(ctx, t, role, detail, failed)
+	e.markStuck(ctx, t, role, detail, cause)
 }
 
 // markStuck records a stall that has nowhere to go (ADR 0007): the task
 // stays with its role, marked Stuck, and its queue waits for explicit
 // input from the operator (or its parent), which clears the mark.
-func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string, failed bool) {
+func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
 	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
+	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
+		Failed: cause == core.CauseRunFailed, Cause: cause})
 	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
@@ -212,10 +203,11 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 
 // reportStallToCreator marks a stalled agent-created task and wakes the
 // creating task's assignee with the report. The task stays with its role.
-func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, failed bool) {
+func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, cause core.StallCause) {
 	now := time.Now().UTC()
-	stalled := stallJSON(core.Stall{Reason: "Stalled", From: roleRef(role), Detail: truncateRunes(detail, 2000), At: now, Failed: failed})
-	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(failed, detail), Detail: detail}
+	stalled := stallJSON(core.Stall{Reason: "Stalled", From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
+		Failed: cause == core.CauseRunFailed, Cause: cause})
+	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(cause), Detail: detail}
 	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
@@ -359,12 +351,5 @@ func (e *Engine) sweep(ctx context.Context) error {
 	return nil
 }
 
-// stallJSON is a stall as the tasks.stalled column stores it: the wire
-// shape of core.Stall.
-func stallJSON(st core.Stall) string {
-	b, err := json.Marshal(st)
-	if err != nil {
-		return "{}"
-	}
-	return string(b)
-}
+// stallJSON is a stall as the tasks.stalled column stores it.
+func stallJSON(st core.Stall) string { return st.StoredJSON() }

@@ -193,11 +193,11 @@ func orNone(s string) string {
 
 // stallWhy says why a role stalled, for the notices that word it
 // (prompt.Why*).
-func stallWhy(failed bool, detail string) string {
-	switch {
-	case failed:
+func stallWhy(cause core.StallCause) string {
+	switch cause {
+	case core.CauseRunFailed:
 		return prompt.WhyFailed
-	case strings.HasPrefix(detail, unansweredPrefix):
+	case core.CauseUnansweredQuestion:
 		return prompt.WhyUnanswered
 	}
 	return prompt.WhyLastWords
@@ -327,7 +327,7 @@ func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 	}
 	stalled := ""
 	if reason != "" {
-		stalled = stallJSON(core.Stall{Reason: reason, From: from.String(), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed})
+		stalled = stallJSON(core.Stall{Reason: reason, From: core.ByRef(from), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed, Cause: stall.Cause})
 	}
 	if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 		return "", err
@@ -355,7 +355,7 @@ func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 		var data any = prompt.Handoff{TaskID: t.ID, Title: t.Title, Role: target.Name, By: describeRef(hander), Message: message}
 		if reason != "" {
 			kind, tmpl = itemStalled, prompt.NoticeEscalation
-			data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Failed, message), Detail: message}
+			data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Cause), Detail: message}
 		}
 		_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
 			Text: message, CreatedAt: now}, tmpl, data, map[string]any{"from": from.String(), "to": target.String()}))

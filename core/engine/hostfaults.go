@@ -111,15 +111,15 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 	since := o.since
 	f.mu.Unlock()
 
-	reason := core.SessionInterruptedPrefix + "lost its connection to host " + t.Host + " mid-turn"
-	st := string(core.SessionCancelled)
+	end := interruptedEnd("lost its connection to host " + t.Host + " mid-turn")
+	reason := *end.Error
 	// The requeue and the session's end are one transaction, as in
 	// interruptRun: a crash between them must not queue the prompt twice.
 	c, err := e.tx(ctx, func(tx *store.Tx, _ *changes) error {
 		if err := e.requeueOpenPrompt(ctx, tx.Queries, t.ID, run.sessionID); err != nil {
 			return err
 		}
-		if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+		if err := tx.UpdateSession(ctx, run.sessionID, end, now); err != nil {
 			return err
 		}
 		return tx.RevokeSessionTokens(ctx, run.sessionID, now)

@@ -199,7 +199,7 @@ func (e *Engine) startRun(ctx context.Context, rt *taskRuntime, fence uint64, t 
 	// Registered with the closing check, so a shutdown that already took
 	// its list of runs cannot miss this one.
 	if !e.live.register(run, p.tokenHash, core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: p.sessionID}) {
-		e.finishSession(p.sessionID, core.SessionCancelled, core.SessionInterruptedPrefix+"shut down")
+		e.finishSessionUpdate("", p.sessionID, interruptedEnd("shut down"), false)
 		rt.mu.Unlock()
 		proc.Terminate(e.opts.Grace)
 		e.tornDown(p.sessionID)

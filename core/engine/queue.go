@@ -86,7 +86,7 @@ func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueIn
 func queueView(taskID string, queue []store.QueueItem) core.QueueView {
 	v := core.QueueView{TaskID: taskID, Items: make([]core.QueuedItem, 0, len(queue))}
 	for i, it := range queue {
-		v.Items = append(v.Items, core.QueuedItem{ID: it.ID, Position: i + 1, Kind: it.Kind, Sender: it.Sender,
+		v.Items = append(v.Items, core.QueuedItem{ID: it.ID, Position: i + 1, Kind: it.Kind, Sender: core.ParseBy(it.Sender),
 			Interrupt: it.Priority == priorityFront, Text: it.Text, QueuedAt: it.CreatedAt})
 	}
 	return v

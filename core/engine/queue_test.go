@@ -51,7 +51,7 @@ func TestDropQueued(t *testing.T) {
 		}
 	}
 	v, err := c.eng.TaskQueue(c.ctx, tr.s.ID)
-	if err != nil || len(v.Items) != 3 || v.Items[2].Position != 3 || v.Items[0].Sender != "task:"+tr.u.ID {
+	if err != nil || len(v.Items) != 3 || v.Items[2].Position != 3 || v.Items[0].Sender != core.ByRef(core.TaskRef(tr.u.ID)) {
 		t.Fatalf("queue %+v %v", v, err)
 	}
 	_, err = c.eng.DropQueued(c.as(tr.p.ID), tr.s.ID, core.DropQueueInput{All: true})

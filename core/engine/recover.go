@@ -40,15 +40,14 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	for i, s := range live {
 		killed := swept[s.ID] > 0
-		reason := fmt.Sprintf("%sexited while this session was %s", core.SessionInterruptedPrefix, s.State)
-		msg := reason
+		why := fmt.Sprintf("exited while this session was %s", s.State)
+		msg := core.SessionInterruptedPrefix + why
 		if killed {
 			msg += fmt.Sprintf("; its leftover processes (agent pid %d) were killed", s.PID)
 		}
 		// The requeue, the session's end and the note are one
 		// transaction: a crash in between must not leave the session
 		// live with its prompt queued, or the next start queues it again.
-		st := string(core.SessionCancelled)
 		now := time.Now().UTC()
 		err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
 			if err := e.requeueOpenPrompt(ctx, tx.Queries, s.TaskID, s.ID); err != nil {
@@ -57,7 +56,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 			if e.opts.DuringRecovery != nil {
 				e.opts.DuringRecovery(i)
 			}
-			if err := tx.UpdateSession(ctx, s.ID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+			if err := tx.UpdateSession(ctx, s.ID, interruptedEnd(why), now); err != nil {
 				return err
 			}
 			if err := tx.RevokeSessionTokens(ctx, s.ID, now); err != nil {

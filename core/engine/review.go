@@ -222,7 +222,7 @@ func (e *Engine) reviewOf(ctx context.Context, t core.Task) (core.ReviewView, er
 	}
 	files := map[string][]string{}
 	for _, r := range rows {
-		c := core.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: r.Author, File: r.File, Line: r.Line, EndLine: r.EndLine,
+		c := core.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: core.ParseBy(r.Author), File: r.File, Line: r.Line, EndLine: r.EndLine,
 			Text: r.Body, Lines: r.Lines, Hunk: r.Hunk, State: core.ReviewOpen, CreatedAt: r.CreatedAt}
 		if root != nil {
 			lines, ok := files[r.File]
@@ -263,7 +263,7 @@ func readLines(root *os.Root, name string) []string {
 func reviewComments(rows []store.ReviewComment) []core.ReviewComment {
 	out := make([]core.ReviewComment, len(rows))
 	for i, r := range rows {
-		out[i] = core.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: r.Author, File: r.File, Line: r.Line, EndLine: r.EndLine,
+		out[i] = core.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: core.ParseBy(r.Author), File: r.File, Line: r.Line, EndLine: r.EndLine,
 			Text: r.Body, Lines: r.Lines, Hunk: r.Hunk, State: core.ReviewOpen, CreatedAt: r.CreatedAt}
 	}
 	return out

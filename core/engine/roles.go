@@ -242,7 +242,7 @@ func (e *Engine) managerRef(ctx context.Context, role, to string) (string, error
 		if err != nil {
 			break
 		}
-		m := core.ParseRefPtr(r.Manager)
+		m := roleFromStore(r).ReportsTo
 		if m == nil || !m.IsRole() {
 			break
 		}

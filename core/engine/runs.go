@@ -260,12 +260,18 @@ func (e *Engine) finishSession(sessionID string, state core.SessionState, reason
 // finishSessionChecked is finishSession that, with check, also sets the
 // task's stall-check outbox in the same transaction.
 func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.SessionState, reason string, check bool) {
-	ctx := context.Background()
 	st := string(state)
+	e.finishSessionUpdate(taskID, sessionID, store.SessionUpdate{State: &st, Error: &reason}, check)
+}
+
+// finishSessionUpdate is finishSessionChecked with the session's end
+// given as an update (an interrupted one carries its flag).
+func (e *Engine) finishSessionUpdate(taskID, sessionID string, u store.SessionUpdate, check bool) {
+	ctx := context.Background()
 	now := time.Now().UTC()
 	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.session(sessionID)
-		if err := tx.UpdateSession(ctx, sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+		if err := tx.UpdateSession(ctx, sessionID, u, now); err != nil {
 			return err
 		}
 		if check {
@@ -289,7 +295,8 @@ func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.Sessi
 // turn it cut short is queued again at the front, so nothing is lost; the
 // requeue and the session's end are one transaction, so a crash between
 // them cannot make the next start queue the prompt a second time.
-func (e *Engine) interruptRun(run *liveRun, reason string) {
+func (e *Engine) interruptRun(run *liveRun, why string) {
+	reason := core.SessionInterruptedPrefix + why
 	rt := run.rt
 	rt.mu.Lock()
 	inTurn := rt.turn != nil && rt.turn.run == run
@@ -297,17 +304,20 @@ func (e *Engine) interruptRun(run *liveRun, reason string) {
 	// endRunLocked below writes the session's end again in a transaction
 	// of its own (the same state and reason, the token revoked already),
 	// as it does for every run that ends.
+	// The interrupted flag is written here, turn or not: endRunLocked's
+	// write leaves it set.
 	var c changes
-	if inTurn && !run.ended {
+	if !run.ended {
 		ctx := context.Background()
-		st := string(core.SessionCancelled)
 		now := time.Now().UTC()
 		var err error
 		c, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
-			if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
-				return err
+			if inTurn {
+				if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
+					return err
+				}
 			}
-			if err := tx.UpdateSession(ctx, run.sessionID, store.SessionUpdate{State: &st, Error: &reason}, now); err != nil {
+			if err := tx.UpdateSession(ctx, run.sessionID, interruptedEnd(why), now); err != nil {
 				return err
 			}
 			return tx.RevokeSessionTokens(ctx, run.sessionID, now)

@@ -593,7 +593,7 @@ func TestCreatedTaskShape(t *testing.T) {
 	env := newEngineEnv(t)
 	before := time.Now().UTC()
 	task := env.create(core.CreateTaskInput{Title: "shape", Description: "d"})
-	if len(task.ID) != core.IDLength || task.Status != core.StatusTodo || task.CreatedBy != "person:operator" ||
+	if len(task.ID) != core.IDLength || task.Status != core.StatusTodo || !task.CreatedBy.IsOperator() ||
 		task.Archived || !task.ArchivedAt.IsZero() || task.ParentID != "" || task.Session != nil || task.Queued != 0 {
 		t.Fatalf("new task: %+v", task)
 	}

@@ -194,7 +194,7 @@ func usageFromStore(u *store.TaskUsage) (*core.TaskUsage, *core.BudgetInfo) {
 	if a.Kind == core.BudgetCost {
 		a.Value /= microsPerUnit
 	}
-	b := &core.BudgetInfo{Holder: u.TaskID, Amount: a, Reached: u.BudgetReached, Noticed: u.BudgetNoticed, SetBy: u.BudgetBy}
+	b := &core.BudgetInfo{Holder: u.TaskID, Amount: a, Reached: u.BudgetReached, Noticed: u.BudgetNoticed, SetBy: core.ParseBy(u.BudgetBy)}
 	if usage != nil {
 		b.Spent, _ = a.Spent(usage.Tree)
 	}

@@ -17,7 +17,7 @@ func TestSummaryUsageRoundTrip(t *testing.T) {
 		{ID: "b", Title: "spent", Status: core.StatusTodo,
 			Usage: &core.TaskUsage{Own: spend, Tree: core.Spend{Tokens: 9, Cost: 1e-9, Currency: "EUR"}, Turns: 3, ContextUsed: 7, ContextSize: 200000}},
 		{ID: "c", Title: "budget only", Status: core.StatusTodo,
-			Budget: &core.BudgetInfo{Holder: "c", Amount: core.Amount{Kind: core.BudgetCost, Value: 5, Currency: "USD"}, SetBy: "person:a b\tc"}},
+			Budget: &core.BudgetInfo{Holder: "c", Amount: core.Amount{Kind: core.BudgetCost, Value: 5, Currency: "USD"}, SetBy: core.ParseBy("person:a b\tc")}},
 		{ID: "d", Title: "both", Status: core.StatusTodo, Usage: &core.TaskUsage{Own: spend, Tree: spend},
 			Budget: &core.BudgetInfo{Holder: "d", Amount: core.Amount{Kind: core.BudgetTokens, Value: 2e6}, Spent: 3, Reached: true}},
 	}
