@@ -176,6 +176,10 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	daemontest.Eventually(t, wait, "the root to read its notice", func() bool {
 		return countPrompts(t, d, root.ID, "[kandev:budget] Your task's tree has spent $0.") == 1
 	})
+	// And to be done reading it: a turn still on the notice when the tree
+	// reaches 105% is cut like the kid's, and its notice comes again after
+	// the raise (a busy machine did that, and the root read it twice).
+	waitSettled(t, d, root.ID)
 
 	// 105%: the kid's running turn is stopped, the root goes to a person.
 	if err := os.WriteFile(g1, nil, 0o600); err != nil {
