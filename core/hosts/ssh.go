@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 	"unicode"
 )
 
@@ -227,11 +229,58 @@ func (p *Pool) UploadExpr(ctx context.Context, t Target, r io.Reader, path strin
 
 // Disconnect ends the host's master connection, if any.
 func (p *Pool) Disconnect(t Target) {
+	path := p.ControlPath(t.Name)
+	pid := p.masterPID(t)
 	_ = exec.Command(p.ssh(), p.Args(t, "-O", "exit")...).Run()
-	_ = os.Remove(p.ControlPath(t.Name))
+	// -O exit only asks: the master ends a moment later. A daemon stop that
+	// returned before it did would leave an ssh running behind it.
+	if pid > 0 {
+		waitMasterGone(pid, path, 5*time.Second)
+	}
+	_ = os.Remove(path)
 	p.mu.Lock()
 	delete(p.started, t.Name)
 	p.mu.Unlock()
+}
+
+// masterPID is the pid of the host's master (`ssh -O check` says it on
+// stderr), 0 when there is none.
+func (p *Pool) masterPID(t Target) int {
+	var stderr bytes.Buffer
+	cmd := exec.Command(p.ssh(), p.Args(t, "-O", "check")...)
+	cmd.Stderr = &stderr
+	if cmd.Run() != nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(stderr.String(), "(pid=")
+	if !ok {
+		return 0
+	}
+	num, _, _ := strings.Cut(rest, ")")
+	pid, err := strconv.Atoi(num)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// waitMasterGone waits until process pid is no longer the master of the
+// control socket path (gone, a zombie, or a recycled pid: its command line
+// no longer names the socket), and after limit kills it. Where there is no
+// /proc (macOS) it returns at once.
+func waitMasterGone(pid int, path string, limit time.Duration) {
+	isMaster := func() bool {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		return err == nil && bytes.Contains(b, []byte(path))
+	}
+	deadline := time.Now().Add(limit)
+	for isMaster() {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Sweep ends the masters an earlier daemon of this home left (killed
