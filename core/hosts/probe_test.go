@@ -1,0 +1,142 @@
+package hosts
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core/sandbox"
+)
+
+// localSh runs a probe script as a host would, with this machine's sh.
+func localSh(ctx context.Context, script string) (string, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-s")
+	cmd.Stdin = strings.NewReader(script)
+	out, err := cmd.Output()
+	return string(out), err
+}
+
+// TestProbeFSMatchesOS: the view Describe builds from a host's answers
+// (here this machine's sh answering the probe scripts) is the one it
+// builds from the file system itself, for a worktree with its git
+// directories, declared paths (one missing, one a dangling link), an
+// agent found on PATH through a symlink whose #! is "env NAME", and odd
+// characters in paths.
+func TestProbeFSMatchesOS(t *testing.T) {
+	root := t.TempDir()
+	mk := func(p, body string, mode os.FileMode) string {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	home := filepath.Join(root, "home dir's")
+	wt := filepath.Join(root, "kd/worktrees/abc")
+	common := filepath.Join(root, "kd/repos/r.git")
+	mk("kd/worktrees/abc/.git", "gitdir: "+common+"/worktrees/abc\n", 0o644)
+	mk("kd/repos/r.git/worktrees/abc/gitdir", wt+"/.git\n", 0o644)
+	mk("kd/repos/r.git/worktrees/abc/commondir", "../..\n", 0o644)
+	mk("kd/repos/r.git/worktrees/zz/gitdir", root+"/elsewhere/.git\n", 0o644)
+	mk("kd/repos/r.git/objects/.keep", "", 0o644)
+	mk("kd/repos/r.git/refs/heads/kandev/other-task", "0\n", 0o644)
+	mk("kd/repos/r.git/refs/heads/kandev/.hidden", "0\n", 0o644)
+	mk("home dir's/.claude/settings.json", "{}", 0o600)
+	if err := os.Symlink(filepath.Join(root, "nowhere"), filepath.Join(home, ".claude.json")); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(root, "rt/bin")
+	mk("rt/bin/nodeish", "\x7fELF\x00\x01binary\n", 0o755)
+	agent := mk("rt/lib/agent/cli.js", "#!/usr/bin/env -S nodeish --flag\n", 0o755)
+	mk("kd/bin/kandev", "", 0o755)
+	if err := os.Symlink(agent, filepath.Join(bin, "agent")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+
+	// As prepareSandbox does: every question asked in each round, the
+	// first error returned after.
+	input := func(fs sandbox.FS) (sandbox.Input, error) {
+		g, gerr := sandbox.FindGitDirsFS(fs, common, wt, "kandev/abc-task")
+		exe, xerr := fs.LookPath("agent")
+		in := sandbox.Input{Mode: "bwrap", Worktree: wt, Git: g, PrivateHome: filepath.Join(root, "kd/sandboxes/t1/home"),
+			OperatorHome: home, Paths: []string{"~/.claude", "ro:~/.claude.json", "~/.missing"},
+			Executables: []string{exe}, SelfExe: filepath.Join(root, "kd/bin/kandev"), MCPSocket: filepath.Join(root, "kd/run/s1.sock"),
+			SessionID: "s1", FS: fs}
+		if gerr != nil {
+			return in, gerr
+		}
+		return in, xerr
+	}
+	in, err := input(sandbox.OS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := sandbox.Describe(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fs := newProbeFS()
+	var got sandbox.View
+	rounds := 0
+	err = fs.settle(context.Background(), func(ctx context.Context, s string) (string, error) {
+		rounds++
+		return localSh(ctx, s)
+	}, func() error {
+		in, err := input(fs)
+		v, derr := sandbox.Describe(in)
+		if err != nil {
+			return err
+		}
+		got = v
+		return derr
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("view from the probe:\n%+v\nfrom the file system:\n%+v", got.Mounts, want.Mounts)
+	}
+	if rounds > 5 {
+		t.Errorf("%d rounds of questions, want at most 5", rounds)
+	}
+	// What the test relies on is really there: the agent's runtime, the
+	// other branch read-only, the missing path skipped.
+	for _, p := range []string{filepath.Join(root, "rt"),
+		filepath.Join(common, "refs/heads/kandev/other-task"), filepath.Join(common, "refs/heads/kandev/.hidden")} {
+		found := false
+		for _, m := range got.Mounts {
+			found = found || m.Path == p
+		}
+		if !found {
+			t.Errorf("no mount at %s: %+v", p, got.Mounts)
+		}
+	}
+}
+
+// TestParseProbe: answers are told apart by their markers, whatever the
+// values hold; a count that does not match the questions is an error.
+func TestParseProbe(t *testing.T) {
+	out, err := localSh(context.Background(), probeScript([]probeQ{{"env", "KANDEV_PROBE_T"}, {"exists", "/nonexistent/x"}, {"readdir", "/nonexistent"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := parseProbe(out, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !as[0].ok || len(as[0].fields) != 1 || as[0].fields[0] != "" || as[1].ok || as[2].ok {
+		t.Fatalf("answers %+v", as)
+	}
+	if _, err := parseProbe(out, 2); err == nil {
+		t.Fatal("two answers expected of three: no error")
+	}
+}
