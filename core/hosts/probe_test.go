@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,5 +139,66 @@ func TestParseProbe(t *testing.T) {
 	}
 	if _, err := parseProbe(out, 2); err == nil {
 		t.Fatal("two answers expected of three: no error")
+	}
+}
+
+// fakeHost is a Pool whose "ssh" runs the remote command with this
+// machine's sh and a PATH of only the tools named: a host without
+// bubblewrap, for prepareSandbox's refusal.
+func fakeHost(t *testing.T, tools ...string) *Pool {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("no %s here", tool)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	ssh := filepath.Join(dir, "ssh")
+	script := "#!" + sh + "\nfor a; do last=$a; done\ncase \" $* \" in *\" -O \"*|*\" -f \"*) exit 0;; esac\nPATH=" + bin + " exec " + sh + " -c \"$last\"\n"
+	if err := os.WriteFile(ssh, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fake.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &Pool{Dir: dir, SSH: ssh}
+}
+
+// TestPrepareSandboxRefuses: a host without bubblewrap, or a container
+// sandbox, gives a SandboxError naming what is missing, and nothing is
+// left to launch confined.
+func TestPrepareSandboxRefuses(t *testing.T) {
+	p := fakeHost(t, "sh", "mkdir", "chmod", "readlink", "head", "tr", "cat")
+	dir := t.TempDir()
+	cwd := filepath.Join(dir, "worktrees", "task-x")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", dir)
+	for mode, want := range map[string]string{
+		"bwrap":  "sandbox bwrap on host fake: bubblewrap is not installed there",
+		"docker": "sandbox docker on host fake: kandev runs containers on this machine only",
+	} {
+		r := &Remote{Pool: p, Target: Target{Name: "fake", Dest: Dest{Host: "fake"}}, Sandbox: &Sandbox{Mode: mode, TaskID: "t1"}}
+		err := r.prepareSandbox(context.Background(), dir, cwd, dir+"/bin/kandev")
+		var se *SandboxError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a SandboxError saying %q", mode, err, want)
+		}
+		if r.sb != nil {
+			t.Errorf("%s: a confinement was prepared", mode)
+		}
 	}
 }
