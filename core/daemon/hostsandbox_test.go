@@ -74,7 +74,8 @@ func TestHostSandboxBwrap(t *testing.T) {
 	}
 	waitSaid(t, d, task.ID, "all finished")
 	out := shSaid(t, d, task.ID, 7)
-	sid := get(t, d, task.ID).Session.ID
+	first := get(t, d, task.ID).Session
+	sid := first.ID
 
 	// The agent runs in bubblewrap on the host, as the remote account.
 	comms := procComms(sid)
@@ -132,6 +133,17 @@ func TestHostSandboxBwrap(t *testing.T) {
 		m, _ := filepath.Glob(filepath.Join(dir, "run", sid+".sock"))
 		return len(m) == 0
 	})
+
+	// The next run resumes the agent's session: its state lives in the
+	// task's private home on the host, kept across sessions.
+	message(t, d, task.ID, "mock: history")
+	daemontest.Eventually(t, wait, "the resumed history", func() bool { return saidContains(t, d, task.ID, "history: ") })
+	if !saidContains(t, d, task.ID, "history: session "+first.AgentSessionID+" turn 2;") {
+		t.Fatalf("not resumed in the sandbox on the host (agent session %s): %q", first.AgentSessionID, said(t, d, task.ID))
+	}
+	if s := waitSettled(t, d, task.ID).Session; s != nil {
+		sessionGone(t, s.ID, "the second run's end")
+	}
 
 	// The confinement holds for its children on the host too.
 	if _, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "shed", ParentID: task.ID, Sandbox: core.SandboxNone}); err == nil ||

@@ -158,14 +158,18 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	}
 	for _, kv := range spec.Env {
 		if strings.HasPrefix(kv, remoteMockStateEnv+"=") {
-			kv = remoteMockStateEnv + "=" + dir + "/state/mock-agent"
 			if r.sb != nil {
-				// Confined, the mock agent keeps its sessions in the
-				// task's private home, as it does here.
-				kv = remoteMockStateEnv + "=" + r.sb.home + "/.local/state/kandev-mock"
+				continue // set below
 			}
+			kv = remoteMockStateEnv + "=" + dir + "/state/mock-agent"
 		}
 		env = append(env, kv)
+	}
+	if r.sb != nil && cmd == kandev {
+		// Confined, the mock agent keeps its sessions (for resume) in the
+		// task's private home, the one place it may write besides the
+		// worktree, as it does here.
+		env = append(env, remoteMockStateEnv+"="+r.sb.home+"/.local/state/kandev-mock")
 	}
 	var wrap []string
 	if r.sb != nil {
