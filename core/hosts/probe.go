@@ -109,6 +109,19 @@ func (f *probeFS) ReadFile(p string) ([]byte, error) {
 	return []byte(s), err
 }
 
+// BwrapWorks says whether bubblewrap runs on the host, with its error.
+func (f *probeFS) BwrapWorks() (bool, string) {
+	a, ok := f.get("bwrap", "")
+	if !ok {
+		return true, "" // asked; the round is thrown away
+	}
+	msg := ""
+	if len(a.fields) > 0 {
+		msg = a.fields[0]
+	}
+	return a.ok, msg
+}
+
 // Touch makes sure a file exists on the host (an empty one if it did not).
 func (f *probeFS) Touch(p string) error {
 	a, ok := f.get("touch", p)
@@ -152,6 +165,9 @@ no() { printf '!\0'; }
 			fmt.Fprintf(&b, "if mkdir -p %s && chmod %s %s; then val 1; else no; fi\n", p, strings.TrimPrefix(q.op, "mkdir"), p)
 		case q.op == "readdir":
 			fmt.Fprintf(&b, "if [ -d %s ]; then val .; for f in %s/* %s/.[!.]* %s/..?*; do { [ -e \"$f\" ] || [ -L \"$f\" ]; } && val \"${f##*/}\"; done; else no; fi\n", p, p, p, p)
+		case q.op == "bwrap":
+			// bubblewrap making its namespaces there, as the remote account.
+			b.WriteString("if o=$(bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev true 2>&1); then val 1; else val \"$o\"; no; fi\n")
 		case q.op == "touch":
 			fmt.Fprintf(&b, "if [ -e %s ] || : > %s; then val 1; else no; fi\n", p, p)
 		case q.op == "readfile":

@@ -65,6 +65,7 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 		// round with questions still open is thrown away.
 		home, homeOK := fs.Getenv("HOME")
 		_, bwrapErr := fs.LookPath("bwrap")
+		bwrapOK, bwrapMsg := fs.BwrapWorks()
 		exe, exeErr := command, error(nil)
 		if !strings.HasPrefix(exe, "/") {
 			exe, exeErr = fs.LookPath(command)
@@ -102,6 +103,8 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: fmt.Sprintf("the remote account's HOME %q is not an absolute path", home)}
 		case bwrapErr != nil:
 			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap is not installed there (kandev host check says what the host has); install it there (apt-get install bubblewrap) or pick --sandbox none"}
+		case !bwrapOK:
+			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap cannot make its namespaces there: " + strings.TrimSpace(bwrapMsg)}
 		case exeErr != nil:
 			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: fmt.Sprintf("the agent's command %s is not on the remote account's PATH", command)}
 		case gitErr != nil:
@@ -114,9 +117,6 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 	})
 	if err != nil {
 		return err
-	}
-	if out, err := r.Pool.Script(ctx, r.Target, "bwrap --ro-bind / / --unshare-pid --proc /proc --dev /dev true 2>&1\n"); err != nil {
-		return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap cannot make its namespaces there: " + strings.TrimSpace(out+" "+err.Error())}
 	}
 	r.sb = hs
 	return nil
