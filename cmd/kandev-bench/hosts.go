@@ -9,6 +9,8 @@ package main
 //     (`mock: say ready`): the launch (on the host: the ssh session over
 //     the shared master, the forward of mcp.sock, the worktree there),
 //     ACP initialize and session/new, and the first prompt's answer.
+//   - the same on the host with --sandbox bwrap (ADR 0062): the probe of
+//     the host for the sandbox's view and bubblewrap's start added.
 //   - MCP call: `mock: calltime N get_task_kandev`, each call timed by
 //     the agent itself: its kandev mcp, on the host over the forwarded
 //     unix socket, to the daemon and back. Each session's first call
@@ -93,8 +95,8 @@ func benchHosts(work string, binaries []binary, runs, calls int) error {
 	} else {
 		defer tb.close()
 	}
-	fmt.Printf("| %-10s | %-24s | %-24s | %-24s | %-24s |\n", "binary", "local: session start", "local: MCP call", "host: session start", "host: MCP call")
-	fmt.Printf("|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 12), strings.Repeat("-", 26), strings.Repeat("-", 26), strings.Repeat("-", 26), strings.Repeat("-", 26))
+	fmt.Printf("| %-10s | %-24s | %-24s | %-24s | %-24s | %-24s |\n", "binary", "local: session start", "local: MCP call", "host: session start", "host: MCP call", "host bwrap: session start")
+	fmt.Printf("|%s|%s|%s|%s|%s|%s|\n", strings.Repeat("-", 12), strings.Repeat("-", 26), strings.Repeat("-", 26), strings.Repeat("-", 26), strings.Repeat("-", 26), strings.Repeat("-", 26))
 	for _, b := range binaries {
 		r, err := hostsOnce(work, b, rig, runs, calls)
 		if err != nil {
@@ -106,7 +108,7 @@ func benchHosts(work string, binaries []binary, runs, calls int) error {
 			}
 			return fmt.Sprintf("%s / %s (n=%d)", msStr(pct(ds, 0.5)), msStr(pct(ds, 0.99)), len(ds))
 		}
-		fmt.Printf("| %-10s | %-24s | %-24s | %-24s | %-24s |\n", b.name, pp(r.localStart), pp(r.localMCP), pp(r.hostStart), pp(r.hostMCP))
+		fmt.Printf("| %-10s | %-24s | %-24s | %-24s | %-24s | %-24s |\n", b.name, pp(r.localStart), pp(r.localMCP), pp(r.hostStart), pp(r.hostMCP), pp(r.hostBwrapStart))
 		fmt.Printf("(%s: a session's first MCP call, which starts its kandev mcp, apart: p50 %s ms here", b.name, msStr(pct(r.localFirst, 0.5)))
 		if r.firstHost > 0 {
 			fmt.Printf(", %s ms on the host; the host's first session, with the copy of kandev's binary there: %s ms", msStr(pct(r.hostFirst, 0.5)), msStr(r.firstHost))
@@ -118,6 +120,8 @@ func benchHosts(work string, binaries []binary, runs, calls int) error {
 
 type hostsResult struct {
 	localStart, localMCP, hostStart, hostMCP []time.Duration
+	// hostBwrapStart: session starts on the host under bubblewrap there.
+	hostBwrapStart []time.Duration
 	// localFirst, hostFirst: each session's first MCP call, which starts
 	// the agent's kandev mcp (on the host: over the forward), apart.
 	localFirst, hostFirst []time.Duration
@@ -148,7 +152,7 @@ func hostsOnce(work string, b binary, rig *sshtest.Host, runs, calls int) (hosts
 			return res, fmt.Errorf("add the loopback host: %w", err)
 		}
 		// The first session on the host copies kandev there: timed apart.
-		s, _, err := sessionOnce(ctx, c, dir, "lb", 2)
+		s, _, err := sessionOnce(ctx, c, dir, "lb", "", 2)
 		if err != nil {
 			return res, fmt.Errorf("first session on the host: %w", err)
 		}
@@ -156,15 +160,22 @@ func hostsOnce(work string, b binary, rig *sshtest.Host, runs, calls int) (hosts
 	}
 	// Interleaved rounds: the machine's noise falls on both alike.
 	for range runs {
-		for _, host := range []string{"", "lb"} {
-			if host == "lb" && rig == nil {
+		for _, host := range []string{"", "lb", "lb+bwrap"} {
+			if host != "" && rig == nil {
 				continue
 			}
-			s, m, err := sessionOnce(ctx, c, dir, host, calls)
-			if err != nil {
-				return res, fmt.Errorf("session %s: %w", hostOrHere(host), err)
+			h, box := strings.CutSuffix(host, "+bwrap")
+			sb := ""
+			if box {
+				sb = core.SandboxBwrap
 			}
-			if host == "" {
+			s, m, err := sessionOnce(ctx, c, dir, h, sb, calls)
+			if err != nil {
+				return res, fmt.Errorf("session %s (sandbox %q): %w", hostOrHere(h), sb, err)
+			}
+			if box {
+				res.hostBwrapStart = append(res.hostBwrapStart, s)
+			} else if host == "" {
 				res.localStart, res.localFirst, res.localMCP = append(res.localStart, s), append(res.localFirst, m[0]), append(res.localMCP, m[1:]...)
 			} else {
 				res.hostStart, res.hostFirst, res.hostMCP = append(res.hostStart, s), append(res.hostFirst, m[0]), append(res.hostMCP, m[1:]...)
@@ -183,8 +194,8 @@ func hostOrHere(h string) string {
 
 // sessionOnce starts a task (on host, "" for here) and times its start to
 // the agent's first reply, then reads the agent's own MCP call times.
-func sessionOnce(ctx context.Context, c *daemonclient.Client, cwd, host string, calls int) (time.Duration, []time.Duration, error) {
-	t, err := c.CreateTask(ctx, core.CreateTaskInput{Title: "bench " + hostOrHere(host), CWD: cwd, Host: host})
+func sessionOnce(ctx context.Context, c *daemonclient.Client, cwd, host, sandbox string, calls int) (time.Duration, []time.Duration, error) {
+	t, err := c.CreateTask(ctx, core.CreateTaskInput{Title: "bench " + hostOrHere(host), CWD: cwd, Host: host, Sandbox: sandbox})
 	if err != nil {
 		return 0, nil, err
 	}

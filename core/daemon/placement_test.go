@@ -96,11 +96,11 @@ func TestHostPlacementAuto(t *testing.T) {
 		sessionGone(t, sid, "stop")
 	}
 
-	// A sandbox is refused on a host, saying why: kandev cannot confine
-	// an agent there, and never runs one less confined than asked.
-	for _, mode := range []string{"bwrap"} {
+	// A container sandbox is refused on a host, saying why (ADR 0062:
+	// bwrap runs there, containers only here), never run less confined.
+	for _, mode := range []string{"docker", "podman"} {
 		r := d.Run("task", "create", "boxed", "--cwd", work, "--host", "lb", "--sandbox", mode)
-		if r.Code == 0 || !strings.Contains(r.Stderr, "sandbox "+mode+" on host lb: kandev cannot confine an agent on a host") {
+		if r.Code == 0 || !strings.Contains(r.Stderr, "sandbox "+mode+" on host lb: kandev runs containers on this machine only") {
 			t.Fatalf("--sandbox %s on a host: exit %d, %s", mode, r.Code, r.Stderr)
 		}
 	}

@@ -71,7 +71,7 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	if err != nil {
 		return createPlan{}, err
 	}
-	sandboxMode, err := e.resolveSandbox(ctx, in, parent, prof)
+	sandboxMode, err := e.resolveSandbox(ctx, in, parent, prof, host)
 	if err != nil {
 		return createPlan{}, err
 	}

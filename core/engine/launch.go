@@ -97,6 +97,9 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 	} else if err == nil {
 		p.command = path
 	}
+	if p.remote != nil {
+		confineOnHost(t, prof, p.command, p.remote)
+	}
 	e.clearUnserved(rt.id)
 	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role.Name); err == nil {
 		p.resumeID = prev.AgentSessionID

@@ -311,18 +311,6 @@ func (e *Engine) releasedOnHost(taskID string) {
 	}
 }
 
-// hostSandboxErr refuses a confined task on a host: kandev does not
-// confine an agent on a host yet (bubblewrap, docker and podman wrap
-// agents on this machine only), and a task never runs less confined than
-// its sandbox says.
-func hostSandboxErr(host, mode string) error {
-	if host == "" || core.SandboxRank(mode) <= 0 {
-		return nil
-	}
-	return core.Errorf(core.CodeValidation, "sandbox %s on host %s: kandev cannot confine an agent on a host yet (sandboxes wrap agents on this machine only; docs/hosts.md): run it here (--host local) confined, or on the host with --sandbox none where its parent and profile allow",
-		mode, host)
-}
-
 // hostSetup is what the task's worktree gets on its host as it does here:
 // .worktreeinclude's files, .kandev/setup (docs/hosts.md).
 func (e *Engine) hostSetup(ctx context.Context, w core.Workspace) *hosts.Setup {

@@ -9,7 +9,8 @@ import (
 // Placement's rules at creation (docs/hosts.md): --host auto needs a
 // host; a task made with it stays "auto" until its first run places it;
 // a subtask inherits its parent's host (auto too) unless given another;
-// and a confined task is refused on a host, naming what is missing.
+// and on a host bwrap is accepted (autopilot's default there) while a
+// container sandbox is refused, naming why.
 func TestHostPlacementRules(t *testing.T) {
 	env := newEngineEnv(t)
 	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "nowhere", CWD: env.cwd, Host: "auto"})
@@ -36,11 +37,17 @@ func TestHostPlacementRules(t *testing.T) {
 	if got := env.get(named.ID); got.Host != "lb" {
 		t.Errorf("task on lb read back: host %q", got.Host)
 	}
-	if !haveBwrap() {
-		return
-	}
+	// Confined on a host (ADR 0062): bwrap is the host's to give, so it
+	// is accepted whatever this machine has, and autopilot's default is
+	// bwrap there; containers run on this machine only, refused saying so.
 	for _, host := range []string{"lb", "auto"} {
-		_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Host: host, Sandbox: core.SandboxBwrap})
-		i2WantErr(t, err, core.CodeValidation, "sandbox bwrap on host "+host, "cannot confine an agent on a host")
+		if boxed := env.create(core.CreateTaskInput{Title: "boxed", Host: host, Sandbox: core.SandboxBwrap}); boxed.Sandbox != core.SandboxBwrap {
+			t.Errorf("bwrap on host %s: sandbox %q", host, boxed.Sandbox)
+		}
+		if ap := env.create(core.CreateTaskInput{Title: "autopilot", Host: host, Autopilot: true}); ap.Sandbox != core.SandboxBwrap {
+			t.Errorf("autopilot on host %s: sandbox %q, want bwrap", host, ap.Sandbox)
+		}
+		_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "contained", CWD: env.cwd, Host: host, Sandbox: core.SandboxDocker})
+		i2WantErr(t, err, core.CodeValidation, "sandbox docker on host "+host, "containers on this machine only")
 	}
 }

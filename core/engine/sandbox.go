@@ -23,8 +23,9 @@ const sandboxAuto = "auto"
 // configuration's (autopilot_sandbox on autopilot), else the built-in
 // (none; on autopilot bwrap where installed). A task is never less
 // confined than its parent, nor than the agent that creates it, and a
-// mode this machine cannot run is refused with how to install it.
-func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, parent core.Task, prof core.Profile) (string, error) {
+// mode this machine cannot run is refused with how to install it (on a
+// host, a mode kandev cannot apply there).
+func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, parent core.Task, prof core.Profile, host string) (string, error) {
 	mode := strings.TrimSpace(in.Sandbox)
 	if err := core.ValidateSandbox("task", mode); err != nil {
 		return "", err
@@ -45,7 +46,10 @@ func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, pa
 		}
 		mode = e.configValue(key)
 	}
-	if mode == sandboxAuto || mode == "" {
+	if host != "" {
+		// On a host, its bubblewrap is what counts (hostsandbox.go).
+		mode = hostSandboxMode(mode, in.Autopilot)
+	} else if mode == sandboxAuto || mode == "" {
 		mode = core.SandboxNone
 		if in.Autopilot && core.SandboxAvailable(core.SandboxBwrap) == nil {
 			mode = core.SandboxBwrap
@@ -63,7 +67,10 @@ func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, pa
 			}
 		}
 	}
-	if err := core.SandboxAvailable(mode); err != nil {
+	if err := hostSandboxErr(host, mode); err != nil {
+		return "", err
+	}
+	if err := core.SandboxAvailable(mode); err != nil && host == "" {
 		return "", err
 	}
 	if (mode == core.SandboxDocker || mode == core.SandboxPodman) && prof.Image == "" {

@@ -45,11 +45,20 @@ type Remote struct {
 	RelDir string
 	// Key names the task's directory on the host when it has no worktree.
 	Key string
+	// Command is the agent's command as the engine resolved it (the
+	// daemon's own binary for the mock agent): a confined session's view
+	// needs it before Launch.
+	Command string
 	// Setup is .worktreeinclude's files and .kandev/setup for the worktree
 	// there (setup.go); nil for none. SetupOutput is the script's output
 	// once Prepare ran it.
 	Setup       *Setup
 	SetupOutput string
+	// Sandbox confines the agent on the host (sandbox.go); nil: not
+	// confined.
+	Sandbox *Sandbox
+	// sb is the confinement Prepare found on the host for Sandbox.
+	sb *hostSandbox
 
 	// dir and cwd are kandev's directory on the host and the agent's
 	// directory there, set by Prepare.
@@ -128,7 +137,8 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
 	defer cancel()
 	if spec.Sandbox != nil {
-		return nil, fmt.Errorf("host %s: sandboxes on hosts are not built yet", r.Target.Name)
+		// The view is the host's (r.Sandbox), never this machine's.
+		return nil, fmt.Errorf("host %s: a sandbox described on this machine cannot confine an agent on a host", r.Target.Name)
 	}
 	if r.cwd == "" {
 		if err := r.Prepare(ctx); err != nil {
@@ -138,10 +148,7 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	dir, cwd := r.dir, r.cwd
 	kandev := dir + "/bin/kandev"
 	sock := dir + "/run/" + spec.SessionID + ".sock"
-	cmd := spec.Command
-	if cmd == r.SelfExe {
-		cmd = kandev
-	}
+	cmd := r.hostCommand(dir, spec.Command)
 	// The agent's environment: the session's markers (a stop and the
 	// sweep find its processes on the host by them), what the engine set,
 	// and nothing of this machine's paths.
@@ -151,14 +158,33 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	}
 	for _, kv := range spec.Env {
 		if strings.HasPrefix(kv, remoteMockStateEnv+"=") {
+			if r.sb != nil {
+				continue // set below
+			}
 			kv = remoteMockStateEnv + "=" + dir + "/state/mock-agent"
 		}
 		env = append(env, kv)
+	}
+	if r.sb != nil && cmd == kandev {
+		// Confined, the mock agent keeps its sessions (for resume) in the
+		// task's private home, the one place it may write besides the
+		// worktree, as it does here.
+		env = append(env, remoteMockStateEnv+"="+r.sb.home+"/.local/state/kandev-mock")
+	}
+	var wrap []string
+	if r.sb != nil {
+		var err error
+		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd); err != nil {
+			return nil, err
+		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "cd %s && exec env", Quote(cwd))
 	for _, kv := range env {
 		b.WriteString(" " + Quote(kv))
+	}
+	for _, a := range wrap {
+		b.WriteString(" " + Quote(a))
 	}
 	b.WriteString(" " + Quote(cmd))
 	for _, a := range spec.Args {
@@ -249,6 +275,16 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	return agent.Attach(spec, h, peer), nil
 }
 
+// hostCommand is the agent's command on the host: kandev's copy there for
+// the daemon's own binary (the mock agent), else the profile's command,
+// found on the host's PATH.
+func (r *Remote) hostCommand(dir, cmd string) string {
+	if cmd == r.SelfExe {
+		return dir + "/bin/kandev"
+	}
+	return cmd
+}
+
 // Prepare readies the host for the run: kandev's binary there (copied
 // by hash), its directories, and the task's worktree (pushed at its first
 // run). It may take a while (a first copy of the binary, a push), so the
@@ -269,6 +305,9 @@ func (r *Remote) Prepare(ctx context.Context) error {
 		return err
 	}
 	if err := r.runSetup(ctx, dir, WorktreePath(dir, r.Worktree.Dir)); err != nil {
+		return err
+	}
+	if err := r.prepareSandbox(ctx, dir, cwd, r.hostCommand(dir, r.Command)); err != nil {
 		return err
 	}
 	r.dir, r.cwd = dir, cwd

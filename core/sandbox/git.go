@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 )
@@ -29,14 +28,19 @@ type GitDirs struct {
 // one whose gitdir file names this worktree. The worktree's own .git file,
 // which its agent can write, is never read.
 func FindGitDirs(commonDir, worktree, branch string) (*GitDirs, error) {
-	ents, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+	return FindGitDirsFS(OS{}, commonDir, worktree, branch)
+}
+
+// FindGitDirsFS is FindGitDirs on the machine fs is (a host's repository).
+func FindGitDirsFS(fs FS, commonDir, worktree, branch string) (*GitDirs, error) {
+	ents, err := fs.ReadDir(filepath.Join(commonDir, "worktrees"))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: worktrees of %s: %w", commonDir, err)
 	}
 	want := filepath.Join(worktree, ".git")
 	for _, e := range ents {
-		admin := filepath.Join(commonDir, "worktrees", e.Name())
-		b, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		admin := filepath.Join(commonDir, "worktrees", e)
+		b, err := fs.ReadFile(filepath.Join(admin, "gitdir"))
 		if err != nil {
 			continue
 		}
@@ -62,7 +66,7 @@ func (g *GitDirs) refDir() string {
 // mounts are the .git parts in mount order. The branch's ref directory
 // and its reflog directory are created on the host first, so that their
 // mounts have something to bind.
-func (g *GitDirs) mounts(worktree string) []Mount {
+func (g *GitDirs) mounts(fs FS, worktree string) []Mount {
 	ms := []Mount{
 		{Path: g.Common, Why: "main repository's .git (config, hooks, refs read-only)"},
 		{Path: filepath.Join(g.Common, "objects"), RW: true, Why: "objects a commit adds"},
@@ -72,7 +76,7 @@ func (g *GitDirs) mounts(worktree string) []Mount {
 		{Path: filepath.Join(worktree, ".git"), Why: "the worktree's .git file, read-only"},
 	}
 	for _, name := range g.Protect {
-		if p := filepath.Join(g.Admin, name); exists(p) {
+		if p := filepath.Join(g.Admin, name); fs.Exists(p) {
 			ms = append(ms, Mount{Path: p, Why: "kandev's record of the worktree, read-only"})
 		}
 	}
@@ -80,25 +84,20 @@ func (g *GitDirs) mounts(worktree string) []Mount {
 		own := filepath.Base(g.Branch)
 		for _, sub := range []string{d, filepath.Join("logs", d)} {
 			p := filepath.Join(g.Common, sub)
-			if os.MkdirAll(p, 0o755) != nil {
+			if fs.MkdirAll(p, 0o755) != nil {
 				continue
 			}
 			ms = append(ms, Mount{Path: p, RW: true, Why: "the branch's ref directory"})
 			// Other tasks' branches beside it stay as they are: each is
 			// mounted read-only over itself, so it can be neither
 			// rewritten nor renamed over nor removed.
-			ents, _ := os.ReadDir(p)
-			for _, e := range ents {
-				if n := e.Name(); n != own && n != own+".lock" {
+			ents, _ := fs.ReadDir(p)
+			for _, n := range ents {
+				if n != own && n != own+".lock" {
 					ms = append(ms, Mount{Path: filepath.Join(p, n), Why: "another branch's ref, read-only"})
 				}
 			}
 		}
 	}
 	return ms
-}
-
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
 }

@@ -9,11 +9,7 @@
 package sandbox
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -81,6 +77,9 @@ type Input struct {
 	// shared task's repository's config, hooks and info, which would run
 	// on the next git command of the operator's if the agent wrote them.
 	ReadOnly []string
+	// FS is the machine the paths are on: nil is this one (OS); a host's
+	// answers the same questions over ssh.
+	FS FS
 }
 
 // systemDirs are mounted read-only where they exist.
@@ -101,10 +100,14 @@ func Describe(in Input) (View, error) {
 	if in.Worktree == "" || !filepath.IsAbs(in.Worktree) {
 		return View{}, fmt.Errorf("sandbox: the working directory %q must be an absolute path", in.Worktree)
 	}
+	fs := in.FS
+	if fs == nil {
+		fs = OS{}
+	}
 	v := View{Mode: in.Mode, Home: in.OperatorHome, Dir: in.Worktree, Network: !in.NoNetwork, Image: in.Image, SessionID: in.SessionID}
 	add := func(m Mount) { v.Mounts = append(v.Mounts, m) }
 	for _, d := range systemDirs {
-		if real, err := filepath.EvalSymlinks(d); err == nil && real == d {
+		if real, err := fs.EvalSymlinks(d); err == nil && real == d {
 			add(Mount{Path: d, Why: "system"})
 		} else if err == nil && IsSystem(real) {
 			// /bin -> usr/bin on merged-/usr systems: the link itself.
@@ -113,7 +116,7 @@ func Describe(in Input) (View, error) {
 	}
 	add(Mount{Path: "/tmp", Tmpfs: true, RW: true, Why: "private /tmp"})
 	if in.OperatorHome != "" && in.PrivateHome != "" {
-		if err := os.MkdirAll(in.PrivateHome, 0o700); err != nil {
+		if err := fs.MkdirAll(in.PrivateHome, 0o700); err != nil {
 			return View{}, fmt.Errorf("sandbox: private home: %w", err)
 		}
 		add(Mount{Path: in.OperatorHome, Src: in.PrivateHome, RW: true, Why: "private home"})
@@ -125,18 +128,18 @@ func Describe(in Input) (View, error) {
 		if !filepath.IsAbs(p) {
 			return View{}, fmt.Errorf("sandbox: declared path %q must be absolute or start with ~/", p)
 		}
-		if _, err := os.Lstat(p); err != nil {
+		if !fs.Exists(p) {
 			continue // an agent not set up yet: nothing to mount
 		}
 		add(Mount{Path: p, RW: !ro, Why: "profile"})
 	}
 	for _, exe := range in.Executables {
-		for _, d := range runtimeDirs(exe) {
+		for _, d := range runtimeDirs(fs, exe) {
 			add(Mount{Path: d, Why: "runtime of " + filepath.Base(exe)})
 		}
 	}
 	if in.SelfExe != "" {
-		for _, p := range []string{in.SelfExe, realPath(in.SelfExe)} {
+		for _, p := range []string{in.SelfExe, realPath(fs, in.SelfExe)} {
 			if !IsSystem(p) {
 				add(Mount{Path: p, Why: "the kandev binary"})
 			}
@@ -144,12 +147,12 @@ func Describe(in Input) (View, error) {
 	}
 	add(Mount{Path: in.Worktree, RW: true, Why: "worktree"})
 	if in.Git != nil {
-		for _, m := range in.Git.mounts(in.Worktree) {
+		for _, m := range in.Git.mounts(fs, in.Worktree) {
 			add(m)
 		}
 	}
 	for _, p := range in.ReadOnly {
-		if exists(p) {
+		if fs.Exists(p) {
 			add(Mount{Path: p, Why: "the repository's own, read-only"})
 		}
 	}
@@ -211,7 +214,7 @@ func depth(p string) int { return strings.Count(p, "/") }
 // found in (its install prefix when that is a bin directory), the same for
 // the file a symlink leads to, and for its #! interpreter. System
 // directories are mounted anyway and are left out.
-func runtimeDirs(exe string) []string {
+func runtimeDirs(fs FS, exe string) []string {
 	var out []string
 	seen := map[string]bool{}
 	var visit func(p string, depth int)
@@ -219,14 +222,14 @@ func runtimeDirs(exe string) []string {
 		if depth > 3 || p == "" {
 			return
 		}
-		for _, c := range []string{p, realPath(p)} {
+		for _, c := range []string{p, realPath(fs, p)} {
 			d := prefix(filepath.Dir(c))
 			if !IsSystem(d) && !seen[d] && d != "/" {
 				seen[d] = true
 				out = append(out, d)
 			}
 		}
-		if interp := shebang(realPath(p)); interp != "" {
+		if interp := shebang(fs, realPath(fs, p)); interp != "" {
 			visit(interp, depth+1)
 		}
 	}
@@ -234,8 +237,8 @@ func runtimeDirs(exe string) []string {
 	return out
 }
 
-func realPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
+func realPath(fs FS, p string) string {
+	if r, err := fs.EvalSymlinks(p); err == nil {
 		return r
 	}
 	return p
@@ -252,16 +255,8 @@ func prefix(dir string) string {
 
 // shebang returns the interpreter a script names, found on PATH for
 // "#!/usr/bin/env NAME".
-func shebang(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	line, err := bufio.NewReader(f).ReadString('\n')
-	if err != nil && !errors.Is(err, bufio.ErrBufferFull) && line == "" {
-		return ""
-	}
+func shebang(fs FS, path string) string {
+	line := fs.FirstLine(path)
 	if !strings.HasPrefix(line, "#!") {
 		return ""
 	}
@@ -274,7 +269,7 @@ func shebang(path string) string {
 			if strings.HasPrefix(f, "-") || strings.Contains(f, "=") {
 				continue
 			}
-			if p, err := exec.LookPath(f); err == nil {
+			if p, err := fs.LookPath(f); err == nil {
 				return p
 			}
 			return ""
