@@ -48,6 +48,10 @@ type hostFaults struct {
 	mu     sync.Mutex
 	down   map[string]*hostOutage // by host name
 	losses map[string]promptLoss  // by task id
+	// unswept: hosts not known down with sessions left to sweep there (a
+	// wait that gave up, a start that could not reach them): swept by
+	// the next launch there that reaches the host.
+	unswept map[string]bool
 }
 
 // promptLoss counts how many times in a row a lost connection cut the
@@ -157,8 +161,19 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 	if o != nil {
 		since = o.since
 	}
+	unswept := f.unswept[t.Host]
 	f.mu.Unlock()
 	if o == nil {
+		if unswept {
+			// One login, which the launch makes anyway: reached, the
+			// host gets its leftovers swept first.
+			actx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
+			err := e.connectHost(actx, t.Host)
+			cancel()
+			if err == nil {
+				e.hostBack(t.Host)
+			}
+		}
 		return nil
 	}
 	wait := reconnectFirst
@@ -211,6 +226,7 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 		if time.Since(since) > reconnectGiveUp {
 			e.log.Warn("host still unreachable; giving up the reconnection", "host", t.Host, "since", since, "err", err)
 			e.endOutage(t.Host) // the launch fails with ssh's error, and climbs
+			e.leftUnswept(t.Host)
 			return nil
 		}
 		e.log.Info("host unreachable; trying again", "host", t.Host, "in", wait, "err", err)
@@ -225,6 +241,7 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 func (e *Engine) hostBack(host string) {
 	ctx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
 	defer cancel()
+	var left error
 	if sw, err := e.db.HostSweeps(ctx); err == nil {
 		var ids []string
 		for _, s := range sw {
@@ -233,10 +250,25 @@ func (e *Engine) hostBack(host string) {
 			}
 		}
 		if h, err := e.db.GetHost(ctx, host); err == nil && len(ids) > 0 {
-			_, _ = e.sweepOnHost(ctx, h, ids, "a lost connection")
+			_, left = e.sweepOnHost(ctx, h, ids, "a lost connection")
 		}
 	}
 	e.endOutage(host)
+	if left != nil {
+		e.leftUnswept(host) // gone again at once: the next launch there tries
+	}
+}
+
+// leftUnswept notes a host not known down whose lost sessions are still
+// to sweep there.
+func (e *Engine) leftUnswept(host string) {
+	f := &e.faults
+	f.mu.Lock()
+	if f.unswept == nil {
+		f.unswept = map[string]bool{}
+	}
+	f.unswept[host] = true
+	f.mu.Unlock()
 }
 
 // endOutage forgets the host's outage, here and in the store: the host is
@@ -245,6 +277,7 @@ func (e *Engine) endOutage(host string) {
 	f := &e.faults
 	f.mu.Lock()
 	delete(f.down, host)
+	delete(f.unswept, host)
 	f.mu.Unlock()
 	if err := e.db.SetHostUnreachable(context.Background(), host, time.Time{}); err != nil && !errors.Is(err, store.ErrNotFound) {
 		e.log.Warn("record a host reachable again", "host", host, "err", err)
@@ -349,8 +382,11 @@ func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[strin
 		for id, k := range n {
 			killed[id] += k
 		}
-		if err == nil && !h.UnreachableSince.IsZero() {
+		switch {
+		case err == nil && !h.UnreachableSince.IsZero():
 			e.endOutage(name)
+		case err != nil && h.UnreachableSince.IsZero():
+			e.leftUnswept(name) // (a host down is swept at its reconnection)
 		}
 	}
 	return killed
