@@ -95,6 +95,8 @@ func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, err
 	if err := e.db.InsertHost(ctx, h); err != nil {
 		return core.Host{}, mapStoreErr(err, "host "+in.Name)
 	}
+	// Its slots are free: the runs waiting for one (--host auto) may take them.
+	e.hostSlotFreed()
 	return hostFromStore(h, 0), nil
 }
 
