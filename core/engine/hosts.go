@@ -201,9 +201,13 @@ func (e *Engine) selfHash() (string, error) {
 
 // taskHost resolves a new task's host: the one asked for ("local" for
 // this machine, "auto" for placement), else its parent's, else for a
-// top-level task the configuration's host. It must exist.
-func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task) (string, error) {
+// top-level task its profile's host, else the configuration's. It must
+// exist.
+func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task, prof core.Profile) (string, error) {
 	asked = strings.TrimSpace(asked)
+	if asked == "" && parent.ID == "" {
+		asked = strings.TrimSpace(prof.Host)
+	}
 	if asked == "" && parent.ID == "" {
 		asked = strings.TrimSpace(e.configValue("host"))
 	}
@@ -241,4 +245,21 @@ type hostState struct {
 	selfHashErr  error
 	place        placement  // placement.go
 	faults       hostFaults // hostfaults.go
+}
+
+// checkProfileHost refuses a profile whose default host is no host: a
+// name not added (a host removed later makes its tasks' create say so).
+func (e *Engine) checkProfileHost(ctx context.Context, p core.Profile) error {
+	switch h := strings.TrimSpace(p.Host); h {
+	case "", hostLocal, hostAuto:
+		return nil
+	default:
+		if _, err := e.db.GetHost(ctx, h); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return core.Errorf(core.CodeValidation, "profile %s: unknown host %s (see kandev host list)", p.Name, h)
+			}
+			return mapStoreErr(err, "host "+h)
+		}
+		return nil
+	}
 }
