@@ -113,3 +113,8 @@ func (q Queries) DoneHostSweeps(ctx context.Context, sessionIDs []string) error 
 	}
 	return nil
 }
+
+// SetHostMaxAgents changes a host's bound on agents running there.
+func (q Queries) SetHostMaxAgents(ctx context.Context, name string, n int) error {
+	return q.execOne(ctx, "edit host "+name, `UPDATE hosts SET max_agents = ? WHERE name = ?`, n, name)
+}

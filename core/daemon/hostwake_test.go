@@ -11,9 +11,10 @@ import (
 )
 
 // TestHostAddWakesWaiters: a --host auto run waiting for a slot starts on
-// a host added meanwhile, and one waiting because there is no host at all
-// starts once one is added, each woken by the addition, not by a run's
-// end or a poll. Nothing of a session is left on either side.
+// a host added meanwhile, another once a host's --max-agents is raised
+// (host edit), and one waiting because there is no host at all starts
+// once one is added: each woken by the change, not by a run's end or a
+// poll. Nothing of a session is left on either side.
 func TestHostAddWakesWaiters(t *testing.T) {
 	h := sshtest.Start(t)
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
@@ -49,11 +50,28 @@ func TestHostAddWakesWaiters(t *testing.T) {
 		t.Fatalf("the first task's run: %+v", got.Session)
 	}
 
+	// Both full: a third waits, and starts when lb's bound is raised.
+	raised := create(t, d, core.CreateTaskInput{Title: "raised", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up raised\nmock: hang"})
+	ids = append(ids, raised.ID)
+	daemontest.Eventually(t, wait, "the third task waiting for a slot", func() bool {
+		return strings.HasPrefix(get(t, d, raised.ID).Waiting, "host slots full: ")
+	})
+	if r := d.Run("host", "edit", "lb", "--max-agents", "-1"); r.Code == 0 {
+		t.Fatal("host edit --max-agents -1 accepted")
+	}
+	if got := decodeJSON[core.Host](t, d.MustRun("host", "edit", "lb", "--max-agents", "2", "--json")); got.MaxAgents != 2 {
+		t.Fatalf("host edit: %+v", got)
+	}
+	waitSaid(t, d, raised.ID, "up raised")
+	if got := get(t, d, raised.ID); got.Host != "lb" || got.Waiting != "" {
+		t.Fatalf("the task woken by the raised bound: host %q waiting %q", got.Host, got.Waiting)
+	}
+
 	// No host at all: a --host auto task (created while there were hosts)
 	// waits, saying so, and starts on the next host added.
 	third := create(t, d, core.CreateTaskInput{Title: "third", CWD: work, Host: "auto"})
 	ids = append(ids, third.ID)
-	for _, id := range []string{first.ID, second.ID} {
+	for _, id := range []string{first.ID, second.ID, raised.ID} {
 		if _, err := d.Client.StopTask(ctx, id); err != nil {
 			t.Fatal(err)
 		}

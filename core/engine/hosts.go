@@ -100,6 +100,24 @@ func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, err
 	return hostFromStore(h, 0), nil
 }
 
+// EditHost implements core.HostClient (the right to add hosts is the
+// right to edit them). A raised bound wakes the runs waiting for a slot.
+func (e *Engine) EditHost(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
+	if err := e.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
+		return core.Host{}, err
+	}
+	if in.MaxAgents != nil {
+		if *in.MaxAgents < 0 {
+			return core.Host{}, core.Errorf(core.CodeValidation, "--max-agents %d: use 0 (no bound) or more", *in.MaxAgents)
+		}
+		if err := e.db.SetHostMaxAgents(ctx, name, *in.MaxAgents); err != nil {
+			return core.Host{}, mapStoreErr(err, "host "+name)
+		}
+		e.hostSlotFreed()
+	}
+	return e.GetHost(ctx, name)
+}
+
 // RemoveHost implements core.HostClient: refused while unarchived tasks
 // are on the host (their branches live there). The check and the delete
 // are one transaction, so a create that placed a task meanwhile wins.
