@@ -21,7 +21,7 @@ per host (its control socket under the kandev home) and its own directory there
 (--dir, default ~/.kandev). A task is placed on a host when it is created
 (kandev task create --host NAME); its subtasks inherit that host. See docs/hosts.md.`)
 	c.AddCommand(NewCmdHostAdd(f, nil), NewCmdHostList(f, nil), NewCmdHostShow(f, nil),
-		NewCmdHostCheck(f, nil), NewCmdHostRemove(f, nil))
+		NewCmdHostCheck(f, nil), NewCmdHostEdit(f, nil), NewCmdHostRemove(f, nil))
 	return c
 }
 
@@ -281,6 +281,61 @@ func printHostCheck(f *Factory, r core.HostCheck) {
 		fmt.Fprint(tw, b.String())
 		_ = tw.Flush()
 	}
+}
+
+// HostEditOptions are `host edit`'s inputs.
+type HostEditOptions struct {
+	F    *Factory
+	Name string
+	Edit core.HostEdit
+}
+
+// NewCmdHostEdit builds `kandev host edit`.
+func NewCmdHostEdit(f *Factory, runF func(*HostEditOptions) error) *cobra.Command {
+	opts := &HostEditOptions{F: f}
+	var maxAgents int
+	c := &cobra.Command{
+		Use:   "edit NAME --max-agents N",
+		Short: "Change a host's bound on agents (runs waiting for a slot take the new ones)",
+		Args:  exactArgs(1, "the host NAME"),
+		RunE: func(c *cobra.Command, args []string) error {
+			opts.Name = args[0]
+			if !c.Flags().Changed("max-agents") {
+				return usagef("nothing to change: give --max-agents")
+			}
+			opts.Edit.MaxAgents = &maxAgents
+			if runF != nil {
+				return runF(opts)
+			}
+			return hostEditRun(c.Context(), opts)
+		},
+	}
+	c.Flags().IntVar(&maxAgents, "max-agents", 0, "most agents running there at once (0: no bound)")
+	return c
+}
+
+func hostEditRun(ctx context.Context, opts *HostEditOptions) error {
+	f := opts.F
+	hc, err := hostClient(ctx, f)
+	if err != nil {
+		return err
+	}
+	h, err := hc.EditHost(ctx, opts.Name, opts.Edit)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(h)
+	}
+	fmt.Fprintf(f.IO.ErrOut, "Host %s: at most %s\n", h.Name, agentsBound(h.MaxAgents))
+	return nil
+}
+
+func agentsBound(n int) string {
+	if n == 0 {
+		return "any number of agents"
+	}
+	return fmt.Sprintf("%d agents", n)
 }
 
 // HostRemoveOptions are `host remove`'s inputs.

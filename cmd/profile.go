@@ -30,7 +30,7 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 	p := &opts.Profile
 	var noMCP bool
 	c := &cobra.Command{
-		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network]",
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network] [--host NAME|auto|local]",
 		Short: "Add (or replace) an agent profile",
 		Long: `Add (or replace) an agent profile.
 
@@ -44,7 +44,11 @@ $KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.
 none, bwrap, docker or podman (docs/sandbox.md); --image is the container image of
 docker and podman; --path a file or directory a confined agent may reach besides its
 worktree (~/ is your home; ro: in front for read-only); --no-network cuts a confined
-agent off the network.`,
+agent off the network.
+
+--host sets where a new top-level task of the profile runs when its create names
+none: a host (kandev host list), auto (any host with a free slot) or local (this
+machine); unset, the config's host. A subtask runs where its parent does.`,
 		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
   kandev profile add plain --command my-agent --no-mcp
   kandev profile add opencode --command opencode --arg acp --start-timeout 3m
@@ -74,6 +78,7 @@ agent off the network.`,
 	c.Flags().StringVar(&p.Image, "image", "", "the container image of docker and podman")
 	c.Flags().StringArrayVar(&p.Paths, "path", nil, "a path a confined agent may reach: ~/.x or /abs, ro:PATH for read-only (repeat)")
 	c.Flags().BoolVar(&p.NoNetwork, "no-network", false, "a confined agent of this profile has no network")
+	c.Flags().StringVar(&p.Host, "host", "", "where its new top-level tasks run: a host, auto or local; default: the config's host")
 	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("permission", cobra.FixedCompletions([]string{"allow", "deny", "ask"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("autopilot-permission", cobra.FixedCompletions([]string{"allow", "deny"}, cobra.ShellCompDirectiveNoFileComp))
@@ -208,6 +213,9 @@ func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	}
 	if p.NoNetwork {
 		fmt.Fprintf(f.IO.Out, "network:  off\n")
+	}
+	if p.Host != "" {
+		fmt.Fprintf(f.IO.Out, "host:     %s\n", p.Host)
 	}
 	return nil
 }

@@ -16,6 +16,14 @@ type HostClient interface {
 	RemoveHost(ctx context.Context, name string) (Host, error)
 	// CheckHost connects and reports what the host has.
 	CheckHost(ctx context.Context, name string) (HostCheck, error)
+	// EditHost changes what may change of a host with tasks on it: its
+	// bound on agents (where they run, ssh and dir, does not change).
+	EditHost(ctx context.Context, name string, in HostEdit) (Host, error)
+}
+
+// HostEdit changes a host; a nil field keeps its value.
+type HostEdit struct {
+	MaxAgents *int `json:"max_agents,omitempty"`
 }
 
 // Host is a machine reached over the system ssh.

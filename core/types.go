@@ -278,6 +278,10 @@ type Profile struct {
 	Paths []string `json:"paths,omitempty"`
 	// NoNetwork cuts a confined agent off the network.
 	NoNetwork bool `json:"no_network,omitempty"`
+	// Host is where a new top-level task of this profile runs when its
+	// create names none: a host's name, "auto" or "local" (empty: the
+	// configuration's host). A subtask inherits its parent's instead.
+	Host string `json:"host,omitempty"`
 	// Source is "builtin", "user", or "override" (a user profile that
 	// replaces a built-in of the same name).
 	Source string `json:"source"`

@@ -14,22 +14,25 @@ type Host struct {
 	Dir       string
 	MaxAgents int
 	CreatedAt time.Time
+	// UnreachableSince is when the connection to the host was lost, zero
+	// while it is reachable (hostfaults.go).
+	UnreachableSince time.Time
 }
 
-const hostCols = `name, ssh, identity, dir, max_agents, created_at`
+const hostCols = `name, ssh, identity, dir, max_agents, created_at, unreachable_since`
 
 func scanHost(s scanner) (Host, error) {
 	var h Host
-	var created int64
-	err := s.Scan(&h.Name, &h.SSH, &h.Identity, &h.Dir, &h.MaxAgents, &created)
-	h.CreatedAt = fromNanos(created)
+	var created, down int64
+	err := s.Scan(&h.Name, &h.SSH, &h.Identity, &h.Dir, &h.MaxAgents, &created, &down)
+	h.CreatedAt, h.UnreachableSince = fromNanos(created), fromNanos(down)
 	return h, err
 }
 
 // InsertHost adds a host. ErrConflict when the name is taken.
 func (q Queries) InsertHost(ctx context.Context, h Host) error {
-	_, err := q.q.ExecContext(ctx, `INSERT INTO hosts (`+hostCols+`) VALUES (?, ?, ?, ?, ?, ?)`,
-		h.Name, h.SSH, h.Identity, h.Dir, h.MaxAgents, nanos(h.CreatedAt))
+	_, err := q.q.ExecContext(ctx, `INSERT INTO hosts (`+hostCols+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		h.Name, h.SSH, h.Identity, h.Dir, h.MaxAgents, nanos(h.CreatedAt), nanos(h.UnreachableSince))
 	if err != nil {
 		return fmt.Errorf("add host %s: %w", h.Name, mapErr(err))
 	}
@@ -66,4 +69,52 @@ func (q Queries) TasksOnHost(ctx context.Context, host string) ([]string, error)
 // Only such a task changes: a task's host is fixed once it has one.
 func (q Queries) SetTaskHost(ctx context.Context, id, host string, now time.Time) error {
 	return q.execOne(ctx, "place task "+id, `UPDATE tasks SET host = ?, updated_at = ? WHERE id = ? AND host = 'auto'`, host, nanos(now), id)
+}
+
+// SetHostUnreachable records since when the host's connection is lost
+// (zero: it is reachable again).
+func (q Queries) SetHostUnreachable(ctx context.Context, name string, since time.Time) error {
+	return q.execOne(ctx, "host "+name+" unreachable", `UPDATE hosts SET unreachable_since = ? WHERE name = ?`, nanos(since), name)
+}
+
+// HostSweep is a session whose processes on a host are still to be ended
+// there (by its marker) once the host can be reached.
+type HostSweep struct {
+	SessionID string
+	Host      string
+}
+
+// AddHostSweep records a session whose processes on the host are left to
+// end; a session recorded already stays as it is.
+func (q Queries) AddHostSweep(ctx context.Context, host, sessionID string, now time.Time) error {
+	_, err := q.q.ExecContext(ctx, `INSERT INTO host_sweeps (session_id, host, created_at) VALUES (?, ?, ?)
+		ON CONFLICT (session_id) DO NOTHING`, sessionID, host, nanos(now))
+	if err != nil {
+		return fmt.Errorf("record session %s to sweep on host %s: %w", sessionID, host, mapErr(err))
+	}
+	return nil
+}
+
+// HostSweeps lists the sessions left to sweep on their hosts, oldest first.
+func (q Queries) HostSweeps(ctx context.Context) ([]HostSweep, error) {
+	rows, err := q.q.QueryContext(ctx, `SELECT session_id, host FROM host_sweeps ORDER BY created_at, session_id`)
+	return collect(rows, err, "host sweeps", func(s scanner) (HostSweep, error) {
+		var h HostSweep
+		return h, s.Scan(&h.SessionID, &h.Host)
+	})
+}
+
+// DoneHostSweeps forgets sessions swept on their host.
+func (q Queries) DoneHostSweeps(ctx context.Context, sessionIDs []string) error {
+	for _, id := range sessionIDs {
+		if _, err := q.q.ExecContext(ctx, `DELETE FROM host_sweeps WHERE session_id = ?`, id); err != nil {
+			return fmt.Errorf("forget the sweep of session %s: %w", id, mapErr(err))
+		}
+	}
+	return nil
+}
+
+// SetHostMaxAgents changes a host's bound on agents running there.
+func (q Queries) SetHostMaxAgents(ctx context.Context, name string, n int) error {
+	return q.execOne(ctx, "edit host "+name, `UPDATE hosts SET max_agents = ? WHERE name = ?`, n, name)
 }

@@ -27,6 +27,8 @@ type Profile struct {
 	Image     string
 	Paths     []string
 	NoNetwork bool
+	// Host is the default host of its new top-level tasks ('' = none).
+	Host      string
 	CreatedAt time.Time
 }
 
@@ -45,14 +47,15 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 		return err
 	}
 	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, permission, autopilot_permission,
-			sandbox, image, paths, no_network, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			sandbox, image, paths, no_network, host, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
 			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout,
 			permission = excluded.permission, autopilot_permission = excluded.autopilot_permission,
-			sandbox = excluded.sandbox, image = excluded.image, paths = excluded.paths, no_network = excluded.no_network`,
+			sandbox = excluded.sandbox, image = excluded.image, paths = excluded.paths, no_network = excluded.no_network,
+			host = excluded.host`,
 		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, p.Permission, p.AutopilotPermission,
-		p.Sandbox, p.Image, string(paths), p.NoNetwork, nanos(p.CreatedAt))
+		p.Sandbox, p.Image, string(paths), p.NoNetwork, p.Host, nanos(p.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
 	}
@@ -62,7 +65,7 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 // GetProfile reads one user profile.
 func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(q.q.QueryRowContext(ctx,
-		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, created_at FROM profiles WHERE name = ?`, name))
+		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, host, created_at FROM profiles WHERE name = ?`, name))
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
 	}
@@ -71,7 +74,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, created_at FROM profiles ORDER BY name`)
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, host, created_at FROM profiles ORDER BY name`)
 	return collect(rows, err, "list profiles", scanProfile)
 }
 
@@ -85,7 +88,7 @@ func scanProfile(s scanner) (Profile, error) {
 	var args, env, paths string
 	var created int64
 	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &p.Permission, &p.AutopilotPermission,
-		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &created); err != nil {
+		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &p.Host, &created); err != nil {
 		return Profile{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {

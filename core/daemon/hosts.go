@@ -13,4 +13,5 @@ func (h *Handler) hostRoutes(m *http.ServeMux) {
 	route(m, wire.GetHost, key(h.eng.GetHost))
 	route(m, wire.RemoveHost, key(h.eng.RemoveHost))
 	route(m, wire.CheckHost, key(h.eng.CheckHost))
+	route(m, wire.EditHost, keyed(h.eng.EditHost))
 }

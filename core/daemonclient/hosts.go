@@ -33,3 +33,8 @@ func (c *Client) RemoveHost(ctx context.Context, name string) (core.Host, error)
 func (c *Client) CheckHost(ctx context.Context, name string) (core.HostCheck, error) {
 	return call(ctx, c, wire.CheckHost, wire.Key(name))
 }
+
+// EditHost implements core.HostClient.
+func (c *Client) EditHost(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
+	return call(ctx, c, wire.EditHost, wire.Keyed[core.HostEdit]{Key: name, In: in})
+}

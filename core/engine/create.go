@@ -63,11 +63,11 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	if err != nil {
 		return createPlan{}, err
 	}
-	host, err := e.taskHost(ctx, in.Host, parent)
+	assignee, prof, err := e.createAssignee(ctx, in, prof)
 	if err != nil {
 		return createPlan{}, err
 	}
-	assignee, prof, err := e.createAssignee(ctx, in, prof)
+	host, err := e.taskHost(ctx, in.Host, parent, prof)
 	if err != nil {
 		return createPlan{}, err
 	}

@@ -520,7 +520,7 @@ func (e *Engine) profile(ctx context.Context, name string) (core.Profile, error)
 func profileFromStore(p store.Profile) core.Profile {
 	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP,
 		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
-		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Source: "user"}
+		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Host: p.Host, Source: "user"}
 }
 
 func nonNil(s []string) []string {
@@ -572,9 +572,12 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 		d, _ := time.ParseDuration(p.StartTimeout) // checked by ValidateProfile
 		p.StartTimeout = d.String()
 	}
+	if err := e.checkProfileHost(ctx, p); err != nil {
+		return core.Profile{}, err
+	}
 	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
 		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
-		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, CreatedAt: time.Now()})
+		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Host: p.Host, CreatedAt: time.Now()})
 	if err != nil {
 		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
 	}

@@ -8,6 +8,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -39,12 +40,18 @@ const lostExitWait = 5 * time.Second
 const lossLimit = 3
 
 // hostFaults is what the engine knows of hosts whose connection a run
-// lost: since when each is unreachable, the sessions whose processes are
-// to be ended there once it is back, and each task's losses in a row.
+// lost: since when each is unreachable (kept in the store too, so a
+// restarted daemon goes on waiting: loadHostFaults), and each task's
+// losses in a row. The sessions whose processes are to be ended on a host
+// once it is back are the store's (host_sweeps).
 type hostFaults struct {
 	mu     sync.Mutex
 	down   map[string]*hostOutage // by host name
 	losses map[string]promptLoss  // by task id
+	// unswept: hosts not known down with sessions left to sweep there (a
+	// wait that gave up, a start that could not reach them): swept by
+	// the next launch there that reaches the host.
+	unswept map[string]bool
 }
 
 // promptLoss counts how many times in a row a lost connection cut the
@@ -56,14 +63,6 @@ type promptLoss struct {
 
 type hostOutage struct {
 	since time.Time
-	// leftover: sessions cut by the loss, whose processes on the host the
-	// teardown could not reach; ended there at the reconnection.
-	leftover []leftoverSession
-}
-
-type leftoverSession struct {
-	remote    *hosts.Remote
-	sessionID string
 }
 
 func unreachableSince(host string, since time.Time) string {
@@ -107,7 +106,6 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 		o = &hostOutage{since: now}
 		f.down[t.Host] = o
 	}
-	o.leftover = append(o.leftover, leftoverSession{remote: r, sessionID: run.sessionID})
 	since := o.since
 	f.mu.Unlock()
 
@@ -120,6 +118,16 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 			return err
 		}
 		if err := tx.UpdateSession(ctx, run.sessionID, end, now); err != nil {
+			return err
+		}
+		// The session's local side is torn down as any run's; its
+		// processes on the host, which the teardown cannot reach, are
+		// swept there once it is back, by this daemon or the next
+		// (hostBack, sweepHosts), and the outage outlives a restart.
+		if err := tx.AddHostSweep(ctx, t.Host, run.sessionID, now); err != nil {
+			return err
+		}
+		if err := tx.SetHostUnreachable(ctx, t.Host, since); err != nil {
 			return err
 		}
 		return tx.RevokeSessionTokens(ctx, run.sessionID, now)
@@ -153,8 +161,19 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 	if o != nil {
 		since = o.since
 	}
+	unswept := f.unswept[t.Host]
 	f.mu.Unlock()
 	if o == nil {
+		if unswept {
+			// One login, which the launch makes anyway: reached, the
+			// host gets its leftovers swept first.
+			actx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
+			err := e.connectHost(actx, t.Host)
+			cancel()
+			if err == nil {
+				e.hostBack(t.Host)
+			}
+		}
 		return nil
 	}
 	wait := reconnectFirst
@@ -206,7 +225,8 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 		}
 		if time.Since(since) > reconnectGiveUp {
 			e.log.Warn("host still unreachable; giving up the reconnection", "host", t.Host, "since", since, "err", err)
-			e.hostBack(t.Host) // the launch fails with ssh's error, and climbs
+			e.endOutage(t.Host) // the launch fails with ssh's error, and climbs
+			e.leftUnswept(t.Host)
 			return nil
 		}
 		e.log.Info("host unreachable; trying again", "host", t.Host, "in", wait, "err", err)
@@ -216,23 +236,102 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 }
 
 // hostBack ends the host's outage: whatever the lost sessions left on the
-// host (the teardown could not reach it) is ended there now, by marker.
+// host (the teardown could not reach it) is ended there now, by marker,
+// those an earlier daemon recorded too.
 func (e *Engine) hostBack(host string) {
+	ctx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
+	defer cancel()
+	var left error
+	if sw, err := e.db.HostSweeps(ctx); err == nil {
+		var ids []string
+		for _, s := range sw {
+			if s.Host == host {
+				ids = append(ids, s.SessionID)
+			}
+		}
+		if h, err := e.db.GetHost(ctx, host); err == nil && len(ids) > 0 {
+			_, left = e.sweepOnHost(ctx, h, ids, "a lost connection")
+		}
+	}
+	e.endOutage(host)
+	if left != nil {
+		e.leftUnswept(host) // gone again at once: the next launch there tries
+	}
+}
+
+// leftUnswept notes a host not known down whose lost sessions are still
+// to sweep there.
+func (e *Engine) leftUnswept(host string) {
 	f := &e.faults
 	f.mu.Lock()
-	o := f.down[host]
-	delete(f.down, host)
+	if f.unswept == nil {
+		f.unswept = map[string]bool{}
+	}
+	f.unswept[host] = true
 	f.mu.Unlock()
-	if o == nil {
-		return
+}
+
+// endOutage forgets the host's outage, here and in the store: the host is
+// back, or the wait for it gave up (a later run tries it afresh).
+func (e *Engine) endOutage(host string) {
+	f := &e.faults
+	f.mu.Lock()
+	delete(f.down, host)
+	delete(f.unswept, host)
+	f.mu.Unlock()
+	if err := e.db.SetHostUnreachable(context.Background(), host, time.Time{}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		e.log.Warn("record a host reachable again", "host", host, "err", err)
 	}
-	for _, l := range o.leftover {
-		ctx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
-		if err := l.remote.KillSession(ctx, l.sessionID, l.remote.RunDir()+"/run/"+l.sessionID+".sock"); err != nil {
-			e.log.Warn("end a lost session's processes on the host", "host", host, "session", l.sessionID, "err", err)
+}
+
+// loadHostFaults runs at start, after the sweep: an outage an earlier
+// daemon recorded goes on, from its start, so the runs it resumes on the
+// host wait for it (awaitHost) rather than fail at the first try.
+func (e *Engine) loadHostFaults(ctx context.Context) error {
+	hs, err := e.db.ListHosts(ctx)
+	if err != nil {
+		return fmt.Errorf("load host outages: %w", err)
+	}
+	f := &e.faults
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, h := range hs {
+		if h.UnreachableSince.IsZero() {
+			continue
 		}
-		cancel()
+		if f.down == nil {
+			f.down = map[string]*hostOutage{}
+		}
+		f.down[h.Name] = &hostOutage{since: h.UnreachableSince}
+		e.log.Info("host unreachable at the last daemon's end; its runs wait for it", "host", h.Name, "since", h.UnreachableSince)
 	}
+	return nil
+}
+
+// sweepOnHost ends on the host every process of the given sessions, by
+// marker, and forgets their sweep; it returns how many it killed of each,
+// or the host's error (the sessions are then left to sweep).
+func (e *Engine) sweepOnHost(ctx context.Context, h store.Host, ids []string, leftBy string) (map[string]int, error) {
+	target, err := hostTarget(h)
+	if err != nil {
+		return nil, err
+	}
+	killed := map[string]int{}
+	for _, id := range ids {
+		n, err := hosts.SweepSessions(ctx, e.hostPool, target, h.Dir, []string{id})
+		if err != nil {
+			e.log.Warn("could not end a session's processes on its host", "host", h.Name, "session", id, "err", err)
+			return killed, err // the host is unreachable, or the sweep fails there for all
+		}
+		if n > 0 {
+			e.log.Warn("killed processes "+leftBy+" left on a host", "host", h.Name, "session", id, "processes", n)
+			killed[id] += n
+		}
+		if err := e.db.DoneHostSweeps(ctx, []string{id}); err != nil {
+			e.log.Warn("forget a session swept on its host", "host", h.Name, "session", id, "err", err)
+		}
+	}
+	return killed, nil
 }
 
 // hostSweepTimeout bounds the startup sweep's work on one host: a host
@@ -240,19 +339,29 @@ func (e *Engine) hostBack(host string) {
 const hostSweepTimeout = 30 * time.Second
 
 // sweepHosts is the host part of sweepOrphans: for every session not
-// recorded torn down whose task is on a host, the processes marked with
-// its id there are ended (hosts.SweepSessions; the local ssh that carried
-// it is the local sweep's). It returns how many it killed per session. A
-// host that cannot be reached is logged and left: its agents then end on
-// their input's end (the ssh that fed them is gone).
+// recorded torn down whose task is on a host, and every session a lost
+// connection left on one (host_sweeps), the processes marked with its id
+// there are ended (hosts.SweepSessions; the local ssh that carried it is
+// the local sweep's). It returns how many it killed per session. A host
+// that cannot be reached is logged and its sessions left to sweep when
+// it is back (hostBack, or the next start); its agents meanwhile end on
+// their input's end (the ssh that fed them is gone). A host reached
+// ends the outage an earlier daemon recorded for it.
 func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[string]int {
 	byHost := map[string][]string{}
 	for _, s := range open {
 		t, err := e.storedTask(ctx, s.TaskID)
-		if err != nil || t.Host == "" {
+		if err != nil || t.Host == "" || t.Host == hostAuto {
 			continue
 		}
 		byHost[t.Host] = append(byHost[t.Host], s.ID)
+	}
+	pending, err := e.db.HostSweeps(ctx)
+	if err != nil {
+		e.log.Warn("startup sweep: the sessions left on hosts", "err", err)
+	}
+	for _, p := range pending {
+		byHost[p.Host] = append(byHost[p.Host], p.SessionID)
 	}
 	killed := map[string]int{}
 	for name, ids := range byHost {
@@ -260,23 +369,25 @@ func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[strin
 		if err != nil {
 			continue
 		}
-		target, err := hostTarget(h)
-		if err != nil {
-			continue
-		}
 		hctx, cancel := context.WithTimeout(ctx, hostSweepTimeout)
+		// Recorded first: a session not swept now is swept later, its
+		// local side being recorded torn down by this start.
 		for _, id := range ids {
-			n, err := hosts.SweepSessions(hctx, e.hostPool, target, h.Dir, []string{id})
-			if err != nil {
-				e.log.Warn("startup sweep: could not end a session's processes on its host", "host", name, "session", id, "err", err)
-				break // the host is unreachable, or the sweep fails there for all
-			}
-			if n > 0 {
-				e.log.Warn("startup sweep: killed processes an earlier daemon left on a host", "host", name, "session", id, "processes", n)
-				killed[id] += n
+			if err := e.db.AddHostSweep(hctx, name, id, time.Now().UTC()); err != nil {
+				e.log.Warn("startup sweep: record a session to sweep on its host", "host", name, "session", id, "err", err)
 			}
 		}
+		n, err := e.sweepOnHost(hctx, h, ids, "an earlier daemon")
 		cancel()
+		for id, k := range n {
+			killed[id] += k
+		}
+		switch {
+		case err == nil && !h.UnreachableSince.IsZero():
+			e.endOutage(name)
+		case err != nil && h.UnreachableSince.IsZero():
+			e.leftUnswept(name) // (a host down is swept at its reconnection)
+		}
 	}
 	return killed
 }

@@ -95,7 +95,27 @@ func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, err
 	if err := e.db.InsertHost(ctx, h); err != nil {
 		return core.Host{}, mapStoreErr(err, "host "+in.Name)
 	}
+	// Its slots are free: the runs waiting for one (--host auto) may take them.
+	e.hostSlotFreed()
 	return hostFromStore(h, 0), nil
+}
+
+// EditHost implements core.HostClient (the right to add hosts is the
+// right to edit them). A raised bound wakes the runs waiting for a slot.
+func (e *Engine) EditHost(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
+	if err := e.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
+		return core.Host{}, err
+	}
+	if in.MaxAgents != nil {
+		if *in.MaxAgents < 0 {
+			return core.Host{}, core.Errorf(core.CodeValidation, "--max-agents %d: use 0 (no bound) or more", *in.MaxAgents)
+		}
+		if err := e.db.SetHostMaxAgents(ctx, name, *in.MaxAgents); err != nil {
+			return core.Host{}, mapStoreErr(err, "host "+name)
+		}
+		e.hostSlotFreed()
+	}
+	return e.GetHost(ctx, name)
 }
 
 // RemoveHost implements core.HostClient: refused while unarchived tasks
@@ -199,9 +219,13 @@ func (e *Engine) selfHash() (string, error) {
 
 // taskHost resolves a new task's host: the one asked for ("local" for
 // this machine, "auto" for placement), else its parent's, else for a
-// top-level task the configuration's host. It must exist.
-func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task) (string, error) {
+// top-level task its profile's host, else the configuration's. It must
+// exist.
+func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task, prof core.Profile) (string, error) {
 	asked = strings.TrimSpace(asked)
+	if asked == "" && parent.ID == "" {
+		asked = strings.TrimSpace(prof.Host)
+	}
 	if asked == "" && parent.ID == "" {
 		asked = strings.TrimSpace(e.configValue("host"))
 	}
@@ -239,4 +263,21 @@ type hostState struct {
 	selfHashErr  error
 	place        placement  // placement.go
 	faults       hostFaults // hostfaults.go
+}
+
+// checkProfileHost refuses a profile whose default host is no host: a
+// name not added (a host removed later makes its tasks' create say so).
+func (e *Engine) checkProfileHost(ctx context.Context, p core.Profile) error {
+	switch h := strings.TrimSpace(p.Host); h {
+	case "", hostLocal, hostAuto:
+		return nil
+	default:
+		if _, err := e.db.GetHost(ctx, h); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return core.Errorf(core.CodeValidation, "profile %s: unknown host %s (see kandev host list)", p.Name, h)
+			}
+			return mapStoreErr(err, "host "+h)
+		}
+		return nil
+	}
 }

@@ -23,8 +23,13 @@ import (
 // and the runs waiting are woken, in creation order, whenever a slot
 // frees: nothing polls.
 
-// hostsFullPrefix starts the waiting reason of a run with no free slot.
-const hostsFullPrefix = "host slots full: "
+// hostsFullPrefix starts the waiting reason of a run with no free slot;
+// noHostsReason is a --host auto run's when there is no host at all (it
+// waits as for a slot, and the next host added starts it).
+const (
+	hostsFullPrefix = "host slots full: "
+	noHostsReason   = "--host auto: no hosts (kandev host add)"
+)
 
 type placement struct {
 	mu sync.Mutex
@@ -73,7 +78,10 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 			return t, mapStoreErr(err, "hosts")
 		}
 		if len(all) == 0 {
-			return t, &unservedError{reason: "--host auto: no hosts (kandev host add)"}
+			e.place.mu.Lock()
+			w := e.hostWaiterLocked(t, noHostsReason)
+			e.place.mu.Unlock()
+			return t, &unservedError{reason: w.reason}
 		}
 		hs = all
 	} else {
@@ -114,16 +122,7 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 		}
 	}
 	if best == "" {
-		w := p.waiters[t.ID]
-		if w.created.IsZero() {
-			w = hostWaiter{created: t.CreatedAt, host: t.Host}
-		}
-		w.gen = p.gen
-		w.reason = hostsFullPrefix + strings.Join(full, ", ")
-		if p.waiters == nil {
-			p.waiters = map[string]hostWaiter{}
-		}
-		p.waiters[t.ID] = w
+		w := e.hostWaiterLocked(t, hostsFullPrefix+strings.Join(full, ", "))
 		p.mu.Unlock()
 		return t, &unservedError{reason: w.reason}
 	}
@@ -143,6 +142,23 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 		return e.placeOn(ctx, t, best)
 	}
 	return t, nil
+}
+
+// hostWaiterLocked records the task as waiting for a slot, for reason.
+// p.mu is held.
+func (e *Engine) hostWaiterLocked(t core.Task, reason string) hostWaiter {
+	p := &e.place
+	w := p.waiters[t.ID]
+	if w.created.IsZero() {
+		w = hostWaiter{created: t.CreatedAt, host: t.Host}
+	}
+	w.gen = p.gen
+	w.reason = reason
+	if p.waiters == nil {
+		p.waiters = map[string]hostWaiter{}
+	}
+	p.waiters[t.ID] = w
+	return w
 }
 
 // placeOn fixes a task of host "auto" on host h ("" for this machine).
@@ -238,11 +254,12 @@ func (e *Engine) waitersAhead(t core.Task) []hostWaiter {
 // reason means it waits for something else.
 func (e *Engine) stillWaiting(id string) bool {
 	c, ok := e.cached(id)
-	forSlot := c.Waiting == "" || strings.HasPrefix(c.Waiting, hostsFullPrefix)
+	forSlot := c.Waiting == "" || strings.HasPrefix(c.Waiting, hostsFullPrefix) || c.Waiting == noHostsReason
 	return ok && forSlot && c.Queued > 0 && e.held(c) == ""
 }
 
-// hostSlotFreed wakes the runs waiting for a slot.
+// hostSlotFreed wakes the runs waiting for a slot: one ended, or a host
+// was added (AddHost).
 func (e *Engine) hostSlotFreed() {
 	e.place.mu.Lock()
 	e.place.gen++

@@ -25,6 +25,9 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
+	if err := e.loadHostFaults(ctx); err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
 	live, err := e.db.LiveSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
@@ -134,9 +137,9 @@ func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
 	}
 	if len(open) == 0 {
 		// Every teardown finished: nothing of this home's sessions can
-		// still run, and the start need not read /proc (~3 ms for 150
-		// processes).
-		return map[string]int{}, nil
+		// still run here, and the start need not read /proc (~3 ms for
+		// 150 processes); only what lost connections left on hosts may.
+		return e.sweepHosts(ctx, nil), nil
 	}
 	mayRun := make(map[string]store.Session, len(open))
 	for _, s := range open {

@@ -195,6 +195,7 @@ var (
 	GetHost    = def(Op[Keyed[None], core.Host]{Name: "GetHost", Method: "GET", Path: "/v1/hosts/{name}"})
 	RemoveHost = def(Op[Keyed[None], core.Host]{Name: "RemoveHost", Method: "DELETE", Path: "/v1/hosts/{name}"})
 	CheckHost  = def(Op[Keyed[None], core.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"})
+	EditHost   = def(Op[Keyed[core.HostEdit], core.Host]{Name: "EditHost", Method: "PATCH", Path: "/v1/hosts/{name}"})
 )
 
 // rows is the whole table in its order, filled as the rows above are

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,7 +242,15 @@ func (h *Host) Start() {
 
 // Stop ends the sshd this test started (its listener and, being its own
 // process group, the per-connection children) and waits for it.
-func (h *Host) Stop() {
+func (h *Host) Stop() { h.stop(true) }
+
+// Cut ends the sshd and its connections but nothing the connections
+// started: the network to a host that stays up is cut, and what runs
+// there keeps running (an agent on its input's end, a helper it
+// detached), as after a lost link rather than a machine gone.
+func (h *Host) Cut() { h.stop(false) }
+
+func (h *Host) stop(all bool) {
 	h.mu.Lock()
 	cmd, done := h.cmd, h.done
 	h.cmd = nil
@@ -251,8 +260,15 @@ func (h *Host) Stop() {
 	}
 	// Its connections run in sessions of their own, out of the
 	// listener's group: found as its descendants before it exits (they
-	// are reparented then), and ended too, as when the machine goes away.
+	// are reparented then), and ended too, as when the machine goes away
+	// (or, cut, only the sshd processes that carry them).
 	conns := descendants(cmd.Process.Pid)
+	if !all {
+		conns = slices.DeleteFunc(conns, func(pid int) bool {
+			exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+			return err != nil || exe != SSHD
+		})
+	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 	select {
 	case <-done:
