@@ -103,6 +103,8 @@ func TestRequestsGolden(t *testing.T) {
 	c.GetRole(ctx, "")
 	// After the table: the operations it brought, pinned likewise.
 	c.TaskStats(ctx, core.ListTasksInput{All: true})
+	two := 2
+	c.EditHost(ctx, "h", core.HostEdit{MaxAgents: &two})
 	mu.Lock()
 	got := out.String()
 	mu.Unlock()
