@@ -15,7 +15,7 @@ type envelope struct {
 	hasID  bool
 }
 
-// isNotification mirrors wireMessage.isNotification.
+// isNotification is true for what the SDK puts on its notification queue.
 func (e envelope) isNotification() bool {
 	return !e.hasID && e.method != "" && e.method != "$/cancel_request"
 }

@@ -868,11 +868,6 @@ type wireMessage struct {
 	Error   *acp.RequestError `json:"error,omitempty"`
 }
 
-// isNotification is true for what the SDK puts on its notification queue.
-func (m wireMessage) isNotification() bool {
-	return m.ID == nil && m.Method != "" && m.Method != "$/cancel_request"
-}
-
 // flowLimit is how many session/update notifications may wait in the SDK
 // at once. The SDK queues at most 1024 and closes the connection when the
 // queue overflows; holding the reader back below that keeps a chatty

@@ -252,13 +252,9 @@ func (e *Engine) tornDown(sessionID string) {
 	}
 }
 
-// finishSession records a session's terminal state and revokes its token.
-func (e *Engine) finishSession(sessionID string, state core.SessionState, reason string) {
-	e.finishSessionChecked("", sessionID, state, reason, false)
-}
-
-// finishSessionChecked is finishSession that, with check, also sets the
-// task's stall-check outbox in the same transaction.
+// finishSessionChecked records a session's terminal state and revokes its
+// token; with check it also sets the task's stall-check outbox in the same
+// transaction.
 func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.SessionState, reason string, check bool) {
 	st := string(state)
 	e.finishSessionUpdate(taskID, sessionID, store.SessionUpdate{State: &st, Error: &reason}, check)
