@@ -45,9 +45,6 @@ type DB struct {
 	Queries
 	sql  *sql.DB
 	path string
-	// stopCheckpoints ends the checkpoint loop (checkpoint.go); nil
-	// when the connections checkpoint by themselves.
-	stopCheckpoints func()
 }
 
 // Open opens (creating if needed) the database at path and applies every
@@ -60,8 +57,6 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
-	// No commit checkpoints: startCheckpoints does, off the writes' path.
-	q.Add("_pragma", "wal_autocheckpoint(0)")
 	// Write transactions take the lock up front so two writers never deadlock
 	// upgrading a read lock; busy_timeout then queues them.
 	q.Set("_txlock", "immediate")
@@ -83,7 +78,6 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	for {
 		err := db.migrate(ctx)
 		if err == nil {
-			db.startCheckpoints()
 			return db, nil
 		}
 		if !isBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
@@ -120,13 +114,8 @@ func isBusy(err error) bool {
 	return false
 }
 
-// Close releases the pool, after the checkpoint loop has ended.
-func (db *DB) Close() error {
-	if db.stopCheckpoints != nil {
-		db.stopCheckpoints()
-	}
-	return db.sql.Close()
-}
+// Close releases the pool.
+func (db *DB) Close() error { return db.sql.Close() }
 
 // Path is the file the database lives in.
 func (db *DB) Path() string { return db.path }

@@ -111,7 +111,7 @@ func TestPragmasOnEveryPooledConnection(t *testing.T) {
 		}
 		seen[addr] = true
 		for pragma, want := range map[string]string{
-			"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000", "synchronous": "1", "wal_autocheckpoint": "0",
+			"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000", "synchronous": "1",
 		} {
 			if got := pragmaString(t, c, pragma); got != want {
 				t.Errorf("connection %d: PRAGMA %s = %s, want %s", i, pragma, got, want)
