@@ -21,6 +21,10 @@ type streamFlusher struct {
 	mu      sync.Mutex
 	dirty   map[*recorder]struct{}
 	timer   *time.Timer
+	// writing: a tick is writing; output marked meanwhile is timed from
+	// its end, so a machine that makes commits slow gets fewer of them
+	// (each costs the pages of every entry it touches), not more.
+	writing bool
 }
 
 // mark schedules r's pending output for the next tick. r.mu is held (the
@@ -32,7 +36,17 @@ func (f *streamFlusher) mark(r *recorder) {
 		f.dirty = map[*recorder]struct{}{}
 	}
 	f.dirty[r] = struct{}{}
-	if f.timer == nil {
+	if f.timer == nil && !f.writing {
+		f.timer = time.AfterFunc(streamFlushDelay, f.tick)
+	}
+}
+
+// wrote ends a tick's write: output marked while it wrote is timed now.
+func (f *streamFlusher) wrote() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.writing = false
+	if len(f.dirty) > 0 && f.timer == nil {
 		f.timer = time.AfterFunc(streamFlushDelay, f.tick)
 	}
 }
@@ -53,8 +67,9 @@ func (f *streamFlusher) tick() {
 	for r := range f.dirty {
 		rs = append(rs, r)
 	}
-	f.dirty, f.timer = nil, nil
+	f.dirty, f.timer, f.writing = nil, nil, true
 	f.mu.Unlock()
+	defer f.wrote()
 	done := make(chan struct{})
 	defer close(done)
 	now := time.Now().UTC()

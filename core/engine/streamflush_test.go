@@ -15,7 +15,7 @@ import (
 
 // A tick takes a recorder's pending output and lets go of the recorder
 // before it writes: while the write waits for the database, the agent's
-// next updates are taken in. Order is kept all the same: an entry the
+// next updates are taken in (and timed from the write's end). Order is kept all the same: an entry the
 // recorder writes next (a tool call) waits for that write, so followers
 // see the appends, then the call, and the conversation holds them so.
 func TestTickTakesUpdatesInWhileItWrites(t *testing.T) {
@@ -66,6 +66,14 @@ func TestTickTakesUpdatesInWhileItWrites(t *testing.T) {
 		r.mu.Unlock()
 	}
 	say("third ") // taken in while the tick's write waits
+	// and timed from the write's end: a slow commit is followed by fewer
+	// of them, not by one at once.
+	e.flusher.mu.Lock()
+	armed := e.flusher.timer != nil
+	e.flusher.mu.Unlock()
+	if armed {
+		t.Error("output marked while a tick writes should be timed from the write's end")
+	}
 	called := make(chan struct{})
 	go func() {
 		defer close(called)
