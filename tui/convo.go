@@ -54,6 +54,13 @@ type conversation struct {
 	// fetching: entries being read again because an append did not join
 	// them (appendText).
 	fetching map[int64]bool
+
+	// grown keeps, per streamed entry (by sequence), how much of its
+	// rendering text appended to it cannot change (renderStreamed), so an
+	// append renders only what follows; growing: an append since the last
+	// render kept its entry's lines for that.
+	grown   map[int64]growth
+	growing bool
 }
 
 // logPos is a place in the log that survives entries arriving, leaving
@@ -150,7 +157,11 @@ func (c *conversation) appendText(a core.MessageAppend) (refetch int64) {
 	case i < n && c.msgs[i].Seq == a.Seq:
 		switch a.Apply(&c.msgs[i]) {
 		case core.AppendApplied:
-			c.cache[i] = nil
+			if g, ok := c.grown[a.Seq]; ok && a.Field == "" && c.cache[i] != nil && g.w == c.width {
+				c.growing = true // render extends its lines
+			} else {
+				c.cache[i] = nil
+			}
 			c.dirty = true
 			return 0
 		case core.AppendHeld:
@@ -422,9 +433,24 @@ func (c *conversation) render(st styles, w int, loc *time.Location) {
 		c.lines = append(c.lines, st.dim.Render(truncate(top, w)))
 	}
 	c.head = len(c.lines)
+	growing := c.growing
+	c.growing = false
+	if len(c.grown) > 2*len(c.msgs)+64 {
+		c.pruneGrown()
+	}
 	for i := range c.msgs {
-		if c.cache[i] == nil {
-			c.cache[i] = renderMessage(st, c.msgs[i], w, loc)
+		m := &c.msgs[i]
+		switch {
+		case streamedKind(m.Kind):
+			g, ok := c.grown[m.Seq]
+			if c.cache[i] == nil || (growing && ok && g.text != len(m.Text)) {
+				if c.grown == nil {
+					c.grown = map[int64]growth{}
+				}
+				c.cache[i], c.grown[m.Seq] = renderStreamed(st, *m, w, loc, c.cache[i], g)
+			}
+		case c.cache[i] == nil:
+			c.cache[i] = renderMessage(st, *m, w, loc)
 		}
 		c.starts = append(c.starts, len(c.lines))
 		c.lines = append(c.lines, c.cache[i]...)
@@ -448,10 +474,8 @@ type messageMeta struct {
 	Delivery   string `json:"delivery_mode"`
 }
 
-// renderMessage lays out one entry: a timestamped head, then the text
-// with a hanging indent. Agent text is sanitized first, so escape
-// sequences and control characters never reach the terminal.
-func renderMessage(st styles, m core.Message, w int, loc *time.Location) []string {
+// layoutOf is how entry m is laid out at width w, and its text to show.
+func layoutOf(st styles, m core.Message, w int, loc *time.Location) (entryLayout, string) {
 	var meta messageMeta
 	if len(m.Meta) > 0 {
 		_ = json.Unmarshal(m.Meta, &meta)
@@ -492,28 +516,58 @@ func renderMessage(st styles, m core.Message, w int, loc *time.Location) []strin
 	}
 	head := ts + " " + label + " "
 	indent := min(width(head), max(2, w/3))
-	lines := wrap(text, max(1, w-indent))
-	out := make([]string, 0, len(lines)+1)
-	pad := strings.Repeat(" ", indent)
-	h := st.dim.Render(ts) + " " + style.Render(label) + " "
-	if width(head) > indent {
-		// Very narrow: the head takes its own line.
-		out = append(out, truncate(h, w))
-		h = pad
+	l := entryLayout{st: st, w: w, indent: indent, pad: strings.Repeat(" ", indent),
+		h:   st.dim.Render(ts) + " " + style.Render(label) + " ",
+		dim: m.Kind == core.MsgThought || m.Kind == core.MsgStatus || m.Kind == core.MsgTurnEnd || m.Kind == core.MsgUserNotice}
+	l.narrow = width(head) > indent
+	return l, text
+}
+
+// renderMessage lays out one entry: a timestamped head, then the text
+// with a hanging indent. Agent text is sanitized first, so escape
+// sequences and control characters never reach the terminal.
+func renderMessage(st styles, m core.Message, w int, loc *time.Location) []string {
+	l, text := layoutOf(st, m, w, loc)
+	return l.lines(nil, text, true)
+}
+
+// entryLayout is how an entry's lines are laid out: its head, the
+// hanging indent of its text, whether its lines are dimmed.
+type entryLayout struct {
+	st          styles
+	w, indent   int
+	h, pad      string
+	narrow, dim bool
+}
+
+// lines appends to out the lines of text (sanitized), the first behind the
+// entry's head when head is set, the others (all, without it) indented.
+func (l entryLayout) lines(out []string, text string, head bool) []string {
+	lines := wrap(text, max(1, l.w-l.indent))
+	h := l.pad
+	if head {
+		h = l.h
+		if l.narrow {
+			// Very narrow: the head takes its own line.
+			out = append(out, l.style(truncate(h, l.w)))
+			h = l.pad
+		}
 	}
-	for i, l := range lines {
+	for i, ln := range lines {
 		if i == 0 {
-			out = append(out, h+l)
+			out = append(out, l.style(h+ln))
 			continue
 		}
-		out = append(out, pad+l)
-	}
-	if m.Kind == core.MsgThought || m.Kind == core.MsgStatus || m.Kind == core.MsgTurnEnd || m.Kind == core.MsgUserNotice {
-		for i := range out {
-			out[i] = st.dim.Render(out[i])
-		}
+		out = append(out, l.style(l.pad+ln))
 	}
 	return out
+}
+
+func (l entryLayout) style(s string) string {
+	if l.dim {
+		return l.st.dim.Render(s)
+	}
+	return s
 }
 
 func toolStatus(s string) string {

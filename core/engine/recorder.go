@@ -56,6 +56,10 @@ type recorder struct {
 	pendKind  core.MessageKind
 	pendField string
 	pendOff   int
+	// inflight is closed when the stream flusher's tick that took this
+	// recorder's pending output has written and published it; nil when
+	// none is in flight (settleWrites).
+	inflight chan struct{}
 }
 
 // What a kill -9 may lose of streamed output (ADR 0050): what arrived in
@@ -336,9 +340,21 @@ func (r *recorder) takePending(now time.Time) core.MessageAppend {
 	return a
 }
 
+// settleWrites waits until output of this recorder that a tick took is
+// written and published: whatever the recorder writes next comes after
+// it. r.mu must be held (the tick does not take it while it writes).
+func (r *recorder) settleWrites() {
+	if r.inflight != nil {
+		<-r.inflight
+		r.inflight = nil
+	}
+}
+
 // flushLocked appends what waits to its entry, as one chunk row, and
-// publishes it as one append. r.mu must be held.
+// publishes it as one append; when it returns, everything the recorder
+// took in is written. r.mu must be held.
 func (r *recorder) flushLocked() {
+	r.settleWrites()
 	if len(r.pend) == 0 {
 		return
 	}
@@ -357,6 +373,7 @@ func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]an
 		b, _ := json.Marshal(meta)
 		metaJSON = string(b)
 	}
+	r.settleWrites()
 	now := time.Now().UTC()
 	m, err := r.e.db.InsertMessage(context.Background(), store.Message{TaskID: r.taskID, SessionID: r.sessionID,
 		Kind: string(kind), Author: core.TaskRef(r.taskID).String(), Text: text, Meta: metaJSON, Ref: ref, CreatedAt: now, UpdatedAt: now})
@@ -372,6 +389,7 @@ func (r *recorder) rewrite(seq int64, text string, meta map[string]any) {
 	if seq == 0 {
 		return
 	}
+	r.settleWrites()
 	ctx := context.Background()
 	m, err := r.e.db.GetMessage(ctx, seq)
 	if err != nil {
