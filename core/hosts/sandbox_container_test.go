@@ -59,3 +59,56 @@ func TestRemoveContainersLabel(t *testing.T) {
 		t.Fatalf("the host's container removal filters by another label than %s:\n%s", sandbox.LabelSession, removeContainersLoop)
 	}
 }
+
+// fakeDocker is a docker on the fake host that logs its arguments and
+// lists container c1 for any ps.
+func fakeDocker(t *testing.T, p *Pool) string {
+	t.Helper()
+	sh, _ := os.Readlink(filepath.Join(p.Dir, "bin", "sh"))
+	log := filepath.Join(p.Dir, "docker.log")
+	script := "#!" + sh + "\necho \"$*\" >> " + log + "\ncase $1 in ps) echo c1;; esac\n"
+	if err := os.WriteFile(filepath.Join(p.Dir, "bin", "docker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
+// TestSweepRemovesContainers: the host sweep after a kill -9, and a stop,
+// remove a session's container through the engine its marker names (by
+// the session's label), and ask no engine of a session without one.
+func TestSweepRemovesContainers(t *testing.T) {
+	p := fakeHost(t, "sh", "tr", "grep", "rm", "sleep", "cat")
+	log := fakeDocker(t, p)
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	marker := containerMarker(dir, "s1", "docker")
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	target := Target{Name: "fake", Dest: Dest{Host: "fake"}}
+	if _, err := SweepSessions(context.Background(), p, target, dir, []string{"s1", "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(log)
+	if want := "ps --all --quiet --filter label=kandev.session=s1\nrm --force c1\n"; string(b) != want {
+		t.Fatalf("the sweep asked docker:\n%s\nwant:\n%s", b, want)
+	}
+	if _, err := os.Stat(marker); !os.IsNotExist(err) {
+		t.Fatalf("the container marker is left: %v", err)
+	}
+
+	// A stop does the same for its session.
+	os.Remove(log)
+	if err := os.WriteFile(containerMarker(dir, "s3", "docker"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &Remote{Pool: p, Target: target, dir: dir}
+	if err := r.KillSession(context.Background(), "s3", filepath.Join(dir, "run", "s3.sock")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(log); string(b) != "ps --all --quiet --filter label=kandev.session=s3\nrm --force c1\n" {
+		t.Fatalf("the stop asked docker:\n%s", b)
+	}
+}
