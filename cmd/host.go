@@ -264,8 +264,8 @@ func printHostCheck(f *Factory, r core.HostCheck) {
 			k += ", another binary (replaced when a task starts)"
 		}
 	}
-	fmt.Fprintf(f.IO.Out, "host:    %s (reachable)\nkandev:  %s\n         %s\ngit:     %s\nbwrap:   %s\ndocker:  %s\n",
-		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), found(r.Docker))
+	fmt.Fprintf(f.IO.Out, "host:    %s (reachable)\nkandev:  %s\n         %s\ngit:     %s\nbwrap:   %s\ndocker:  %s\npodman:  %s\n",
+		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), found(r.Docker), found(r.Podman))
 	slots := "no bound"
 	if r.FreeSlots >= 0 {
 		slots = fmt.Sprintf("%d of %d free", r.FreeSlots, r.MaxAgents)

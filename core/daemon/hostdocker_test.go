@@ -2,7 +2,9 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -63,6 +65,16 @@ func TestHostSandboxDocker(t *testing.T) {
 	dir := h.RemoteDir + "/kandev"
 	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
+	// host check says which engines the host has (the loopback host is
+	// this machine).
+	var chk core.HostCheck
+	if err := json.Unmarshal([]byte(d.MustRun("host", "check", "lb", "--json")), &chk); err != nil {
+		t.Fatal(err)
+	}
+	_, podmanErr := exec.LookPath("podman")
+	if chk.Docker == "" || (chk.Podman != "") != (podmanErr == nil) {
+		t.Fatalf("host check: docker %q podman %q (podman here: %v)", chk.Docker, chk.Podman, podmanErr)
+	}
 	repo := gitRepo(t)
 	ctx := context.Background()
 	failedWith := func(id, want string) {
