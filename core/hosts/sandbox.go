@@ -46,6 +46,10 @@ type hostSandbox struct {
 	fs   *probeFS
 	in   sandbox.Input
 	home string
+	// keepID: a rootless podman, whose --user is inside the account's
+	// user namespace; keep-id maps it to the account itself, the owner
+	// of the worktree and the private home.
+	keepID bool
 }
 
 // prepareSandbox finds on the host what the session's view needs: the
@@ -61,10 +65,11 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 		return nil
 	}
 	var user string
+	var keepID bool
 	switch {
 	case sb.container():
 		var err error
-		if user, err = r.prepareEngine(ctx); err != nil {
+		if user, keepID, err = r.prepareEngine(ctx); err != nil {
 			return err
 		}
 	case sb.Mode != "bwrap":
@@ -131,7 +136,7 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 		case derr != nil:
 			return derr
 		}
-		hs.home, hs.in = home, in
+		hs.home, hs.in, hs.keepID = home, in, keepID
 		return nil
 	})
 	if err != nil {
@@ -149,35 +154,41 @@ const engineScript = `e=%s; img=%s
 command -v "$e" >/dev/null 2>&1 || { echo nocommand; exit 0; }
 if ! o=$("$e" info 2>&1 >/dev/null); then echo noengine; printf '%%s\n' "$o" | tail -n 3; exit 0; fi
 if ! o=$("$e" image inspect "$img" 2>&1 >/dev/null); then echo noimage; printf '%%s\n' "$o" | tail -n 3; exit 0; fi
-echo "ok $(id -u):$(id -g)"
+r=false
+[ "$e" = podman ] && r=$("$e" info --format '{{.Host.Security.Rootless}}' 2>/dev/null)
+echo "ok $(id -u):$(id -g) $r"
 `
 
 // prepareEngine checks the host's container engine for the sandbox: it
 // answers the remote account, and the profile's image is there (kandev
-// never pulls). It returns the account's UID:GID, the container's user.
-func (r *Remote) prepareEngine(ctx context.Context) (string, error) {
+// never pulls). It returns the account's UID:GID, the container's user,
+// and whether the engine is a rootless podman.
+func (r *Remote) prepareEngine(ctx context.Context) (string, bool, error) {
 	sb := r.Sandbox
 	fail := func(msg string) error { return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: msg} }
 	if sb.Image == "" {
-		return "", fail("the profile has no image")
+		return "", false, fail("the profile has no image")
 	}
 	out, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf(engineScript, Quote(sb.Mode), Quote(sb.Image)))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	first, rest, _ := strings.Cut(strings.TrimSpace(out), "\n")
 	rest = strings.TrimSpace(rest)
 	switch {
 	case first == "nocommand":
-		return "", fail(sb.Mode + " is not installed there (kandev host check says what the host has)")
+		return "", false, fail(sb.Mode + " is not installed there (kandev host check says what the host has)")
 	case first == "noengine":
-		return "", fail(fmt.Sprintf("%s info fails as the remote account (give that account the engine: its group, or DOCKER_HOST/CONTAINER_HOST or a docker context there; docs/hosts.md): %s", sb.Mode, rest))
+		return "", false, fail(fmt.Sprintf("%s info fails as the remote account (give that account the engine: its group, or DOCKER_HOST/CONTAINER_HOST or a docker context there; docs/hosts.md): %s", sb.Mode, rest))
 	case first == "noimage":
-		return "", fail(fmt.Sprintf("image %s is not on the host (build or load it there; kandev never pulls): %s", sb.Image, rest))
+		return "", false, fail(fmt.Sprintf("image %s is not on the host (build or load it there; kandev never pulls): %s", sb.Image, rest))
 	case strings.HasPrefix(first, "ok "):
-		return strings.TrimPrefix(first, "ok "), nil
+		f := strings.Fields(first)
+		if len(f) >= 2 {
+			return f[1], len(f) == 3 && f[2] == "true", nil
+		}
 	}
-	return "", fail(fmt.Sprintf("unexpected answer %q", out))
+	return "", false, fail(fmt.Sprintf("unexpected answer %q", out))
 }
 
 // confinedCommand is the agent's command line inside bubblewrap on the
@@ -197,7 +208,11 @@ func (r *Remote) confinedCommand(sessionID, sock, cwd string, envNames []string)
 	if r.Sandbox.container() {
 		// docker run -i: ACP over the container's stdio, which is the ssh
 		// session's; the environment reaches the agent by name.
-		return append([]string{r.Sandbox.Mode}, v.ContainerArgs(envNames)...), nil
+		args := v.ContainerArgs(envNames)
+		if r.sb.keepID {
+			args = append([]string{args[0], "--userns=keep-id"}, args[1:]...)
+		}
+		return append([]string{r.Sandbox.Mode}, args...), nil
 	}
 	return append([]string{"bwrap"}, v.BwrapArgs()...), nil
 }

@@ -37,9 +37,9 @@ func TestPrepareEngine(t *testing.T) {
 				}
 			}
 			r := &Remote{Pool: p, Target: Target{Name: "fake", Dest: Dest{Host: "fake"}}, Sandbox: &Sandbox{Mode: "docker", TaskID: "t1", Image: c.image}}
-			user, err := r.prepareEngine(context.Background())
+			user, keepID, err := r.prepareEngine(context.Background())
 			if c.want == "" {
-				if want := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()); err != nil || user != want {
+				if want := strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()); err != nil || user != want || keepID {
 					t.Fatalf("prepareEngine: %q %v, want %s", user, err, want)
 				}
 				return
@@ -110,5 +110,20 @@ func TestSweepRemovesContainers(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(log); string(b) != "ps --all --quiet --filter label=kandev.session=s3\nrm --force c1\n" {
 		t.Fatalf("the stop asked docker:\n%s", b)
+	}
+}
+
+// TestPrepareEngineRootlessPodman: a rootless podman's container runs
+// with keep-id, so --user is the remote account itself.
+func TestPrepareEngineRootlessPodman(t *testing.T) {
+	p := fakeHost(t, "sh", "tail", "id")
+	sh, _ := os.Readlink(filepath.Join(p.Dir, "bin", "sh"))
+	script := "#!" + sh + "\ncase \"$*\" in *Rootless*) echo true;; esac\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(p.Dir, "bin", "podman"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Remote{Pool: p, Target: Target{Name: "fake", Dest: Dest{Host: "fake"}}, Sandbox: &Sandbox{Mode: "podman", TaskID: "t1", Image: "img:1"}}
+	if _, keepID, err := r.prepareEngine(context.Background()); err != nil || !keepID {
+		t.Fatalf("prepareEngine of a rootless podman: keep-id %v, %v", keepID, err)
 	}
 }
