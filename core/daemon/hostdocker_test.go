@@ -60,6 +60,50 @@ func TestHostSandboxDocker(t *testing.T) {
 	h := sshtest.Start(t)
 	bin := staticKandev(t)
 	image := importImage(t, e, bin)
+	testHostSandboxContainer(t, e, h, bin, image, func(d *daemontest.Daemon, repo string) {
+		// An engine the remote account cannot reach fails the run, saying so.
+		unreached := create(t, d, core.CreateTaskInput{Title: "unreached", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
+		failedWith(t, d, unreached.ID, "sandbox docker on host lb: docker info fails as the remote account")
+		shareDocker(t, host, h.RemoteUID)
+		remoteDockerContext(t, h, host)
+	})
+}
+
+// TestHostSandboxPodman: the remote account's own rootless podman (its
+// storage in its home, as on a real host), the image imported there
+// through ssh.
+func TestHostSandboxPodman(t *testing.T) {
+	if _, err := exec.LookPath("podman"); err != nil {
+		unavailable(t, core.SandboxPodman, "podman is not installed")
+	}
+	h := sshtest.Start(t)
+	e := engine{name: core.SandboxPodman, via: []string{"ssh", "-F", h.Config, h.Alias, "--"}}
+	if out, err := e.command("info").CombinedOutput(); err != nil {
+		unavailable(t, core.SandboxPodman, "rootless podman as "+sshtest.RemoteUser+": "+tail(string(out), 2000))
+	}
+	bin := staticKandev(t)
+	image := importImage(t, e, bin)
+	testHostSandboxContainer(t, e, h, bin, image, func(*daemontest.Daemon, string) {})
+}
+
+// failedWith waits for the run of task id to fail and climb, and checks
+// its error says want.
+func failedWith(t *testing.T, d *daemontest.Daemon, id, want string) {
+	t.Helper()
+	var got core.Task
+	daemontest.Eventually(t, wait, "the run of "+id+" to fail and climb", func() bool {
+		got = get(t, d, id)
+		return got.Session != nil && got.Session.State == core.SessionFailed && got.Stalled != nil
+	})
+	if !strings.Contains(got.Session.Error, want) {
+		t.Fatalf("failed run's error: %q, want %q", got.Session.Error, want)
+	}
+}
+
+// testHostSandboxContainer runs a container task on the loopback host
+// through engine e; ready makes the engine reachable by the remote
+// account, after the daemon and the profile exist.
+func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, image string, ready func(*daemontest.Daemon, string)) {
 	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config, "KANDEV_PERMISSION=allow"))
 	leaveNoContainer(t, e)
 	dir := h.RemoteDir + "/kandev"
@@ -77,29 +121,12 @@ func TestHostSandboxDocker(t *testing.T) {
 	}
 	repo := gitRepo(t)
 	ctx := context.Background()
-	failedWith := func(id, want string) {
-		t.Helper()
-		var got core.Task
-		daemontest.Eventually(t, wait, "the run of "+id+" to fail and climb", func() bool {
-			got = get(t, d, id)
-			return got.Session != nil && got.Session.State == core.SessionFailed && got.Stalled != nil
-		})
-		if !strings.Contains(got.Session.Error, want) {
-			t.Fatalf("failed run's error: %q, want %q", got.Session.Error, want)
-		}
-	}
-
-	// An engine the remote account cannot reach fails the run, saying so.
-	unreached := create(t, d, core.CreateTaskInput{Title: "unreached", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
-	failedWith(unreached.ID, "sandbox docker on host lb: docker info fails as the remote account")
-
-	shareDocker(t, host, h.RemoteUID)
-	remoteDockerContext(t, h, host)
+	ready(d, repo)
 
 	// An image that is not on the host is never pulled.
 	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", "kandev-never-built:1", "--no-network")
 	missing := create(t, d, core.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
-	failedWith(missing.ID, "image kandev-never-built:1 is not on the host (build or load it there; kandev never pulls)")
+	failedWith(t, d, missing.ID, "sandbox "+e.name+" on host lb: image kandev-never-built:1 is not on the host (build or load it there; kandev never pulls)")
 
 	pwnedDir := filepath.Join(dir, "state", "pwned")
 	script := strings.Join([]string{
@@ -125,7 +152,7 @@ func TestHostSandboxDocker(t *testing.T) {
 			}
 		}
 	})
-	if task.Sandbox != core.SandboxDocker || task.Host != "lb" {
+	if task.Sandbox != e.name || task.Host != "lb" {
 		t.Fatalf("task sandbox %q host %q", task.Sandbox, task.Host)
 	}
 	waitSaid(t, d, task.ID, "all finished")
@@ -138,7 +165,7 @@ func TestHostSandboxDocker(t *testing.T) {
 		"sh: " + strconv.Itoa(h.RemoteUID), // the remote account, not root
 		"wrote-worktree",
 		"result list_tasks_kandev", // kandev mcp through the forwarded socket
-		"less confined than its parent task " + task.ID + "'s sandbox docker",
+		"less confined than its parent task " + task.ID + "'s sandbox " + e.name,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the agent's output lacks %q:\n%s", want, out)
