@@ -212,7 +212,7 @@ func NewCmdHostCheck(f *Factory, runF func(*HostCheckOptions) error) *cobra.Comm
 		Short: "Connect to a host and report what it has",
 		Long: `Connect to a host and report what it has: kandev's own binary there (its version, and
 whether it is this one, by hash: it is copied when a task starts otherwise), git, the agent
-CLI of each profile, bubblewrap and docker, and its free agent slots. Exits non-zero when
+CLI of each profile, bubblewrap, docker and podman, and its free agent slots. Exits non-zero when
 the host cannot be reached, with ssh's own error.`,
 		Args: exactArgs(1, "the host NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
