@@ -212,7 +212,7 @@ func NewCmdHostCheck(f *Factory, runF func(*HostCheckOptions) error) *cobra.Comm
 		Short: "Connect to a host and report what it has",
 		Long: `Connect to a host and report what it has: kandev's own binary there (its version, and
 whether it is this one, by hash: it is copied when a task starts otherwise), git, the agent
-CLI of each profile, bubblewrap and docker, and its free agent slots. Exits non-zero when
+CLI of each profile, bubblewrap, docker and podman, and its free agent slots. Exits non-zero when
 the host cannot be reached, with ssh's own error.`,
 		Args: exactArgs(1, "the host NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -264,8 +264,8 @@ func printHostCheck(f *Factory, r core.HostCheck) {
 			k += ", another binary (replaced when a task starts)"
 		}
 	}
-	fmt.Fprintf(f.IO.Out, "host:    %s (reachable)\nkandev:  %s\n         %s\ngit:     %s\nbwrap:   %s\ndocker:  %s\n",
-		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), found(r.Docker))
+	fmt.Fprintf(f.IO.Out, "host:    %s (reachable)\nkandev:  %s\n         %s\ngit:     %s\nbwrap:   %s\ndocker:  %s\npodman:  %s\n",
+		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), found(r.Docker), found(r.Podman))
 	slots := "no bound"
 	if r.FreeSlots >= 0 {
 		slots = fmt.Sprintf("%d of %d free", r.FreeSlots, r.MaxAgents)

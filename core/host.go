@@ -63,9 +63,10 @@ type HostCheck struct {
 	Git string `json:"git"`
 	// Agents are the commands of the profiles, as found on the host's PATH.
 	Agents []HostCommand `json:"agents"`
-	// Bwrap and Docker are their paths there ("" when missing).
+	// Bwrap, Docker and Podman are their paths there ("" when missing).
 	Bwrap  string `json:"bwrap"`
 	Docker string `json:"docker"`
+	Podman string `json:"podman"`
 	// MaxAgents, Running and FreeSlots: FreeSlots is -1 when unbounded.
 	MaxAgents int `json:"max_agents"`
 	Running   int `json:"running"`

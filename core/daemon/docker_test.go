@@ -32,10 +32,15 @@ type engine struct {
 	// kill is the engine dying mid-turn (SIGKILL), for an engine of the
 	// test's own.
 	kill func()
+	// via runs the CLI elsewhere (ssh to a host's account), when set.
+	via []string
 }
 
 func (e engine) command(args ...string) *exec.Cmd {
 	cmd := exec.Command(e.name, args...)
+	if len(e.via) > 0 {
+		cmd = exec.Command(e.via[0], append(append(e.via[1:], e.name), args...)...)
+	}
 	cmd.Env = append(os.Environ(), e.env...)
 	return cmd
 }

@@ -6,19 +6,23 @@ import (
 )
 
 // Sandboxes on hosts (docs/hosts.md, ADR 0062): bubblewrap confines an
-// agent on its host as it does here, with the view built from the host's
-// paths (core/hosts/sandbox.go); containers run on this machine only.
+// agent on its host as it does here, and docker or podman run it in a
+// container of the host's engine, with the view built from the host's
+// paths (core/hosts/sandbox.go).
 
 // hostSandboxErr refuses a task on a host whose sandbox kandev cannot
-// apply there: docker and podman (kandev runs containers on this machine
-// only). A task never runs less confined than its sandbox says, so it is
-// refused rather than started there as bwrap or none.
+// apply there. Every mode kandev knows can be given on a host now
+// (whether the host has it is checked when the run starts); an unknown
+// one is refused rather than started less confined than it says.
 func hostSandboxErr(host, mode string) error {
-	if host == "" || (mode != core.SandboxDocker && mode != core.SandboxPodman) {
+	switch mode {
+	case "", sandboxAuto, core.SandboxNone, core.SandboxBwrap, core.SandboxDocker, core.SandboxPodman:
 		return nil
 	}
-	return core.Errorf(core.CodeValidation, "sandbox %s on host %s: kandev runs containers on this machine only, not on hosts (docs/hosts.md): run it here (--host local), or on the host with --sandbox bwrap",
-		mode, host)
+	if host == "" {
+		return nil
+	}
+	return core.Errorf(core.CodeValidation, "sandbox %s on host %s: kandev cannot give it on a host (docs/hosts.md)", mode, host)
 }
 
 // hostSandboxMode is a sandbox mode resolved for a task on a host: auto
@@ -37,11 +41,11 @@ func hostSandboxMode(mode string, autopilot bool) string {
 
 // confineOnHost tells the remote launcher how the task's agent is
 // confined on its host: the mode, the task's private home there, the
-// profile's declared paths and network.
+// profile's declared paths, network and (for a container) image.
 func confineOnHost(t core.Task, prof core.Profile, command string, r *hosts.Remote) {
 	r.Command = command
 	if core.SandboxRank(t.Sandbox) <= 0 {
 		return
 	}
-	r.Sandbox = &hosts.Sandbox{Mode: t.Sandbox, TaskID: t.ID, Paths: prof.Paths, NoNetwork: prof.NoNetwork}
+	r.Sandbox = &hosts.Sandbox{Mode: t.Sandbox, TaskID: t.ID, Paths: prof.Paths, NoNetwork: prof.NoNetwork, Image: prof.Image}
 }

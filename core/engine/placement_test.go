@@ -39,7 +39,9 @@ func TestHostPlacementRules(t *testing.T) {
 	}
 	// Confined on a host (ADR 0062): bwrap is the host's to give, so it
 	// is accepted whatever this machine has, and autopilot's default is
-	// bwrap there; containers run on this machine only, refused saying so.
+	// bwrap there; a container is the host's too (its engine and image
+	// are checked when the run starts), so only the profile's lack of an
+	// image refuses it here.
 	for _, host := range []string{"lb", "auto"} {
 		if boxed := env.create(core.CreateTaskInput{Title: "boxed", Host: host, Sandbox: core.SandboxBwrap}); boxed.Sandbox != core.SandboxBwrap {
 			t.Errorf("bwrap on host %s: sandbox %q", host, boxed.Sandbox)
@@ -48,6 +50,6 @@ func TestHostPlacementRules(t *testing.T) {
 			t.Errorf("autopilot on host %s: sandbox %q, want bwrap", host, ap.Sandbox)
 		}
 		_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "contained", CWD: env.cwd, Host: host, Sandbox: core.SandboxDocker})
-		i2WantErr(t, err, core.CodeValidation, "sandbox docker on host "+host, "containers on this machine only")
+		i2WantErr(t, err, core.CodeValidation, "sandbox docker needs an image")
 	}
 }

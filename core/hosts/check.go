@@ -48,7 +48,7 @@ func FileSHA256(path string) (string, error) {
 
 // Check logs in to the host and reports what it has: kandev's binary (its
 // version and hash against localHash), git, each of commands (profile →
-// command) on the host's PATH, bubblewrap and docker. Slots are the
+// command) on the host's PATH, bubblewrap, docker and podman. Slots are the
 // caller's to fill in. An unreachable host is a result, not an error.
 func Check(ctx context.Context, p *Pool, t Target, dir string, commands []core.HostCommand, localHash string) core.HostCheck {
 	res := core.HostCheck{Host: t.Name, Agents: []core.HostCommand{}}
@@ -62,6 +62,7 @@ fi
 if command -v git >/dev/null 2>&1; then printf 'git\t%s\n' "$(git --version)"; fi
 printf 'bwrap\t%s\n' "$(command -v bwrap 2>/dev/null)"
 printf 'docker\t%s\n' "$(command -v docker 2>/dev/null)"
+printf 'podman\t%s\n' "$(command -v podman 2>/dev/null)"
 `)
 	for i, c := range commands {
 		fmt.Fprintf(&b, "printf 'agent.%d\\t%%s\\n' \"$(command -v %s 2>/dev/null)\"\n", i, Quote(c.Command))
@@ -88,6 +89,7 @@ printf 'docker\t%s\n' "$(command -v docker 2>/dev/null)"
 	res.Git = found["git"]
 	res.Bwrap = found["bwrap"]
 	res.Docker = found["docker"]
+	res.Podman = found["podman"]
 	for i, c := range commands {
 		c.Path = found[fmt.Sprintf("agent.%d", i)]
 		res.Agents = append(res.Agents, c)

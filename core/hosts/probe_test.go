@@ -176,8 +176,8 @@ func fakeHost(t *testing.T, tools ...string) *Pool {
 	return &Pool{Dir: dir, SSH: ssh}
 }
 
-// TestPrepareSandboxRefuses: a host without bubblewrap, or a container
-// sandbox, gives a SandboxError naming what is missing, and nothing is
+// TestPrepareSandboxRefuses: a host without bubblewrap, or without the
+// container engine, gives a SandboxError naming what is missing, and nothing is
 // left to launch confined.
 func TestPrepareSandboxRefuses(t *testing.T) {
 	p := fakeHost(t, "sh", "mkdir", "chmod", "readlink", "head", "tr", "cat")
@@ -189,9 +189,9 @@ func TestPrepareSandboxRefuses(t *testing.T) {
 	t.Setenv("HOME", dir)
 	for mode, want := range map[string]string{
 		"bwrap":  "sandbox bwrap on host fake: bubblewrap is not installed there",
-		"docker": "sandbox docker on host fake: kandev runs containers on this machine only",
+		"docker": "sandbox docker on host fake: docker is not installed there",
 	} {
-		r := &Remote{Pool: p, Target: Target{Name: "fake", Dest: Dest{Host: "fake"}}, Sandbox: &Sandbox{Mode: mode, TaskID: "t1"}}
+		r := &Remote{Pool: p, Target: Target{Name: "fake", Dest: Dest{Host: "fake"}}, Sandbox: &Sandbox{Mode: mode, TaskID: "t1", Image: "img:1"}}
 		err := r.prepareSandbox(context.Background(), dir, cwd, dir+"/bin/kandev")
 		var se *SandboxError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), want) {

@@ -174,12 +174,18 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	var wrap []string
 	if r.sb != nil {
 		var err error
-		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd); err != nil {
+		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd, envNames(env)); err != nil {
 			return nil, err
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "cd %s && exec env", Quote(cwd))
+	fmt.Fprintf(&b, "cd %s && ", Quote(cwd))
+	if r.Sandbox != nil && r.Sandbox.container() {
+		// The container's marker: a stop and the sweep after a kill -9
+		// remove the session's container through this engine.
+		fmt.Fprintf(&b, ": > %s && ", Quote(containerMarker(dir, spec.SessionID, r.Sandbox.Mode)))
+	}
+	b.WriteString("exec env")
 	for _, kv := range env {
 		b.WriteString(" " + Quote(kv))
 	}
@@ -516,12 +522,18 @@ done
 rm -f "$s"
 `
 
-// KillSession ends every process of the session on the host.
+// KillSession ends every process of the session on the host, and
+// removes its container there first (a SIGKILLed docker client leaves
+// its container running).
 func (r *Remote) KillSession(ctx context.Context, sessionID, sock string) error {
 	if sessionID == "" {
 		return errors.New("no session id")
 	}
-	_, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf(killScript, Quote(agent.SessionEnv+"="+sessionID), Quote(sock)))
+	script := fmt.Sprintf(killScript, Quote(agent.SessionEnv+"="+sessionID), Quote(sock))
+	if r.dir != "" {
+		script = fmt.Sprintf(removeContainersScript, Quote(r.dir), Quote(sessionID)) + script
+	}
+	_, err := r.Pool.Script(ctx, r.Target, script)
 	return err
 }
 
@@ -562,6 +574,7 @@ found() {
 }
 n=0
 for sid in %s; do
+  %s
   i=0
   while :; do
     ps=$(found "%s=$sid")
@@ -588,7 +601,7 @@ func SweepSessions(ctx context.Context, p *Pool, t Target, dir string, sessionID
 	for i, id := range sessionIDs {
 		q[i] = Quote(id)
 	}
-	out, err := p.Script(ctx, t, fmt.Sprintf(sweepScript, DirExpr(dir), strings.Join(q, " "), agent.SessionEnv))
+	out, err := p.Script(ctx, t, fmt.Sprintf(sweepScript, DirExpr(dir), strings.Join(q, " "), removeContainersLoop, agent.SessionEnv))
 	if err != nil {
 		return 0, err
 	}

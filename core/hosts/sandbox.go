@@ -22,7 +22,13 @@ type Sandbox struct {
 	// at the remote account's home.
 	Paths     []string
 	NoNetwork bool
+	// Image is a container's image (docker, podman), which must already
+	// be on the host: kandev never pulls.
+	Image string
 }
+
+// container says whether the sandbox is a container on the host.
+func (sb *Sandbox) container() bool { return sb.Mode == "docker" || sb.Mode == "podman" }
 
 // SandboxError is a sandbox the host cannot give: the run fails (and
 // climbs) rather than start the agent less confined.
@@ -40,6 +46,10 @@ type hostSandbox struct {
 	fs   *probeFS
 	in   sandbox.Input
 	home string
+	// keepID: a rootless podman, whose --user is inside the account's
+	// user namespace; keep-id maps it to the account itself, the owner
+	// of the worktree and the private home.
+	keepID bool
 }
 
 // prepareSandbox finds on the host what the session's view needs: the
@@ -54,8 +64,16 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 	if sb == nil {
 		return nil
 	}
-	if sb.Mode != "bwrap" {
-		return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "kandev runs containers on this machine only, not on hosts (docs/hosts.md); use --sandbox bwrap or run it here (--host local)"}
+	var user string
+	var keepID bool
+	switch {
+	case sb.container():
+		var err error
+		if user, keepID, err = r.prepareEngine(ctx); err != nil {
+			return err
+		}
+	case sb.Mode != "bwrap":
+		return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "kandev cannot give this sandbox on a host (docs/hosts.md)"}
 	}
 	run := func(ctx context.Context, script string) (string, error) { return r.Pool.Script(ctx, r.Target, script) }
 	fs := newProbeFS()
@@ -64,8 +82,12 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 		// Asked together, so one round answers them all; an error of a
 		// round with questions still open is thrown away.
 		home, homeOK := fs.Getenv("HOME")
-		_, bwrapErr := fs.LookPath("bwrap")
-		bwrapOK, bwrapMsg := fs.BwrapWorks()
+		var bwrapErr error
+		bwrapOK, bwrapMsg := true, ""
+		if !sb.container() {
+			_, bwrapErr = fs.LookPath("bwrap")
+			bwrapOK, bwrapMsg = fs.BwrapWorks()
+		}
 		exe, exeErr := command, error(nil)
 		if !strings.HasPrefix(exe, "/") {
 			exe, exeErr = fs.LookPath(command)
@@ -81,7 +103,8 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 		var derr error
 		if homeOK && strings.HasPrefix(home, "/") {
 			in = sandbox.Input{Mode: sb.Mode, Worktree: cwd, PrivateHome: dir + "/sandboxes/" + sb.TaskID + "/home",
-				OperatorHome: home, Paths: sb.Paths, SelfExe: dir + "/bin/kandev", NoNetwork: sb.NoNetwork, FS: fs}
+				OperatorHome: home, Paths: sb.Paths, SelfExe: dir + "/bin/kandev", NoNetwork: sb.NoNetwork, FS: fs,
+				Image: sb.Image, User: user}
 			if exeErr == nil && exe != dir+"/bin/kandev" {
 				in.Executables = []string{exe}
 			}
@@ -105,14 +128,15 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap is not installed there (kandev host check says what the host has); install it there (apt-get install bubblewrap) or pick --sandbox none"}
 		case !bwrapOK:
 			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap cannot make its namespaces there: " + strings.TrimSpace(bwrapMsg)}
-		case exeErr != nil:
+		case exeErr != nil && !sb.container():
+			// A container's image may bring the command itself.
 			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: fmt.Sprintf("the agent's command %s is not on the remote account's PATH", command)}
 		case gitErr != nil:
 			return gitErr
 		case derr != nil:
 			return derr
 		}
-		hs.home, hs.in = home, in
+		hs.home, hs.in, hs.keepID = home, in, keepID
 		return nil
 	})
 	if err != nil {
@@ -122,10 +146,55 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 	return nil
 }
 
+// engineScript checks, as the remote account, that the container engine
+// answers and has the image, and prints the account's UID:GID: the
+// engine is the account's own (its DOCKER_HOST, CONTAINER_HOST or
+// context, as ssh's session gives it), never one kandev picks.
+const engineScript = `e=%s; img=%s
+command -v "$e" >/dev/null 2>&1 || { echo nocommand; exit 0; }
+if ! o=$("$e" info 2>&1 >/dev/null); then echo noengine; printf '%%s\n' "$o" | tail -n 3; exit 0; fi
+if ! o=$("$e" image inspect "$img" 2>&1 >/dev/null); then echo noimage; printf '%%s\n' "$o" | tail -n 3; exit 0; fi
+r=false
+[ "$e" = podman ] && r=$("$e" info --format '{{.Host.Security.Rootless}}' 2>/dev/null)
+echo "ok $(id -u):$(id -g) $r"
+`
+
+// prepareEngine checks the host's container engine for the sandbox: it
+// answers the remote account, and the profile's image is there (kandev
+// never pulls). It returns the account's UID:GID, the container's user,
+// and whether the engine is a rootless podman.
+func (r *Remote) prepareEngine(ctx context.Context) (string, bool, error) {
+	sb := r.Sandbox
+	fail := func(msg string) error { return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: msg} }
+	if sb.Image == "" {
+		return "", false, fail("the profile has no image")
+	}
+	out, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf(engineScript, Quote(sb.Mode), Quote(sb.Image)))
+	if err != nil {
+		return "", false, err
+	}
+	first, rest, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	rest = strings.TrimSpace(rest)
+	switch {
+	case first == "nocommand":
+		return "", false, fail(sb.Mode + " is not installed there (kandev host check says what the host has)")
+	case first == "noengine":
+		return "", false, fail(fmt.Sprintf("%s info fails as the remote account (give that account the engine: its group, or DOCKER_HOST/CONTAINER_HOST or a docker context there; docs/hosts.md): %s", sb.Mode, rest))
+	case first == "noimage":
+		return "", false, fail(fmt.Sprintf("image %s is not on the host (build or load it there; kandev never pulls): %s", sb.Image, rest))
+	case strings.HasPrefix(first, "ok "):
+		f := strings.Fields(first)
+		if len(f) >= 2 {
+			return f[1], len(f) == 3 && f[2] == "true", nil
+		}
+	}
+	return "", false, fail(fmt.Sprintf("unexpected answer %q", out))
+}
+
 // confinedCommand is the agent's command line inside bubblewrap on the
 // host, for the session whose forwarded socket is sock: bwrap's
 // arguments (the view, then "--") before the agent's command.
-func (r *Remote) confinedCommand(sessionID, sock, cwd string) ([]string, error) {
+func (r *Remote) confinedCommand(sessionID, sock, cwd string, envNames []string) ([]string, error) {
 	in := r.sb.in
 	in.MCPSocket, in.SessionID = sock, sessionID
 	v, err := sandbox.Describe(in)
@@ -136,5 +205,52 @@ func (r *Remote) confinedCommand(sessionID, sock, cwd string) ([]string, error) 
 		return nil, fmt.Errorf("sandbox on host %s: the view asked what the host was not asked", r.Target.Name)
 	}
 	v.Dir = cwd
+	if r.Sandbox.container() {
+		// docker run -i: ACP over the container's stdio, which is the ssh
+		// session's; the environment reaches the agent by name.
+		args := v.ContainerArgs(envNames)
+		if r.sb.keepID {
+			args = append([]string{args[0], "--userns=keep-id"}, args[1:]...)
+		}
+		return append([]string{r.Sandbox.Mode}, args...), nil
+	}
 	return append([]string{"bwrap"}, v.BwrapArgs()...), nil
 }
+
+// envNames are the names of the agent's environment (KEY=VALUE), passed
+// to a container by name; HOME and TMPDIR are the view's own.
+func envNames(env []string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "HOME" || k == "TMPDIR" || k == "PATH" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		names = append(names, k)
+	}
+	return names
+}
+
+// containerMarker is the file in kandev's run directory on the host that
+// says a session's agent ran in a container of engine: stop and the
+// sweep ask only the engine a session used (a host's podman, never used,
+// is never started by a sweep).
+func containerMarker(dir, sessionID, engine string) string {
+	return dir + "/run/" + sessionID + "." + engine
+}
+
+// removeContainersLoop removes, in kandev's directory $d on the host, the
+// containers of session $sid (by its label) through each engine whose
+// marker is there, then the marker; a failure is left for the next sweep.
+const removeContainersLoop = `for e in docker podman; do
+    [ -e "$d/run/$sid.$e" ] || continue
+    ids=$("$e" ps --all --quiet --filter "label=kandev.session=$sid" 2>/dev/null) || continue
+    [ -z "$ids" ] || "$e" rm --force $ids >/dev/null 2>&1 || continue
+    rm -f "$d/run/$sid.$e"
+  done`
+
+// removeContainersScript is removeContainersLoop for one session, before
+// killScript.
+const removeContainersScript = "d=%s; sid=%s\n" + removeContainersLoop + "\n"

@@ -23,9 +23,13 @@ func ContainerName(sessionID string) string { return "kandev-" + sessionID }
 // environment (KEY=VALUE), passed by name so values stay off the command
 // line.
 func (v View) ContainerArgs(envNames []string) []string {
+	user := v.User
+	if user == "" {
+		user = strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid())
+	}
 	args := []string{"run", "-i", "--rm", "--pull", "never", "--name", ContainerName(v.SessionID),
 		"--label", LabelSession + "=" + v.SessionID,
-		"--user", strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()),
+		"--user", user,
 		"--cap-drop=ALL", "--security-opt", "no-new-privileges",
 		"--pids-limit", strconv.Itoa(PidsLimit),
 		"--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev",

@@ -45,6 +45,9 @@ type View struct {
 	Image string
 	// Label marks a container with its session, for stop and the sweep.
 	SessionID string
+	// User is the container's UID:GID; "" is this process's (a host's
+	// container runs as the remote account).
+	User string
 }
 
 // Input is what Describe builds a View from. Every path is the host's and
@@ -73,6 +76,8 @@ type Input struct {
 	MCPSocket string
 	NoNetwork bool
 	SessionID string
+	// User is a container's UID:GID, "" for this process's.
+	User string
 	// ReadOnly are paths inside the worktree mounted read-only over it: a
 	// shared task's repository's config, hooks and info, which would run
 	// on the next git command of the operator's if the agent wrote them.
@@ -104,7 +109,7 @@ func Describe(in Input) (View, error) {
 	if fs == nil {
 		fs = OS{}
 	}
-	v := View{Mode: in.Mode, Home: in.OperatorHome, Dir: in.Worktree, Network: !in.NoNetwork, Image: in.Image, SessionID: in.SessionID}
+	v := View{Mode: in.Mode, Home: in.OperatorHome, Dir: in.Worktree, Network: !in.NoNetwork, Image: in.Image, SessionID: in.SessionID, User: in.User}
 	add := func(m Mount) { v.Mounts = append(v.Mounts, m) }
 	for _, d := range systemDirs {
 		if real, err := fs.EvalSymlinks(d); err == nil && real == d {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -229,8 +230,16 @@ func TestContainerArgs(t *testing.T) {
 	if args[len(args)-1] != "kandev-agent:1" {
 		t.Errorf("last arg %q, want the image", args[len(args)-1])
 	}
-	if !strings.Contains(s, " --user ") {
-		t.Error("no --user")
+	if !strings.Contains(s, " --user "+strconv.Itoa(os.Getuid())+":"+strconv.Itoa(os.Getgid())+" ") {
+		t.Errorf("--user is not this process's:\n%s", s)
+	}
+	// On a host, the container runs as the remote account.
+	in.User = "1234:1235"
+	if v, err = Describe(in); err != nil {
+		t.Fatal(err)
+	}
+	if s := " " + strings.Join(v.ContainerArgs(nil), " ") + " "; !strings.Contains(s, " --user 1234:1235 ") {
+		t.Errorf("--user is not the input's:\n%s", s)
 	}
 }
 
