@@ -85,7 +85,7 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
 	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
-	fl.StringVar(&opts.Input.Sandbox, "sandbox", "", "where its agent runs: none, bwrap, docker or podman (fixed at creation; default: the parent's, else the profile's, else config.toml's sandbox or autopilot_sandbox, else none, and bwrap on autopilot where installed)")
+	fl.StringVar(&opts.Input.Sandbox, "sandbox", "", "where its agent runs: none, bwrap, docker or podman (fixed at creation; default: the parent's, else the profile's, else config.toml's sandbox or autopilot_sandbox, else none, and bwrap on autopilot where installed, always on a host, whose run fails without it)")
 	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
 	fl.StringVar(&opts.Input.CWD, "cwd", "", "workspace directory (default: the current directory; for a child, its parent's)")
 	fl.StringVar(&opts.Input.Workspace, "workspace", "", "worktree (its own git worktree and branch) or shared (the directory as it is); default: config workspace, auto: a worktree inside a git repository, else shared; a child created without --cwd works in its parent's worktree")
