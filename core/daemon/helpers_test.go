@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -141,4 +142,28 @@ func metaField(m core.Message, key string) string {
 	_ = json.Unmarshal(m.Meta, &meta)
 	s, _ := meta[key].(string)
 	return s
+}
+
+// logTaskOnFailure logs, when the test fails, what a stranger needs to see
+// of the task: its waiting reason, session and stall, its conversation and
+// its session's log (and whatever more adds, e.g. an sshd's log).
+func logTaskOnFailure(t *testing.T, d *daemontest.Daemon, id string, more func()) {
+	t.Helper()
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		got := get(t, d, id)
+		t.Logf("task: waiting %q session %+v stalled %+v", got.Waiting, got.Session, got.Stalled)
+		for _, m := range conversation(t, d, id) {
+			t.Logf("%s: %s", m.Kind, m.Text)
+		}
+		if got.Session != nil {
+			b, _ := os.ReadFile(d.Home.SessionLog(got.Session.ID))
+			t.Logf("session log:\n%s", b)
+		}
+		if more != nil {
+			more()
+		}
+	})
 }

@@ -139,19 +139,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 		call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "bwrap", "start": false}) +
 		"\nmock: say all finished\nmock: hang"
 	task := create(t, d, core.CreateTaskInput{Title: "contained on the host", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: script})
-	t.Cleanup(func() {
-		if t.Failed() {
-			got := get(t, d, task.ID)
-			t.Logf("task: waiting %q session %+v stalled %+v", got.Waiting, got.Session, got.Stalled)
-			for _, m := range conversation(t, d, task.ID) {
-				t.Logf("%s: %s", m.Kind, m.Text)
-			}
-			if got.Session != nil {
-				b, _ := os.ReadFile(d.Home.SessionLog(got.Session.ID))
-				t.Logf("session log:\n%s", b)
-			}
-		}
-	})
+	logTaskOnFailure(t, d, task.ID, nil)
 	if task.Sandbox != e.name || task.Host != "lb" {
 		t.Fatalf("task sandbox %q host %q", task.Sandbox, task.Host)
 	}

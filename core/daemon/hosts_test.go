@@ -221,20 +221,7 @@ func TestHostRunsAgent(t *testing.T) {
 		"mock: call ask_user_question_kandev " + askUserArgs("which colour?"),
 		"mock: hang",
 	}, "\n")})
-	t.Cleanup(func() {
-		if t.Failed() {
-			got := get(t, d, task.ID)
-			t.Logf("task: waiting %q session %+v stalled %+v", got.Waiting, got.Session, got.Stalled)
-			for _, m := range conversation(t, d, task.ID) {
-				t.Logf("%s: %s", m.Kind, m.Text)
-			}
-			if got.Session != nil {
-				b, _ := os.ReadFile(d.Home.SessionLog(got.Session.ID))
-				t.Logf("session log:\n%s", b)
-				t.Logf("sshd log:\n%s", h.Log())
-			}
-		}
-	})
+	logTaskOnFailure(t, d, task.ID, func() { t.Logf("sshd log:\n%s", h.Log()) })
 	waitSaid(t, d, task.ID, "hello")
 	waitSaid(t, d, task.ID, "wrote remote.txt")
 	waitSaid(t, d, task.ID, "result list_tasks_kandev")

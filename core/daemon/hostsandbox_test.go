@@ -56,19 +56,7 @@ func TestHostSandboxBwrap(t *testing.T) {
 		call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "none", "start": false}) +
 		"\nmock: say all finished\nmock: hang"
 	task := create(t, d, core.CreateTaskInput{Title: "boxed on the host", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: script})
-	t.Cleanup(func() {
-		if t.Failed() {
-			got := get(t, d, task.ID)
-			t.Logf("task: waiting %q session %+v stalled %+v", got.Waiting, got.Session, got.Stalled)
-			for _, m := range conversation(t, d, task.ID) {
-				t.Logf("%s: %s", m.Kind, m.Text)
-			}
-			if got.Session != nil {
-				b, _ := os.ReadFile(d.Home.SessionLog(got.Session.ID))
-				t.Logf("session log:\n%s", b)
-			}
-		}
-	})
+	logTaskOnFailure(t, d, task.ID, nil)
 	if task.Sandbox != core.SandboxBwrap || task.Host != "lb" {
 		t.Fatalf("task sandbox %q host %q", task.Sandbox, task.Host)
 	}
