@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -108,5 +109,9 @@ func NewCmdMockAgent(f *Factory, runF func(*MockAgentOptions) error) *cobra.Comm
 
 func mockAgentRun(ctx context.Context, opts *MockAgentOptions) error {
 	f := opts.F
+	// A mock agent needs no parallelism. With one P its runtime does not
+	// spin idle cores between writes: fifty streaming mocks on a 2-core
+	// machine otherwise keep the cores from the daemon they load.
+	runtime.GOMAXPROCS(1)
 	return mockagent.Run(context.WithoutCancel(ctx), f.IO.In, f.IO.Out, f.IO.ErrOut, f.Getenv)
 }

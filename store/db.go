@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -45,6 +46,26 @@ type DB struct {
 	Queries
 	sql  *sql.DB
 	path string
+	// appendChunk is prepared once, on first use: the streamed output of
+	// every agent is appended through it many times a second, and
+	// preparing it in each transaction parsed it (and its trigger) again
+	// each time.
+	stmtMu      sync.Mutex
+	appendChunk *sql.Stmt
+}
+
+// appendChunkStmt is appendChunk, prepared when first asked for.
+func (db *DB) appendChunkStmt(ctx context.Context) (*sql.Stmt, error) {
+	db.stmtMu.Lock()
+	defer db.stmtMu.Unlock()
+	if db.appendChunk == nil {
+		st, err := db.sql.PrepareContext(ctx, appendChunk)
+		if err != nil {
+			return nil, err
+		}
+		db.appendChunk = st
+	}
+	return db.appendChunk, nil
 }
 
 // Open opens (creating if needed) the database at path and applies every
@@ -115,7 +136,14 @@ func isBusy(err error) bool {
 }
 
 // Close releases the pool.
-func (db *DB) Close() error { return db.sql.Close() }
+func (db *DB) Close() error {
+	db.stmtMu.Lock()
+	if db.appendChunk != nil {
+		db.appendChunk.Close()
+	}
+	db.stmtMu.Unlock()
+	return db.sql.Close()
+}
 
 // Path is the file the database lives in.
 func (db *DB) Path() string { return db.path }

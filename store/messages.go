@@ -109,11 +109,12 @@ type Chunk struct {
 // The statement is prepared once per transaction: parsing it again for
 // each of fifty entries was most of the write's cost.
 func (db *DB) AppendMessageChunks(ctx context.Context, cs []Chunk) error {
+	prepared, err := db.appendChunkStmt(ctx)
+	if err != nil {
+		return fmt.Errorf("append to messages: %w", mapErr(err))
+	}
 	return db.tx(ctx, func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, appendChunk)
-		if err != nil {
-			return fmt.Errorf("append to messages: %w", mapErr(err))
-		}
+		st := tx.StmtContext(ctx, prepared)
 		defer st.Close()
 		for _, c := range cs {
 			if _, err := st.ExecContext(ctx, c.Seq, c.Field, c.Text, nanos(c.At)); err != nil {

@@ -11,8 +11,8 @@ import (
 // waiting in the guard's buffer. The SDK decodes each of them twice over
 // and the engine takes each in turn, only to join their texts (ADR 0050);
 // the guard hands such a run of lines on as one notification instead,
-// whose text is theirs joined (ADR 0059). Only lines already read are
-// joined: nothing waits for more.
+// whose text is theirs joined (ADR 0059), waiting up to joinWait for more
+// of them (ADR 0063).
 
 // maxCoalesced bounds a joined line's text, far below MaxLine.
 const maxCoalesced = 256 << 10

@@ -9,7 +9,9 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -234,5 +236,139 @@ func TestLineGuardWaitEndsWithoutMore(t *testing.T) {
 	pw.Close()
 	if _, err := out.ReadString('\n'); err != io.EOF {
 		t.Fatalf("after the agent's end: %v, want EOF", err)
+	}
+}
+
+// readCounter counts its reader's reads and signals each one.
+type readCounter struct {
+	r     io.Reader
+	mu    sync.Mutex
+	reads int
+	read  chan struct{}
+}
+
+func (c *readCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.mu.Lock()
+		c.reads++
+		c.mu.Unlock()
+		select {
+		case c.read <- struct{}{}:
+		default:
+		}
+	}
+	return n, err
+}
+
+func (c *readCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// An agent streaming a token at a time: after a chunk the guard sleeps
+// through its window and reads what came meanwhile at once (ADR 0063),
+// rather than once per chunk; the chunks pass joined, text whole. A burst
+// (more than denseJoin in one join) turns the sleeping off until a join
+// takes less.
+func TestLineGuardSleepsThroughSparseStream(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	counted := &readCounter{r: pr, read: make(chan struct{}, 1)}
+	stdout := &eofReader{r: counted, done: make(chan struct{})}
+	g := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: func(string) {}, onFault: func(string) {},
+		flow: newFlow(), ready: make(chan struct{}), deadline: pr.SetReadDeadline}
+	close(g.ready)
+	g.flow.close()
+	passed := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(g)
+		sc.Buffer(nil, MaxLine+1)
+		for sc.Scan() {
+			passed <- sc.Text()
+		}
+		close(passed)
+	}()
+	texts := func(n int, from int) []string {
+		var ts []string
+		for i := range n {
+			ts = append(ts, fmt.Sprintf("t%d ", from+i))
+		}
+		return ts
+	}
+	// textOf reads passed lines until their texts join to want.
+	textOf := func(want string) int {
+		t.Helper()
+		var got strings.Builder
+		lines := 0
+		for got.Len() < len(want) {
+			line, ok := <-passed
+			if !ok {
+				t.Fatalf("stream ended with %q of %q", got.String(), want)
+			}
+			var msg wireMessage
+			var n acp.SessionNotification
+			if json.Unmarshal([]byte(line), &msg) != nil || json.Unmarshal(msg.Params, &n) != nil || n.Update.AgentMessageChunk == nil {
+				t.Fatalf("passed %q", line)
+			}
+			got.WriteString(n.Update.AgentMessageChunk.Content.Text.Text)
+			lines++
+		}
+		if got.String() != want {
+			t.Fatalf("passed text %q, want %q", got.String(), want)
+		}
+		return lines
+	}
+
+	sparse := texts(10, 0)
+	fmt.Fprintln(pw, chunkLine("agent_message_chunk", sparse[0]))
+	<-counted.read // the guard has the first chunk and waits
+	before := counted.count()
+	for _, s := range sparse[1:] {
+		time.Sleep(time.Millisecond)
+		fmt.Fprintln(pw, chunkLine("agent_message_chunk", s))
+	}
+	lines := textOf(strings.Join(sparse, ""))
+	if reads := counted.count() - before; reads > 4 {
+		t.Errorf("%d reads for 9 chunks written 1 ms apart within the %v window, want them read at once", reads, joinWait)
+	}
+	if lines > 4 {
+		t.Errorf("%d notifications passed for 10 chunks, want them joined", lines)
+	}
+	if g.dense {
+		t.Error("a stream of single tokens marked dense")
+	}
+
+	// A burst: more than denseJoin written at once (within the pipe's
+	// and the reader's buffers, so it is one join whatever the timing).
+	var burst strings.Builder
+	many := texts(200, 100)
+	for _, s := range many {
+		burst.WriteString(chunkLine("agent_message_chunk", s) + "\n")
+	}
+	if burst.Len() < denseJoin+1024 || burst.Len() > 60<<10 {
+		t.Fatalf("burst of %d bytes", burst.Len())
+	}
+	if _, err := io.WriteString(pw, burst.String()); err != nil {
+		t.Fatal(err)
+	}
+	if lines := textOf(strings.Join(many, "")); lines != 1 {
+		t.Errorf("a burst written at once passed as %d notifications, want 1", lines)
+	}
+	if !g.dense {
+		t.Error("a burst of 200 chunks did not mark the stream dense")
+	}
+	// A single token after it: the stream is sparse again.
+	fmt.Fprintln(pw, chunkLine("agent_message_chunk", "last"))
+	textOf("last")
+	fmt.Fprintln(pw, chunkLine("agent_message_chunk", "after"))
+	textOf("after")
+	if g.dense {
+		t.Error("single tokens after a burst still marked dense")
 	}
 }

@@ -715,6 +715,9 @@ type lineGuard struct {
 	line      []byte
 	buf       []byte
 	join      coalescer
+	// dense: the last join took in at least denseJoin; the next one reads
+	// what comes as it comes instead of sleeping through its window.
+	dense bool
 	// deadline sets the agent's stdout's read deadline, when it has one
 	// (a pipe; not an in-process peer): the guard then waits up to
 	// joinWait for more chunks to join.
@@ -797,11 +800,12 @@ func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
 		return line
 	}
 	until := time.Now().Add(joinWait)
+	taken := 0 // bytes of the lines joined after the first
 	for {
 		ahead, _ := g.r.Peek(g.r.Buffered())
 		i := bytes.IndexByte(ahead, '\n')
 		if i < 0 {
-			if g.wait(until, len(ahead)) {
+			if g.wait(until, len(ahead), !g.dense) {
 				continue
 			}
 			break
@@ -810,7 +814,9 @@ func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
 			break
 		}
 		_, _ = g.r.Discard(i + 1)
+		taken += i + 1
 	}
+	g.dense = taken >= denseJoin
 	g.flow.setBuffered(g.r.Buffered())
 	if g.join.n == 1 {
 		return line
@@ -821,14 +827,35 @@ func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
 // joinWait is how long the guard waits after a chunk for the next ones to
 // join it. An agent streams a chunk every few milliseconds: the SDK then
 // decodes one notification for several chunks, the engine takes one. It
-// delays each chunk by at most this much (ADR 0059) — a kill -9 may lose
-// it beside the recorder's streamFlushDelay.
-const joinWait = 10 * time.Millisecond
+// delays each chunk by at most this much (ADRs 0059, 0063) — a kill -9 may
+// lose it beside the recorder's streamFlushDelay.
+const joinWait = 60 * time.Millisecond
 
-// wait reads more of the agent's output into the buffer, until the next
-// line is whole or until at the latest, and reports whether more came.
-func (g *lineGuard) wait(until time.Time, have int) bool {
-	if g.deadline == nil || have >= g.r.Size() || !time.Now().Before(until) || g.deadline(until) != nil {
+// denseJoin is how much a join takes in when the agent writes faster than
+// a stream of tokens (a burst, a replay): the guard then stops sleeping
+// through its windows, as the agent is likely blocked on a full pipe,
+// until a join takes less.
+const denseJoin = 16 << 10
+
+// readAhead bounds the read after a window slept through, when nothing
+// came meanwhile.
+const readAhead = time.Millisecond
+
+// wait reads more of the agent's output into the buffer, until at the
+// latest, and reports whether more came. A sparse stream (sleep) is slept
+// through to until and then read at once: waking for each chunk as it
+// lands cost a read and a reschedule per chunk, at fifty agents most of
+// what the daemon spent on their streams. A dense one is read as it comes.
+func (g *lineGuard) wait(until time.Time, have int, sleep bool) bool {
+	now := time.Now()
+	if g.deadline == nil || have >= g.r.Size() || !now.Before(until) {
+		return false
+	}
+	if sleep {
+		time.Sleep(until.Sub(now))
+		until = time.Now().Add(readAhead)
+	}
+	if g.deadline(until) != nil {
 		return false
 	}
 	_, err := g.r.Peek(have + 1)
