@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	acp "github.com/coder/acp-go-sdk"
 )
@@ -371,4 +372,21 @@ func TestLineGuardSleepsThroughSparseStream(t *testing.T) {
 	if g.dense {
 		t.Error("single tokens after a burst still marked dense")
 	}
+}
+
+// stringBody agrees with encoding/json on what a string's body may be,
+// for the UTF-8 texts a join accepts.
+func FuzzStringBody(f *testing.F) {
+	for _, s := range []string{"", "plain", `a\"b`, `\\`, `\`, `\u00e9`, `\u00g9`, `\u12`, "tab\tin", `\n\r\t\b\f\/`, `"`, `\x`, "é"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if !utf8.Valid(b) {
+			return
+		}
+		want := json.Valid([]byte(`"` + string(b) + `"`))
+		if got := stringBody(b); got != want {
+			t.Fatalf("stringBody(%q) = %v, encoding/json says %v", b, got, want)
+		}
+	})
 }
