@@ -20,9 +20,11 @@ type Bus struct {
 	seq  int64
 	subs map[*subscription]struct{}
 	// ids finds a subscription by the id SetAppends names it by; lastID
-	// numbers them.
-	ids    map[string]*subscription
-	lastID int64
+	// numbers them after idPrefix, the bus's start, so that an id held
+	// across a daemon's restart names nothing in the new one.
+	ids      map[string]*subscription
+	idPrefix string
+	lastID   int64
 }
 
 type subscription struct {
@@ -65,7 +67,8 @@ func (a Appends) admits(e *core.Event) bool {
 }
 
 func newBus() *Bus {
-	return &Bus{subs: map[*subscription]struct{}{}, ids: map[string]*subscription{}}
+	return &Bus{subs: map[*subscription]struct{}{}, ids: map[string]*subscription{},
+		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36) + "-"}
 }
 
 // Publish stamps e with the next sequence number and delivers it.
@@ -116,7 +119,7 @@ func (b *Bus) SubscribeAppends(taskID string, appends Appends) (id string, event
 	s := &subscription{ch: make(chan core.Event, subscriberBuffer), taskID: taskID, appends: appends}
 	b.mu.Lock()
 	b.lastID++
-	id = "s" + strconv.FormatInt(b.lastID, 10)
+	id = b.idPrefix + strconv.FormatInt(b.lastID, 10)
 	b.subs[s] = struct{}{}
 	b.ids[id] = s
 	b.mu.Unlock()
