@@ -118,12 +118,12 @@ func TestEventsFollowAppends(t *testing.T) {
 	}
 
 	err = d.Client.FollowAppends(ctx, "nosuch", a.ID)
-	if ce := core.AsError(err); ce == nil || ce.Code != core.CodeNotFound {
+	if err == nil || core.AsError(err).Code != core.CodeNotFound {
 		t.Fatalf("an unknown subscription: err = %v, want not found", err)
 	}
 	endStream()
 	daemontest.Eventually(t, wait, "the ended stream's subscription to be gone", func() bool {
-		ce := core.AsError(d.Client.FollowAppends(ctx, sub, a.ID))
-		return ce != nil && ce.Code == core.CodeNotFound
+		err := d.Client.FollowAppends(ctx, sub, a.ID)
+		return err != nil && core.AsError(err).Code == core.CodeNotFound
 	})
 }
