@@ -69,8 +69,15 @@ type Client interface {
 	AddPerson(ctx context.Context, name string) (Person, error)
 
 	// Events streams changes until ctx ends. The channel closes when the
-	// stream ends; a resync event means events were missed.
+	// stream ends; a resync event means events were missed. Asked for an
+	// appends filter (EventsInput.Appends), its first event is subscribed,
+	// naming the subscription FollowAppends changes.
 	Events(ctx context.Context, in EventsInput) (<-chan Event, error)
+	// FollowAppends changes which task's streamed output (message.appended)
+	// a live event subscription receives: taskID's alone, none when it is
+	// "". Every other event flows as before. Not found once the stream
+	// ended.
+	FollowAppends(ctx context.Context, subscription, taskID string) error
 
 	Version(ctx context.Context) (VersionInfo, error)
 }
@@ -371,7 +378,15 @@ type Person struct {
 // EventsInput filters the event stream.
 type EventsInput struct {
 	TaskID string `json:"task_id,omitempty"`
+	// Appends filters the message.appended events alone: "" every task's
+	// (the default), AppendsNone none, else that task's. A front end that
+	// shows one conversation asks for it and moves it with FollowAppends:
+	// with many agents streaming, appends are nearly all the traffic.
+	Appends string `json:"appends,omitempty"`
 }
+
+// AppendsNone is EventsInput.Appends asking for no task's appends.
+const AppendsNone = "none"
 
 // VersionInfo describes the running kandev.
 type VersionInfo struct {

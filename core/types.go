@@ -447,6 +447,10 @@ const (
 	EventNeedsYou EventType = "task.needs_you"
 	// EventResync tells a subscriber it missed events and must reload.
 	EventResync EventType = "resync"
+	// EventSubscribed opens a stream that asked for an appends filter
+	// (EventsInput.Appends): its Subscription is the id FollowAppends
+	// takes. Not a change: it has no Seq.
+	EventSubscribed EventType = "subscribed"
 )
 
 // Event is one change, in the order the daemon made it. Seq increases by
@@ -462,4 +466,6 @@ type Event struct {
 	Append   *MessageAppend `json:"append,omitempty"`
 	Question *QuestionInfo  `json:"question,omitempty"`
 	Profile  *Profile       `json:"profile,omitempty"`
+	// Subscription is a subscribed event's subscription id.
+	Subscription string `json:"subscription,omitempty"`
 }

@@ -20,6 +20,8 @@ type streamOpenMsg struct {
 	client core.Client
 	events <-chan core.Event
 	cancel context.CancelFunc
+	// appends is the appends filter it opened with (core.EventsInput).
+	appends string
 }
 
 // streamFailedMsg: connecting failed; try again after a pause.
@@ -184,7 +186,9 @@ func dropQueuedCmd(ctx context.Context, c core.Client, dialog int, id string, in
 // maxBurst caps how many queued events one message carries.
 const maxBurst = 1024
 
-func connectCmd(ctx context.Context, gen int, client core.Client, reconnect func(context.Context) (core.Client, error)) tea.Cmd {
+// connectCmd opens the event stream, its appends filter at appends (the
+// conversation shown, or none: appends.go).
+func connectCmd(ctx context.Context, gen int, client core.Client, reconnect func(context.Context) (core.Client, error), appends string) tea.Cmd {
 	return func() tea.Msg {
 		c := client
 		if reconnect != nil {
@@ -195,12 +199,12 @@ func connectCmd(ctx context.Context, gen int, client core.Client, reconnect func
 			c = nc
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		ch, err := c.Events(sctx, core.EventsInput{})
+		ch, err := c.Events(sctx, core.EventsInput{Appends: appends})
 		if err != nil {
 			cancel()
 			return streamFailedMsg{gen: gen, err: err}
 		}
-		return streamOpenMsg{gen: gen, client: c, events: ch, cancel: cancel}
+		return streamOpenMsg{gen: gen, client: c, events: ch, cancel: cancel, appends: appends}
 	}
 }
 

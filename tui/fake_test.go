@@ -36,6 +36,9 @@ type fakeClient struct {
 	pushed   int // events pushed on any stream
 	calls    []string
 	errs     map[string]error // by method name
+	// unfollowed lists the conversations read while the stream did not
+	// follow their appends.
+	unfollowed []string
 
 	created  []core.CreateTaskInput
 	answers  []core.AnswerInput
@@ -125,6 +128,10 @@ func (f *fakeClient) Conversation(ctx context.Context, id string, in core.Conver
 		return core.ConversationPage{}, err
 	}
 	f.mu.Lock()
+	if n := len(f.streams); n > 0 && f.streams[n-1].sub != "" && !f.streams[n-1].closed && f.streams[n-1].appends != id {
+		// An append between the page and a later move would be lost.
+		f.unfollowed = append(f.unfollowed, id+" while following "+f.streams[n-1].appends)
+	}
 	if f.convoIns == nil {
 		f.convoIns = map[string][]core.ConversationInput{}
 	}
@@ -199,6 +206,9 @@ func (f *fakeClient) addMessages(id string, ms ...core.Message) {
 type fakeStream struct {
 	ch     chan core.Event
 	closed bool
+	// sub names it; opened is the appends filter it opened with, appends
+	// the filter as opened and moved.
+	sub, opened, appends string
 }
 
 // Events opens a stream the test feeds with push and ends with endStream.
@@ -206,11 +216,38 @@ func (f *fakeClient) Events(ctx context.Context, in core.EventsInput) (<-chan co
 	if err := f.record("Events"); err != nil {
 		return nil, err
 	}
-	s := &fakeStream{ch: make(chan core.Event, 64)}
+	s := &fakeStream{ch: make(chan core.Event, 64), opened: in.Appends, appends: in.Appends}
+	if in.Appends == core.AppendsNone {
+		s.appends = ""
+	}
 	f.mu.Lock()
 	f.streams = append(f.streams, s)
+	s.sub = fmt.Sprintf("sub%d", len(f.streams))
+	if in.Appends != "" {
+		// As the daemon's client: the subscription first (counted as
+		// pushed, so the driver waits for the model to read it).
+		f.pushed++
+		s.ch <- core.Event{Type: core.EventSubscribed, Subscription: s.sub}
+	}
 	f.mu.Unlock()
 	return s.ch, nil
+}
+
+// FollowAppends records the move; the fake's streams carry only what the
+// test pushes, so it filters nothing.
+func (f *fakeClient) FollowAppends(ctx context.Context, sub, taskID string) error {
+	if err := f.record("FollowAppends " + sub + " " + taskID); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, s := range f.streams {
+		if s.sub == sub && !s.closed {
+			s.appends = taskID
+			return nil
+		}
+	}
+	return core.Errorf(core.CodeNotFound, "no event stream %q", sub)
 }
 
 func (f *fakeClient) stream() *fakeStream {
@@ -573,6 +610,9 @@ func startDriver(t *testing.T, client core.Client, f *fakeClient, w, h int, opts
 	}
 	m := newModel(ctx, client, o, testStyles())
 	d := &driver{t: t, m: m, f: f, msgs: make(chan tea.Msg, 1024), ctx: ctx}
+	// A fake another driver used: what was pushed before was its own (the
+	// subscribed event each stream opens with, at least).
+	_, _, _, d.consumed = f.streamState(nil)
 	// Reconnects wait for the test to send reconnectMsg: the first backoff
 	// is long enough for the driver to park it.
 	m.tickEvery, m.debounce, m.backoff, m.after = 0, 0, time.Hour, d.after

@@ -72,6 +72,10 @@ type Model struct {
 	// not start one by itself (Options.Attach); R does.
 	daemonDown bool
 
+	// appends: the stream's appends filter, moved to the conversation
+	// shown (appends.go).
+	appends appendsFollow
+
 	tasks    *taskStore
 	tree     treePane
 	detail   detailPane
@@ -107,6 +111,7 @@ func newModel(ctx context.Context, client core.Client, opts Options, st styles) 
 		ctx: ctx, client: client, opts: opts, st: st, keys: newKeyMap(),
 		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick, exec: tea.ExecProcess,
 		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
+		appends: appendsFollow{order: &appendsOrder{}},
 	}
 	m.detail.follow = true
 	m.filterInput = newInput(m.st, "title, id or profile", 30)
@@ -117,7 +122,7 @@ func newModel(ctx context.Context, client core.Client, opts Options, st styles) 
 // falls between them.
 func (m *Model) Init() tea.Cmd {
 	m.gen = 1
-	cmds := []tea.Cmd{connectCmd(m.ctx, m.gen, m.client, nil)}
+	cmds := []tea.Cmd{connectCmd(m.ctx, m.gen, m.client, nil, m.openingAppends())}
 	if m.tickEvery > 0 {
 		cmds = append(cmds, tickCmd(m.after, m.tickEvery))
 	}
@@ -128,6 +133,11 @@ func (m *Model) Init() tea.Cmd {
 // rows, scroll positions, the detail's task and lines) up to date.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	var cmds []tea.Cmd
+	if am, ok := msg.(appendsMsg); ok {
+		// The filter moved; what was chained after it is handled now.
+		m.onAppends(am)
+		msg = am.then
+	}
 	add := func(c tea.Cmd) {
 		if c != nil {
 			cmds = append(cmds, c)
@@ -168,7 +178,7 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if m.opts.Attach != nil {
 				reconnect = m.opts.Attach
 			}
-			add(connectCmd(m.ctx, m.gen, m.client, reconnect))
+			add(connectCmd(m.ctx, m.gen, m.client, reconnect, m.openingAppends()))
 		}
 	case tasksMsg:
 		add(m.onTasks(msg))
@@ -249,6 +259,8 @@ func (m *Model) sync() tea.Cmd {
 		m.fetching = ""
 		if m.tree.selected != "" {
 			cmd = debounceConvo(m.after, m.detail.gen, m.debounce)
+		} else {
+			cmd = m.followAppends("", nil) // no conversation shown
 		}
 	}
 	if sel := m.tree.selected; sel != "" && m.fetching != sel && m.tasks.isPartial(sel) {
@@ -309,7 +321,7 @@ func (m *Model) loadTail(fresh bool) tea.Cmd {
 	c.olderBusy, c.newerBusy, c.olderErr, c.newerErr = false, false, "", ""
 	c.newer, c.stash, c.stashLost = false, nil, false
 	c.dirty = true
-	return loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageTail, 0)
+	return m.followAppends(c.taskID, loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageTail, 0))
 }
 
 // reloadConvo reads the shown conversation again after events were
@@ -328,7 +340,7 @@ func (m *Model) reloadConvo() tea.Cmd {
 	c.olderBusy, c.olderErr, c.newerErr = false, "", ""
 	c.newer, c.stash, c.stashLost = true, nil, false
 	c.newerBusy, c.dirty = true, true
-	return loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageNewer, c.first()-1)
+	return m.followAppends(c.taskID, loadConvoCmd(m.ctx, m.client, d.gen, c.taskID, pageNewer, c.first()-1))
 }
 
 // ---- connection and data ----
@@ -342,6 +354,7 @@ func (m *Model) onStreamOpen(msg streamOpenMsg) tea.Cmd {
 		m.cancel()
 	}
 	m.client, m.cancel, m.events = msg.client, msg.cancel, msg.events
+	m.onStreamAppends(msg.appends)
 	if m.connected && m.conn != connLive {
 		m.setStatus("reconnected to the daemon; reloaded", false)
 	}
@@ -368,6 +381,7 @@ func (m *Model) lost(why string) tea.Cmd {
 		m.cancel = nil
 	}
 	m.conn, m.connErr = connLost, why
+	m.appends.sub = "" // its subscription went with it
 	m.attempt++
 	d := m.backoff << min(m.attempt-1, 5)
 	m.retryIn = min(d, maxBackoff)
@@ -385,7 +399,7 @@ func (m *Model) restartDaemon() tea.Cmd {
 	m.gen++
 	m.conn, m.daemonDown = connConnecting, false
 	m.setStatus("starting the daemon…", false)
-	return connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect)
+	return connectCmd(m.ctx, m.gen, m.client, m.opts.Reconnect, m.openingAppends())
 }
 
 func (m *Model) onEvents(msg eventsMsg) tea.Cmd {
@@ -419,6 +433,8 @@ func (m *Model) apply(ev core.Event) tea.Cmd {
 			}
 		}
 		return nil
+	case core.EventSubscribed:
+		return m.onSubscribed(ev.Subscription)
 	case core.EventProfileChanged:
 		return loadProfilesCmd(m.ctx, m.client)
 	case core.EventNeedsYou:

@@ -310,6 +310,9 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	})
 	route(m, wire.RemoveProfile, key(h.eng.RemoveProfile))
 	h.hostRoutes(m)
+	route(m, wire.FollowAppends, func(ctx context.Context, in wire.Keyed[wire.AppendsBody]) (wire.None, error) {
+		return wire.None{}, h.eng.FollowAppends(ctx, in.Key, in.In.TaskID)
+	})
 	m.HandleFunc("GET /v1/task-summaries", h.listTaskSummaries)
 	m.HandleFunc("GET /v1/events", h.events)
 	m.HandleFunc("GET /v1/mcp/surface", h.mcpSurface)
@@ -498,14 +501,19 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
 
 // events streams the bus as server-sent events, with a comment line every
 // 15 s so idle connections stay open through proxies and timeouts.
+// ?appends= filters the message.appended events (core.EventsInput.Appends);
+// the Kandev-Subscription header names the subscription for
+// FollowAppends, and the name dies with the request.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		writeErr(w, core.Errorf(core.CodeInternal, "streaming unsupported"))
 		return
 	}
-	ch, cancel := h.eng.Bus().Subscribe(r.URL.Query().Get("task"))
+	q := r.URL.Query()
+	sub, ch, cancel := h.eng.Bus().SubscribeAppends(q.Get("task"), engine.AppendsOf(q.Get("appends")))
 	defer cancel()
+	w.Header().Set(wire.SubscriptionHeader, sub)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

@@ -484,8 +484,15 @@ func (c *Client) AddPerson(ctx context.Context, name string) (core.Person, error
 // ctx ends or the daemon goes away, then closes the channel.
 func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
 	path := "/v1/events"
+	q := url.Values{}
 	if in.TaskID != "" {
-		path += "?task=" + url.QueryEscape(in.TaskID)
+		q.Set("task", in.TaskID)
+	}
+	if in.Appends != "" {
+		q.Set("appends", in.Appends)
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
 	}
 	// The stream has no deadline: it lives as long as ctx.
 	resp, err := c.send(ctx, "GET", path, nil)
@@ -493,6 +500,11 @@ func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.E
 		return nil, err
 	}
 	out := make(chan core.Event, 256)
+	// A daemon before FollowAppends names no subscription (and sends every
+	// append): then there is none to follow.
+	if sub := resp.Header.Get(wire.SubscriptionHeader); in.Appends != "" && sub != "" {
+		out <- core.Event{Type: core.EventSubscribed, Subscription: sub, At: time.Now().UTC()}
+	}
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
@@ -520,6 +532,12 @@ func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.E
 		}
 	}()
 	return out, nil
+}
+
+// FollowAppends implements core.Client.
+func (c *Client) FollowAppends(ctx context.Context, subscription, taskID string) error {
+	_, err := call(ctx, c, wire.FollowAppends, wire.Keyed[wire.AppendsBody]{Key: subscription, In: wire.AppendsBody{TaskID: taskID}})
+	return err
 }
 
 // ToolSurface implements core.ToolHost.

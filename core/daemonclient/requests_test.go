@@ -105,6 +105,9 @@ func TestRequestsGolden(t *testing.T) {
 	c.TaskStats(ctx, core.ListTasksInput{All: true})
 	two := 2
 	c.EditHost(ctx, "h", core.HostEdit{MaxAgents: &two})
+	c.FollowAppends(ctx, "s1", "k1")
+	c.FollowAppends(ctx, "s1", "")
+	c.Events(ctx, core.EventsInput{TaskID: "k1", Appends: core.AppendsNone})
 	mu.Lock()
 	got := out.String()
 	mu.Unlock()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,15 +19,57 @@ type Bus struct {
 	mu   sync.Mutex
 	seq  int64
 	subs map[*subscription]struct{}
+	// ids finds a subscription by the id SetAppends names it by; lastID
+	// numbers them after idPrefix, the bus's start, so that an id held
+	// across a daemon's restart names nothing in the new one.
+	ids      map[string]*subscription
+	idPrefix string
+	lastID   int64
 }
 
 type subscription struct {
 	ch     chan core.Event
 	taskID string
 	lagged bool
+	// appends: which task's streamed output it receives (SetAppends may
+	// change it while the subscription lives).
+	appends Appends
 }
 
-func newBus() *Bus { return &Bus{subs: map[*subscription]struct{}{}} }
+// Appends is which task's message.appended events a subscription
+// receives. They are nearly all of the bus's traffic while agents stream,
+// and a front end shows one conversation: a follower that asks for that
+// task's alone is spared the rest (issue 26).
+type Appends struct {
+	// All: every task's (Subscribe's, what the CLI's followers read).
+	All bool
+	// Task: else only this task's; "" none.
+	Task string
+}
+
+// AllAppends lets every task's appends through.
+var AllAppends = Appends{All: true}
+
+// AppendsOf reads the filter a client asked for (core.EventsInput.Appends):
+// "" every task's, core.AppendsNone none, else that task's.
+func AppendsOf(s string) Appends {
+	switch s {
+	case "":
+		return AllAppends
+	case core.AppendsNone:
+		return Appends{}
+	}
+	return Appends{Task: s}
+}
+
+func (a Appends) admits(e *core.Event) bool {
+	return e.Type != core.EventMessageAppended || a.All || (a.Task != "" && e.TaskID == a.Task)
+}
+
+func newBus() *Bus {
+	return &Bus{subs: map[*subscription]struct{}{}, ids: map[string]*subscription{},
+		idPrefix: strconv.FormatInt(time.Now().UnixNano(), 36) + "-"}
+}
 
 // Publish stamps e with the next sequence number and delivers it.
 func (b *Bus) Publish(e core.Event) {
@@ -39,6 +82,11 @@ func (b *Bus) Publish(e core.Event) {
 	}
 	for s := range b.subs {
 		if s.taskID != "" && e.TaskID != s.taskID && e.Type != core.EventResync {
+			continue
+		}
+		// Before the buffer: an append the subscriber does not follow
+		// costs it no room.
+		if !s.appends.admits(&e) {
 			continue
 		}
 		if s.lagged {
@@ -60,19 +108,43 @@ func (b *Bus) Publish(e core.Event) {
 // Subscribe returns a channel of events (optionally for one task) and a
 // function that ends the subscription and closes the channel.
 func (b *Bus) Subscribe(taskID string) (<-chan core.Event, func()) {
-	s := &subscription{ch: make(chan core.Event, subscriberBuffer), taskID: taskID}
+	_, ch, cancel := b.SubscribeAppends(taskID, AllAppends)
+	return ch, cancel
+}
+
+// SubscribeAppends is Subscribe with the subscription's appends filter,
+// and the id SetAppends changes it by; the id is gone once cancel is
+// called.
+func (b *Bus) SubscribeAppends(taskID string, appends Appends) (id string, events <-chan core.Event, cancel func()) {
+	s := &subscription{ch: make(chan core.Event, subscriberBuffer), taskID: taskID, appends: appends}
 	b.mu.Lock()
+	b.lastID++
+	id = b.idPrefix + strconv.FormatInt(b.lastID, 10)
 	b.subs[s] = struct{}{}
+	b.ids[id] = s
 	b.mu.Unlock()
 	var once sync.Once
-	return s.ch, func() {
+	return id, s.ch, func() {
 		once.Do(func() {
 			b.mu.Lock()
 			delete(b.subs, s)
+			delete(b.ids, id)
 			b.mu.Unlock()
 			close(s.ch)
 		})
 	}
+}
+
+// SetAppends changes which appends subscription id receives, from the
+// next event published; false when no such subscription lives.
+func (b *Bus) SetAppends(id string, appends Appends) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.ids[id]
+	if ok {
+		s.appends = appends
+	}
+	return ok
 }
 
 // Seq is the sequence number of the last event published.

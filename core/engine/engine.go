@@ -629,8 +629,11 @@ func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 
 // Events implements core.Client.
 func (e *Engine) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
-	src, cancel := e.bus.Subscribe(in.TaskID)
+	sub, src, cancel := e.bus.SubscribeAppends(in.TaskID, AppendsOf(in.Appends))
 	out := make(chan core.Event, 64)
+	if in.Appends != "" {
+		out <- core.Event{Type: core.EventSubscribed, Subscription: sub, At: time.Now().UTC()}
+	}
 	go func() {
 		defer close(out)
 		defer cancel()

@@ -134,6 +134,12 @@ type StatusBody struct {
 	Status core.Status `json:"status"`
 }
 
+// AppendsBody is FollowAppends's body: the task whose appends the
+// subscription receives, "" none.
+type AppendsBody struct {
+	TaskID string `json:"task_id"`
+}
+
 // NameBody is `person add`'s body.
 type NameBody struct {
 	Name string `json:"name"`
@@ -196,6 +202,11 @@ var (
 	RemoveHost = def(Op[Keyed[None], core.Host]{Name: "RemoveHost", Method: "DELETE", Path: "/v1/hosts/{name}"})
 	CheckHost  = def(Op[Keyed[None], core.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"})
 	EditHost   = def(Op[Keyed[core.HostEdit], core.Host]{Name: "EditHost", Method: "PATCH", Path: "/v1/hosts/{name}"})
+
+	// FollowAppends moves the appends filter of a live event stream (GET
+	// /v1/events, bespoke, names its subscription in the
+	// Kandev-Subscription header); it answers {}.
+	FollowAppends = def(Op[Keyed[AppendsBody], None]{Name: "FollowAppends", Method: "PUT", Path: "/v1/events/{id}/appends"})
 )
 
 // rows is the whole table in its order, filled as the rows above are
@@ -212,11 +223,16 @@ func def[In, Out any](o Op[In, Out]) Op[In, Out] {
 // every row.
 func Ops() []Row { return slices.Clone(rows) }
 
+// SubscriptionHeader is the header of GET /v1/events's reply that names
+// the stream's subscription, the id FollowAppends takes. A daemon before
+// it sends none (and ignores ?appends=).
+const SubscriptionHeader = "Kandev-Subscription"
+
 // Bespoke lists the routes that are not rows, and why: they do not answer
 // one JSON value for one JSON (or query) input.
 var Bespoke = map[string]string{
 	"GET /v1/task-summaries": "a streamed tab-separated listing (WriteTaskSummaries), read as it arrives",
-	"GET /v1/events":         "a server-sent-events stream that lives as long as the request",
+	"GET /v1/events":         "a server-sent-events stream that lives as long as the request; its Kandev-Subscription header names it for FollowAppends",
 	"GET /v1/mcp/surface":    "the agents' socket: the actor comes from the session token, not the operator's socket",
 	"POST /v1/mcp/call":      "the agents' socket, as above; a tool's result is any JSON, forwarded unread",
 }

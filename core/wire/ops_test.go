@@ -55,6 +55,12 @@ func TestRequestShapes(t *testing.T) {
 		{"usage since", "/v1/usage?by=day&since=2026-11-30T11%3A00%3A00.000000005Z", "", func() (string, any) {
 			return Usage.Request(UsageQuery{By: "day", Since: since})
 		}},
+		{"follow appends", "/v1/events/s1/appends", `{"task_id":"t1"}`, func() (string, any) {
+			return FollowAppends.Request(Keyed[AppendsBody]{Key: "s1", In: AppendsBody{TaskID: "t1"}})
+		}},
+		{"follow no appends", "/v1/events/s1/appends", `{"task_id":""}`, func() (string, any) {
+			return FollowAppends.Request(Keyed[AppendsBody]{Key: "s1"})
+		}},
 		{"profile", "/v1/profiles/p", string(profileJSON), func() (string, any) {
 			return AddProfile.Request(Keyed[core.Profile]{Key: "p", In: profile})
 		}},
@@ -107,6 +113,7 @@ func TestParseRoundTrip(t *testing.T) {
 	checkRoundTrip(t, GetRole, Key("dev"))
 	checkRoundTrip(t, Version, None{})
 	checkRoundTrip(t, AddPerson, NameBody{Name: "ann"})
+	checkRoundTrip(t, FollowAppends, Keyed[AppendsBody]{Key: "s1", In: AppendsBody{TaskID: "t1"}})
 }
 
 func checkRoundTrip[In, Out any](t *testing.T, op Op[In, Out], in In) {
