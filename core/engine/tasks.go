@@ -456,9 +456,18 @@ func firstLine(s string) string {
 }
 
 func truncateRunes(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	// Walk to the cut instead of converting the whole text to runes: the
+	// text may be an agent's whole streamed answer (hundreds of KB, a
+	// megabyte of runes) of which the first n are kept.
+	count := 0
+	for i := range s {
+		if count == n-1 {
+			if _, size := utf8.DecodeRuneInString(s[i:]); i+size < len(s) {
+				return s[:i] + "…" // more than n runes
+			}
+			return s
+		}
+		count++
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return s
 }
