@@ -283,7 +283,10 @@ func TestLineGuardSleepsThroughSparseStream(t *testing.T) {
 	counted := &readCounter{r: pr, read: make(chan struct{}, 1)}
 	stdout := &eofReader{r: counted, done: make(chan struct{})}
 	g := &lineGuard{r: bufio.NewReaderSize(stdout, 64*1024), onGarbage: func(string) {}, onFault: func(string) {},
-		flow: newFlow(), ready: make(chan struct{}), deadline: pr.SetReadDeadline}
+		flow: newFlow(), ready: make(chan struct{}), deadline: pr.SetReadDeadline,
+		// A whole window after each join's first chunk, not the shared
+		// beat's, which may end a moment after it.
+		windowEnd: func(now time.Time) time.Time { return now.Add(joinWait) }}
 	close(g.ready)
 	g.flow.close()
 	passed := make(chan string, 64)
@@ -389,4 +392,21 @@ func FuzzStringBody(f *testing.F) {
 			t.Fatalf("stringBody(%q) = %v, encoding/json says %v", b, got, want)
 		}
 	})
+}
+
+// A join's window ends on the beat every guard shares: the next multiple
+// of joinWait on the wall clock, after now and at most joinWait later.
+func TestWindowEndsOnTheSharedBeat(t *testing.T) {
+	base := windowEnd(time.Date(2026, 12, 1, 14, 0, 0, 7, time.UTC)) // a beat
+	for _, off := range []time.Duration{0, 1, joinWait / 2, joinWait - 1, joinWait, 7*joinWait + 3*time.Millisecond} {
+		now := base.Add(off)
+		end := windowEnd(now)
+		if !end.After(now) || end.Sub(now) > joinWait || end.UnixNano()%int64(joinWait) != 0 {
+			t.Errorf("windowEnd(%v) = %v: want the next multiple of %v after it", now, end, joinWait)
+		}
+	}
+	a, b := windowEnd(base.Add(time.Millisecond)), windowEnd(base.Add(joinWait-time.Millisecond))
+	if !a.Equal(b) {
+		t.Errorf("two joins begun in one beat end at %v and %v", a, b)
+	}
 }

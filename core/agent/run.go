@@ -718,6 +718,9 @@ type lineGuard struct {
 	// dense: the last join took in at least denseJoin; the next one reads
 	// what comes as it comes instead of sleeping through its window.
 	dense bool
+	// windowEnd replaces the package's windowEnd (tests: a window that
+	// does not depend on when the test runs).
+	windowEnd func(time.Time) time.Time
 	// deadline sets the agent's stdout's read deadline, when it has one
 	// (a pipe; not an in-process peer): the guard then waits up to
 	// joinWait for more chunks to join.
@@ -799,7 +802,11 @@ func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
 	if (g.deadline == nil && g.r.Buffered() == 0) || !g.join.start(trimmed) {
 		return line
 	}
-	until := time.Now().Add(joinWait)
+	end := g.windowEnd
+	if end == nil {
+		end = windowEnd
+	}
+	until := end(time.Now())
 	taken := 0 // bytes of the lines joined after the first
 	for {
 		ahead, _ := g.r.Peek(g.r.Buffered())
@@ -824,12 +831,22 @@ func (g *lineGuard) coalesce(line, trimmed []byte) []byte {
 	return g.join.finish()
 }
 
-// joinWait is how long the guard waits after a chunk for the next ones to
-// join it. An agent streams a chunk every few milliseconds: the SDK then
-// decodes one notification for several chunks, the engine takes one. It
-// delays each chunk by at most this much (ADRs 0059, 0063) — a kill -9 may
-// lose it beside the recorder's streamFlushDelay.
+// joinWait is the beat of the guard's windows: after a chunk it waits for
+// the next ones to join it until the window ends (windowEnd), at most
+// this much later. An agent streams a chunk every few milliseconds: the
+// SDK then decodes one notification for several chunks, the engine takes
+// one. It delays each chunk by at most this much (ADRs 0059, 0063) — a
+// kill -9 may lose it beside the recorder's streamFlushDelay.
 const joinWait = 60 * time.Millisecond
+
+// windowEnd is when a join begun at now ends: the next multiple of
+// joinWait on the wall clock, so that every agent's window ends at the
+// same moment — the joins of fifty agents then reach the recorder
+// together, and one flush (streamFlushDelay after them) writes them all,
+// and the runtime fires their timers at once.
+func windowEnd(now time.Time) time.Time {
+	return now.Add(joinWait - time.Duration(now.UnixNano()%int64(joinWait)))
+}
 
 // denseJoin is how much a join takes in when the agent writes faster than
 // a stream of tokens (a burst, a replay): the guard then stops sleeping

@@ -65,7 +65,7 @@ type recorder struct {
 // What a kill -9 may lose of streamed output (ADR 0050): what arrived in
 // the last streamFlushDelay, at most streamFlushBytes of one entry.
 const (
-	streamFlushDelay = 20 * time.Millisecond
+	streamFlushDelay = 10 * time.Millisecond
 	streamFlushBytes = 16 << 10
 )
 
