@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	osuser "os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/kandev/kandev/core"
@@ -77,6 +79,7 @@ func TestHostSandboxPodman(t *testing.T) {
 		unavailable(t, core.SandboxPodman, "podman is not installed")
 	}
 	h := sshtest.Start(t)
+	endPausesStartedBy(t, sshtest.RemoteUser)
 	e := engine{name: core.SandboxPodman, via: []string{"ssh", "-F", h.Config, h.Alias, "--"}}
 	if out, err := e.command("info").CombinedOutput(); err != nil {
 		unavailable(t, core.SandboxPodman, "rootless podman as "+sshtest.RemoteUser+": "+tail(string(out), 2000))
@@ -205,4 +208,48 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 	d.Stop()
 	homeGone(t, d, "after the daemon stopped")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+}
+
+// endPausesStartedBy ends, when the test is over, the pause process
+// rootless podman starts for user to hold its namespaces, if the test
+// started it: it would outlive the test (and the CI run) otherwise. One
+// that ran before the test is left alone.
+func endPausesStartedBy(t *testing.T, user string) {
+	t.Helper()
+	u, err := osuser.Lookup(user)
+	if err != nil {
+		return
+	}
+	before := podmanPauses(u.Uid)
+	t.Cleanup(func() {
+		for pid := range podmanPauses(u.Uid) {
+			if !before[pid] {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+}
+
+// podmanPauses lists the pause processes of the user with uid.
+func podmanPauses(uid string) map[int]bool {
+	pids := map[int]bool{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, dir := range dirs {
+		comm, err := os.ReadFile(dir + "/comm")
+		if err != nil || strings.TrimSpace(string(comm)) != "podman pause" {
+			continue
+		}
+		status, err := os.ReadFile(dir + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "Uid:" && f[1] == uid {
+				if pid, err := strconv.Atoi(filepath.Base(dir)); err == nil {
+					pids[pid] = true
+				}
+			}
+		}
+	}
+	return pids
 }
