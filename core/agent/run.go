@@ -105,6 +105,10 @@ type Run struct {
 	peer *Peer
 	// stderrDone closes when the stderr copier reached EOF.
 	stderrDone chan struct{}
+	// inputGone closes when a write to the agent's stdin failed: the
+	// agent (or the ssh carrying it) has gone, whatever the SDK makes of
+	// the write's error.
+	inputGone chan struct{}
 
 	mu      sync.Mutex
 	garbage string
@@ -230,7 +234,9 @@ func (r *Run) connect(stdin io.Writer, stdoutR io.ReadCloser) *eofReader {
 	if d, ok := stdoutR.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(time.Time{}) == nil {
 		guard.deadline = d.SetReadDeadline
 	}
-	r.conn = acp.NewClientSideConnection(&client{run: r}, stdin, guard)
+	r.inputGone = make(chan struct{})
+	in := &inputWriter{w: stdin, gone: r.inputGone}
+	r.conn = acp.NewClientSideConnection(&client{run: r}, in, guard)
 	r.conn.SetLogger(slog.New(&sdkLog{next: logger.Handler(), rejected: r.flow.release}))
 	close(guard.ready)
 	return stdout
@@ -287,6 +293,22 @@ func (e *eofReader) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) { // the guard's wait for more chunks (joinWait)
 		e.once.Do(func() { close(e.done) })
+	}
+	return n, err
+}
+
+// inputWriter is the agent's stdin as the SDK writes it: a failed write
+// closes gone.
+type inputWriter struct {
+	w    io.Writer
+	once sync.Once
+	gone chan struct{}
+}
+
+func (i *inputWriter) Write(p []byte) (int, error) {
+	n, err := i.w.Write(p)
+	if err != nil {
+		i.once.Do(func() { close(i.gone) })
 	}
 	return n, err
 }
@@ -667,8 +689,11 @@ func (r *Run) wrap(ctx context.Context, step string, err error) error {
 	if g := r.GarbageLine(); g != "" {
 		return fmt.Errorf("%s: agent wrote output that is not ACP: %q", step, truncate(g, 200))
 	}
-	if errors.Is(context.Cause(ctx), errExited) || r.disconnected() {
-		// The output closed: give Wait a moment to record the exit status.
+	if errors.Is(context.Cause(ctx), errExited) || r.disconnected() || r.inputClosed() {
+		// The output closed, or the input did (a write to it failed: an
+		// agent that exited at once, a command not found on a host, where
+		// the SDK's "broken pipe" would hide why): give Wait a moment to
+		// record the exit status.
 		select {
 		case <-r.exited:
 		case <-time.After(2 * time.Second):
@@ -676,12 +701,24 @@ func (r *Run) wrap(ctx context.Context, step string, err error) error {
 		if reason := r.ExitReason(); reason != "" {
 			return fmt.Errorf("%s: %s", step, reason)
 		}
+		if !r.disconnected() {
+			return fmt.Errorf("%s: agent stopped reading its input", step)
+		}
 		return fmt.Errorf("%s: agent closed its output", step)
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("%s: agent did not answer in time", step)
 	}
 	return fmt.Errorf("%s: %w", step, err)
+}
+
+func (r *Run) inputClosed() bool {
+	select {
+	case <-r.inputGone:
+		return true
+	default:
+		return false
+	}
 }
 
 func (r *Run) disconnected() bool {
