@@ -39,14 +39,7 @@ func Initialize(ctx context.Context, spec Spec, timeout time.Duration) (Handshak
 		ClientInfo:         &acp.Implementation{Name: "kandev", Version: "1"},
 	})
 	if err != nil {
-		// A write to an agent that already died fails before its exit is
-		// seen: give the exit a moment so the error says how it ended.
-		if ctx.Err() == nil {
-			select {
-			case <-r.exited:
-			case <-time.After(time.Second):
-			}
-		}
+		// wrap waits for the exit of an agent whose input or output closed.
 		return Handshake{}, r.wrap(ctx, "initialize", err)
 	}
 	h := Handshake{ProtocolVersion: int(init.ProtocolVersion), LoadSession: init.AgentCapabilities.LoadSession,
