@@ -167,14 +167,16 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 	if got := gitRun(t, e.repo, "rev-parse", "refs/heads/"+sibling.Workspace.Branch); got != siblingHead {
 		t.Errorf("another task's branch moved: %s -> %s", siblingHead, got)
 	}
-	if got := gitRun(t, e.repo, "rev-parse", "refs/heads/"+task.Workspace.Branch); got == mainHead {
-		t.Errorf("the agent's own commit is not on its branch")
-	}
 
-	// What it wrote in its worktree is its diff.
+	// What it wrote in its worktree is its diff; its commit, written in
+	// its own objects, is on its branch once kandev checked it in (at the
+	// turn's end, or the diff's start: ADR 0065).
 	diff, err := d.Client.TaskDiff(ctx, task.ID, core.DiffInput{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := gitRun(t, e.repo, "rev-parse", "refs/heads/"+task.Workspace.Branch); got == mainHead {
+		t.Errorf("the agent's own commit is not on its branch")
 	}
 	var files []string
 	for _, f := range diff.Files {

@@ -203,6 +203,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		baseCtx: base, cancel: cancel, started: time.Now(),
 	}
 	e.flusher.e = e
+	if opts.Home.Dir != "" {
+		// Confined worktrees' own git state (ADR 0065).
+		e.ws.Quarantine = filepath.Join(opts.Home.Dir, "sandboxes", "git")
+	}
 	// The control sockets of the hosts' ssh connections, one per host.
 	e.hostPool = &hosts.Pool{Dir: filepath.Join(opts.Home.Dir, "ssh"), Config: opts.SSHConfig}
 	if opts.Home.Dir != "" {

@@ -119,7 +119,7 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 // recorded in p and fails the run once its session is.
 func (e *Engine) prepareLaunch(ctx context.Context, t core.Task, p *launchPlan) {
 	if t.Host == "" {
-		p.setupOut, p.setupError = e.setupWorktree(ctx, t)
+		p.setupOut, p.setupError = e.setupWorktree(ctx, t, p)
 	} else if p.remote != nil {
 		p.setupOut, p.setupError, p.hostErr = hostPrepared(p.remote, p.remote.Prepare(ctx))
 	}

@@ -125,54 +125,89 @@ func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error
 	if core.SandboxRank(t.Sandbox) <= 0 {
 		return nil
 	}
-	if err := core.SandboxAvailable(t.Sandbox); err != nil {
+	v, err := e.sandboxView(t, prof, spec.Command, spec.SessionID, nil)
+	if err != nil {
 		return err
 	}
+	if spec.Command == e.opts.SelfExe {
+		// The mock agent keeps its sessions (for resume) in the task's
+		// private home, the one place it may write besides the worktree.
+		spec.Env = append(spec.Env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(v.Home, ".local", "state", "kandev-mock"))
+	}
+	spec.Sandbox = &v
+	return nil
+}
+
+// sandboxView is what a confined task's command sees: its worktree with
+// the worktree's own git state (ADR 0065), its private home, its
+// profile's paths, and readOnly besides.
+func (e *Engine) sandboxView(t core.Task, prof core.Profile, command, sessionID string, readOnly []string) (sandbox.View, error) {
+	if err := core.SandboxAvailable(t.Sandbox); err != nil {
+		return sandbox.View{}, err
+	}
 	if (t.Sandbox == core.SandboxDocker || t.Sandbox == core.SandboxPodman) && prof.Image == "" {
-		return fmt.Errorf("sandbox %s: profile %s has no image (kandev profile add %s --image IMAGE)", t.Sandbox, prof.Name, prof.Name)
+		return sandbox.View{}, fmt.Errorf("sandbox %s: profile %s has no image (kandev profile add %s --image IMAGE)", t.Sandbox, prof.Name, prof.Name)
 	}
 	opHome, err := os.UserHomeDir()
 	if err != nil {
-		return fmt.Errorf("sandbox: the operator's home: %w", err)
+		return sandbox.View{}, fmt.Errorf("sandbox: the operator's home: %w", err)
 	}
 	in := sandbox.Input{Mode: t.Sandbox, Image: prof.Image, Worktree: t.CWD, PrivateHome: e.sandboxHome(t.ID),
 		OperatorHome: opHome, Paths: prof.Paths, SelfExe: e.opts.SelfExe, MCPSocket: e.opts.Socket,
-		NoNetwork: prof.NoNetwork, SessionID: spec.SessionID}
-	if spec.Command != e.opts.SelfExe {
-		in.Executables = []string{spec.Command}
+		NoNetwork: prof.NoNetwork, SessionID: sessionID, ReadOnly: readOnly}
+	if command != e.opts.SelfExe {
+		in.Executables = []string{command}
 	}
 	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
 		g, err := sandbox.FindGitDirs(filepath.Join(w.Repo, ".git"), w.Dir, w.Branch)
 		if err != nil {
-			return err
+			return sandbox.View{}, err
 		}
-		// Setup ran (or had nothing to run) before this first launch: from
-		// now on a .kandev/setup is the agent's, and it never runs here.
-		marker, err := workspace.MarkSetupDone(workspace.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch})
+		// Its objects, administrative directory and branch ref are its
+		// own; the repository takes its commits only checked.
+		p, err := e.ws.PreparePrivate(context.Background(), worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
 		if err != nil {
-			return fmt.Errorf("sandbox: mark the worktree's setup done: %w", err)
+			return sandbox.View{}, fmt.Errorf("sandbox: %w", err)
 		}
-		g.Protect = append(g.Protect, filepath.Base(marker))
+		g.Private = &sandbox.PrivateGit{Objects: p.Objects, Shared: p.Shared, Admin: p.Admin, Refs: p.Refs, Logs: p.Logs}
 		in.Git = g
 		if !strings.HasPrefix(t.CWD+"/", w.Dir+"/") {
 			in.Worktree = w.Dir
 		}
 	}
 	if in.Git == nil {
-		in.ReadOnly = sharedRepoGuards(in.Worktree)
+		in.ReadOnly = append(in.ReadOnly, sharedRepoGuards(in.Worktree)...)
 	}
 	v, err := sandbox.Describe(in)
 	if err != nil {
-		return err
+		return sandbox.View{}, err
 	}
 	v.Dir = t.CWD
-	if spec.Command == e.opts.SelfExe {
-		// The mock agent keeps its sessions (for resume) in the task's
-		// private home, the one place it may write besides the worktree.
-		spec.Env = append(spec.Env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(opHome, ".local", "state", "kandev-mock"))
+	return v, nil
+}
+
+// setupConfiner runs a confined task's .kandev/setup inside the task's
+// sandbox, as its agent would run it (ADR 0065); nil for a task that is
+// not confined, whose setup runs here as before.
+func (e *Engine) setupConfiner(t core.Task, prof core.Profile, sessionID string) workspace.Confiner {
+	if core.SandboxRank(t.Sandbox) <= 0 {
+		return nil
 	}
-	spec.Sandbox = &v
-	return nil
+	return func(script string, env []string) (string, []string, []string, func(), error) {
+		sid := sessionID + "-setup"
+		v, err := e.sandboxView(t, prof, script, sid, []string{script})
+		if err != nil {
+			return "", nil, nil, nil, err
+		}
+		v.Dir = t.Workspace.Dir
+		name, args, env := v.Command(script, nil, env)
+		cleanup := func() {
+			if v.Mode == core.SandboxDocker || v.Mode == core.SandboxPodman {
+				agent.RemoveContainers(v.Mode, sandbox.ContainerName(sid))
+			}
+		}
+		return name, args, env, cleanup, nil
+	}
 }
 
 // sharedRepoGuards are the parts of a git directory at or under a shared

@@ -27,6 +27,9 @@ type wsPlan struct {
 	branch string // "" = workspace.DefaultBranch
 	// inherited from the parent
 	dir, baseCommit string
+	// parent is the parent's worktree, whose confined agent's commits are
+	// brought in (checked) before a worktree starts from them.
+	parent workspace.Worktree
 }
 
 // planWorkspace decides where a new task works (ADR 0027). With no mode
@@ -87,8 +90,11 @@ func (e *Engine) planWorkspace(ctx context.Context, in core.CreateTaskInput, par
 		return wsPlan{}, core.Errorf(core.CodeInternal, "workspace: %v", err)
 	}
 	p := wsPlan{mode: core.WorkspaceWorktree, repo: repo, prefix: prefix, base: in.Base, branch: strings.TrimSpace(in.Branch)}
-	if p.base == "" && parentHasTree && pw.Repo == repo {
-		p.base = pw.Branch // a new worktree of a child starts from its parent's work
+	if parentHasTree && pw.Repo == repo {
+		p.parent = worktreeOf(pw.Repo, pw.Dir, pw.Branch, pw.Base)
+		if p.base == "" {
+			p.base = pw.Branch // a new worktree of a child starts from its parent's work
+		}
 	}
 	return p, nil
 }
@@ -114,6 +120,12 @@ func (e *Engine) makeWorktree(ctx context.Context, p wsPlan, row *store.Task) er
 	dir, err := core.RealPath(workspace.Dir(e.opts.Home.Dir, p.repo, row.ID))
 	if err != nil {
 		return core.Errorf(core.CodeInternal, "worktree directory: %v", err)
+	}
+	if p.parent.Dir != "" {
+		// The parent's commits reach the child only checked (ADR 0065).
+		if err := e.ws.Import(ctx, p.parent); err != nil {
+			return core.Errorf(core.CodeValidation, "%v", err)
+		}
 	}
 	wt, err := e.ws.Create(ctx, workspace.CreateOptions{
 		Repo: p.repo, Dir: dir, Branch: branch, Base: p.base})
@@ -730,14 +742,33 @@ func shortCommit(c string) string {
 	return c
 }
 
+// importWork brings what a confined task's agent committed in its
+// sandbox into the repository, checked (ADR 0065), when its turn ends: so
+// the operator's own git shows the branch as the agent left it. A refusal
+// is said in the task's conversation; diff and merge say it again.
+func (e *Engine) importWork(ctx context.Context, taskID, sessionID string) {
+	t, ok := e.cached(taskID)
+	if !ok || t.Host != "" || core.SandboxRank(t.Sandbox) <= 0 {
+		return
+	}
+	w := t.Workspace
+	if w == nil || w.Dir == "" || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) {
+		return
+	}
+	if err := e.ws.Import(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base)); err != nil {
+		e.log.Warn("bring a confined task's commits in", "task", taskID, "err", err)
+		e.note(ctx, taskID, sessionID, core.MsgStatus, "kandev", err.Error(), nil)
+	}
+}
+
 // setupWorktree runs the .kandev/setup of the worktree the task works in
 // (its own or its parent's), once per worktree.
-func (e *Engine) setupWorktree(ctx context.Context, t core.Task) (string, error) {
+func (e *Engine) setupWorktree(ctx context.Context, t core.Task, p *launchPlan) (string, error) {
 	w := t.Workspace
 	if w == nil || (w.Mode != core.WorkspaceWorktree && w.Mode != core.WorkspaceInherit) || w.Dir == "" {
 		return "", nil
 	}
-	return e.ws.RunSetup(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+	return e.ws.RunSetup(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base), e.setupConfiner(t, p.prof, p.sessionID))
 }
 
 // PruneWorktrees implements core.Client: it removes the directories under

@@ -20,6 +20,21 @@ type GitDirs struct {
 	// directory: where git finds the common directory and the worktree
 	// (commondir, gitdir), and kandev's own markers.
 	Protect []string
+	// Private, when set, is the worktree's own git state (ADR 0065): the
+	// agent writes its objects, its administrative directory and its
+	// branch's ref there, and the repository's objects and the real
+	// administrative directory are read-only to it or hidden.
+	Private *PrivateGit
+}
+
+// PrivateGit are the host directories of a confined worktree's own git
+// state (workspace.Private).
+type PrivateGit struct {
+	Objects string // mounted over <Common>/objects
+	Shared  string // where <Common>/objects is mounted read-only (its alternate)
+	Admin   string // mounted over the administrative directory
+	Refs    string // mounted over the branch's ref directory
+	Logs    string // mounted over that directory's reflogs
 }
 
 // FindGitDirs finds a worktree's git directories from kandev's records:
@@ -67,6 +82,9 @@ func (g *GitDirs) refDir() string {
 // and its reflog directory are created on the host first, so that their
 // mounts have something to bind.
 func (g *GitDirs) mounts(fs FS, worktree string) []Mount {
+	if g.Private != nil {
+		return g.privateMounts(fs, worktree)
+	}
 	ms := []Mount{
 		{Path: g.Common, Why: "main repository's .git (config, hooks, refs read-only)"},
 		{Path: filepath.Join(g.Common, "objects"), RW: true, Why: "objects a commit adds"},
@@ -97,6 +115,36 @@ func (g *GitDirs) mounts(fs FS, worktree string) []Mount {
 					ms = append(ms, Mount{Path: filepath.Join(p, n), Why: "another branch's ref, read-only"})
 				}
 			}
+		}
+	}
+	return ms
+}
+
+// privateMounts are the .git parts of a worktree with private git state:
+// nothing the agent writes lands where the host's git reads it as the
+// repository's.
+func (g *GitDirs) privateMounts(fs FS, worktree string) []Mount {
+	p := g.Private
+	objects := filepath.Join(g.Common, "objects")
+	ms := []Mount{
+		{Path: g.Common, Why: "main repository's .git (config, hooks, refs read-only)"},
+		{Path: objects, Src: p.Objects, RW: true, Why: "the task's own objects (the repository takes them only checked)"},
+		{Path: p.Shared, Src: objects, Why: "the repository's objects, read-only"},
+		{Path: g.Admin, Src: p.Admin, RW: true, Why: "the worktree's own HEAD, index and logs"},
+		{Path: filepath.Join(worktree, ".git"), Why: "the worktree's .git file, read-only"},
+	}
+	for _, name := range []string{"commondir", "gitdir"} {
+		if q := filepath.Join(g.Admin, name); fs.Exists(q) {
+			ms = append(ms, Mount{Path: q, Why: "kandev's record of the worktree, read-only"})
+		}
+	}
+	if d := g.refDir(); d != "" {
+		for _, m := range []struct{ sub, src string }{{d, p.Refs}, {filepath.Join("logs", d), p.Logs}} {
+			q := filepath.Join(g.Common, m.sub)
+			if fs.MkdirAll(q, 0o755) != nil {
+				continue
+			}
+			ms = append(ms, Mount{Path: q, Src: m.src, RW: true, Why: "the branch's own ref directory"})
 		}
 	}
 	return ms

@@ -4,7 +4,6 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -41,43 +40,16 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// git runs one git command in dir, bounded by timeout, and returns stdout.
-// env entries are added to the inherited environment.
-func git(ctx context.Context, timeout time.Duration, dir string, env []string, args ...string) (string, error) {
-	return gitIn(ctx, timeout, dir, env, "", args...)
+// gitEnv runs one git command in dir through the Manager's Runner,
+// bounded by its timeout, and returns stdout. env entries are kandev's own
+// (GIT_DIR, GIT_INDEX_FILE, …), added to the runner's environment.
+func (m *Manager) gitEnv(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	return m.runner.Run(ctx, GitCall{Dir: dir, Env: env, Timeout: m.Timeout, Args: args})
 }
 
-// gitIn is git with stdin.
-func gitIn(ctx context.Context, timeout time.Duration, dir string, env []string, stdin string, args ...string) (string, error) {
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	path, err := exec.LookPath("git")
-	if err != nil {
-		return "", ErrNoGit
-	}
-	cmd := exec.CommandContext(ctx, path, safeArgs(args)...)
-	cmd.Dir = dir
-	// Never wait on a prompt for credentials or an editor: kandev runs
-	// git without a terminal the user can see.
-	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C")
-	cmd.Env = append(cmd.Env, env...)
-	cmd.WaitDelay = 5 * time.Second
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (after %s)", ctx.Err(), timeout)
-		}
-		return stdout.String(), &GitError{Args: args, Stderr: stderr.String(), Err: err}
-	}
-	return stdout.String(), nil
+// gitIn is gitEnv with stdin.
+func (m *Manager) gitIn(ctx context.Context, dir string, env []string, stdin string, args ...string) (string, error) {
+	return m.runner.Run(ctx, GitCall{Dir: dir, Env: env, Stdin: strings.NewReader(stdin), Timeout: m.Timeout, Args: args})
 }
 
 // exitCode reports the exit status of a failed git command, or -1.

@@ -82,7 +82,7 @@ func TestRunSetupLeavesNoProcessBehind(t *testing.T) {
 		pidFile := filepath.Join(t.TempDir(), "pids")
 		writeScript(t, wt.Dir, "sleep 300 </dev/null >/dev/null 2>&1 &\necho $! >> "+pidFile+"\n"+
 			"setsid sleep 300 </dev/null >/dev/null 2>&1 &\necho $! >> "+pidFile+"\n"+tc.exit, 0o755)
-		_, err := m.RunSetup(context.Background(), wt)
+		_, err := m.RunSetup(context.Background(), wt, nil)
 		var se *SetupError
 		if (tc.name == "succeeded") != (err == nil) || (err != nil && !errors.As(err, &se)) {
 			t.Fatalf("%s: err %v", tc.name, err)

@@ -51,6 +51,9 @@ func (m *Manager) Push(ctx context.Context, wt Worktree, o PushOptions) (PushRes
 		return PushResult{}, fmt.Errorf("push: bad branch %q", wt.Branch)
 	}
 	defer m.lock(wt.Repo)()
+	if err := m.importLocked(ctx, wt); err != nil {
+		return PushResult{}, err
+	}
 	if _, err := m.git(ctx, wt.Repo, "remote", "get-url", "--", remote); err != nil {
 		remotes, _ := m.git(ctx, wt.Repo, "remote")
 		have := strings.Join(strings.Fields(remotes), ", ")
@@ -70,6 +73,7 @@ func (m *Manager) Push(ctx context.Context, wt Worktree, o PushOptions) (PushRes
 	undo := func() {
 		if res.Committed {
 			m.gitWT(context.WithoutCancel(ctx), wt, "reset", "--quiet", "--mixed", "HEAD~1")
+			m.syncPrivate(context.WithoutCancel(ctx), wt)
 		}
 	}
 	ref := "refs/heads/" + wt.Branch
@@ -82,7 +86,8 @@ func (m *Manager) Push(ctx context.Context, wt Worktree, o PushOptions) (PushRes
 		undo()
 		return PushResult{}, fmt.Errorf("%w: %s has no commits since its base %s, and no uncommitted work", ErrNothingToPush, wt.Branch, shortRef(wt.BaseCommit))
 	}
-	out, err := m.git(ctx, wt.Repo, "push", "--porcelain", "--set-upstream", remote, ref+":"+ref)
+	out, err := m.runner.Run(ctx, GitCall{Dir: wt.Repo, Remote: true, Timeout: m.Timeout,
+		Args: []string{"push", "--porcelain", "--set-upstream", remote, ref + ":" + ref}})
 	if err != nil {
 		undo()
 		var ge *GitError

@@ -52,6 +52,9 @@ func (d Diff) Totals() (added, deleted int) {
 // with the base commit. It stages into a throwaway index, so the worktree's own index,
 // which the agent may be using, is never touched.
 func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, error) {
+	if err := m.Import(ctx, wt); err != nil {
+		return Diff{}, err
+	}
 	tmp, err := os.MkdirTemp("", "kandev-diff-")
 	if err != nil {
 		return Diff{}, fmt.Errorf("diff: %w", err)
@@ -59,7 +62,7 @@ func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, erro
 	defer os.RemoveAll(tmp)
 	env := append(worktreeEnv(wt), "GIT_INDEX_FILE="+filepath.Join(tmp, "index"))
 	run := func(args ...string) (string, error) {
-		return git(ctx, m.Timeout, wt.Dir, env, args...)
+		return m.gitEnv(ctx, wt.Dir, env, args...)
 	}
 	if _, err := run("read-tree", "HEAD"); err != nil {
 		return Diff{}, fmt.Errorf("diff %s: %w", wt.Dir, err)
@@ -92,6 +95,9 @@ func (m *Manager) Diff(ctx context.Context, wt Worktree, patch bool) (Diff, erro
 func (m *Manager) DiffBranch(ctx context.Context, wt Worktree, patch bool) (Diff, error) {
 	if strings.HasPrefix(wt.Branch, "-") || wt.Branch == "" {
 		return Diff{}, fmt.Errorf("diff: bad branch %q", wt.Branch)
+	}
+	if err := m.Import(ctx, wt); err != nil {
+		return Diff{}, err
 	}
 	if _, err := m.git(ctx, wt.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+wt.Branch); err != nil {
 		return Diff{}, fmt.Errorf("diff: %w: %s", ErrNoBranch, wt.Branch)
@@ -167,6 +173,9 @@ type MergeResult struct {
 // checkout as it was.
 func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (MergeResult, error) {
 	defer m.lock(wt.Repo)()
+	if err := m.importLocked(ctx, wt); err != nil {
+		return MergeResult{}, err
+	}
 	into, err := m.git(ctx, wt.Repo, "symbolic-ref", "--quiet", "--short", "HEAD")
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("%w: the main checkout %s is not on a branch; check out the branch to merge into", ErrRefused, wt.Repo)
@@ -267,6 +276,10 @@ func (m *Manager) commitPendingAs(ctx context.Context, wt Worktree, message stri
 	if _, err := m.gitWT(ctx, wt, "commit", "--no-verify", "-m", message); err != nil {
 		return false, fmt.Errorf("merge: commit work in %s: %w", wt.Dir, err)
 	}
+	// A confined agent's next turn starts from this commit too.
+	if err := m.syncPrivate(ctx, wt); err != nil {
+		return true, fmt.Errorf("merge: tell the task's sandbox of the commit: %w", err)
+	}
 	return true, nil
 }
 
@@ -280,7 +293,7 @@ func (m *Manager) commitPendingAs(ctx context.Context, wt Worktree, message stri
 func (m *Manager) stageWork(ctx context.Context, wt Worktree, env []string) error {
 	// The worktree's real git directories, never its .git file (ADR 0049).
 	env = append(worktreeEnv(wt), env...)
-	run := func(args ...string) (string, error) { return git(ctx, m.Timeout, wt.Dir, env, args...) }
+	run := func(args ...string) (string, error) { return m.gitEnv(ctx, wt.Dir, env, args...) }
 	if _, err := run("add", "--update", "--", "."); err != nil {
 		return err
 	}
@@ -310,7 +323,7 @@ func (m *Manager) stageWork(ctx context.Context, wt Worktree, env []string) erro
 	for _, p := range m.included(ctx, wt.Dir) {
 		skip[p] = true
 	}
-	ignored, err := gitIn(ctx, m.Timeout, wt.Repo, nil, strings.Join(candidates, "\x00")+"\x00", "check-ignore", "-z", "--stdin")
+	ignored, err := m.gitIn(ctx, wt.Repo, nil, strings.Join(candidates, "\x00")+"\x00", "check-ignore", "-z", "--stdin")
 	if err != nil && exitCode(errors.Unwrap(err)) != 1 { // 1: none of them is ignored
 		return fmt.Errorf("check new files against the main checkout's ignore rules: %w", err)
 	}
@@ -333,7 +346,7 @@ func (m *Manager) stageWork(ctx context.Context, wt Worktree, env []string) erro
 	}{{unstage, []string{"rm", "--cached", "--quiet", "--ignore-unmatch", "--"}}, {add, []string{"add", "--"}}} {
 		for len(step.paths) > 0 {
 			n := min(len(step.paths), 500)
-			if _, err := git(ctx, m.Timeout, wt.Dir, literal, append(step.args, step.paths[:n]...)...); err != nil {
+			if _, err := m.gitEnv(ctx, wt.Dir, literal, append(step.args, step.paths[:n]...)...); err != nil {
 				return err
 			}
 			step.paths = step.paths[n:]

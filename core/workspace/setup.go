@@ -57,7 +57,12 @@ func SetupScript(wt Worktree) string {
 // so no child, backgrounded or setsid, outlives it. Once it succeeds it is not run again for
 // this worktree: a marker in the worktree's git admin directory (removed
 // with the worktree) records it; runs on one worktree are serialised.
-func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
+//
+// With confine, the script runs where confine puts it (a confined task's
+// sandbox, ADR 0065), never on the host: confine is given the script and
+// the environment and returns the command that runs the script confined,
+// and a cleanup to call when it ended.
+func (m *Manager) RunSetup(ctx context.Context, wt Worktree, confine Confiner) (string, error) {
 	script := SetupScript(wt)
 	if script == "" {
 		return "", nil
@@ -83,15 +88,25 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, script)
-	cmd.Dir = wt.Dir
 	// Marked as an agent's session is (ADR 0013), in a group of its own:
 	// what it starts, setsid or backgrounded, is found and ended with it.
 	session := agent.HelperMarker("setup")
-	cmd.Env = append(cmd.Environ(),
-		"KANDEV_WORKTREE="+wt.Dir, "KANDEV_REPO="+wt.Repo,
-		"KANDEV_BRANCH="+wt.Branch, "KANDEV_BASE="+wt.BaseCommit,
-		agent.SessionEnv+"="+session)
+	env := []string{"KANDEV_WORKTREE=" + wt.Dir, "KANDEV_REPO=" + wt.Repo,
+		"KANDEV_BRANCH=" + wt.Branch, "KANDEV_BASE=" + wt.BaseCommit,
+		agent.SessionEnv + "=" + session}
+	name, args := script, []string(nil)
+	env = append(os.Environ(), env...)
+	if confine != nil {
+		var cleanup func()
+		name, args, env, cleanup, err = confine(script, env)
+		if err != nil {
+			return "", &SetupError{Script: script, Err: fmt.Errorf("confine it: %w", err)}
+		}
+		defer cleanup()
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = wt.Dir
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -119,6 +134,10 @@ func (m *Manager) RunSetup(ctx context.Context, wt Worktree) (string, error) {
 	}
 	return out.String(), nil
 }
+
+// Confiner turns a setup script and its environment into the command that
+// runs it confined (see RunSetup).
+type Confiner func(script string, env []string) (name string, args, cmdEnv []string, cleanup func(), err error)
 
 // tail keeps the last max bytes written to it.
 type tail struct {

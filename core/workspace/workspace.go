@@ -35,6 +35,12 @@ type Manager struct {
 	// SetupTimeout bounds .kandev/setup (DefaultSetupTimeout when zero).
 	SetupTimeout time.Duration
 
+	// Quarantine is the directory under which confined worktrees keep
+	// their private git state (objects, administrative directory, branch
+	// ref; quarantine.go); "" when no task is ever confined here.
+	Quarantine string
+
+	runner  Runner
 	mu      sync.Mutex
 	locks   map[string]*sync.Mutex
 	version string // "" until checked and found recent enough
@@ -103,7 +109,7 @@ func (m *Manager) lock(repo string) func() {
 }
 
 func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, error) {
-	return git(ctx, m.Timeout, dir, nil, args...)
+	return m.gitEnv(ctx, dir, nil, args...)
 }
 
 // RepoRoot returns the top-level directory of the main checkout that dir
@@ -123,7 +129,7 @@ func (m *Manager) Locate(ctx context.Context, dir string) (repo, prefix string, 
 	out, err := m.git(ctx, dir, "rev-parse", "--git-common-dir", "--is-inside-work-tree", "--show-prefix")
 	if err != nil {
 		var ge *GitError
-		if errors.As(err, &ge) && exitCode(ge.Err) == 128 && strings.Contains(ge.Stderr, "not a git repository") {
+		if errors.As(err, &ge) && exitCode(ge.Err) == 128 && (strings.Contains(ge.Stderr, "not a git repository") || strings.Contains(ge.Stderr, "cannot use bare repository")) {
 			return "", "", fmt.Errorf("%s: %w", dir, ErrNotRepo)
 		}
 		if errors.Is(err, ErrNoGit) {
@@ -291,7 +297,7 @@ func (m *Manager) copyIncludes(ctx context.Context, repo, dir string) ([]string,
 	if strings.Trim(out, "\x00") == "" {
 		return nil, nil
 	}
-	ignored, err := gitIn(ctx, m.Timeout, repo, nil, out, "check-ignore", "-z", "--stdin")
+	ignored, err := m.gitIn(ctx, repo, nil, out, "check-ignore", "-z", "--stdin")
 	if err != nil && exitCode(errors.Unwrap(err)) != 1 { // 1: none of them is ignored
 		return nil, fmt.Errorf("check .worktreeinclude files: %w", err)
 	}
@@ -493,6 +499,9 @@ type Retired struct {
 func (m *Manager) Retire(ctx context.Context, wt Worktree) (Retired, error) {
 	defer m.lock(wt.Repo)()
 	var r Retired
+	if err := m.importLocked(ctx, wt); err != nil {
+		return r, fmt.Errorf("retire worktree %s: keep it: %w", wt.Dir, err)
+	}
 	if _, err := os.Lstat(wt.Dir); err == nil {
 		committed, err := m.commitPending(ctx, wt)
 		if err != nil {
@@ -505,6 +514,9 @@ func (m *Manager) Retire(ctx context.Context, wt Worktree) (Retired, error) {
 	}
 	if _, err := m.git(ctx, wt.Repo, "worktree", "prune"); err != nil {
 		return r, fmt.Errorf("retire worktree %s: %w", wt.Dir, err)
+	}
+	if err := m.RemovePrivate(wt); err != nil {
+		return r, fmt.Errorf("retire worktree %s: its sandbox's git state: %w", wt.Dir, err)
 	}
 	if wt.Branch != "" {
 		// -d, not -D: git refuses a branch not merged into HEAD.
@@ -524,6 +536,9 @@ func (m *Manager) removeLocked(ctx context.Context, repo, dir, branch string) er
 				errs = append(errs, fmt.Errorf("remove worktree %s: %w", dir, err))
 			}
 		}
+	}
+	if err := m.RemovePrivate(Worktree{Repo: repo, Dir: dir}); err != nil {
+		errs = append(errs, fmt.Errorf("remove the sandbox's git state of %s: %w", dir, err))
 	}
 	// Forget registrations whose directory is gone, so the branch is free.
 	if _, err := m.git(ctx, repo, "worktree", "prune"); err != nil {

@@ -483,7 +483,7 @@ func TestRunSetup(t *testing.T) {
 	ctx := context.Background()
 	wt := create(t, m, repo, "t1", "")
 
-	if out, err := m.RunSetup(ctx, wt); err != nil || out != "" {
+	if out, err := m.RunSetup(ctx, wt, nil); err != nil || out != "" {
 		t.Fatalf("no script: %q, %v", out, err)
 	}
 
@@ -491,7 +491,7 @@ func TestRunSetup(t *testing.T) {
 	writeScript(t, wt.Dir, "echo installing deps\nexit 3\n", 0o755)
 	var se *SetupError
 	for range 2 {
-		_, err := m.RunSetup(ctx, wt)
+		_, err := m.RunSetup(ctx, wt, nil)
 		if !errors.As(err, &se) || !strings.Contains(se.Output, "installing deps") || !strings.Contains(err.Error(), "exit status 3") {
 			t.Fatalf("failing setup: err = %v", err)
 		}
@@ -499,13 +499,13 @@ func TestRunSetup(t *testing.T) {
 
 	// Not executable: said so, not silently skipped.
 	writeScript(t, wt.Dir, "exit 0\n", 0o644)
-	if _, err := m.RunSetup(ctx, wt); !errors.As(err, &se) || !strings.Contains(err.Error(), "not executable") {
+	if _, err := m.RunSetup(ctx, wt, nil); !errors.As(err, &se) || !strings.Contains(err.Error(), "not executable") {
 		t.Fatalf("non-executable setup: err = %v", err)
 	}
 
 	// The script runs in the worktree and sees where it is.
 	writeScript(t, wt.Dir, "pwd\necho \"branch=$KANDEV_BRANCH\"\necho to-stderr >&2\ntouch made-by-setup\n", 0o755)
-	out, err := m.RunSetup(ctx, wt)
+	out, err := m.RunSetup(ctx, wt, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestRunSetup(t *testing.T) {
 	}
 	// Once it succeeded, it is not run again for this worktree.
 	writeScript(t, wt.Dir, "echo again\nexit 1\n", 0o755)
-	if out, err := m.RunSetup(ctx, wt); err != nil || out != "" {
+	if out, err := m.RunSetup(ctx, wt, nil); err != nil || out != "" {
 		t.Fatalf("setup ran again: %q, %v", out, err)
 	}
 }
@@ -529,7 +529,7 @@ func TestRunSetupFromMainCheckoutAndBounded(t *testing.T) {
 	// Untracked in the main checkout: still found. The background sleep is
 	// in the script's group and is killed with it.
 	writeScript(t, repo, "echo started\nsleep 60 &\nsleep 60\n", 0o755)
-	out, err := m.RunSetup(context.Background(), wt)
+	out, err := m.RunSetup(context.Background(), wt, nil)
 	var se *SetupError
 	if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(out, "started") {
 		t.Fatalf("hung setup: out %q, err %v", out, err)
