@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemonclient"
+	"github.com/kandev/kandev/core/workspace"
 )
 
 // DemoOptions are `demo`'s inputs.
@@ -208,10 +208,8 @@ func initDemoRepo(ctx context.Context, dir string) error {
 		{"add", "README.md"},
 		{"commit", "-q", "-m", "The demo app"},
 	} {
-		c := exec.CommandContext(ctx, "git", args...)
-		c.Dir = dir
-		if out, err := c.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
+		if _, err := workspace.Git(ctx, workspace.GitCall{Dir: dir, Args: args}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/daemonclient"
+	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
@@ -300,5 +301,11 @@ func checkGit(ctx context.Context) Git {
 	if err != nil {
 		return Git{}
 	}
-	return Git{Found: true, Path: path, Version: version(ctx, path)}
+	// git runs only through kandev's one runner (ADR 0065), here outside
+	// any repository.
+	out, err := workspace.Git(ctx, workspace.GitCall{Dir: "/", Timeout: versionTimeout, Args: []string{"version"}})
+	if err != nil {
+		return Git{Found: true, Path: path}
+	}
+	return Git{Found: true, Path: path, Version: strings.TrimSpace(out)}
 }

@@ -20,6 +20,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/workspace"
 )
 
 // Remote runs one agent on a host (ADR 0053, "the remote run"): ACP over
@@ -404,15 +405,21 @@ func (r *Remote) url(p string) string {
 	return u + p
 }
 
-// git runs git in a local directory with its ssh riding the host's master.
+// git runs git in the task's local worktree, through kandev's one runner
+// (ADR 0065), with its ssh riding the host's master: a push to or fetch
+// from the host's repository, whose objects the fetch checks.
 func (r *Remote) git(ctx context.Context, dir string, args ...string) error {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_SSH_COMMAND="+r.sshCommand(), "GIT_SSH_VARIANT=ssh", "GIT_TERMINAL_PROMPT=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("git %s (host %s): %w: %s", args[0], r.Target.Name, err, strings.TrimSpace(string(out)))
+	_, err := workspace.Git(ctx, workspace.GitCall{Dir: dir, Remote: true, Args: args,
+		Env: append(r.localEnv(), "GIT_SSH_COMMAND="+r.sshCommand(), "GIT_SSH_VARIANT=ssh")})
+	if err != nil {
+		return fmt.Errorf("git %s (host %s): %w", args[0], r.Target.Name, err)
 	}
 	return nil
+}
+
+// localEnv names the local worktree's real git directories (ADR 0049).
+func (r *Remote) localEnv() []string {
+	return workspace.WorktreeEnv(workspace.Worktree{Repo: r.Worktree.Repo, Dir: r.Worktree.Dir})
 }
 
 // sshCommand is GIT_SSH_COMMAND: the pool's ssh line over the master
@@ -468,10 +475,8 @@ echo "$c"
 	// Branch at the host's head, the working tree at the snapshot, the
 	// index back at the head: the host's state, uncommitted as it was.
 	for _, args := range [][]string{{"reset", "-q", "--hard", snap + "^"}, {"read-tree", "-u", "--reset", snap}, {"reset", "-q"}} {
-		cmd := exec.CommandContext(ctx, "git", args...)
-		cmd.Dir = r.Worktree.Dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		if _, err := workspace.Git(ctx, workspace.GitCall{Dir: r.Worktree.Dir, Env: r.localEnv(), Args: args}); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 	"unicode"
+
+	"github.com/kandev/kandev/core/workspace"
 )
 
 // Dest is a parsed [user@]host[:port]. Host may be an ssh_config alias.
@@ -201,7 +203,8 @@ func (p *Pool) Script(ctx context.Context, t Target, script string) (string, err
 		return "", err
 	}
 	cmd := p.Command(ctx, t, "sh -s")
-	cmd.Stdin = strings.NewReader(script)
+	// Every git in the script goes through kandev's runner (ADR 0065).
+	cmd.Stdin = strings.NewReader(workspace.ShellPrelude() + script)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -393,3 +393,22 @@ func Git(ctx context.Context, c GitCall) (string, error) {
 	var r Runner
 	return r.Run(ctx, c)
 }
+
+// ShellPrelude is the runner for the sh scripts kandev runs on a host
+// over ssh: it unsets the account's GIT_* environment but for identity,
+// sets the runner's own, and makes `git` in the script a function that
+// puts fixedConfig before every command. The host's repositories are
+// kandev's (a bare repository it made), whose config the host's confined
+// agents cannot write, so no driver lookup is needed there.
+func ShellPrelude() string {
+	var b strings.Builder
+	b.WriteString("for v in $(env | sed -n 's/^\\(GIT_[A-Za-z0-9_]*\\)=.*/\\1/p'); do case $v in GIT_AUTHOR_*|GIT_COMMITTER_*) ;; *) unset \"$v\";; esac; done\n")
+	b.WriteString("unset PAGER EDITOR VISUAL\n")
+	b.WriteString("export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0 GIT_PAGER=cat PAGER=cat GIT_EDITOR=: GIT_NO_REPLACE_OBJECTS=1 GIT_ATTR_NOSYSTEM=1 GIT_PROTOCOL_FROM_USER=0 GIT_ALLOW_PROTOCOL=file\n")
+	b.WriteString("git() { command git")
+	for _, kv := range fixedConfig {
+		b.WriteString(" -c '" + kv + "'")
+	}
+	b.WriteString(" \"$@\"; }\n")
+	return b.String()
+}

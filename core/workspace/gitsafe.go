@@ -36,6 +36,10 @@ func worktreeEnv(wt Worktree) []string {
 	return []string{"GIT_DIR=" + admin, "GIT_COMMON_DIR=" + common, "GIT_WORK_TREE=" + wt.Dir}
 }
 
+// WorktreeEnv is worktreeEnv, for the packages that run git in a task's
+// worktree themselves (a host's fetch-back).
+func WorktreeEnv(wt Worktree) []string { return worktreeEnv(wt) }
+
 // noSuchWorktree is the administrative directory worktreeEnv names when
 // the repository lists none for the worktree.
 const noSuchWorktree = "kandev-no-such-worktree"
