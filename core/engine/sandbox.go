@@ -220,7 +220,9 @@ func sharedRepoGuards(dir string) []string {
 		if st, err := os.Stat(gd); err != nil || !st.IsDir() {
 			continue
 		}
-		for _, name := range []string{"config", "hooks", "info", "commondir", "worktrees"} {
+		// modules holds submodules' own configs; objects/info their
+		// alternates, a pointer to other stores (ADR 0065).
+		for _, name := range []string{"config", "hooks", "info", "commondir", "worktrees", "modules", "objects/info"} {
 			out = append(out, filepath.Join(gd, name))
 		}
 	}

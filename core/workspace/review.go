@@ -194,7 +194,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 	if _, err := m.commitPending(ctx, wt); err != nil {
 		return MergeResult{}, err
 	}
-	ahead, err := m.git(ctx, wt.Repo, "rev-list", "--count", "HEAD.."+wt.Branch)
+	ahead, err := m.git(ctx, wt.Repo, "rev-list", "--count", "HEAD..refs/heads/"+wt.Branch)
 	if err != nil {
 		return MergeResult{}, fmt.Errorf("merge: %w", err)
 	}
@@ -205,7 +205,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 	// Exit 1 is a conflict; any other failure (a git before 2.38 has no
 	// --write-tree) falls through to the merge, which is aborted on conflict.
 	result := ""
-	out, err := m.git(ctx, wt.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", wt.Branch)
+	out, err := m.git(ctx, wt.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "HEAD", "refs/heads/"+wt.Branch)
 	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && exitCode(ge.Err) == 1 {
@@ -221,7 +221,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 		return MergeResult{}, err
 	}
 	if o.Squash {
-		if _, err := m.git(ctx, wt.Repo, "merge", "--squash", wt.Branch); err != nil {
+		if _, err := m.git(ctx, wt.Repo, "merge", "--squash", "refs/heads/"+wt.Branch); err != nil {
 			m.git(context.WithoutCancel(ctx), wt.Repo, "reset", "--merge")
 			return MergeResult{}, fmt.Errorf("%w: squash %s into %s: %w", ErrRefused, wt.Branch, into, err)
 		}
@@ -238,7 +238,7 @@ func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (Merge
 		if o.Message != "" {
 			args = append(args, "-m", o.Message)
 		}
-		if _, err := m.git(ctx, wt.Repo, append(args, wt.Branch)...); err != nil {
+		if _, err := m.git(ctx, wt.Repo, append(args, "refs/heads/"+wt.Branch)...); err != nil {
 			m.git(context.WithoutCancel(ctx), wt.Repo, "merge", "--abort")
 			return MergeResult{}, fmt.Errorf("%w: merge %s into %s: %w", ErrRefused, wt.Branch, into, err)
 		}
@@ -366,7 +366,7 @@ func (m *Manager) checkOverwrites(ctx context.Context, wt Worktree, into, result
 	if result != "" {
 		out, err = m.git(ctx, wt.Repo, "diff-tree", "-r", "-z", "--no-renames", "--name-only", "--diff-filter=A", "HEAD", result)
 	} else {
-		out, err = m.git(ctx, wt.Repo, "diff", "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD..."+wt.Branch, "--")
+		out, err = m.git(ctx, wt.Repo, "diff", "--no-renames", "--name-only", "-z", "--diff-filter=A", "HEAD...refs/heads/"+wt.Branch, "--")
 	}
 	if err != nil {
 		return fmt.Errorf("merge: list the files it adds: %w", err)

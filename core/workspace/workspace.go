@@ -255,6 +255,18 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (Worktree, error)
 			return Worktree{}, fmt.Errorf("create worktree: branch name %q starts with %s, which git reads as another ref", o.Branch, p)
 		}
 	}
+	// Nor a name git reads as a file of the git directory: FETCH_HEAD,
+	// ORIG_HEAD and every other all-capitals pseudo-ref, and names under
+	// the directory's own entries (logs/…, worktrees/…), which resolve to
+	// those files before any branch.
+	if isPseudoRef(o.Branch) {
+		return Worktree{}, fmt.Errorf("create worktree: branch name %q is how git names a file of its own (a pseudo-ref such as FETCH_HEAD); pick another", o.Branch)
+	}
+	if first, _, _ := strings.Cut(o.Branch, "/"); first != o.Branch {
+		if _, err := os.Lstat(filepath.Join(o.Repo, ".git", first)); err == nil {
+			return Worktree{}, fmt.Errorf("create worktree: branch name %q starts with %s/, which git reads as a file of its git directory; pick another", o.Branch, first)
+		}
+	}
 	if out, err := m.git(ctx, o.Repo, "rev-parse", "--verify", "--quiet", "--symbolic-full-name", o.Branch); err == nil || strings.TrimSpace(out) != "" {
 		return Worktree{}, fmt.Errorf("create worktree: branch name %q already means %s to git; pick another", o.Branch, orWhat(strings.TrimSpace(out)))
 	}
@@ -465,6 +477,17 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is larger than %d bytes", path, max)
 	}
 	return b, nil
+}
+
+// isPseudoRef is git's pseudo-ref syntax: capitals and underscores only
+// (HEAD, FETCH_HEAD, MERGE_HEAD, AUTO_MERGE, …).
+func isPseudoRef(name string) bool {
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r == '_') {
+			return false
+		}
+	}
+	return name != ""
 }
 
 func orWhat(ref string) string {

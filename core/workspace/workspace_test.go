@@ -172,6 +172,12 @@ func TestCreateRefusesAndLeavesNothing(t *testing.T) {
 	if _, err := m.Create(ctx, CreateOptions{Repo: repo, Dir: dir, Branch: "bad..name"}); err == nil {
 		t.Fatal("create with branch bad..name succeeded")
 	}
+	// Names git reads as files of its git directory, not as a branch.
+	for _, name := range []string{"FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "AUTO_MERGE", "logs/HEAD", "worktrees/x", "hooks/pre-commit"} {
+		if _, err := m.Create(ctx, CreateOptions{Repo: repo, Dir: dir, Branch: name}); err == nil || !strings.Contains(err.Error(), "git") {
+			t.Fatalf("create with branch %s: err = %v", name, err)
+		}
+	}
 	// Dashes: never options to git.
 	out := filepath.Join(t.TempDir(), "written")
 	for _, o := range []CreateOptions{
