@@ -12,6 +12,7 @@
 //	go run ./cmd/kandev-bench -bin old=/tmp/kandev.before,new=bin/kandev
 //	go run ./cmd/kandev-bench -sizes 1000 -only version,show,mcp
 //	go run ./cmd/kandev-bench -sizes none -bursts none -load 0 -only host   # hosts.go
+//	go run ./cmd/kandev-bench -sizes none -bursts none -load 0 -host-runs 0 -only workspace   # workspace.go
 //
 // Every figure is the median of -runs interleaved rounds (each round runs
 // every command of every binary once, in turn, so a busy machine slows them
@@ -107,6 +108,10 @@ func run() error {
 	loadRate := flag.Int("load-rate", 200, "chunks a second each agent of the streaming load sends")
 	hostRuns := flag.Int("host-runs", 10, "sessions each of a task here and one on the loopback SSH host (0: skip them)")
 	hostCalls := flag.Int("host-calls", 21, "MCP calls each of those sessions' agent times (the first apart)")
+	wsFiles := flag.Int("workspace-files", 1000, "files the agent of each workspace task changes and commits, for task diff and merge (0: skip them)")
+	wsRuns := flag.Int("workspace-runs", 5, "rounds of the workspace figures (each: two fresh tasks per sandbox and binary)")
+	wsAgain := flag.Int("workspace-again", 3, "repeats each round of task diff and task diff --stat after the first")
+	wsBoxes := flag.String("workspace-sandboxes", "bwrap,none", "sandboxes of the workspace tasks, a row set each")
 	flag.Parse()
 	only, seeded = *onlyFlag, *seededFlag
 	if v := os.Getenv("KANDEV_BENCH_LOAD"); v != "" {
@@ -196,6 +201,11 @@ func run() error {
 	}
 	if *hostRuns > 0 && wanted("host") {
 		if err := benchHosts(work, binaries, *hostRuns, *hostCalls); err != nil {
+			return err
+		}
+	}
+	if *wsFiles > 0 && *wsRuns > 0 && wanted(wsName) {
+		if err := benchWorkspace(work, binaries, *wsFiles, *wsRuns, *wsAgain, strings.Split(*wsBoxes, ",")); err != nil {
 			return err
 		}
 	}
