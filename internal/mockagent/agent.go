@@ -68,10 +68,10 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		exit:     cfg.exit,
 		dial:     cfg.dial,
 		getenv:   cfg.getenv,
-		store:    store{dir: stateDir(cfg.getenv)},
 		handlers: newTracker(),
 		sessions: map[string]*session{},
 	}
+	a.store.dir, a.store.private = stateDir(cfg.getenv)
 	switch mode := cfg.getenv("KANDEV_MOCK_RESUME"); mode {
 	case "", "resume":
 		a.resume = true

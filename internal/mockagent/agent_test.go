@@ -364,22 +364,6 @@ func TestPromptUnknownSession(t *testing.T) {
 	}
 }
 
-func TestStateDir(t *testing.T) {
-	env := map[string]string{}
-	getenv := func(k string) string { return env[k] }
-	if got := stateDir(getenv); !strings.HasSuffix(got, "kandev-mock-agent") {
-		t.Errorf("default = %q", got)
-	}
-	env["KANDEV_HOME"] = "/home/k"
-	if got := stateDir(getenv); got != "/home/k/mock-agent" {
-		t.Errorf("with KANDEV_HOME = %q", got)
-	}
-	env["KANDEV_MOCK_STATE_DIR"] = "/state"
-	if got := stateDir(getenv); got != "/state" {
-		t.Errorf("with KANDEV_MOCK_STATE_DIR = %q", got)
-	}
-}
-
 func TestInitDelay(t *testing.T) {
 	leakCheck(t)
 	h := newHarness(t, map[string]string{"KANDEV_MOCK_INIT_DELAY": "150ms"})

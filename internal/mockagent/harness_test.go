@@ -188,13 +188,13 @@ type harness struct {
 }
 
 // newHarness starts an agent whose environment is env; the state dir is
-// fresh unless env names one.
+// fresh unless env has KANDEV_MOCK_STATE_DIR (empty: the agent's default).
 func newHarness(t *testing.T, env map[string]string) *harness {
 	t.Helper()
 	if env == nil {
 		env = map[string]string{}
 	}
-	if env["KANDEV_MOCK_STATE_DIR"] == "" {
+	if _, ok := env["KANDEV_MOCK_STATE_DIR"]; !ok {
 		env["KANDEV_MOCK_STATE_DIR"] = t.TempDir()
 	}
 	agentIn, toAgent := io.Pipe()
