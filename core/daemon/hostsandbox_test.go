@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -168,4 +169,46 @@ func TestHostSandboxBwrap(t *testing.T) {
 	d.Stop()
 	homeGone(t, d, "after the daemon stopped")
 	mastersGone(t, d.Home.Dir, "after the daemon stopped")
+}
+
+// A confined task's .kandev/setup runs in its sandbox on the host too
+// (ADR 0065): bubblewrap's hostname, its private home, and nothing
+// written to the remote account's own.
+func TestHostSandboxSetupRunsConfined(t *testing.T) {
+	needBwrap(t)
+	h := sshtest.Start(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config, "KANDEV_PERMISSION=allow"))
+	dir := h.RemoteDir + "/kandev"
+	remoteHome := filepath.Dir(h.RemoteDir)
+	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir)
+	repo := gitRepo(t)
+	pwned := filepath.Join(remoteHome, "pwned-setup-"+filepath.Base(h.RemoteDir))
+	if err := os.MkdirAll(filepath.Join(repo, ".kandev"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".kandev", "setup"), []byte("#!/bin/sh\necho \"setup on $(hostname)\"\necho x > "+pwned+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", ".kandev"}, {"commit", "-q", "-m", "setup"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	task := create(t, d, core.CreateTaskInput{Title: "set up boxed", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: "mock: say up"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	waitSaid(t, d, task.ID, "up")
+	noted := false
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgStatus && strings.Contains(m.Text, "worktree setup:\nsetup on kandev-sandbox") {
+			noted = true
+		}
+	}
+	if !noted {
+		t.Fatalf("the setup did not run in the sandbox: %+v", conversation(t, d, task.ID))
+	}
+	if _, err := os.Stat(pwned); !os.IsNotExist(err) {
+		t.Fatalf("the setup wrote the remote account's home: %v", err)
+	}
 }

@@ -60,6 +60,8 @@ type Remote struct {
 	Sandbox *Sandbox
 	// sb is the confinement Prepare found on the host for Sandbox.
 	sb *hostSandbox
+	// setupPath is where Prepare copied the setup script on the host.
+	setupPath string
 
 	// dir and cwd are kandev's directory on the host and the agent's
 	// directory there, set by Prepare.
@@ -311,10 +313,15 @@ func (r *Remote) Prepare(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := r.runSetup(ctx, dir, WorktreePath(dir, r.Worktree.Dir)); err != nil {
+	// The setup script goes to the host first, so that the sandbox's view
+	// has it to mount; it then runs in that view (ADR 0065).
+	if err := r.uploadSetup(ctx, dir); err != nil {
 		return err
 	}
 	if err := r.prepareSandbox(ctx, dir, cwd, r.hostCommand(dir, r.Command)); err != nil {
+		return err
+	}
+	if err := r.runSetup(ctx, dir, WorktreePath(dir, r.Worktree.Dir)); err != nil {
 		return err
 	}
 	r.dir, r.cwd = dir, cwd

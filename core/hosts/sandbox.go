@@ -3,11 +3,9 @@ package hosts
 import (
 	"context"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/kandev/kandev/core/sandbox"
-	"github.com/kandev/kandev/core/workspace"
 )
 
 // Sandbox is how a task's agent is confined on its host (docs/hosts.md,
@@ -56,9 +54,8 @@ type hostSandbox struct {
 // remote account's home, bubblewrap working there, the agent's command on
 // the host's PATH and the runtime it runs from, the git directories of
 // kandev's repository there that the task's worktree needs, and the task's
-// private home (made). The engine's setup marker is made in the worktree's
-// administrative directory there and mounted read-only, so a .kandev/setup
-// the confined agent writes never runs on the host outside its sandbox.
+// private home (made). The task's .kandev/setup runs in the same view
+// (runSetup), never on the host outside its sandbox (ADR 0065).
 func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) error {
 	sb := r.Sandbox
 	if sb == nil {
@@ -109,9 +106,12 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 				in.Executables = []string{exe}
 			}
 			if g != nil {
-				derr = fs.Touch(path.Join(g.Admin, workspace.SetupMarker))
-				g.Protect = append(g.Protect, workspace.SetupMarker)
 				in.Git, in.Worktree = g, WorktreePath(dir, r.Worktree.Dir)
+			}
+			// The setup script copied to the host runs in this view too
+			// (ADR 0065): it is mounted read-only.
+			if r.setupPath != "" {
+				in.ReadOnly = []string{r.setupPath}
 			}
 			// The session's socket is named per session: Launch describes
 			// the view again with it, from the same answers.
@@ -215,6 +215,13 @@ func (r *Remote) confinedCommand(sessionID, sock, cwd string, envNames []string)
 		return append([]string{r.Sandbox.Mode}, args...), nil
 	}
 	return append([]string{"bwrap"}, v.BwrapArgs()...), nil
+}
+
+// confinedSetup is confinedCommand for the task's setup script: the same
+// view without kandev's socket, under a session id of its own (a
+// container's name).
+func (r *Remote) confinedSetup(sessionID, cwd string, envNames []string) ([]string, error) {
+	return r.confinedCommand(sessionID, "", cwd, envNames)
 }
 
 // envNames are the names of the agent's environment (KEY=VALUE), passed

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/sandbox"
 	"github.com/kandev/kandev/core/workspace"
 )
 
@@ -78,13 +79,14 @@ func (r *Remote) copyIncluded(ctx context.Context, wt string) error {
 }
 
 // setupScript runs on the host: %s are the worktree, the copied script,
-// the repository there, the branch, the base commit and the marker.
+// the repository there, the branch, the base commit, the marker and the
+// sandbox's command line before the script ("" unconfined).
 const setupScript = `w=%s; s=%s; r=%s; b=%s; base=%s; m=%s
 cd "$w" || exit 1
 gd=$(git rev-parse --absolute-git-dir) || exit 1
 if [ -e "$gd/` + workspace.SetupMarker + `" ]; then echo kandev-setup-done; exit 0; fi
 chmod 0700 "$s"
-env KANDEV_WORKTREE="$w" KANDEV_REPO="$r" KANDEV_BRANCH="$b" KANDEV_BASE="$base" "$m" "$s" </dev/null 2>&1
+env KANDEV_WORKTREE="$w" KANDEV_REPO="$r" KANDEV_BRANCH="$b" KANDEV_BASE="$base" "$m"%s "$s" </dev/null 2>&1
 rc=$?
 if [ $rc -eq 0 ]; then : > "$gd/` + workspace.SetupMarker + `"; fi
 echo "kandev-setup-exit $rc"
@@ -96,35 +98,38 @@ echo "kandev-setup-exit $rc"
 // the marker is killed, so nothing it started outlives it. Its output is
 // r.SetupOutput; a failure is a *workspace.SetupError.
 func (r *Remote) runSetup(ctx context.Context, dir, wt string) error {
-	if r.Setup == nil || r.Setup.Script == "" || r.Worktree.Dir == "" {
+	if r.setupPath == "" {
 		return nil
 	}
-	script := r.Setup.Script
-	fi, err := os.Stat(script)
-	if err != nil {
-		return fmt.Errorf("setup: %w", err)
-	}
-	if fi.Mode().Perm()&0o111 == 0 {
-		return &workspace.SetupError{Script: script, Err: errors.New("not executable (chmod +x it)")}
-	}
-	f, err := os.Open(script)
-	if err != nil {
-		return fmt.Errorf("setup: %w", err)
-	}
-	remote := dir + "/state/setup-" + shortHash(r.Worktree.Dir)
-	err = r.Pool.UploadExpr(ctx, r.Target, f, Quote(remote))
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("copy .kandev/setup to host %s: %w", r.Target.Name, err)
+	script, remote := r.Setup.Script, r.setupPath
+	marker := agent.HelperMarker("setup")
+	// A confined task's setup runs in its sandbox on the host, as its
+	// agent would (ADR 0065): never outside it over what the agent wrote.
+	wrap := ""
+	if r.sb != nil {
+		names := []string{"KANDEV_WORKTREE", "KANDEV_REPO", "KANDEV_BRANCH", "KANDEV_BASE", agent.SessionEnv}
+		args, err := r.confinedSetup(marker, wt, names)
+		if err != nil {
+			return &workspace.SetupError{Script: script, Err: fmt.Errorf("confine it on host %s: %w", r.Target.Name, err)}
+		}
+		for _, a := range args {
+			wrap += " " + Quote(a)
+		}
+		if r.Sandbox.container() {
+			defer func() {
+				kctx, kcancel := context.WithTimeout(context.WithoutCancel(ctx), prepareTimeout)
+				defer kcancel()
+				r.Pool.Script(kctx, r.Target, r.Sandbox.Mode+" rm -f "+Quote(sandbox.ContainerName(marker))+" >/dev/null 2>&1; true\n")
+			}()
+		}
 	}
 	timeout := r.Setup.Timeout
 	if timeout <= 0 {
 		timeout = workspace.DefaultSetupTimeout
 	}
-	marker := agent.HelperMarker("setup")
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	out, err := r.Pool.Script(sctx, r.Target, fmt.Sprintf(setupScript, Quote(wt), Quote(remote), Quote(RepoPath(dir, r.Worktree.Repo)),
-		Quote(r.Worktree.Branch), Quote(r.Setup.Base), Quote(agent.SessionEnv+"="+marker)))
+		Quote(r.Worktree.Branch), Quote(r.Setup.Base), Quote(agent.SessionEnv+"="+marker), wrap))
 	timedOut := sctx.Err() != nil
 	cancel()
 	// Finished, failed or out of time: nothing it started outlives it.
@@ -152,6 +157,35 @@ func (r *Remote) runSetup(ctx context.Context, dir, wt string) error {
 	case kerr != nil:
 		return fmt.Errorf("setup on host %s: end what it left: %w", r.Target.Name, kerr)
 	}
+	return nil
+}
+
+// uploadSetup copies the setup script to the host (r.setupPath), once per
+// Prepare; nothing when there is none.
+func (r *Remote) uploadSetup(ctx context.Context, dir string) error {
+	r.setupPath = ""
+	if r.Setup == nil || r.Setup.Script == "" || r.Worktree.Dir == "" {
+		return nil
+	}
+	script := r.Setup.Script
+	fi, err := os.Stat(script)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if fi.Mode().Perm()&0o111 == 0 {
+		return &workspace.SetupError{Script: script, Err: errors.New("not executable (chmod +x it)")}
+	}
+	f, err := os.Open(script)
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	remote := dir + "/state/setup-" + shortHash(r.Worktree.Dir)
+	err = r.Pool.UploadExpr(ctx, r.Target, f, Quote(remote))
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("copy .kandev/setup to host %s: %w", r.Target.Name, err)
+	}
+	r.setupPath = remote
 	return nil
 }
 
