@@ -1,9 +1,3 @@
-//go:build trustmatrix
-
-// Unfinished (issue 34): the attack matrix and the three reported breaks,
-// opt-in until every cell is green and the run fits in make test:
-// go test -tags trustmatrix -run TestTrust ./core/daemon/
-
 package daemon_test
 
 import (
@@ -500,7 +494,10 @@ OBJ=$CD/objects
 POBJ=$(cd "$(git rev-parse --git-path objects)" && pwd -P)
 ME=$(git symbolic-ref -q HEAD)
 R=
-try() { n=$1; shift; if ( "$@" ) >>/tmp/kandev-plant.log 2>&1; then R="$R $n:ok"; else R="$R $n:held"; fi; }
+# try NAME CMD...: plant NAME; the result says ok, or held and the last
+# thing the sandbox said (a read-only file system, say).
+try() { n=$1; shift; if ( "$@" ) >/tmp/kandev-plant-$n.log 2>&1; then R="$R $n:ok"
+  else R="$R $n:held($(tail -n 1 /tmp/kandev-plant-$n.log | tr -d '\n' | head -c 90))"; fi; }
 # mkx FILE MARKER: an executable that touches the marker.
 mkx() { printf '#!/bin/sh\ntouch %s/%s\nexit 0\n' "$M" "$2" > "$1" && chmod +x "$1"; }
 hooks() { mkdir -p "$1" || return 1; for h in $HOOKS; do mkx "$1/$h" "$2-$h" || return 1; done; }
@@ -1014,13 +1011,28 @@ type trustCell struct {
 	bad   []string  // breaks the operation found itself
 	outs  []string  // what it showed (client results)
 	term  []string  // what it printed on the operator's terminal (CLI)
+	// refused are the errors the operation answered.
+	refused []string
 }
 
-func (c *trustCell) show(s ...string)  { c.outs = append(c.outs, s...) }
+func (c *trustCell) show(s ...string) { c.outs = append(c.outs, s...) }
+
+// fail records what the operation answered: an error is shown (it must
+// leak nothing either) and noted, so the log says which cells ran their
+// operation and which were refused it (a refusal holds too).
+func (c *trustCell) fail(err error) {
+	if err != nil {
+		c.outs = append(c.outs, err.Error())
+		c.refused = append(c.refused, err.Error())
+	}
+}
 func (c *trustCell) print(s ...string) { c.term = append(c.term, s...) }
 func (c *trustCell) cli(args ...string) {
-	o, _ := c.e.cli(args...)
+	o, code := c.e.cli(args...)
 	c.print(o)
+	if code != 0 {
+		c.refused = append(c.refused, fmt.Sprintf("kandev %s: exit %d: %s", strings.Join(args, " "), code, tail(strings.TrimSpace(o), 200)))
+	}
 }
 
 // operatorGit is the operator's own git in the main checkout, after an
@@ -1038,14 +1050,16 @@ var trustOps = []trustOp{
 		ctx, cancel := trustCtx()
 		defer cancel()
 		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{Patch: true})
-		c.show(d.Stat, d.Patch, errText(err))
+		c.show(d.Stat, d.Patch)
+		c.fail(err)
 	}},
 	{name: "diff (CLI)", run: func(t *testing.T, c *trustCell) { c.cli("task", "diff", c.task.ID) }},
 	{name: "diff --stat", run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
 		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{})
-		c.show(d.Stat, jsonText(d.Files), errText(err))
+		c.show(d.Stat, jsonText(d.Files))
+		c.fail(err)
 	}},
 	{name: "diff --stat (CLI)", run: func(t *testing.T, c *trustCell) { c.cli("task", "diff", "--stat", c.task.ID) }},
 	{name: "task show and list", run: func(t *testing.T, c *trustCell) {
@@ -1064,14 +1078,16 @@ var trustOps = []trustOp{
 		ctx, cancel := trustCtx()
 		defer cancel()
 		rv, err := c.e.d.Client.TaskReview(ctx, c.task.ID)
-		c.show(jsonText(rv), errText(err))
+		c.show(jsonText(rv))
+		c.fail(err)
 	}},
 	{name: "child with a new worktree", run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
 		child, err := c.e.d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "the operator's child", ParentID: c.task.ID,
 			CWD: c.task.Workspace.Dir, Workspace: "new", Sandbox: c.e.mode, Profile: c.e.profile, Prompt: "mock: say child up"})
-		c.show(jsonText(child.Workspace), errText(err))
+		c.show(jsonText(child.Workspace))
+		c.fail(err)
 		if err == nil {
 			*c.child = child.ID
 			*c.ids = append(*c.ids, child.ID)
@@ -1107,7 +1123,7 @@ var trustOps = []trustOp{
 		ctx, cancel := trustCtx()
 		defer cancel()
 		_, err := c.e.d.Client.StartTask(ctx, *c.child, core.StartTaskInput{})
-		c.show(errText(err))
+		c.fail(err)
 		if err == nil {
 			c.e.settled(t, *c.child)
 		}
@@ -1130,9 +1146,11 @@ var trustOps = []trustOp{
 		ctx, cancel := trustCtx()
 		defer cancel()
 		dry, err := c.e.d.Client.PruneWorktrees(ctx, core.PruneInput{DryRun: true})
-		c.show(jsonText(dry), errText(err))
+		c.show(jsonText(dry))
+		c.fail(err)
 		res, err := c.e.d.Client.PruneWorktrees(ctx, core.PruneInput{})
-		c.show(jsonText(res), errText(err))
+		c.show(jsonText(res))
+		c.fail(err)
 	}},
 	{name: "the operator's git status, log, diff, checkout", run: func(t *testing.T, c *trustCell) {
 		b := "refs/heads/" + c.task.Workspace.Branch
@@ -1161,13 +1179,13 @@ var trustOps = []trustOp{
 		}
 		if !resumed() {
 			_, err := c.e.d.Client.StartTask(ctx, c.task.ID, core.StartTaskInput{})
-			c.show(errText(err))
+			c.fail(err)
 		}
 		daemontest.Eventually(t, trustWait, "the cut turn to run again", resumed)
 		_, err := c.e.d.Client.StopTask(ctx, c.task.ID)
-		c.show(errText(err))
+		c.fail(err)
 		_, err = c.e.d.Client.DropQueued(ctx, c.task.ID, core.DropQueueInput{All: true})
-		c.show(errText(err))
+		c.fail(err)
 		c.e.settled(t, c.task.ID)
 	}},
 	{name: "merge", fresh: true, run: func(t *testing.T, c *trustCell) { c.merge(t, core.MergeInput{}) }},
@@ -1178,7 +1196,7 @@ var trustOps = []trustOp{
 		ctx, cancel := trustCtx()
 		defer cancel()
 		review, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{})
-		c.show(errText(err))
+		c.fail(err)
 		o, code := c.e.cli("task", "merge", c.task.ID, "--archive", "-m", "merged by the CLI")
 		c.print(o)
 		if code == 0 {
@@ -1190,29 +1208,32 @@ var trustOps = []trustOp{
 		ctx, cancel := trustCtx()
 		defer cancel()
 		_, err := c.e.d.Client.SetTaskStatus(ctx, c.task.ID, core.StatusDone)
-		c.show(errText(err))
+		c.fail(err)
 		_, err = c.e.d.Client.ArchiveTask(ctx, c.task.ID)
-		c.show(errText(err))
+		c.fail(err)
 		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{Patch: true})
-		c.show(d.Patch, errText(err))
+		c.show(d.Patch)
+		c.fail(err)
 	}},
 	{name: "discard", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
 		_, err := c.e.d.Client.DiscardTask(ctx, c.task.ID)
-		c.show(errText(err))
+		c.fail(err)
 	}},
 	{name: "push", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
 		res, err := c.e.d.Client.PushTask(ctx, c.task.ID, core.PushInput{})
-		c.show(jsonText(res), errText(err))
+		c.show(jsonText(res))
+		c.fail(err)
 	}},
 	{name: "pr", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
 		res, err := c.e.d.Client.PullRequestTask(ctx, c.task.ID, core.PullRequestInput{})
-		c.show(jsonText(res), errText(err))
+		c.show(jsonText(res))
+		c.fail(err)
 	}},
 }
 
@@ -1222,9 +1243,10 @@ func (c *trustCell) merge(t *testing.T, in core.MergeInput) {
 	ctx, cancel := trustCtx()
 	defer cancel()
 	review, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{})
-	c.show(errText(err))
+	c.fail(err)
 	res, err := c.e.d.Client.MergeTask(ctx, c.task.ID, in)
-	c.show(jsonText(res), errText(err))
+	c.show(jsonText(res))
+	c.fail(err)
 	if err == nil {
 		c.bad = append(c.bad, c.e.merged(t, c.r, review)...)
 	}
@@ -1305,6 +1327,9 @@ func testTrustMatrix(t *testing.T, mode string) {
 				op.run(t, c)
 				cells++
 				cell := fmt.Sprintf("%s (%s) × %s", g.name, mode, op.name)
+				if len(c.refused) > 0 {
+					t.Logf("%s: refused: %s", cell, tail(strings.Join(c.refused, " | "), 400))
+				}
 				if e.cellHeld(t, r, cell, ids, c.bad, c.outs, c.term) {
 					held++
 				} else {
@@ -1419,13 +1444,17 @@ func trustGroups() []trustGroup {
 * export-subst
 ATTR
 for f in a.a b.i c.f d.b e.c g.p h.z k.q y.y; do echo content > $f; done
-printf '\377\376c\000o\000n\000\n\000' > w.e
 printf '$Id$\n' > k.id
 mkdir -p deep && printf '* filter=xd diff=xd merge=xd\n' > deep/.gitattributes && echo deep > deep/s.txt
 mkdir -p .kandev && mkx .kandev/setup config-setup-on-branch && printf 'cat %s\n' "$SECRET" >> .kandev/setup
 printf '*\n.private\n' > .worktreeinclude
 printf 'line1\nline2\nthe agent line3\n' > m.txt
 try commit commit_work
+# Committed on its own: without iconv's modules (a container's git, say)
+# git cannot encode it, and it stays pending work.
+printf '\377\376c\000o\000n\000\n\000' > w.e
+p_encoded() { git add w.e && git commit -qm "an encoded file"; }
+try encoded-commit p_encoded
 for f in a.a b.i c.f d.b e.c g.p h.z k.q y.y deep/s.txt; do echo changed >> $f; done
 pending_work
 p_includes() { cfg "$AD/config.worktree" include.path "$AD/inc.cfg" &&
@@ -1469,7 +1498,7 @@ p_alternates() { mkdir -p "$AD/evilalt" && subst "$H" "the agent's h.txt\n" "$AD
     { echo "$AD/evilalt"; cat "$o/info/alternates" 2>/dev/null; } > /tmp/kandev-alt && cp /tmp/kandev-alt "$o/info/alternates" && ok=0; done
   rm -f "$OBJ/$(fan $H)"
   return $ok; }
-p_fanout() { d=${I%"${I#??}"}; mkdir -p "$AD/evilfan" && cp -rL "$OBJ/$d" "$AD/evilfan/" &&
+p_fanout() { d=${I%"${I#??}"}; mkdir -p "$AD/evilfan/$d" && { [ ! -d "$OBJ/$d" ] || cp -rL "$OBJ/$d" "$AD/evilfan/"; } &&
   subst "$I" "the agent's i.txt\n" "$AD/evilfan" && rm -rf "$OBJ/$d" && ln -s "$AD/evilfan/$d" "$OBJ/$d"; }
 p_grafts() { ok=1; for o in $OBJ $POBJ; do mkdir -p "$o/info" 2>/dev/null; echo "$(git rev-parse main) $C" >> "$o/info/grafts" && ok=0; done; return $ok; }
 try obj-loose-substitute subst "$F" "the agent's f.txt\n"
@@ -1551,7 +1580,7 @@ try branch-symref-to-main p_bsym
 			body: func(t *testing.T, e *trustEnv, r *trustRepo) string {
 				return `try commit commit_work
 pending_work
-p_bblob() { git rev-parse HEAD:agent.txt > "$CD/$ME"; }
+p_bblob() { b=$(git rev-parse HEAD:agent.txt) && printf '%s\n' "$b" > "$CD/$ME"; }
 try branch-at-a-blob p_bblob
 `
 			}},
@@ -1597,7 +1626,7 @@ try submodule-worktree-config hostile "$AD/config.worktree" sub-cfg x
 		{name: "files",
 			plants: []string{"a link to the operator's key", "a link to /", "links to and into the markers' directory",
 				".env a link (an included file)", "conf a link (an included file's directory)", ".kandev a link to a setup in the admin directory",
-				"a name and a content with terminal escapes", "a FIFO", "a sparse 600 MiB file", "a 48 MiB text file"},
+				"a name and a content with terminal escapes", "a FIFO", "a sparse 64 MiB file", "an 8 MiB text file (its patch over the 4 MiB bound)"},
 			body: func(t *testing.T, e *trustEnv, r *trustRepo) string {
 				return `p_links() { ln -s "$SECRET" link-secret && ln -s / link-root && ln -s "$M" link-markers && ln -s "$M/files-link-write" link-write; }
 p_envlink() { rm -f .env && ln -s "$M/files-env-through-link" .env && git add -f .env; }
@@ -1605,8 +1634,8 @@ p_conflink() { rm -rf conf && ln -s "$M" conf && git add -f conf; }
 p_kandevlink() { mkdir -p "$AD/evilkandev" && mkx "$AD/evilkandev/setup" files-kandev-link-setup && ln -s "$AD/evilkandev" .kandev; }
 p_escapes() { printf 'x\n' > "$(printf 'esc-\033]0;retitled\007.txt')" && printf 'see \033]52;c;cHduZWQ=\007 and \033[2J cleared\n' > esc-content.txt; }
 p_fifo() { mkfifo fifo; }
-p_huge() { truncate -s 600M huge.bin; }
-p_hugetext() { yes 'a huge line of text the agent wrote' | head -c 48M > huge.txt; }
+p_huge() { truncate -s 64M huge.bin; }
+p_hugetext() { yes 'a huge line of text the agent wrote' | head -c 8M > huge.txt; }
 try links p_links
 try env-link p_envlink
 try conf-link p_conflink
