@@ -20,7 +20,6 @@ import (
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/config"
-	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
@@ -138,7 +137,10 @@ type Engine struct {
 	procWG  sync.WaitGroup // process teardowns and timers
 	cancel  context.CancelFunc
 
-	hostState
+	// Hosts is the hosts area (hosts.go): the daemon routes the host
+	// operations to it, and the other areas call it for placement, faults
+	// and a run's host.
+	Hosts *Hosts
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -197,14 +199,14 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// Confined worktrees' own git state (ADR 0065).
 		e.ws.Quarantine = filepath.Join(opts.Home.Dir, "sandboxes", "git")
 	}
-	// The control sockets of the hosts' ssh connections, one per host.
-	e.hostPool = &hosts.Pool{Dir: filepath.Join(opts.Home.Dir, "ssh"), Config: opts.SSHConfig}
-	if opts.Home.Dir != "" {
-		// Masters a killed daemon of this home left behind.
-		if n := e.hostPool.Sweep(); n > 0 {
-			e.log.Info("ended ssh connections an earlier daemon left", "count", n)
-		}
-	}
+	e.Hosts = newHosts(k, e.ws)
+	// What the areas still on Engine give the hosts area (hosts.go).
+	e.Hosts.may = e.may
+	e.Hosts.profiles = e.ListProfiles
+	e.Hosts.held = e.held
+	e.Hosts.worktreeOwner = e.worktreeOwner
+	e.Hosts.requeueOpenPrompt = e.requeueOpenPrompt
+	e.Hosts.endRunLocked = e.endRunLocked
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()
@@ -250,7 +252,7 @@ func (e *Engine) Close() error {
 			r.rec.flush()
 		}
 	}
-	e.hostPool.Close()
+	e.Hosts.close()
 	return nil
 }
 
@@ -481,7 +483,7 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 		d, _ := time.ParseDuration(p.StartTimeout) // checked by ValidateProfile
 		p.StartTimeout = d.String()
 	}
-	if err := e.checkProfileHost(ctx, p); err != nil {
+	if err := e.Hosts.checkProfileHost(ctx, p); err != nil {
 		return core.Profile{}, err
 	}
 	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
