@@ -8,10 +8,10 @@ import (
 
 // hostRoutes serves core.HostClient (docs/hosts.md).
 func (h *Handler) hostRoutes(m *http.ServeMux) {
-	route(m, wire.ListHosts, none(h.eng.ListHosts))
-	route(m, wire.AddHost, h.eng.AddHost)
-	route(m, wire.GetHost, key(h.eng.GetHost))
-	route(m, wire.RemoveHost, key(h.eng.RemoveHost))
-	route(m, wire.CheckHost, key(h.eng.CheckHost))
-	route(m, wire.EditHost, keyed(h.eng.EditHost))
+	route(m, wire.ListHosts, none(h.eng.Hosts.List))
+	route(m, wire.AddHost, h.eng.Hosts.Add)
+	route(m, wire.GetHost, key(h.eng.Hosts.Get))
+	route(m, wire.RemoveHost, key(h.eng.Hosts.Remove))
+	route(m, wire.CheckHost, key(h.eng.Hosts.Check))
+	route(m, wire.EditHost, keyed(h.eng.Hosts.Edit))
 }

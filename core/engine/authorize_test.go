@@ -35,7 +35,7 @@ var (
 // predicates read: each task's agent runs as role "eng", except u's
 // ("ops").
 func authEngine() *Engine {
-	e := &Engine{cache: newTaskCache(), live: newLiveRuns()}
+	e := &Engine{kernel: &kernel{cache: newTaskCache(), live: newLiveRuns()}}
 	for _, t := range []core.Task{authG, authP, authC, authS, authX, authU, authA, authAC} {
 		t := t
 		e.cache.tasks[t.ID] = &t

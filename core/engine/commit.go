@@ -45,9 +45,9 @@ func (c *changes) tellWaiter(qid string, d answerDelivery) {
 // tx runs fn in one transaction and returns what it changed, for announce.
 // It is the half of commit for a mutation that must release a lock between
 // its transaction and its notifications.
-func (e *Engine) tx(ctx context.Context, fn func(tx *store.Tx, c *changes) error) (changes, error) {
+func (k *kernel) tx(ctx context.Context, fn func(tx *store.Tx, c *changes) error) (changes, error) {
 	var c changes
-	err := e.db.Tx(ctx, func(tx *store.Tx) error {
+	err := k.db.Tx(ctx, func(tx *store.Tx) error {
 		c = changes{} // a retried transaction starts over
 		return fn(tx, &c)
 	})
@@ -59,12 +59,12 @@ func (e *Engine) tx(ctx context.Context, fn func(tx *store.Tx, c *changes) error
 
 // commit runs fn in one transaction and, once it committed, announces
 // what it changed.
-func (e *Engine) commit(ctx context.Context, fn func(tx *store.Tx, c *changes) error) error {
-	c, err := e.tx(ctx, fn)
+func (k *kernel) commit(ctx context.Context, fn func(tx *store.Tx, c *changes) error) error {
+	c, err := k.tx(ctx, fn)
 	if err != nil {
 		return err
 	}
-	e.announce(c)
+	k.announce(c)
 	return nil
 }
 
@@ -72,31 +72,31 @@ func (e *Engine) commit(ctx context.Context, fn func(tx *store.Tx, c *changes) e
 // blocked calls told, messages and sessions published, tasks refreshed in
 // the cache (each refresh publishes its task.updated event), turn loops
 // kicked last, so a loop starts from the committed state.
-func (e *Engine) announce(c changes) {
+func (k *kernel) announce(c changes) {
 	for _, w := range c.waiters {
-		e.notifyWaiter(w.questionID, w.delivery)
+		k.notifyWaiter(w.questionID, w.delivery)
 	}
 	for _, m := range c.messages {
-		e.publishMessage(core.EventMessageAdded, m)
+		k.publishMessage(core.EventMessageAdded, m)
 	}
 	for _, seq := range c.questions {
-		e.publishQuestion(seq)
+		k.publishQuestion(seq)
 	}
 	for _, id := range c.sessions {
-		e.publishSession(id)
+		k.publishSession(id)
 	}
 	seen := map[string]bool{}
 	for _, id := range c.refresh {
 		if !seen[id] {
 			seen[id] = true
-			e.refreshQuiet(id)
+			k.refreshQuiet(id)
 		}
 	}
 	kicked := map[string]bool{}
 	for _, id := range c.kick {
 		if !kicked[id] {
 			kicked[id] = true
-			e.kick(id)
+			k.kickLoop(id)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	if err != nil {
 		return createPlan{}, err
 	}
-	host, err := e.taskHost(ctx, in.Host, parent, prof)
+	host, err := e.Hosts.taskHost(ctx, in.Host, parent, prof)
 	if err != nil {
 		return createPlan{}, err
 	}

@@ -26,22 +26,33 @@ func (e *Engine) updateSession(id string, u store.SessionUpdate) {
 	e.announce(c)
 }
 
-func (e *Engine) publishSession(id string) {
-	s, err := e.db.GetSession(context.Background(), id)
+func (k *kernel) publishSession(id string) {
+	s, err := k.db.GetSession(context.Background(), id)
 	if err != nil {
 		return
 	}
 	info := sessionInfo(s)
-	e.bus.Publish(core.Event{Type: core.EventSessionUpdated, TaskID: s.TaskID, Session: &info})
+	k.bus.Publish(core.Event{Type: core.EventSessionUpdated, TaskID: s.TaskID, Session: &info})
 }
 
-func (e *Engine) publishMessage(typ core.EventType, m store.Message) {
+func (k *kernel) publishMessage(typ core.EventType, m store.Message) {
 	cm := messageFromStore(m)
-	e.bus.Publish(core.Event{Type: typ, TaskID: m.TaskID, Message: &cm})
+	k.bus.Publish(core.Event{Type: typ, TaskID: m.TaskID, Message: &cm})
+}
+
+func (k *kernel) publishQuestion(seq int64) {
+	m, err := k.db.GetMessage(context.Background(), seq)
+	if err != nil {
+		return
+	}
+	k.publishMessage(core.EventMessageUpdated, m)
+	if info, err := questionInfo(m); err == nil {
+		k.bus.Publish(core.Event{Type: core.EventQuestionUpdated, TaskID: m.TaskID, Question: &info})
+	}
 }
 
 // note appends an engine-written entry to a task's conversation.
-func (e *Engine) note(ctx context.Context, taskID, sessionID string, kind core.MessageKind, author, text string, meta map[string]any) {
+func (k *kernel) note(ctx context.Context, taskID, sessionID string, kind core.MessageKind, author, text string, meta map[string]any) {
 	metaJSON := "{}"
 	if meta != nil {
 		b, _ := json.Marshal(meta)
@@ -49,7 +60,7 @@ func (e *Engine) note(ctx context.Context, taskID, sessionID string, kind core.M
 	}
 	now := time.Now().UTC()
 	ctx = context.WithoutCancel(ctx)
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err := k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		m, err := tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(kind),
 			Author: author, Text: text, Meta: metaJSON, CreatedAt: now, UpdatedAt: now})
 		if err != nil {
@@ -59,7 +70,7 @@ func (e *Engine) note(ctx context.Context, taskID, sessionID string, kind core.M
 		return nil
 	})
 	if err != nil {
-		e.log.Error("record note", "task", taskID, "err", err)
+		k.log.Error("record note", "task", taskID, "err", err)
 	}
 }
 

@@ -75,15 +75,15 @@ func unreachableSince(host string, since time.Time) string {
 // unreachable, so the next launch on it waits for the reconnection. It
 // reports false for any other failure. rt.mu must be held; the caller
 // runs after once it let go (the announcement and the note).
-func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (after func(), ok bool) {
+func (ho *Hosts) hostLostLocked(run *liveRun, t core.Task, promptErr error) (after func(), ok bool) {
 	r := run.remote
-	if promptErr == nil || r == nil || run.ended || e.isClosing() || !r.LostAfterExit(lostExitWait) {
+	if promptErr == nil || r == nil || run.ended || ho.k.isClosing() || !r.LostAfterExit(lostExitWait) {
 		return nil, false
 	}
 	now := time.Now().UTC()
 	ctx := context.Background()
-	prompt := e.cutPrompt(ctx, t.ID, run.sessionID)
-	f := &e.faults
+	prompt := ho.cutPrompt(ctx, t.ID, run.sessionID)
+	f := &ho.faults
 	f.mu.Lock()
 	if f.losses == nil {
 		f.losses = map[string]promptLoss{}
@@ -113,8 +113,8 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 	reason := *end.Error
 	// The requeue and the session's end are one transaction, as in
 	// interruptRun: a crash between them must not queue the prompt twice.
-	c, err := e.tx(ctx, func(tx *store.Tx, _ *changes) error {
-		if err := e.requeueOpenPrompt(ctx, tx.Queries, t.ID, run.sessionID); err != nil {
+	c, err := ho.k.tx(ctx, func(tx *store.Tx, _ *changes) error {
+		if err := ho.requeueOpenPrompt(ctx, tx.Queries, t.ID, run.sessionID); err != nil {
 			return err
 		}
 		if err := tx.UpdateSession(ctx, run.sessionID, end, now); err != nil {
@@ -133,14 +133,14 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 		return tx.RevokeSessionTokens(ctx, run.sessionID, now)
 	})
 	if err != nil {
-		e.log.Error("requeue the prompt of a turn a lost connection cut", "task", t.ID, "err", err)
+		ho.k.log.Error("requeue the prompt of a turn a lost connection cut", "task", t.ID, "err", err)
 	}
-	e.endRunLocked(run, core.SessionCancelled, reason)
-	e.log.Warn("lost the connection to a host mid-turn", "task", t.ID, "host", t.Host, "session", run.sessionID)
+	ho.endRunLocked(run, core.SessionCancelled, reason)
+	ho.k.log.Warn("lost the connection to a host mid-turn", "task", t.ID, "host", t.Host, "session", run.sessionID)
 	return func() {
 		c.touch(t.ID)
-		e.announce(c)
-		e.note(ctx, t.ID, run.sessionID, core.MsgStatus, "kandev",
+		ho.k.announce(c)
+		ho.k.note(ctx, t.ID, run.sessionID, core.MsgStatus, "kandev",
 			fmt.Sprintf("host %s: the connection was lost mid-turn (%s); reconnecting, then the agent's session resumes and the cut prompt is delivered again",
 				t.Host, since.Format(time.RFC3339)), map[string]any{"interrupted": true, "host_lost": t.Host})
 	}, true
@@ -153,8 +153,8 @@ func (e *Engine) hostLostLocked(run *liveRun, t core.Task, promptErr error) (aft
 // away past reconnectGiveUp and the launch then fails with ssh's error),
 // or errFenced when the task was stopped or the daemon is closing. A host
 // not known to be down costs nothing here.
-func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
-	f := &e.faults
+func (ho *Hosts) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
+	f := &ho.faults
 	f.mu.Lock()
 	o := f.down[t.Host]
 	var since time.Time
@@ -167,11 +167,11 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 		if unswept {
 			// One login, which the launch makes anyway: reached, the
 			// host gets its leftovers swept first.
-			actx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
-			err := e.connectHost(actx, t.Host)
+			actx, cancel := context.WithTimeout(ho.k.baseCtx, reconnectAttempt)
+			err := ho.connectHost(actx, t.Host)
 			cancel()
 			if err == nil {
-				e.hostBack(t.Host)
+				ho.hostBack(t.Host)
 			}
 		}
 		return nil
@@ -181,12 +181,12 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 	defer timer.Stop()
 	// The task's events wake the wait, so a stop ends it at once rather
 	// than at the next try.
-	evs, unsub := e.bus.Subscribe(t.ID)
+	evs, unsub := ho.k.bus.Subscribe(t.ID)
 	defer unsub()
 	for try := 0; ; {
 		due := false
 		select {
-		case <-e.baseCtx.Done():
+		case <-ho.k.baseCtx.Done():
 			return errFenced
 		case _, ok := <-evs:
 			if !ok {
@@ -196,15 +196,15 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 			due = true
 			try++
 		}
-		if e.isClosing() {
+		if ho.k.isClosing() {
 			return errFenced // the waiting reason stays for the next start
 		}
 		rt.mu.Lock()
 		fenced := rt.fence != fence
 		rt.mu.Unlock()
-		if cur, err := e.storedTask(e.baseCtx, t.ID); fenced || err != nil || e.held(cur) != "" {
+		if cur, err := ho.k.storedTask(ho.k.baseCtx, t.ID); fenced || err != nil || ho.held(cur) != "" {
 			// Stopped or archived meanwhile: no longer waiting on the host.
-			e.clearUnserved(t.ID)
+			ho.k.clearUnserved(t.ID)
 			return errFenced
 		}
 		if !due {
@@ -213,23 +213,23 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 		if try == 2 {
 			// Shown once the first try failed: a connection that comes
 			// back at once is no wait worth a note.
-			e.setUnserved(t.ID, unreachableSince(t.Host, since))
-			e.refreshQuiet(t.ID)
+			ho.k.setUnserved(t.ID, unreachableSince(t.Host, since))
+			ho.k.refreshQuiet(t.ID)
 		}
-		actx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
-		err := e.connectHost(actx, t.Host)
+		actx, cancel := context.WithTimeout(ho.k.baseCtx, reconnectAttempt)
+		err := ho.connectHost(actx, t.Host)
 		cancel()
 		if err == nil {
-			e.hostBack(t.Host)
+			ho.hostBack(t.Host)
 			return nil
 		}
 		if time.Since(since) > reconnectGiveUp {
-			e.log.Warn("host still unreachable; giving up the reconnection", "host", t.Host, "since", since, "err", err)
-			e.endOutage(t.Host) // the launch fails with ssh's error, and climbs
-			e.leftUnswept(t.Host)
+			ho.k.log.Warn("host still unreachable; giving up the reconnection", "host", t.Host, "since", since, "err", err)
+			ho.endOutage(t.Host) // the launch fails with ssh's error, and climbs
+			ho.leftUnswept(t.Host)
 			return nil
 		}
-		e.log.Info("host unreachable; trying again", "host", t.Host, "in", wait, "err", err)
+		ho.k.log.Info("host unreachable; trying again", "host", t.Host, "in", wait, "err", err)
 		timer.Reset(wait)
 		wait = min(2*wait, reconnectMax)
 	}
@@ -238,31 +238,31 @@ func (e *Engine) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 // hostBack ends the host's outage: whatever the lost sessions left on the
 // host (the teardown could not reach it) is ended there now, by marker,
 // those an earlier daemon recorded too.
-func (e *Engine) hostBack(host string) {
-	ctx, cancel := context.WithTimeout(e.baseCtx, reconnectAttempt)
+func (ho *Hosts) hostBack(host string) {
+	ctx, cancel := context.WithTimeout(ho.k.baseCtx, reconnectAttempt)
 	defer cancel()
 	var left error
-	if sw, err := e.db.HostSweeps(ctx); err == nil {
+	if sw, err := ho.k.db.HostSweeps(ctx); err == nil {
 		var ids []string
 		for _, s := range sw {
 			if s.Host == host {
 				ids = append(ids, s.SessionID)
 			}
 		}
-		if h, err := e.db.GetHost(ctx, host); err == nil && len(ids) > 0 {
-			_, left = e.sweepOnHost(ctx, h, ids, "a lost connection")
+		if h, err := ho.k.db.GetHost(ctx, host); err == nil && len(ids) > 0 {
+			_, left = ho.sweepOnHost(ctx, h, ids, "a lost connection")
 		}
 	}
-	e.endOutage(host)
+	ho.endOutage(host)
 	if left != nil {
-		e.leftUnswept(host) // gone again at once: the next launch there tries
+		ho.leftUnswept(host) // gone again at once: the next launch there tries
 	}
 }
 
 // leftUnswept notes a host not known down whose lost sessions are still
 // to sweep there.
-func (e *Engine) leftUnswept(host string) {
-	f := &e.faults
+func (ho *Hosts) leftUnswept(host string) {
+	f := &ho.faults
 	f.mu.Lock()
 	if f.unswept == nil {
 		f.unswept = map[string]bool{}
@@ -273,26 +273,26 @@ func (e *Engine) leftUnswept(host string) {
 
 // endOutage forgets the host's outage, here and in the store: the host is
 // back, or the wait for it gave up (a later run tries it afresh).
-func (e *Engine) endOutage(host string) {
-	f := &e.faults
+func (ho *Hosts) endOutage(host string) {
+	f := &ho.faults
 	f.mu.Lock()
 	delete(f.down, host)
 	delete(f.unswept, host)
 	f.mu.Unlock()
-	if err := e.db.SetHostUnreachable(context.Background(), host, time.Time{}); err != nil && !errors.Is(err, store.ErrNotFound) {
-		e.log.Warn("record a host reachable again", "host", host, "err", err)
+	if err := ho.k.db.SetHostUnreachable(context.Background(), host, time.Time{}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		ho.k.log.Warn("record a host reachable again", "host", host, "err", err)
 	}
 }
 
 // loadHostFaults runs at start, after the sweep: an outage an earlier
 // daemon recorded goes on, from its start, so the runs it resumes on the
 // host wait for it (awaitHost) rather than fail at the first try.
-func (e *Engine) loadHostFaults(ctx context.Context) error {
-	hs, err := e.db.ListHosts(ctx)
+func (ho *Hosts) loadHostFaults(ctx context.Context) error {
+	hs, err := ho.k.db.ListHosts(ctx)
 	if err != nil {
 		return fmt.Errorf("load host outages: %w", err)
 	}
-	f := &e.faults
+	f := &ho.faults
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, h := range hs {
@@ -303,7 +303,7 @@ func (e *Engine) loadHostFaults(ctx context.Context) error {
 			f.down = map[string]*hostOutage{}
 		}
 		f.down[h.Name] = &hostOutage{since: h.UnreachableSince}
-		e.log.Info("host unreachable at the last daemon's end; its runs wait for it", "host", h.Name, "since", h.UnreachableSince)
+		ho.k.log.Info("host unreachable at the last daemon's end; its runs wait for it", "host", h.Name, "since", h.UnreachableSince)
 	}
 	return nil
 }
@@ -311,24 +311,24 @@ func (e *Engine) loadHostFaults(ctx context.Context) error {
 // sweepOnHost ends on the host every process of the given sessions, by
 // marker, and forgets their sweep; it returns how many it killed of each,
 // or the host's error (the sessions are then left to sweep).
-func (e *Engine) sweepOnHost(ctx context.Context, h store.Host, ids []string, leftBy string) (map[string]int, error) {
+func (ho *Hosts) sweepOnHost(ctx context.Context, h store.Host, ids []string, leftBy string) (map[string]int, error) {
 	target, err := hostTarget(h)
 	if err != nil {
 		return nil, err
 	}
 	killed := map[string]int{}
 	for _, id := range ids {
-		n, err := hosts.SweepSessions(ctx, e.hostPool, target, h.Dir, []string{id})
+		n, err := hosts.SweepSessions(ctx, ho.hostPool, target, h.Dir, []string{id})
 		if err != nil {
-			e.log.Warn("could not end a session's processes on its host", "host", h.Name, "session", id, "err", err)
+			ho.k.log.Warn("could not end a session's processes on its host", "host", h.Name, "session", id, "err", err)
 			return killed, err // the host is unreachable, or the sweep fails there for all
 		}
 		if n > 0 {
-			e.log.Warn("killed processes "+leftBy+" left on a host", "host", h.Name, "session", id, "processes", n)
+			ho.k.log.Warn("killed processes "+leftBy+" left on a host", "host", h.Name, "session", id, "processes", n)
 			killed[id] += n
 		}
-		if err := e.db.DoneHostSweeps(ctx, []string{id}); err != nil {
-			e.log.Warn("forget a session swept on its host", "host", h.Name, "session", id, "err", err)
+		if err := ho.k.db.DoneHostSweeps(ctx, []string{id}); err != nil {
+			ho.k.log.Warn("forget a session swept on its host", "host", h.Name, "session", id, "err", err)
 		}
 	}
 	return killed, nil
@@ -347,25 +347,25 @@ const hostSweepTimeout = 30 * time.Second
 // it is back (hostBack, or the next start); its agents meanwhile end on
 // their input's end (the ssh that fed them is gone). A host reached
 // ends the outage an earlier daemon recorded for it.
-func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[string]int {
+func (ho *Hosts) sweepHosts(ctx context.Context, open []store.Session) map[string]int {
 	byHost := map[string][]string{}
 	for _, s := range open {
-		t, err := e.storedTask(ctx, s.TaskID)
+		t, err := ho.k.storedTask(ctx, s.TaskID)
 		if err != nil || t.Host == "" || t.Host == hostAuto {
 			continue
 		}
 		byHost[t.Host] = append(byHost[t.Host], s.ID)
 	}
-	pending, err := e.db.HostSweeps(ctx)
+	pending, err := ho.k.db.HostSweeps(ctx)
 	if err != nil {
-		e.log.Warn("startup sweep: the sessions left on hosts", "err", err)
+		ho.k.log.Warn("startup sweep: the sessions left on hosts", "err", err)
 	}
 	for _, p := range pending {
 		byHost[p.Host] = append(byHost[p.Host], p.SessionID)
 	}
 	killed := map[string]int{}
 	for name, ids := range byHost {
-		h, err := e.db.GetHost(ctx, name)
+		h, err := ho.k.db.GetHost(ctx, name)
 		if err != nil {
 			continue
 		}
@@ -373,28 +373,28 @@ func (e *Engine) sweepHosts(ctx context.Context, open []store.Session) map[strin
 		// Recorded first: a session not swept now is swept later, its
 		// local side being recorded torn down by this start.
 		for _, id := range ids {
-			if err := e.db.AddHostSweep(hctx, name, id, time.Now().UTC()); err != nil {
-				e.log.Warn("startup sweep: record a session to sweep on its host", "host", name, "session", id, "err", err)
+			if err := ho.k.db.AddHostSweep(hctx, name, id, time.Now().UTC()); err != nil {
+				ho.k.log.Warn("startup sweep: record a session to sweep on its host", "host", name, "session", id, "err", err)
 			}
 		}
-		n, err := e.sweepOnHost(hctx, h, ids, "an earlier daemon")
+		n, err := ho.sweepOnHost(hctx, h, ids, "an earlier daemon")
 		cancel()
 		for id, k := range n {
 			killed[id] += k
 		}
 		switch {
 		case err == nil && !h.UnreachableSince.IsZero():
-			e.endOutage(name)
+			ho.endOutage(name)
 		case err != nil && h.UnreachableSince.IsZero():
-			e.leftUnswept(name) // (a host down is swept at its reconnection)
+			ho.leftUnswept(name) // (a host down is swept at its reconnection)
 		}
 	}
 	return killed
 }
 
 // cutPrompt is the text of the prompt the session's turn was cut on.
-func (e *Engine) cutPrompt(ctx context.Context, taskID, sessionID string) string {
-	last, ok, err := openPrompt(ctx, e.db.Queries, taskID, sessionID)
+func (ho *Hosts) cutPrompt(ctx context.Context, taskID, sessionID string) string {
+	last, ok, err := openPrompt(ctx, ho.k.db.Queries, taskID, sessionID)
 	if err != nil || !ok {
 		return ""
 	}

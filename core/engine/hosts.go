@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -10,10 +11,75 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/hosts"
+	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
-var _ core.HostClient = (*Engine)(nil)
+// Hosts is the engine's hosts area (docs/hosts.md): the hosts themselves
+// (core.HostClient's operations, which the daemon routes here: List, Get,
+// Add, Edit, Remove, Check), a new task's host, placement on a host's
+// slots (placement.go), a lost connection and the wait for the host
+// (hostfaults.go), the remote launcher a run on a host takes (remoteFor),
+// the host's side of a task's worktree (hostworktree.go) and of its
+// sandbox (hostsandbox.go). Its fields are all it may touch: the kernel,
+// its own state, and what other areas give it, each named.
+//
+// Locks: place.mu (placement.go) and faults.mu (hostfaults.go) are its
+// own. A task's rt.mu may be held when either is taken (a run released
+// under it frees a slot: releasedOnHost; a lost connection is handled
+// under it: hostLostLocked). place.mu is held while placement reads the
+// live runs and the task cache (hostOccupancy, waitersAhead), so it comes
+// before their locks; faults.mu is a leaf.
+type Hosts struct {
+	k *kernel
+	// ws is the workspaces' manager: a worktree gets on its host what it
+	// gets here (hostSetup).
+	ws *workspace.Manager
+
+	// The area's part in hosts: the pool of master connections and the
+	// cached hash of its own binary.
+	hostPool     *hosts.Pool
+	selfHashOnce sync.Once
+	selfHashVal  string
+	selfHashErr  error
+	place        placement  // placement.go
+	faults       hostFaults // hostfaults.go
+
+	// What the areas still on Engine give it (set by New):
+	// may is the authorizer (authorize.go): who adds, edits, removes hosts.
+	may func(a core.Actor, act Action, t core.Task) error
+	// profiles lists the profiles (engine.go): `host check` looks for
+	// their commands.
+	profiles func(ctx context.Context) ([]core.Profile, error)
+	// held says why a task's queue may not be delivered now (turns.go): a
+	// task held otherwise no longer waits for a slot.
+	held func(t core.Task) string
+	// worktreeOwner is the task whose worktree t works in (runs.go): an
+	// auto task runs where that one does.
+	worktreeOwner func(t core.Task) (core.Task, bool)
+	// requeueOpenPrompt and endRunLocked are the runs' (turns.go, runs.go):
+	// a turn a lost connection cut is queued again and its run ended.
+	requeueOpenPrompt func(ctx context.Context, q store.Queries, taskID, sessionID string) error
+	endRunLocked      func(run *liveRun, state core.SessionState, reason string)
+}
+
+// newHosts builds the hosts area over the kernel, with the pool of the
+// hosts' ssh connections.
+func newHosts(k *kernel, ws *workspace.Manager) *Hosts {
+	ho := &Hosts{k: k, ws: ws}
+	// The control sockets of the hosts' ssh connections, one per host.
+	ho.hostPool = &hosts.Pool{Dir: filepath.Join(k.opts.Home.Dir, "ssh"), Config: k.opts.SSHConfig}
+	if k.opts.Home.Dir != "" {
+		// Masters a killed daemon of this home left behind.
+		if n := ho.hostPool.Sweep(); n > 0 {
+			k.log.Info("ended ssh connections an earlier daemon left", "count", n)
+		}
+	}
+	return ho
+}
+
+// close ends the hosts' master connections (Engine.Close, last).
+func (ho *Hosts) close() { ho.hostPool.Close() }
 
 // Host names a task can be given that are no host: "local" is this machine
 // (a child of a task on a host that runs here), "auto" is placement.
@@ -35,15 +101,15 @@ func hostTarget(h store.Host) (hosts.Target, error) {
 	return hosts.Target{Name: h.Name, Dest: d, Identity: h.Identity}, nil
 }
 
-// ListHosts implements core.HostClient.
-func (e *Engine) ListHosts(ctx context.Context) ([]core.Host, error) {
-	hs, err := e.db.ListHosts(ctx)
+// List serves core.HostClient's ListHosts (wire.ListHosts).
+func (ho *Hosts) List(ctx context.Context) ([]core.Host, error) {
+	hs, err := ho.k.db.ListHosts(ctx)
 	if err != nil {
 		return nil, mapStoreErr(err, "hosts")
 	}
 	out := make([]core.Host, 0, len(hs))
 	for _, h := range hs {
-		ids, err := e.db.TasksOnHost(ctx, h.Name)
+		ids, err := ho.k.db.TasksOnHost(ctx, h.Name)
 		if err != nil {
 			return nil, mapStoreErr(err, "host "+h.Name)
 		}
@@ -52,23 +118,23 @@ func (e *Engine) ListHosts(ctx context.Context) ([]core.Host, error) {
 	return out, nil
 }
 
-// GetHost implements core.HostClient.
-func (e *Engine) GetHost(ctx context.Context, name string) (core.Host, error) {
-	h, err := e.db.GetHost(ctx, name)
+// Get serves core.HostClient's GetHost (wire.GetHost).
+func (ho *Hosts) Get(ctx context.Context, name string) (core.Host, error) {
+	h, err := ho.k.db.GetHost(ctx, name)
 	if err != nil {
 		return core.Host{}, mapStoreErr(err, "host "+name)
 	}
-	ids, err := e.db.TasksOnHost(ctx, name)
+	ids, err := ho.k.db.TasksOnHost(ctx, name)
 	if err != nil {
 		return core.Host{}, mapStoreErr(err, "host "+name)
 	}
 	return hostFromStore(h, len(ids)), nil
 }
 
-// AddHost implements core.HostClient. Nothing is dialled: `host check`
-// does that, so a host can be added before it is up.
-func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, error) {
-	if err := e.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
+// Add serves core.HostClient's AddHost (wire.AddHost). Nothing is
+// dialled: `host check` does that, so a host can be added before it is up.
+func (ho *Hosts) Add(ctx context.Context, in core.HostInput) (core.Host, error) {
+	if err := ho.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
 	if err := validName("host", in.Name); err != nil {
@@ -92,42 +158,44 @@ func (e *Engine) AddHost(ctx context.Context, in core.HostInput) (core.Host, err
 	}
 	h := store.Host{Name: in.Name, SSH: in.SSH, Identity: in.Identity, Dir: in.Dir, MaxAgents: in.MaxAgents,
 		CreatedAt: time.Now().UTC()}
-	if err := e.db.InsertHost(ctx, h); err != nil {
+	if err := ho.k.db.InsertHost(ctx, h); err != nil {
 		return core.Host{}, mapStoreErr(err, "host "+in.Name)
 	}
 	// Its slots are free: the runs waiting for one (--host auto) may take them.
-	e.hostSlotFreed()
+	ho.hostSlotFreed()
 	return hostFromStore(h, 0), nil
 }
 
-// EditHost implements core.HostClient (the right to add hosts is the
-// right to edit them). A raised bound wakes the runs waiting for a slot.
-func (e *Engine) EditHost(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
-	if err := e.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
+// Edit serves core.HostClient's EditHost (wire.EditHost; the right to add
+// hosts is the right to edit them). A raised bound wakes the runs waiting
+// for a slot.
+func (ho *Hosts) Edit(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
+	if err := ho.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
 	if in.MaxAgents != nil {
 		if *in.MaxAgents < 0 {
 			return core.Host{}, core.Errorf(core.CodeValidation, "--max-agents %d: use 0 (no bound) or more", *in.MaxAgents)
 		}
-		if err := e.db.SetHostMaxAgents(ctx, name, *in.MaxAgents); err != nil {
+		if err := ho.k.db.SetHostMaxAgents(ctx, name, *in.MaxAgents); err != nil {
 			return core.Host{}, mapStoreErr(err, "host "+name)
 		}
-		e.hostSlotFreed()
+		ho.hostSlotFreed()
 	}
-	return e.GetHost(ctx, name)
+	return ho.Get(ctx, name)
 }
 
-// RemoveHost implements core.HostClient: refused while unarchived tasks
-// are on the host (their branches live there). The check and the delete
-// are one transaction, so a create that placed a task meanwhile wins.
-func (e *Engine) RemoveHost(ctx context.Context, name string) (core.Host, error) {
-	if err := e.may(core.ActorFrom(ctx), ActRemoveHost, core.Task{}); err != nil {
+// Remove serves core.HostClient's RemoveHost (wire.RemoveHost): refused
+// while unarchived tasks are on the host (their branches live there). The
+// check and the delete are one transaction, so a create that placed a task
+// meanwhile wins.
+func (ho *Hosts) Remove(ctx context.Context, name string) (core.Host, error) {
+	if err := ho.may(core.ActorFrom(ctx), ActRemoveHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
 	var h store.Host
 	var busy []string
-	_, err := e.tx(ctx, func(tx *store.Tx, _ *changes) error {
+	_, err := ho.k.tx(ctx, func(tx *store.Tx, _ *changes) error {
 		var err error
 		if h, err = tx.GetHost(ctx, name); err != nil {
 			return err
@@ -144,14 +212,14 @@ func (e *Engine) RemoveHost(ctx context.Context, name string) (core.Host, error)
 		return core.Host{}, core.Errorf(core.CodeConflict, "host %s has tasks on it (%s); archive them first", name, strings.Join(busy, ", "))
 	}
 	if t, err := hostTarget(h); err == nil {
-		e.hostPool.Disconnect(t)
+		ho.hostPool.Disconnect(t)
 	}
 	return hostFromStore(h, 0), nil
 }
 
-// CheckHost implements core.HostClient.
-func (e *Engine) CheckHost(ctx context.Context, name string) (core.HostCheck, error) {
-	h, err := e.db.GetHost(ctx, name)
+// Check serves core.HostClient's CheckHost (wire.CheckHost).
+func (ho *Hosts) Check(ctx context.Context, name string) (core.HostCheck, error) {
+	h, err := ho.k.db.GetHost(ctx, name)
 	if err != nil {
 		return core.HostCheck{}, mapStoreErr(err, "host "+name)
 	}
@@ -159,7 +227,7 @@ func (e *Engine) CheckHost(ctx context.Context, name string) (core.HostCheck, er
 	if err != nil {
 		return core.HostCheck{}, core.Errorf(core.CodeValidation, "host %s: %v", name, err)
 	}
-	profs, err := e.ListProfiles(ctx)
+	profs, err := ho.profiles(ctx)
 	if err != nil {
 		return core.HostCheck{}, mapStoreErr(err, "profiles")
 	}
@@ -169,10 +237,10 @@ func (e *Engine) CheckHost(ctx context.Context, name string) (core.HostCheck, er
 			cmds = append(cmds, core.HostCommand{Profile: p.Name, Command: p.Command})
 		}
 	}
-	hash, _ := e.selfHash()
-	res := hosts.Check(ctx, e.hostPool, t, h.Dir, cmds, hash)
+	hash, _ := ho.selfHash()
+	res := hosts.Check(ctx, ho.hostPool, t, h.Dir, cmds, hash)
 	res.MaxAgents = h.MaxAgents
-	res.Running = e.runningOnHost(name)
+	res.Running = ho.runningOnHost(name)
 	res.FreeSlots = -1
 	if h.MaxAgents > 0 {
 		res.FreeSlots = max(0, h.MaxAgents-res.Running)
@@ -182,8 +250,8 @@ func (e *Engine) CheckHost(ctx context.Context, name string) (core.HostCheck, er
 
 // connectHost brings up the host's shared connection; its error is
 // ssh's own (hosts.UnreachableError) or the host's record missing.
-func (e *Engine) connectHost(ctx context.Context, name string) error {
-	h, err := e.db.GetHost(ctx, name)
+func (ho *Hosts) connectHost(ctx context.Context, name string) error {
+	h, err := ho.k.db.GetHost(ctx, name)
 	if err != nil {
 		return mapStoreErr(err, "host "+name)
 	}
@@ -191,19 +259,19 @@ func (e *Engine) connectHost(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return e.hostPool.Connect(ctx, t)
+	return ho.hostPool.Connect(ctx, t)
 }
 
 // runningOnHost counts the live runs of tasks placed on the host.
-func (e *Engine) runningOnHost(name string) int {
-	runs := e.live.runs()
+func (ho *Hosts) runningOnHost(name string) int {
+	runs := ho.k.live.runs()
 	ids := make([]string, 0, len(runs))
 	for _, r := range runs {
 		ids = append(ids, r.rt.id)
 	}
 	n := 0
 	for _, id := range ids {
-		if t, ok := e.cached(id); ok && t.Host == name {
+		if t, ok := ho.k.cached(id); ok && t.Host == name {
 			n++
 		}
 	}
@@ -212,22 +280,22 @@ func (e *Engine) runningOnHost(name string) int {
 
 // selfHash is the SHA-256 of this daemon's binary, read once: it decides
 // whether a host's copy of kandev is current.
-func (e *Engine) selfHash() (string, error) {
-	e.selfHashOnce.Do(func() { e.selfHashVal, e.selfHashErr = hosts.FileSHA256(e.opts.SelfExe) })
-	return e.selfHashVal, e.selfHashErr
+func (ho *Hosts) selfHash() (string, error) {
+	ho.selfHashOnce.Do(func() { ho.selfHashVal, ho.selfHashErr = hosts.FileSHA256(ho.k.opts.SelfExe) })
+	return ho.selfHashVal, ho.selfHashErr
 }
 
 // taskHost resolves a new task's host: the one asked for ("local" for
 // this machine, "auto" for placement), else its parent's, else for a
 // top-level task its profile's host, else the configuration's. It must
 // exist.
-func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task, prof core.Profile) (string, error) {
+func (ho *Hosts) taskHost(ctx context.Context, asked string, parent core.Task, prof core.Profile) (string, error) {
 	asked = strings.TrimSpace(asked)
 	if asked == "" && parent.ID == "" {
 		asked = strings.TrimSpace(prof.Host)
 	}
 	if asked == "" && parent.ID == "" {
-		asked = strings.TrimSpace(e.configValue("host"))
+		asked = strings.TrimSpace(ho.k.configValue("host"))
 	}
 	switch asked {
 	case "":
@@ -236,7 +304,7 @@ func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task, p
 		return "", nil
 	case hostAuto:
 		// Placed at its first run (placement.go); a host must exist.
-		hs, err := e.db.ListHosts(ctx)
+		hs, err := ho.k.db.ListHosts(ctx)
 		if err != nil {
 			return "", mapStoreErr(err, "hosts")
 		}
@@ -245,7 +313,7 @@ func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task, p
 		}
 		return hostAuto, nil
 	}
-	if _, err := e.db.GetHost(ctx, asked); err != nil {
+	if _, err := ho.k.db.GetHost(ctx, asked); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return "", core.Errorf(core.CodeValidation, "unknown host %s (see kandev host list)", asked)
 		}
@@ -254,25 +322,14 @@ func (e *Engine) taskHost(ctx context.Context, asked string, parent core.Task, p
 	return asked, nil
 }
 
-// hostState is the engine's part in hosts: the pool of master connections
-// and the cached hash of its own binary.
-type hostState struct {
-	hostPool     *hosts.Pool
-	selfHashOnce sync.Once
-	selfHashVal  string
-	selfHashErr  error
-	place        placement  // placement.go
-	faults       hostFaults // hostfaults.go
-}
-
 // checkProfileHost refuses a profile whose default host is no host: a
 // name not added (a host removed later makes its tasks' create say so).
-func (e *Engine) checkProfileHost(ctx context.Context, p core.Profile) error {
+func (ho *Hosts) checkProfileHost(ctx context.Context, p core.Profile) error {
 	switch h := strings.TrimSpace(p.Host); h {
 	case "", hostLocal, hostAuto:
 		return nil
 	default:
-		if _, err := e.db.GetHost(ctx, h); err != nil {
+		if _, err := ho.k.db.GetHost(ctx, h); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				return core.Errorf(core.CodeValidation, "profile %s: unknown host %s (see kandev host list)", p.Name, h)
 			}
@@ -280,4 +337,35 @@ func (e *Engine) checkProfileHost(ctx context.Context, p core.Profile) error {
 		}
 		return nil
 	}
+}
+
+// remoteFor connects to the task's host and returns the launcher that runs
+// its agent there; its error is ssh's own (hosts.UnreachableError) or the
+// host's record missing.
+func (ho *Hosts) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, error) {
+	if err := ho.connectHost(ctx, t.Host); err != nil {
+		return nil, err
+	}
+	h, err := ho.k.db.GetHost(ctx, t.Host)
+	if err != nil {
+		return nil, mapStoreErr(err, "host "+t.Host)
+	}
+	target, err := hostTarget(h)
+	if err != nil {
+		return nil, err
+	}
+	sum, err := ho.selfHash()
+	if err != nil {
+		return nil, fmt.Errorf("hash of kandev's binary: %w", err)
+	}
+	r := &hosts.Remote{Pool: ho.hostPool, Target: target, Dir: h.Dir, SelfExe: ho.k.opts.SelfExe, SelfHash: sum,
+		Socket: ho.k.opts.Socket, Key: t.ID}
+	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
+		r.Worktree = hosts.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch}
+		if rel, err := filepath.Rel(w.Dir, t.CWD); err == nil && !strings.HasPrefix(rel, "..") {
+			r.RelDir = rel
+		}
+		r.Setup = ho.hostSetup(ctx, *w)
+	}
+	return r, nil
 }

@@ -15,27 +15,27 @@ import (
 // local worktree, so the task's next run there, its next diff and merge
 // do not show the merged work as new. A failure is noted, not returned:
 // the merge happened.
-func (e *Engine) hostMerged(ctx context.Context, t core.Task) {
+func (ho *Hosts) hostMerged(ctx context.Context, t core.Task) {
 	if t.Host == "" || t.Host == hostAuto { // auto: never placed, never ran on a host
 		return
 	}
-	r, err := e.remoteFor(ctx, t)
+	r, err := ho.remoteFor(ctx, t)
 	if err == nil {
 		err = r.PushBack(ctx)
 	}
 	if err != nil {
-		e.log.Warn("merge: update the branch on the host", "task", t.ID, "host", t.Host, "err", err)
-		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "merged here, but the worktree on host "+t.Host+" was not moved onto the merged commit: "+err.Error(), nil)
+		ho.k.log.Warn("merge: update the branch on the host", "task", t.ID, "host", t.Host, "err", err)
+		ho.k.note(ctx, t.ID, "", core.MsgStatus, "kandev", "merged here, but the worktree on host "+t.Host+" was not moved onto the merged commit: "+err.Error(), nil)
 	}
 }
 
 // hostFetchBack brings a host task's worktree into the local one before
 // the local one is committed and removed (the archive of a done task).
-func (e *Engine) hostFetchBack(ctx context.Context, t core.Task) error {
+func (ho *Hosts) hostFetchBack(ctx context.Context, t core.Task) error {
 	if t.Host == "" || t.Host == hostAuto { // auto: never placed, never ran on a host
 		return nil
 	}
-	r, err := e.remoteFor(ctx, t)
+	r, err := ho.remoteFor(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -44,16 +44,16 @@ func (e *Engine) hostFetchBack(ctx context.Context, t core.Task) error {
 
 // hostWorktreeGone removes the host's copy of a worktree removed here.
 // A failure is noted: the local removal stands.
-func (e *Engine) hostWorktreeGone(ctx context.Context, t core.Task) {
+func (ho *Hosts) hostWorktreeGone(ctx context.Context, t core.Task) {
 	if t.Host == "" || t.Host == hostAuto { // auto: never placed, never ran on a host
 		return
 	}
-	r, err := e.remoteFor(ctx, t)
+	r, err := ho.remoteFor(ctx, t)
 	if err == nil {
 		err = r.RemoveWorktree(ctx)
 	}
 	if err != nil {
-		e.log.Warn("remove the worktree on the host", "task", t.ID, "host", t.Host, "err", err)
-		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "the worktree on host "+t.Host+" was left: "+err.Error(), nil)
+		ho.k.log.Warn("remove the worktree on the host", "task", t.ID, "host", t.Host, "err", err)
+		ho.k.note(ctx, t.ID, "", core.MsgStatus, "kandev", "the worktree on host "+t.Host+" was left: "+err.Error(), nil)
 	}
 }

@@ -60,7 +60,7 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 		return launchPlan{}, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
 	// A run on a host takes one of its slots, or waits for one.
-	if t, err = e.placeRun(ctx, t); err != nil {
+	if t, err = e.Hosts.placeRun(ctx, t); err != nil {
 		var un *unservedError
 		if !errors.As(err, &un) {
 			err = &unservedError{reason: err.Error()}
@@ -80,10 +80,10 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 		p.hostErr = fmt.Errorf("task %s works in task %s's worktree, which is %s: run it there too (--host %s) or give it a worktree of its own",
 			t.ID, owner.ID, hostWord(owner.Host), hostOrLocal(owner.Host))
 	} else if t.Host != "" {
-		if err := e.awaitHost(rt, fence, t); err != nil {
+		if err := e.Hosts.awaitHost(rt, fence, t); err != nil {
 			return launchPlan{}, err
 		}
-		p.remote, p.hostErr = e.remoteFor(ctx, t)
+		p.remote, p.hostErr = e.Hosts.remoteFor(ctx, t)
 	}
 	p.command = prof.Command
 	if p.command == core.SelfCommand {

@@ -439,42 +439,6 @@ func metaJSON(m map[string]any) string {
 	return string(b)
 }
 
-// setUnserved shows on the task why its agent cannot start. It is not a
-// failed run and never escalates; the task starts by itself once the
-// profile can run (profile edited, daemon restarted with the CLI present).
-func (e *Engine) setUnserved(taskID, reason string) {
-	ctx := context.Background()
-	if t, ok := e.cached(taskID); ok && t.Waiting == reason {
-		return
-	}
-	// The reason and its note are one transaction: the task never shows
-	// a waiting reason its conversation does not explain.
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
-		c.touch(taskID)
-		if err := tx.SetWaiting(ctx, taskID, reason, time.Now().UTC()); err != nil {
-			return err
-		}
-		return c.noteTx(ctx, tx, taskID, core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
-	})
-	if err != nil {
-		e.log.Error("record waiting reason", "task", taskID, "err", err)
-	}
-	e.log.Warn("task cannot start", "task", taskID, "reason", reason)
-}
-
-func (e *Engine) clearUnserved(taskID string) {
-	if t, ok := e.cached(taskID); ok && t.Waiting != "" {
-		ctx := context.Background()
-		err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
-			c.touch(taskID)
-			return tx.SetWaiting(ctx, taskID, "", time.Now().UTC())
-		})
-		if err != nil {
-			e.log.Error("clear waiting reason", "task", taskID, "err", err)
-		}
-	}
-}
-
 // profileChanged retries tasks that wait on a profile that may now run.
 func (e *Engine) profileChanged(name string) {
 	cv := e.cache.rlock()

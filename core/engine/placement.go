@@ -57,45 +57,45 @@ func (w hostWaiter) wants(h string) bool { return w.host == hostAuto || w.host =
 // placeRun takes a slot for the task's run, placing a task of host
 // "auto" first. A local task needs none. Its error is an unservedError
 // (the run waits) or the host's record missing.
-func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
+func (ho *Hosts) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 	if t.Host == "" {
 		return t, nil
 	}
 	if t.Host == hostAuto {
-		if owner, ok := e.worktreeOwner(t); ok && owner.Host != hostAuto {
+		if owner, ok := ho.worktreeOwner(t); ok && owner.Host != hostAuto {
 			// Its worktree lives where its owner runs: so does it, in a
 			// slot of that host like any task given it by name.
 			var err error
-			if t, err = e.placeOn(ctx, t, owner.Host); err != nil || t.Host == "" {
+			if t, err = ho.placeOn(ctx, t, owner.Host); err != nil || t.Host == "" {
 				return t, err
 			}
 		}
 	}
 	var hs []store.Host
 	if t.Host == hostAuto {
-		all, err := e.db.ListHosts(ctx)
+		all, err := ho.k.db.ListHosts(ctx)
 		if err != nil {
 			return t, mapStoreErr(err, "hosts")
 		}
 		if len(all) == 0 {
-			e.place.mu.Lock()
-			w := e.hostWaiterLocked(t, noHostsReason)
-			e.place.mu.Unlock()
+			ho.place.mu.Lock()
+			w := ho.hostWaiterLocked(t, noHostsReason)
+			ho.place.mu.Unlock()
 			return t, &unservedError{reason: w.reason}
 		}
 		hs = all
 	} else {
-		h, err := e.db.GetHost(ctx, t.Host)
+		h, err := ho.k.db.GetHost(ctx, t.Host)
 		if err != nil {
 			return t, mapStoreErr(err, "host "+t.Host)
 		}
 		hs = []store.Host{h}
 	}
 
-	p := &e.place
+	p := &ho.place
 	p.mu.Lock()
-	occ := e.hostOccupancy()
-	ahead := e.waitersAhead(t)
+	occ := ho.hostOccupancy()
+	ahead := ho.waitersAhead(t)
 	best, bestFree := "", -1
 	var full []string
 	for _, h := range hs {
@@ -122,7 +122,7 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 		}
 	}
 	if best == "" {
-		w := e.hostWaiterLocked(t, hostsFullPrefix+strings.Join(full, ", "))
+		w := ho.hostWaiterLocked(t, hostsFullPrefix+strings.Join(full, ", "))
 		p.mu.Unlock()
 		return t, &unservedError{reason: w.reason}
 	}
@@ -136,18 +136,18 @@ func (e *Engine) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 	p.mu.Unlock()
 	if more {
 		// Slots may be left for the next in line.
-		e.wakeHostWaitersAsync()
+		ho.wakeHostWaitersAsync()
 	}
 	if t.Host == hostAuto {
-		return e.placeOn(ctx, t, best)
+		return ho.placeOn(ctx, t, best)
 	}
 	return t, nil
 }
 
 // hostWaiterLocked records the task as waiting for a slot, for reason.
 // p.mu is held.
-func (e *Engine) hostWaiterLocked(t core.Task, reason string) hostWaiter {
-	p := &e.place
+func (ho *Hosts) hostWaiterLocked(t core.Task, reason string) hostWaiter {
+	p := &ho.place
 	w := p.waiters[t.ID]
 	if w.created.IsZero() {
 		w = hostWaiter{created: t.CreatedAt, host: t.Host}
@@ -162,8 +162,8 @@ func (e *Engine) hostWaiterLocked(t core.Task, reason string) hostWaiter {
 }
 
 // placeOn fixes a task of host "auto" on host h ("" for this machine).
-func (e *Engine) placeOn(ctx context.Context, t core.Task, h string) (core.Task, error) {
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+func (ho *Hosts) placeOn(ctx context.Context, t core.Task, h string) (core.Task, error) {
+	err := ho.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
 		if h != "" {
 			// In the transaction: a host removed meanwhile cannot get it.
@@ -174,18 +174,18 @@ func (e *Engine) placeOn(ctx context.Context, t core.Task, h string) (core.Task,
 		return tx.SetTaskHost(ctx, t.ID, h, time.Now().UTC())
 	})
 	if err != nil {
-		e.unreserveHost(t.ID)
+		ho.unreserveHost(t.ID)
 		return t, mapStoreErr(err, "place task "+t.ID)
 	}
-	e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "placed "+hostWord(h)+" (--host auto)", map[string]any{"host": hostOrLocal(h)})
+	ho.k.note(ctx, t.ID, "", core.MsgStatus, "kandev", "placed "+hostWord(h)+" (--host auto)", map[string]any{"host": hostOrLocal(h)})
 	t.Host = h
 	return t, nil
 }
 
 // unreserveHost ends a placement's reservation once its launch returned:
 // registered, the run holds the slot itself; failed, the slot is free.
-func (e *Engine) unreserveHost(taskID string) {
-	p := &e.place
+func (ho *Hosts) unreserveHost(taskID string) {
+	p := &ho.place
 	p.mu.Lock()
 	_, had := p.reserved[taskID]
 	delete(p.reserved, taskID)
@@ -194,30 +194,30 @@ func (e *Engine) unreserveHost(taskID string) {
 		return
 	}
 	running := false
-	for _, r := range e.live.runs() {
+	for _, r := range ho.k.live.runs() {
 		if r.rt.id == taskID {
 			running = true
 		}
 	}
 	if !running {
-		e.hostSlotFreed()
+		ho.hostSlotFreed()
 	}
 }
 
 // hostOccupancy counts, by host, the tasks with a live run there or a
 // placement on its way to one. p.mu is held.
-func (e *Engine) hostOccupancy() map[string]int {
+func (ho *Hosts) hostOccupancy() map[string]int {
 	seen := map[string]string{}
-	for id, h := range e.place.reserved {
+	for id, h := range ho.place.reserved {
 		seen[id] = h
 	}
-	runs := e.live.runs()
+	runs := ho.k.live.runs()
 	ids := make([]string, 0, len(runs))
 	for _, r := range runs {
 		ids = append(ids, r.rt.id)
 	}
 	for _, id := range ids {
-		if t, ok := e.cached(id); ok && t.Host != "" {
+		if t, ok := ho.k.cached(id); ok && t.Host != "" {
 			seen[id] = t.Host
 		}
 	}
@@ -231,14 +231,14 @@ func (e *Engine) hostOccupancy() map[string]int {
 // waitersAhead lists the tasks still waiting for a slot that were created
 // before t (creation order, ties by ID), dropping those no longer waiting.
 // p.mu is held.
-func (e *Engine) waitersAhead(t core.Task) []hostWaiter {
+func (ho *Hosts) waitersAhead(t core.Task) []hostWaiter {
 	var out []hostWaiter
-	for id, w := range e.place.waiters {
+	for id, w := range ho.place.waiters {
 		if id == t.ID {
 			continue
 		}
-		if !e.stillWaiting(id) {
-			delete(e.place.waiters, id)
+		if !ho.stillWaiting(id) {
+			delete(ho.place.waiters, id)
 			continue
 		}
 		if w.created.Before(t.CreatedAt) || (w.created.Equal(t.CreatedAt) && id < t.ID) {
@@ -252,47 +252,47 @@ func (e *Engine) waitersAhead(t core.Task) []hostWaiter {
 // waiting reason is recorded after its placement returned, so a reason
 // not yet written ("") still counts as waiting for the slot: only another
 // reason means it waits for something else.
-func (e *Engine) stillWaiting(id string) bool {
-	c, ok := e.cached(id)
+func (ho *Hosts) stillWaiting(id string) bool {
+	c, ok := ho.k.cached(id)
 	forSlot := c.Waiting == "" || strings.HasPrefix(c.Waiting, hostsFullPrefix) || c.Waiting == noHostsReason
-	return ok && forSlot && c.Queued > 0 && e.held(c) == ""
+	return ok && forSlot && c.Queued > 0 && ho.held(c) == ""
 }
 
 // hostSlotFreed wakes the runs waiting for a slot: one ended, or a host
 // was added (AddHost).
-func (e *Engine) hostSlotFreed() {
-	e.place.mu.Lock()
-	e.place.gen++
-	n := len(e.place.waiters)
-	e.place.mu.Unlock()
+func (ho *Hosts) hostSlotFreed() {
+	ho.place.mu.Lock()
+	ho.place.gen++
+	n := len(ho.place.waiters)
+	ho.place.mu.Unlock()
 	if n > 0 {
-		e.wakeHostWaitersAsync()
+		ho.wakeHostWaitersAsync()
 	}
 }
 
 // wakeHostWaitersAsync kicks the waiting tasks in creation order, off
 // the caller's locks (a run is released under its task's lock).
-func (e *Engine) wakeHostWaitersAsync() {
-	if !e.live.unlessClosing(func() { e.wg.Add(1) }) {
+func (ho *Hosts) wakeHostWaitersAsync() {
+	if !ho.k.live.unlessClosing(func() { ho.k.wg.Add(1) }) {
 		return
 	}
 	go func() {
-		defer e.wg.Done()
-		for _, id := range e.hostWaiterIDs() {
-			e.kick(id)
+		defer ho.k.wg.Done()
+		for _, id := range ho.hostWaiterIDs() {
+			ho.k.kickLoop(id)
 		}
 	}()
 }
 
-func (e *Engine) hostWaiterIDs() []string {
-	e.place.mu.Lock()
-	defer e.place.mu.Unlock()
-	ids := make([]string, 0, len(e.place.waiters))
-	for id := range e.place.waiters {
+func (ho *Hosts) hostWaiterIDs() []string {
+	ho.place.mu.Lock()
+	defer ho.place.mu.Unlock()
+	ids := make([]string, 0, len(ho.place.waiters))
+	for id := range ho.place.waiters {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool {
-		a, b := e.place.waiters[ids[i]], e.place.waiters[ids[j]]
+		a, b := ho.place.waiters[ids[i]], ho.place.waiters[ids[j]]
 		if !a.created.Equal(b.created) {
 			return a.created.Before(b.created)
 		}
@@ -306,34 +306,34 @@ func (e *Engine) hostWaiterIDs() []string {
 // looked (a wake-up its busy loop could not take) starts it now. A loop
 // that recorded its reason after a later one did (both released the
 // task before recording) leaves the latest reason shown.
-func (e *Engine) recheckPlacement(taskID string) {
-	e.place.mu.Lock()
-	w, ok := e.place.waiters[taskID]
-	missed := ok && w.gen != e.place.gen
-	e.place.mu.Unlock()
+func (ho *Hosts) recheckPlacement(taskID string) {
+	ho.place.mu.Lock()
+	w, ok := ho.place.waiters[taskID]
+	missed := ok && w.gen != ho.place.gen
+	ho.place.mu.Unlock()
 	if missed {
-		e.kick(taskID)
+		ho.k.kickLoop(taskID)
 		return
 	}
-	if c, found := e.cached(taskID); ok && found && c.Waiting != w.reason {
-		e.setUnserved(taskID, w.reason)
+	if c, found := ho.k.cached(taskID); ok && found && c.Waiting != w.reason {
+		ho.k.setUnserved(taskID, w.reason)
 	}
 }
 
 // releasedOnHost is called when a run leaves the live runs: if its task is
 // on a host, a slot there is free.
-func (e *Engine) releasedOnHost(taskID string) {
-	if t, ok := e.cached(taskID); ok && t.Host != "" {
-		e.hostSlotFreed()
+func (ho *Hosts) releasedOnHost(taskID string) {
+	if t, ok := ho.k.cached(taskID); ok && t.Host != "" {
+		ho.hostSlotFreed()
 	}
 }
 
 // hostSetup is what the task's worktree gets on its host as it does here:
 // .worktreeinclude's files, .kandev/setup (docs/hosts.md).
-func (e *Engine) hostSetup(ctx context.Context, w core.Workspace) *hosts.Setup {
+func (ho *Hosts) hostSetup(ctx context.Context, w core.Workspace) *hosts.Setup {
 	wt := workspace.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch}
-	return &hosts.Setup{Included: e.ws.Included(ctx, w.Dir), Script: workspace.SetupScript(wt), Base: w.Base,
-		Timeout: e.ws.SetupTimeout}
+	return &hosts.Setup{Included: ho.ws.Included(ctx, w.Dir), Script: workspace.SetupScript(wt), Base: w.Base,
+		Timeout: ho.ws.SetupTimeout}
 }
 
 // hostPrepared sorts a host's preparation into the setup's output and

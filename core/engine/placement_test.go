@@ -17,7 +17,7 @@ func TestHostPlacementRules(t *testing.T) {
 	i2WantErr(t, err, core.CodeValidation, "--host auto", "no hosts", "kandev host add")
 
 	// Not dialled at add or create: the port is closed.
-	if _, err := env.eng.AddHost(env.ctx, core.HostInput{Name: "lb", SSH: "nobody@127.0.0.1:1", MaxAgents: 1}); err != nil {
+	if _, err := env.eng.Hosts.Add(env.ctx, core.HostInput{Name: "lb", SSH: "nobody@127.0.0.1:1", MaxAgents: 1}); err != nil {
 		t.Fatal(err)
 	}
 	auto := env.create(core.CreateTaskInput{Title: "auto", Host: "auto"})

@@ -175,11 +175,6 @@ func (e *Engine) afterResolve(ctx context.Context, tx *store.Tx, m store.Message
 	return nil
 }
 
-// notifyWaiter hands d to a blocked ask_user call; false when none waits.
-func (e *Engine) notifyWaiter(questionID string, d answerDelivery) bool {
-	return e.waiters.notify(questionID, d)
-}
-
 // dropWaitingCall stops treating the task's user-question call as waiting:
 // the turn that made it ended, or the agent reported the call failed, so
 // whatever is handed to that call never reaches the model. The question
@@ -259,17 +254,6 @@ func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why 
 		c.touch(q.ParentTaskID)
 	}
 	return nil
-}
-
-func (e *Engine) publishQuestion(seq int64) {
-	m, err := e.db.GetMessage(context.Background(), seq)
-	if err != nil {
-		return
-	}
-	e.publishMessage(core.EventMessageUpdated, m)
-	if info, err := questionInfo(m); err == nil {
-		e.bus.Publish(core.Event{Type: core.EventQuestionUpdated, TaskID: m.TaskID, Question: &info})
-	}
 }
 
 // replyToQuestion answers a child's parent question: only the recorded

@@ -25,7 +25,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	if err := e.loadHostFaults(ctx); err != nil {
+	if err := e.Hosts.loadHostFaults(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	live, err := e.db.LiveSessions(ctx)
@@ -139,7 +139,7 @@ func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
 		// Every teardown finished: nothing of this home's sessions can
 		// still run here, and the start need not read /proc (~3 ms for
 		// 150 processes); only what lost connections left on hosts may.
-		return e.sweepHosts(ctx, nil), nil
+		return e.Hosts.sweepHosts(ctx, nil), nil
 	}
 	mayRun := make(map[string]store.Session, len(open))
 	for _, s := range open {
@@ -149,7 +149,7 @@ func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
 	var doomed []agent.Marked
 	// Sessions on hosts first, while the ssh that carried each still
 	// runs here (hostfaults.go).
-	killed := e.sweepHosts(ctx, open)
+	killed := e.Hosts.sweepHosts(ctx, open)
 	for _, p := range agent.MarkedProcs() {
 		_, recorded := mayRun[p.Session]
 		if (home != "" && p.Home == home) || (p.Home == "" && recorded) {

@@ -11,8 +11,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -110,7 +108,7 @@ func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, e
 	ctx := e.baseCtx
 	// A slot placement reserved is the run's once registered, free again
 	// if the launch ends without one.
-	defer e.unreserveHost(t.ID)
+	defer e.Hosts.unreserveHost(t.ID)
 	p, err := e.planLaunch(ctx, rt, fence, &t)
 	if err != nil {
 		return nil, err
@@ -225,7 +223,7 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 		run.rt.run = nil
 	}
 	e.live.release(run.sessionID)
-	e.releasedOnHost(run.rt.id)
+	e.Hosts.releasedOnHost(run.rt.id)
 }
 
 // terminate tears a released run's process down in the background, and
@@ -352,37 +350,6 @@ func newToken() (token, hash string, err error) {
 func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
-}
-
-// remoteFor connects to the task's host and returns the launcher that runs
-// its agent there; its error is ssh's own (hosts.UnreachableError) or the
-// host's record missing.
-func (e *Engine) remoteFor(ctx context.Context, t core.Task) (*hosts.Remote, error) {
-	if err := e.connectHost(ctx, t.Host); err != nil {
-		return nil, err
-	}
-	h, err := e.db.GetHost(ctx, t.Host)
-	if err != nil {
-		return nil, mapStoreErr(err, "host "+t.Host)
-	}
-	target, err := hostTarget(h)
-	if err != nil {
-		return nil, err
-	}
-	sum, err := e.selfHash()
-	if err != nil {
-		return nil, fmt.Errorf("hash of kandev's binary: %w", err)
-	}
-	r := &hosts.Remote{Pool: e.hostPool, Target: target, Dir: h.Dir, SelfExe: e.opts.SelfExe, SelfHash: sum,
-		Socket: e.opts.Socket, Key: t.ID}
-	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
-		r.Worktree = hosts.Worktree{Repo: w.Repo, Dir: w.Dir, Branch: w.Branch}
-		if rel, err := filepath.Rel(w.Dir, t.CWD); err == nil && !strings.HasPrefix(rel, "..") {
-			r.RelDir = rel
-		}
-		r.Setup = e.hostSetup(ctx, *w)
-	}
-	return r, nil
 }
 
 // worktreeOwner is the task whose worktree t works in, when t works in an

@@ -9,7 +9,6 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
-	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/sandbox"
 	"github.com/kandev/kandev/core/workspace"
 )
@@ -85,24 +84,6 @@ func orNoneMode(m string) string {
 		return core.SandboxNone
 	}
 	return m
-}
-
-// configValue reads a key from the environment, else config.toml, else its
-// built-in default; a broken file gives the default.
-func (e *Engine) configValue(key string) string {
-	var cfg config.Config
-	if e.opts.Config != nil {
-		c, err := e.opts.Config()
-		if err == nil {
-			cfg = c
-		}
-	}
-	v, err := cfg.Get(key)
-	if err != nil {
-		k, _ := config.Lookup(key)
-		return k.Default
-	}
-	return v.Value
 }
 
 // sandboxHome is a task's private home: kept across its sessions so its

@@ -136,7 +136,7 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			switch {
 			case errors.As(err, &un):
 				e.setUnserved(rt.id, un.reason)
-				e.recheckPlacement(rt.id)
+				e.Hosts.recheckPlacement(rt.id)
 			case errors.As(err, &rf):
 				// The item stays queued for whoever takes the task next; the
 				// loop is over, so a failing agent is not launched again until
@@ -247,7 +247,7 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		e.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
 		return
 	}
-	if after, ok := e.hostLostLocked(run, t, promptErr); ok {
+	if after, ok := e.Hosts.hostLostLocked(run, t, promptErr); ok {
 		rt.mu.Unlock()
 		after()
 		e.endTurn(t.ID, run.sessionID, "cancelled", promptErr.Error(), nil, false)

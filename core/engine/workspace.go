@@ -198,7 +198,7 @@ func (e *Engine) worktreeTask(ctx context.Context, ref string, verb Action, own 
 	if t.Host != "" && t.Host != hostAuto && w.Mode != core.WorkspaceRetired {
 		// The work is on the host: bring it into the local worktree
 		// first, so review and merge happen here as for a local task.
-		r, err := e.remoteFor(ctx, t)
+		r, err := e.Hosts.remoteFor(ctx, t)
 		if err == nil {
 			err = r.FetchBack(ctx)
 		}
@@ -341,7 +341,7 @@ func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) 
 	case err != nil:
 		return core.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
-	e.hostMerged(ctx, t)
+	e.Hosts.hostMerged(ctx, t)
 	actor := core.ActorFrom(ctx)
 	// The record of the merge: the branch's tip that merged, so archiving
 	// a done task can delete a branch kandev squash-merged (git does not
@@ -609,7 +609,7 @@ func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error)
 	if err := e.ws.Discard(ctx, wt); err != nil {
 		return core.Task{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
-	e.hostWorktreeGone(ctx, t)
+	e.Hosts.hostWorktreeGone(ctx, t)
 	now := time.Now().UTC()
 	actor := core.ActorFrom(ctx)
 	err = e.commit(ctx, func(tx *store.Tx, ch *changes) error {
@@ -651,13 +651,13 @@ func (e *Engine) retireWorktree(ctx context.Context, t core.Task) {
 		}
 	}
 	ctx = context.WithoutCancel(ctx) // half a removal helps nobody
-	if err := e.hostFetchBack(ctx, t); err != nil {
+	if err := e.Hosts.hostFetchBack(ctx, t); err != nil {
 		e.note(ctx, t.ID, "", core.MsgStatus, "kandev", "kept worktree "+w.Dir+": fetch it from host "+t.Host+": "+err.Error(), nil)
 		return
 	}
 	r, err := e.ws.Retire(ctx, worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
 	if err == nil {
-		e.hostWorktreeGone(ctx, t)
+		e.Hosts.hostWorktreeGone(ctx, t)
 	}
 	if err != nil {
 		e.log.Warn("archive: keep the worktree of a done task", "task", t.ID, "err", err)
