@@ -12,8 +12,8 @@ import (
 // socket only (the agents' socket serves MCP routes alone), and the
 // engine refuses anyone but a person.
 func (h *Handler) usageRoutes(m *http.ServeMux) {
-	route(m, wire.SetBudget, keyed(h.eng.SetBudget))
+	route(m, wire.SetBudget, keyed(h.eng.Spend.SetBudget))
 	route(m, wire.Usage, func(ctx context.Context, in wire.UsageQuery) (core.UsageReport, error) {
-		return h.eng.Usage(ctx, core.UsageInput(in))
+		return h.eng.Spend.Usage(ctx, core.UsageInput(in))
 	})
 }

@@ -27,26 +27,26 @@ const itemBudget = "budget"
 // checkBudgetsAsync checks the budgets over a task off the caller's
 // goroutine: it runs from an agent's notification handler, which stopping
 // that agent's turn must not wait on.
-func (e *Engine) checkBudgetsAsync(taskID string) {
-	if !e.live.unlessClosing(func() { e.procWG.Add(1) }) {
+func (sp *Spend) checkBudgetsAsync(taskID string) {
+	if !sp.k.live.unlessClosing(func() { sp.procWG.Add(1) }) {
 		return
 	}
 	go func() {
-		defer e.procWG.Done()
-		e.checkBudgets(taskID)
+		defer sp.procWG.Done()
+		sp.checkBudgets(taskID)
 	}()
 }
 
 // checkBudgets compares every budget on the task or above it with its
 // subtree's spend, from the store, under the budget lock.
-func (e *Engine) checkBudgets(taskID string) {
-	ctx := e.baseCtx
-	e.spend.budgetMu.Lock()
-	defer e.spend.budgetMu.Unlock()
-	for _, id := range append([]string{taskID}, e.ancestors(taskID)...) {
-		row, ok, err := e.db.TaskUsage(ctx, id)
+func (sp *Spend) checkBudgets(taskID string) {
+	ctx := sp.k.baseCtx
+	sp.state.budgetMu.Lock()
+	defer sp.state.budgetMu.Unlock()
+	for _, id := range append([]string{taskID}, sp.ancestors(taskID)...) {
+		row, ok, err := sp.k.db.TaskUsage(ctx, id)
 		if err != nil {
-			e.log.Error("read budget", "task", id, "err", err)
+			sp.k.log.Error("read budget", "task", id, "err", err)
 			continue
 		}
 		if !ok || row.BudgetKind == "" || row.BudgetReached {
@@ -56,27 +56,27 @@ func (e *Engine) checkBudgets(taskID string) {
 		frac := b.Spent / b.Amount.Value
 		switch {
 		case frac >= 1:
-			e.budgetReached(ctx, id, b)
+			sp.budgetReached(ctx, id, b)
 		case frac >= noticeAt && !row.BudgetNoticed:
-			e.budgetNotice(ctx, id, b)
+			sp.budgetNotice(ctx, id, b)
 		}
 	}
 }
 
 // budgetNotice warns every running agent in the holder's subtree, once.
-func (e *Engine) budgetNotice(ctx context.Context, holder string, b *core.BudgetInfo) {
-	h, _ := e.cached(holder)
+func (sp *Spend) budgetNotice(ctx context.Context, holder string, b *core.BudgetInfo) {
+	h, _ := sp.k.cached(holder)
 	pct := int(math.Floor(100 * b.Spent / b.Amount.Value))
 	now := time.Now().UTC()
 	// Read before the transaction: a task's lock is never taken while the
 	// store's write lock is held (a stop takes them the other way round).
 	var running []string
-	for _, id := range e.subtree(holder) {
-		if e.hasRun(id) {
+	for _, id := range sp.subtree(holder) {
+		if sp.hasRun(id) {
 			running = append(running, id)
 		}
 	}
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetBudgetMarks(ctx, holder, true, false); err != nil {
 			return err
 		}
@@ -96,41 +96,41 @@ func (e *Engine) budgetNotice(ctx context.Context, holder string, b *core.Budget
 				b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value), pct), map[string]any{"reason": core.StallBudget})
 	})
 	if err != nil {
-		e.log.Error("budget notice", "task", holder, "err", err)
+		sp.k.log.Error("budget notice", "task", holder, "err", err)
 	}
 }
 
 // hasRun says whether a task has a live agent run.
-func (e *Engine) hasRun(id string) bool {
-	rt := e.runtime(id)
+func (sp *Spend) hasRun(id string) bool {
+	rt := sp.k.live.runtime(id)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.run != nil
 }
 
 // budgetReached stops the holder's tree and hands the holder to a person.
-func (e *Engine) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo) {
+func (sp *Spend) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo) {
 	figures := fmt.Sprintf("the tree of task %s spent %s of its %s budget", holder, b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value))
-	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	if err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
 		return tx.SetBudgetMarks(ctx, holder, true, true)
 	}); err != nil {
-		e.log.Error("mark budget reached", "task", holder, "err", err)
+		sp.k.log.Error("mark budget reached", "task", holder, "err", err)
 		return
 	}
 	// Marked first: from here on no turn starts in the tree (held), then
 	// the turns running are stopped.
-	for _, id := range e.subtree(holder) {
-		e.budgetStop(ctx, id, "stopped: "+figures)
+	for _, id := range sp.subtree(holder) {
+		sp.budgetStop(ctx, id, "stopped: "+figures)
 	}
-	e.escalateBudget(ctx, holder, figures)
+	sp.escalateBudget(ctx, holder, figures)
 }
 
 // budgetStop stops a task's running turn as a stop does (halt only), but
 // holds the task by its tree's budget rather than by the halted mark, and
 // queues the cut turn's prompt again, so a raised budget goes on from it.
-func (e *Engine) budgetStop(ctx context.Context, id, why string) {
-	rt := e.runtime(id)
+func (sp *Spend) budgetStop(ctx context.Context, id, why string) {
+	rt := sp.k.live.runtime(id)
 	rt.mu.Lock()
 	live := rt.run != nil || (rt.busy && rt.loopFence == rt.fence)
 	if !live {
@@ -141,15 +141,15 @@ func (e *Engine) budgetStop(ctx context.Context, id, why string) {
 	run := rt.run
 	if run != nil {
 		run.stopped.Store(true)
-		e.releaseRunLocked(run)
+		sp.releaseRunLocked(run)
 	}
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := sp.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		c.touch(id)
 		var sessions []string
 		if run != nil {
 			sessions = append(sessions, run.sessionID)
-			if err := e.budgetRequeueTx(ctx, tx, id, run.sessionID); err != nil {
+			if err := sp.budgetRequeueTx(ctx, tx, id, run.sessionID); err != nil {
 				return err
 			}
 			st := string(core.SessionCancelled)
@@ -161,35 +161,35 @@ func (e *Engine) budgetStop(ctx context.Context, id, why string) {
 			}
 			c.session(run.sessionID)
 		}
-		if err := e.staleQuestionTx(ctx, tx, id, "the tree reached its budget", c); err != nil {
+		if err := sp.staleQuestionTx(ctx, tx, id, "the tree reached its budget", c); err != nil {
 			return err
 		}
 		return c.noteTx(ctx, tx, id, core.MsgStatus, "kandev", why, map[string]any{"reason": core.StallBudget, "sessions": sessions})
 	})
 	if run != nil {
-		e.terminate(run)
+		sp.terminate(run)
 	}
 	rt.mu.Unlock()
 	if err != nil {
-		e.log.Error("record budget stop", "task", id, "err", err)
-		e.refreshQuiet(id)
+		sp.k.log.Error("record budget stop", "task", id, "err", err)
+		sp.k.refreshQuiet(id)
 		return
 	}
-	e.announce(c)
+	sp.k.announce(c)
 }
 
 // budgetRequeueTx queues the prompt of a turn a reached budget cut again,
 // at the front, as a notice that says why it comes again. Like a
 // redelivery (requeueOpenPrompt) it carries the prompt's seq, so it is
 // never queued twice.
-func (e *Engine) budgetRequeueTx(ctx context.Context, tx *store.Tx, taskID, sessionID string) error {
+func (sp *Spend) budgetRequeueTx(ctx context.Context, tx *store.Tx, taskID, sessionID string) error {
 	last, ok, err := openPrompt(ctx, tx.Queries, taskID, sessionID)
 	if !ok {
 		return err
 	}
 	_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemRedeliver,
 		Sender: last.Author, Text: last.Text, CreatedAt: time.Now().UTC()}, prompt.NoticeBudgetResume,
-		prompt.Message{From: e.describeSender(last.Author), Text: last.Text}, map[string]any{"original_seq": last.Seq, "reason": core.StallBudget}))
+		prompt.Message{From: sp.describeSender(last.Author), Text: last.Text}, map[string]any{"original_seq": last.Seq, "reason": core.StallBudget}))
 	return err
 }
 
@@ -197,10 +197,10 @@ func (e *Engine) budgetRequeueTx(ctx context.Context, tx *store.Tx, taskID, sess
 // the person who handed it over, else its creator if a person, else the
 // person who set the budget. A holder already with a person stays there,
 // marked. With nobody to go to it stays, marked, held by the budget.
-func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
-	t, err := e.storedTask(ctx, holder)
+func (sp *Spend) escalateBudget(ctx context.Context, holder, figures string) {
+	t, err := sp.k.storedTask(ctx, holder)
 	if err != nil {
-		e.log.Error("escalate budget", "task", holder, "err", err)
+		sp.k.log.Error("escalate budget", "task", holder, "err", err)
 		return
 	}
 	if t.Archived || t.Status.Terminal() {
@@ -225,8 +225,8 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 		if t.Assignee.IsRole() {
 			hander = roleRef(t.Assignee.Name)
 		}
-		if _, err := e.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget, Cause: core.CauseBudget}); err != nil {
-			e.log.Error("escalate budget", "task", holder, "to", target.String(), "err", err)
+		if _, err := sp.handoff(ctx, t, *target, hander, figures, &core.Stall{Reason: core.StallBudget, Cause: core.CauseBudget}); err != nil {
+			sp.k.log.Error("escalate budget", "task", holder, "to", target.String(), "err", err)
 		}
 		return
 	}
@@ -236,20 +236,20 @@ func (e *Engine) escalateBudget(ctx context.Context, holder, figures string) {
 	}
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: core.StallBudget, From: core.ParseBy(from), Detail: truncateRunes(figures, 2000), At: now, Cause: core.CauseBudget})
-	if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	if err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
 		return tx.SetStalled(ctx, holder, stalled, now)
 	}); err != nil {
-		e.log.Error("mark budget stall", "task", holder, "err", err)
+		sp.k.log.Error("mark budget stall", "task", holder, "err", err)
 	}
 }
 
 // budgetHold names the task whose reached budget holds t, or "".
-func (e *Engine) budgetHold(t core.Task) string {
+func (sp *Spend) budgetHold(t core.Task) string {
 	if t.Budget != nil && t.Budget.Holder == t.ID && t.Budget.Reached {
 		return t.ID
 	}
-	cv := e.cache.rlock()
+	cv := sp.k.cache.rlock()
 	defer cv.runlock()
 	seen := map[string]bool{t.ID: true}
 	for p := t.ParentID; p != "" && !seen[p]; {
@@ -268,9 +268,9 @@ func (e *Engine) budgetHold(t core.Task) string {
 
 // governingBudget is the budget shown on a task: the first reached on it
 // or above it, else the one with the least left in its own terms.
-func (e *Engine) governingBudget(t core.Task) *core.BudgetInfo {
+func (sp *Spend) governingBudget(t core.Task) *core.BudgetInfo {
 	best := t.Budget
-	cv := e.cache.rlock()
+	cv := sp.k.cache.rlock()
 	defer cv.runlock()
 	seen := map[string]bool{t.ID: true}
 	left := func(b *core.BudgetInfo) float64 { return b.Remaining / b.Amount.Value }
@@ -294,19 +294,19 @@ func (e *Engine) governingBudget(t core.Task) *core.BudgetInfo {
 // budget. Raising a reached budget past the spend hands the holder back
 // where it was and lets the tree go on; a raise that leaves nothing to
 // spend is refused.
-func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput) (core.Task, error) {
+func (sp *Spend) SetBudget(ctx context.Context, ref string, in core.BudgetInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
-	if err := e.may(actor, ActSetBudget, core.Task{}); err != nil {
+	if err := sp.may(actor, ActSetBudget, core.Task{}); err != nil {
 		return core.Task{}, err
 	}
-	t, err := e.task(ctx, ref)
+	t, err := sp.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	e.spend.budgetMu.Lock()
-	row, _, err := e.db.TaskUsage(ctx, t.ID)
+	sp.state.budgetMu.Lock()
+	row, _, err := sp.k.db.TaskUsage(ctx, t.ID)
 	if err != nil {
-		e.spend.budgetMu.Unlock()
+		sp.state.budgetMu.Unlock()
 		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
 	}
 	_, cur := usageFromStore(&row)
@@ -316,19 +316,19 @@ func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput)
 	}
 	a, err := core.CheckBudgetChange(curAmount, in)
 	if err != nil {
-		e.spend.budgetMu.Unlock()
+		sp.state.budgetMu.Unlock()
 		return core.Task{}, err
 	}
 	row.BudgetKind, row.BudgetCurrency = a.Kind, a.Currency
 	row.BudgetValue = storedAmount(a)
 	_, next := usageFromStore(&row)
 	if cur != nil && cur.Reached && next.Spent >= a.Value {
-		e.spend.budgetMu.Unlock()
+		sp.state.budgetMu.Unlock()
 		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that",
 			t.ID, a.Format(next.Spent), a.Format(a.Value))
 	}
 	wasReached := cur != nil && cur.Reached
-	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err = sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
 		if err := tx.SetBudget(ctx, t.ID, a.Kind, row.BudgetValue, a.Currency, actor.String(), false, false); err != nil {
 			return err
@@ -336,23 +336,23 @@ func (e *Engine) SetBudget(ctx context.Context, ref string, in core.BudgetInput)
 		return c.noteTx(ctx, tx, t.ID, core.MsgStatus, actor.String(), fmt.Sprintf("budget set to %s by %s (spent so far: %s)",
 			a.Format(a.Value), actor.String(), a.Format(next.Spent)), map[string]any{"budget": a})
 	})
-	e.spend.budgetMu.Unlock()
+	sp.state.budgetMu.Unlock()
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
 	}
 	if wasReached {
-		e.budgetResume(ctx, t.ID, a)
+		sp.budgetResume(ctx, t.ID, a)
 	}
 	// The new budget may be spent most of already, or all of it.
-	e.checkBudgets(t.ID)
-	return e.GetTask(ctx, t.ID)
+	sp.checkBudgets(t.ID)
+	return sp.getTask(ctx, t.ID)
 }
 
 // budgetResume lets a tree go on after its budget was raised: the holder
 // goes back to whoever it was escalated from, and every task in the tree
 // with work queued (a cut turn's prompt among it) is kicked.
-func (e *Engine) budgetResume(ctx context.Context, holder string, a core.Amount) {
-	t, err := e.storedTask(ctx, holder)
+func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount) {
+	t, err := sp.k.storedTask(ctx, holder)
 	if err == nil && t.OverBudget() {
 		var from *core.Ref
 		if r, ok := t.Stalled.From.AsRef(); ok {
@@ -361,21 +361,21 @@ func (e *Engine) budgetResume(ctx context.Context, holder string, a core.Amount)
 		msg := "the budget was raised to " + a.Format(a.Value) + "; go on where you stopped"
 		switch {
 		case from != nil && t.Assignee != nil && *from != *t.Assignee:
-			if _, err := e.handoff(ctx, t, *from, core.ActorFrom(ctx).String(), msg, nil); err != nil {
-				e.log.Error("hand back after budget", "task", holder, "err", err)
+			if _, err := sp.handoff(ctx, t, *from, core.ActorFrom(ctx).String(), msg, nil); err != nil {
+				sp.k.log.Error("hand back after budget", "task", holder, "err", err)
 			}
 		default:
 			now := time.Now().UTC()
-			if err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+			if err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 				c.wake(holder)
 				return tx.SetStalled(ctx, holder, "", now)
 			}); err != nil {
-				e.log.Error("clear budget stall", "task", holder, "err", err)
+				sp.k.log.Error("clear budget stall", "task", holder, "err", err)
 			}
 		}
 	}
-	for _, id := range e.subtree(holder) {
-		e.kick(id)
+	for _, id := range sp.subtree(holder) {
+		sp.k.kickLoop(id)
 	}
 }
 
@@ -390,9 +390,9 @@ func storedAmount(a core.Amount) int64 {
 // createBudget is the budget a new task starts with: the one given (a
 // person's only), else for a top-level autopilot task the configured
 // autopilot_budget. nil: none.
-func (e *Engine) createBudget(actor core.Actor, in core.CreateTaskInput) (*core.Amount, string, error) {
+func (sp *Spend) createBudget(actor core.Actor, in core.CreateTaskInput) (*core.Amount, string, error) {
 	if in.Budget != "" {
-		if err := e.may(actor, ActSetBudget, core.Task{}); err != nil {
+		if err := sp.may(actor, ActSetBudget, core.Task{}); err != nil {
 			return nil, "", err
 		}
 		a, err := core.ParseAmount(in.Budget)
@@ -401,10 +401,10 @@ func (e *Engine) createBudget(actor core.Actor, in core.CreateTaskInput) (*core.
 		}
 		return &a, actor.String(), nil
 	}
-	if !in.Autopilot || in.ParentID != "" || e.opts.Config == nil {
+	if !in.Autopilot || in.ParentID != "" || sp.k.opts.Config == nil {
 		return nil, "", nil
 	}
-	cfg, err := e.opts.Config()
+	cfg, err := sp.k.opts.Config()
 	if err != nil {
 		return nil, "", nil // the daemon's start checked it; a broken file now changes nothing here
 	}

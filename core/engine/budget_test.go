@@ -28,7 +28,7 @@ func TestBudgetInProcess(t *testing.T) {
 	if got.Session.State != core.SessionCancelled || got.Assignee == nil || !got.Assignee.IsPerson() || got.Budget == nil || !got.Budget.Reached {
 		t.Fatalf("after the budget: session %+v assignee %+v budget %+v", got.Session, got.Assignee, got.Budget)
 	}
-	sp := core.Spender(p.eng)
+	sp := core.Spender(p.eng.Spend)
 	agent := core.WithActor(p.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID, SessionID: got.Session.ID})
 	if _, err := sp.SetBudget(agent, task.ID, core.BudgetInput{Add: "5USD"}); core.CodeOf(err) != core.CodeForbidden {
 		t.Fatalf("an agent's raise: %v, want forbidden", err)
@@ -106,7 +106,7 @@ func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {
 	}
 
 	go2()
-	if _, err := core.Spender(p.eng).SetBudget(p.op(), root.ID, core.BudgetInput{Add: "5USD"}); err != nil {
+	if _, err := core.Spender(p.eng.Spend).SetBudget(p.op(), root.ID, core.BudgetInput{Add: "5USD"}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("the kid's stall to climb from the root", func() bool {

@@ -43,7 +43,7 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	if err != nil {
 		return createPlan{}, err
 	}
-	budget, budgetBy, err := e.createBudget(actor, in)
+	budget, budgetBy, err := e.Spend.createBudget(actor, in)
 	if err != nil {
 		return createPlan{}, err
 	}

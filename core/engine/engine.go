@@ -130,9 +130,6 @@ type Engine struct {
 	// moment after which nothing more is delivered until the next kick.
 	loopEnded func(id string)
 
-	// spend: sessions' cumulative costs and the budget lock (usage.go).
-	spend spendState
-
 	started time.Time      // reported by Version (the daemon's uptime)
 	procWG  sync.WaitGroup // process teardowns and timers
 	cancel  context.CancelFunc
@@ -141,6 +138,10 @@ type Engine struct {
 	// operations to it, and the other areas call it for placement, faults
 	// and a run's host.
 	Hosts *Hosts
+	// Spend is the spend area (usage.go, budget.go): the daemon routes
+	// usage and budgets to it, and the other areas call it for a task's
+	// budget and a report's spend.
+	Spend *Spend
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -207,6 +208,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Hosts.worktreeOwner = e.worktreeOwner
 	e.Hosts.requeueOpenPrompt = e.requeueOpenPrompt
 	e.Hosts.endRunLocked = e.endRunLocked
+	e.Spend = &Spend{k: k, procWG: &e.procWG}
+	// What the areas still on Engine give the spend area (usage.go).
+	e.Spend.may = e.may
+	e.Spend.task = e.task
+	e.Spend.getTask = e.GetTask
+	e.Spend.releaseRunLocked = e.releaseRunLocked
+	e.Spend.terminate = e.terminate
+	e.Spend.staleQuestionTx = e.staleQuestionTx
+	e.Spend.describeSender = e.describeSender
+	e.Spend.handoff = e.handoff
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

@@ -10,7 +10,8 @@ import (
 // the task was marked done must not start a turn that reopens it (ADR 0022),
 // as it never could for a cancelled one.
 func TestFinishedTasksAreHeld(t *testing.T) {
-	e := &Engine{kernel: &kernel{}}
+	k := &kernel{}
+	e := &Engine{kernel: k, Spend: &Spend{k: k}}
 	role := &core.Ref{Kind: "role", Name: "mock"}
 	for _, st := range []core.Status{core.StatusDone, core.StatusCancelled} {
 		if got := e.held(core.Task{ID: "t1", Status: st, Assignee: role}); got != string(st) {

@@ -246,7 +246,7 @@ func (e *Engine) GetTask(ctx context.Context, id string) (core.Task, error) {
 	t, err := e.task(ctx, id)
 	if err == nil {
 		// A subtree shares its root's budget: the one that binds is shown.
-		t.Budget = e.governingBudget(t)
+		t.Budget = e.Spend.governingBudget(t)
 	}
 	return t, err
 }

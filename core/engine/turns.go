@@ -75,8 +75,8 @@ func (e *Engine) held(t core.Task) string {
 		return string(t.Status)
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
-	case e.budgetHold(t) != "":
-		return "budget of task " + e.budgetHold(t) + " reached"
+	case e.Spend.budgetHold(t) != "":
+		return "budget of task " + e.Spend.budgetHold(t) + " reached"
 	case t.Stuck():
 		// A run that failed again would only fail again: explicit input
 		// (the operator's, or its parent's) clears the mark first.

@@ -36,7 +36,7 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 		// An agent is untrusted input: a cost is kept only in an ISO 4217
 		// code's shape, three letters.
 		if cur, ok := currencyCode(c.Currency); ok {
-			spend.CostMicros = r.e.spend.costDelta(r.sessionID, c.Amount, cur)
+			spend.CostMicros = r.e.Spend.state.costDelta(r.sessionID, c.Amount, cur)
 			spend.Currency = cur
 		}
 	}
@@ -44,7 +44,7 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 	if spend.CostMicros == 0 && size == 0 {
 		return
 	}
-	r.e.recordUsage(r.taskID, r.sessionID, r.profile(), spend, false, used, size)
+	r.e.Spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, false, used, size)
 }
 
 // TurnUsage implements agent.UsageHandler: a turn's token counts from its
@@ -61,7 +61,7 @@ func (r *recorder) TurnUsage(u acp.Usage) {
 	if spend.Zero() {
 		return
 	}
-	r.e.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
+	r.e.Spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
 }
 
 func (r *recorder) profile() string {
@@ -95,6 +95,54 @@ func optTokens(p *int) int64 {
 		return 0
 	}
 	return int64(*p)
+}
+
+// Spend is the engine's spend area (rule 6, ADR 0051, docs/usage.md):
+// the spend reports an agent's recorder makes (recordUsage), summed into
+// the task's and its ancestors' rows; `kandev usage` (Usage) and a
+// person's budget (SetBudget), core.Spender's operations, which the daemon
+// routes here; the checks after each report (the 80% notice, stopping a
+// tree that reached its budget, the Budget escalation: budget.go), the
+// hold a reached budget puts on a tree (budgetHold), the budget a task
+// shows (governingBudget) and the one it starts with (createBudget). Its
+// fields are all it may touch: the kernel, its own state, and what other
+// areas give it, each named.
+//
+// Locks: state.mu and state.budgetMu (spendState) are its own. state.mu
+// is a leaf, taken under a recorder's r.mu (usageUpdate). state.budgetMu
+// is taken first: checkBudgets and SetBudget hold it over the store's
+// reads and transactions, the cache's read lock (ancestors, subtree) and
+// a task's rt.mu (hasRun, budgetStop, the escalation's handoff); it is
+// never taken under a task's rt.mu or a recorder's r.mu (a report's check
+// runs off the recorder's goroutine: checkBudgetsAsync).
+type Spend struct {
+	k *kernel
+	// state: sessions' cumulative costs and the budget lock.
+	state spendState
+	// procWG is the engine's wait group of process teardowns and timers
+	// (Close waits on it): a report's budget check runs under it.
+	procWG *sync.WaitGroup
+
+	// What the areas still on Engine give it (set by New):
+	// may is the authorizer (authorize.go): only a person sets a budget.
+	may func(a core.Actor, act Action, t core.Task) error
+	// task resolves a task reference (engine.go); getTask is the task's
+	// view as GetTask shows it (tasks.go), SetBudget's answer.
+	task    func(ctx context.Context, ref string) (core.Task, error)
+	getTask func(ctx context.Context, id string) (core.Task, error)
+	// releaseRunLocked and terminate are the runs' (runs.go): a reached
+	// budget stops a running turn as a stop does.
+	releaseRunLocked func(run *liveRun)
+	terminate        func(run *liveRun)
+	// staleQuestionTx is the questions' (questions.go): a stopped task's
+	// pending question goes stale.
+	staleQuestionTx func(ctx context.Context, tx *store.Tx, taskID, why string, c *changes) error
+	// describeSender names a cut prompt's sender (render.go) in the notice
+	// that queues it again.
+	describeSender func(sender string) string
+	// handoff is the handoffs' (handoff.go): a reached budget's holder goes
+	// to a person, a raised one back.
+	handoff func(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error)
 }
 
 // spendState is the engine's memory of spend: each live session's last
@@ -131,10 +179,10 @@ func (s *spendState) costDelta(sessionID string, amount float64, currency string
 // recordUsage writes one report: the task's own sums and its subtree's,
 // and every ancestor's subtree sums, in one transaction; then the
 // budgets above the task are checked.
-func (e *Engine) recordUsage(taskID, sessionID, profile string, u store.Usage, turn bool, used, size int64) {
+func (sp *Spend) recordUsage(taskID, sessionID, profile string, u store.Usage, turn bool, used, size int64) {
 	ctx := context.Background()
-	ancestors := e.ancestors(taskID)
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	ancestors := sp.ancestors(taskID)
+	err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(taskID)
 		if u.Tokens != 0 || u.CostMicros != 0 {
 			c.touch(ancestors...)
@@ -143,18 +191,18 @@ func (e *Engine) recordUsage(taskID, sessionID, profile string, u store.Usage, t
 			At: time.Now().UTC(), Usage: u, Turn: turn, ContextUsed: used, ContextSize: size}, ancestors)
 	})
 	if err != nil {
-		e.log.Error("record usage", "task", taskID, "err", err)
+		sp.k.log.Error("record usage", "task", taskID, "err", err)
 		return
 	}
 	if u.Tokens != 0 || u.CostMicros != 0 {
-		e.checkBudgetsAsync(taskID)
+		sp.checkBudgetsAsync(taskID)
 	}
 }
 
 // ancestors lists a task's ancestors, nearest first (parents are fixed at
 // creation, so the cache's chain is the store's).
-func (e *Engine) ancestors(id string) []string {
-	cv := e.cache.rlock()
+func (sp *Spend) ancestors(id string) []string {
+	cv := sp.k.cache.rlock()
 	defer cv.runlock()
 	var out []string
 	seen := map[string]bool{id: true}
@@ -166,8 +214,8 @@ func (e *Engine) ancestors(id string) []string {
 }
 
 // subtree lists a task and its descendants.
-func (e *Engine) subtree(id string) []string {
-	cv := e.cache.rlock()
+func (sp *Spend) subtree(id string) []string {
+	cv := sp.k.cache.rlock()
 	defer cv.runlock()
 	out := []string{id}
 	for i := 0; i < len(out); i++ {
@@ -209,7 +257,7 @@ func spendOf(u store.Usage) core.Spend {
 
 // Usage implements core.Spender: spend since a time, by task, profile or
 // day, largest first (days in order).
-func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageReport, error) {
+func (sp *Spend) Usage(ctx context.Context, in core.UsageInput) (core.UsageReport, error) {
 	switch in.By {
 	case "":
 		in.By = "task"
@@ -217,7 +265,7 @@ func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 	default:
 		return core.UsageReport{}, core.Errorf(core.CodeValidation, "usage by %q: give task, profile or day", in.By)
 	}
-	groups, err := e.db.UsageSince(ctx, in.Since, in.By)
+	groups, err := sp.k.db.UsageSince(ctx, in.Since, in.By)
 	if err != nil {
 		return core.UsageReport{}, mapStoreErr(err, "usage")
 	}
@@ -237,7 +285,7 @@ func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 		}
 		row := core.UsageRow{Key: g.Key, Spend: s, Turns: g.Turns}
 		if in.By == "task" {
-			if t, ok := e.cached(g.Key); ok {
+			if t, ok := sp.k.cached(g.Key); ok {
 				row.Title = t.Title
 			}
 		}
@@ -257,4 +305,4 @@ func (e *Engine) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 	return rep, nil
 }
 
-var _ core.Spender = (*Engine)(nil)
+var _ core.Spender = (*Spend)(nil)
