@@ -207,10 +207,7 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Workspaces.may = e.may
 	e.Workspaces.describeSender = e.describeSender
 	e.Workspaces.setupConfiner = e.setupConfiner
-	e.Workspaces.remoteFor = e.Hosts.remoteFor
-	e.Workspaces.hostFetchBack = e.Hosts.hostFetchBack
-	e.Workspaces.hostMerged = e.Hosts.hostMerged
-	e.Workspaces.hostWorktreeGone = e.Hosts.hostWorktreeGone
+	e.Workspaces.withHosts(e.Hosts)
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

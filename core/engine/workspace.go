@@ -52,11 +52,11 @@ type Workspaces struct {
 	// (sandbox.go).
 	setupConfiner func(t core.Task, prof core.Profile, sessionID string) workspace.Confiner
 
-	// What the hosts area gives it (hosts.go, hostworktree.go), for a task
-	// on a host: its worktree fetched back before a diff, merge or discard
-	// (remoteFor) and before a retire (hostFetchBack), a merge pushed back
-	// (hostMerged), the host's copy removed with the local one
-	// (hostWorktreeGone).
+	// What the hosts area gives it (hosts.go, hostworktree.go; set by
+	// withHosts), for a task on a host: its worktree fetched back before
+	// a diff, merge or discard (remoteFor) and before a retire
+	// (hostFetchBack), a merge pushed back (hostMerged), the host's copy
+	// removed with the local one (hostWorktreeGone).
 	remoteFor        func(ctx context.Context, t core.Task) (*hosts.Remote, error)
 	hostFetchBack    func(ctx context.Context, t core.Task) error
 	hostMerged       func(ctx context.Context, t core.Task)
@@ -72,6 +72,14 @@ func newWorkspaces(k *kernel) *Workspaces {
 		wo.ws.Quarantine = filepath.Join(k.opts.Home.Dir, "sandboxes", "git")
 	}
 	return wo
+}
+
+// withHosts takes from the hosts area what it gives the workspaces (New).
+func (wo *Workspaces) withHosts(ho *Hosts) {
+	wo.remoteFor = ho.remoteFor
+	wo.hostFetchBack = ho.hostFetchBack
+	wo.hostMerged = ho.hostMerged
+	wo.hostWorktreeGone = ho.hostWorktreeGone
 }
 
 // createBegin and createEnd hold the worktrees shared for a create, from

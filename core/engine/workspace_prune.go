@@ -51,6 +51,42 @@ func (wo *Workspaces) Prune(ctx context.Context, in core.PruneInput) (core.Prune
 	if err != nil {
 		return res, core.Errorf(core.CodeInternal, "prune: %v", err)
 	}
+	plan, err := wo.planOrphans(ctx, root, repos, owned, known)
+	if err != nil {
+		return res, err
+	}
+	forced, err := pruneForced(in.Force, plan)
+	if err != nil {
+		return res, err
+	}
+	for _, it := range plan {
+		removeDir, deleteBranch := it.decide(forced)
+		res.Entries = append(res.Entries, it.entries(forced, removeDir, deleteBranch)...)
+		if !removeDir {
+			continue
+		}
+		res.Removed = append(res.Removed, it.dir)
+		if deleteBranch {
+			res.Branches = append(res.Branches, it.wt.Branch)
+		}
+		if in.DryRun {
+			continue
+		}
+		if err := wo.removePruned(ctx, it, deleteBranch); err != nil {
+			return res, err
+		}
+	}
+	if !in.DryRun {
+		for _, r := range repos {
+			_ = os.Remove(filepath.Join(root, r.Name())) // only when empty
+		}
+	}
+	return res, nil
+}
+
+// planOrphans plans what a prune does with each directory under root's
+// repositories that no task owns (planPrune).
+func (wo *Workspaces) planOrphans(ctx context.Context, root string, repos []os.DirEntry, owned, known map[string]bool) ([]pruneItem, error) {
 	var plan []pruneItem
 	for _, r := range repos {
 		if !r.IsDir() {
@@ -58,7 +94,7 @@ func (wo *Workspaces) Prune(ctx context.Context, in core.PruneInput) (core.Prune
 		}
 		entries, err := os.ReadDir(filepath.Join(root, r.Name()))
 		if err != nil {
-			return res, core.Errorf(core.CodeInternal, "prune: %v", err)
+			return nil, core.Errorf(core.CodeInternal, "prune: %v", err)
 		}
 		for _, ent := range entries {
 			dir := filepath.Join(root, r.Name(), ent.Name())
@@ -67,15 +103,21 @@ func (wo *Workspaces) Prune(ctx context.Context, in core.PruneInput) (core.Prune
 			}
 			it, err := wo.planPrune(ctx, ent.Name(), dir, known)
 			if err != nil {
-				return res, err
+				return nil, err
 			}
 			plan = append(plan, it)
 		}
 	}
+	return plan, nil
+}
+
+// pruneForced is the set of --force names, resolved, each checked against
+// the plan.
+func pruneForced(force []string, plan []pruneItem) (map[string]bool, error) {
 	// Every --force name must be something this prune would otherwise
 	// keep: a mistyped one must not pass for consent.
 	forced := map[string]bool{}
-	for _, f := range in.Force {
+	for _, f := range force {
 		name := strings.TrimSpace(f)
 		if real, err := core.RealPath(name); err == nil && filepath.IsAbs(name) {
 			name = real
@@ -87,69 +129,71 @@ func (wo *Workspaces) Prune(ctx context.Context, in core.PruneInput) (core.Prune
 			}
 		}
 		if !found {
-			return res, core.Errorf(core.CodeValidation, "--force %s: not a worktree or branch this prune keeps (kandev worktree prune --dry-run lists them)", f)
+			return nil, core.Errorf(core.CodeValidation, "--force %s: not a worktree or branch this prune keeps (kandev worktree prune --dry-run lists them)", f)
 		}
 		forced[name] = true
 	}
-	for _, it := range plan {
-		removeDir := it.keepDir == "" || forced[it.dir]
-		deleteBranch := it.ours && (it.keepBranch == "" || forced[it.wt.Branch])
-		if !removeDir {
-			// A kept worktree keeps its branch too: the branch is checked out there.
-			deleteBranch = false
-		}
-		kind := "worktree"
-		if !it.isTree {
-			kind = "directory"
-		}
-		entry := core.PruneEntry{Kind: kind, Name: it.dir, Action: "remove", Why: it.why}
-		if !removeDir {
-			entry.Action, entry.Why = "keep", it.keepDir+" (--force "+it.dir+" removes it)"
-		} else if forced[it.dir] {
-			entry.Why = it.why + "; forced: " + it.keepDir
-		}
-		res.Entries = append(res.Entries, entry)
-		if it.ours {
-			b := core.PruneEntry{Kind: "branch", Name: it.wt.Branch, Action: "remove", Why: "the branch of " + it.dir + ", merged or held by another branch"}
-			switch {
-			case !removeDir:
-				b.Action, b.Why = "keep", "checked out in the kept worktree "+it.dir
-			case !deleteBranch:
-				b.Action, b.Why = "keep", it.keepBranch+" (--force "+it.wt.Branch+" deletes it)"
-			case forced[it.wt.Branch]:
-				b.Why = "forced: " + it.keepBranch
-			}
-			res.Entries = append(res.Entries, b)
-		}
-		if !removeDir {
-			continue
-		}
-		res.Removed = append(res.Removed, it.dir)
-		if deleteBranch {
-			res.Branches = append(res.Branches, it.wt.Branch)
-		}
-		if in.DryRun {
-			continue
-		}
-		wt := it.wt
-		if !deleteBranch {
-			wt.Branch = "" // not ours to delete, or holding work
-		}
-		if it.isTree {
-			err = wo.ws.Discard(ctx, wt)
-		} else {
-			err = os.RemoveAll(it.dir)
-		}
-		if err != nil {
-			return res, core.Errorf(core.CodeInternal, "prune %s: %v", it.dir, err)
-		}
+	return forced, nil
+}
+
+// decide says whether a prune removes the item's directory and deletes its
+// branch, given the names forced.
+func (it pruneItem) decide(forced map[string]bool) (removeDir, deleteBranch bool) {
+	removeDir = it.keepDir == "" || forced[it.dir]
+	deleteBranch = it.ours && (it.keepBranch == "" || forced[it.wt.Branch])
+	if !removeDir {
+		// A kept worktree keeps its branch too: the branch is checked out there.
+		deleteBranch = false
 	}
-	if !in.DryRun {
-		for _, r := range repos {
-			_ = os.Remove(filepath.Join(root, r.Name())) // only when empty
-		}
+	return removeDir, deleteBranch
+}
+
+// entries are what a prune reports of the item: its directory, then its
+// branch when the branch is ours.
+func (it pruneItem) entries(forced map[string]bool, removeDir, deleteBranch bool) []core.PruneEntry {
+	kind := "worktree"
+	if !it.isTree {
+		kind = "directory"
 	}
-	return res, nil
+	entry := core.PruneEntry{Kind: kind, Name: it.dir, Action: "remove", Why: it.why}
+	if !removeDir {
+		entry.Action, entry.Why = "keep", it.keepDir+" (--force "+it.dir+" removes it)"
+	} else if forced[it.dir] {
+		entry.Why = it.why + "; forced: " + it.keepDir
+	}
+	out := []core.PruneEntry{entry}
+	if it.ours {
+		b := core.PruneEntry{Kind: "branch", Name: it.wt.Branch, Action: "remove", Why: "the branch of " + it.dir + ", merged or held by another branch"}
+		switch {
+		case !removeDir:
+			b.Action, b.Why = "keep", "checked out in the kept worktree "+it.dir
+		case !deleteBranch:
+			b.Action, b.Why = "keep", it.keepBranch+" (--force "+it.wt.Branch+" deletes it)"
+		case forced[it.wt.Branch]:
+			b.Why = "forced: " + it.keepBranch
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// removePruned removes the item's directory, with its branch when
+// deleteBranch says so.
+func (wo *Workspaces) removePruned(ctx context.Context, it pruneItem, deleteBranch bool) error {
+	wt := it.wt
+	if !deleteBranch {
+		wt.Branch = "" // not ours to delete, or holding work
+	}
+	var err error
+	if it.isTree {
+		err = wo.ws.Discard(ctx, wt)
+	} else {
+		err = os.RemoveAll(it.dir)
+	}
+	if err != nil {
+		return core.Errorf(core.CodeInternal, "prune %s: %v", it.dir, err)
+	}
+	return nil
 }
 
 // pruneItem is what a prune found in one directory no task owns.
