@@ -59,7 +59,7 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	if err != nil {
 		return createPlan{}, err
 	}
-	ws, err := e.planWorkspace(ctx, in, parent, cwd)
+	ws, err := e.Workspaces.planWorkspace(ctx, in, parent, cwd)
 	if err != nil {
 		return createPlan{}, err
 	}
@@ -249,13 +249,13 @@ func (e *Engine) commitCreate(ctx context.Context, p createPlan) (string, error)
 	row := p.row
 	var created changes
 	var err error
-	e.wsMu.RLock()
+	e.Workspaces.createBegin()
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
 		// The worktree is made before the row so that a task that cannot
 		// have one is refused with git's reason, and undone if the row fails.
-		if err := e.makeWorktree(ctx, p.ws, &row); err != nil {
-			e.wsMu.RUnlock()
+		if err := e.Workspaces.makeWorktree(ctx, p.ws, &row); err != nil {
+			e.Workspaces.createEnd()
 			return "", err
 		}
 		created, err = e.tx(ctx, func(tx *store.Tx, c *changes) error {
@@ -263,7 +263,7 @@ func (e *Engine) commitCreate(ctx context.Context, p createPlan) (string, error)
 			return insertCreateTx(ctx, tx, p, row)
 		})
 		if err != nil {
-			e.dropWorktree(ctx, row)
+			e.Workspaces.dropWorktree(ctx, row)
 			row.CWD = filepath.Clean(p.cwd)
 		}
 		if errors.Is(err, store.ErrConflict) && attempt < 5 {
@@ -271,7 +271,7 @@ func (e *Engine) commitCreate(ctx context.Context, p createPlan) (string, error)
 		}
 		break
 	}
-	e.wsMu.RUnlock()
+	e.Workspaces.createEnd()
 	if errors.Is(err, errKeyUsed) {
 		return "", err
 	}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/config"
-	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
@@ -121,10 +119,6 @@ type Engine struct {
 
 	// flusher writes the recorders' streamed output (ADR 0050).
 	flusher streamFlusher
-	ws      *workspace.Manager
-	// wsMu: creates hold it shared from their worktree to their row, a
-	// worktree prune exclusively.
-	wsMu sync.RWMutex
 
 	// loopEnded lets a test wait for a task's turn loop to end: the one
 	// moment after which nothing more is delivered until the next kick.
@@ -142,6 +136,10 @@ type Engine struct {
 	// usage and budgets to it, and the other areas call it for a task's
 	// budget and a report's spend.
 	Spend *Spend
+	// Workspaces is the workspaces area (workspace.go): the daemon routes
+	// the worktree operations to it, and the other areas call it for a
+	// task's worktree at create, launch, turn end and archive.
+	Workspaces *Workspaces
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -193,19 +191,16 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		waiters: newWaitingCalls(), deferred: newDeferredDeliveries(),
 		baseCtx: base,
 	}
-	e := &Engine{kernel: k, ws: &workspace.Manager{}, cancel: cancel, started: time.Now()}
+	e := &Engine{kernel: k, cancel: cancel, started: time.Now()}
 	k.kickLoop = e.kick
 	e.flusher.e = e
-	if opts.Home.Dir != "" {
-		// Confined worktrees' own git state (ADR 0065).
-		e.ws.Quarantine = filepath.Join(opts.Home.Dir, "sandboxes", "git")
-	}
-	e.Hosts = newHosts(k, e.ws)
-	// What the areas still on Engine give the hosts area (hosts.go).
+	e.Workspaces = newWorkspaces(k)
+	e.Hosts = newHosts(k, e.Workspaces.ws)
+	// What the other areas give the hosts area (hosts.go).
 	e.Hosts.may = e.may
 	e.Hosts.profiles = e.ListProfiles
 	e.Hosts.held = e.held
-	e.Hosts.worktreeOwner = e.worktreeOwner
+	e.Hosts.worktreeOwner = e.Workspaces.worktreeOwner
 	e.Hosts.requeueOpenPrompt = e.requeueOpenPrompt
 	e.Hosts.endRunLocked = e.endRunLocked
 	e.Spend = &Spend{k: k, procWG: &e.procWG}
@@ -218,6 +213,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Spend.staleQuestionTx = e.staleQuestionTx
 	e.Spend.describeSender = e.describeSender
 	e.Spend.handoff = e.handoff
+	// What the other areas give the workspaces area (workspace.go).
+	e.Workspaces.task = e.task
+	e.Workspaces.may = e.may
+	e.Workspaces.describeSender = e.describeSender
+	e.Workspaces.setupConfiner = e.setupConfiner
+	e.Workspaces.withHosts(e.Hosts)
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

@@ -45,7 +45,7 @@ type Hosts struct {
 	place        placement  // placement.go
 	faults       hostFaults // hostfaults.go
 
-	// What the areas still on Engine give it (set by New):
+	// What the other areas give it (set by New):
 	// may is the authorizer (authorize.go): who adds, edits, removes hosts.
 	may func(a core.Actor, act Action, t core.Task) error
 	// profiles lists the profiles (engine.go): `host check` looks for
@@ -54,8 +54,8 @@ type Hosts struct {
 	// held says why a task's queue may not be delivered now (turns.go): a
 	// task held otherwise no longer waits for a slot.
 	held func(t core.Task) string
-	// worktreeOwner is the task whose worktree t works in (runs.go): an
-	// auto task runs where that one does.
+	// worktreeOwner is the task whose worktree t works in (the workspaces
+	// area, workspace.go): an auto task runs where that one does.
 	worktreeOwner func(t core.Task) (core.Task, bool)
 	// requeueOpenPrompt and endRunLocked are the runs' (turns.go, runs.go):
 	// a turn a lost connection cut is queued again and its run ended.

@@ -73,7 +73,7 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 	// (docs/hosts.md): a host that cannot be reached fails the run with
 	// ssh's error (once the session is recorded); a reachable one runs
 	// the agent there, never on this machine.
-	if owner, ok := e.worktreeOwner(t); ok && owner.Host != t.Host {
+	if owner, ok := e.Workspaces.worktreeOwner(t); ok && owner.Host != t.Host {
 		// A worktree lives on one machine, and a fetch from a host
 		// replaces the local copy's files: a task works in another's
 		// worktree only where that one runs.
@@ -119,7 +119,7 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 // recorded in p and fails the run once its session is.
 func (e *Engine) prepareLaunch(ctx context.Context, t core.Task, p *launchPlan) {
 	if t.Host == "" {
-		p.setupOut, p.setupError = e.setupWorktree(ctx, t, p)
+		p.setupOut, p.setupError = e.Workspaces.setupWorktree(ctx, t, p)
 	} else if p.remote != nil {
 		p.setupOut, p.setupError, p.hostErr = hostPrepared(p.remote, p.remote.Prepare(ctx))
 	}

@@ -141,7 +141,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if len(in.Comments) > 0 {
 		// Checked against the diff before anything is written: a comment
 		// off the diff refuses the whole review.
-		p, err := e.planReview(ctx, t, actor, text, in.Comments)
+		p, err := e.Workspaces.planReview(ctx, t, actor, text, in.Comments)
 		if err != nil {
 			return core.MessageResult{}, err
 		}

@@ -43,11 +43,11 @@ type reviewPlan struct {
 // planReview checks every comment against the task's diff as it is now
 // and cuts the hunk lines around each. Any comment that does not point at
 // lines of the diff refuses the whole review: nothing is written.
-func (e *Engine) planReview(ctx context.Context, t core.Task, actor core.Actor, text string, in []core.ReviewCommentInput) (reviewPlan, error) {
+func (wo *Workspaces) planReview(ctx context.Context, t core.Task, actor core.Actor, text string, in []core.ReviewCommentInput) (reviewPlan, error) {
 	if len(in) > capability.MaxReviewComments {
 		return reviewPlan{}, core.Errorf(core.CodeValidation, "a review carries at most %d comments, not %d", capability.MaxReviewComments, len(in))
 	}
-	d, err := e.TaskDiff(ctx, t.ID, core.DiffInput{Patch: true})
+	d, err := wo.Diff(ctx, t.ID, core.DiffInput{Patch: true})
 	if err != nil {
 		var ce *core.Error
 		if errors.As(err, &ce) {
@@ -64,7 +64,7 @@ func (e *Engine) planReview(ctx context.Context, t core.Task, actor core.Actor, 
 	}
 	hunks := workspace.ParsePatch(d.Patch, paths)
 	now := time.Now().UTC()
-	p := reviewPlan{notice: prompt.Review{From: e.describeSender(actor.String()), Text: text}}
+	p := reviewPlan{notice: prompt.Review{From: wo.describeSender(actor.String()), Text: text}}
 	for i, c := range in {
 		file := strings.TrimSpace(c.File)
 		body := strings.TrimSpace(c.Text)
@@ -183,23 +183,24 @@ func hunkRanges(hs []workspace.Hunk) string {
 	return strings.Join(out, ", ")
 }
 
-// TaskReview implements core.Client: the comments kept on the task, each
-// open while the lines it points at still read as they did when it was
-// made (in the worktree as it is now), outdated once they changed.
-func (e *Engine) TaskReview(ctx context.Context, ref string) (core.ReviewView, error) {
-	t, err := e.task(ctx, ref)
+// Review serves core.Client's TaskReview (wire.TaskReview): the comments
+// kept on the task, each open while the lines it points at still read as
+// they did when it was made (in the worktree as it is now), outdated once
+// they changed.
+func (wo *Workspaces) Review(ctx context.Context, ref string) (core.ReviewView, error) {
+	t, err := wo.task(ctx, ref)
 	if err != nil {
 		return core.ReviewView{}, err
 	}
-	if err := e.may(core.ActorFrom(ctx), ActReview, t); err != nil {
+	if err := wo.may(core.ActorFrom(ctx), ActReview, t); err != nil {
 		return core.ReviewView{}, err
 	}
-	return e.reviewOf(ctx, t)
+	return wo.reviewOf(ctx, t)
 }
 
 // reviewOf reads the task's comments and checks each one's state.
-func (e *Engine) reviewOf(ctx context.Context, t core.Task) (core.ReviewView, error) {
-	rows, err := e.db.ReviewComments(ctx, t.ID)
+func (wo *Workspaces) reviewOf(ctx context.Context, t core.Task) (core.ReviewView, error) {
+	rows, err := wo.k.db.ReviewComments(ctx, t.ID)
 	if err != nil {
 		return core.ReviewView{}, mapStoreErr(err, "review of "+t.ID)
 	}

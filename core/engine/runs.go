@@ -334,7 +334,7 @@ func (e *Engine) capabilitySet(t core.Task) capability.Set {
 	}
 	return capability.Resolve(capability.Case{
 		Surface: surface, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
-		TitlePending: t.TitlePending, Host: e.providerHost(t),
+		TitlePending: t.TitlePending, Host: e.Workspaces.providerHost(t),
 	})
 }
 
@@ -350,27 +350,6 @@ func newToken() (token, hash string, err error) {
 func hashToken(token string) string {
 	sum := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(sum[:])
-}
-
-// worktreeOwner is the task whose worktree t works in, when t works in an
-// ancestor's (workspace inherit).
-func (e *Engine) worktreeOwner(t core.Task) (core.Task, bool) {
-	w := t.Workspace
-	if w == nil || w.Mode != core.WorkspaceInherit || w.Dir == "" {
-		return core.Task{}, false
-	}
-	p := t
-	for p.Workspace != nil && p.Workspace.Mode == core.WorkspaceInherit && p.ParentID != "" {
-		next, ok := e.cached(p.ParentID)
-		if !ok {
-			return core.Task{}, false
-		}
-		p = next
-	}
-	if p.ID == t.ID || p.Workspace == nil || p.Workspace.Dir != w.Dir {
-		return core.Task{}, false
-	}
-	return p, true
 }
 
 func hostWord(h string) string {

@@ -146,7 +146,7 @@ func (e *Engine) sandboxView(t core.Task, prof core.Profile, command, sessionID 
 		}
 		// Its objects, administrative directory and branch ref are its
 		// own; the repository takes its commits only checked.
-		p, err := e.ws.PreparePrivate(context.Background(), worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+		p, err := e.Workspaces.ws.PreparePrivate(context.Background(), worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
 		if err != nil {
 			return sandbox.View{}, fmt.Errorf("sandbox: %w", err)
 		}

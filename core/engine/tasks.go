@@ -356,7 +356,7 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
 	e.announce(c)
-	e.retireWorktree(ctx, t)
+	e.Workspaces.retireWorktree(ctx, t)
 	return e.refresh(ctx, t.ID)
 }
 

@@ -45,7 +45,7 @@ var toolTable = map[string]toolHandler{
 		return e.GetTask(ctx, orSelf(a.TaskID, actor))
 	}),
 	"get_task_diff_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.DiffArgs) (any, error) {
-		return e.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
+		return e.Workspaces.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
 	}),
 	"get_task_conversation_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.ConversationArgs) (any, error) {
 		return e.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
@@ -98,15 +98,15 @@ var toolTable = map[string]toolHandler{
 		return e.askParent(ctx, actor, *a)
 	}),
 	"open_pull_request_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
-		return e.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)
+		return e.Workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)
 	}),
 	"get_pull_request_comments_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		return e.requestReview(ctx, actor, capability.HostGitHub)
+		return e.Workspaces.requestReview(ctx, actor, capability.HostGitHub)
 	}),
 	"open_merge_request_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
-		return e.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitLab)
+		return e.Workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitLab)
 	}),
 	"get_merge_request_comments_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		return e.requestReview(ctx, actor, capability.HostGitLab)
+		return e.Workspaces.requestReview(ctx, actor, capability.HostGitLab)
 	}),
 }

@@ -368,7 +368,7 @@ type turnOutcome struct {
 // ended without its escalation.
 func (e *Engine) afterTurn(taskID string, out turnOutcome) {
 	ctx := context.Background()
-	e.importWork(ctx, taskID, out.sessionID)
+	e.Workspaces.importWork(ctx, taskID, out.sessionID)
 	if out.interrupted {
 		e.refreshQuiet(taskID)
 		return // the interrupt message is next in line
