@@ -165,11 +165,11 @@ func (e *Engine) createProfile(ctx context.Context, in core.CreateTaskInput, par
 	}
 	if profileName == "" {
 		var err error
-		if profileName, err = e.defaultProfile(ctx); err != nil {
+		if profileName, err = e.Roles.defaultProfile(ctx); err != nil {
 			return core.Profile{}, err
 		}
 	}
-	prof, err := e.profile(ctx, profileName)
+	prof, err := e.Roles.profile(ctx, profileName)
 	if err != nil {
 		if core.CodeOf(err) == core.CodeNotFound {
 			return core.Profile{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", profileName)
@@ -217,19 +217,19 @@ func (e *Engine) createAssignee(ctx context.Context, in core.CreateTaskInput, pr
 	if strings.TrimSpace(in.Assignee) == "" {
 		return assignee, prof, nil
 	}
-	assignee, err := e.lookupAssignee(ctx, in.Assignee)
+	assignee, err := e.Roles.lookupAssignee(ctx, in.Assignee)
 	if err != nil {
 		return core.Ref{}, core.Profile{}, err
 	}
 	if assignee.IsRole() {
-		r, err := e.roleOf(ctx, assignee.Name)
+		r, err := e.Roles.roleOf(ctx, assignee.Name)
 		if err != nil {
 			return core.Ref{}, core.Profile{}, core.Errorf(core.CodeNotFound, "%v", err)
 		}
 		if in.Profile != "" && r.Profile != prof.Name {
 			return core.Ref{}, core.Profile{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, not %s; drop --profile or pick another assignee", r.Name, r.Profile, prof.Name)
 		}
-		if prof, err = e.profile(ctx, r.Profile); err != nil {
+		if prof, err = e.Roles.profile(ctx, r.Profile); err != nil {
 			return core.Ref{}, core.Profile{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
 		}
 		if in.Autopilot {

@@ -13,11 +13,11 @@ import (
 // command is on the daemon's PATH, else core.DefaultProfile (ADR 0023,
 // ADR 0038). The configuration is read at each create, so a
 // `kandev config set profile` applies without a daemon restart.
-func (e *Engine) defaultProfile(ctx context.Context) (string, error) {
-	if e.opts.Config == nil {
+func (ro *Roles) defaultProfile(ctx context.Context) (string, error) {
+	if ro.k.opts.Config == nil {
 		return core.DefaultProfile, nil
 	}
-	cfg, err := e.opts.Config()
+	cfg, err := ro.k.opts.Config()
 	if err == nil {
 		var v config.Value
 		if v, err = cfg.Get("profile"); err == nil && v.Value != "" {
@@ -27,9 +27,9 @@ func (e *Engine) defaultProfile(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", core.Errorf(core.CodeValidation, "no profile named, and the default profile cannot be read: %v", err)
 	}
-	profiles, err := e.ListProfiles(ctx)
+	profiles, err := ro.ListProfiles(ctx)
 	if err != nil {
 		return "", err
 	}
-	return core.PickDefaultProfile(profiles, e.opts.SelfExe), nil
+	return core.PickDefaultProfile(profiles, ro.k.opts.SelfExe), nil
 }

@@ -140,6 +140,10 @@ type Engine struct {
 	// the worktree operations to it, and the other areas call it for a
 	// task's worktree at create, launch, turn end and archive.
 	Workspaces *Workspaces
+	// Roles is the roles and profiles area (roles.go, profiles.go): the
+	// daemon routes roles, people and profiles to it, and the other areas
+	// call it for an assignee, a task's role and its profile.
+	Roles *Roles
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -198,7 +202,6 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Hosts = newHosts(k, e.Workspaces.ws)
 	// What the other areas give the hosts area (hosts.go).
 	e.Hosts.may = e.may
-	e.Hosts.profiles = e.ListProfiles
 	e.Hosts.held = e.held
 	e.Hosts.worktreeOwner = e.Workspaces.worktreeOwner
 	e.Hosts.requeueOpenPrompt = e.requeueOpenPrompt
@@ -219,6 +222,12 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Workspaces.describeSender = e.describeSender
 	e.Workspaces.setupConfiner = e.setupConfiner
 	e.Workspaces.withHosts(e.Hosts)
+	e.Roles = &Roles{k: k}
+	// What the areas still on Engine give the roles area (roles.go), and
+	// what it gives the hosts area.
+	e.Roles.may = e.may
+	e.Roles.checkProfileHost = e.Hosts.checkProfileHost
+	e.Hosts.profiles = e.Roles.ListProfiles
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()
@@ -417,122 +426,6 @@ func mapStoreErr(err error, what string) error {
 		return core.Errorf(core.CodeConflict, "%s: %v", what, err)
 	}
 	return &core.Error{Code: core.CodeInternal, Message: fmt.Sprintf("%s: %v", what, err)}
-}
-
-// --- profiles -------------------------------------------------------------
-
-// profile resolves a profile name: a user profile wins over a built-in.
-func (e *Engine) profile(ctx context.Context, name string) (core.Profile, error) {
-	p, err := e.db.GetProfile(ctx, name)
-	if err == nil {
-		cp := profileFromStore(p)
-		if _, ok := core.BuiltinProfile(name); ok {
-			cp.Source = "override"
-		}
-		return cp, nil
-	}
-	if !errors.Is(err, store.ErrNotFound) {
-		return core.Profile{}, mapStoreErr(err, "profile "+name)
-	}
-	if b, ok := core.BuiltinProfile(name); ok {
-		return b, nil
-	}
-	return core.Profile{}, core.Errorf(core.CodeNotFound, "profile %s not found (see kandev profile list)", name)
-}
-
-func profileFromStore(p store.Profile) core.Profile {
-	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP,
-		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
-		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Host: p.Host, Source: "user"}
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-// ListProfiles implements core.Client.
-func (e *Engine) ListProfiles(ctx context.Context) ([]core.Profile, error) {
-	user, err := e.db.ListProfiles(ctx)
-	if err != nil {
-		return nil, mapStoreErr(err, "profiles")
-	}
-	ps := make([]core.Profile, len(user))
-	for i, p := range user {
-		ps[i] = profileFromStore(p)
-	}
-	out := core.MergeProfiles(ps)
-	for i := range out {
-		out[i].Args, out[i].Env = nonNil(out[i].Args), nonNil(out[i].Env)
-	}
-	return out, nil
-}
-
-// GetProfile implements core.Client.
-func (e *Engine) GetProfile(ctx context.Context, name string) (core.Profile, error) {
-	p, err := e.profile(ctx, name)
-	if err != nil {
-		return core.Profile{}, err
-	}
-	p.Args, p.Env = nonNil(p.Args), nonNil(p.Env)
-	return p, nil
-}
-
-// AddProfile implements core.Client: add or replace a user profile.
-func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
-	if err := e.may(core.ActorFrom(ctx), ActAddProfile, core.Task{}); err != nil {
-		return core.Profile{}, err
-	}
-	if err := core.ValidateProfile(p); err != nil {
-		return core.Profile{}, err
-	}
-	if p.Command == core.SelfCommand {
-		return core.Profile{}, core.Errorf(core.CodeValidation, "profile %s: %s is reserved for built-in profiles", p.Name, core.SelfCommand)
-	}
-	if p.StartTimeout != "" {
-		d, _ := time.ParseDuration(p.StartTimeout) // checked by ValidateProfile
-		p.StartTimeout = d.String()
-	}
-	if err := e.Hosts.checkProfileHost(ctx, p); err != nil {
-		return core.Profile{}, err
-	}
-	err := e.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
-		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
-		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Host: p.Host, CreatedAt: time.Now()})
-	if err != nil {
-		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
-	}
-	saved, err := e.GetProfile(ctx, p.Name)
-	if err == nil {
-		sp := saved
-		e.bus.Publish(core.Event{Type: core.EventProfileChanged, Profile: &sp})
-		e.profileChanged(p.Name)
-	}
-	return saved, err
-}
-
-// RemoveProfile implements core.Client. Removing an override restores the
-// built-in; a built-in itself cannot be removed.
-func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	if err := e.may(core.ActorFrom(ctx), ActRemoveProfile, core.Task{}); err != nil {
-		return core.Profile{}, err
-	}
-	p, err := e.profile(ctx, name)
-	if err != nil {
-		return core.Profile{}, err
-	}
-	if p.Source == "builtin" {
-		return core.Profile{}, core.Errorf(core.CodeValidation, "profile %s is built in and cannot be removed (add a profile of that name to override it)", name)
-	}
-	if err := e.db.DeleteProfile(ctx, name); err != nil {
-		return core.Profile{}, mapStoreErr(err, "profile "+name)
-	}
-	rp := p
-	e.bus.Publish(core.Event{Type: core.EventProfileChanged, Profile: &rp})
-	e.profileChanged(name)
-	return p, nil
 }
 
 // Version implements core.Client.

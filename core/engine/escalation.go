@@ -143,7 +143,7 @@ func (e *Engine) openSubtasks(taskID string) int {
 // these the task stays where it is and the daemon logs it.
 func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
 	var target *core.Ref
-	if r, err := e.roleOf(ctx, role); err == nil {
+	if r, err := e.Roles.roleOf(ctx, role); err == nil {
 		target = roleFromStore(r).ReportsTo
 	}
 	reason := "Stalled"

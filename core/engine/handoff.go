@@ -81,7 +81,7 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
 		}
 		target = *t.HandedBy
-	} else if target, err = e.lookupAssignee(ctx, to); err != nil {
+	} else if target, err = e.Roles.lookupAssignee(ctx, to); err != nil {
 		return core.HandoffResult{}, err
 	}
 	hander := e.handerOf(actor)
@@ -109,11 +109,11 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	}
 	profile := ""
 	if target.IsRole() {
-		r, err := e.roleOf(ctx, target.Name)
+		r, err := e.Roles.roleOf(ctx, target.Name)
 		if err != nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
 		}
-		prof, err := e.profile(ctx, r.Profile)
+		prof, err := e.Roles.profile(ctx, r.Profile)
 		if err != nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
 		}

@@ -48,8 +48,8 @@ type Hosts struct {
 	// What the other areas give it (set by New):
 	// may is the authorizer (authorize.go): who adds, edits, removes hosts.
 	may func(a core.Actor, act Action, t core.Task) error
-	// profiles lists the profiles (engine.go): `host check` looks for
-	// their commands.
+	// profiles lists the profiles (the roles area's, profiles.go): `host
+	// check` looks for their commands.
 	profiles func(ctx context.Context) ([]core.Profile, error)
 	// held says why a task's queue may not be delivered now (turns.go): a
 	// task held otherwise no longer waits for a slot.

@@ -51,11 +51,11 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 	if t.Assignee == nil || !t.Assignee.IsRole() {
 		return launchPlan{}, errFenced
 	}
-	role, err := e.roleOf(ctx, t.Assignee.Name)
+	role, err := e.Roles.roleOf(ctx, t.Assignee.Name)
 	if err != nil {
 		return launchPlan{}, &unservedError{reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
 	}
-	prof, err := e.profile(ctx, role.Profile)
+	prof, err := e.Roles.profile(ctx, role.Profile)
 	if err != nil {
 		return launchPlan{}, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}

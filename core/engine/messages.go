@@ -438,19 +438,3 @@ func metaJSON(m map[string]any) string {
 	}
 	return string(b)
 }
-
-// profileChanged retries tasks that wait on a profile that may now run.
-func (e *Engine) profileChanged(name string) {
-	cv := e.cache.rlock()
-	var ids []string
-	for _, id := range cv.order {
-		t := cv.tasks[id]
-		if (t.Profile == name || t.Waiting != "") && t.Queued > 0 && !t.Archived {
-			ids = append(ids, id)
-		}
-	}
-	cv.runlock()
-	for _, id := range ids {
-		e.kick(id)
-	}
-}

@@ -277,7 +277,7 @@ func (e *Engine) permissionPolicy(ctx context.Context, profile string, autopilot
 	if autopilot {
 		key = "autopilot_permission"
 	}
-	if p, err := e.profile(ctx, profile); err == nil {
+	if p, err := e.Roles.profile(ctx, profile); err == nil {
 		own := p.Permission
 		if autopilot {
 			own = p.AutopilotPermission

@@ -485,11 +485,11 @@ func (e *Engine) answerHandback(ctx context.Context, t core.Task, m store.Messag
 	if json.Unmarshal([]byte(h.Meta), &meta) != nil || meta.From != role || meta.To != *t.Assignee {
 		return core.Ref{}, "", false
 	}
-	r, err := e.roleOf(ctx, role.Name)
+	r, err := e.Roles.roleOf(ctx, role.Name)
 	if err != nil {
 		return core.Ref{}, "", false
 	}
-	prof, err := e.profile(ctx, r.Profile)
+	prof, err := e.Roles.profile(ctx, r.Profile)
 	if err != nil {
 		return core.Ref{}, "", false
 	}

@@ -67,15 +67,15 @@ var toolTable = map[string]toolHandler{
 		return e.SetTaskStatus(ctx, a.TaskID, core.Status(a.Status))
 	}),
 	"list_roles_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		rs, err := e.ListRoles(ctx)
+		rs, err := e.Roles.ListRoles(ctx)
 		if err != nil {
 			return nil, err
 		}
-		ps, err := e.ListPersons(ctx)
+		ps, err := e.Roles.ListPersons(ctx)
 		return map[string]any{"roles": rs, "people": ps}, err
 	}),
 	"list_profiles_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		ps, err := e.ListProfiles(ctx)
+		ps, err := e.Roles.ListProfiles(ctx)
 		return map[string]any{"profiles": ps}, err
 	}),
 	"save_profile_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.SaveProfileArgs) (any, error) {
@@ -83,10 +83,10 @@ var toolTable = map[string]toolHandler{
 		if a.MCP != nil {
 			mcp = *a.MCP
 		}
-		return e.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
+		return e.Roles.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
 	}),
 	"remove_profile_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.NameArgs) (any, error) {
-		return e.RemoveProfile(ctx, a.Name)
+		return e.Roles.RemoveProfile(ctx, a.Name)
 	}),
 	"set_task_title_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.SetTitleArgs) (any, error) {
 		return e.toolSetTitle(ctx, actor, a.Title)
