@@ -384,14 +384,7 @@ func (qs *Questions) askPermission(ctx context.Context, run *liveRun, req acp.Re
 		d.by, d.source = "remembered", "you chose allow always for "+key+" earlier in this task"
 		return d
 	}
-	item := core.QuestionItem{Prompt: permissionPrompt(tool)}
-	for _, o := range opts {
-		label := truncateRunes(textsafe.Line(o.Name), permissionOptionMax)
-		if label == "" {
-			label = truncateRunes(textsafe.Line(o.ID), permissionOptionMax)
-		}
-		item.Options = append(item.Options, core.QuestionOption{Label: label, Description: truncateRunes(textsafe.Line(o.Kind), permissionOptionMax)})
-	}
+	item := permissionItem(tool, opts)
 	if len(item.Options) == 0 {
 		d.outcome = "cancelled: the agent offered no option to choose"
 		return d
@@ -400,13 +393,47 @@ func (qs *Questions) askPermission(ctx context.Context, run *liveRun, req acp.Re
 	ch := make(chan answerDelivery, 1)
 	qs.k.waiters.add(qid, ch)
 	forget := func() { qs.k.waiters.forget(qid, ch) }
+	// The waiter is registered above, before the question is announced, so
+	// an answer given as soon as it shows finds the request waiting.
+	m, busy, err := qs.recordPermissionQuestion(ctx, run, qid, item, tool, opts, key)
+	if err != nil || busy != "" {
+		forget()
+		if err != nil {
+			qs.k.log.Error("record permission question", "task", rt.id, "err", err)
+			d.outcome = "cancelled: kandev could not record the question: " + err.Error()
+		} else {
+			d.outcome = "cancelled: question " + busy + " is already pending on this task"
+		}
+		return d
+	}
+	d.questionID = qid
+	return qs.awaitPermission(ctx, m, ch, opts, key, d)
+}
+
+// permissionItem is the permission question's one part: its prompt, and
+// the agent's options as choices, each bounded and made one line.
+func permissionItem(tool core.PermissionTool, opts []permissionOption) core.QuestionItem {
+	item := core.QuestionItem{Prompt: permissionPrompt(tool)}
+	for _, o := range opts {
+		label := truncateRunes(textsafe.Line(o.Name), permissionOptionMax)
+		if label == "" {
+			label = truncateRunes(textsafe.Line(o.ID), permissionOptionMax)
+		}
+		item.Options = append(item.Options, core.QuestionOption{Label: label, Description: truncateRunes(textsafe.Line(o.Kind), permissionOptionMax)})
+	}
+	return item
+}
+
+// recordPermissionQuestion writes the request's question qid as the task's
+// pending question, in one commit; busy is the id of another question
+// already pending, when one is (nothing is written then).
+func (qs *Questions) recordPermissionQuestion(ctx context.Context, run *liveRun, qid string, item core.QuestionItem, tool core.PermissionTool, opts []permissionOption, key string) (store.Message, string, error) {
+	rt := run.rt
 	var m store.Message
 	busy := ""
 	// Written whole even if the request is cancelled meanwhile: the wait
 	// below then stales it.
 	bg := context.WithoutCancel(ctx)
-	// The waiter is registered above, before the question is announced, so
-	// an answer given as soon as it shows finds the request waiting.
 	err := qs.k.commit(bg, func(tx *store.Tx, c *changes) error {
 		busy = ""
 		if cur, err := tx.PendingQuestion(bg, rt.id); err == nil {
@@ -428,18 +455,13 @@ func (qs *Questions) askPermission(ctx context.Context, run *liveRun, req acp.Re
 		c.touch(rt.id)
 		return nil
 	})
-	if err != nil || busy != "" {
-		forget()
-		if err != nil {
-			qs.k.log.Error("record permission question", "task", rt.id, "err", err)
-			d.outcome = "cancelled: kandev could not record the question: " + err.Error()
-		} else {
-			d.outcome = "cancelled: question " + busy + " is already pending on this task"
-		}
-		return d
-	}
-	d.questionID = qid
+	return m, busy, err
+}
 
+// awaitPermission waits for the answer to the request's question m on ch
+// and completes d from it: the chosen option and who chose it, and the
+// tool key remembered when that option allows always.
+func (qs *Questions) awaitPermission(ctx context.Context, m store.Message, ch chan answerDelivery, opts []permissionOption, key string, d permissionDecision) permissionDecision {
 	var got answerDelivery
 	select {
 	case got = <-ch:

@@ -379,15 +379,7 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 	}
 	m, err := qs.k.db.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		if last, lerr := qs.k.db.LastMessageOfKind(ctx, t.ID, string(core.MsgQuestion)); lerr == nil {
-			if q, perr := parseQuestion(last); perr == nil && (in.QuestionID == "" || in.QuestionID == q.QuestionID) {
-				if q.Status == core.QuestionAnswered {
-					return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
-				}
-				return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
-			}
-		}
-		return core.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
+		return qs.noPendingQuestion(ctx, t, in)
 	}
 	if err != nil {
 		return core.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
@@ -409,22 +401,14 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 	if err != nil {
 		return core.AnswerResult{}, err
 	}
-	text := strings.Join(answers, "\n")
-	if len(answers) > 1 {
-		var b strings.Builder
-		for i, a := range answers {
-			fmt.Fprintf(&b, "%d. %s\n", i+1, a)
-		}
-		text = strings.TrimRight(b.String(), "\n")
-	}
+	text := answerText(answers)
 	now := time.Now().UTC()
-	claimed := false
-	var item store.QueueItem
+	a := &userAnswer{t: t, m: m, q: q, actor: actor, answers: answers, text: text, now: now}
 	// An answer is a handoff back (rule 4): to the role that asked, when
 	// the task is with a person because that role handed it there after
 	// asking. The answer is then that turn's prompt: the hand-back queues
 	// no notice of its own.
-	back, backProfile, handBack := qs.answerHandback(ctx, t, m, q)
+	a.back, a.backProfile, a.handBack = qs.answerHandback(ctx, t, m, q)
 	// The answer is queued in the same transaction that claims the question,
 	// so there is never a moment with the question answered and nothing to
 	// deliver. When the agent's call still waits, it takes the answer and
@@ -433,34 +417,11 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 	// handed the answer only once its claim committed, and under the task
 	// lock; the second transaction below depends on whether it took it, and
 	// announces the whole answer.
-	handed, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
-		claimed = false
-		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
-		if err != nil || !ok {
-			return err
-		}
-		claimed = true
-		item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
-		if err != nil || !handBack {
-			return err
-		}
-		// The task may have moved since it was read: only the same holder
-		// hands it back.
-		cur, err := tx.GetTask(ctx, t.ID)
-		if err != nil {
-			return err
-		}
-		if t.Assignee == nil || cur.Assignee != t.Assignee.String() {
-			handBack = false
-			return nil
-		}
-		_, err = qs.handoffTx(ctx, tx, c, t, back, actor.String(), "answered question "+q.QuestionID, nil, backProfile, nil, false)
-		return err
-	})
+	handed, err := qs.claimAnswer(ctx, a)
 	if err != nil {
 		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
 	}
-	if !claimed {
+	if !a.claimed {
 		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 	}
 	delivered := "next_turn"
@@ -477,11 +438,105 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 	}
 	// The second step of an answer: the copy a waiting call took is
 	// withdrawn, and the answer noted, together.
-	err = qs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
+	qs.noteAnswer(ctx, a, took, delivered)
+	if a.handBack {
+		// After the answer's note: the hand-back wakes the task, whose
+		// next turn is the answer.
+		qs.k.announce(handed)
+	}
+	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+}
+
+// userAnswer is the operator's answer to a user question as
+// AnswerQuestion's steps share it: question m (q) of task t, who answered
+// and what, and what the first transaction did.
+type userAnswer struct {
+	t       core.Task
+	m       store.Message
+	q       questionMeta
+	actor   core.Actor
+	answers []string
+	text    string
+	now     time.Time
+	// back, backProfile and handBack: the hand-back (answerHandback), and
+	// whether it still holds once the claim read the task again.
+	back        core.Ref
+	backProfile string
+	handBack    bool
+	// claimed and item: the claim committed, and the answer it queued.
+	claimed bool
+	item    store.QueueItem
+}
+
+// noPendingQuestion is AnswerQuestion's answer for a task with no pending
+// question: its last question, when it is the one answered, was answered
+// already or can no longer be; else there is none.
+func (qs *Questions) noPendingQuestion(ctx context.Context, t core.Task, in core.AnswerInput) (core.AnswerResult, error) {
+	if last, lerr := qs.k.db.LastMessageOfKind(ctx, t.ID, string(core.MsgQuestion)); lerr == nil {
+		if q, perr := parseQuestion(last); perr == nil && (in.QuestionID == "" || in.QuestionID == q.QuestionID) {
+			if q.Status == core.QuestionAnswered {
+				return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+			}
+			return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
+		}
+	}
+	return core.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
+}
+
+// answerText is the answers as one text: one a line, numbered when there
+// are several.
+func answerText(answers []string) string {
+	text := strings.Join(answers, "\n")
+	if len(answers) > 1 {
+		var b strings.Builder
+		for i, a := range answers {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, a)
+		}
+		text = strings.TrimRight(b.String(), "\n")
+	}
+	return text
+}
+
+// claimAnswer is an answer's first transaction: the question claimed, the
+// answer queued and, when it still applies, the task handed back. It
+// announces nothing; its changes are the hand-back's announce.
+func (qs *Questions) claimAnswer(ctx context.Context, a *userAnswer) (changes, error) {
+	t, m, q, actor, answers, text, now := a.t, a.m, a.q, a.actor, a.answers, a.text, a.now
+	return qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+		a.claimed = false
+		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
+		if err != nil || !ok {
+			return err
+		}
+		a.claimed = true
+		a.item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
+		if err != nil || !a.handBack {
+			return err
+		}
+		// The task may have moved since it was read: only the same holder
+		// hands it back.
+		cur, err := tx.GetTask(ctx, t.ID)
+		if err != nil {
+			return err
+		}
+		if t.Assignee == nil || cur.Assignee != t.Assignee.String() {
+			a.handBack = false
+			return nil
+		}
+		_, err = qs.handoffTx(ctx, tx, c, t, a.back, actor.String(), "answered question "+q.QuestionID, nil, a.backProfile, nil, false)
+		return err
+	})
+}
+
+// noteAnswer is an answer's second transaction: the copy a waiting call
+// took (took) withdrawn, and the answer noted with how it was delivered.
+func (qs *Questions) noteAnswer(ctx context.Context, a *userAnswer, took bool, delivered string) {
+	t, m, q, actor, text, now := a.t, a.m, a.q, a.actor, a.text, a.now
+	err := qs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.question(m.Seq)
 		c.wake(t.ID)
 		if took {
-			if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
+			if err := tx.DeleteQueueItem(ctx, a.item.ID); err != nil {
 				return err
 			}
 		}
@@ -496,12 +551,6 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 	if err != nil {
 		qs.k.log.Error("note the answer", "task", t.ID, "err", err)
 	}
-	if handBack {
-		// After the answer's note: the hand-back wakes the task, whose
-		// next turn is the answer.
-		qs.k.announce(handed)
-	}
-	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
 // answerHandback reports whether an answer to question m (q) of task t
