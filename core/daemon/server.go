@@ -275,7 +275,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	route(m, wire.StartTask, keyed(h.eng.StartTask))
 	route(m, wire.MessageTask, keyed(h.eng.MessageTask))
 	route(m, wire.StopTask, key(h.eng.StopTask))
-	route(m, wire.AnswerQuestion, keyed(h.eng.AnswerQuestion))
+	route(m, wire.AnswerQuestion, keyed(h.eng.Questions.AnswerQuestion))
 	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (core.ConversationPage, error) {
 		return h.eng.Conversation(ctx, in.Key, core.ConversationInput(in.In))
 	})

@@ -144,6 +144,10 @@ type Engine struct {
 	// daemon routes roles, people and profiles to it, and the other areas
 	// call it for an assignee, a task's role and its profile.
 	Roles *Roles
+	// Questions is the questions and permissions area (questions.go,
+	// permission.go): the daemon routes answers to it, and the other areas
+	// call it to supersede or stale a question and for the agents' asks.
+	Questions *Questions
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -213,7 +217,6 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Spend.getTask = e.GetTask
 	e.Spend.releaseRunLocked = e.releaseRunLocked
 	e.Spend.terminate = e.terminate
-	e.Spend.staleQuestionTx = e.staleQuestionTx
 	e.Spend.describeSender = e.describeSender
 	e.Spend.handoff = e.handoff
 	// What the other areas give the workspaces area (workspace.go).
@@ -228,6 +231,11 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Roles.may = e.may
 	e.Roles.checkProfileHost = e.Hosts.checkProfileHost
 	e.Hosts.profiles = e.Roles.ListProfiles
+	// What the other areas give the questions area (questions.go), and
+	// what it gives the spend area.
+	e.Questions = &Questions{k: k, procWG: &e.procWG, may: e.may, mayAnswer: e.mayAnswer, task: e.task,
+		handoffTx: e.handoffTx, roleOf: e.Roles.roleOf, profile: e.Roles.profile}
+	e.Spend.staleQuestionTx = e.Questions.staleQuestionTx
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

@@ -338,7 +338,7 @@ func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 		}
 	}
 	if from != target {
-		if err := e.supersedeTx(ctx, tx, t, by, c); err != nil {
+		if err := e.Questions.supersedeTx(ctx, tx, t, by, c); err != nil {
 			return "", err
 		}
 	}

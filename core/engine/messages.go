@@ -48,7 +48,7 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.wake(t.ID)
 		if text != "" {
-			if err := e.supersedeTx(ctx, tx, t, actor, c); err != nil {
+			if err := e.Questions.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemMessage,
@@ -123,7 +123,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 		return core.MessageResult{}, err
 	}
 	if in.ReplyTo != "" {
-		return e.replyToQuestion(ctx, t, in.ReplyTo, text)
+		return e.Questions.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
 	explicit := steers(actor, t)
 	if delivery == core.DeliveryInterrupt {
@@ -177,7 +177,7 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.wake(t.ID)
 		if explicit {
-			if err := e.supersedeTx(ctx, tx, t, actor, c); err != nil {
+			if err := e.Questions.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if t.Halted {

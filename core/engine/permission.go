@@ -272,12 +272,12 @@ func pickOption(opts []acp.PermissionOption, kinds ...acp.PermissionOptionKind) 
 // setting, else the environment, else config.toml, else the built-in
 // (ask on a normal task, allow on autopilot). Read at every request, so a
 // `kandev config set permission` applies without a restart.
-func (e *Engine) permissionPolicy(ctx context.Context, profile string, autopilot bool) (policy, source string) {
+func (qs *Questions) permissionPolicy(ctx context.Context, profile string, autopilot bool) (policy, source string) {
 	key := "permission"
 	if autopilot {
 		key = "autopilot_permission"
 	}
-	if p, err := e.Roles.profile(ctx, profile); err == nil {
+	if p, err := qs.profile(ctx, profile); err == nil {
 		own := p.Permission
 		if autopilot {
 			own = p.AutopilotPermission
@@ -287,8 +287,8 @@ func (e *Engine) permissionPolicy(ctx context.Context, profile string, autopilot
 		}
 	}
 	var cfg config.Config
-	if e.opts.Config != nil {
-		c, err := e.opts.Config()
+	if qs.k.opts.Config != nil {
+		c, err := qs.k.opts.Config()
 		if err != nil {
 			// A broken file fails closed: whatever it said, no built-in
 			// default may be more permissive than it (ADR 0042). Deny,
@@ -315,7 +315,7 @@ func (e *Engine) permissionPolicy(ctx context.Context, profile string, autopilot
 // autopilot policy; a normal task follows its policy, and with "ask" the
 // request becomes the operator's pending question and the turn waits for
 // it. Every decision is recorded in the conversation.
-func (e *Engine) requestPermission(ctx context.Context, run *liveRun, req acp.RequestPermissionRequest, tool core.PermissionTool) acp.RequestPermissionResponse {
+func (qs *Questions) requestPermission(ctx context.Context, run *liveRun, req acp.RequestPermissionRequest, tool core.PermissionTool) acp.RequestPermissionResponse {
 	taskID := run.rt.id
 	opts := make([]permissionOption, 0, len(req.Options))
 	for _, o := range req.Options {
@@ -328,8 +328,8 @@ func (e *Engine) requestPermission(ctx context.Context, run *liveRun, req acp.Re
 	if name, ok := kandevToolName(req, tool); ok {
 		d = permissionDecision{option: allow(), by: "kandev", policy: "allow", source: name + " is kandev's own tool"}
 	} else {
-		t, _ := e.cached(taskID)
-		policy, source := e.permissionPolicy(ctx, run.profile, t.Autopilot)
+		t, _ := qs.k.cached(taskID)
+		policy, source := qs.permissionPolicy(ctx, run.profile, t.Autopilot)
 		if t.Autopilot {
 			source = "autopilot, " + source
 		}
@@ -346,10 +346,10 @@ func (e *Engine) requestPermission(ctx context.Context, run *liveRun, req acp.Re
 				d.option = pickOption(req.Options, acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways)
 				break
 			}
-			d = e.askPermission(ctx, run, req, tool, opts, source)
+			d = qs.askPermission(ctx, run, req, tool, opts, source)
 		}
 	}
-	e.recordPermission(run, tool, opts, d)
+	qs.recordPermission(run, tool, opts, d)
 	if d.option == "" {
 		return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
 	}
@@ -362,7 +362,7 @@ func (e *Engine) requestPermission(ctx context.Context, run *liveRun, req acp.Re
 // of this task covers the tool. A cancelled turn, a stop, a superseding
 // message or a shutdown ends the wait with the request cancelled and the
 // question no longer pending.
-func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.RequestPermissionRequest, tool core.PermissionTool, opts []permissionOption, source string) permissionDecision {
+func (qs *Questions) askPermission(ctx context.Context, run *liveRun, req acp.RequestPermissionRequest, tool core.PermissionTool, opts []permissionOption, source string) permissionDecision {
 	rt := run.rt
 	d := permissionDecision{by: "policy", policy: core.PermissionAsk, source: source}
 	// One question at a time per task: parallel requests (an agent running
@@ -373,17 +373,46 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 	case <-ctx.Done():
 		d.outcome = "cancelled: the turn was cancelled before kandev could ask"
 		return d
-	case <-e.baseCtx.Done():
+	case <-qs.k.baseCtx.Done():
 		d.outcome = "cancelled: the daemon is shutting down"
 		return d
 	}
 	defer func() { <-rt.permSem }()
 	key := toolKey(req, tool)
-	if ok, err := e.db.PermissionRemembered(ctx, rt.id, key); err == nil && ok {
+	if ok, err := qs.k.db.PermissionRemembered(ctx, rt.id, key); err == nil && ok {
 		d.option = pickOption(req.Options, acp.PermissionOptionKindAllowAlways, acp.PermissionOptionKindAllowOnce)
 		d.by, d.source = "remembered", "you chose allow always for "+key+" earlier in this task"
 		return d
 	}
+	item := permissionItem(tool, opts)
+	if len(item.Options) == 0 {
+		d.outcome = "cancelled: the agent offered no option to choose"
+		return d
+	}
+	qid := "q" + core.NewID()
+	ch := make(chan answerDelivery, 1)
+	qs.k.waiters.add(qid, ch)
+	forget := func() { qs.k.waiters.forget(qid, ch) }
+	// The waiter is registered above, before the question is announced, so
+	// an answer given as soon as it shows finds the request waiting.
+	m, busy, err := qs.recordPermissionQuestion(ctx, run, qid, item, tool, opts, key)
+	if err != nil || busy != "" {
+		forget()
+		if err != nil {
+			qs.k.log.Error("record permission question", "task", rt.id, "err", err)
+			d.outcome = "cancelled: kandev could not record the question: " + err.Error()
+		} else {
+			d.outcome = "cancelled: question " + busy + " is already pending on this task"
+		}
+		return d
+	}
+	d.questionID = qid
+	return qs.awaitPermission(ctx, m, ch, opts, key, d)
+}
+
+// permissionItem is the permission question's one part: its prompt, and
+// the agent's options as choices, each bounded and made one line.
+func permissionItem(tool core.PermissionTool, opts []permissionOption) core.QuestionItem {
 	item := core.QuestionItem{Prompt: permissionPrompt(tool)}
 	for _, o := range opts {
 		label := truncateRunes(textsafe.Line(o.Name), permissionOptionMax)
@@ -392,22 +421,20 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 		}
 		item.Options = append(item.Options, core.QuestionOption{Label: label, Description: truncateRunes(textsafe.Line(o.Kind), permissionOptionMax)})
 	}
-	if len(item.Options) == 0 {
-		d.outcome = "cancelled: the agent offered no option to choose"
-		return d
-	}
-	qid := "q" + core.NewID()
-	ch := make(chan answerDelivery, 1)
-	e.waiters.add(qid, ch)
-	forget := func() { e.waiters.forget(qid, ch) }
+	return item
+}
+
+// recordPermissionQuestion writes the request's question qid as the task's
+// pending question, in one commit; busy is the id of another question
+// already pending, when one is (nothing is written then).
+func (qs *Questions) recordPermissionQuestion(ctx context.Context, run *liveRun, qid string, item core.QuestionItem, tool core.PermissionTool, opts []permissionOption, key string) (store.Message, string, error) {
+	rt := run.rt
 	var m store.Message
 	busy := ""
 	// Written whole even if the request is cancelled meanwhile: the wait
 	// below then stales it.
 	bg := context.WithoutCancel(ctx)
-	// The waiter is registered above, before the question is announced, so
-	// an answer given as soon as it shows finds the request waiting.
-	err := e.commit(bg, func(tx *store.Tx, c *changes) error {
+	err := qs.k.commit(bg, func(tx *store.Tx, c *changes) error {
 		busy = ""
 		if cur, err := tx.PendingQuestion(bg, rt.id); err == nil {
 			q, _ := parseQuestion(cur)
@@ -417,7 +444,7 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 			return err
 		}
 		var err error
-		m, err = e.recordQuestion(bg, tx, rt.id, run.sessionID, questionMeta{QuestionID: qid, Kind: core.QuestionPermission,
+		m, err = qs.recordQuestion(bg, tx, rt.id, run.sessionID, questionMeta{QuestionID: qid, Kind: core.QuestionPermission,
 			Status: core.QuestionPending, Questions: []core.QuestionItem{item}, AskedSession: run.sessionID, AskedAt: time.Now().UTC(),
 			Delivery: "waiting_call", Tool: &tool, PermissionOptions: opts, Remember: key})
 		if err != nil {
@@ -428,25 +455,20 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 		c.touch(rt.id)
 		return nil
 	})
-	if err != nil || busy != "" {
-		forget()
-		if err != nil {
-			e.log.Error("record permission question", "task", rt.id, "err", err)
-			d.outcome = "cancelled: kandev could not record the question: " + err.Error()
-		} else {
-			d.outcome = "cancelled: question " + busy + " is already pending on this task"
-		}
-		return d
-	}
-	d.questionID = qid
+	return m, busy, err
+}
 
+// awaitPermission waits for the answer to the request's question m on ch
+// and completes d from it: the chosen option and who chose it, and the
+// tool key remembered when that option allows always.
+func (qs *Questions) awaitPermission(ctx context.Context, m store.Message, ch chan answerDelivery, opts []permissionOption, key string, d permissionDecision) permissionDecision {
 	var got answerDelivery
 	select {
 	case got = <-ch:
 	case <-ctx.Done():
-		got = e.endPermissionWait(m, ch, "the turn was cancelled while the request waited")
-	case <-e.baseCtx.Done():
-		got = e.endPermissionWait(m, ch, "the daemon shut down while the request waited")
+		got = qs.endPermissionWait(m, ch, "the turn was cancelled while the request waited")
+	case <-qs.k.baseCtx.Done():
+		got = qs.endPermissionWait(m, ch, "the daemon shut down while the request waited")
 	}
 	if got.status != core.QuestionAnswered {
 		d.outcome = "cancelled: " + string(got.status) + ": " + got.reason
@@ -464,13 +486,13 @@ func (e *Engine) askPermission(ctx context.Context, run *liveRun, req acp.Reques
 // endPermissionWait ends the wait of a permission question whose request
 // is going away: it becomes stale, unless an answer or a supersede got it
 // first, in which case that is what the agent is told.
-func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why string) answerDelivery {
+func (qs *Questions) endPermissionWait(m store.Message, ch chan answerDelivery, why string) answerDelivery {
 	ctx := context.Background()
 	resolved := false
 	// tx then announce: the waiter is dropped between the two, so nothing
 	// can hand it an outcome once the question shows as stale.
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+	c, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
 		resolved = ok
 		if ok {
 			c.question(m.Seq)
@@ -479,14 +501,14 @@ func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why 
 		return err
 	})
 	if err != nil || resolved {
-		e.waiters.forget(m.Ref, ch)
+		qs.k.waiters.forget(m.Ref, ch)
 		if err != nil {
-			e.log.Error("make permission question stale", "task", m.TaskID, "err", err)
+			qs.k.log.Error("make permission question stale", "task", m.TaskID, "err", err)
 			// Show the question as it stands all the same.
 			c.question(m.Seq)
 			c.touch(m.TaskID)
 		}
-		e.announce(c)
+		qs.k.announce(c)
 		return answerDelivery{status: core.QuestionStale, reason: why}
 	}
 	// Someone resolved it first; they hand their outcome to the waiter
@@ -494,7 +516,7 @@ func (e *Engine) endPermissionWait(m store.Message, ch chan answerDelivery, why 
 	select {
 	case d := <-ch:
 		return d
-	case <-e.baseCtx.Done():
+	case <-qs.k.baseCtx.Done():
 		return answerDelivery{status: core.QuestionStale, reason: why}
 	}
 }
@@ -519,7 +541,7 @@ func permissionPrompt(t core.PermissionTool) string {
 
 // recordPermission writes the decision into the conversation (after the
 // call's own entry, created here when only the request announced it).
-func (e *Engine) recordPermission(run *liveRun, tool core.PermissionTool, opts []permissionOption, d permissionDecision) {
+func (qs *Questions) recordPermission(run *liveRun, tool core.PermissionTool, opts []permissionOption, d permissionDecision) {
 	chosen := ""
 	for _, o := range opts {
 		if o.ID == d.option {
@@ -598,7 +620,7 @@ func permissionChoice(q questionMeta, in core.AnswerInput) (int, error) {
 }
 
 // answerPermission hands the operator's choice to the waiting request.
-func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Message, q questionMeta, in core.AnswerInput) (core.AnswerResult, error) {
+func (qs *Questions) answerPermission(ctx context.Context, t core.Task, m store.Message, q questionMeta, in core.AnswerInput) (core.AnswerResult, error) {
 	i, err := permissionChoice(q, in)
 	if err != nil {
 		return core.AnswerResult{}, err
@@ -614,8 +636,8 @@ func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Mess
 	// tx then announce: the waiting request is handed the answer only once
 	// its claim committed, and the announcement carries the note written
 	// when nobody waited.
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "",
+	c, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "",
 			&answerMeta{Text: label, Answers: []string{label}, By: actor.String(), At: now})
 		claimed = ok
 		if ok {
@@ -628,7 +650,7 @@ func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Mess
 		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
 	}
 	if !claimed {
-		cur, err := e.db.GetMessage(ctx, m.Seq)
+		cur, err := qs.k.db.GetMessage(ctx, m.Seq)
 		if err == nil {
 			if cq, err := parseQuestion(cur); err == nil && cq.Status != core.QuestionAnswered {
 				return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, cq.Status, cq.Resolution)
@@ -637,30 +659,30 @@ func (e *Engine) answerPermission(ctx context.Context, t core.Task, m store.Mess
 		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 	}
 	delivered := "waiting_call"
-	if !e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: []string{label}, text: label, option: o.ID, by: actor.String()}) {
+	if !qs.k.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: []string{label}, text: label, option: o.ID, by: actor.String()}) {
 		// The request ended without staling its question (a daemon that
 		// died before its recovery ran): nobody waits for this answer.
 		// A second transaction: whether the note is due is known only
 		// after the claim committed and the waiter was looked for.
 		delivered = "none"
 		nctx := context.WithoutCancel(ctx)
-		note, err := e.tx(nctx, func(tx *store.Tx, nc *changes) error {
+		note, err := qs.k.tx(nctx, func(tx *store.Tx, nc *changes) error {
 			return nc.noteTx(nctx, tx, t.ID, core.MsgStatus, "kandev",
 				fmt.Sprintf("permission question %s answered %q, but the agent's request had already ended", q.QuestionID, label), map[string]any{})
 		})
 		if err != nil {
-			e.log.Error("record note", "task", t.ID, "err", err)
+			qs.k.log.Error("record note", "task", t.ID, "err", err)
 		}
 		c.messages = append(note.messages, c.messages...)
 	}
-	e.announce(c)
+	qs.k.announce(c)
 	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
 // stalePermission ends a pending permission question of a session whose
 // turn ended or whose daemon went away: its request cannot be answered.
-func (e *Engine) stalePermission(ctx context.Context, taskID, sessionID, why string) {
-	m, err := e.db.PendingQuestion(ctx, taskID)
+func (qs *Questions) stalePermission(ctx context.Context, taskID, sessionID, why string) {
+	m, err := qs.k.db.PendingQuestion(ctx, taskID)
 	if err != nil {
 		return
 	}
@@ -668,8 +690,8 @@ func (e *Engine) stalePermission(ctx context.Context, taskID, sessionID, why str
 	if err != nil || q.Kind != core.QuestionPermission || (sessionID != "" && q.AskedSession != sessionID) {
 		return
 	}
-	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+	err = qs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
+		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
 		if ok {
 			c.tellWaiter(q.QuestionID, answerDelivery{status: core.QuestionStale, reason: why})
 			c.question(m.Seq)
@@ -678,6 +700,6 @@ func (e *Engine) stalePermission(ctx context.Context, taskID, sessionID, why str
 		return err
 	})
 	if err != nil {
-		e.log.Error("make permission question stale", "task", taskID, "err", err)
+		qs.k.log.Error("make permission question stale", "task", taskID, "err", err)
 	}
 }

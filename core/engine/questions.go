@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kandev/kandev/core"
@@ -14,6 +15,49 @@ import (
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
+
+// Questions is the engine's questions and permissions area (rule 2, ADR
+// 0024): a task's user question (askUser) and an autopilot child's
+// question for its parent (askParent, answered by replyToQuestion), the
+// operator's answer (AnswerQuestion, core.Client's, which the daemon
+// routes here; its hand-back, answerHandback), a question superseded by
+// new input (supersedeTx) or made stale (staleQuestionTx), a waiting call
+// cut off (dropWaitingCall, markNextTurn, queueLateAnswer), the asking
+// turn ended (endTurnForQuestion); and an agent's permission request
+// (permission.go: requestPermission, the policy, askPermission, its answer
+// and its staling). Its fields are all it may touch: the kernel, the
+// engine's wait group, and what other areas give it, each named.
+//
+// Locks: none of its own. AnswerQuestion holds a task's rt.mu over the
+// waiting calls' lock (notifyWaiter), so the turn cannot end between its
+// check and the handoff; endTurnForQuestion takes rt.mu alone. A
+// permission request holds the task's rt.permSem (one question at a time
+// per task; taken on the agent's request, not under rt.mu) over its store
+// transactions and its wait. A question's waiter is registered between
+// its transaction and its announce (tx then announce).
+type Questions struct {
+	k *kernel
+	// procWG is the engine's wait group of process teardowns and timers
+	// (Close waits on it): the timer that ends an asking turn runs under it.
+	procWG *sync.WaitGroup
+
+	// What the other areas give it (set by New):
+	// may and mayAnswer are the authorizer's (authorize.go): who asks the
+	// parent, and who answers or replies to a question.
+	may       func(a core.Actor, act Action, t core.Task) error
+	mayAnswer func(a core.Actor, act Action, t core.Task, q questionMeta) error
+	// task resolves a task reference (engine.go).
+	task func(ctx context.Context, ref string) (core.Task, error)
+	// handoffTx is the handoffs' (handoff.go): an answer hands its task
+	// back to the role that asked.
+	handoffTx func(ctx context.Context, tx *store.Tx, c *changes, t core.Task, target core.Ref, hander, message string,
+		stall *core.Stall, profile string, signOff *core.Task, notice bool) (string, error)
+	// roleOf and profile are the roles area's (roles.go, profiles.go): the
+	// role an answer hands back to and its profile, and the profile whose
+	// permission policy a request follows.
+	roleOf  func(ctx context.Context, name string) (store.Role, error)
+	profile func(ctx context.Context, name string) (core.Profile, error)
+}
 
 // questionMeta is a question's state. It lives in the question message's
 // meta, its single source of truth.
@@ -125,7 +169,7 @@ func renderQuestions(items []core.QuestionItem, context string) string {
 }
 
 // recordQuestion writes a new pending question entry.
-func (e *Engine) recordQuestion(ctx context.Context, tx *store.Tx, taskID, sessionID string, q questionMeta) (store.Message, error) {
+func (qs *Questions) recordQuestion(ctx context.Context, tx *store.Tx, taskID, sessionID string, q questionMeta) (store.Message, error) {
 	b, err := json.Marshal(q)
 	if err != nil {
 		return store.Message{}, err
@@ -138,7 +182,7 @@ func (e *Engine) recordQuestion(ctx context.Context, tx *store.Tx, taskID, sessi
 
 // resolveQuestion moves a pending question to a final state exactly once
 // (compare-and-set on its status). It reports whether this call did it.
-func (e *Engine) resolveQuestion(ctx context.Context, tx *store.Tx, m store.Message, to core.QuestionStatus, reason string, ans *answerMeta) (bool, error) {
+func (qs *Questions) resolveQuestion(ctx context.Context, tx *store.Tx, m store.Message, to core.QuestionStatus, reason string, ans *answerMeta) (bool, error) {
 	q, err := parseQuestion(m)
 	if err != nil {
 		return false, err
@@ -154,7 +198,7 @@ func (e *Engine) resolveQuestion(ctx context.Context, tx *store.Tx, m store.Mess
 
 // afterResolve tells a waiting call and withdraws an undelivered question
 // prompt from the parent's queue.
-func (e *Engine) afterResolve(ctx context.Context, tx *store.Tx, m store.Message, d answerDelivery) error {
+func (qs *Questions) afterResolve(ctx context.Context, tx *store.Tx, m store.Message, d answerDelivery) error {
 	q, err := parseQuestion(m)
 	if err != nil {
 		return err
@@ -179,8 +223,8 @@ func (e *Engine) afterResolve(ctx context.Context, tx *store.Tx, m store.Message
 // the turn that made it ended, or the agent reported the call failed, so
 // whatever is handed to that call never reaches the model. The question
 // stays pending and its answer becomes the next turn.
-func (e *Engine) dropWaitingCall(ctx context.Context, taskID, why string) {
-	m, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgQuestion))
+func (qs *Questions) dropWaitingCall(ctx context.Context, taskID, why string) {
+	m, err := qs.k.db.LastMessageOfKind(ctx, taskID, string(core.MsgQuestion))
 	if err != nil {
 		return
 	}
@@ -188,15 +232,15 @@ func (e *Engine) dropWaitingCall(ctx context.Context, taskID, why string) {
 	if err != nil || q.Kind != core.QuestionUser {
 		return
 	}
-	if e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionPending, reason: why}) {
-		e.markNextTurn(m.Seq)
+	if qs.k.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionPending, reason: why}) {
+		qs.markNextTurn(m.Seq)
 	}
 }
 
 // supersedeTx: explicit new input (the operator's, or the direct parent's)
 // supersedes the task's pending question. The returned func tells whoever
 // waits on it; run it after the transaction commits.
-func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, c *changes) error {
+func (qs *Questions) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, c *changes) error {
 	m, err := tx.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -210,13 +254,13 @@ func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, act
 		return nil
 	}
 	reason := "new input from " + actor.String() + " superseded it"
-	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionSuperseded, reason, nil)
+	ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionSuperseded, reason, nil)
 	if err != nil || !ok {
 		return err
 	}
 	q, _ := parseQuestion(m)
 	d := answerDelivery{status: core.QuestionSuperseded, reason: reason}
-	if err := e.afterResolve(ctx, tx, m, d); err != nil {
+	if err := qs.afterResolve(ctx, tx, m, d); err != nil {
 		return err
 	}
 	c.tellWaiter(q.QuestionID, d)
@@ -231,7 +275,7 @@ func (e *Engine) supersedeTx(ctx context.Context, tx *store.Tx, t core.Task, act
 // was stopped, so its pending question can no longer be answered. It makes
 // the question stale within tx, if there is one, and says what is to be
 // announced.
-func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why string, c *changes) error {
+func (qs *Questions) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why string, c *changes) error {
 	m, err := tx.PendingQuestion(ctx, taskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -239,12 +283,12 @@ func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why 
 	if err != nil {
 		return err
 	}
-	ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
+	ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionStale, why, nil)
 	if err != nil || !ok {
 		return err
 	}
 	d := answerDelivery{status: core.QuestionStale, reason: why}
-	if err := e.afterResolve(ctx, tx, m, d); err != nil {
+	if err := qs.afterResolve(ctx, tx, m, d); err != nil {
 		return err
 	}
 	q, _ := parseQuestion(m)
@@ -258,9 +302,9 @@ func (e *Engine) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, why 
 
 // replyToQuestion answers a child's parent question: only the recorded
 // direct parent may, exactly once.
-func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text string) (core.MessageResult, error) {
+func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, text string) (core.MessageResult, error) {
 	actor := core.ActorFrom(ctx)
-	m, err := e.db.MessageByRef(ctx, qid)
+	m, err := qs.k.db.MessageByRef(ctx, qid)
 	if err != nil || m.Kind != string(core.MsgQuestion) {
 		return core.MessageResult{}, core.Errorf(core.CodeNotFound, "question %s not found", qid)
 	}
@@ -271,7 +315,7 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	if err != nil {
 		return core.MessageResult{}, mapStoreErr(err, "question "+qid)
 	}
-	if err := e.mayAnswer(actor, ActReply, child, q); err != nil {
+	if err := qs.mayAnswer(actor, ActReply, child, q); err != nil {
 		return core.MessageResult{}, err
 	}
 	switch q.Status {
@@ -283,8 +327,8 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	}
 	now := time.Now().UTC()
 	claimed := false
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, By: actor.String(), At: now})
+	c, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, By: actor.String(), At: now})
 		if err != nil || !ok {
 			return err
 		}
@@ -308,7 +352,7 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 	}
 	if !claimed {
 		// Lost the race to another resolution; report what won.
-		cur, err := e.db.GetMessage(ctx, m.Seq)
+		cur, err := qs.k.db.GetMessage(ctx, m.Seq)
 		if err == nil {
 			if cq, err := parseQuestion(cur); err == nil && cq.Status == core.QuestionAnswered {
 				return core.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
@@ -318,32 +362,24 @@ func (e *Engine) replyToQuestion(ctx context.Context, child core.Task, qid, text
 		}
 		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
 	}
-	e.announce(c)
+	qs.k.announce(c)
 	return core.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
 }
 
 // AnswerQuestion implements core.Client: the operator answers a task's
 // pending user question.
-func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
+func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
 	actor := core.ActorFrom(ctx)
-	if err := e.may(actor, ActAnswer, core.Task{}); err != nil {
+	if err := qs.may(actor, ActAnswer, core.Task{}); err != nil {
 		return core.AnswerResult{}, err
 	}
-	t, err := e.task(ctx, ref)
+	t, err := qs.task(ctx, ref)
 	if err != nil {
 		return core.AnswerResult{}, err
 	}
-	m, err := e.db.PendingQuestion(ctx, t.ID)
+	m, err := qs.k.db.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		if last, lerr := e.db.LastMessageOfKind(ctx, t.ID, string(core.MsgQuestion)); lerr == nil {
-			if q, perr := parseQuestion(last); perr == nil && (in.QuestionID == "" || in.QuestionID == q.QuestionID) {
-				if q.Status == core.QuestionAnswered {
-					return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
-				}
-				return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
-			}
-		}
-		return core.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
+		return qs.noPendingQuestion(ctx, t, in)
 	}
 	if err != nil {
 		return core.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
@@ -355,32 +391,24 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	if in.QuestionID != "" && in.QuestionID != q.QuestionID {
 		return core.AnswerResult{}, core.Errorf(core.CodeConflict, "task %s's pending question is %s, not %s", t.ID, q.QuestionID, in.QuestionID)
 	}
-	if err := e.mayAnswer(actor, ActAnswer, t, q); err != nil {
+	if err := qs.mayAnswer(actor, ActAnswer, t, q); err != nil {
 		return core.AnswerResult{}, err
 	}
 	if q.Kind == core.QuestionPermission {
-		return e.answerPermission(ctx, t, m, q, in)
+		return qs.answerPermission(ctx, t, m, q, in)
 	}
 	answers, err := answerTexts(q.Questions, in)
 	if err != nil {
 		return core.AnswerResult{}, err
 	}
-	text := strings.Join(answers, "\n")
-	if len(answers) > 1 {
-		var b strings.Builder
-		for i, a := range answers {
-			fmt.Fprintf(&b, "%d. %s\n", i+1, a)
-		}
-		text = strings.TrimRight(b.String(), "\n")
-	}
+	text := answerText(answers)
 	now := time.Now().UTC()
-	claimed := false
-	var item store.QueueItem
+	a := &userAnswer{t: t, m: m, q: q, actor: actor, answers: answers, text: text, now: now}
 	// An answer is a handoff back (rule 4): to the role that asked, when
 	// the task is with a person because that role handed it there after
 	// asking. The answer is then that turn's prompt: the hand-back queues
 	// no notice of its own.
-	back, backProfile, handBack := e.answerHandback(ctx, t, m, q)
+	a.back, a.backProfile, a.handBack = qs.answerHandback(ctx, t, m, q)
 	// The answer is queued in the same transaction that claims the question,
 	// so there is never a moment with the question answered and nothing to
 	// deliver. When the agent's call still waits, it takes the answer and
@@ -389,15 +417,100 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 	// handed the answer only once its claim committed, and under the task
 	// lock; the second transaction below depends on whether it took it, and
 	// announces the whole answer.
-	handed, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
-		claimed = false
-		ok, err := e.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
+	handed, err := qs.claimAnswer(ctx, a)
+	if err != nil {
+		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
+	}
+	if !a.claimed {
+		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+	}
+	delivered := "next_turn"
+	// A waiting call takes the answer only while the turn that made it
+	// runs: an agent whose MCP client gave up on the call (Codex, without
+	// cancelling it) ended that turn, and the answer must be its next turn.
+	// Under the task lock, so the turn cannot end between check and handoff.
+	rt := qs.k.live.runtime(t.ID)
+	rt.mu.Lock()
+	took := rt.turn != nil && qs.k.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text})
+	rt.mu.Unlock()
+	if took {
+		delivered = "waiting_call"
+	}
+	// The second step of an answer: the copy a waiting call took is
+	// withdrawn, and the answer noted, together.
+	qs.noteAnswer(ctx, a, took, delivered)
+	if a.handBack {
+		// After the answer's note: the hand-back wakes the task, whose
+		// next turn is the answer.
+		qs.k.announce(handed)
+	}
+	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+}
+
+// userAnswer is the operator's answer to a user question as
+// AnswerQuestion's steps share it: question m (q) of task t, who answered
+// and what, and what the first transaction did.
+type userAnswer struct {
+	t       core.Task
+	m       store.Message
+	q       questionMeta
+	actor   core.Actor
+	answers []string
+	text    string
+	now     time.Time
+	// back, backProfile and handBack: the hand-back (answerHandback), and
+	// whether it still holds once the claim read the task again.
+	back        core.Ref
+	backProfile string
+	handBack    bool
+	// claimed and item: the claim committed, and the answer it queued.
+	claimed bool
+	item    store.QueueItem
+}
+
+// noPendingQuestion is AnswerQuestion's answer for a task with no pending
+// question: its last question, when it is the one answered, was answered
+// already or can no longer be; else there is none.
+func (qs *Questions) noPendingQuestion(ctx context.Context, t core.Task, in core.AnswerInput) (core.AnswerResult, error) {
+	if last, lerr := qs.k.db.LastMessageOfKind(ctx, t.ID, string(core.MsgQuestion)); lerr == nil {
+		if q, perr := parseQuestion(last); perr == nil && (in.QuestionID == "" || in.QuestionID == q.QuestionID) {
+			if q.Status == core.QuestionAnswered {
+				return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+			}
+			return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
+		}
+	}
+	return core.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
+}
+
+// answerText is the answers as one text: one a line, numbered when there
+// are several.
+func answerText(answers []string) string {
+	text := strings.Join(answers, "\n")
+	if len(answers) > 1 {
+		var b strings.Builder
+		for i, a := range answers {
+			fmt.Fprintf(&b, "%d. %s\n", i+1, a)
+		}
+		text = strings.TrimRight(b.String(), "\n")
+	}
+	return text
+}
+
+// claimAnswer is an answer's first transaction: the question claimed, the
+// answer queued and, when it still applies, the task handed back. It
+// announces nothing; its changes are the hand-back's announce.
+func (qs *Questions) claimAnswer(ctx context.Context, a *userAnswer) (changes, error) {
+	t, m, q, actor, answers, text, now := a.t, a.m, a.q, a.actor, a.answers, a.text, a.now
+	return qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+		a.claimed = false
+		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, Answers: answers, By: actor.String(), At: now})
 		if err != nil || !ok {
 			return err
 		}
-		claimed = true
-		item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
-		if err != nil || !handBack {
+		a.claimed = true
+		a.item, err = tx.Enqueue(ctx, answerItem(t.ID, actor.String(), prompt.Answer{QuestionID: q.QuestionID, Text: text}, nil, now))
+		if err != nil || !a.handBack {
 			return err
 		}
 		// The task may have moved since it was read: only the same holder
@@ -407,37 +520,23 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 			return err
 		}
 		if t.Assignee == nil || cur.Assignee != t.Assignee.String() {
-			handBack = false
+			a.handBack = false
 			return nil
 		}
-		_, err = e.handoffTx(ctx, tx, c, t, back, actor.String(), "answered question "+q.QuestionID, nil, backProfile, nil, false)
+		_, err = qs.handoffTx(ctx, tx, c, t, a.back, actor.String(), "answered question "+q.QuestionID, nil, a.backProfile, nil, false)
 		return err
 	})
-	if err != nil {
-		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
-	}
-	if !claimed {
-		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
-	}
-	delivered := "next_turn"
-	// A waiting call takes the answer only while the turn that made it
-	// runs: an agent whose MCP client gave up on the call (Codex, without
-	// cancelling it) ended that turn, and the answer must be its next turn.
-	// Under the task lock, so the turn cannot end between check and handoff.
-	rt := e.runtime(t.ID)
-	rt.mu.Lock()
-	took := rt.turn != nil && e.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: answers, text: text})
-	rt.mu.Unlock()
-	if took {
-		delivered = "waiting_call"
-	}
-	// The second step of an answer: the copy a waiting call took is
-	// withdrawn, and the answer noted, together.
-	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+}
+
+// noteAnswer is an answer's second transaction: the copy a waiting call
+// took (took) withdrawn, and the answer noted with how it was delivered.
+func (qs *Questions) noteAnswer(ctx context.Context, a *userAnswer, took bool, delivered string) {
+	t, m, q, actor, text, now := a.t, a.m, a.q, a.actor, a.text, a.now
+	err := qs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.question(m.Seq)
 		c.wake(t.ID)
 		if took {
-			if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
+			if err := tx.DeleteQueueItem(ctx, a.item.ID); err != nil {
 				return err
 			}
 		}
@@ -450,14 +549,8 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 		return nil
 	})
 	if err != nil {
-		e.log.Error("note the answer", "task", t.ID, "err", err)
+		qs.k.log.Error("note the answer", "task", t.ID, "err", err)
 	}
-	if handBack {
-		// After the answer's note: the hand-back wakes the task, whose
-		// next turn is the answer.
-		e.announce(handed)
-	}
-	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
 // answerHandback reports whether an answer to question m (q) of task t
@@ -465,15 +558,15 @@ func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerI
 // with a person, and the last handoff on it, made after the question was
 // asked, took it from the role that asked to that person. A task a person
 // took, or one handed on since, stays where it is.
-func (e *Engine) answerHandback(ctx context.Context, t core.Task, m store.Message, q questionMeta) (core.Ref, string, bool) {
+func (qs *Questions) answerHandback(ctx context.Context, t core.Task, m store.Message, q questionMeta) (core.Ref, string, bool) {
 	if t.Assignee == nil || !t.Assignee.IsPerson() || q.AskedSession == "" {
 		return core.Ref{}, "", false
 	}
-	s, err := e.db.GetSession(ctx, q.AskedSession)
+	s, err := qs.k.db.GetSession(ctx, q.AskedSession)
 	if err != nil || s.Role == "" {
 		return core.Ref{}, "", false
 	}
-	h, err := e.db.LastMessageOfKind(ctx, t.ID, string(core.MsgHandoff))
+	h, err := qs.k.db.LastMessageOfKind(ctx, t.ID, string(core.MsgHandoff))
 	if err != nil || h.Seq < m.Seq {
 		return core.Ref{}, "", false
 	}
@@ -485,11 +578,11 @@ func (e *Engine) answerHandback(ctx context.Context, t core.Task, m store.Messag
 	if json.Unmarshal([]byte(h.Meta), &meta) != nil || meta.From != role || meta.To != *t.Assignee {
 		return core.Ref{}, "", false
 	}
-	r, err := e.Roles.roleOf(ctx, role.Name)
+	r, err := qs.roleOf(ctx, role.Name)
 	if err != nil {
 		return core.Ref{}, "", false
 	}
-	prof, err := e.Roles.profile(ctx, r.Profile)
+	prof, err := qs.profile(ctx, r.Profile)
 	if err != nil {
 		return core.Ref{}, "", false
 	}
@@ -536,7 +629,7 @@ func answerTexts(items []core.QuestionItem, in core.AnswerInput) ([]string, erro
 // askUser records (or re-attaches to) the task's user question and waits
 // for the operator. A cut-off wait leaves the question pending; the answer
 // then arrives as the task's next turn.
-func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.QuestionArgs) (any, error) {
+func (qs *Questions) askUser(ctx context.Context, actor core.Actor, args capability.QuestionArgs) (any, error) {
 	items, err := validateQuestions(args)
 	if err != nil {
 		return nil, err
@@ -550,7 +643,7 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		c.question(m.Seq)
 		c.touch(actor.TaskID)
 	}
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		existing, err := tx.PendingQuestion(ctx, actor.TaskID)
 		if err == nil {
 			m = existing
@@ -569,7 +662,7 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		if !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		m, err = e.recordQuestion(ctx, tx, actor.TaskID, actor.SessionID, questionMeta{
+		m, err = qs.recordQuestion(ctx, tx, actor.TaskID, actor.SessionID, questionMeta{
 			QuestionID: "q" + core.NewID(), Kind: core.QuestionUser, Status: core.QuestionPending, Questions: items,
 			Context: strings.TrimSpace(args.Context), AskedSession: actor.SessionID, AskedAt: time.Now().UTC(), Delivery: "waiting_call"})
 		if err != nil {
@@ -586,27 +679,27 @@ func (e *Engine) askUser(ctx context.Context, actor core.Actor, args capability.
 		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "kind": q.Kind}, nil
 	}
 	ch := make(chan answerDelivery, 1)
-	e.waiters.displace(q.QuestionID, ch, answerDelivery{status: core.QuestionPending, reason: "a newer call re-asked the same question"})
-	e.announce(c)
+	qs.k.waiters.displace(q.QuestionID, ch, answerDelivery{status: core.QuestionPending, reason: "a newer call re-asked the same question"})
+	qs.k.announce(c)
 
 	select {
 	case d := <-ch:
 		return questionResult(q.QuestionID, d)
 	case <-ctx.Done():
-	case <-e.baseCtx.Done():
+	case <-qs.k.baseCtx.Done():
 	}
 	// Cut off. If an answer raced in, it must still reach the agent.
-	still := e.waiters.forget(q.QuestionID, ch)
+	still := qs.k.waiters.forget(q.QuestionID, ch)
 	if !still {
 		select {
 		case d := <-ch:
 			if d.status == core.QuestionAnswered {
-				e.queueLateAnswer(actor.TaskID, q.QuestionID, d.text)
+				qs.queueLateAnswer(actor.TaskID, q.QuestionID, d.text)
 			}
 		default:
 		}
 	} else {
-		e.markNextTurn(m.Seq)
+		qs.markNextTurn(m.Seq)
 	}
 	return nil, core.Errorf(core.CodeInternal, "the wait for the operator was cut off; question %s stays pending and its answer will arrive as your next message", q.QuestionID)
 }
@@ -623,9 +716,9 @@ func questionResult(qid string, d answerDelivery) (any, error) {
 	}
 }
 
-func (e *Engine) markNextTurn(seq int64) {
+func (qs *Questions) markNextTurn(seq int64) {
 	ctx := context.Background()
-	m, err := e.db.GetMessage(ctx, seq)
+	m, err := qs.k.db.GetMessage(ctx, seq)
 	if err != nil {
 		return
 	}
@@ -637,7 +730,7 @@ func (e *Engine) markNextTurn(seq int64) {
 	b, _ := json.Marshal(q)
 	// Best effort, as before: a question that moved on meanwhile keeps
 	// its own state.
-	_ = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	_ = qs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := tx.CompareAndSetMeta(ctx, seq, "$.status", string(core.QuestionPending), string(b), time.Now().UTC())
 		if ok {
 			c.question(seq)
@@ -646,26 +739,26 @@ func (e *Engine) markNextTurn(seq int64) {
 	})
 }
 
-func (e *Engine) queueLateAnswer(taskID, qid, text string) {
+func (qs *Questions) queueLateAnswer(taskID, qid, text string) {
 	ctx := context.Background()
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err := qs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.wake(taskID)
 		_, err := tx.Enqueue(ctx, answerItem(taskID, core.OperatorActor().String(), prompt.Answer{QuestionID: qid, Text: text}, nil, time.Now().UTC()))
 		return err
 	})
 	if err != nil {
-		e.log.Error("queue late answer", "task", taskID, "err", err)
+		qs.k.log.Error("queue late answer", "task", taskID, "err", err)
 	}
 }
 
 // askParent records an autopilot child's question for its direct parent,
 // queues it there, and has the engine end the child's turn.
-func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capability.QuestionArgs) (any, error) {
-	child, ok := e.cached(actor.TaskID)
+func (qs *Questions) askParent(ctx context.Context, actor core.Actor, args capability.QuestionArgs) (any, error) {
+	child, ok := qs.k.cached(actor.TaskID)
 	if !ok {
 		return nil, core.Errorf(core.CodeNotFound, "task %s not found", actor.TaskID)
 	}
-	if err := e.may(actor, ActAskParent, child); err != nil {
+	if err := qs.may(actor, ActAskParent, child); err != nil {
 		return nil, err
 	}
 	items, err := validateQuestions(args)
@@ -675,7 +768,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 	parentID := child.ParentID
 	var m store.Message
 	existing := false
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		if cur, err := tx.PendingQuestion(ctx, child.ID); err == nil {
 			m, existing = cur, true
 			return nil
@@ -686,7 +779,7 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		q := questionMeta{QuestionID: "q" + core.NewID(), Kind: core.QuestionParent, Status: core.QuestionPending,
 			Questions: items, Context: strings.TrimSpace(args.Context), AskedSession: actor.SessionID, AskedAt: now, ParentTaskID: parentID}
 		var err error
-		m, err = e.recordQuestion(ctx, tx, child.ID, actor.SessionID, q)
+		m, err = qs.recordQuestion(ctx, tx, child.ID, actor.SessionID, q)
 		if err != nil {
 			return err
 		}
@@ -710,16 +803,16 @@ func (e *Engine) askParent(ctx context.Context, actor core.Actor, args capabilit
 		return map[string]any{"question_id": q.QuestionID, "status": "already_pending", "parent_task_id": q.ParentTaskID,
 			"message": "You already have a pending question; end your turn now and wait for the answer."}, nil
 	}
-	e.announce(c)
-	e.endTurnForQuestion(actor.SessionID)
+	qs.k.announce(c)
+	qs.endTurnForQuestion(actor.SessionID)
 	return map[string]any{"question_id": q.QuestionID, "status": "waiting_for_parent", "parent_task_id": parentID,
 		"message": "Question recorded and sent to your parent task. End your turn now: the answer arrives as your next message."}, nil
 }
 
 // endTurnForQuestion ends the asking turn shortly after the tool result is
 // back with the agent, unless the agent ends it first.
-func (e *Engine) endTurnForQuestion(sessionID string) {
-	run := e.live.session(sessionID)
+func (qs *Questions) endTurnForQuestion(sessionID string) {
+	run := qs.k.live.session(sessionID)
 	if run == nil {
 		return
 	}
@@ -732,12 +825,12 @@ func (e *Engine) endTurnForQuestion(sessionID string) {
 	}
 	turn.forQuestion = true
 	rt.mu.Unlock()
-	e.procWG.Add(1)
+	qs.procWG.Add(1)
 	go func() {
-		defer e.procWG.Done()
+		defer qs.procWG.Done()
 		select {
-		case <-time.After(e.opts.QuestionTurnGrace):
-		case <-e.baseCtx.Done():
+		case <-time.After(qs.k.opts.QuestionTurnGrace):
+		case <-qs.k.baseCtx.Done():
 			return
 		}
 		rt.mu.Lock()
@@ -760,4 +853,12 @@ func answerItem(taskID, sender string, a prompt.Answer, meta map[string]any, now
 	meta["question_id"] = a.QuestionID
 	return noticeItem(store.QueueItem{TaskID: taskID, Priority: priorityFront, Kind: itemAnswer, Sender: sender,
 		Text: a.Text, CreatedAt: now}, prompt.NoticeAnswer, a, meta)
+}
+
+// Engine keeps core.Client's answer for now (issue 35): it forwards to the
+// questions area, which holds the body.
+
+// AnswerQuestion implements core.Client (Questions.AnswerQuestion).
+func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
+	return e.Questions.AnswerQuestion(ctx, ref, in)
 }

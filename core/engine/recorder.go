@@ -204,7 +204,7 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 		if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
 			// The agent gave up on its question call (a client timeout):
 			// nothing handed to that call would reach the model.
-			r.e.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
+			r.e.Questions.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
 		}
 	case u.UsageUpdate != nil:
 		r.usageUpdate(u.UsageUpdate)
@@ -270,7 +270,7 @@ func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequ
 	}
 	tool := permissionTool(req, announced)
 	r.mu.Unlock()
-	return r.e.requestPermission(ctx, r.run, req, tool)
+	return r.e.Questions.requestPermission(ctx, r.run, req, tool)
 }
 
 // insertEntry records an entry from outside the recorder's own calls.

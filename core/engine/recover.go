@@ -37,7 +37,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	if pending, err := e.db.PendingQuestions(ctx); err == nil {
 		for _, m := range pending {
 			if q, err := parseQuestion(m); err == nil && q.Kind == core.QuestionPermission {
-				e.stalePermission(ctx, m.TaskID, "", "the kandev daemon exited while the agent's request waited")
+				e.Questions.stalePermission(ctx, m.TaskID, "", "the kandev daemon exited while the agent's request waited")
 			}
 		}
 	}
@@ -88,7 +88,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 	}
 	for _, m := range pending {
 		if q, err := parseQuestion(m); err == nil && q.Kind == core.QuestionUser && q.Delivery == "waiting_call" {
-			e.markNextTurn(m.Seq)
+			e.Questions.markNextTurn(m.Seq)
 		}
 	}
 	if err := e.sweep(ctx); err != nil {

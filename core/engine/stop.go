@@ -68,7 +68,7 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 			}
 			c.session(run.sessionID)
 		}
-		if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was stopped", c); err != nil {
+		if err := e.Questions.staleQuestionTx(ctx, tx, t.ID, "the task was stopped", c); err != nil {
 			return err
 		}
 		m, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: actor.String(),

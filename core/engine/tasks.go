@@ -335,7 +335,7 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 		if err := tx.ArchiveTask(ctx, t.ID, now); err != nil {
 			return err
 		}
-		if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was archived", c); err != nil {
+		if err := e.Questions.staleQuestionTx(ctx, tx, t.ID, "the task was archived", c); err != nil {
 			return err
 		}
 		if cur, ok := e.cached(t.ID); ok && cur.Status == core.StatusInProgress {
@@ -418,7 +418,7 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 			c.wake(w.TaskID)
 		}
 		if status.Terminal() {
-			if err := e.staleQuestionTx(ctx, tx, t.ID, "the task was marked "+string(status), c); err != nil {
+			if err := e.Questions.staleQuestionTx(ctx, tx, t.ID, "the task was marked "+string(status), c); err != nil {
 				return err
 			}
 		}

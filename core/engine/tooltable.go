@@ -92,10 +92,10 @@ var toolTable = map[string]toolHandler{
 		return e.toolSetTitle(ctx, actor, a.Title)
 	}),
 	capability.AskUser: handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.QuestionArgs) (any, error) {
-		return e.askUser(ctx, actor, *a)
+		return e.Questions.askUser(ctx, actor, *a)
 	}),
 	capability.AskParent: handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.QuestionArgs) (any, error) {
-		return e.askParent(ctx, actor, *a)
+		return e.Questions.askParent(ctx, actor, *a)
 	}),
 	"open_pull_request_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
 		return e.Workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)

@@ -236,10 +236,10 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	turn := rt.turn
 	rt.turn = nil
 	// Under the task lock: an answer arriving now goes to the queue.
-	e.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
+	e.Questions.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
 	// A permission request the agent left open past its turn's end can no
 	// longer be answered: no question stays pending on a finished turn.
-	e.stalePermission(ctx, t.ID, run.sessionID, "the turn ended before an answer")
+	e.Questions.stalePermission(ctx, t.ID, run.sessionID, "the turn ended before an answer")
 	if rt.run != run {
 		// Stopped, failed or shut down while the turn ran; whoever ended
 		// the run recorded why.
