@@ -144,6 +144,10 @@ type Engine struct {
 	// daemon routes roles, people and profiles to it, and the other areas
 	// call it for an assignee, a task's role and its profile.
 	Roles *Roles
+	// Messages is the messages and queues area (messages.go, queue.go):
+	// the daemon routes start, message, the conversation and the queue to
+	// it, and the other areas call it for a start and what a task takes.
+	Messages *Messages
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -228,6 +232,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Roles.may = e.may
 	e.Roles.checkProfileHost = e.Hosts.checkProfileHost
 	e.Hosts.profiles = e.Roles.ListProfiles
+	// What the other areas give the messages area (messages.go).
+	e.Messages = &Messages{k: k, procWG: &e.procWG, task: e.task, may: e.may, holder: e.holder, held: e.held,
+		supersedeTx: e.supersedeTx, replyToQuestion: e.replyToQuestion, handoff: e.handoff,
+		planReview: e.Workspaces.planReview}
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()
