@@ -148,22 +148,15 @@ func (ms *Messages) deliverable(t core.Task) error {
 	return nil
 }
 
-// MessageTask implements core.Client.
+// MessageTask implements core.Client: the input checked (messageInput),
+// the task resolved and the sender allowed, a reply handed to the
+// questions, a review planned (messageReview), a task that waits on a
+// person handed back, else the message queued (queueMessage).
 func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
 	actor := core.ActorFrom(ctx)
-	text := strings.TrimSpace(in.Text)
-	if text == "" && len(in.Comments) == 0 {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "message text is required")
-	}
-	if in.ReplyTo != "" && len(in.Comments) > 0 {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "an answer to a question carries no review comments; send the review as its own message")
-	}
-	delivery := in.Delivery
-	if delivery == "" {
-		delivery = core.DeliveryQueued
-	}
-	if delivery != core.DeliveryQueued && delivery != core.DeliveryInterrupt {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "delivery_mode %q: want queued or interrupt", delivery)
+	text, delivery, err := messageInput(in)
+	if err != nil {
+		return core.MessageResult{}, err
 	}
 	t, err := ms.task(ctx, ref)
 	if err != nil {
@@ -187,18 +180,9 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 	if err := ms.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
-	var review *reviewPlan
-	if len(in.Comments) > 0 {
-		// Checked against the diff before anything is written: a comment
-		// off the diff refuses the whole review.
-		p, err := ms.planReview(ctx, t, actor, text, in.Comments)
-		if err != nil {
-			return core.MessageResult{}, err
-		}
-		review = &p
-		if text == "" {
-			text = fmt.Sprintf("review: %d comments on the diff", len(p.rows))
-		}
+	review, text, err := ms.messageReview(ctx, t, actor, text, in.Comments)
+	if err != nil {
+		return core.MessageResult{}, err
 	}
 	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
 		if review != nil {
@@ -206,7 +190,54 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 		}
 		return ms.handBackWithMessage(ctx, t, actor, text)
 	}
+	return ms.queueMessage(ctx, t, actor, text, delivery, explicit, review)
+}
 
+// messageInput checks a message's input before the task is looked up: its
+// text (trimmed), and its delivery (queued by default).
+func messageInput(in core.MessageInput) (string, core.Delivery, error) {
+	text := strings.TrimSpace(in.Text)
+	if text == "" && len(in.Comments) == 0 {
+		return "", "", core.Errorf(core.CodeValidation, "message text is required")
+	}
+	if in.ReplyTo != "" && len(in.Comments) > 0 {
+		return "", "", core.Errorf(core.CodeValidation, "an answer to a question carries no review comments; send the review as its own message")
+	}
+	delivery := in.Delivery
+	if delivery == "" {
+		delivery = core.DeliveryQueued
+	}
+	if delivery != core.DeliveryQueued && delivery != core.DeliveryInterrupt {
+		return "", "", core.Errorf(core.CodeValidation, "delivery_mode %q: want queued or interrupt", delivery)
+	}
+	return text, delivery, nil
+}
+
+// messageReview plans a message's review comments, if it has any, and
+// gives a review without text its own; nil and the text unchanged without
+// comments.
+func (ms *Messages) messageReview(ctx context.Context, t core.Task, actor core.Actor, text string, comments []core.ReviewCommentInput) (*reviewPlan, string, error) {
+	var review *reviewPlan
+	if len(comments) > 0 {
+		// Checked against the diff before anything is written: a comment
+		// off the diff refuses the whole review.
+		p, err := ms.planReview(ctx, t, actor, text, comments)
+		if err != nil {
+			return nil, "", err
+		}
+		review = &p
+		if text == "" {
+			text = fmt.Sprintf("review: %d comments on the diff", len(p.rows))
+		}
+	}
+	return review, text, nil
+}
+
+// queueMessage queues a message under the task's lock: the queue caps
+// checked (queueRoom), the message (and a review's comments) written in
+// one transaction, explicit input lifting what holds the task (steerTx),
+// then the message's status (messageStatus) and the announce.
+func (ms *Messages) queueMessage(ctx context.Context, t core.Task, actor core.Actor, text string, delivery core.Delivery, explicit bool, review *reviewPlan) (core.MessageResult, error) {
 	rt := ms.k.live.runtime(t.ID)
 	rt.mu.Lock()
 	queue, err := ms.k.db.Queue(ctx, t.ID)
@@ -227,18 +258,8 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 	c, err := ms.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.wake(t.ID)
 		if explicit {
-			if err := ms.supersedeTx(ctx, tx, t, actor, c); err != nil {
+			if err := ms.steerTx(ctx, tx, t, actor, now, c); err != nil {
 				return err
-			}
-			if t.Halted {
-				if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
-					return err
-				}
-			}
-			if t.Stuck() {
-				if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
-					return err
-				}
 			}
 		}
 		var err error
@@ -261,6 +282,36 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 	if review != nil {
 		res.Comments = reviewComments(review.rows)
 	}
+	ms.messageStatus(rt, t, &res, queue, priority, delivery, explicit)
+	rt.mu.Unlock()
+	ms.k.announce(c)
+	return res, nil
+}
+
+// steerTx is what explicit input (a person's, or the direct parent's)
+// does in its message's transaction: a pending question superseded, a
+// stop lifted, a stuck mark cleared.
+func (ms *Messages) steerTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, now time.Time, c *changes) error {
+	if err := ms.supersedeTx(ctx, tx, t, actor, c); err != nil {
+		return err
+	}
+	if t.Halted {
+		if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
+			return err
+		}
+	}
+	if t.Stuck() {
+		if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageStatus says what became of a queued message: it interrupted the
+// running turn, it starts one now, or it waits at its position. rt.mu
+// must be held.
+func (ms *Messages) messageStatus(rt *taskRuntime, t core.Task, res *core.MessageResult, queue []store.QueueItem, priority int, delivery core.Delivery, explicit bool) {
 	switch {
 	case delivery == core.DeliveryInterrupt && rt.turn != nil:
 		// One step under the task lock: the message is first in line and the
@@ -280,9 +331,6 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 	default:
 		res.Position = positionOf(queue, priority) + 1
 	}
-	rt.mu.Unlock()
-	ms.k.announce(c)
-	return res, nil
 }
 
 // handBackWithMessage: a person's message to a task that waits on a person
