@@ -272,17 +272,17 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	route(m, wire.TaskStats, func(ctx context.Context, in wire.ListQuery) (core.TaskStats, error) {
 		return h.eng.TaskStats(ctx, core.ListTasksInput(in))
 	})
-	route(m, wire.StartTask, keyed(h.eng.StartTask))
-	route(m, wire.MessageTask, keyed(h.eng.MessageTask))
+	route(m, wire.StartTask, keyed(h.eng.Messages.StartTask))
+	route(m, wire.MessageTask, keyed(h.eng.Messages.MessageTask))
 	route(m, wire.StopTask, key(h.eng.StopTask))
 	route(m, wire.AnswerQuestion, keyed(h.eng.Questions.AnswerQuestion))
 	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (core.ConversationPage, error) {
-		return h.eng.Conversation(ctx, in.Key, core.ConversationInput(in.In))
+		return h.eng.Messages.Conversation(ctx, in.Key, core.ConversationInput(in.In))
 	})
 	route(m, wire.HandoffTask, keyed(h.eng.HandoffTask))
 	route(m, wire.BlockTask, keyed(h.eng.BlockTask))
-	route(m, wire.TaskQueue, key(h.eng.TaskQueue))
-	route(m, wire.DropQueued, keyed(h.eng.DropQueued))
+	route(m, wire.TaskQueue, key(h.eng.Messages.TaskQueue))
+	route(m, wire.DropQueued, keyed(h.eng.Messages.DropQueued))
 	route(m, wire.TaskDiff, func(ctx context.Context, in wire.Keyed[wire.DiffQuery]) (core.TaskDiff, error) {
 		return h.eng.Workspaces.Diff(ctx, in.Key, core.DiffInput(in.In))
 	})

@@ -148,6 +148,10 @@ type Engine struct {
 	// permission.go): the daemon routes answers to it, and the other areas
 	// call it to supersede or stale a question and for the agents' asks.
 	Questions *Questions
+	// Messages is the messages and queues area (messages.go, queue.go):
+	// the daemon routes start, message, the conversation and the queue to
+	// it, and the other areas call it for a start and what a task takes.
+	Messages *Messages
 }
 
 var _ core.Client = (*Engine)(nil)
@@ -236,6 +240,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 	e.Questions = &Questions{k: k, procWG: &e.procWG, may: e.may, mayAnswer: e.mayAnswer, task: e.task,
 		handoffTx: e.handoffTx, roleOf: e.Roles.roleOf, profile: e.Roles.profile}
 	e.Spend.staleQuestionTx = e.Questions.staleQuestionTx
+	// What the other areas give the messages area (messages.go).
+	e.Messages = &Messages{k: k, procWG: &e.procWG, task: e.task, may: e.may, holder: e.holder, held: e.held,
+		supersedeTx: e.Questions.supersedeTx, replyToQuestion: e.Questions.replyToQuestion, handoff: e.handoff,
+		planReview: e.Workspaces.planReview}
 	roles, err := e.db.ListRoles(ctx)
 	if err != nil {
 		cancel()

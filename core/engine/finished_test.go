@@ -24,7 +24,7 @@ func TestFinishedTasksAreHeld(t *testing.T) {
 		}
 	}
 	for _, st := range []core.Status{core.StatusDone, core.StatusCancelled} {
-		err := e.deliverable(core.Task{ID: "t1", Status: st})
+		err := e.Messages.deliverable(core.Task{ID: "t1", Status: st})
 		if core.CodeOf(err) != core.CodeConflict {
 			t.Errorf("deliverable(%s task) = %v, want a conflict", st, err)
 		}

@@ -68,7 +68,7 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 			return core.HandoffResult{}, err
 		}
 	}
-	if err := e.deliverable(t); err != nil {
+	if err := e.Messages.deliverable(t); err != nil {
 		return core.HandoffResult{}, err
 	}
 	to := strings.TrimSpace(in.To)

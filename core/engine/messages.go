@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kandev/kandev/core"
@@ -13,42 +14,91 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
+// Messages is the engine's messages and queues area: what a person or an
+// agent sends a task. A start (StartTask: the prompt or a kickoff queued,
+// a stop lifted), a message (MessageTask: queued or interrupting, a review
+// with it, an answer to a question handed to the questions, a task that
+// waits on a person handed back), the conversation (Conversation), the
+// queue's view and what a person drops from it (queue.go: TaskQueue,
+// DropQueued), core.Client's operations, which the daemon routes here;
+// the input a task cannot take (deliverable) and the queue caps
+// (queueRoom). Its fields are all it may touch: the kernel, the engine's
+// wait group, and what other areas give it, each named.
+//
+// Locks: none of its own. StartTask, MessageTask and DropQueued hold the
+// task's rt.mu over the store's reads and the transaction (tx; the
+// questions' supersedeTx inside it), and MessageTask over the interrupt
+// (the running turn's cancel started under procWG) and held (the cache's
+// read lock, through the spend area's budgetHold); each announces once
+// rt.mu is released. A review is planned (planReview) and a task handed
+// back (handoff) before rt.mu is taken; Conversation and TaskQueue take
+// no lock.
+type Messages struct {
+	k *kernel
+	// procWG is the engine's wait group of process teardowns and timers
+	// (Close waits on it): an interrupt's cancel of the running turn runs
+	// under it.
+	procWG *sync.WaitGroup
+
+	// What the other areas give it (set by New):
+	// task resolves a task reference (engine.go).
+	task func(ctx context.Context, ref string) (core.Task, error)
+	// may is the authorizer (authorize.go): who starts, messages,
+	// interrupts and drops queued items; holder (authorize.go) is whether
+	// the actor holds the task, so a start hands it back.
+	may    func(a core.Actor, act Action, t core.Task) error
+	holder func(a core.Actor, t core.Task) bool
+	// held is the runs' (turns.go): why a task's queue may not be
+	// delivered now, so a message says whether its turn started.
+	held func(t core.Task) string
+	// supersedeTx and replyToQuestion are the questions' (questions.go):
+	// explicit input supersedes a pending question; a reply answers one.
+	supersedeTx     func(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, c *changes) error
+	replyToQuestion func(ctx context.Context, child core.Task, qid, text string) (core.MessageResult, error)
+	// handoff is the handoffs' (handoff.go): a person's message or start
+	// hands a task that waits on a person back to its agent.
+	handoff func(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error)
+	// planReview is the workspaces area's (review.go): review comments
+	// checked against the task's diff before anything is written.
+	planReview func(ctx context.Context, t core.Task, actor core.Actor, text string, in []core.ReviewCommentInput) (reviewPlan, error)
+}
+
 // StartTask implements core.Client: queue the prompt (or a kickoff when
 // there is nothing to say), lift a stop, and start the turn loop.
-func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
+func (ms *Messages) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
-	t, err := e.task(ctx, ref)
+	t, err := ms.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	if err := e.may(actor, ActStart, t); err != nil {
+	if err := ms.may(actor, ActStart, t); err != nil {
 		return core.Task{}, err
 	}
-	if err := e.deliverable(t); err != nil {
+	if err := ms.deliverable(t); err != nil {
 		return core.Task{}, err
 	}
 	text := strings.TrimSpace(in.Prompt)
 	if t.Assignee != nil && !t.Assignee.IsRole() {
 		// Starting a task that waits on you hands it back to its agent.
-		if personActs(actor) && e.holder(actor, t) && t.Session != nil {
+		if personActs(actor) && ms.holder(actor, t) && t.Session != nil {
 			if text == "" {
 				text = "Continue work on the task."
 			}
-			if _, err := e.handBackWithMessage(ctx, t, actor, text); err != nil {
+			if _, err := ms.handBackWithMessage(ctx, t, actor, text); err != nil {
 				return core.Task{}, err
 			}
-			return e.task(ctx, t.ID)
+			return ms.task(ctx, t.ID)
 		}
 		return core.Task{}, core.Errorf(core.CodeConflict, "task %s is with %s %s, not an agent; hand it to a role to start it (kandev task handoff %s --to ROLE)",
 			t.ID, t.Assignee.Kind, t.Assignee.Name, t.ID)
 	}
-	rt := e.runtime(t.ID)
+	rt := ms.k.live.runtime(t.ID)
 	rt.mu.Lock()
 	now := time.Now().UTC()
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ms.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.wake(t.ID)
 		if text != "" {
-			if err := e.Questions.supersedeTx(ctx, tx, t, actor, c); err != nil {
+			if err := ms.supersedeTx(ctx, tx, t, actor, c); err != nil {
 				return err
 			}
 			if _, err := tx.Enqueue(ctx, store.QueueItem{TaskID: t.ID, Priority: priorityNormal, Kind: itemMessage,
@@ -75,15 +125,15 @@ func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInp
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	e.announce(c)
-	return e.task(ctx, t.ID)
+	ms.k.announce(c)
+	return ms.task(ctx, t.ID)
 }
 
 // deliverable refuses input to tasks that cannot take a turn. Done and
 // cancelled follow one rule (ADR 0022): a start, a message or a handoff
 // does not reopen a finished task behind the operator's back; reopening is
 // its own, explicit step.
-func (e *Engine) deliverable(t core.Task) error {
+func (ms *Messages) deliverable(t core.Task) error {
 	switch {
 	case t.Archived:
 		return core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
@@ -98,73 +148,104 @@ func (e *Engine) deliverable(t core.Task) error {
 	return nil
 }
 
-// MessageTask implements core.Client.
-func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
+// MessageTask implements core.Client: the input checked (messageInput),
+// the task resolved and the sender allowed, a reply handed to the
+// questions, a review planned (messageReview), a task that waits on a
+// person handed back, else the message queued (queueMessage).
+func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
 	actor := core.ActorFrom(ctx)
-	text := strings.TrimSpace(in.Text)
-	if text == "" && len(in.Comments) == 0 {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "message text is required")
-	}
-	if in.ReplyTo != "" && len(in.Comments) > 0 {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "an answer to a question carries no review comments; send the review as its own message")
-	}
-	delivery := in.Delivery
-	if delivery == "" {
-		delivery = core.DeliveryQueued
-	}
-	if delivery != core.DeliveryQueued && delivery != core.DeliveryInterrupt {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "delivery_mode %q: want queued or interrupt", delivery)
-	}
-	t, err := e.task(ctx, ref)
+	text, delivery, err := messageInput(in)
 	if err != nil {
 		return core.MessageResult{}, err
 	}
-	if err := e.may(actor, ActMessage, t); err != nil {
+	t, err := ms.task(ctx, ref)
+	if err != nil {
+		return core.MessageResult{}, err
+	}
+	if err := ms.may(actor, ActMessage, t); err != nil {
 		return core.MessageResult{}, err
 	}
 	if in.ReplyTo != "" {
-		return e.Questions.replyToQuestion(ctx, t, in.ReplyTo, text)
+		return ms.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
 	explicit := steers(actor, t)
 	if delivery == core.DeliveryInterrupt {
-		if err := e.may(actor, ActInterrupt, t); err != nil {
+		if err := ms.may(actor, ActInterrupt, t); err != nil {
 			return core.MessageResult{}, err
 		}
 	}
 	if agentOf(actor, t.ID) {
 		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
 	}
-	if err := e.deliverable(t); err != nil {
+	if err := ms.deliverable(t); err != nil {
 		return core.MessageResult{}, err
 	}
+	review, text, err := ms.messageReview(ctx, t, actor, text, in.Comments)
+	if err != nil {
+		return core.MessageResult{}, err
+	}
+	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
+		if review != nil {
+			return ms.handBackReview(ctx, t, actor, *review)
+		}
+		return ms.handBackWithMessage(ctx, t, actor, text)
+	}
+	return ms.queueMessage(ctx, t, actor, text, delivery, explicit, review)
+}
+
+// messageInput checks a message's input before the task is looked up: its
+// text (trimmed), and its delivery (queued by default).
+func messageInput(in core.MessageInput) (string, core.Delivery, error) {
+	text := strings.TrimSpace(in.Text)
+	if text == "" && len(in.Comments) == 0 {
+		return "", "", core.Errorf(core.CodeValidation, "message text is required")
+	}
+	if in.ReplyTo != "" && len(in.Comments) > 0 {
+		return "", "", core.Errorf(core.CodeValidation, "an answer to a question carries no review comments; send the review as its own message")
+	}
+	delivery := in.Delivery
+	if delivery == "" {
+		delivery = core.DeliveryQueued
+	}
+	if delivery != core.DeliveryQueued && delivery != core.DeliveryInterrupt {
+		return "", "", core.Errorf(core.CodeValidation, "delivery_mode %q: want queued or interrupt", delivery)
+	}
+	return text, delivery, nil
+}
+
+// messageReview plans a message's review comments, if it has any, and
+// gives a review without text its own; nil and the text unchanged without
+// comments.
+func (ms *Messages) messageReview(ctx context.Context, t core.Task, actor core.Actor, text string, comments []core.ReviewCommentInput) (*reviewPlan, string, error) {
 	var review *reviewPlan
-	if len(in.Comments) > 0 {
+	if len(comments) > 0 {
 		// Checked against the diff before anything is written: a comment
 		// off the diff refuses the whole review.
-		p, err := e.Workspaces.planReview(ctx, t, actor, text, in.Comments)
+		p, err := ms.planReview(ctx, t, actor, text, comments)
 		if err != nil {
-			return core.MessageResult{}, err
+			return nil, "", err
 		}
 		review = &p
 		if text == "" {
 			text = fmt.Sprintf("review: %d comments on the diff", len(p.rows))
 		}
 	}
-	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
-		if review != nil {
-			return e.handBackReview(ctx, t, actor, *review)
-		}
-		return e.handBackWithMessage(ctx, t, actor, text)
-	}
+	return review, text, nil
+}
 
-	rt := e.runtime(t.ID)
+// queueMessage queues a message under the task's lock: the queue caps
+// checked (queueRoom), the message (and a review's comments) written in
+// one transaction, explicit input lifting what holds the task (steerTx),
+// then the message's status (messageStatus) and the announce.
+func (ms *Messages) queueMessage(ctx context.Context, t core.Task, actor core.Actor, text string, delivery core.Delivery, explicit bool, review *reviewPlan) (core.MessageResult, error) {
+	rt := ms.k.live.runtime(t.ID)
 	rt.mu.Lock()
-	queue, err := e.db.Queue(ctx, t.ID)
+	queue, err := ms.k.db.Queue(ctx, t.ID)
 	if err != nil {
 		rt.mu.Unlock()
 		return core.MessageResult{}, mapStoreErr(err, "queue of "+t.ID)
 	}
-	if err := e.queueRoom(t, queue, actor, explicit, delivery); err != nil {
+	if err := ms.queueRoom(t, queue, actor, explicit, delivery); err != nil {
 		rt.mu.Unlock()
 		return core.MessageResult{}, err
 	}
@@ -174,21 +255,11 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	}
 	now := time.Now().UTC()
 	var item store.QueueItem
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ms.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.wake(t.ID)
 		if explicit {
-			if err := e.Questions.supersedeTx(ctx, tx, t, actor, c); err != nil {
+			if err := ms.steerTx(ctx, tx, t, actor, now, c); err != nil {
 				return err
-			}
-			if t.Halted {
-				if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
-					return err
-				}
-			}
-			if t.Stuck() {
-				if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
-					return err
-				}
 			}
 		}
 		var err error
@@ -211,40 +282,67 @@ func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInp
 	if review != nil {
 		res.Comments = reviewComments(review.rows)
 	}
+	ms.messageStatus(rt, t, &res, queue, priority, delivery, explicit)
+	rt.mu.Unlock()
+	ms.k.announce(c)
+	return res, nil
+}
+
+// steerTx is what explicit input (a person's, or the direct parent's)
+// does in its message's transaction: a pending question superseded, a
+// stop lifted, a stuck mark cleared.
+func (ms *Messages) steerTx(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, now time.Time, c *changes) error {
+	if err := ms.supersedeTx(ctx, tx, t, actor, c); err != nil {
+		return err
+	}
+	if t.Halted {
+		if err := tx.SetTaskHalted(ctx, t.ID, false, now); err != nil {
+			return err
+		}
+	}
+	if t.Stuck() {
+		if err := tx.SetStalled(ctx, t.ID, "", now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messageStatus says what became of a queued message: it interrupted the
+// running turn, it starts one now, or it waits at its position. rt.mu
+// must be held.
+func (ms *Messages) messageStatus(rt *taskRuntime, t core.Task, res *core.MessageResult, queue []store.QueueItem, priority int, delivery core.Delivery, explicit bool) {
 	switch {
 	case delivery == core.DeliveryInterrupt && rt.turn != nil:
 		// One step under the task lock: the message is first in line and the
 		// running turn is cancelled, so the next turn is this message.
 		rt.turn.interrupted = true
 		run := rt.turn.run
-		e.procWG.Add(1)
+		ms.procWG.Add(1)
 		go func() {
-			defer e.procWG.Done()
+			defer ms.procWG.Done()
 			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			_ = run.proc.Cancel(cctx)
 		}()
 		res.Status = "interrupted"
-	case !rt.busy && (explicit || !t.Halted) && e.held(withoutQuestionIfExplicit(t, explicit)) == "" && len(queue) == 0:
+	case !rt.busy && (explicit || !t.Halted) && ms.held(withoutQuestionIfExplicit(t, explicit)) == "" && len(queue) == 0:
 		res.Status = "started"
 	default:
 		res.Position = positionOf(queue, priority) + 1
 	}
-	rt.mu.Unlock()
-	e.announce(c)
-	return res, nil
 }
 
 // handBackWithMessage: a person's message to a task that waits on a person
 // hands it back to the role that last worked it, with the message.
-func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
+func (ms *Messages) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
 	target := core.RoleRef(t.Profile)
 	if t.HandedBy != nil && t.HandedBy.IsRole() {
 		target = *t.HandedBy
 	} else if t.Session != nil && t.Session.Role != "" {
 		target = core.RoleRef(t.Session.Role)
 	}
-	if _, err := e.handoff(ctx, t, target, personRef(actor.Name), text, nil); err != nil {
+	if _, err := ms.handoff(ctx, t, target, personRef(actor.Name), text, nil); err != nil {
 		return core.MessageResult{}, err
 	}
 	return core.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil
@@ -255,16 +353,16 @@ func (e *Engine) handBackWithMessage(ctx context.Context, t core.Task, actor cor
 // a handoff's message is text), then the comments are kept. Two
 // transactions, since the handoff commits its own: a failure between them
 // leaves the agent with a review whose comments are not listed, and says so.
-func (e *Engine) handBackReview(ctx context.Context, t core.Task, actor core.Actor, p reviewPlan) (core.MessageResult, error) {
+func (ms *Messages) handBackReview(ctx context.Context, t core.Task, actor core.Actor, p reviewPlan) (core.MessageResult, error) {
 	body, err := prompt.RenderNotice(prompt.NoticeReview, p.notice)
 	if err != nil {
 		return core.MessageResult{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
-	res, err := e.handBackWithMessage(ctx, t, actor, body)
+	res, err := ms.handBackWithMessage(ctx, t, actor, body)
 	if err != nil {
 		return res, err
 	}
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ms.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		var err error
 		p.rows, err = addReviewRows(ctx, tx, p.rows)
 		return err
@@ -272,7 +370,7 @@ func (e *Engine) handBackReview(ctx context.Context, t core.Task, actor core.Act
 	if err != nil {
 		return res, core.Errorf(core.CodeInternal, "task %s was handed back with the review, but its comments were not kept: %v", t.ID, err)
 	}
-	e.announce(c)
+	ms.k.announce(c)
 	res.Comments = reviewComments(p.rows)
 	return res, nil
 }
@@ -316,7 +414,7 @@ func positionOf(queue []store.QueueItem, priority int) int {
 // interrupt is never refused: it replaces the running turn rather than
 // waiting behind the queue. (The direct parent's interrupts count against
 // its own cap, so that no agent grows a queue without bound.)
-func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
+func (ms *Messages) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
 	if personActs(actor) && delivery == core.DeliveryInterrupt {
 		return nil
 	}
@@ -329,11 +427,11 @@ func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Acto
 		if it.Sender == sender {
 			own++
 		}
-		if !e.explicitSender(t, it.Sender) {
+		if !ms.explicitSender(t, it.Sender) {
 			others++
 		}
 	}
-	capN := e.opts.QueueCap
+	capN := ms.k.opts.QueueCap
 	switch {
 	case own >= capN:
 		return core.Errorf(core.CodeConflict,
@@ -349,7 +447,7 @@ func (e *Engine) queueRoom(t core.Task, queue []store.QueueItem, actor core.Acto
 
 // explicitSender: a stored sender that steers the task (a person, or the
 // task's direct parent).
-func (e *Engine) explicitSender(t core.Task, sender string) bool {
+func (ms *Messages) explicitSender(t core.Task, sender string) bool {
 	r, ok := core.ParseRef(sender)
 	return ok && (r.IsPerson() || (t.ParentID != "" && r == core.TaskRef(t.ParentID)))
 }
@@ -363,24 +461,9 @@ func describeQueue(queue []store.QueueItem) []map[string]any {
 	return out
 }
 
-// failRun ends a misbehaving run (it wrote garbage) as failed: a stall of
-// its role, like any failed run (rule 4).
-func (e *Engine) failRun(run *liveRun, reason string) {
-	rt := run.rt
-	rt.mu.Lock()
-	if run.ended {
-		rt.mu.Unlock()
-		return
-	}
-	e.failRunLocked(run, reason)
-	rt.mu.Unlock()
-	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
-	e.afterTurn(rt.id, turnOutcome{role: run.role, failed: true, err: reason})
-}
-
 // Conversation implements core.Client.
-func (e *Engine) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
-	t, err := e.task(ctx, ref)
+func (ms *Messages) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
+	t, err := ms.task(ctx, ref)
 	if err != nil {
 		return core.ConversationPage{}, err
 	}
@@ -404,7 +487,7 @@ func (e *Engine) Conversation(ctx context.Context, ref string, in core.Conversat
 		if before == -1 {
 			before = math.MaxInt64
 		}
-		rows, err = e.db.MessagesBefore(ctx, t.ID, before, limit+1)
+		rows, err = ms.k.db.MessagesBefore(ctx, t.ID, before, limit+1)
 		if err != nil {
 			return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
 		}
@@ -412,7 +495,7 @@ func (e *Engine) Conversation(ctx context.Context, ref string, in core.Conversat
 			rows, page.Older = rows[1:], true
 		}
 	} else {
-		rows, err = e.db.Messages(ctx, t.ID, in.After, limit+1)
+		rows, err = ms.k.db.Messages(ctx, t.ID, in.After, limit+1)
 		if err != nil {
 			return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
 		}
@@ -437,4 +520,23 @@ func metaJSON(m map[string]any) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// Engine keeps core.Client's start, message and conversation operations
+// for now (issue 35): each forwards to the messages area, which holds the
+// body.
+
+// StartTask implements core.Client (Messages.StartTask).
+func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
+	return e.Messages.StartTask(ctx, ref, in)
+}
+
+// MessageTask implements core.Client (Messages.MessageTask).
+func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
+	return e.Messages.MessageTask(ctx, ref, in)
+}
+
+// Conversation implements core.Client (Messages.Conversation).
+func (e *Engine) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
+	return e.Messages.Conversation(ctx, ref, in)
 }

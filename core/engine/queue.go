@@ -10,12 +10,12 @@ import (
 )
 
 // TaskQueue implements core.Client.
-func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
-	t, err := e.task(ctx, ref)
+func (ms *Messages) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
+	t, err := ms.task(ctx, ref)
 	if err != nil {
 		return core.QueueView{}, err
 	}
-	queue, err := e.db.Queue(ctx, t.ID)
+	queue, err := ms.k.db.Queue(ctx, t.ID)
 	if err != nil {
 		return core.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
 	}
@@ -25,23 +25,23 @@ func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, err
 // DropQueued implements core.Client. Only a person drops: it is how the
 // operator clears what others queued on a task, and an agent must not
 // withdraw input meant for another task.
-func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
+func (ms *Messages) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
 	actor := core.ActorFrom(ctx)
-	if err := e.may(actor, ActDropQueued, core.Task{}); err != nil {
+	if err := ms.may(actor, ActDropQueued, core.Task{}); err != nil {
 		return core.QueueView{}, err
 	}
 	if in.All == (in.ID != 0) {
 		return core.QueueView{}, core.Errorf(core.CodeValidation, "give the id of one queued item, or all")
 	}
-	t, err := e.task(ctx, ref)
+	t, err := ms.task(ctx, ref)
 	if err != nil {
 		return core.QueueView{}, err
 	}
 	// Under the task lock no turn takes an item from the queue meanwhile.
-	rt := e.runtime(t.ID)
+	rt := ms.k.live.runtime(t.ID)
 	rt.mu.Lock()
 	var dropped []int64
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ms.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		dropped = nil
 		queue, err := tx.Queue(ctx, t.ID)
 		if err != nil {
@@ -77,8 +77,8 @@ func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueIn
 	if !in.All && len(dropped) == 0 {
 		return core.QueueView{}, core.Errorf(core.CodeNotFound, "task %s has no queued item %d (see kandev task queue %s)", t.ID, in.ID, t.ID)
 	}
-	e.announce(c)
-	view, err := e.TaskQueue(ctx, t.ID)
+	ms.k.announce(c)
+	view, err := ms.TaskQueue(ctx, t.ID)
 	view.Dropped = dropped
 	return view, err
 }
@@ -90,4 +90,17 @@ func queueView(taskID string, queue []store.QueueItem) core.QueueView {
 			Interrupt: it.Priority == priorityFront, Text: it.Text, QueuedAt: it.CreatedAt})
 	}
 	return v
+}
+
+// Engine keeps core.Client's queue operations for now (issue 35): each
+// forwards to the messages area, which holds the body.
+
+// TaskQueue implements core.Client (Messages.TaskQueue).
+func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
+	return e.Messages.TaskQueue(ctx, ref)
+}
+
+// DropQueued implements core.Client (Messages.DropQueued).
+func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
+	return e.Messages.DropQueued(ctx, ref, in)
 }

@@ -202,6 +202,21 @@ func (e *Engine) failRunLocked(run *liveRun, reason string) {
 	e.closeRunLocked(run, core.SessionFailed, reason, true)
 }
 
+// failRun ends a misbehaving run (it wrote garbage) as failed: a stall of
+// its role, like any failed run (rule 4).
+func (e *Engine) failRun(run *liveRun, reason string) {
+	rt := run.rt
+	rt.mu.Lock()
+	if run.ended {
+		rt.mu.Unlock()
+		return
+	}
+	e.failRunLocked(run, reason)
+	rt.mu.Unlock()
+	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
+	e.afterTurn(rt.id, turnOutcome{role: run.role, failed: true, err: reason})
+}
+
 func (e *Engine) closeRunLocked(run *liveRun, state core.SessionState, reason string, check bool) {
 	if run.ended {
 		return

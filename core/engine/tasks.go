@@ -51,7 +51,7 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		if e.opts.BeforeStart != nil {
 			e.opts.BeforeStart(t.ID)
 		}
-		return e.StartTask(ctx, t.ID, core.StartTaskInput{})
+		return e.Messages.StartTask(ctx, t.ID, core.StartTaskInput{})
 	}
 	return t, nil
 }
@@ -80,7 +80,7 @@ func (e *Engine) createdBefore(ctx context.Context, actor core.Actor, key string
 		return core.Task{}, true, err
 	}
 	if start && t.Session == nil && !t.Halted && e.held(t) == "" {
-		if st, err := e.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
+		if st, err := e.Messages.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
 			return st, true, nil
 		}
 	}

@@ -48,14 +48,14 @@ var toolTable = map[string]toolHandler{
 		return e.Workspaces.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
 	}),
 	"get_task_conversation_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.ConversationArgs) (any, error) {
-		return e.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
+		return e.Messages.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
 	}),
 	"message_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.MessageTaskArgs) (any, error) {
 		in := core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
 		for _, c := range a.Comments {
 			in.Comments = append(in.Comments, core.ReviewCommentInput(c))
 		}
-		return e.MessageTask(ctx, a.TaskID, in)
+		return e.Messages.MessageTask(ctx, a.TaskID, in)
 	}),
 	"stop_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.StopTaskArgs) (any, error) {
 		return e.StopTask(ctx, a.TaskID)
