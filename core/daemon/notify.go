@@ -31,10 +31,15 @@ func notifySettings() (notify.Settings, error) {
 	return notify.Settings{Desktop: desktop, Command: cmd.Value}, nil
 }
 
+// eventSource is what the notifier reads: the engine's events.
+type eventSource interface {
+	Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error)
+}
+
 // startNotifier tells a person, through the configured channels, about
 // every task the engine marks as starting to need one. The returned stop
 // ends the delivery (a command running is killed) and waits for it.
-func startNotifier(ctx context.Context, c core.Client, log *slog.Logger) (stop func(), err error) {
+func startNotifier(ctx context.Context, c eventSource, log *slog.Logger) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	events, err := c.Events(ctx, core.EventsInput{})
 	if err != nil {

@@ -102,14 +102,14 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		eng.Close()
 		return err
 	}
-	if err := eng.Recover(ctx); err != nil {
+	if err := eng.Runs.Recover(ctx); err != nil {
 		mcpLn.Close()
 		eng.Close()
 		return err
 	}
 	// Containers of sessions that ended while no daemon ran (kill -9),
 	// beside the start: asking a container engine costs it tens of ms.
-	go eng.SweepContainers(ctx)
+	go eng.Runs.SweepContainers(ctx)
 	ln, err := listenPrivate(o.Home.Socket())
 	if err != nil {
 		mcpLn.Close()
@@ -260,27 +260,27 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	// The rows of the operation table (core/wire), each served by its
 	// engine method; the routes after them are bespoke (wire.Bespoke).
 	route(m, wire.Version, none(h.eng.Version))
-	route(m, wire.IntegrityCheck, none(h.eng.IntegrityCheck))
+	route(m, wire.IntegrityCheck, none(h.eng.Tasks.IntegrityCheck))
 	m.HandleFunc(wire.ListTasks.Pattern(), h.listTasks)
 	m.HandleFunc(wire.CreateTask.Pattern(), h.createTask)
-	route(m, wire.GetTask, key(h.eng.GetTask))
-	route(m, wire.EditTask, keyed(h.eng.EditTask))
-	route(m, wire.ArchiveTask, key(h.eng.ArchiveTask))
+	route(m, wire.GetTask, key(h.eng.Tasks.GetTask))
+	route(m, wire.EditTask, keyed(h.eng.Tasks.EditTask))
+	route(m, wire.ArchiveTask, key(h.eng.Tasks.ArchiveTask))
 	route(m, wire.SetTaskStatus, func(ctx context.Context, in wire.Keyed[wire.StatusBody]) (core.Task, error) {
-		return h.eng.SetTaskStatus(ctx, in.Key, in.In.Status)
+		return h.eng.Tasks.SetTaskStatus(ctx, in.Key, in.In.Status)
 	})
 	route(m, wire.TaskStats, func(ctx context.Context, in wire.ListQuery) (core.TaskStats, error) {
-		return h.eng.TaskStats(ctx, core.ListTasksInput(in))
+		return h.eng.Tasks.TaskStats(ctx, core.ListTasksInput(in))
 	})
 	route(m, wire.StartTask, keyed(h.eng.Messages.StartTask))
 	route(m, wire.MessageTask, keyed(h.eng.Messages.MessageTask))
-	route(m, wire.StopTask, key(h.eng.StopTask))
+	route(m, wire.StopTask, key(h.eng.Chain.StopTask))
 	route(m, wire.AnswerQuestion, keyed(h.eng.Questions.AnswerQuestion))
 	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (core.ConversationPage, error) {
 		return h.eng.Messages.Conversation(ctx, in.Key, core.ConversationInput(in.In))
 	})
-	route(m, wire.HandoffTask, keyed(h.eng.HandoffTask))
-	route(m, wire.BlockTask, keyed(h.eng.BlockTask))
+	route(m, wire.HandoffTask, keyed(h.eng.Chain.HandoffTask))
+	route(m, wire.BlockTask, keyed(h.eng.Chain.BlockTask))
 	route(m, wire.TaskQueue, key(h.eng.Messages.TaskQueue))
 	route(m, wire.DropQueued, keyed(h.eng.Messages.DropQueued))
 	route(m, wire.TaskDiff, func(ctx context.Context, in wire.Keyed[wire.DiffQuery]) (core.TaskDiff, error) {
@@ -311,7 +311,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	route(m, wire.RemoveProfile, key(h.eng.Roles.RemoveProfile))
 	h.hostRoutes(m)
 	route(m, wire.FollowAppends, func(ctx context.Context, in wire.Keyed[wire.AppendsBody]) (wire.None, error) {
-		return wire.None{}, h.eng.FollowAppends(ctx, in.Key, in.In.TaskID)
+		return wire.None{}, h.eng.Tasks.FollowAppends(ctx, in.Key, in.In.TaskID)
 	})
 	m.HandleFunc("GET /v1/task-summaries", h.listTaskSummaries)
 	m.HandleFunc("GET /v1/events", h.events)
@@ -453,7 +453,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	tasks, err := h.eng.TaskSnapshot(r.Context(), core.ListTasksInput(in))
+	tasks, err := h.eng.Tasks.TaskSnapshot(r.Context(), core.ListTasksInput(in))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -468,7 +468,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 // draw the first rows before the last line arrives.
 func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	tasks, err := h.eng.TreeSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	tasks, err := h.eng.Tasks.TreeSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -486,7 +486,7 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	t, err := h.eng.CreateTask(r.Context(), in)
+	t, err := h.eng.Tasks.CreateTask(r.Context(), in)
 	if err == nil && h.cutCreate.CompareAndSwap(true, false) {
 		h.log.Warn("failpoint: dropping the connection of a committed create", "task", t.ID)
 		if hj, ok := w.(http.Hijacker); ok {
@@ -556,7 +556,7 @@ func (h *Handler) events(w http.ResponseWriter, r *http.Request) {
 // mcpActor derives the caller from its bearer token (none: external).
 func (h *Handler) mcpActor(r *http.Request) (context.Context, error) {
 	token := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	actor, err := h.eng.Authenticate(r.Context(), strings.TrimSpace(token))
+	actor, err := h.eng.Tools.Authenticate(r.Context(), strings.TrimSpace(token))
 	if err != nil {
 		return nil, err
 	}
@@ -569,7 +569,7 @@ func (h *Handler) mcpSurface(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	s, err := h.eng.ToolSurface(ctx)
+	s, err := h.eng.Tools.ToolSurface(ctx)
 	reply(w, s, err)
 }
 
@@ -584,7 +584,7 @@ func (h *Handler) mcpCall(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	res, err := h.eng.CallTool(ctx, call.Tool, call.Arguments)
+	res, err := h.eng.Tools.CallTool(ctx, call.Tool, call.Arguments)
 	if err != nil {
 		writeErr(w, err)
 		return

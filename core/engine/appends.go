@@ -9,8 +9,8 @@ import (
 // FollowAppends implements core.Client: the subscription (an Events
 // stream's, or GET /v1/events's) receives taskID's appends alone from the
 // next event on, none when taskID is "".
-func (e *Engine) FollowAppends(ctx context.Context, subscription, taskID string) error {
-	if !e.bus.SetAppends(subscription, Appends{Task: taskID}) {
+func (ts *Tasks) FollowAppends(ctx context.Context, subscription, taskID string) error {
+	if !ts.k.bus.SetAppends(subscription, Appends{Task: taskID}) {
 		return core.Errorf(core.CodeNotFound, "no event stream %q (it has ended)", subscription)
 	}
 	return nil

@@ -89,12 +89,12 @@ func (act Action) String() string {
 // (core.CodeForbidden) with the text the caller shows. t is the task acted
 // on (for ActCreateChild the parent; for the actions on no task, the zero
 // Task). An action without a rule here is refused.
-func (e *Engine) may(a core.Actor, act Action, t core.Task) error {
+func (az *authorizer) may(a core.Actor, act Action, t core.Task) error {
 	switch act {
 	case ActEdit, ActSetStatus, ActBlock, ActArchive, ActReview, ActDiff, ActMerge, ActDiscard, ActRequestReview:
-		return e.inReach(a, t)
+		return az.inReach(a, t)
 	case ActMarkDone:
-		if err := e.inReach(a, t); err != nil {
+		if err := az.inReach(a, t); err != nil {
 			return err
 		}
 		if agentOf(a, t.ID) {
@@ -104,7 +104,7 @@ func (e *Engine) may(a core.Actor, act Action, t core.Task) error {
 	case ActPush:
 		// A person pushes any task's branch; an agent only its own task's,
 		// from the provider group's tools (it reaches past this machine).
-		if err := e.inReach(a, t); err != nil {
+		if err := az.inReach(a, t); err != nil {
 			return err
 		}
 		if !personActs(a) && !agentOf(a, t.ID) {
@@ -114,18 +114,18 @@ func (e *Engine) may(a core.Actor, act Action, t core.Task) error {
 		switch a.Kind {
 		case core.ActorPerson:
 		case core.ActorAgent:
-			if !e.inSubtree(a, t.ID) {
+			if !az.inSubtree(a, t.ID) {
 				return core.Errorf(core.CodeForbidden, "task %s is neither your task nor in your subtree", t.ID)
 			}
 		default:
 			return core.Errorf(core.CodeForbidden, "the external surface cannot hand tasks on")
 		}
 	case ActCreateChild:
-		if a.Kind == core.ActorAgent && !e.inSubtree(a, t.ID) {
+		if a.Kind == core.ActorAgent && !az.inSubtree(a, t.ID) {
 			return core.Errorf(core.CodeForbidden, "task %s is outside your subtree; create subtasks under your own task or its descendants", t.ID)
 		}
 	case ActStart:
-		if a.Kind == core.ActorAgent && !e.above(a, t.ID) {
+		if a.Kind == core.ActorAgent && !az.above(a, t.ID) {
 			return core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
 		}
 	case ActMessage:
@@ -180,7 +180,7 @@ func (e *Engine) may(a core.Actor, act Action, t core.Task) error {
 		// A confined agent must not widen its own or its children's reach
 		// (a profile's paths, its sandbox).
 		if a.Kind == core.ActorAgent {
-			if own, ok := e.cached(a.TaskID); ok && core.SandboxRank(own.Sandbox) > 0 {
+			if own, ok := az.k.cached(a.TaskID); ok && core.SandboxRank(own.Sandbox) > 0 {
 				return core.Errorf(core.CodeForbidden, "task %s runs in sandbox %s: its agent cannot %s", own.ID, own.Sandbox, act)
 			}
 		}
@@ -206,10 +206,10 @@ func (e *Engine) may(a core.Actor, act Action, t core.Task) error {
 // mayAnswer is may for answering question q of task t: ActAnswer (the
 // operator's kandev task answer) or ActReply (the parent's
 // reply_to_question_id). Each kind of question has one answerer.
-func (e *Engine) mayAnswer(a core.Actor, act Action, t core.Task, q questionMeta) error {
+func (az *authorizer) mayAnswer(a core.Actor, act Action, t core.Task, q questionMeta) error {
 	switch act {
 	case ActAnswer:
-		if err := e.may(a, act, t); err != nil {
+		if err := az.may(a, act, t); err != nil {
 			return err
 		}
 		if q.Kind == core.QuestionParent {
@@ -229,20 +229,20 @@ func (e *Engine) mayAnswer(a core.Actor, act Action, t core.Task, q questionMeta
 				q.ParentTaskID, q.QuestionID, t.ID)
 		}
 	default:
-		return e.may(a, act, t)
+		return az.may(a, act, t)
 	}
 	return nil
 }
 
 // mayCall is the refusal of tool name when it is not in the caller's set
 // (an autopilot root asking its parent is told why it has none).
-func (e *Engine) mayCall(a core.Actor, set capability.Set, name string) error {
+func (az *authorizer) mayCall(a core.Actor, set capability.Set, name string) error {
 	if set.Has(name) {
 		return nil
 	}
 	if name == capability.AskParent && a.Kind == core.ActorAgent {
-		if t, ok := e.cached(a.TaskID); ok && t.Autopilot {
-			if err := e.may(a, ActAskParent, t); err != nil {
+		if t, ok := az.k.cached(a.TaskID); ok && t.Autopilot {
+			if err := az.may(a, ActAskParent, t); err != nil {
 				return err
 			}
 		}
@@ -252,8 +252,8 @@ func (e *Engine) mayCall(a core.Actor, set capability.Set, name string) error {
 
 // inReach: the operator (and the external surface) reach every task, an
 // agent its own task and its descendants.
-func (e *Engine) inReach(a core.Actor, t core.Task) error {
-	if a.Kind != core.ActorAgent || e.inSubtree(a, t.ID) {
+func (az *authorizer) inReach(a core.Actor, t core.Task) error {
+	if a.Kind != core.ActorAgent || az.inSubtree(a, t.ID) {
 		return nil
 	}
 	return core.Errorf(core.CodeForbidden, "task %s is not yours or a descendant of yours", t.ID)
@@ -291,19 +291,25 @@ func directParent(a core.Actor, t core.Task) bool {
 func steers(a core.Actor, t core.Task) bool { return core.MayInterrupt(a, t) }
 
 // above: a is the agent working a proper ancestor of the task taskID.
-func (e *Engine) above(a core.Actor, taskID string) bool {
-	return a.Kind == core.ActorAgent && e.isAncestor(a.TaskID, taskID)
+func (az *authorizer) above(a core.Actor, taskID string) bool {
+	return a.Kind == core.ActorAgent && az.k.isAncestor(a.TaskID, taskID)
 }
 
 // inSubtree: a is the agent working the task taskID or one of its
 // ancestors.
-func (e *Engine) inSubtree(a core.Actor, taskID string) bool {
-	return agentOf(a, taskID) || e.above(a, taskID)
+func (az *authorizer) inSubtree(a core.Actor, taskID string) bool {
+	return agentOf(a, taskID) || az.above(a, taskID)
 }
 
 // holder: t is with a: a person it was handed to, or an agent whose
 // session serves the role t is assigned to.
-func (e *Engine) holder(a core.Actor, t core.Task) bool {
-	hander := e.handerOf(a)
+func (az *authorizer) holder(a core.Actor, t core.Task) bool {
+	hander := az.k.handerOf(a)
 	return hander != "" && t.Assignee != nil && t.Assignee.String() == hander
+}
+
+// authorizer decides who may act on which task (may, mayAnswer, mayCall)
+// from the task cache alone; see the comment at the top of this file.
+type authorizer struct {
+	k *kernel
 }

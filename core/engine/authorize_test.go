@@ -35,15 +35,16 @@ var (
 // predicates read: each task's agent runs as role "eng", except u's
 // ("ops").
 func authEngine() *Engine {
-	e := &Engine{kernel: &kernel{cache: newTaskCache(), live: newLiveRuns()}}
+	e := &Engine{k: &kernel{cache: newTaskCache(), live: newLiveRuns()}}
+	e.compose()
 	for _, t := range []core.Task{authG, authP, authC, authS, authX, authU, authA, authAC} {
 		t := t
-		e.cache.tasks[t.ID] = &t
+		e.k.cache.tasks[t.ID] = &t
 		role := "eng"
 		if t.ID == "u" {
 			role = "ops"
 		}
-		e.live.sessions["s-"+t.ID] = &liveRun{sessionID: "s-" + t.ID, role: role}
+		e.k.live.sessions["s-"+t.ID] = &liveRun{sessionID: "s-" + t.ID, role: role}
 	}
 	return e
 }
@@ -100,10 +101,10 @@ func TestTreePredicates(t *testing.T) {
 		{"a person is no agent", operator, "c", false, false},
 		{"the external surface", ext, "c", false, false},
 	} {
-		if got := e.above(c.a, c.task); got != c.above {
+		if got := e.auth.above(c.a, c.task); got != c.above {
 			t.Errorf("%s: above(%s) = %v, want %v", c.name, c.task, got, c.above)
 		}
-		if got := e.inSubtree(c.a, c.task); got != c.inSubtree {
+		if got := e.auth.inSubtree(c.a, c.task); got != c.inSubtree {
 			t.Errorf("%s: inSubtree(%s) = %v, want %v", c.name, c.task, got, c.inSubtree)
 		}
 	}
@@ -127,7 +128,7 @@ func TestHolder(t *testing.T) {
 		{"nobody holds it", operator, authC, false},
 		{"the external surface", ext, with(core.RoleRef("eng")), false},
 	} {
-		if got := e.holder(c.a, c.t); got != c.want {
+		if got := e.auth.holder(c.a, c.t); got != c.want {
 			t.Errorf("%s: holder = %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -246,7 +247,7 @@ func TestAuthorizeTable(t *testing.T) {
 	for _, row := range authTable {
 		covered[row.act] = true
 		for rel := 0; rel < relCount; rel++ {
-			err := e.may(relActors[rel], row.act, row.on)
+			err := e.auth.may(relActors[rel], row.act, row.on)
 			checkRefusal(t, fmt.Sprintf("%s, by c's %s", row.act, relNames[rel]), err, row.want[rel])
 		}
 	}
@@ -258,7 +259,7 @@ func TestAuthorizeTable(t *testing.T) {
 			t.Errorf("action %d has no verb", act)
 		}
 	}
-	if err := e.may(operator, actNone, authC); core.CodeOf(err) != core.CodeForbidden {
+	if err := e.auth.may(operator, actNone, authC); core.CodeOf(err) != core.CodeForbidden {
 		t.Errorf("an action without a rule: %v, want refused", err)
 	}
 }
@@ -283,7 +284,7 @@ func TestAuthorizeRoot(t *testing.T) {
 		{"its own agent starts", agentActor("g"), ActStart, "task g is not in your subtree; only the operator or an ancestor task starts it"},
 		{"a descendant starts", agentActor("c"), ActStart, "task g is not in your subtree; only the operator or an ancestor task starts it"},
 	} {
-		checkRefusal(t, c.name, e.may(c.a, c.act, authG), c.want)
+		checkRefusal(t, c.name, e.auth.may(c.a, c.act, authG), c.want)
 	}
 }
 
@@ -306,7 +307,7 @@ func TestAuthorizeAskParent(t *testing.T) {
 		{"a normal child", authC, normal},
 		{"a normal root", authU, normalRoot},
 	} {
-		checkRefusal(t, "may: "+c.name, e.may(agentActor(c.t.ID), ActAskParent, c.t), c.want)
+		checkRefusal(t, "may: "+c.name, e.auth.may(agentActor(c.t.ID), ActAskParent, c.t), c.want)
 	}
 
 	// mayCall: a session whose set lacks the tool.
@@ -329,10 +330,10 @@ func TestAuthorizeAskParent(t *testing.T) {
 		{"the external surface asks a parent", ext, capability.AskParent, notIn(capability.AskParent)},
 		{"an autopilot root, another tool", agentActor("a"), "set_task_title_kandev", notIn("set_task_title_kandev")},
 	} {
-		checkRefusal(t, "mayCall: "+c.name, e.mayCall(c.a, without, c.tool), c.want)
+		checkRefusal(t, "mayCall: "+c.name, e.auth.mayCall(c.a, without, c.tool), c.want)
 	}
 	with := capability.Resolve(capability.Case{Surface: capability.KanbanTask, Autopilot: true, HasParent: true})
-	checkRefusal(t, "mayCall: a tool in the set", e.mayCall(agentActor("a"), with, capability.AskParent), allowed)
+	checkRefusal(t, "mayCall: a tool in the set", e.auth.mayCall(agentActor("a"), with, capability.AskParent), allowed)
 }
 
 // Each kind of question has one answerer: a parent question the parent
@@ -363,20 +364,20 @@ func TestAuthorizeAnswer(t *testing.T) {
 		{ActAnswer, permQ, personOnly(personAnswer)},
 	} {
 		for rel := 0; rel < relCount; rel++ {
-			err := e.mayAnswer(relActors[rel], c.act, authC, c.q)
+			err := e.auth.mayAnswer(relActors[rel], c.act, authC, c.q)
 			checkRefusal(t, fmt.Sprintf("%s %s question, by c's %s", c.act, c.q.Kind, relNames[rel]), err, c.want[rel])
 		}
 	}
 	// Any other action goes to may.
-	checkRefusal(t, "mayAnswer of a stop", e.mayAnswer(agentActor("s"), ActStop, authC, userQ), stopC)
+	checkRefusal(t, "mayAnswer of a stop", e.auth.mayAnswer(agentActor("s"), ActStop, authC, userQ), stopC)
 }
 
 // A sandboxed agent cannot widen its own or its children's reach by
 // adding a profile. (Removing one is not checked, as before issue 24.)
 func TestAuthorizeConfined(t *testing.T) {
 	e := authEngine()
-	checkRefusal(t, "a sandboxed agent adds a profile", e.may(agentActor("x"), ActAddProfile, core.Task{}),
+	checkRefusal(t, "a sandboxed agent adds a profile", e.auth.may(agentActor("x"), ActAddProfile, core.Task{}),
 		"task x runs in sandbox bwrap: its agent cannot edit profiles")
-	checkRefusal(t, "a sandboxed agent removes a profile", e.may(agentActor("x"), ActRemoveProfile, core.Task{}), allowed)
-	checkRefusal(t, "a sandboxed agent edits its own task", e.may(agentActor("x"), ActEdit, authX), allowed)
+	checkRefusal(t, "a sandboxed agent removes a profile", e.auth.may(agentActor("x"), ActRemoveProfile, core.Task{}), allowed)
+	checkRefusal(t, "a sandboxed agent edits its own task", e.auth.may(agentActor("x"), ActEdit, authX), allowed)
 }

@@ -74,7 +74,7 @@ func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {
 			"prompt": "mock: waitfile " + start + "\nmock: usage 10 10 1.1\nmock: waitfile " + resume + "\nmock: say done-kid"})})
 	var kid string
 	p.waitFor("the kid", func() bool {
-		list, err := p.eng.ListTasks(p.ctx, core.ListTasksInput{All: true})
+		list, err := p.eng.Tasks.ListTasks(p.ctx, core.ListTasksInput{All: true})
 		if err != nil {
 			t.Fatal(err)
 		}

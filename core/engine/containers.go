@@ -16,19 +16,19 @@ import (
 // labelled kandev.session whose session is not live in this home. A
 // container of another home's live session is left alone. It runs after
 // Recover, which has ended every session the dead daemon left live.
-func (e *Engine) SweepContainers(ctx context.Context) {
+func (rs *Runs) SweepContainers(ctx context.Context) {
 	for _, eng := range []string{core.SandboxDocker, core.SandboxPodman} {
 		if _, err := exec.LookPath(eng); err != nil {
 			continue
 		}
 		var stale []string
-		for id, sid := range e.containerSessions(ctx, eng) {
-			if s, err := e.db.GetSession(ctx, sid); err == nil && !core.SessionState(s.State).Live() {
+		for id, sid := range rs.containerSessions(ctx, eng) {
+			if s, err := rs.k.db.GetSession(ctx, sid); err == nil && !core.SessionState(s.State).Live() {
 				stale = append(stale, id)
 			}
 		}
 		if len(stale) > 0 {
-			e.log.Info("remove containers of ended sessions", "engine", eng, "containers", stale)
+			rs.k.log.Info("remove containers of ended sessions", "engine", eng, "containers", stale)
 			agent.RemoveContainers(eng, stale...)
 		}
 	}
@@ -36,7 +36,7 @@ func (e *Engine) SweepContainers(ctx context.Context) {
 
 // containerSessions maps kandev's containers, running or not, to their
 // sessions; nothing when the engine does not answer in a few seconds.
-func (e *Engine) containerSessions(ctx context.Context, eng string) map[string]string {
+func (rs *Runs) containerSessions(ctx context.Context, eng string) map[string]string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, eng, "ps", "--all", "--filter", "label="+sandbox.LabelSession,

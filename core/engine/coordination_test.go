@@ -39,7 +39,7 @@ func newCoord(t *testing.T) *coordEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { eng.Close(); db.Close() })
-	if _, err := eng.AddProfile(ctx, core.Profile{Name: "idle", Command: "kandev-test-no-such-agent", MCP: true}); err != nil {
+	if _, err := eng.Roles.AddProfile(ctx, core.Profile{Name: "idle", Command: "kandev-test-no-such-agent", MCP: true}); err != nil {
 		t.Fatal(err)
 	}
 	return &coordEnv{t: t, eng: eng, db: db, ctx: ctx, sessions: map[string]bool{}}
@@ -47,7 +47,7 @@ func newCoord(t *testing.T) *coordEnv {
 
 func (c *coordEnv) task(title, parent string, autopilot bool) core.Task {
 	c.t.Helper()
-	task, err := c.eng.CreateTask(c.ctx, core.CreateTaskInput{Title: title, ParentID: parent, Autopilot: autopilot,
+	task, err := c.eng.Tasks.CreateTask(c.ctx, core.CreateTaskInput{Title: title, ParentID: parent, Autopilot: autopilot,
 		Profile: "idle", CWD: c.t.TempDir()})
 	if err != nil {
 		c.t.Fatal(err)
@@ -72,7 +72,7 @@ func (c *coordEnv) as(taskID string) context.Context {
 
 func (c *coordEnv) call(taskID, tool string, args map[string]any) (any, error) {
 	b, _ := json.Marshal(args)
-	return c.eng.CallTool(c.as(taskID), tool, b)
+	return c.eng.Tools.CallTool(c.as(taskID), tool, b)
 }
 
 func wantCode(t *testing.T, err error, code core.Code) {
@@ -110,14 +110,14 @@ func TestReplyAuthorization(t *testing.T) {
 	for name, who := range map[string]string{"sibling": tr.s.ID, "grandparent": tr.g.ID, "child itself": tr.c.ID, "unrelated": tr.u.ID} {
 		_, err := c.call(who, "message_task_kandev", map[string]any{"task_id": tr.c.ID, "prompt": "x", "reply_to_question_id": qid})
 		wantCode(t, err, core.CodeForbidden)
-		got, _ := c.eng.GetTask(c.ctx, tr.c.ID)
+		got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID)
 		if got.PendingQuestion == nil || got.PendingQuestion.ID != qid {
 			t.Fatalf("%s's refused reply changed the question: %+v", name, got.PendingQuestion)
 		}
 	}
 	// The operator is not the parent either: it supersedes with a plain
 	// message instead.
-	_, err := c.eng.MessageTask(c.ctx, tr.c.ID, core.MessageInput{Text: "x", ReplyTo: qid})
+	_, err := c.eng.Messages.MessageTask(c.ctx, tr.c.ID, core.MessageInput{Text: "x", ReplyTo: qid})
 	wantCode(t, err, core.CodeForbidden)
 
 	res, err := c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.c.ID, "prompt": "blue", "reply_to_question_id": qid})
@@ -128,7 +128,7 @@ func TestReplyAuthorization(t *testing.T) {
 	if err != nil || res.(core.MessageResult).Status != "already_answered" {
 		t.Fatalf("repeat reply: %+v %v", res, err)
 	}
-	got, _ := c.eng.GetTask(c.ctx, tr.c.ID)
+	got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID)
 	if got.PendingQuestion != nil || got.Queued != 1 {
 		t.Fatalf("after answer: question %+v queued %d (want the answer queued once)", got.PendingQuestion, got.Queued)
 	}
@@ -141,7 +141,7 @@ func TestInterruptAuthorization(t *testing.T) {
 	for name, who := range map[string]string{"sibling": tr.s.ID, "grandparent": tr.g.ID, "child itself": tr.c.ID, "unrelated": tr.u.ID} {
 		_, err := c.call(who, "message_task_kandev", map[string]any{"task_id": tr.c.ID, "prompt": "steer", "delivery_mode": "interrupt"})
 		wantCode(t, err, core.CodeForbidden)
-		if got, _ := c.eng.GetTask(c.ctx, tr.c.ID); got.Queued != 0 {
+		if got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID); got.Queued != 0 {
 			t.Fatalf("%s's refused interrupt queued a message", name)
 		}
 	}
@@ -149,7 +149,7 @@ func TestInterruptAuthorization(t *testing.T) {
 	if err != nil {
 		t.Fatalf("parent interrupt: %v", err)
 	}
-	if got, _ := c.eng.GetTask(c.ctx, tr.c.ID); got.Queued != 1 {
+	if got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID); got.Queued != 1 {
 		t.Fatalf("parent interrupt: %+v, queued %d", res, got.Queued)
 	}
 }
@@ -162,7 +162,7 @@ func TestStopAuthorization(t *testing.T) {
 	for name, who := range map[string]string{"sibling": tr.s.ID, "grandparent": tr.g.ID, "child itself": tr.c.ID, "unrelated": tr.u.ID} {
 		_, err := c.call(who, "stop_task_kandev", map[string]any{"task_id": tr.c.ID})
 		wantCode(t, err, core.CodeForbidden)
-		got, _ := c.eng.GetTask(c.ctx, tr.c.ID)
+		got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID)
 		if got.Halted || got.PendingQuestion == nil || got.PendingQuestion.ID != qid {
 			t.Fatalf("%s's refused stop changed the task: halted %v question %+v", name, got.Halted, got.PendingQuestion)
 		}
@@ -188,7 +188,7 @@ func TestNoParentToAsk(t *testing.T) {
 	normal := c.task("normal", "", false)
 	_, err = c.call(normal.ID, capability.AskParent, map[string]any{"questions": []map[string]any{{"prompt": "?"}}})
 	wantCode(t, err, core.CodeForbidden)
-	if got, _ := c.eng.GetTask(c.ctx, root.ID); got.PendingQuestion != nil {
+	if got, _ := c.eng.Tasks.GetTask(c.ctx, root.ID); got.PendingQuestion != nil {
 		t.Fatal("a refused ask recorded a question")
 	}
 }
@@ -216,7 +216,7 @@ func TestToolArgumentValidation(t *testing.T) {
 		_, err := c.call(who, tc.tool, tc.args)
 		wantCode(t, err, core.CodeValidation)
 	}
-	if got, _ := c.eng.GetTask(c.ctx, tr.c.ID); got.Queued != 0 || got.PendingQuestion != nil {
+	if got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID); got.Queued != 0 || got.PendingQuestion != nil {
 		t.Fatalf("refused calls changed the child: queued %d question %+v", got.Queued, got.PendingQuestion)
 	}
 	_, err := c.call(tr.p.ID, "no_such_tool_kandev", nil)
@@ -228,11 +228,11 @@ func TestQueueCap(t *testing.T) {
 	c := newCoord(t)
 	task := c.task("busy", "", false)
 	for i := 0; i < 10; i++ {
-		if _, err := c.eng.MessageTask(c.ctx, task.ID, core.MessageInput{Text: "m"}); err != nil {
+		if _, err := c.eng.Messages.MessageTask(c.ctx, task.ID, core.MessageInput{Text: "m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := c.eng.MessageTask(c.ctx, task.ID, core.MessageInput{Text: "one too many"})
+	_, err := c.eng.Messages.MessageTask(c.ctx, task.ID, core.MessageInput{Text: "one too many"})
 	wantCode(t, err, core.CodeConflict)
 	details, _ := json.Marshal(core.AsError(err).Details)
 	if !strings.Contains(string(details), `"queued"`) {

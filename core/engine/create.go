@@ -38,20 +38,20 @@ type createPlan struct {
 
 // planCreate checks a create and resolves what it will make. It reads the
 // store and the file system and writes nothing.
-func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.CreateTaskInput) (createPlan, error) {
+func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in core.CreateTaskInput) (createPlan, error) {
 	title, titlePending, err := createTitle(in)
 	if err != nil {
 		return createPlan{}, err
 	}
-	budget, budgetBy, err := e.Spend.createBudget(actor, in)
+	budget, budgetBy, err := ts.spend.createBudget(actor, in)
 	if err != nil {
 		return createPlan{}, err
 	}
-	parent, err := e.createParent(ctx, in.ParentID)
+	parent, err := ts.createParent(ctx, in.ParentID)
 	if err != nil {
 		return createPlan{}, err
 	}
-	prof, err := e.createProfile(ctx, in, parent)
+	prof, err := ts.createProfile(ctx, in, parent)
 	if err != nil {
 		return createPlan{}, err
 	}
@@ -59,19 +59,19 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	if err != nil {
 		return createPlan{}, err
 	}
-	ws, err := e.Workspaces.planWorkspace(ctx, in, parent, cwd)
+	ws, err := ts.workspaces.planWorkspace(ctx, in, parent, cwd)
 	if err != nil {
 		return createPlan{}, err
 	}
-	assignee, prof, err := e.createAssignee(ctx, in, prof)
+	assignee, prof, err := ts.createAssignee(ctx, in, prof)
 	if err != nil {
 		return createPlan{}, err
 	}
-	host, err := e.Hosts.taskHost(ctx, in.Host, parent, prof)
+	host, err := ts.hosts.taskHost(ctx, in.Host, parent, prof)
 	if err != nil {
 		return createPlan{}, err
 	}
-	sandboxMode, err := e.resolveSandbox(ctx, in, parent, prof, host)
+	sandboxMode, err := ts.runs.resolveSandbox(ctx, in, parent, prof, host)
 	if err != nil {
 		return createPlan{}, err
 	}
@@ -85,7 +85,7 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	}
 	var blockers []string
 	for _, b := range in.BlockedBy {
-		bt, err := e.task(ctx, b)
+		bt, err := ts.k.task(ctx, b)
 		if err != nil {
 			return createPlan{}, core.Errorf(core.CodeValidation, "blocker %s: %s", b, err.Error())
 		}
@@ -95,7 +95,7 @@ func (e *Engine) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 	// it, or the task whose agent created it, which then signs it off.
 	handedBy := core.TaskRef(actor.TaskID).String()
 	if actor.Kind != core.ActorAgent {
-		handedBy = e.handerOf(actor)
+		handedBy = ts.k.handerOf(actor)
 	}
 	now := time.Now().UTC()
 	row := store.Task{
@@ -139,11 +139,11 @@ func createTitle(in core.CreateTaskInput) (title string, titlePending bool, err 
 
 // createParent is a create's parent task (the zero task when top-level),
 // which must exist and not be archived.
-func (e *Engine) createParent(ctx context.Context, id string) (core.Task, error) {
+func (ts *Tasks) createParent(ctx context.Context, id string) (core.Task, error) {
 	if id == "" {
 		return core.Task{}, nil
 	}
-	parent, err := e.task(ctx, id)
+	parent, err := ts.k.task(ctx, id)
 	if err != nil {
 		if core.CodeOf(err) == core.CodeNotFound {
 			return core.Task{}, core.Errorf(core.CodeValidation, "parent task %s does not exist", id)
@@ -158,18 +158,18 @@ func (e *Engine) createParent(ctx context.Context, id string) (core.Task, error)
 
 // createProfile is the profile a create names, else its parent's, else the
 // default one (ADR 0038).
-func (e *Engine) createProfile(ctx context.Context, in core.CreateTaskInput, parent core.Task) (core.Profile, error) {
+func (ts *Tasks) createProfile(ctx context.Context, in core.CreateTaskInput, parent core.Task) (core.Profile, error) {
 	profileName := strings.TrimSpace(in.Profile)
 	if profileName == "" {
 		profileName = parent.Profile
 	}
 	if profileName == "" {
 		var err error
-		if profileName, err = e.Roles.defaultProfile(ctx); err != nil {
+		if profileName, err = ts.roles.defaultProfile(ctx); err != nil {
 			return core.Profile{}, err
 		}
 	}
-	prof, err := e.Roles.profile(ctx, profileName)
+	prof, err := ts.roles.profile(ctx, profileName)
 	if err != nil {
 		if core.CodeOf(err) == core.CodeNotFound {
 			return core.Profile{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", profileName)
@@ -212,24 +212,24 @@ func createCWD(in core.CreateTaskInput, parent core.Task) (string, error) {
 
 // createAssignee is a create's assignee: a named role or person, else the
 // profile's own role. A role runs its own profile, which it returns.
-func (e *Engine) createAssignee(ctx context.Context, in core.CreateTaskInput, prof core.Profile) (core.Ref, core.Profile, error) {
+func (ts *Tasks) createAssignee(ctx context.Context, in core.CreateTaskInput, prof core.Profile) (core.Ref, core.Profile, error) {
 	assignee := core.RoleRef(prof.Name)
 	if strings.TrimSpace(in.Assignee) == "" {
 		return assignee, prof, nil
 	}
-	assignee, err := e.Roles.lookupAssignee(ctx, in.Assignee)
+	assignee, err := ts.roles.lookupAssignee(ctx, in.Assignee)
 	if err != nil {
 		return core.Ref{}, core.Profile{}, err
 	}
 	if assignee.IsRole() {
-		r, err := e.Roles.roleOf(ctx, assignee.Name)
+		r, err := ts.roles.roleOf(ctx, assignee.Name)
 		if err != nil {
 			return core.Ref{}, core.Profile{}, core.Errorf(core.CodeNotFound, "%v", err)
 		}
 		if in.Profile != "" && r.Profile != prof.Name {
 			return core.Ref{}, core.Profile{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, not %s; drop --profile or pick another assignee", r.Name, r.Profile, prof.Name)
 		}
-		if prof, err = e.Roles.profile(ctx, r.Profile); err != nil {
+		if prof, err = ts.roles.profile(ctx, r.Profile); err != nil {
 			return core.Ref{}, core.Profile{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
 		}
 		if in.Autopilot {
@@ -245,25 +245,25 @@ func (e *Engine) createAssignee(ctx context.Context, in core.CreateTaskInput, pr
 // with its key, budget, blockers and first queue item in one transaction,
 // and announces it. It returns the new task's id; errKeyUsed when a
 // concurrent create with the same key won.
-func (e *Engine) commitCreate(ctx context.Context, p createPlan) (string, error) {
+func (ts *Tasks) commitCreate(ctx context.Context, p createPlan) (string, error) {
 	row := p.row
 	var created changes
 	var err error
-	e.Workspaces.createBegin()
+	ts.workspaces.createBegin()
 	for attempt := 0; ; attempt++ {
 		row.ID = core.NewID()
 		// The worktree is made before the row so that a task that cannot
 		// have one is refused with git's reason, and undone if the row fails.
-		if err := e.Workspaces.makeWorktree(ctx, p.ws, &row); err != nil {
-			e.Workspaces.createEnd()
+		if err := ts.workspaces.makeWorktree(ctx, p.ws, &row); err != nil {
+			ts.workspaces.createEnd()
 			return "", err
 		}
-		created, err = e.tx(ctx, func(tx *store.Tx, c *changes) error {
+		created, err = ts.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 			c.touch(row.ID)
 			return insertCreateTx(ctx, tx, p, row)
 		})
 		if err != nil {
-			e.Workspaces.dropWorktree(ctx, row)
+			ts.workspaces.dropWorktree(ctx, row)
 			row.CWD = filepath.Clean(p.cwd)
 		}
 		if errors.Is(err, store.ErrConflict) && attempt < 5 {
@@ -271,14 +271,14 @@ func (e *Engine) commitCreate(ctx context.Context, p createPlan) (string, error)
 		}
 		break
 	}
-	e.Workspaces.createEnd()
+	ts.workspaces.createEnd()
 	if errors.Is(err, errKeyUsed) {
 		return "", err
 	}
 	if err != nil {
 		return "", mapStoreErr(err, "task")
 	}
-	e.announce(created)
+	ts.k.announce(created)
 	return row.ID, nil
 }
 

@@ -111,18 +111,12 @@ const DefaultQuestionTurnGrace = 2 * time.Minute
 // deferred, spend: each file says what its lock guards); a task's rt.mu is
 // taken before any of theirs (docs/architecture.md, "The engine's parts").
 type Engine struct {
-	// The shared kernel (kernel.go): the store, the task cache, the live
-	// runs, the bus, commit and announce. Embedded as a transitional step
-	// (issue 35), so the areas still declared on Engine reach it promoted;
-	// an area of its own type is given it as a named field instead.
-	*kernel
+	// k is the shared kernel (kernel.go): the store, the task cache, the
+	// live runs, the bus, commit and announce. Every area holds it too.
+	k *kernel
 
 	// flusher writes the recorders' streamed output (ADR 0050).
 	flusher streamFlusher
-
-	// loopEnded lets a test wait for a task's turn loop to end: the one
-	// moment after which nothing more is delivered until the next kick.
-	loopEnded func(id string)
 
 	started time.Time      // reported by Version (the daemon's uptime)
 	procWG  sync.WaitGroup // process teardowns and timers
@@ -152,14 +146,49 @@ type Engine struct {
 	// the daemon routes start, message, the conversation and the queue to
 	// it, and the other areas call it for a start and what a task takes.
 	Messages *Messages
+	Runs     *Runs
+	Turns    *Turns
+	Tasks    *Tasks
+	Chain    *Chain
+	Tools    *Tools
+	auth     *authorizer
 }
-
-var _ core.Client = (*Engine)(nil)
 
 // New opens an engine over an open store and loads the task cache.
 func New(ctx context.Context, opts Options) (*Engine, error) {
+	if err := opts.fillDefaults(); err != nil {
+		return nil, err
+	}
+	base, cancel := context.WithCancel(context.Background())
+	k := &kernel{
+		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
+		cache:   newTaskCache(),
+		live:    newLiveRuns(),
+		waiters: newWaitingCalls(), deferred: newDeferredDeliveries(),
+		baseCtx: base,
+	}
+	e := &Engine{k: k, cancel: cancel, started: time.Now()}
+	e.compose()
+	roles, err := k.db.ListRoles(ctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("engine: load roles: %w", err)
+	}
+	explicit := map[string]bool{}
+	for _, r := range roles {
+		explicit[r.Name] = !r.Implicit
+	}
+	if err := k.cache.load(ctx, k.db, explicit); err != nil {
+		cancel()
+		return nil, err
+	}
+	return e, nil
+}
+
+// fillDefaults checks the options and fills in what was left unset.
+func (opts *Options) fillDefaults() error {
 	if opts.DB == nil {
-		return nil, errors.New("engine: no store")
+		return errors.New("engine: no store")
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -184,89 +213,27 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		// and compared with the store's must not depend on how it was named.
 		dir, err := core.RealPath(opts.Home.Dir)
 		if err != nil {
-			return nil, fmt.Errorf("engine: kandev home %s: %w", opts.Home.Dir, err)
+			return fmt.Errorf("engine: kandev home %s: %w", opts.Home.Dir, err)
 		}
 		opts.Home.Dir = dir
 	}
 	if opts.SelfExe == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return nil, fmt.Errorf("engine: find own executable: %w", err)
+			return fmt.Errorf("engine: find own executable: %w", err)
 		}
 		opts.SelfExe = exe
 	}
-	base, cancel := context.WithCancel(context.Background())
-	k := &kernel{
-		opts: opts, db: opts.DB, log: opts.Logger, bus: newBus(),
-		cache:   newTaskCache(),
-		live:    newLiveRuns(),
-		waiters: newWaitingCalls(), deferred: newDeferredDeliveries(),
-		baseCtx: base,
-	}
-	e := &Engine{kernel: k, cancel: cancel, started: time.Now()}
-	k.kickLoop = e.kick
-	e.flusher.e = e
-	e.Workspaces = newWorkspaces(k)
-	e.Hosts = newHosts(k, e.Workspaces.ws)
-	// What the other areas give the hosts area (hosts.go).
-	e.Hosts.may = e.may
-	e.Hosts.held = e.held
-	e.Hosts.worktreeOwner = e.Workspaces.worktreeOwner
-	e.Hosts.requeueOpenPrompt = e.requeueOpenPrompt
-	e.Hosts.endRunLocked = e.endRunLocked
-	e.Spend = &Spend{k: k, procWG: &e.procWG}
-	// What the areas still on Engine give the spend area (usage.go).
-	e.Spend.may = e.may
-	e.Spend.task = e.task
-	e.Spend.getTask = e.GetTask
-	e.Spend.releaseRunLocked = e.releaseRunLocked
-	e.Spend.terminate = e.terminate
-	e.Spend.describeSender = e.describeSender
-	e.Spend.handoff = e.handoff
-	// What the other areas give the workspaces area (workspace.go).
-	e.Workspaces.task = e.task
-	e.Workspaces.may = e.may
-	e.Workspaces.describeSender = e.describeSender
-	e.Workspaces.setupConfiner = e.setupConfiner
-	e.Workspaces.withHosts(e.Hosts)
-	e.Roles = &Roles{k: k}
-	// What the areas still on Engine give the roles area (roles.go), and
-	// what it gives the hosts area.
-	e.Roles.may = e.may
-	e.Roles.checkProfileHost = e.Hosts.checkProfileHost
-	e.Hosts.profiles = e.Roles.ListProfiles
-	// What the other areas give the questions area (questions.go), and
-	// what it gives the spend area.
-	e.Questions = &Questions{k: k, procWG: &e.procWG, may: e.may, mayAnswer: e.mayAnswer, task: e.task,
-		handoffTx: e.handoffTx, roleOf: e.Roles.roleOf, profile: e.Roles.profile}
-	e.Spend.staleQuestionTx = e.Questions.staleQuestionTx
-	// What the other areas give the messages area (messages.go).
-	e.Messages = &Messages{k: k, procWG: &e.procWG, task: e.task, may: e.may, holder: e.holder, held: e.held,
-		supersedeTx: e.Questions.supersedeTx, replyToQuestion: e.Questions.replyToQuestion, handoff: e.handoff,
-		planReview: e.Workspaces.planReview}
-	roles, err := e.db.ListRoles(ctx)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("engine: load roles: %w", err)
-	}
-	explicit := map[string]bool{}
-	for _, r := range roles {
-		explicit[r.Name] = !r.Implicit
-	}
-	if err := e.cache.load(ctx, e.db, explicit); err != nil {
-		cancel()
-		return nil, err
-	}
-	return e, nil
+	return nil
 }
 
 // Bus exposes the event bus (the daemon serves it as SSE).
-func (e *Engine) Bus() *Bus { return e.bus }
+func (e *Engine) Bus() *Bus { return e.k.bus }
 
 // Close stops taking work, tears down every agent process group, marks
 // their sessions interrupted and waits for turn goroutines to end.
 func (e *Engine) Close() error {
-	runs, first := e.live.close()
+	runs, first := e.k.live.close()
 	if !first {
 		return nil
 	}
@@ -275,12 +242,12 @@ func (e *Engine) Close() error {
 		wg.Add(1)
 		go func(r *liveRun) {
 			defer wg.Done()
-			e.interruptRun(r, "shut down")
+			e.Runs.interruptRun(r, "shut down")
 		}(r)
 	}
 	wg.Wait()
 	e.cancel()
-	e.wg.Wait()
+	e.k.wg.Wait()
 	e.procWG.Wait()
 	// What the agents streamed before they were torn down and still
 	// waits is written before the store closes (ADR 0050).
@@ -306,16 +273,16 @@ func stripe(id string, n int) int {
 }
 
 // resolveID accepts an exact id or a unique prefix of one.
-func (e *Engine) resolveID(ctx context.Context, ref string) (string, error) {
+func (k *kernel) resolveID(ctx context.Context, ref string) (string, error) {
 	ref = strings.TrimSpace(ref)
 	if ref == "" {
 		return "", core.Errorf(core.CodeValidation, "task id is required")
 	}
-	if _, ok := e.cached(ref); ok {
+	if _, ok := k.cached(ref); ok {
 		return ref, nil
 	}
 	if len(ref) >= 2 && len(ref) < core.IDLength {
-		ids, err := e.db.TaskIDsWithPrefix(ctx, ref, 6)
+		ids, err := k.db.TaskIDsWithPrefix(ctx, ref, 6)
 		if err != nil {
 			return "", mapStoreErr(err, "task "+ref)
 		}
@@ -330,12 +297,12 @@ func (e *Engine) resolveID(ctx context.Context, ref string) (string, error) {
 	return "", core.Errorf(core.CodeNotFound, "task %s not found", ref)
 }
 
-func (e *Engine) task(ctx context.Context, ref string) (core.Task, error) {
-	id, err := e.resolveID(ctx, ref)
+func (k *kernel) task(ctx context.Context, ref string) (core.Task, error) {
+	id, err := k.resolveID(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	t, ok := e.cached(id)
+	t, ok := k.cached(id)
 	if !ok {
 		return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", ref)
 	}
@@ -446,22 +413,22 @@ func mapStoreErr(err error, what string) error {
 
 // Version implements core.Client.
 func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
-	runs := e.live.count()
+	runs := e.k.live.count()
 	running := 0
-	cv := e.cache.rlock()
+	cv := e.k.cache.rlock()
 	for _, t := range cv.tasks {
 		if !t.Archived && t.Running() {
 			running++
 		}
 	}
 	cv.runlock()
-	return core.VersionInfo{Version: e.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.opts.Home.Dir,
+	return core.VersionInfo{Version: e.k.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.k.opts.Home.Dir,
 		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }
 
 // Events implements core.Client.
 func (e *Engine) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
-	sub, src, cancel := e.bus.SubscribeAppends(in.TaskID, AppendsOf(in.Appends))
+	sub, src, cancel := e.k.bus.SubscribeAppends(in.TaskID, AppendsOf(in.Appends))
 	out := make(chan core.Event, 64)
 	if in.Appends != "" {
 		out <- core.Event{Type: core.EventSubscribed, Subscription: sub, At: time.Now().UTC()}

@@ -15,10 +15,10 @@ import (
 // left without a handoff, a pending question, open subtasks or blockers,
 // or a next turn already queued, is stalled and goes up the chain.
 // It runs at those moments and in the startup sweep, never on a timer.
-func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed bool, detail string) {
+func (ch *Chain) stallCheck(ctx context.Context, taskID, role string, failed bool, detail string) {
 	defer func() {
-		if err := e.db.SetNeedsCheck(ctx, taskID, false); err != nil {
-			e.log.Error("clear stall check", "task", taskID, "err", err)
+		if err := ch.k.db.SetNeedsCheck(ctx, taskID, false); err != nil {
+			ch.k.log.Error("clear stall check", "task", taskID, "err", err)
 		}
 	}()
 	// A child's question is read before the task, never after: the question
@@ -26,10 +26,10 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	// this read shows in the task read below as a queued turn (its notice),
 	// which holds the task. Read the other way round, a question asked
 	// between the reads was taken for one this task's turn ignored.
-	unanswered := e.unansweredChildQuestion(ctx, taskID)
+	unanswered := ch.unansweredChildQuestion(ctx, taskID)
 	// The store, not the cache: a handoff that committed a moment ago (and
 	// whose refresh has not run yet) must hold the task.
-	t, err := e.storedTask(ctx, taskID)
+	t, err := ch.k.storedTask(ctx, taskID)
 	if err != nil || t.Archived || t.Status.Terminal() || t.Halted {
 		return
 	}
@@ -49,7 +49,7 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	// Nor is a subtask that stalled and was reported to this task (ADR
 	// 0046): it waits on this task to decide, so this task's turn that
 	// ended without deciding leaves a tree where nothing runs.
-	holding, stalledKid := e.holdingSubtasks(taskID)
+	holding, stalledKid := ch.holdingSubtasks(taskID)
 	if unanswered == "" && (len(t.BlockedBy) > 0 || holding > 0) {
 		return // waits on subtasks or blockers; their finishing wakes it
 	}
@@ -62,16 +62,16 @@ func (e *Engine) stallCheck(ctx context.Context, taskID, role string, failed boo
 	case stalledKid != "":
 		detail, cause = stalledKid, core.CauseStalledSubtask
 	}
-	e.escalate(ctx, t, role, detail, cause)
+	ch.escalate(ctx, t, role, detail, cause)
 }
 
 // unansweredChildQuestion describes the oldest pending question a child
 // addressed to taskID, or "". Questions live in message meta, their single
 // source of truth, so the store is asked, not the cache.
-func (e *Engine) unansweredChildQuestion(ctx context.Context, taskID string) string {
-	pending, err := e.db.PendingQuestions(ctx)
+func (ch *Chain) unansweredChildQuestion(ctx context.Context, taskID string) string {
+	pending, err := ch.k.db.PendingQuestions(ctx)
 	if err != nil {
-		e.log.Error("read pending questions", "task", taskID, "err", err)
+		ch.k.log.Error("read pending questions", "task", taskID, "err", err)
 		return ""
 	}
 	for _, m := range pending {
@@ -80,7 +80,7 @@ func (e *Engine) unansweredChildQuestion(ctx context.Context, taskID string) str
 			continue
 		}
 		title := ""
-		if c, ok := e.cached(m.TaskID); ok {
+		if c, ok := ch.k.cached(m.TaskID); ok {
 			title = " (" + c.Title + ")"
 		}
 		return fmt.Sprintf("%s%s from subtask %s%s: the turn ended without answering it (message_task_kandev with reply_to_question_id) or relaying it, and the subtask waits on it.\n\n%s",
@@ -93,8 +93,8 @@ func (e *Engine) unansweredChildQuestion(ctx context.Context, taskID string) str
 // finishing will wake it), and describes the first one that cannot: a
 // subtask stalled and reported to taskID (reportStallToCreator), still
 // with its role, with nothing running or queued, waits on taskID to act.
-func (e *Engine) holdingSubtasks(taskID string) (int, string) {
-	cv := e.cache.rlock()
+func (ch *Chain) holdingSubtasks(taskID string) (int, string) {
+	cv := ch.k.cache.rlock()
 	defer cv.runlock()
 	n, stalled := 0, ""
 	for _, c := range cv.children[taskID] {
@@ -124,8 +124,8 @@ func reportedStall(t *core.Task) bool {
 	return t.Session == nil || !t.Session.State.Live() || t.Session.State == core.SessionWaitingForInput
 }
 
-func (e *Engine) openSubtasks(taskID string) int {
-	cv := e.cache.rlock()
+func (ch *Chain) openSubtasks(taskID string) int {
+	cv := ch.k.cache.rlock()
 	defer cv.runlock()
 	n := 0
 	for _, c := range cv.children[taskID] {
@@ -141,9 +141,9 @@ func (e *Engine) openSubtasks(taskID string) int {
 // task an agent created, the creating task's assignee is woken with the
 // report (see docs/decisions/0003-escalation-targets.md). With none of
 // these the task stays where it is and the daemon logs it.
-func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
+func (ch *Chain) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
 	var target *core.Ref
-	if r, err := e.Roles.roleOf(ctx, role); err == nil {
+	if r, err := ch.roles.roleOf(ctx, role); err == nil {
 		target = roleFromStore(r).ReportsTo
 	}
 	reason := "Stalled"
@@ -165,29 +165,29 @@ func (e *Engine) escalate(ctx context.Context, t core.Task, role, detail string,
 		}
 	}
 	if target != nil {
-		if _, err := e.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: cause == core.CauseRunFailed, Cause: cause}); err != nil {
-			e.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
+		if _, err := ch.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: cause == core.CauseRunFailed, Cause: cause}); err != nil {
+			ch.k.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
 		}
 		return
 	}
 	if t.CreatedBy.IsTask() {
-		if p, ok := e.cached(t.CreatedBy.Name); ok && !p.Archived && !p.Status.Terminal() {
-			e.reportStallToCreator(ctx, t, p, role, detail, cause)
+		if p, ok := ch.k.cached(t.CreatedBy.Name); ok && !p.Archived && !p.Status.Terminal() {
+			ch.reportStallToCreator(ctx, t, p, role, detail, cause)
 			return
 		}
 	}
-	e.markStuck(ctx, t, role, detail, cause)
+	ch.markStuck(ctx, t, role, detail, cause)
 }
 
 // markStuck records a stall that has nowhere to go (ADR 0007): the task
 // stays with its role, marked Stuck, and its queue waits for explicit
 // input from the operator (or its parent), which clears the mark.
-func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
-	e.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
+func (ch *Chain) markStuck(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
+	ch.k.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
 		Failed: cause == core.CauseRunFailed, Cause: cause})
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err := ch.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
@@ -197,18 +197,18 @@ func (e *Engine) markStuck(ctx context.Context, t core.Task, role, detail string
 				role, truncateRunes(orNone(detail), 200)), map[string]any{"reason": core.StallStuck})
 	})
 	if err != nil {
-		e.log.Error("mark stuck", "task", t.ID, "err", err)
+		ch.k.log.Error("mark stuck", "task", t.ID, "err", err)
 	}
 }
 
 // reportStallToCreator marks a stalled agent-created task and wakes the
 // creating task's assignee with the report. The task stays with its role.
-func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, cause core.StallCause) {
+func (ch *Chain) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, cause core.StallCause) {
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: "Stalled", From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
 		Failed: cause == core.CauseRunFailed, Cause: cause})
 	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(cause), Detail: detail}
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err := ch.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 			return err
 		}
@@ -228,7 +228,7 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 		return nil
 	})
 	if err != nil {
-		e.log.Error("report stall", "task", t.ID, "err", err)
+		ch.k.log.Error("report stall", "task", t.ID, "err", err)
 	}
 }
 
@@ -236,23 +236,23 @@ func (e *Engine) reportStallToCreator(ctx context.Context, t, creator core.Task,
 // for its parent (when the parent has been worked) and one for every task it
 // blocked. Each is a turn of its own. A task whose own agent made the
 // change (a parent signing its child off) gets no wake: it carries no news.
-func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
+func (ch *Chain) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 	by := core.ActorFrom(ctx)
 	news := func(id string) bool { return !agentOf(by, id) }
 	var targets []string
 	if t.ParentID != "" && news(t.ParentID) {
-		if p, ok := e.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {
+		if p, ok := ch.k.cached(t.ParentID); ok && !p.Archived && !p.Status.Terminal() && p.Session != nil {
 			targets = append(targets, p.ID)
 		}
 	}
-	if ids, err := e.db.BlockedBy(ctx, t.ID); err == nil {
+	if ids, err := ch.k.db.BlockedBy(ctx, t.ID); err == nil {
 		for _, id := range ids {
-			if b, ok := e.cached(id); ok && !b.Archived && !b.Status.Terminal() && news(id) {
+			if b, ok := ch.k.cached(id); ok && !b.Archived && !b.Status.Terminal() && news(id) {
 				targets = append(targets, id)
 			}
 		}
 	}
-	summary := e.lastWords(ctx, t.ID, "")
+	summary := ch.lastWords(ctx, t.ID, "")
 	now := time.Now().UTC()
 	var items []store.QueueItem
 	for _, id := range targets {
@@ -260,7 +260,7 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 		if id != t.ParentID {
 			rel = "blocker"
 		}
-		open := e.openSubtasks(id)
+		open := ch.openSubtasks(id)
 		if rel == "subtask" && open > 0 {
 			open-- // this one, finishing now
 		}
@@ -276,20 +276,20 @@ func (e *Engine) wakesFor(ctx context.Context, t core.Task) []store.QueueItem {
 // For a session it is the agent's own text in its last turn, or nothing:
 // a stall record quotes it as the agent's last words, and kandev's handoff
 // note (which carries kandev's own prompt text) is not what the agent said.
-func (e *Engine) lastWords(ctx context.Context, taskID, sessionID string) string {
-	m, err := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgAgent))
+func (ch *Chain) lastWords(ctx context.Context, taskID, sessionID string) string {
+	m, err := ch.k.db.LastMessageOfKind(ctx, taskID, string(core.MsgAgent))
 	if sessionID != "" && (err != nil || m.SessionID != sessionID) {
 		return ""
 	}
 	// Words from an earlier turn are not the last turn's: a turn that said
 	// nothing has no last words.
 	if sessionID != "" {
-		if p, perr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt)); perr == nil && p.SessionID == sessionID && p.Seq > m.Seq {
+		if p, perr := ch.k.db.LastMessageOfKind(ctx, taskID, string(core.MsgPrompt)); perr == nil && p.SessionID == sessionID && p.Seq > m.Seq {
 			return ""
 		}
 	}
 	if err != nil {
-		if h, herr := e.db.LastMessageOfKind(ctx, taskID, string(core.MsgHandoff)); herr == nil {
+		if h, herr := ch.k.db.LastMessageOfKind(ctx, taskID, string(core.MsgHandoff)); herr == nil {
 			return h.Text
 		}
 		return ""
@@ -298,29 +298,29 @@ func (e *Engine) lastWords(ctx context.Context, taskID, sessionID string) string
 }
 
 // sweep runs the stall checks a crash cut short, once at startup.
-func (e *Engine) sweep(ctx context.Context) error {
+func (ch *Chain) sweep(ctx context.Context) error {
 	// The tasks the start loaded: at 100,000 tasks, asking the table again
 	// (needs_check and waiting have no index) was a tenth of the start.
-	ids := e.cache.takeUnchecked()
+	ids := ch.k.cache.takeUnchecked()
 	for _, id := range ids {
-		t, ok := e.cached(id)
+		t, ok := ch.k.cached(id)
 		if !ok || t.Session == nil {
-			_ = e.db.SetNeedsCheck(ctx, id, false)
+			_ = ch.k.db.SetNeedsCheck(ctx, id, false)
 			continue
 		}
 		failed := t.Session.State == core.SessionFailed
 		detail := t.Session.Error
 		if !failed {
-			detail = e.lastWords(ctx, id, t.Session.ID)
+			detail = ch.lastWords(ctx, id, t.Session.ID)
 		}
-		e.log.Info("startup sweep: checking a task whose check was interrupted", "task", id)
-		e.stallCheck(ctx, id, t.Session.Role, failed, detail)
+		ch.k.log.Info("startup sweep: checking a task whose check was interrupted", "task", id)
+		ch.stallCheck(ctx, id, t.Session.Role, failed, detail)
 	}
 	// Runs that could not start may be runnable now (a CLI installed).
 	// Found by walking the cache, not by a lookup per task (a tenth of
 	// the start at 100,000 tasks), and kicked in task order.
 	var waiting []string
-	cv := e.cache.rlock()
+	cv := ch.k.cache.rlock()
 	found := map[string]bool{}
 	for id, t := range cv.tasks {
 		if t.Waiting != "" && !t.Archived {
@@ -337,16 +337,16 @@ func (e *Engine) sweep(ctx context.Context) error {
 	}
 	cv.runlock()
 	for _, id := range waiting {
-		e.kick(id)
+		ch.turns.kick(id)
 	}
 	// Starts the last daemon acknowledged but never delivered (it died
 	// in between) go ahead; the turn loop skips tasks held meanwhile.
-	started, err := e.db.StartedQueues(ctx)
+	started, err := ch.k.db.StartedQueues(ctx)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	for _, id := range started {
-		e.kick(id)
+		ch.turns.kick(id)
 	}
 	return nil
 }

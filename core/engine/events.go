@@ -12,18 +12,18 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
-func (e *Engine) updateSession(id string, u store.SessionUpdate) {
+func (rs *Runs) updateSession(id string, u store.SessionUpdate) {
 	ctx := context.Background()
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := rs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.session(id)
 		return tx.UpdateSession(ctx, id, u, time.Now().UTC())
 	})
 	if err != nil {
-		e.log.Error("update session", "session", id, "err", err)
+		rs.k.log.Error("update session", "session", id, "err", err)
 		// Show the session as it stands all the same.
 		c.session(id)
 	}
-	e.announce(c)
+	rs.k.announce(c)
 }
 
 func (k *kernel) publishSession(id string) {

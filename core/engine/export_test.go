@@ -9,11 +9,11 @@ import (
 
 // OnLoopEnd has f called each time a task's turn loop ends, so in-process
 // tests wait for the moment after which nothing more is delivered.
-func OnLoopEnd(e *Engine, f func(id string)) { e.loopEnded = f }
+func OnLoopEnd(e *Engine, f func(id string)) { e.Turns.loopEnded = f }
 
 // LoopRunning reports whether the task's turn loop runs now.
 func LoopRunning(e *Engine, id string) bool {
-	rt := e.runtime(id)
+	rt := e.Runs.runtime(id)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return rt.busy
@@ -21,5 +21,5 @@ func LoopRunning(e *Engine, id string) bool {
 
 // RenderQueued is the text the agent would read for a queued item.
 func RenderQueued(e *Engine, t core.Task, it store.QueueItem) string {
-	return e.renderItem(context.Background(), t, it)
+	return e.Turns.renderItem(context.Background(), t, it)
 }

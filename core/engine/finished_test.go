@@ -11,15 +11,16 @@ import (
 // as it never could for a cancelled one.
 func TestFinishedTasksAreHeld(t *testing.T) {
 	k := &kernel{}
-	e := &Engine{kernel: k, Spend: &Spend{k: k}}
+	e := &Engine{k: k}
+	e.compose()
 	role := &core.Ref{Kind: "role", Name: "mock"}
 	for _, st := range []core.Status{core.StatusDone, core.StatusCancelled} {
-		if got := e.held(core.Task{ID: "t1", Status: st, Assignee: role}); got != string(st) {
+		if got := e.Turns.held(core.Task{ID: "t1", Status: st, Assignee: role}); got != string(st) {
 			t.Errorf("held(%s task) = %q, want %q", st, got, st)
 		}
 	}
 	for _, st := range []core.Status{core.StatusTodo, core.StatusInProgress, core.StatusReview} {
-		if got := e.held(core.Task{ID: "t1", Status: st, Assignee: role}); got != "" {
+		if got := e.Turns.held(core.Task{ID: "t1", Status: st, Assignee: role}); got != "" {
 			t.Errorf("held(%s task) = %q, want nothing", st, got)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kandev/kandev/core"
@@ -18,33 +19,15 @@ const (
 	itemWake    = "wake"    // a subtask or blocker finished
 )
 
-// handerOf is the assignee reference of whoever acts: a person as
-// themselves, an agent as the role its session serves.
-func (e *Engine) handerOf(actor core.Actor) string {
-	switch actor.Kind {
-	case core.ActorPerson:
-		return personRef(actor.Name)
-	case core.ActorAgent:
-		run := e.live.session(actor.SessionID)
-		if run != nil {
-			return roleRef(run.role)
-		}
-		if s, err := e.db.GetSession(context.Background(), actor.SessionID); err == nil {
-			return roleRef(s.Role)
-		}
-	}
-	return ""
-}
-
 // mustHold refuses an agent's move on its own task once its role no
 // longer holds it (it handed the task on earlier in the same turn, or it
 // was taken away): only the holder moves a task forward, and a second
 // handoff must not pull the task back from whoever has it now.
-func (e *Engine) mustHold(actor core.Actor, t core.Task) error {
-	if !agentOf(actor, t.ID) || e.holder(actor, t) {
+func (ch *Chain) mustHold(actor core.Actor, t core.Task) error {
+	if !agentOf(actor, t.ID) || ch.auth.holder(actor, t) {
 		return nil
 	}
-	hander := e.handerOf(actor)
+	hander := ch.k.handerOf(actor)
 	holder := "nobody"
 	if t.Assignee != nil {
 		holder = t.Assignee.Describe()
@@ -54,21 +37,21 @@ func (e *Engine) mustHold(actor core.Actor, t core.Task) error {
 }
 
 // HandoffTask implements core.Client.
-func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInput) (core.HandoffResult, error) {
+func (ch *Chain) HandoffTask(ctx context.Context, ref string, in core.HandoffInput) (core.HandoffResult, error) {
 	actor := core.ActorFrom(ctx)
-	t, err := e.task(ctx, ref)
+	t, err := ch.k.task(ctx, ref)
 	if err != nil {
 		return core.HandoffResult{}, err
 	}
-	if err := e.may(actor, ActHandoff, t); err != nil {
+	if err := ch.auth.may(actor, ActHandoff, t); err != nil {
 		return core.HandoffResult{}, err
 	}
 	if actor.Kind == core.ActorAgent {
-		if err := e.mustHold(actor, t); err != nil {
+		if err := ch.mustHold(actor, t); err != nil {
 			return core.HandoffResult{}, err
 		}
 	}
-	if err := e.Messages.deliverable(t); err != nil {
+	if err := ch.messages.deliverable(t); err != nil {
 		return core.HandoffResult{}, err
 	}
 	to := strings.TrimSpace(in.To)
@@ -81,21 +64,21 @@ func (e *Engine) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
 		}
 		target = *t.HandedBy
-	} else if target, err = e.Roles.lookupAssignee(ctx, to); err != nil {
+	} else if target, err = ch.roles.lookupAssignee(ctx, to); err != nil {
 		return core.HandoffResult{}, err
 	}
-	hander := e.handerOf(actor)
+	hander := ch.k.handerOf(actor)
 	if hander == "" {
 		return core.HandoffResult{}, core.Errorf(core.CodeInternal, "cannot tell who is handing task %s over", t.ID)
 	}
-	return e.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), nil)
+	return ch.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), nil)
 }
 
 // handoff moves a task to target. stall is nil for a plain handoff; for an
 // escalation it carries the reason ("Stalled", core.StallReturned) and
 // whether the run failed, and its record stays on the task until the next
 // handoff.
-func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error) {
+func (ch *Chain) handoff(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error) {
 	reason := ""
 	if stall != nil {
 		reason = stall.Reason
@@ -109,11 +92,11 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	}
 	profile := ""
 	if target.IsRole() {
-		r, err := e.Roles.roleOf(ctx, target.Name)
+		r, err := ch.roles.roleOf(ctx, target.Name)
 		if err != nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
 		}
-		prof, err := e.Roles.profile(ctx, r.Profile)
+		prof, err := ch.roles.profile(ctx, r.Profile)
 		if err != nil {
 			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
 		}
@@ -128,23 +111,23 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	// agent to sign it off.
 	var signOff *core.Task
 	if target.IsTask() {
-		p, ok := e.cached(target.Name)
+		p, ok := ch.k.cached(target.Name)
 		if !ok || p.Archived || p.Status.Terminal() {
 			return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s, which delegated %s, is no longer open; hand it to a role or a person", target.Name, t.ID)
 		}
 		signOff = &p
 	}
 	var delivered string
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ch.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		var err error
-		delivered, err = e.handoffTx(ctx, tx, c, t, target, hander, message, stall, profile, signOff, true)
+		delivered, err = ch.handoffTx(ctx, tx, c, t, target, hander, message, stall, profile, signOff, true)
 		return err
 	})
 	if err != nil {
 		return core.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
 	}
-	e.releaseRun(t.ID, target, core.ActorFrom(ctx).SessionID)
-	e.announce(c)
+	ch.releaseRun(t.ID, target, core.ActorFrom(ctx).SessionID)
+	ch.k.announce(c)
 	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
 }
 
@@ -153,8 +136,8 @@ func (e *Engine) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 // handed the task on and finishes its turn); by cancelling the turn when
 // someone else took the task away mid-turn. bySession is the session of
 // the agent that handed it over, if an agent did.
-func (e *Engine) releaseRun(taskID string, to core.Ref, bySession string) {
-	rt := e.runtime(taskID)
+func (ch *Chain) releaseRun(taskID string, to core.Ref, bySession string) {
+	rt := ch.runs.runtime(taskID)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	run := rt.run
@@ -164,9 +147,9 @@ func (e *Engine) releaseRun(taskID string, to core.Ref, bySession string) {
 	if rt.turn != nil && rt.turn.run == run {
 		rt.turn.handedOff = true // runTurn ends the run when the turn is over
 		if bySession != run.sessionID {
-			e.procWG.Add(1)
+			ch.procWG.Add(1)
 			go func() {
-				defer e.procWG.Done()
+				defer ch.procWG.Done()
 				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				_ = run.proc.Cancel(cctx)
@@ -174,7 +157,7 @@ func (e *Engine) releaseRun(taskID string, to core.Ref, bySession string) {
 		}
 		return
 	}
-	e.endRunLocked(run, core.SessionCompleted, "the task was handed to "+to.String())
+	ch.runs.endRunLocked(run, core.SessionCompleted, "the task was handed to "+to.String())
 }
 
 func describeRef(ref string) string {
@@ -204,24 +187,24 @@ func stallWhy(cause core.StallCause) string {
 }
 
 // BlockTask implements core.Client.
-func (e *Engine) BlockTask(ctx context.Context, ref string, in core.BlockInput) (core.Task, error) {
-	t, err := e.task(ctx, ref)
+func (ch *Chain) BlockTask(ctx context.Context, ref string, in core.BlockInput) (core.Task, error) {
+	t, err := ch.k.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	if err := e.may(core.ActorFrom(ctx), ActBlock, t); err != nil {
+	if err := ch.auth.may(core.ActorFrom(ctx), ActBlock, t); err != nil {
 		return core.Task{}, err
 	}
 	if len(in.On) == 0 {
 		return core.Task{}, core.Errorf(core.CodeValidation, "name the task(s) it waits on")
 	}
 	for _, o := range in.On {
-		b, err := e.task(ctx, o)
+		b, err := ch.k.task(ctx, o)
 		if err != nil {
 			return core.Task{}, err
 		}
 		if in.Remove {
-			if err := e.db.RemoveBlocker(ctx, t.ID, b.ID); err != nil {
+			if err := ch.k.db.RemoveBlocker(ctx, t.ID, b.ID); err != nil {
 				return core.Task{}, mapStoreErr(err, "blocker "+b.ID+" of "+t.ID)
 			}
 			continue
@@ -229,19 +212,19 @@ func (e *Engine) BlockTask(ctx context.Context, ref string, in core.BlockInput) 
 		if b.ID == t.ID {
 			return core.Task{}, core.Errorf(core.CodeValidation, "a task cannot wait on itself")
 		}
-		if e.blocks(ctx, t.ID, b.ID) {
+		if ch.blocks(ctx, t.ID, b.ID) {
 			return core.Task{}, core.Errorf(core.CodeValidation, "task %s already waits on %s (directly or not): that would be a cycle", b.ID, t.ID)
 		}
-		if err := e.db.AddBlocker(ctx, t.ID, b.ID); err != nil {
+		if err := ch.k.db.AddBlocker(ctx, t.ID, b.ID); err != nil {
 			return core.Task{}, mapStoreErr(err, "blocker")
 		}
 	}
-	return e.refresh(ctx, t.ID)
+	return ch.k.refresh(ctx, t.ID)
 }
 
 // blocks reports whether a waits, directly or through others, on b... i.e.
 // whether b is reachable from a by blocker edges reversed: does b wait on a?
-func (e *Engine) blocks(ctx context.Context, a, b string) bool {
+func (ch *Chain) blocks(ctx context.Context, a, b string) bool {
 	seen := map[string]bool{}
 	stack := []string{b}
 	for len(stack) > 0 {
@@ -254,7 +237,7 @@ func (e *Engine) blocks(ctx context.Context, a, b string) bool {
 			continue
 		}
 		seen[cur] = true
-		bs, err := e.db.Blockers(ctx, cur)
+		bs, err := ch.k.db.Blockers(ctx, cur)
 		if err != nil {
 			return false
 		}
@@ -269,7 +252,7 @@ func (e *Engine) blocks(ctx context.Context, a, b string) bool {
 // sign-off request to the delegating task). An answer that hands its task
 // back (answerHandback) passes no notice: the answer is that turn's
 // prompt. It returns how the handoff is delivered.
-func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core.Task, target core.Ref, hander, message string,
+func (ch *Chain) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core.Task, target core.Ref, hander, message string,
 	stall *core.Stall, profile string, signOff *core.Task, notice bool) (string, error) {
 	reason := ""
 	if stall != nil {
@@ -338,7 +321,7 @@ func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 		}
 	}
 	if from != target {
-		if err := e.Questions.supersedeTx(ctx, tx, t, by, c); err != nil {
+		if err := ch.questions.supersedeTx(ctx, tx, t, by, c); err != nil {
 			return "", err
 		}
 	}
@@ -361,4 +344,20 @@ func (e *Engine) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 			Text: message, CreatedAt: now}, tmpl, data, map[string]any{"from": from.String(), "to": target.String()}))
 	}
 	return delivered, err
+}
+
+// Chain is the reporting chain (handoff.go, escalation.go, stop.go):
+// hand a task on, block it, stop it, and climb the chain when work
+// stalls (the stall check, escalation to the parent or a person).
+type Chain struct {
+	k *kernel
+	// procWG counts the teardowns a hand-off starts, which Close waits for.
+	procWG *sync.WaitGroup
+
+	auth      *authorizer
+	messages  *Messages  // what a hand-off delivers
+	questions *Questions // the questions a hand-off or a stop settles
+	roles     *Roles     // the assignee a hand-off names
+	runs      *Runs      // the run a stop or a hand-off ends
+	turns     *Turns     // the turn loop a hand-off wakes
 }

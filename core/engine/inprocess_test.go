@@ -263,19 +263,19 @@ type tokenHost struct {
 }
 
 func (h tokenHost) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
-	actor, err := h.eng.Authenticate(ctx, h.token)
+	actor, err := h.eng.Tools.Authenticate(ctx, h.token)
 	if err != nil {
 		return core.ToolSurface{}, err
 	}
-	return h.eng.ToolSurface(core.WithActor(ctx, actor))
+	return h.eng.Tools.ToolSurface(core.WithActor(ctx, actor))
 }
 
 func (h tokenHost) CallTool(ctx context.Context, name string, args []byte) (any, error) {
-	actor, err := h.eng.Authenticate(ctx, h.token)
+	actor, err := h.eng.Tools.Authenticate(ctx, h.token)
 	if err != nil {
 		return nil, err
 	}
-	return h.eng.CallTool(core.WithActor(ctx, actor), name, args)
+	return h.eng.Tools.CallTool(core.WithActor(ctx, actor), name, args)
 }
 
 // gatedReader holds reads until open closes.
@@ -326,7 +326,7 @@ func (p *inProc) create(in core.CreateTaskInput) core.Task {
 	if in.Profile == "" {
 		in.Profile = "mock"
 	}
-	task, err := p.eng.CreateTask(p.op(), in)
+	task, err := p.eng.Tasks.CreateTask(p.op(), in)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func (p *inProc) op() context.Context { return core.WithActor(p.ctx, core.Operat
 
 func (p *inProc) get(id string) core.Task {
 	p.t.Helper()
-	task, err := p.eng.GetTask(p.ctx, id)
+	task, err := p.eng.Tasks.GetTask(p.ctx, id)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -347,14 +347,14 @@ func (p *inProc) get(id string) core.Task {
 
 func (p *inProc) message(id, text string, delivery core.Delivery) {
 	p.t.Helper()
-	if _, err := p.eng.MessageTask(p.op(), id, core.MessageInput{Text: text, Delivery: delivery}); err != nil {
+	if _, err := p.eng.Messages.MessageTask(p.op(), id, core.MessageInput{Text: text, Delivery: delivery}); err != nil {
 		p.t.Fatal(err)
 	}
 }
 
 func (p *inProc) conversation(id string) []core.Message {
 	p.t.Helper()
-	page, err := p.eng.Conversation(p.ctx, id, core.ConversationInput{Limit: 1000})
+	page, err := p.eng.Messages.Conversation(p.ctx, id, core.ConversationInput{Limit: 1000})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func (p *inProc) agentOf(id string) context.Context {
 		s := p.get(id).Session
 		return s != nil && s.State.Live() && s.State != core.SessionStarting && p.token(s.ID) != ""
 	})
-	actor, err := p.eng.Authenticate(p.ctx, p.token(p.get(id).Session.ID))
+	actor, err := p.eng.Tools.Authenticate(p.ctx, p.token(p.get(id).Session.ID))
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func (p *inProc) agentOf(id string) context.Context {
 
 // dump logs every task and its conversation, to explain a wait that failed.
 func (p *inProc) dump() {
-	list, _ := p.eng.ListTasks(p.ctx, core.ListTasksInput{})
+	list, _ := p.eng.Tasks.ListTasks(p.ctx, core.ListTasksInput{})
 	for _, task := range list {
 		p.t.Logf("task %s %q status %s assignee %+v session %+v stalled %+v", task.ID, task.Title, task.Status, task.Assignee, task.Session, task.Stalled)
 		for _, m := range p.conversation(task.ID) {

@@ -201,3 +201,33 @@ func (k *kernel) configValue(key string) string {
 	}
 	return v.Value
 }
+
+// isAncestor reports whether anc is a proper ancestor of id.
+func (k *kernel) isAncestor(anc, id string) bool {
+	cv := k.cache.rlock()
+	defer cv.runlock()
+	for cur := cv.tasks[id]; cur != nil && cur.ParentID != ""; cur = cv.tasks[cur.ParentID] {
+		if cur.ParentID == anc {
+			return true
+		}
+	}
+	return false
+}
+
+// handerOf is the assignee reference of whoever acts: a person as
+// themselves, an agent as the role its session serves.
+func (k *kernel) handerOf(actor core.Actor) string {
+	switch actor.Kind {
+	case core.ActorPerson:
+		return personRef(actor.Name)
+	case core.ActorAgent:
+		run := k.live.session(actor.SessionID)
+		if run != nil {
+			return roleRef(run.role)
+		}
+		if s, err := k.db.GetSession(context.Background(), actor.SessionID); err == nil {
+			return roleRef(s.Role)
+		}
+	}
+	return ""
+}

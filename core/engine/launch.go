@@ -46,21 +46,21 @@ type launchPlan struct {
 // A task on a host is placed first (placement.go): it takes one of the
 // host's slots, or waits for one, and a task of host "auto" is fixed on
 // one, so *t is updated.
-func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, tp *core.Task) (launchPlan, error) {
+func (rs *Runs) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, tp *core.Task) (launchPlan, error) {
 	t := *tp
 	if t.Assignee == nil || !t.Assignee.IsRole() {
 		return launchPlan{}, errFenced
 	}
-	role, err := e.Roles.roleOf(ctx, t.Assignee.Name)
+	role, err := rs.roles.roleOf(ctx, t.Assignee.Name)
 	if err != nil {
 		return launchPlan{}, &unservedError{reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
 	}
-	prof, err := e.Roles.profile(ctx, role.Profile)
+	prof, err := rs.roles.profile(ctx, role.Profile)
 	if err != nil {
 		return launchPlan{}, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
 	// A run on a host takes one of its slots, or waits for one.
-	if t, err = e.Hosts.placeRun(ctx, t); err != nil {
+	if t, err = rs.hosts.placeRun(ctx, t); err != nil {
 		var un *unservedError
 		if !errors.As(err, &un) {
 			err = &unservedError{reason: err.Error()}
@@ -73,21 +73,21 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 	// (docs/hosts.md): a host that cannot be reached fails the run with
 	// ssh's error (once the session is recorded); a reachable one runs
 	// the agent there, never on this machine.
-	if owner, ok := e.Workspaces.worktreeOwner(t); ok && owner.Host != t.Host {
+	if owner, ok := rs.workspaces.worktreeOwner(t); ok && owner.Host != t.Host {
 		// A worktree lives on one machine, and a fetch from a host
 		// replaces the local copy's files: a task works in another's
 		// worktree only where that one runs.
 		p.hostErr = fmt.Errorf("task %s works in task %s's worktree, which is %s: run it there too (--host %s) or give it a worktree of its own",
 			t.ID, owner.ID, hostWord(owner.Host), hostOrLocal(owner.Host))
 	} else if t.Host != "" {
-		if err := e.Hosts.awaitHost(rt, fence, t); err != nil {
+		if err := rs.hosts.awaitHost(rt, fence, t); err != nil {
 			return launchPlan{}, err
 		}
-		p.remote, p.hostErr = e.Hosts.remoteFor(ctx, t)
+		p.remote, p.hostErr = rs.hosts.remoteFor(ctx, t)
 	}
 	p.command = prof.Command
 	if p.command == core.SelfCommand {
-		p.command = e.opts.SelfExe
+		p.command = rs.k.opts.SelfExe
 	} else if path, err := exec.LookPath(p.command); t.Host == "" && err != nil && !errors.Is(err, fs.ErrPermission) {
 		// (On a host the command is the host's to find, not this machine's.)
 		// Missing is not a failure: the task waits and starts once the CLI
@@ -100,11 +100,11 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 	if p.remote != nil {
 		confineOnHost(t, prof, p.command, p.remote)
 	}
-	e.clearUnserved(rt.id)
-	if prev, err := e.db.LatestAgentSession(ctx, t.ID, role.Name); err == nil {
+	rs.k.clearUnserved(rt.id)
+	if prev, err := rs.k.db.LatestAgentSession(ctx, t.ID, role.Name); err == nil {
 		p.resumeID = prev.AgentSessionID
 	}
-	p.set = e.capabilitySet(t)
+	p.set = rs.capabilitySet(t)
 	if p.token, p.tokenHash, err = newToken(); err != nil {
 		return launchPlan{}, err
 	}
@@ -117,9 +117,9 @@ func (e *Engine) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, 
 // stop meanwhile fences startRun), or the host's binary, directories and
 // worktree with its .worktreeinclude files and .kandev/setup. A failure is
 // recorded in p and fails the run once its session is.
-func (e *Engine) prepareLaunch(ctx context.Context, t core.Task, p *launchPlan) {
+func (rs *Runs) prepareLaunch(ctx context.Context, t core.Task, p *launchPlan) {
 	if t.Host == "" {
-		p.setupOut, p.setupError = e.Workspaces.setupWorktree(ctx, t, p)
+		p.setupOut, p.setupError = rs.workspaces.setupWorktree(ctx, t, p)
 	} else if p.remote != nil {
 		p.setupOut, p.setupError, p.hostErr = hostPrepared(p.remote, p.remote.Prepare(ctx))
 	}
@@ -128,23 +128,23 @@ func (e *Engine) prepareLaunch(ctx context.Context, t core.Task, p *launchPlan) 
 // launchSpec is the agent process a plan runs: its profile's command,
 // arguments and environment in the task's directory, with kandev's MCP
 // server, which carries the session's token.
-func (e *Engine) launchSpec(t core.Task, p launchPlan) agent.Spec {
+func (rs *Runs) launchSpec(t core.Task, p launchPlan) agent.Spec {
 	var env []string
 	if p.prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {
 		// The mock agent no longer sees KANDEV_HOME; its sessions' state
 		// still belongs to this home, not to a directory homes share.
-		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(e.opts.Home.Dir, "mock-agent"))
+		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(rs.k.opts.Home.Dir, "mock-agent"))
 	}
 	env = append(append(append(env, p.prof.Env...), clearedAgentEnv...),
 		"KANDEV_TASK_ID="+t.ID)
 	return agent.Spec{
 		Command: p.command, Args: p.prof.Args, Env: env, Dir: t.CWD, SessionID: p.sessionID,
-		HomeID:  agent.HomeID(e.opts.Home.Dir),
-		LogPath: e.opts.Home.SessionLog(p.sessionID), ResumeID: p.resumeID,
-		StartTimeout: startTimeout(p.prof, e.opts.StartTimeout), Logger: e.log.With("session", p.sessionID),
+		HomeID:  agent.HomeID(rs.k.opts.Home.Dir),
+		LogPath: rs.k.opts.Home.SessionLog(p.sessionID), ResumeID: p.resumeID,
+		StartTimeout: startTimeout(p.prof, rs.k.opts.StartTimeout), Logger: rs.k.log.With("session", p.sessionID),
 		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
-			Name: "kandev", Command: e.opts.SelfExe, Args: []string{"mcp"},
-			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: e.opts.Socket}, {Name: "KANDEV_TOKEN", Value: p.token}},
+			Name: "kandev", Command: rs.k.opts.SelfExe, Args: []string{"mcp"},
+			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: rs.k.opts.Socket}, {Name: "KANDEV_TOKEN", Value: p.token}},
 		}}},
 	}
 }
@@ -154,16 +154,16 @@ func (e *Engine) launchSpec(t core.Task, p launchPlan) agent.Spec {
 // since the plan gives errFenced. A failure to start is recorded with the
 // stall-check outbox and returned as a runFailedError. The run it returns
 // is registered and watched; its session is not open yet.
-func (e *Engine) startRun(ctx context.Context, rt *taskRuntime, fence uint64, t core.Task, p launchPlan) (*liveRun, error) {
+func (rs *Runs) startRun(ctx context.Context, rt *taskRuntime, fence uint64, t core.Task, p launchPlan) (*liveRun, error) {
 	rt.mu.Lock()
-	if rt.fence != fence || e.isClosing() {
+	if rt.fence != fence || rs.k.isClosing() {
 		rt.mu.Unlock()
 		return nil, errFenced
 	}
 	now := time.Now().UTC()
 	// Announces nothing itself: the run is announced by the refresh below,
 	// once its process is registered and the task's lock released.
-	_, err := e.tx(ctx, func(tx *store.Tx, _ *changes) error {
+	_, err := rs.k.tx(ctx, func(tx *store.Tx, _ *changes) error {
 		if err := tx.InsertSession(ctx, store.Session{ID: p.sessionID, TaskID: t.ID, Role: p.role.Name, Profile: p.prof.Name,
 			State: string(core.SessionStarting), CreatedAt: now, UpdatedAt: now}); err != nil {
 			return err
@@ -172,66 +172,66 @@ func (e *Engine) startRun(ctx context.Context, rt *taskRuntime, fence uint64, t 
 	})
 	if err != nil {
 		rt.mu.Unlock()
-		e.log.Error("record session", "task", t.ID, "err", err)
+		rs.k.log.Error("record session", "task", t.ID, "err", err)
 		return nil, &writeError{err: err}
 	}
 	if p.hostErr != nil {
-		return nil, e.startFailed(ctx, rt, t, p, "agent failed to start: "+p.hostErr.Error())
+		return nil, rs.startFailed(ctx, rt, t, p, "agent failed to start: "+p.hostErr.Error())
 	}
 	if p.setupError != nil {
-		return nil, e.startFailed(ctx, rt, t, p, "worktree setup failed: "+p.setupError.Error())
+		return nil, rs.startFailed(ctx, rt, t, p, "worktree setup failed: "+p.setupError.Error())
 	}
 	if p.setupOut != "" {
-		e.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", "worktree setup:\n"+p.setupOut, nil)
+		rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", "worktree setup:\n"+p.setupOut, nil)
 	}
 	run := &liveRun{rt: rt, sessionID: p.sessionID, role: p.role.Name, profile: p.prof.Name, set: p.set, opening: true, remote: p.remote}
-	run.rec = newRecorder(e, t.ID, p.sessionID, run)
-	spec := e.launchSpec(t, p)
+	run.rec = newRecorder(rs, t.ID, p.sessionID, run)
+	spec := rs.launchSpec(t, p)
 	var proc *agent.Run
 	if p.remote != nil {
 		if err = hostSandboxErr(t.Host, t.Sandbox); err == nil {
 			proc, err = p.remote.Launch(spec, run.rec)
 		}
 	} else {
-		proc, err = e.launchConfined(t, p.prof, spec, run.rec)
+		proc, err = rs.launchConfined(t, p.prof, spec, run.rec)
 	}
 	if err != nil {
-		return nil, e.startFailed(ctx, rt, t, p, "agent failed to start: "+err.Error())
+		return nil, rs.startFailed(ctx, rt, t, p, "agent failed to start: "+err.Error())
 	}
 	run.proc = proc
 	// Registered with the closing check, so a shutdown that already took
 	// its list of runs cannot miss this one.
-	if !e.live.register(run, p.tokenHash, core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: p.sessionID}) {
-		e.finishSessionUpdate("", p.sessionID, interruptedEnd("shut down"), false)
+	if !rs.k.live.register(run, p.tokenHash, core.Actor{Kind: core.ActorAgent, TaskID: t.ID, SessionID: p.sessionID}) {
+		rs.finishSessionUpdate("", p.sessionID, interruptedEnd("shut down"), false)
 		rt.mu.Unlock()
-		proc.Terminate(e.opts.Grace)
-		e.tornDown(p.sessionID)
+		proc.Terminate(rs.k.opts.Grace)
+		rs.tornDown(p.sessionID)
 		return nil, errFenced
 	}
 	rt.run = run
 	pid := proc.PID()
-	e.updateSession(p.sessionID, store.SessionUpdate{PID: &pid})
-	e.procWG.Add(1)
-	go e.watchExit(run)
+	rs.updateSession(p.sessionID, store.SessionUpdate{PID: &pid})
+	rs.procWG.Add(1)
+	go rs.watchExit(run)
 	rt.mu.Unlock()
-	e.refreshQuiet(t.ID)
+	rs.k.refreshQuiet(t.ID)
 	return run, nil
 }
 
 // startFailed records a run that failed before its process ran, with the
 // stall-check outbox, releases the task's lock (held by the caller) and
 // says why on the task.
-func (e *Engine) startFailed(ctx context.Context, rt *taskRuntime, t core.Task, p launchPlan, reason string) error {
-	e.finishSessionChecked(t.ID, p.sessionID, core.SessionFailed, reason, true)
+func (rs *Runs) startFailed(ctx context.Context, rt *taskRuntime, t core.Task, p launchPlan, reason string) error {
+	rs.finishSessionChecked(t.ID, p.sessionID, core.SessionFailed, reason, true)
 	rt.mu.Unlock()
-	e.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", reason, nil)
+	rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", reason, nil)
 	return &runFailedError{role: p.role.Name, reason: reason}
 }
 
 // openRun opens (or resumes) a started run's agent session, outside the
 // task's lock, then records it under the lock unless a stop took the run
 // meanwhile (errFenced).
-func (e *Engine) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run *liveRun, p launchPlan) (*liveRun, error) {
+func (rs *Runs) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run *liveRun, p launchPlan) (*liveRun, error) {
 	proc := run.proc
 	// What the agent streams while its session opens is a session/load
 	// replay of history kandev already recorded: none of it is new. A
@@ -256,15 +256,15 @@ func (e *Engine) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run 
 	}
 	if openErr != nil {
 		reason := "agent failed to start: " + openErr.Error()
-		e.failRunLocked(run, reason)
-		e.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", reason, nil)
+		rs.failRunLocked(run, reason)
+		rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", reason, nil)
 		return nil, &runFailedError{role: p.role.Name, reason: reason}
 	}
 	agentSID := proc.SessionID()
 	state := string(core.SessionWaitingForInput)
-	e.updateSession(p.sessionID, store.SessionUpdate{AgentSessionID: &agentSID, State: &state})
+	rs.updateSession(p.sessionID, store.SessionUpdate{AgentSessionID: &agentSID, State: &state})
 	for _, f := range proc.Fallbacks() {
-		e.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", "resume: "+f, map[string]any{"resume_fallback": true})
+		rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", "resume: "+f, map[string]any{"resume_fallback": true})
 	}
 	how := "started a new agent session"
 	if proc.Resumed() {
@@ -273,7 +273,7 @@ func (e *Engine) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run 
 		how = "could not resume agent session " + p.resumeID + "; started a new one"
 	}
 	pid := proc.PID()
-	e.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", p.role.Name, p.prof.Name, pid, how),
+	rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", p.role.Name, p.prof.Name, pid, how),
 		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
 	return run, nil
 }

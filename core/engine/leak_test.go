@@ -42,18 +42,18 @@ func TestEngineGoroutinesEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := eng.CreateTask(ctx, core.CreateTaskInput{Title: "quick", CWD: os.TempDir(), Prompt: "mock: say hi", Start: true})
+	done, err := eng.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "quick", CWD: os.TempDir(), Prompt: "mock: say hi", Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy, err := eng.CreateTask(ctx, core.CreateTaskInput{Title: "busy", CWD: os.TempDir(), Prompt: "mock: hang", Start: true})
+	busy, err := eng.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "busy", CWD: os.TempDir(), Prompt: "mock: hang", Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		a, _ := eng.GetTask(ctx, done.ID)
-		b, _ := eng.GetTask(ctx, busy.ID)
+		a, _ := eng.Tasks.GetTask(ctx, done.ID)
+		b, _ := eng.Tasks.GetTask(ctx, busy.ID)
 		if a.Session != nil && !a.Session.State.Live() && b.Session != nil && b.Session.State == core.SessionRunning {
 			break
 		}

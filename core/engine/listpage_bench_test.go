@@ -17,7 +17,7 @@ func BenchmarkListTasksToolFirstPage100k(b *testing.B) {
 	eng := benchEngine(b, dbPath)
 	ctx := core.WithActor(context.Background(), core.Actor{Kind: core.ActorExternal})
 	for b.Loop() {
-		res, err := eng.CallTool(ctx, "list_tasks_kandev", []byte(`{}`))
+		res, err := eng.Tools.CallTool(ctx, "list_tasks_kandev", []byte(`{}`))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -54,12 +54,12 @@ func TestListTasksPages(t *testing.T) {
 			c.task(fmt.Sprintf("grandkid %d", i), k.ID, false)
 		}
 		if i%4 == 0 {
-			if _, err := c.eng.SetTaskStatus(c.ctx, k.ID, core.StatusCancelled); err != nil {
+			if _, err := c.eng.Tasks.SetTaskStatus(c.ctx, k.ID, core.StatusCancelled); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	whole, err := c.eng.ListTasks(c.ctx, core.ListTasksInput{Root: root.ID})
+	whole, err := c.eng.Tasks.ListTasks(c.ctx, core.ListTasksInput{Root: root.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestListTasksPages(t *testing.T) {
 	// Pages of 7, followed to the end: the subtree, and every task
 	// (the external surface's listing).
 	unrelated := c.task("unrelated", "", false)
-	everything, err := c.eng.ListTasks(c.ctx, core.ListTasksInput{})
+	everything, err := c.eng.Tasks.ListTasks(c.ctx, core.ListTasksInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +147,12 @@ func TestListTasksPages(t *testing.T) {
 		_, err := c.call(root.ID, "list_tasks_kandev", bad)
 		wantCode(t, err, core.CodeValidation)
 	}
-	if _, err := c.eng.ArchiveTask(c.ctx, kids[24].ID); err != nil {
+	if _, err := c.eng.Tasks.ArchiveTask(c.ctx, kids[24].ID); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.call(root.ID, "list_tasks_kandev", map[string]any{"cursor": kids[24].ID})
 	wantCode(t, err, core.CodeValidation)
-	_, err = c.eng.CallTool(core.WithActor(c.ctx, core.Actor{Kind: core.ActorExternal}), "list_tasks_kandev",
+	_, err = c.eng.Tools.CallTool(core.WithActor(c.ctx, core.Actor{Kind: core.ActorExternal}), "list_tasks_kandev",
 		[]byte(`{"cursor":"`+kids[24].ID+`"}`))
 	wantCode(t, err, core.CodeValidation)
 }
@@ -162,7 +162,7 @@ func TestListTasksPages(t *testing.T) {
 func (c *coordEnv) listExternal(args map[string]any) listPage {
 	c.t.Helper()
 	b, _ := json.Marshal(args)
-	res, err := c.eng.CallTool(core.WithActor(c.ctx, core.Actor{Kind: core.ActorExternal}), "list_tasks_kandev", b)
+	res, err := c.eng.Tools.CallTool(core.WithActor(c.ctx, core.Actor{Kind: core.ActorExternal}), "list_tasks_kandev", b)
 	if err != nil {
 		c.t.Fatalf("list_tasks_kandev %v: %v", args, err)
 	}

@@ -525,18 +525,3 @@ func metaJSON(m map[string]any) string {
 // Engine keeps core.Client's start, message and conversation operations
 // for now (issue 35): each forwards to the messages area, which holds the
 // body.
-
-// StartTask implements core.Client (Messages.StartTask).
-func (e *Engine) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
-	return e.Messages.StartTask(ctx, ref, in)
-}
-
-// MessageTask implements core.Client (Messages.MessageTask).
-func (e *Engine) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
-	return e.Messages.MessageTask(ctx, ref, in)
-}
-
-// Conversation implements core.Client (Messages.Conversation).
-func (e *Engine) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
-	return e.Messages.Conversation(ctx, ref, in)
-}

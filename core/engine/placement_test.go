@@ -13,7 +13,7 @@ import (
 // container sandbox is refused, naming why.
 func TestHostPlacementRules(t *testing.T) {
 	env := newEngineEnv(t)
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "nowhere", CWD: env.cwd, Host: "auto"})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "nowhere", CWD: env.cwd, Host: "auto"})
 	i2WantErr(t, err, core.CodeValidation, "--host auto", "no hosts", "kandev host add")
 
 	// Not dialled at add or create: the port is closed.
@@ -49,7 +49,7 @@ func TestHostPlacementRules(t *testing.T) {
 		if ap := env.create(core.CreateTaskInput{Title: "autopilot", Host: host, Autopilot: true}); ap.Sandbox != core.SandboxBwrap {
 			t.Errorf("autopilot on host %s: sandbox %q, want bwrap", host, ap.Sandbox)
 		}
-		_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "contained", CWD: env.cwd, Host: host, Sandbox: core.SandboxDocker})
+		_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "contained", CWD: env.cwd, Host: host, Sandbox: core.SandboxDocker})
 		i2WantErr(t, err, core.CodeValidation, "sandbox docker needs an image")
 	}
 }

@@ -141,23 +141,3 @@ func (ro *Roles) profileChanged(name string) {
 
 // Engine keeps core.Client's profile operations for now (issue 35): each
 // forwards to the roles area, which holds the body.
-
-// ListProfiles implements core.Client (Roles.ListProfiles).
-func (e *Engine) ListProfiles(ctx context.Context) ([]core.Profile, error) {
-	return e.Roles.ListProfiles(ctx)
-}
-
-// GetProfile implements core.Client (Roles.GetProfile).
-func (e *Engine) GetProfile(ctx context.Context, name string) (core.Profile, error) {
-	return e.Roles.GetProfile(ctx, name)
-}
-
-// AddProfile implements core.Client (Roles.AddProfile).
-func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
-	return e.Roles.AddProfile(ctx, p)
-}
-
-// RemoveProfile implements core.Client (Roles.RemoveProfile).
-func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	return e.Roles.RemoveProfile(ctx, name)
-}

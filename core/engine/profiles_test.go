@@ -8,7 +8,7 @@ import (
 
 func TestProfilesAddListShowRemove(t *testing.T) {
 	env := newEngineEnv(t)
-	ps, err := env.eng.ListProfiles(env.ctx)
+	ps, err := env.eng.Roles.ListProfiles(env.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +16,7 @@ func TestProfilesAddListShowRemove(t *testing.T) {
 		t.Fatalf("fresh home lists %d profiles, want the %d built-ins", len(ps), len(core.BuiltinProfiles()))
 	}
 
-	saved, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "my-agent", Args: []string{"--acp"},
+	saved, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "my-agent", Args: []string{"--acp"},
 		Env: []string{"K=V"}, MCP: false})
 	if err != nil {
 		t.Fatal(err)
@@ -25,25 +25,25 @@ func TestProfilesAddListShowRemove(t *testing.T) {
 		t.Fatalf("saved: %+v", saved)
 	}
 	// Adding again replaces it.
-	if saved, err = env.eng.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "other", MCP: true}); err != nil || saved.Command != "other" || !saved.MCP {
+	if saved, err = env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "other", MCP: true}); err != nil || saved.Command != "other" || !saved.MCP {
 		t.Fatalf("replace: %+v %v", saved, err)
 	}
 	// Overriding a built-in, then removing the override, restores it.
-	over, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "codex", Command: "codex-wrapper", MCP: true})
+	over, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "codex", Command: "codex-wrapper", MCP: true})
 	if err != nil || over.Source != "override" {
 		t.Fatalf("override: %+v %v", over, err)
 	}
-	if got, _ := env.eng.GetProfile(env.ctx, "codex"); got.Command != "codex-wrapper" || got.Source != "override" {
+	if got, _ := env.eng.Roles.GetProfile(env.ctx, "codex"); got.Command != "codex-wrapper" || got.Source != "override" {
 		t.Fatalf("show override: %+v", got)
 	}
-	if _, err := env.eng.RemoveProfile(env.ctx, "codex"); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "codex"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := env.eng.GetProfile(env.ctx, "codex"); got.Command != "codex-acp" || got.Source != "builtin" {
+	if got, _ := env.eng.Roles.GetProfile(env.ctx, "codex"); got.Command != "codex-acp" || got.Source != "builtin" {
 		t.Fatalf("after removing the override: %+v", got)
 	}
 	env.restart()
-	ps, _ = env.eng.ListProfiles(env.ctx)
+	ps, _ = env.eng.Roles.ListProfiles(env.ctx)
 	found := false
 	for _, p := range ps {
 		if p.Name == "plain" {
@@ -56,23 +56,23 @@ func TestProfilesAddListShowRemove(t *testing.T) {
 	if !found {
 		t.Fatalf("user profile lost across a restart: %+v", ps)
 	}
-	if _, err := env.eng.RemoveProfile(env.ctx, "plain"); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "plain"); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err = env.eng.RemoveProfile(env.ctx, "claude")
+	_, err = env.eng.Roles.RemoveProfile(env.ctx, "claude")
 	i2WantErr(t, err, core.CodeValidation, "built in")
-	_, err = env.eng.RemoveProfile(env.ctx, "plain")
+	_, err = env.eng.Roles.RemoveProfile(env.ctx, "plain")
 	i2WantErr(t, err, core.CodeNotFound, "plain")
-	_, err = env.eng.GetProfile(env.ctx, "ghost")
+	_, err = env.eng.Roles.GetProfile(env.ctx, "ghost")
 	i2WantErr(t, err, core.CodeNotFound, "ghost")
-	_, err = env.eng.AddProfile(env.ctx, core.Profile{Name: "Bad Name", Command: "x"})
+	_, err = env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "Bad Name", Command: "x"})
 	i2WantErr(t, err, core.CodeValidation, "profile name")
-	_, err = env.eng.AddProfile(env.ctx, core.Profile{Name: "nocmd"})
+	_, err = env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "nocmd"})
 	i2WantErr(t, err, core.CodeValidation, "--command")
-	_, err = env.eng.AddProfile(env.ctx, core.Profile{Name: "sneaky", Command: core.SelfCommand})
+	_, err = env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "sneaky", Command: core.SelfCommand})
 	i2WantErr(t, err, core.CodeValidation, "reserved")
 	ext := core.WithActor(env.ctx, core.Actor{Kind: core.ActorExternal})
-	_, err = env.eng.AddProfile(ext, core.Profile{Name: "ext", Command: "x"})
+	_, err = env.eng.Roles.AddProfile(ext, core.Profile{Name: "ext", Command: "x"})
 	i2WantErr(t, err, core.CodeForbidden)
 }

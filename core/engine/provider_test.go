@@ -21,11 +21,11 @@ func TestProviderToolsFollowTheOrigin(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	tools := func() []string {
 		t.Helper()
-		task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "t", CWD: repo})
+		task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "t", CWD: repo})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := env.eng.ToolSurface(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID}))
+		s, err := env.eng.Tools.ToolSurface(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,11 +58,11 @@ func TestProviderToolsFollowTheOrigin(t *testing.T) {
 
 	// A task in a shared directory has no repository of its own to open anything on.
 	gitT(t, repo, "remote", "set-url", "origin", "https://github.com/me/app.git")
-	shared, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "s", CWD: repo, Workspace: "shared"})
+	shared, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "s", CWD: repo, Workspace: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := env.eng.ToolSurface(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: shared.ID}))
+	s, err := env.eng.Tools.ToolSurface(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: shared.ID}))
 	if err != nil || slices.Contains(s.Tools, "open_pull_request_kandev") {
 		t.Fatalf("shared task: %v, %v", s.Tools, err)
 	}
@@ -101,7 +101,7 @@ case "$1 $2" in
 *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
 `)
-	task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
+	task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ esac
 		t.Fatal(err)
 	}
 	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID})
-	res, err := env.eng.CallTool(agent, "open_pull_request_kandev", []byte(`{"draft":true}`))
+	res, err := env.eng.Tools.CallTool(agent, "open_pull_request_kandev", []byte(`{"draft":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ esac
 	if !strings.Contains(string(b), "pr create --head "+task.Workspace.Branch+" --title Make main --body ") || !strings.Contains(string(b), "--draft") {
 		t.Fatalf("gh was called with:\n%s", b)
 	}
-	got, err := env.eng.CallTool(agent, "get_task_kandev", []byte(`{}`))
+	got, err := env.eng.Tools.CallTool(agent, "get_task_kandev", []byte(`{}`))
 	if err != nil || got.(core.Task).Workspace.PullRequest != pr.URL {
 		t.Fatalf("get_task_kandev: %+v, %v", got, err)
 	}
@@ -132,7 +132,7 @@ esac
 		t.Fatalf("after a restart: %+v", w)
 	}
 	agent = core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID})
-	rv, err := env.eng.CallTool(agent, "get_pull_request_comments_kandev", []byte(`{}`))
+	rv, err := env.eng.Tools.CallTool(agent, "get_pull_request_comments_kandev", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,11 +141,11 @@ esac
 		t.Fatalf("review = %+v", r)
 	}
 	// Another task's agent cannot push this one.
-	other, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "other", CWD: repo})
+	other, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "other", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.eng.PushTask(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: other.ID}), task.ID, core.PushInput{}); core.CodeOf(err) != core.CodeForbidden {
+	if _, err := env.eng.Workspaces.Push(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: other.ID}), task.ID, core.PushInput{}); core.CodeOf(err) != core.CodeForbidden {
 		t.Fatalf("a stranger's push: %v", err)
 	}
 }
@@ -173,7 +173,7 @@ case "$1 $2" in
 *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
 `)
-	task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
+	task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ esac
 		t.Fatal(err)
 	}
 	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID})
-	res, err := env.eng.CallTool(agent, "open_merge_request_kandev", []byte(`{"base":"main"}`))
+	res, err := env.eng.Tools.CallTool(agent, "open_merge_request_kandev", []byte(`{"base":"main"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ esac
 	if w := env.get(task.ID).Workspace; w.PullRequest != "https://gitlab.com/me/app/-/merge_requests/3" {
 		t.Fatalf("kept: %+v", w)
 	}
-	rv, err := env.eng.CallTool(agent, "get_merge_request_comments_kandev", []byte(`{}`))
+	rv, err := env.eng.Tools.CallTool(agent, "get_merge_request_comments_kandev", []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ esac
 		t.Fatalf("review = %+v", r)
 	}
 	// The GitHub tools are not this task's: refused before anything runs.
-	if _, err := env.eng.CallTool(agent, "open_pull_request_kandev", []byte(`{}`)); err == nil {
+	if _, err := env.eng.Tools.CallTool(agent, "open_pull_request_kandev", []byte(`{}`)); err == nil {
 		t.Fatal("a GitLab task was granted the GitHub tool")
 	}
 }

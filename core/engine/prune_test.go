@@ -67,14 +67,14 @@ func TestPruneThroughALinkToTheHomeKeepsEveryWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := openAt(t, env, filepath.Join(link, "kandev.db"), link)
-	dry, err := eng.PruneWorktrees(env.ctx, core.PruneInput{DryRun: true})
+	dry, err := eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(dry.Removed) != 0 || len(dry.Branches) != 0 || len(dry.Entries) != 0 {
 		t.Fatalf("dry run through a link would remove %v and branches %v (%+v)", dry.Removed, dry.Branches, dry.Entries)
 	}
-	res, err := eng.PruneWorktrees(env.ctx, core.PruneInput{})
+	res, err := eng.Workspaces.Prune(env.ctx, core.PruneInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestPruneThroughALinkToTheHomeKeepsEveryWorktree(t *testing.T) {
 		t.Fatalf("uncommitted work: %q, %v", b, err)
 	}
 	// A task made through the link records the resolved spelling.
-	tk, err := eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "third", CWD: filepath.Join(link, "app")})
+	tk, err := eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "third", CWD: filepath.Join(link, "app")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestPruneRefusesWhenTheHomeMoved(t *testing.T) {
 	}
 	eng := openAt(t, env, filepath.Join(moved, "kandev.db"), moved)
 	for _, dry := range []bool{true, false} {
-		_, err := eng.PruneWorktrees(env.ctx, core.PruneInput{DryRun: dry})
+		_, err := eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: dry})
 		i2WantErr(t, err, core.CodeConflict, "prune refused", tasks[0].Workspace.Dir)
 	}
 	for _, tk := range tasks {
@@ -161,7 +161,7 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dry, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{DryRun: true})
+	dry, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +191,13 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 	}
 
 	// A mistyped --force is no consent: nothing happens.
-	_, err = env.eng.PruneWorktrees(env.ctx, core.PruneInput{Force: []string{dirty.Dir + "x"}})
+	_, err = env.eng.Workspaces.Prune(env.ctx, core.PruneInput{Force: []string{dirty.Dir + "x"}})
 	i2WantErr(t, err, core.CodeValidation, "--force")
 	if _, err := os.Stat(clean.Dir); err != nil {
 		t.Fatal("a refused prune removed a worktree")
 	}
 
-	res, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{})
+	res, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 	}
 
 	// Named, they go.
-	res, err = env.eng.PruneWorktrees(env.ctx, core.PruneInput{Force: []string{dirty.Dir, stray}})
+	res, err = env.eng.Workspaces.Prune(env.ctx, core.PruneInput{Force: []string{dirty.Dir, stray}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestPruneWithWorktreesOnAnotherDisk(t *testing.T) {
 	if tk.Workspace.Dir != filepath.Join(disk, "app", tk.ID) {
 		t.Fatalf("worktree recorded at %s; want it resolved under %s", tk.Workspace.Dir, disk)
 	}
-	res, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{})
+	res, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{})
 	if err != nil || len(res.Entries) != 0 {
 		t.Fatalf("prune: %+v, %v", res, err)
 	}
@@ -303,7 +303,7 @@ func TestPruneRunsNoGitInAWorktreeOfAnUnknownRepository(t *testing.T) {
 	}
 	restamp()
 
-	dry, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{DryRun: true})
+	dry, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestPruneRunsNoGitInAWorktreeOfAnUnknownRepository(t *testing.T) {
 	if !found {
 		t.Fatalf("the planted worktree is not listed: %+v", dry.Entries)
 	}
-	if _, err := env.eng.PruneWorktrees(env.ctx, core.PruneInput{}); err != nil {
+	if _, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(mark); err == nil {

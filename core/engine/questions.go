@@ -857,8 +857,3 @@ func answerItem(taskID, sender string, a prompt.Answer, meta map[string]any, now
 
 // Engine keeps core.Client's answer for now (issue 35): it forwards to the
 // questions area, which holds the body.
-
-// AnswerQuestion implements core.Client (Questions.AnswerQuestion).
-func (e *Engine) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
-	return e.Questions.AnswerQuestion(ctx, ref, in)
-}

@@ -94,13 +94,3 @@ func queueView(taskID string, queue []store.QueueItem) core.QueueView {
 
 // Engine keeps core.Client's queue operations for now (issue 35): each
 // forwards to the messages area, which holds the body.
-
-// TaskQueue implements core.Client (Messages.TaskQueue).
-func (e *Engine) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
-	return e.Messages.TaskQueue(ctx, ref)
-}
-
-// DropQueued implements core.Client (Messages.DropQueued).
-func (e *Engine) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
-	return e.Messages.DropQueued(ctx, ref, in)
-}

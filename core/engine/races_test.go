@@ -26,7 +26,7 @@ func TestStopDuringStartRunsNoTurn(t *testing.T) {
 	defer releaseTeardown()
 	task := p.create(core.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
 	sid := <-launched
-	res, err := p.eng.StopTask(p.op(), task.ID)
+	res, err := p.eng.Chain.StopTask(p.op(), task.ID)
 	if err != nil || res.Result != "stopped" || len(res.Sessions) != 1 || res.Sessions[0] != sid {
 		t.Fatalf("stop: %+v %v (launched %s)", res, err, sid)
 	}
@@ -59,7 +59,7 @@ func TestMessageAfterStop(t *testing.T) {
 	sid := p.get(task.ID).Session.ID
 	p.message(task.ID, "mock: say first after stop", core.DeliveryQueued)
 	ended := p.loopsEnded(task.ID)
-	if res, err := p.eng.StopTask(p.op(), task.ID); err != nil || res.Result != "stopped" {
+	if res, err := p.eng.Chain.StopTask(p.op(), task.ID); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	open()
@@ -93,7 +93,7 @@ func askSetup(t *testing.T, p *inProc) (parent, child core.Task, qid string, asP
 	// ended with no open subtask would stall the parent to the operator.
 	parent = p.create(core.CreateTaskInput{Title: "parent"})
 	p.create(core.CreateTaskInput{Title: "holder", ParentID: parent.ID})
-	if _, err := p.eng.StartTask(p.op(), parent.ID, core.StartTaskInput{Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"}); err != nil {
+	if _, err := p.eng.Messages.StartTask(p.op(), parent.ID, core.StartTaskInput{Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"}); err != nil {
 		t.Fatal(err)
 	}
 	// The parent's first turn ends before the child asks, so the question
@@ -147,12 +147,12 @@ func TestAnswerRacingSupersede(t *testing.T) {
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		_, answerErr = p.eng.CallTool(as, "message_task_kandev",
+		_, answerErr = p.eng.Tools.CallTool(as, "message_task_kandev",
 			[]byte(`{"task_id":"`+child.ID+`","prompt":"rightward","reply_to_question_id":"`+qid+`"}`))
 	}()
 	go func() {
 		defer wg.Done()
-		_, msgErr = p.eng.MessageTask(p.op(), child.ID, core.MessageInput{Text: "mock: say going left"})
+		_, msgErr = p.eng.Messages.MessageTask(p.op(), child.ID, core.MessageInput{Text: "mock: say going left"})
 	}()
 	wg.Wait()
 	if msgErr != nil {
@@ -192,7 +192,7 @@ func TestSupersededThenStale(t *testing.T) {
 	if st := p.questionStatus(child.ID, q1); st != "superseded" {
 		t.Fatalf("question is %s, want superseded", st)
 	}
-	_, err := p.eng.CallTool(as, "message_task_kandev", []byte(`{"task_id":"`+child.ID+`","prompt":"right","reply_to_question_id":"`+q1+`"}`))
+	_, err := p.eng.Tools.CallTool(as, "message_task_kandev", []byte(`{"task_id":"`+child.ID+`","prompt":"right","reply_to_question_id":"`+q1+`"}`))
 	wantCode(t, err, core.CodeConflict)
 	if !strings.Contains(err.Error(), "superseded") {
 		t.Fatalf("late reply: %v", err)
@@ -205,13 +205,13 @@ func TestSupersededThenStale(t *testing.T) {
 		return q != nil && q.ID != q1
 	})
 	q2 := p.get(child.ID).PendingQuestion.ID
-	if res, err := p.eng.StopTask(p.op(), child.ID); err != nil || res.Result != "stopped" {
+	if res, err := p.eng.Chain.StopTask(p.op(), child.ID); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	if st := p.questionStatus(child.ID, q2); st != "stale" {
 		t.Fatalf("question is %s, want stale", st)
 	}
-	_, err = p.eng.CallTool(as, "message_task_kandev", []byte(`{"task_id":"`+child.ID+`","prompt":"up","reply_to_question_id":"`+q2+`"}`))
+	_, err = p.eng.Tools.CallTool(as, "message_task_kandev", []byte(`{"task_id":"`+child.ID+`","prompt":"up","reply_to_question_id":"`+q2+`"}`))
 	wantCode(t, err, core.CodeConflict)
 	if !strings.Contains(err.Error(), "stale") {
 		t.Fatalf("stale reply: %v", err)
@@ -227,7 +227,7 @@ func TestNoTurnOnFinishedTask(t *testing.T) {
 	p.waitFor("the turn", func() bool { return p.hasSaid(task.ID, "working") })
 	p.message(task.ID, "mock: say should wait for a reopen", core.DeliveryQueued)
 	ended := p.loopsEnded(task.ID)
-	if _, err := p.eng.SetTaskStatus(p.op(), task.ID, core.StatusDone); err != nil {
+	if _, err := p.eng.Tasks.SetTaskStatus(p.op(), task.ID, core.StatusDone); err != nil {
 		t.Fatal(err)
 	}
 	open()
@@ -282,7 +282,7 @@ func TestLegacyQueuedNoticeDelivered(t *testing.T) {
 		Text: legacy, Meta: `{"question_id":"q0legacy"}`, CreatedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.eng.StartTask(p.op(), task.ID, core.StartTaskInput{Prompt: "mock: say after"}); err != nil {
+	if _, err := p.eng.Messages.StartTask(p.op(), task.ID, core.StartTaskInput{Prompt: "mock: say after"}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("both turns", func() bool { return p.hasSaid(task.ID, "after") && p.settled(task.ID) })

@@ -30,7 +30,9 @@ import (
 // streamFlushBytes wait, or before anything else is recorded (flush). A tool call's
 // output that only grows is appended the same way.
 type recorder struct {
-	e         *Engine
+	// runs: the run it records, which it may fail; through it the
+	// kernel, the questions area (permission asks) and the flusher.
+	runs      *Runs
 	taskID    string
 	sessionID string
 	run       *liveRun
@@ -77,8 +79,8 @@ type toolEntry struct {
 
 var _ agent.Handler = (*recorder)(nil)
 
-func newRecorder(e *Engine, taskID, sessionID string, run *liveRun) *recorder {
-	return &recorder{e: e, taskID: taskID, sessionID: sessionID, run: run, tools: map[string]toolEntry{}}
+func newRecorder(runs *Runs, taskID, sessionID string, run *liveRun) *recorder {
+	return &recorder{runs: runs, taskID: taskID, sessionID: sessionID, run: run, tools: map[string]toolEntry{}}
 }
 
 func (r *recorder) resetTurn() {
@@ -204,7 +206,7 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 		if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
 			// The agent gave up on its question call (a client timeout):
 			// nothing handed to that call would reach the model.
-			r.e.Questions.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
+			r.runs.questions.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
 		}
 	case u.UsageUpdate != nil:
 		r.usageUpdate(u.UsageUpdate)
@@ -270,7 +272,7 @@ func (r *recorder) Permission(ctx context.Context, req acp.RequestPermissionRequ
 	}
 	tool := permissionTool(req, announced)
 	r.mu.Unlock()
-	return r.e.Questions.requestPermission(ctx, r.run, req, tool)
+	return r.runs.questions.requestPermission(ctx, r.run, req, tool)
 }
 
 // insertEntry records an entry from outside the recorder's own calls.
@@ -283,13 +285,13 @@ func (r *recorder) insertEntry(kind core.MessageKind, text string, meta map[stri
 
 // Garbage implements agent.Handler: output that is not ACP fails the run.
 func (r *recorder) Garbage(line string) {
-	go r.e.failRun(r.run, fmt.Sprintf("agent wrote output that is not ACP: %q", truncateRunes(line, 200)))
+	go r.runs.failRun(r.run, fmt.Sprintf("agent wrote output that is not ACP: %q", truncateRunes(line, 200)))
 }
 
 // Fault implements agent.Handler: the agent broke the stream (a line too
 // long to read); the run fails with that reason.
 func (r *recorder) Fault(reason string) {
-	go r.e.failRun(r.run, reason)
+	go r.runs.failRun(r.run, reason)
 }
 
 func (r *recorder) stream(kind core.MessageKind, text string) {
@@ -324,7 +326,7 @@ func (r *recorder) appendPending(seq int64, kind core.MessageKind, field string,
 		r.flushLocked()
 		return
 	}
-	r.e.flusher.mark(r)
+	r.runs.flusher.mark(r)
 }
 
 // takePending hands what waits over as one append, written at now.
@@ -360,11 +362,11 @@ func (r *recorder) flushLocked() {
 	}
 	now := time.Now().UTC()
 	a := r.takePending(now)
-	if err := r.e.db.AppendMessageChunk(context.Background(), a.Seq, a.Field, a.Text, now); err != nil {
-		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
+	if err := r.runs.k.db.AppendMessageChunk(context.Background(), a.Seq, a.Field, a.Text, now); err != nil {
+		r.runs.k.log.Error("record agent output", "task", r.taskID, "err", err)
 		return
 	}
-	r.e.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: r.taskID, Append: &a})
+	r.runs.k.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: r.taskID, Append: &a})
 }
 
 func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]any, ref string) store.Message {
@@ -375,13 +377,13 @@ func (r *recorder) insert(kind core.MessageKind, text string, meta map[string]an
 	}
 	r.settleWrites()
 	now := time.Now().UTC()
-	m, err := r.e.db.InsertMessage(context.Background(), store.Message{TaskID: r.taskID, SessionID: r.sessionID,
+	m, err := r.runs.k.db.InsertMessage(context.Background(), store.Message{TaskID: r.taskID, SessionID: r.sessionID,
 		Kind: string(kind), Author: core.TaskRef(r.taskID).String(), Text: text, Meta: metaJSON, Ref: ref, CreatedAt: now, UpdatedAt: now})
 	if err != nil {
-		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
+		r.runs.k.log.Error("record agent output", "task", r.taskID, "err", err)
 		return store.Message{}
 	}
-	r.e.publishMessage(core.EventMessageAdded, m)
+	r.runs.k.publishMessage(core.EventMessageAdded, m)
 	return m
 }
 
@@ -391,7 +393,7 @@ func (r *recorder) rewrite(seq int64, text string, meta map[string]any) {
 	}
 	r.settleWrites()
 	ctx := context.Background()
-	m, err := r.e.db.GetMessage(ctx, seq)
+	m, err := r.runs.k.db.GetMessage(ctx, seq)
 	if err != nil {
 		return
 	}
@@ -401,12 +403,12 @@ func (r *recorder) rewrite(seq int64, text string, meta map[string]any) {
 		metaJSON = string(b)
 	}
 	now := time.Now().UTC()
-	if err := r.e.db.UpdateMessage(ctx, seq, text, metaJSON, now); err != nil {
-		r.e.log.Error("record agent output", "task", r.taskID, "err", err)
+	if err := r.runs.k.db.UpdateMessage(ctx, seq, text, metaJSON, now); err != nil {
+		r.runs.k.log.Error("record agent output", "task", r.taskID, "err", err)
 		return
 	}
 	m.Text, m.Meta, m.UpdatedAt = text, metaJSON, now
-	r.e.publishMessage(core.EventMessageUpdated, m)
+	r.runs.k.publishMessage(core.EventMessageUpdated, m)
 }
 
 func contentText(c acp.ContentBlock) string {

@@ -20,24 +20,24 @@ import (
 // earlier one a crash cut short, or a clean shutdown) resumes its agent's
 // session and gets it delivered, unless NoResume leaves them for the next
 // message or start (ADR 0026).
-func (e *Engine) Recover(ctx context.Context) error {
-	swept, err := e.sweepOrphans(ctx)
+func (rs *Runs) Recover(ctx context.Context) error {
+	swept, err := rs.sweepOrphans(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	if err := e.Hosts.loadHostFaults(ctx); err != nil {
+	if err := rs.hosts.loadHostFaults(ctx); err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	live, err := e.db.LiveSessions(ctx)
+	live, err := rs.k.db.LiveSessions(ctx)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
 	// No agent's permission request outlives its daemon: their questions
 	// can no longer be answered, and a prompt they cut is delivered again.
-	if pending, err := e.db.PendingQuestions(ctx); err == nil {
+	if pending, err := rs.k.db.PendingQuestions(ctx); err == nil {
 		for _, m := range pending {
 			if q, err := parseQuestion(m); err == nil && q.Kind == core.QuestionPermission {
-				e.Questions.stalePermission(ctx, m.TaskID, "", "the kandev daemon exited while the agent's request waited")
+				rs.questions.stalePermission(ctx, m.TaskID, "", "the kandev daemon exited while the agent's request waited")
 			}
 		}
 	}
@@ -52,12 +52,12 @@ func (e *Engine) Recover(ctx context.Context) error {
 		// transaction: a crash in between must not leave the session
 		// live with its prompt queued, or the next start queues it again.
 		now := time.Now().UTC()
-		err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
-			if err := e.requeueOpenPrompt(ctx, tx.Queries, s.TaskID, s.ID); err != nil {
+		err := rs.k.commit(ctx, func(tx *store.Tx, c *changes) error {
+			if err := rs.turns.requeueOpenPrompt(ctx, tx.Queries, s.TaskID, s.ID); err != nil {
 				return err
 			}
-			if e.opts.DuringRecovery != nil {
-				e.opts.DuringRecovery(i)
+			if rs.k.opts.DuringRecovery != nil {
+				rs.k.opts.DuringRecovery(i)
 			}
 			if err := tx.UpdateSession(ctx, s.ID, interruptedEnd(why), now); err != nil {
 				return err
@@ -82,36 +82,36 @@ func (e *Engine) Recover(ctx context.Context) error {
 			return fmt.Errorf("recover session %s of task %s: %w", s.ID, s.TaskID, err)
 		}
 	}
-	pending, err := e.db.PendingQuestions(ctx)
+	pending, err := rs.k.db.PendingQuestions(ctx)
 	if err != nil {
 		return fmt.Errorf("recover questions: %w", err)
 	}
 	for _, m := range pending {
 		if q, err := parseQuestion(m); err == nil && q.Kind == core.QuestionUser && q.Delivery == "waiting_call" {
-			e.Questions.markNextTurn(m.Seq)
+			rs.questions.markNextTurn(m.Seq)
 		}
 	}
-	if err := e.sweep(ctx); err != nil {
+	if err := rs.chain.sweep(ctx); err != nil {
 		return err
 	}
-	return e.resumeInterrupted(ctx)
+	return rs.resumeInterrupted(ctx)
 }
 
 // resumeInterrupted kicks the turn loop of every task with a redelivery
 // queued, after the sweep: a task the sweep escalated or a stop holds is
 // skipped by the loop as it would be for any input.
-func (e *Engine) resumeInterrupted(ctx context.Context) error {
-	ids, err := e.db.RedeliveryQueues(ctx)
+func (rs *Runs) resumeInterrupted(ctx context.Context) error {
+	ids, err := rs.k.db.RedeliveryQueues(ctx)
 	if err != nil {
 		return fmt.Errorf("resume interrupted runs: %w", err)
 	}
 	for _, id := range ids {
-		if e.opts.NoResume {
-			e.log.Info("interrupted run left for an explicit start (--no-resume)", "task", id)
+		if rs.k.opts.NoResume {
+			rs.k.log.Info("interrupted run left for an explicit start (--no-resume)", "task", id)
 			continue
 		}
-		e.log.Info("resuming an interrupted run", "task", id)
-		e.kick(id)
+		rs.k.log.Info("resuming an interrupted run", "task", id)
+		rs.turns.kick(id)
 	}
 	return nil
 }
@@ -130,8 +130,8 @@ func (e *Engine) resumeInterrupted(ctx context.Context) error {
 // never recorded (after a clean shutdown every one was); this is the one place that
 // asks "what of this home's sessions still runs", so another place agents
 // run (a container runtime) adds its own search here.
-func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
-	open, err := e.db.SessionsNotTornDown(ctx)
+func (rs *Runs) sweepOrphans(ctx context.Context) (map[string]int, error) {
+	open, err := rs.k.db.SessionsNotTornDown(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -139,17 +139,17 @@ func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
 		// Every teardown finished: nothing of this home's sessions can
 		// still run here, and the start need not read /proc (~3 ms for
 		// 150 processes); only what lost connections left on hosts may.
-		return e.Hosts.sweepHosts(ctx, nil), nil
+		return rs.hosts.sweepHosts(ctx, nil), nil
 	}
 	mayRun := make(map[string]store.Session, len(open))
 	for _, s := range open {
 		mayRun[s.ID] = s
 	}
-	home := agent.HomeID(e.opts.Home.Dir)
+	home := agent.HomeID(rs.k.opts.Home.Dir)
 	var doomed []agent.Marked
 	// Sessions on hosts first, while the ssh that carried each still
 	// runs here (hostfaults.go).
-	killed := e.Hosts.sweepHosts(ctx, open)
+	killed := rs.hosts.sweepHosts(ctx, open)
 	for _, p := range agent.MarkedProcs() {
 		_, recorded := mayRun[p.Session]
 		if (home != "" && p.Home == home) || (p.Home == "" && recorded) {
@@ -160,22 +160,22 @@ func (e *Engine) sweepOrphans(ctx context.Context) (map[string]int, error) {
 	agent.KillMarked(doomed, orphanKillWait)
 	now := time.Now().UTC()
 	for id, n := range killed {
-		e.log.Warn("killed processes an earlier daemon left running", "session", id, "processes", n)
+		rs.k.log.Warn("killed processes an earlier daemon left running", "session", id, "processes", n)
 		s, ok := mayRun[id]
 		if !ok {
-			if s, err = e.db.GetSession(ctx, id); err != nil {
+			if s, err = rs.k.db.GetSession(ctx, id); err != nil {
 				continue
 			}
 		}
 		if !core.SessionState(s.State).Live() {
-			e.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev",
+			rs.k.note(ctx, s.TaskID, s.ID, core.MsgStatus, "kandev",
 				fmt.Sprintf("the kandev daemon exited before this session's processes were ended; %d left running were killed at its next start", n),
 				map[string]any{"orphans_killed": n})
 		}
 	}
 	// Nothing of this daemon runs yet: every session not recorded torn
 	// down is, now.
-	if err := e.db.MarkAllTornDown(ctx, now); err != nil {
+	if err := rs.k.db.MarkAllTornDown(ctx, now); err != nil {
 		return nil, err
 	}
 	return killed, nil

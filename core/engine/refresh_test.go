@@ -33,7 +33,7 @@ func TestRefreshNeverGoesBackInTime(t *testing.T) {
 	if err := os.Mkdir(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	task, err := e.CreateTask(ctx, core.CreateTaskInput{Title: "raced", CWD: cwd})
+	task, err := e.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "raced", CWD: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestRefreshNeverGoesBackInTime(t *testing.T) {
 	// is done, or for a moment when the second cannot start before it.
 	oldRead, newDone := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
-	e.cache.afterStoreRead = func(string) {
+	e.k.cache.afterStoreRead = func(string) {
 		if calls.Add(1) != 1 {
 			return
 		}
@@ -56,15 +56,15 @@ func TestRefreshNeverGoesBackInTime(t *testing.T) {
 		}
 	}
 	oldDone := make(chan struct{})
-	go func() { e.refreshQuiet(task.ID); close(oldDone) }()
+	go func() { e.k.refreshQuiet(task.ID); close(oldDone) }()
 	<-oldRead
 	if err := db.SetTaskStatus(ctx, task.ID, string(core.StatusReview), time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
-	go func() { e.refreshQuiet(task.ID); close(newDone) }()
+	go func() { e.k.refreshQuiet(task.ID); close(newDone) }()
 	<-newDone
 	<-oldDone
-	if got, _ := e.cached(task.ID); got.Status != core.StatusReview {
+	if got, _ := e.k.cached(task.ID); got.Status != core.StatusReview {
 		t.Fatalf("cache says %s after a refresh that followed the commit of review", got.Status)
 	}
 }

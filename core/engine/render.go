@@ -40,11 +40,11 @@ func queuedNotice(it store.QueueItem) (prompt.Delivered, bool) {
 // delivery: notices from their data; messages, kickoffs and redeliveries
 // from the row itself. Rows queued before notices carried their data hold
 // their text already rendered and are delivered as they are.
-func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem) string {
+func (tn *Turns) renderItem(ctx context.Context, t core.Task, it store.QueueItem) string {
 	if d, ok := queuedNotice(it); ok {
-		body, err := e.renderNotice(t, d)
+		body, err := tn.renderNotice(t, d)
 		if err != nil {
-			e.log.Error("render notice", "task", t.ID, "queue_id", it.ID, "err", err)
+			tn.k.log.Error("render notice", "task", t.ID, "queue_id", it.ID, "err", err)
 			return it.Text
 		}
 		return body
@@ -57,22 +57,22 @@ func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem
 	case itemKickoff:
 		name, data = prompt.NoticeKickoff, struct{}{}
 	case itemRedeliver:
-		name, data = prompt.NoticeRedeliver, prompt.Message{From: e.describeSender(it.Sender), Text: it.Text}
+		name, data = prompt.NoticeRedeliver, prompt.Message{From: tn.describeSender(it.Sender), Text: it.Text}
 	case itemHandoff:
 		// A sign-off request queued before notices: its open subtasks are
 		// still counted as the turn starts.
 		if strings.Contains(it.Meta, `"child_task_id"`) {
-			return fmt.Sprintf("%s\nopen_subtasks: %d", it.Text, e.openSubtasks(t.ID))
+			return fmt.Sprintf("%s\nopen_subtasks: %d", it.Text, tn.chain.openSubtasks(t.ID))
 		}
 		return it.Text
 	case itemQuestion, itemAnswer, itemStalled, itemWake:
 		return it.Text
 	default:
-		name, data = prompt.NoticeMessage, prompt.Message{From: e.describeSender(it.Sender), Text: it.Text}
+		name, data = prompt.NoticeMessage, prompt.Message{From: tn.describeSender(it.Sender), Text: it.Text}
 	}
 	body, err := prompt.RenderNotice(name, data)
 	if err != nil {
-		e.log.Error("render notice", "task", t.ID, "queue_id", it.ID, "err", err)
+		tn.k.log.Error("render notice", "task", t.ID, "queue_id", it.ID, "err", err)
 		return it.Text
 	}
 	return body
@@ -82,18 +82,18 @@ func (e *Engine) renderItem(ctx context.Context, t core.Task, it store.QueueItem
 // subtasks are still open (this one included), counted as the turn
 // starts: signing the last one off brings no wake, so the agent decides
 // its own next move here.
-func (e *Engine) renderNotice(t core.Task, d prompt.Delivered) (string, error) {
+func (tn *Turns) renderNotice(t core.Task, d prompt.Delivered) (string, error) {
 	data, err := d.Decode()
 	if err != nil {
 		return "", err
 	}
 	if s, ok := data.(*prompt.SignOff); ok {
-		s.OpenSubtasks = e.openSubtasks(t.ID)
+		s.OpenSubtasks = tn.chain.openSubtasks(t.ID)
 	}
 	return prompt.RenderNotice(d.Notice, data)
 }
 
-func (e *Engine) describeSender(sender string) string {
+func (tn *Turns) describeSender(sender string) string {
 	a := core.ParseActor(sender)
 	switch a.Kind {
 	case core.ActorPerson:
@@ -102,7 +102,7 @@ func (e *Engine) describeSender(sender string) string {
 		}
 		return "From " + a.Name
 	case core.ActorAgent:
-		if t, ok := e.cached(a.TaskID); ok {
+		if t, ok := tn.k.cached(a.TaskID); ok {
 			return fmt.Sprintf("From task %s (%s)", t.ID, t.Title)
 		}
 		return "From task " + a.TaskID
@@ -113,7 +113,7 @@ func (e *Engine) describeSender(sender string) string {
 	}
 }
 
-func (e *Engine) preamble(t core.Task, set capability.Set) (string, error) {
+func (tn *Turns) preamble(t core.Task, set capability.Set) (string, error) {
 	info := prompt.TaskInfo{ID: t.ID, Title: t.Title, Description: t.Description,
 		ParentID: t.ParentID, CWD: t.CWD, Autopilot: t.Autopilot}
 	if w := t.Workspace; w != nil && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {

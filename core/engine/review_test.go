@@ -18,15 +18,15 @@ import (
 func TestReviewThroughMessageTool(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
+	child, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
+	stranger, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	call := func(as core.Task, args string) (core.MessageResult, error) {
 		t.Helper()
 		ctx := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: as.ID})
-		res, err := env.eng.CallTool(ctx, "message_task_kandev", []byte(args))
+		res, err := env.eng.Tools.CallTool(ctx, "message_task_kandev", []byte(args))
 		if err != nil {
 			return core.MessageResult{}, err
 		}
@@ -99,14 +99,14 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	if err := os.WriteFile(mainGo, []byte("package main\n\nfunc main() { run() }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := env.eng.TaskReview(env.ctx, child.ID)
+	v, err := env.eng.Workspaces.Review(env.ctx, child.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(v.Comments) != 2 || v.Comments[0].State != core.ReviewOutdated || v.Comments[1].State != core.ReviewOpen || v.Unchecked != "" {
 		t.Fatalf("review = %+v", v)
 	}
-	d, err := env.eng.TaskDiff(env.ctx, child.ID, core.DiffInput{})
+	d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, core.DiffInput{})
 	if err != nil || len(d.Comments) != 2 || d.Comments[0].State != core.ReviewOutdated {
 		t.Fatalf("diff comments = %+v, %v", d.Comments, err)
 	}
@@ -121,7 +121,7 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	if err := os.Symlink(outside, mainGo); err != nil {
 		t.Fatal(err)
 	}
-	if v, err = env.eng.TaskReview(env.ctx, child.ID); err != nil || v.Comments[0].State != core.ReviewOutdated || v.Comments[1].State != core.ReviewOutdated {
+	if v, err = env.eng.Workspaces.Review(env.ctx, child.ID); err != nil || v.Comments[0].State != core.ReviewOutdated || v.Comments[1].State != core.ReviewOutdated {
 		t.Fatalf("through a link: %+v, %v", v, err)
 	}
 }

@@ -291,36 +291,3 @@ func (ro *Roles) roleOf(ctx context.Context, name string) (store.Role, error) {
 
 // Engine keeps core.Client's roles and people operations for now (issue
 // 35): each forwards to the roles area, which holds the body.
-
-// ListRoles implements core.Client (Roles.ListRoles).
-func (e *Engine) ListRoles(ctx context.Context) ([]core.Role, error) { return e.Roles.ListRoles(ctx) }
-
-// GetRole implements core.Client (Roles.GetRole).
-func (e *Engine) GetRole(ctx context.Context, name string) (core.Role, error) {
-	return e.Roles.GetRole(ctx, name)
-}
-
-// AddRole implements core.Client (Roles.AddRole).
-func (e *Engine) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
-	return e.Roles.AddRole(ctx, in)
-}
-
-// EditRole implements core.Client (Roles.EditRole).
-func (e *Engine) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
-	return e.Roles.EditRole(ctx, name, in)
-}
-
-// RemoveRole implements core.Client (Roles.RemoveRole).
-func (e *Engine) RemoveRole(ctx context.Context, name string) (core.Role, error) {
-	return e.Roles.RemoveRole(ctx, name)
-}
-
-// ListPersons implements core.Client (Roles.ListPersons).
-func (e *Engine) ListPersons(ctx context.Context) ([]core.Person, error) {
-	return e.Roles.ListPersons(ctx)
-}
-
-// AddPerson implements core.Client (Roles.AddPerson).
-func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error) {
-	return e.Roles.AddPerson(ctx, name)
-}

@@ -96,35 +96,35 @@ type writeError struct{ err error }
 
 func (w *writeError) Error() string { return w.err.Error() }
 
-func (e *Engine) runtime(id string) *taskRuntime {
-	return e.live.runtime(id)
+func (rs *Runs) runtime(id string) *taskRuntime {
+	return rs.k.live.runtime(id)
 }
 
 // launch spawns the task's agent and opens (or resumes) its session: it
 // plans the run (planLaunch), prepares its worktree or host outside the
 // task's lock, starts the process under the stop fence (startRun) and
 // opens its session (openRun).
-func (e *Engine) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, error) {
-	ctx := e.baseCtx
+func (rs *Runs) launch(rt *taskRuntime, fence uint64, t core.Task) (*liveRun, error) {
+	ctx := rs.k.baseCtx
 	// A slot placement reserved is the run's once registered, free again
 	// if the launch ends without one.
-	defer e.Hosts.unreserveHost(t.ID)
-	p, err := e.planLaunch(ctx, rt, fence, &t)
+	defer rs.hosts.unreserveHost(t.ID)
+	p, err := rs.planLaunch(ctx, rt, fence, &t)
 	if err != nil {
 		return nil, err
 	}
-	e.prepareLaunch(ctx, t, &p)
-	run, err := e.startRun(ctx, rt, fence, t, p)
+	rs.prepareLaunch(ctx, t, &p)
+	run, err := rs.startRun(ctx, rt, fence, t, p)
 	if err != nil {
 		return nil, err
 	}
-	return e.openRun(ctx, rt, t, run, p)
+	return rs.openRun(ctx, rt, t, run, p)
 }
 
 // replayDone ends the replay filter of a resumed session, right before
 // kandev sends it its first prompt: everything the agent streamed until
 // then, as far as it reached kandev, is handled (and dropped) first.
-func (e *Engine) replayDone(ctx context.Context, run *liveRun) {
+func (rs *Runs) replayDone(ctx context.Context, run *liveRun) {
 	if !run.rec.isReplaying() {
 		return
 	}
@@ -143,8 +143,8 @@ func startTimeout(p core.Profile, daemonDefault time.Duration) time.Duration {
 
 // watchExit notices an agent that exits between turns, so the next
 // message relaunches it instead of being handed to a dead process.
-func (e *Engine) watchExit(run *liveRun) {
-	defer e.procWG.Done()
+func (rs *Runs) watchExit(run *liveRun) {
+	defer rs.procWG.Done()
 	<-run.proc.Exited()
 	rt := run.rt
 	rt.mu.Lock()
@@ -158,77 +158,77 @@ func (e *Engine) watchExit(run *liveRun) {
 	if run.proc.ExitedCleanly() {
 		state = core.SessionCompleted
 	}
-	e.endRunLocked(run, state, reason)
+	rs.endRunLocked(run, state, reason)
 	rt.mu.Unlock()
-	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", reason+"; the next message starts it again", nil)
-	e.refreshQuiet(rt.id)
+	rs.k.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", reason+"; the next message starts it again", nil)
+	rs.k.refreshQuiet(rt.id)
 }
 
 // armIdle schedules the end of a run that stays without a turn for
 // IdleTimeout: an agent held by a question or by subtasks need not keep a
 // process (and its memory) up for hours. rt.mu must be held.
-func (e *Engine) armIdle(run *liveRun) {
-	if e.opts.IdleTimeout <= 0 || run.ended {
+func (rs *Runs) armIdle(run *liveRun) {
+	if rs.k.opts.IdleTimeout <= 0 || run.ended {
 		return
 	}
 	if run.idle != nil {
 		run.idle.Stop()
 	}
 	var timer *time.Timer
-	timer = time.AfterFunc(e.opts.IdleTimeout, func() {
+	timer = time.AfterFunc(rs.k.opts.IdleTimeout, func() {
 		rt := run.rt
 		rt.mu.Lock()
-		if run.ended || run.idle != timer || rt.turn != nil || e.isClosing() {
+		if run.ended || run.idle != timer || rt.turn != nil || rs.k.isClosing() {
 			rt.mu.Unlock()
 			return
 		}
-		e.endRunLocked(run, core.SessionCompleted, fmt.Sprintf("idle for %s; the next message resumes it", e.opts.IdleTimeout))
+		rs.endRunLocked(run, core.SessionCompleted, fmt.Sprintf("idle for %s; the next message resumes it", rs.k.opts.IdleTimeout))
 		rt.mu.Unlock()
-		e.refreshQuiet(rt.id)
+		rs.k.refreshQuiet(rt.id)
 	})
 	run.idle = timer
 }
 
 // endRunLocked ends a live run: session state and reason recorded, token
 // revoked, process group torn down in the background. rt.mu must be held.
-func (e *Engine) endRunLocked(run *liveRun, state core.SessionState, reason string) {
-	e.closeRunLocked(run, state, reason, false)
+func (rs *Runs) endRunLocked(run *liveRun, state core.SessionState, reason string) {
+	rs.closeRunLocked(run, state, reason, false)
 }
 
 // failRunLocked ends a run that failed, writing the stall-check outbox with
 // the session's failure so a crash before the check leaves it for the
 // startup sweep. The caller runs afterTurn once rt.mu is released.
-func (e *Engine) failRunLocked(run *liveRun, reason string) {
-	e.closeRunLocked(run, core.SessionFailed, reason, true)
+func (rs *Runs) failRunLocked(run *liveRun, reason string) {
+	rs.closeRunLocked(run, core.SessionFailed, reason, true)
 }
 
 // failRun ends a misbehaving run (it wrote garbage) as failed: a stall of
 // its role, like any failed run (rule 4).
-func (e *Engine) failRun(run *liveRun, reason string) {
+func (rs *Runs) failRun(run *liveRun, reason string) {
 	rt := run.rt
 	rt.mu.Lock()
 	if run.ended {
 		rt.mu.Unlock()
 		return
 	}
-	e.failRunLocked(run, reason)
+	rs.failRunLocked(run, reason)
 	rt.mu.Unlock()
-	e.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
-	e.afterTurn(rt.id, turnOutcome{role: run.role, failed: true, err: reason})
+	rs.k.note(context.Background(), rt.id, run.sessionID, core.MsgStatus, "kandev", "session failed: "+reason, nil)
+	rs.turns.afterTurn(rt.id, turnOutcome{role: run.role, failed: true, err: reason})
 }
 
-func (e *Engine) closeRunLocked(run *liveRun, state core.SessionState, reason string, check bool) {
+func (rs *Runs) closeRunLocked(run *liveRun, state core.SessionState, reason string, check bool) {
 	if run.ended {
 		return
 	}
-	e.releaseRunLocked(run)
-	e.finishSessionChecked(run.rt.id, run.sessionID, state, reason, check)
-	e.terminate(run)
+	rs.releaseRunLocked(run)
+	rs.finishSessionChecked(run.rt.id, run.sessionID, state, reason, check)
+	rs.terminate(run)
 }
 
 // releaseRunLocked takes a run out of the engine's memory: no turn goes to
 // it and its token is no longer live. rt.mu must be held.
-func (e *Engine) releaseRunLocked(run *liveRun) {
+func (rs *Runs) releaseRunLocked(run *liveRun) {
 	run.ended = true
 	if run.idle != nil {
 		run.idle.Stop()
@@ -237,48 +237,48 @@ func (e *Engine) releaseRunLocked(run *liveRun) {
 	if run.rt.run == run {
 		run.rt.run = nil
 	}
-	e.live.release(run.sessionID)
-	e.Hosts.releasedOnHost(run.rt.id)
+	rs.k.live.release(run.sessionID)
+	rs.hosts.releasedOnHost(run.rt.id)
 }
 
 // terminate tears a released run's process down in the background, and
 // records when nothing of it is left: until then a restart must assume its
 // processes still run, whatever the session's state says.
-func (e *Engine) terminate(run *liveRun) {
+func (rs *Runs) terminate(run *liveRun) {
 	if run.proc != nil {
-		e.procWG.Add(1)
+		rs.procWG.Add(1)
 		go func() {
-			defer e.procWG.Done()
-			if e.opts.BeforeTeardown != nil {
-				e.opts.BeforeTeardown(run.sessionID)
+			defer rs.procWG.Done()
+			if rs.k.opts.BeforeTeardown != nil {
+				rs.k.opts.BeforeTeardown(run.sessionID)
 			}
-			run.proc.Terminate(e.opts.Grace)
-			e.tornDown(run.sessionID)
+			run.proc.Terminate(rs.k.opts.Grace)
+			rs.tornDown(run.sessionID)
 		}()
 	}
 }
 
 // tornDown records that no process of the session is left.
-func (e *Engine) tornDown(sessionID string) {
-	if err := e.db.MarkTornDown(context.Background(), sessionID, time.Now().UTC()); err != nil {
-		e.log.Warn("record teardown", "session", sessionID, "err", err)
+func (rs *Runs) tornDown(sessionID string) {
+	if err := rs.k.db.MarkTornDown(context.Background(), sessionID, time.Now().UTC()); err != nil {
+		rs.k.log.Warn("record teardown", "session", sessionID, "err", err)
 	}
 }
 
 // finishSessionChecked records a session's terminal state and revokes its
 // token; with check it also sets the task's stall-check outbox in the same
 // transaction.
-func (e *Engine) finishSessionChecked(taskID, sessionID string, state core.SessionState, reason string, check bool) {
+func (rs *Runs) finishSessionChecked(taskID, sessionID string, state core.SessionState, reason string, check bool) {
 	st := string(state)
-	e.finishSessionUpdate(taskID, sessionID, store.SessionUpdate{State: &st, Error: &reason}, check)
+	rs.finishSessionUpdate(taskID, sessionID, store.SessionUpdate{State: &st, Error: &reason}, check)
 }
 
 // finishSessionUpdate is finishSessionChecked with the session's end
 // given as an update (an interrupted one carries its flag).
-func (e *Engine) finishSessionUpdate(taskID, sessionID string, u store.SessionUpdate, check bool) {
+func (rs *Runs) finishSessionUpdate(taskID, sessionID string, u store.SessionUpdate, check bool) {
 	ctx := context.Background()
 	now := time.Now().UTC()
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := rs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		c.session(sessionID)
 		if err := tx.UpdateSession(ctx, sessionID, u, now); err != nil {
 			return err
@@ -291,20 +291,20 @@ func (e *Engine) finishSessionUpdate(taskID, sessionID string, u store.SessionUp
 		return tx.RevokeSessionTokens(ctx, sessionID, now)
 	})
 	if err != nil {
-		e.log.Error("finish session", "session", sessionID, "err", err)
+		rs.k.log.Error("finish session", "session", sessionID, "err", err)
 		// Show the session as it stands all the same.
 		c.session(sessionID)
 	}
 	// Only the session is announced here: the caller holds the task's
 	// lock and refreshes the task once it let go.
-	e.announce(c)
+	rs.k.announce(c)
 }
 
 // interruptRun ends a run because the daemon is going away. The prompt of a
 // turn it cut short is queued again at the front, so nothing is lost; the
 // requeue and the session's end are one transaction, so a crash between
 // them cannot make the next start queue the prompt a second time.
-func (e *Engine) interruptRun(run *liveRun, why string) {
+func (rs *Runs) interruptRun(run *liveRun, why string) {
 	reason := core.SessionInterruptedPrefix + why
 	rt := run.rt
 	rt.mu.Lock()
@@ -320,9 +320,9 @@ func (e *Engine) interruptRun(run *liveRun, why string) {
 		ctx := context.Background()
 		now := time.Now().UTC()
 		var err error
-		c, err = e.tx(ctx, func(tx *store.Tx, _ *changes) error {
+		c, err = rs.k.tx(ctx, func(tx *store.Tx, _ *changes) error {
 			if inTurn {
-				if err := e.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
+				if err := rs.turns.requeueOpenPrompt(ctx, tx.Queries, rt.id, run.sessionID); err != nil {
 					return err
 				}
 			}
@@ -332,24 +332,24 @@ func (e *Engine) interruptRun(run *liveRun, why string) {
 			return tx.RevokeSessionTokens(ctx, run.sessionID, now)
 		})
 		if err != nil {
-			e.log.Error("requeue interrupted prompt", "task", rt.id, "err", err)
+			rs.k.log.Error("requeue interrupted prompt", "task", rt.id, "err", err)
 		}
 	}
-	e.endRunLocked(run, core.SessionCancelled, reason)
+	rs.endRunLocked(run, core.SessionCancelled, reason)
 	rt.mu.Unlock()
 	c.touch(rt.id)
-	e.announce(c)
+	rs.k.announce(c)
 }
 
 // capabilitySet derives a session's tools from persisted task fields.
-func (e *Engine) capabilitySet(t core.Task) capability.Set {
+func (rs *Runs) capabilitySet(t core.Task) capability.Set {
 	surface, err := capability.ParseSurface(t.Surface)
 	if err != nil || surface == capability.External {
 		surface = capability.KanbanTask
 	}
 	return capability.Resolve(capability.Case{
 		Surface: surface, Autopilot: t.Autopilot, HasParent: t.ParentID != "",
-		TitlePending: t.TitlePending, Host: e.Workspaces.providerHost(t),
+		TitlePending: t.TitlePending, Host: rs.workspaces.providerHost(t),
 	})
 }
 
@@ -379,4 +379,26 @@ func hostOrLocal(h string) string {
 		return hostLocal
 	}
 	return h
+}
+
+// Runs is the runs area (runs.go, launch.go, sandbox.go, containers.go,
+// recover.go): it launches an agent run for a task (its profile, host,
+// sandbox and worktree), watches it, ends it, tears its processes down and
+// records its session; at start it recovers the runs a daemon exit cut
+// short. It owns no lock of its own: a run's state is the task's rt.mu
+// (live.go) and the live runs' table.
+type Runs struct {
+	k *kernel
+	// procWG counts process teardowns and timers, which Close waits for.
+	procWG *sync.WaitGroup
+	// flusher writes the recorders' streamed output (ADR 0050).
+	flusher *streamFlusher
+
+	spend      *Spend      // the spend a run reports (usage.go)
+	chain      *Chain      // a failed run's stall check
+	hosts      *Hosts      // a run's place, its host's faults
+	questions  *Questions  // the questions a run's end makes stale
+	roles      *Roles      // a task's profile
+	turns      *Turns      // the turn loop a run's end wakes
+	workspaces *Workspaces // a run's worktree
 }

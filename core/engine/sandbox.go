@@ -24,7 +24,7 @@ const sandboxAuto = "auto"
 // confined than its parent, nor than the agent that creates it, and a
 // mode this machine cannot run is refused with how to install it (on a
 // host, a mode kandev cannot apply there).
-func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, parent core.Task, prof core.Profile, host string) (string, error) {
+func (rs *Runs) resolveSandbox(ctx context.Context, in core.CreateTaskInput, parent core.Task, prof core.Profile, host string) (string, error) {
 	mode := strings.TrimSpace(in.Sandbox)
 	if err := core.ValidateSandbox("task", mode); err != nil {
 		return "", err
@@ -43,7 +43,7 @@ func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, pa
 		if in.Autopilot {
 			key = "autopilot_sandbox"
 		}
-		mode = e.configValue(key)
+		mode = rs.k.configValue(key)
 	}
 	if host != "" {
 		// On a host, its bubblewrap is what counts (hostsandbox.go).
@@ -60,7 +60,7 @@ func (e *Engine) resolveSandbox(ctx context.Context, in core.CreateTaskInput, pa
 		}
 	}
 	if a := core.ActorFrom(ctx); a.Kind == core.ActorAgent && a.TaskID != "" && a.TaskID != parent.ID {
-		if own, ok := e.cached(a.TaskID); ok {
+		if own, ok := rs.k.cached(a.TaskID); ok {
 			if err := core.CheckChildSandbox(own.ID, own.Sandbox, mode); err != nil {
 				return "", err
 			}
@@ -88,29 +88,29 @@ func orNoneMode(m string) string {
 
 // sandboxHome is a task's private home: kept across its sessions so its
 // agent's own state survives a resume, apart from every other task's.
-func (e *Engine) sandboxHome(taskID string) string {
-	return filepath.Join(e.opts.Home.Dir, "sandboxes", taskID, "home")
+func (rs *Runs) sandboxHome(taskID string) string {
+	return filepath.Join(rs.k.opts.Home.Dir, "sandboxes", taskID, "home")
 }
 
 // launchConfined starts the run through the launcher, confined as its
 // task's sandbox says.
-func (e *Engine) launchConfined(t core.Task, prof core.Profile, spec agent.Spec, h agent.Handler) (*agent.Run, error) {
-	if err := e.confine(&spec, t, prof); err != nil {
+func (rs *Runs) launchConfined(t core.Task, prof core.Profile, spec agent.Spec, h agent.Handler) (*agent.Run, error) {
+	if err := rs.confine(&spec, t, prof); err != nil {
 		return nil, err
 	}
-	return e.opts.Launcher.Launch(spec, h)
+	return rs.k.opts.Launcher.Launch(spec, h)
 }
 
 // confine fills spec.Sandbox with what the task's session sees.
-func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error {
+func (rs *Runs) confine(spec *agent.Spec, t core.Task, prof core.Profile) error {
 	if core.SandboxRank(t.Sandbox) <= 0 {
 		return nil
 	}
-	v, err := e.sandboxView(t, prof, spec.Command, spec.SessionID, nil)
+	v, err := rs.sandboxView(t, prof, spec.Command, spec.SessionID, nil)
 	if err != nil {
 		return err
 	}
-	if spec.Command == e.opts.SelfExe {
+	if spec.Command == rs.k.opts.SelfExe {
 		// The mock agent keeps its sessions (for resume) in the task's
 		// private home, the one place it may write besides the worktree.
 		spec.Env = append(spec.Env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(v.Home, ".local", "state", "kandev-mock"))
@@ -122,7 +122,7 @@ func (e *Engine) confine(spec *agent.Spec, t core.Task, prof core.Profile) error
 // sandboxView is what a confined task's command sees: its worktree with
 // the worktree's own git state (ADR 0065), its private home, its
 // profile's paths, and readOnly besides.
-func (e *Engine) sandboxView(t core.Task, prof core.Profile, command, sessionID string, readOnly []string) (sandbox.View, error) {
+func (rs *Runs) sandboxView(t core.Task, prof core.Profile, command, sessionID string, readOnly []string) (sandbox.View, error) {
 	if err := core.SandboxAvailable(t.Sandbox); err != nil {
 		return sandbox.View{}, err
 	}
@@ -133,10 +133,10 @@ func (e *Engine) sandboxView(t core.Task, prof core.Profile, command, sessionID 
 	if err != nil {
 		return sandbox.View{}, fmt.Errorf("sandbox: the operator's home: %w", err)
 	}
-	in := sandbox.Input{Mode: t.Sandbox, Image: prof.Image, Worktree: t.CWD, PrivateHome: e.sandboxHome(t.ID),
-		OperatorHome: opHome, Paths: prof.Paths, SelfExe: e.opts.SelfExe, MCPSocket: e.opts.Socket,
+	in := sandbox.Input{Mode: t.Sandbox, Image: prof.Image, Worktree: t.CWD, PrivateHome: rs.sandboxHome(t.ID),
+		OperatorHome: opHome, Paths: prof.Paths, SelfExe: rs.k.opts.SelfExe, MCPSocket: rs.k.opts.Socket,
 		NoNetwork: prof.NoNetwork, SessionID: sessionID, ReadOnly: readOnly}
-	if command != e.opts.SelfExe {
+	if command != rs.k.opts.SelfExe {
 		in.Executables = []string{command}
 	}
 	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
@@ -146,7 +146,7 @@ func (e *Engine) sandboxView(t core.Task, prof core.Profile, command, sessionID 
 		}
 		// Its objects, administrative directory and branch ref are its
 		// own; the repository takes its commits only checked.
-		p, err := e.Workspaces.ws.PreparePrivate(context.Background(), worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
+		p, err := rs.workspaces.ws.PreparePrivate(context.Background(), worktreeOf(w.Repo, w.Dir, w.Branch, w.Base))
 		if err != nil {
 			return sandbox.View{}, fmt.Errorf("sandbox: %w", err)
 		}
@@ -170,13 +170,13 @@ func (e *Engine) sandboxView(t core.Task, prof core.Profile, command, sessionID 
 // setupConfiner runs a confined task's .kandev/setup inside the task's
 // sandbox, as its agent would run it (ADR 0065); nil for a task that is
 // not confined, whose setup runs here as before.
-func (e *Engine) setupConfiner(t core.Task, prof core.Profile, sessionID string) workspace.Confiner {
+func (rs *Runs) setupConfiner(t core.Task, prof core.Profile, sessionID string) workspace.Confiner {
 	if core.SandboxRank(t.Sandbox) <= 0 {
 		return nil
 	}
 	return func(script string, env []string) (string, []string, []string, func(), error) {
 		sid := sessionID + "-setup"
-		v, err := e.sandboxView(t, prof, script, sid, []string{script})
+		v, err := rs.sandboxView(t, prof, script, sid, []string{script})
 		if err != nil {
 			return "", nil, nil, nil, err
 		}

@@ -47,9 +47,9 @@ func TestSandboxWithoutBwrap(t *testing.T) {
 	if auto.Sandbox != core.SandboxNone {
 		t.Errorf("autopilot without bwrap: sandbox %q", auto.Sandbox)
 	}
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxBwrap})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxBwrap})
 	i2WantErr(t, err, core.CodeValidation, "bubblewrap", "apt-get install bubblewrap")
-	_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: "chroot"})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: "chroot"})
 	i2WantErr(t, err, core.CodeValidation, `sandbox "chroot"`, "none, bwrap, docker, podman")
 }
 
@@ -66,13 +66,13 @@ func TestSandboxChildNeverWeaker(t *testing.T) {
 	if child.Sandbox != core.SandboxBwrap {
 		t.Fatalf("child without one: sandbox %q, want bwrap", child.Sandbox)
 	}
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "weak", ParentID: root.ID, Sandbox: core.SandboxNone})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "weak", ParentID: root.ID, Sandbox: core.SandboxNone})
 	i2WantErr(t, err, core.CodeValidation, "sandbox none is less confined than its parent task "+root.ID+"'s sandbox bwrap")
 
 	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: child.ID, SessionID: "s-" + child.ID})
-	_, err = env.eng.CallTool(agent, "create_task_kandev", []byte(`{"title":"escape","sandbox":"none","start":false}`))
+	_, err = env.eng.Tools.CallTool(agent, "create_task_kandev", []byte(`{"title":"escape","sandbox":"none","start":false}`))
 	i2WantErr(t, err, core.CodeValidation, "less confined", child.ID)
-	res, err := env.eng.CallTool(agent, "create_task_kandev", []byte(`{"title":"helper","start":false}`))
+	res, err := env.eng.Tools.CallTool(agent, "create_task_kandev", []byte(`{"title":"helper","start":false}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSandboxChildNeverWeaker(t *testing.T) {
 		t.Fatalf("an agent's child: sandbox %q", got.Sandbox)
 	}
 	// Nor can it widen its profiles.
-	_, err = env.eng.AddProfile(agent, core.Profile{Name: "wide", Command: "x", MCP: true, Paths: []string{"~"}})
+	_, err = env.eng.Roles.AddProfile(agent, core.Profile{Name: "wide", Command: "x", MCP: true, Paths: []string{"~"}})
 	i2WantErr(t, err, core.CodeForbidden, "sandbox bwrap")
 }
 
@@ -91,7 +91,7 @@ func TestSandboxFromProfile(t *testing.T) {
 		t.Skip("bubblewrap is not installed")
 	}
 	env := newEngineEnv(t)
-	if _, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "boxed", Command: "x", MCP: true, Sandbox: core.SandboxBwrap}); err != nil {
+	if _, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "boxed", Command: "x", MCP: true, Sandbox: core.SandboxBwrap}); err != nil {
 		t.Fatal(err)
 	}
 	got := env.create(core.CreateTaskInput{Title: "t", Profile: "boxed"})
@@ -102,7 +102,7 @@ func TestSandboxFromProfile(t *testing.T) {
 	if got.Sandbox != core.SandboxNone {
 		t.Fatalf("explicit none: %q", got.Sandbox)
 	}
-	_, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "bad", Command: "x", Sandbox: "vm"})
+	_, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "bad", Command: "x", Sandbox: "vm"})
 	i2WantErr(t, err, core.CodeValidation, `sandbox "vm"`)
 }
 
@@ -112,6 +112,6 @@ func TestSandboxContainerNeedsAnImage(t *testing.T) {
 		t.Skip("docker is not installed")
 	}
 	env := newEngineEnv(t)
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxDocker})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxDocker})
 	i2WantErr(t, err, core.CodeValidation, "needs an image", "--image IMAGE")
 }

@@ -8,8 +8,8 @@ import (
 
 // TaskStats implements core.Client: it counts the cached tasks a listing
 // with in would show (TaskSnapshot), so it reads no row from the database.
-func (e *Engine) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
-	tasks, err := e.TaskSnapshot(ctx, in)
+func (ts *Tasks) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
+	tasks, err := ts.TaskSnapshot(ctx, in)
 	if err != nil {
 		return core.TaskStats{}, err
 	}

@@ -15,17 +15,17 @@ import (
 // review, the run's session cancelled and its token revoked, a pending
 // question stale, the note), and one notification step announces it. See
 // docs/decisions/0004-stop-fence.md.
-func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, error) {
+func (ch *Chain) StopTask(ctx context.Context, ref string) (core.StopResult, error) {
 	actor := core.ActorFrom(ctx)
-	t, err := e.task(ctx, ref)
+	t, err := ch.k.task(ctx, ref)
 	if err != nil {
 		return core.StopResult{}, err
 	}
-	if err := e.may(actor, ActStop, t); err != nil {
+	if err := ch.auth.may(actor, ActStop, t); err != nil {
 		return core.StopResult{}, err
 	}
 	why := "stopped by " + actor.String()
-	rt := e.runtime(t.ID)
+	rt := ch.runs.runtime(t.ID)
 	rt.mu.Lock()
 	// Live: a run exists, or a turn loop acting under the current fence may
 	// be about to launch one.
@@ -42,9 +42,9 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 		// Out of memory first, so its token is refused from this moment,
 		// and nothing its agent says from now on is recorded.
 		run.stopped.Store(true)
-		e.releaseRunLocked(run)
+		ch.runs.releaseRunLocked(run)
 	}
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ch.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.SetTaskHalted(ctx, t.ID, true, now); err != nil {
 			return err
@@ -68,7 +68,7 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 			}
 			c.session(run.sessionID)
 		}
-		if err := e.Questions.staleQuestionTx(ctx, tx, t.ID, "the task was stopped", c); err != nil {
+		if err := ch.questions.staleQuestionTx(ctx, tx, t.ID, "the task was stopped", c); err != nil {
 			return err
 		}
 		m, err := tx.InsertMessage(ctx, store.Message{TaskID: t.ID, Kind: string(core.MsgStatus), Author: actor.String(),
@@ -81,25 +81,25 @@ func (e *Engine) StopTask(ctx context.Context, ref string) (core.StopResult, err
 		return nil
 	})
 	if run != nil {
-		e.terminate(run)
+		ch.runs.terminate(run)
 	}
 	rt.mu.Unlock()
 	if err != nil {
 		// The fence moved and the run is gone: nothing runs on; what could
 		// not be recorded is the stop's trace.
-		e.log.Error("record stop", "task", t.ID, "err", err)
-		e.refreshQuiet(t.ID)
+		ch.k.log.Error("record stop", "task", t.ID, "err", err)
+		ch.k.refreshQuiet(t.ID)
 		return core.StopResult{}, mapStoreErr(err, "stop of "+t.ID)
 	}
-	e.announce(c)
+	ch.k.announce(c)
 	return core.StopResult{TaskID: t.ID, Result: "stopped", Sessions: sessions}, nil
 }
 
 // halt bumps the task's stop fence and ends its live run, if any, for the
 // transitions that end work without a stop (archive, done, cancelled). A
 // run finishing the turn in which it handed the task on ends by itself.
-func (e *Engine) halt(taskID, why string) {
-	rt := e.runtime(taskID)
+func (ch *Chain) halt(taskID, why string) {
+	rt := ch.runs.runtime(taskID)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.fence++
@@ -107,6 +107,6 @@ func (e *Engine) halt(taskID, why string) {
 		if rt.turn != nil && rt.turn.run == run && rt.turn.handedOff {
 			return
 		}
-		e.endRunLocked(run, core.SessionCancelled, why)
+		ch.runs.endRunLocked(run, core.SessionCancelled, why)
 	}
 }

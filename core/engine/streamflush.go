@@ -14,7 +14,7 @@ import (
 // arrived (ADR 0050). Fifty agents streaming cost twenty small
 // transactions a second, not a thousand.
 type streamFlusher struct {
-	e *Engine
+	k *kernel
 	// ticking serialises ticks: a tick that took a recorder's output
 	// writes it before the next tick takes more of it.
 	ticking sync.Mutex
@@ -91,11 +91,11 @@ func (f *streamFlusher) tick() {
 	if len(chunks) == 0 {
 		return
 	}
-	if err := f.e.db.AppendMessageChunks(context.Background(), chunks); err != nil {
-		f.e.log.Error("record agent output", "entries", len(chunks), "err", err)
+	if err := f.k.db.AppendMessageChunks(context.Background(), chunks); err != nil {
+		f.k.log.Error("record agent output", "entries", len(chunks), "err", err)
 		return
 	}
 	for i := range events {
-		f.e.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: owners[i].taskID, Append: &events[i]})
+		f.k.bus.Publish(core.Event{Type: core.EventMessageAppended, TaskID: owners[i].taskID, Append: &events[i]})
 	}
 }

@@ -32,13 +32,13 @@ func TestTickTakesUpdatesInWhileItWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	task, err := e.CreateTask(ctx, core.CreateTaskInput{Title: "stream", CWD: dir})
+	task, err := e.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "stream", CWD: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	events, stop := e.bus.Subscribe(task.ID)
+	events, stop := e.k.bus.Subscribe(task.ID)
 	defer stop()
-	r := newRecorder(e, task.ID, "", nil)
+	r := newRecorder(e.Runs, task.ID, "", nil)
 	say := func(text string) {
 		r.Update(ctx, acp.SessionNotification{Update: acp.UpdateAgentMessageText(text)})
 	}

@@ -18,24 +18,24 @@ const maxTitle = 200
 // CreateTask implements core.Client. Autopilot is decided here and never
 // again: it is not inherited from the parent, and the profile must be able to
 // take the injected MCP server.
-func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+func (ts *Tasks) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
 	key := in.IdempotencyKey
 	if len(key) > maxIdempotencyKey {
 		return core.Task{}, core.Errorf(core.CodeValidation, "idempotency key is %d bytes; keep it to %d at most", len(key), maxIdempotencyKey)
 	}
 	if key != "" {
-		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
+		if t, ok, err := ts.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
 			return t, err
 		}
 	}
-	p, err := e.planCreate(ctx, actor, in)
+	p, err := ts.planCreate(ctx, actor, in)
 	if err != nil {
 		return core.Task{}, err
 	}
-	id, err := e.commitCreate(ctx, p)
+	id, err := ts.commitCreate(ctx, p)
 	if errors.Is(err, errKeyUsed) {
-		if t, ok, err := e.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
+		if t, ok, err := ts.createdBefore(ctx, actor, key, in.Start); ok || err != nil {
 			return t, err
 		}
 		err = mapStoreErr(err, "task")
@@ -43,15 +43,15 @@ func (e *Engine) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 	if err != nil {
 		return core.Task{}, err
 	}
-	t, err := e.GetTask(ctx, id)
+	t, err := ts.GetTask(ctx, id)
 	if err != nil {
 		return core.Task{}, err
 	}
 	if in.Start {
-		if e.opts.BeforeStart != nil {
-			e.opts.BeforeStart(t.ID)
+		if ts.k.opts.BeforeStart != nil {
+			ts.k.opts.BeforeStart(t.ID)
 		}
-		return e.Messages.StartTask(ctx, t.ID, core.StartTaskInput{})
+		return ts.messages.StartTask(ctx, t.ID, core.StartTaskInput{})
 	}
 	return t, nil
 }
@@ -67,20 +67,20 @@ var errKeyUsed = errors.New("idempotency key already used")
 // createdBefore finds the task an earlier create with the actor's key
 // made. A retried create with --start starts the task if the first one
 // never got to (its reply, or the daemon, was cut before the start).
-func (e *Engine) createdBefore(ctx context.Context, actor core.Actor, key string, start bool) (core.Task, bool, error) {
-	id, err := e.db.TaskByCreateKey(ctx, actor.String(), key)
+func (ts *Tasks) createdBefore(ctx context.Context, actor core.Actor, key string, start bool) (core.Task, bool, error) {
+	id, err := ts.k.db.TaskByCreateKey(ctx, actor.String(), key)
 	if errors.Is(err, store.ErrNotFound) {
 		return core.Task{}, false, nil
 	}
 	if err != nil {
 		return core.Task{}, false, mapStoreErr(err, "task")
 	}
-	t, err := e.task(ctx, id)
+	t, err := ts.k.task(ctx, id)
 	if err != nil {
 		return core.Task{}, true, err
 	}
-	if start && t.Session == nil && !t.Halted && e.held(t) == "" {
-		if st, err := e.Messages.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
+	if start && t.Session == nil && !t.Halted && ts.turns.held(t) == "" {
+		if st, err := ts.messages.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
 			return st, true, nil
 		}
 	}
@@ -89,8 +89,8 @@ func (e *Engine) createdBefore(ctx context.Context, actor core.Actor, key string
 
 // ListTasks implements core.Client: tasks in creation order, so a parent
 // always precedes its children.
-func (e *Engine) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
-	ptrs, err := e.TaskSnapshot(ctx, in)
+func (ts *Tasks) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+	ptrs, err := ts.TaskSnapshot(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -104,16 +104,16 @@ func (e *Engine) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.
 // TaskSnapshot is ListTasks without the copies: the cache never changes a
 // task in place (a change stores a new value), so the pointers stay valid
 // and unchanging after the lock is released. For large listings.
-func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
+func (ts *Tasks) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
 	var root string
 	if in.Root != "" {
-		id, err := e.resolveID(ctx, in.Root)
+		id, err := ts.k.resolveID(ctx, in.Root)
 		if err != nil {
 			return nil, err
 		}
 		root = id
 	}
-	cv := e.cache.rlock()
+	cv := ts.k.cache.rlock()
 	defer cv.runlock()
 	if root != "" {
 		var out []*core.Task
@@ -149,11 +149,11 @@ func (e *Engine) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 // from the first lines of the listing, before the rest has arrived (the
 // TUI's first frame at 100,000 tasks). A listing under a root is in this
 // order already.
-func (e *Engine) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
+func (ts *Tasks) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
 	if in.Root != "" {
-		return e.TaskSnapshot(ctx, in)
+		return ts.TaskSnapshot(ctx, in)
 	}
-	cv := e.cache.rlock()
+	cv := ts.k.cache.rlock()
 	defer cv.runlock()
 	out := make([]*core.Task, 0, len(cv.order))
 	shown := func(t *core.Task) bool { return t != nil && (in.All || !t.Archived) }
@@ -181,7 +181,7 @@ func (e *Engine) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 // page ("" when none). Without a root it walks the creation order from
 // the cursor and stops once the page is full, so a page's cost does not
 // grow with the number of tasks.
-func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor string, limit int, match func(*core.Task) bool) ([]core.Task, string, error) {
+func (ts *Tasks) taskPage(ctx context.Context, in core.ListTasksInput, cursor string, limit int, match func(*core.Task) bool) ([]core.Task, string, error) {
 	page := []core.Task{}
 	next := ""
 	// take adds t to the page, or notes that a next page exists; it
@@ -201,7 +201,7 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 		return core.Errorf(core.CodeValidation, "cursor %q is not in this listing any more (its task was archived?); list again without a cursor", cursor)
 	}
 	if in.Root != "" {
-		snap, err := e.TaskSnapshot(ctx, in)
+		snap, err := ts.TaskSnapshot(ctx, in)
 		if err != nil {
 			return nil, "", err
 		}
@@ -219,7 +219,7 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 		}
 		return page, next, nil
 	}
-	cv := e.cache.rlock()
+	cv := ts.k.cache.rlock()
 	defer cv.runlock()
 	start := 0
 	if cursor != "" {
@@ -242,25 +242,25 @@ func (e *Engine) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 }
 
 // GetTask implements core.Client.
-func (e *Engine) GetTask(ctx context.Context, id string) (core.Task, error) {
-	t, err := e.task(ctx, id)
+func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
+	t, err := ts.k.task(ctx, id)
 	if err == nil {
 		// A subtree shares its root's budget: the one that binds is shown.
-		t.Budget = e.Spend.governingBudget(t)
+		t.Budget = ts.spend.governingBudget(t)
 	}
 	return t, err
 }
 
 // EditTask implements core.Client. Naming autopilot at all is refused.
-func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput) (core.Task, error) {
+func (ts *Tasks) EditTask(ctx context.Context, ref string, in core.EditTaskInput) (core.Task, error) {
 	if in.Autopilot != nil {
 		return core.Task{}, core.Errorf(core.CodeValidation, "autopilot is fixed at creation and cannot be changed; create a new task to change it")
 	}
-	t, err := e.task(ctx, ref)
+	t, err := ts.k.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	if err := e.may(core.ActorFrom(ctx), ActEdit, t); err != nil {
+	if err := ts.auth.may(core.ActorFrom(ctx), ActEdit, t); err != nil {
 		return core.Task{}, err
 	}
 	if t.Archived {
@@ -286,7 +286,7 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 		desc = strings.TrimSpace(*in.Description)
 	}
 	now := time.Now().UTC()
-	err = e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err = ts.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
 		if in.Title != nil {
 			if err := tx.SetTaskTitle(ctx, t.ID, title, now); err != nil {
@@ -298,47 +298,35 @@ func (e *Engine) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	return e.task(ctx, t.ID)
-}
-
-// isAncestor reports whether anc is a proper ancestor of id.
-func (e *Engine) isAncestor(anc, id string) bool {
-	cv := e.cache.rlock()
-	defer cv.runlock()
-	for cur := cv.tasks[id]; cur != nil && cur.ParentID != ""; cur = cv.tasks[cur.ParentID] {
-		if cur.ParentID == anc {
-			return true
-		}
-	}
-	return false
+	return ts.k.task(ctx, t.ID)
 }
 
 // ArchiveTask implements core.Client. Archiving is idempotent; it halts a
 // running agent and makes a pending question stale.
-func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error) {
-	t, err := e.task(ctx, ref)
+func (ts *Tasks) ArchiveTask(ctx context.Context, ref string) (core.Task, error) {
+	t, err := ts.k.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	if err := e.may(core.ActorFrom(ctx), ActArchive, t); err != nil {
+	if err := ts.auth.may(core.ActorFrom(ctx), ActArchive, t); err != nil {
 		return core.Task{}, err
 	}
 	if t.Archived {
 		return t, nil
 	}
-	e.halt(t.ID, "archived")
+	ts.chain.halt(t.ID, "archived")
 	// An archived task takes no turn, so it cannot stay in progress: it
 	// goes to review, as a stop leaves it (ADR 0016). Its subtasks are
 	// not touched.
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ts.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.ArchiveTask(ctx, t.ID, now); err != nil {
 			return err
 		}
-		if err := e.Questions.staleQuestionTx(ctx, tx, t.ID, "the task was archived", c); err != nil {
+		if err := ts.questions.staleQuestionTx(ctx, tx, t.ID, "the task was archived", c); err != nil {
 			return err
 		}
-		if cur, ok := e.cached(t.ID); ok && cur.Status == core.StatusInProgress {
+		if cur, ok := ts.k.cached(t.ID); ok && cur.Status == core.StatusInProgress {
 			if err := tx.SetTaskStatus(ctx, t.ID, string(core.StatusReview), now); err != nil {
 				return err
 			}
@@ -355,33 +343,33 @@ func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 	if err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+t.ID)
 	}
-	e.announce(c)
-	e.Workspaces.retireWorktree(ctx, t)
-	return e.refresh(ctx, t.ID)
+	ts.k.announce(c)
+	ts.workspaces.retireWorktree(ctx, t)
+	return ts.k.refresh(ctx, t.ID)
 }
 
 // SetTaskStatus implements core.Client: a move the transition table
 // allows. Done and cancelled halt the task's agent and make its question
 // stale.
-func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Status) (core.Task, error) {
+func (ts *Tasks) SetTaskStatus(ctx context.Context, ref string, status core.Status) (core.Task, error) {
 	if _, err := core.ParseStatus(string(status)); err != nil {
 		return core.Task{}, err
 	}
-	t, err := e.task(ctx, ref)
+	t, err := ts.k.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err
 	}
-	if err := e.may(core.ActorFrom(ctx), ActSetStatus, t); err != nil {
+	if err := ts.auth.may(core.ActorFrom(ctx), ActSetStatus, t); err != nil {
 		return core.Task{}, err
 	}
 	if t.Archived {
 		return core.Task{}, core.Errorf(core.CodeConflict, "task %s is archived", t.ID)
 	}
-	if err := e.mustHold(core.ActorFrom(ctx), t); err != nil {
+	if err := ts.chain.mustHold(core.ActorFrom(ctx), t); err != nil {
 		return core.Task{}, err
 	}
 	if status == core.StatusDone {
-		if err := e.may(core.ActorFrom(ctx), ActMarkDone, t); err != nil {
+		if err := ts.auth.may(core.ActorFrom(ctx), ActMarkDone, t); err != nil {
 			return core.Task{}, err
 		}
 	}
@@ -395,12 +383,12 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	if status.Terminal() {
 		finishedTask := t
 		finishedTask.Status = status
-		wakes = e.wakesFor(ctx, finishedTask)
+		wakes = ts.chain.wakesFor(ctx, finishedTask)
 	}
 	// The status and the wakes it causes land together: a waiting task
 	// never sees its subtask finished without the wake already queued, so
 	// its stall check cannot run in between (rule 4).
-	c, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ts.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
 			return err
@@ -418,7 +406,7 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 			c.wake(w.TaskID)
 		}
 		if status.Terminal() {
-			if err := e.Questions.staleQuestionTx(ctx, tx, t.ID, "the task was marked "+string(status), c); err != nil {
+			if err := ts.questions.staleQuestionTx(ctx, tx, t.ID, "the task was marked "+string(status), c); err != nil {
 				return err
 			}
 		}
@@ -439,10 +427,10 @@ func (e *Engine) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 		// and run a turn on a finished task. Now a loop that read it before
 		// the commit holds a stale fence and launches nothing, and one that
 		// reads it after sees it finished.
-		e.halt(t.ID, "marked "+string(status))
+		ts.chain.halt(t.ID, "marked "+string(status))
 	}
-	e.announce(c)
-	return e.refresh(ctx, t.ID)
+	ts.k.announce(c)
+	return ts.k.refresh(ctx, t.ID)
 }
 
 func firstLine(s string) string {
@@ -470,4 +458,23 @@ func truncateRunes(s string, n int) string {
 		count++
 	}
 	return s
+}
+
+// Tasks is the tasks area (tasks.go, create.go, stats.go, integrity.go,
+// appends.go): create, list, read, edit, archive and the status of a
+// task. Creating one touches every other area (its profile, budget,
+// worktree, host, first message), hence its many fields.
+type Tasks struct {
+	k *kernel
+
+	auth       *authorizer
+	chain      *Chain
+	hosts      *Hosts
+	messages   *Messages
+	questions  *Questions
+	roles      *Roles
+	runs       *Runs
+	spend      *Spend
+	turns      *Turns
+	workspaces *Workspaces
 }

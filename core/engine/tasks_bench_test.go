@@ -74,7 +74,7 @@ func BenchmarkEngineCreateTask(b *testing.B) {
 	eng := benchEngine(b, dbPath)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := eng.CreateTask(ctx, core.CreateTaskInput{Title: "Split the auth module", CWD: cwd}); err != nil {
+		if _, err := eng.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "Split the auth module", CWD: cwd}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func BenchmarkEngineListTasks100k(b *testing.B) {
 	eng := benchEngine(b, dbPath)
 	ctx := context.Background()
 	for b.Loop() {
-		ts, err := eng.ListTasks(ctx, core.ListTasksInput{})
+		ts, err := eng.Tasks.ListTasks(ctx, core.ListTasksInput{})
 		if err != nil || len(ts) != 100_000 {
 			b.Fatalf("%d tasks, %v", len(ts), err)
 		}

@@ -76,7 +76,7 @@ func (env *engineEnv) create(in core.CreateTaskInput) core.Task {
 	if in.CWD == "" {
 		in.CWD = env.cwd
 	}
-	task, err := env.eng.CreateTask(env.ctx, in)
+	task, err := env.eng.Tasks.CreateTask(env.ctx, in)
 	if err != nil {
 		env.t.Fatalf("create %+v: %v", in, err)
 	}
@@ -85,7 +85,7 @@ func (env *engineEnv) create(in core.CreateTaskInput) core.Task {
 
 func (env *engineEnv) get(id string) core.Task {
 	env.t.Helper()
-	task, err := env.eng.GetTask(env.ctx, id)
+	task, err := env.eng.Tasks.GetTask(env.ctx, id)
 	if err != nil {
 		env.t.Fatalf("get %s: %v", id, err)
 	}
@@ -94,7 +94,7 @@ func (env *engineEnv) get(id string) core.Task {
 
 func (env *engineEnv) count(all bool) int {
 	env.t.Helper()
-	ts, err := env.eng.ListTasks(env.ctx, core.ListTasksInput{All: all})
+	ts, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{All: all})
 	if err != nil {
 		env.t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 		{plain.ID, core.EditTaskInput{Autopilot: i2Ptr(true)}},
 		{auto.ID, core.EditTaskInput{Title: i2Ptr("renamed"), Autopilot: i2Ptr(false)}},
 	} {
-		_, err := env.eng.EditTask(env.ctx, c.id, c.in)
+		_, err := env.eng.Tasks.EditTask(env.ctx, c.id, c.in)
 		i2WantErr(t, err, core.CodeValidation, "autopilot is fixed at creation")
 	}
 	if got := env.get(auto.ID); got.Title != "Split the auth module" || !got.Autopilot {
@@ -148,19 +148,19 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 	}
 
 	// Every other write path leaves it alone.
-	if _, err := env.eng.EditTask(env.ctx, auto.ID, core.EditTaskInput{Title: i2Ptr("renamed"), Description: i2Ptr("d")}); err != nil {
+	if _, err := env.eng.Tasks.EditTask(env.ctx, auto.ID, core.EditTaskInput{Title: i2Ptr("renamed"), Description: i2Ptr("d")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []core.Status{core.StatusInProgress, core.StatusReview, core.StatusDone, core.StatusTodo, core.StatusCancelled} {
-		if _, err := env.eng.SetTaskStatus(env.ctx, auto.ID, st); err != nil {
+		if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, auto.ID, st); err != nil {
 			t.Fatalf("status %s: %v", st, err)
 		}
-		if _, err := env.eng.SetTaskStatus(env.ctx, plain.ID, st); err != nil {
+		if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, plain.ID, st); err != nil {
 			t.Fatalf("status %s: %v", st, err)
 		}
 	}
 	for range 2 {
-		if _, err := env.eng.ArchiveTask(env.ctx, auto.ID); err != nil {
+		if _, err := env.eng.Tasks.ArchiveTask(env.ctx, auto.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -204,11 +204,11 @@ func TestAutopilotIsNeverInherited(t *testing.T) {
 
 func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 	env := newEngineEnv(t)
-	if _, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "my-agent", MCP: false}); err != nil {
+	if _, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "plain", Command: "my-agent", MCP: false}); err != nil {
 		t.Fatal(err)
 	}
 	before := env.count(true)
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "plain", Autopilot: true, CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "plain", Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile plain", "autopilot", "mcp: false", "MCP server")
 	if env.count(true) != before {
 		t.Fatal("a refused create left a task behind")
@@ -220,17 +220,17 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 	}
 	// A child takes its parent's profile when it names none, and is
 	// refused for the same reason.
-	_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "kid", ParentID: normal.ID, Autopilot: true, CWD: env.cwd})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "kid", ParentID: normal.ID, Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile plain", "mcp: false")
 
 	// Overriding a built-in with mcp: false refuses autopilot on it;
 	// removing the override restores the built-in.
-	if _, err := env.eng.AddProfile(env.ctx, core.Profile{Name: "claude", Command: "claude-wrapper", MCP: false}); err != nil {
+	if _, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "claude", Command: "claude-wrapper", MCP: false}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true, CWD: env.cwd})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile claude", "mcp: false")
-	if _, err := env.eng.RemoveProfile(env.ctx, "claude"); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "claude"); err != nil {
 		t.Fatal(err)
 	}
 	auto := env.create(core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true})
@@ -243,7 +243,7 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 
 func TestParentMustExistAndBeLive(t *testing.T) {
 	env := newEngineEnv(t)
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "orphan", ParentID: "zzzzzz", CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "orphan", ParentID: "zzzzzz", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "parent task zzzzzz does not exist")
 
 	root := env.create(core.CreateTaskInput{Title: "root"})
@@ -252,11 +252,11 @@ func TestParentMustExistAndBeLive(t *testing.T) {
 	if kid.ParentID != root.ID {
 		t.Fatalf("child of prefix %s has parent %q, want %s", root.ID[:4], kid.ParentID, root.ID)
 	}
-	if _, err := env.eng.ArchiveTask(env.ctx, root.ID); err != nil {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, root.ID); err != nil {
 		t.Fatal(err)
 	}
 	before := env.count(true)
-	_, err = env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "late", ParentID: root.ID, CWD: env.cwd})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "late", ParentID: root.ID, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, root.ID, "archived")
 	if env.count(true) != before {
 		t.Fatal("a refused create left a task behind")
@@ -280,7 +280,7 @@ func TestNoCycles(t *testing.T) {
 		}
 	}
 	env.restart()
-	tasks, err := env.eng.ListTasks(env.ctx, core.ListTasksInput{All: true})
+	tasks, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestNoCycles(t *testing.T) {
 func TestArchiveIsIdempotent(t *testing.T) {
 	env := newEngineEnv(t)
 	task := env.create(core.CreateTaskInput{Title: "done with"})
-	first, err := env.eng.ArchiveTask(env.ctx, task.ID)
+	first, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestArchiveIsIdempotent(t *testing.T) {
 		t.Fatalf("archived: %+v", first)
 	}
 	time.Sleep(2 * time.Millisecond) // a second archive must not move the time
-	second, err := env.eng.ArchiveTask(env.ctx, task.ID)
+	second, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID)
 	if err != nil {
 		t.Fatalf("archiving twice: %v", err)
 	}
@@ -327,16 +327,16 @@ func TestArchiveIsIdempotent(t *testing.T) {
 	if !got.Archived || !got.ArchivedAt.Equal(first.ArchivedAt) {
 		t.Fatalf("after restart: %+v", got)
 	}
-	if _, err := env.eng.ArchiveTask(env.ctx, "nope22"); core.CodeOf(err) != core.CodeNotFound {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "nope22"); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("archiving a missing task: %v", err)
 	}
 	// An archived task is read-only: edits and status moves are refused
 	// and change nothing.
 	title := "renamed"
-	if _, err := env.eng.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: &title}); core.CodeOf(err) != core.CodeConflict {
+	if _, err := env.eng.Tasks.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: &title}); core.CodeOf(err) != core.CodeConflict {
 		t.Fatalf("editing an archived task: %v", err)
 	}
-	if _, err := env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusInProgress); core.CodeOf(err) != core.CodeConflict {
+	if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusInProgress); core.CodeOf(err) != core.CodeConflict {
 		t.Fatalf("moving an archived task: %v", err)
 	}
 	if got := env.get(task.ID); got.Title != "done with" || got.Status != core.StatusTodo {
@@ -348,7 +348,7 @@ func TestArchiveIsIdempotent(t *testing.T) {
 
 func TestUnknownProfileIsRefused(t *testing.T) {
 	env := newEngineEnv(t)
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "nope", CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "nope", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "unknown profile nope")
 	if env.count(true) != 0 {
 		t.Fatal("a refused create left a task behind")
@@ -373,7 +373,7 @@ func TestWorkingDirectory(t *testing.T) {
 		{file, "not a directory"},
 		{"relative/dir", "absolute"},
 	} {
-		_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", CWD: c.cwd})
+		_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", CWD: c.cwd})
 		i2WantErr(t, err, core.CodeValidation, c.says)
 	}
 	root := env.create(core.CreateTaskInput{Title: "root", CWD: env.cwd + "/../work/./"})
@@ -381,13 +381,13 @@ func TestWorkingDirectory(t *testing.T) {
 		t.Fatalf("cwd %q, want it cleaned to %q", root.CWD, env.cwd)
 	}
 	// A child without a cwd works where its parent does.
-	kid, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "kid", ParentID: root.ID})
+	kid, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "kid", ParentID: root.ID})
 	if err != nil || kid.CWD != env.cwd {
 		t.Fatalf("child cwd %q, %v", kid.CWD, err)
 	}
 	// A root without a cwd works where the caller is.
 	wd, _ := os.Getwd()
-	here, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "here"})
+	here, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "here"})
 	if err != nil || here.CWD != wd {
 		t.Fatalf("default cwd %q, want %q (%v)", here.CWD, wd, err)
 	}
@@ -397,7 +397,7 @@ func TestTitleRules(t *testing.T) {
 	env := newEngineEnv(t)
 	for _, in := range []core.CreateTaskInput{{Title: ""}, {Title: "   \t\n"}, {Title: "", Prompt: "  \n "}} {
 		in.CWD = env.cwd
-		_, err := env.eng.CreateTask(env.ctx, in)
+		_, err := env.eng.Tasks.CreateTask(env.ctx, in)
 		i2WantErr(t, err, core.CodeValidation, "title")
 	}
 	if got := env.create(core.CreateTaskInput{Title: "  padded  ", Description: "  spaced\n"}); got.Title != "padded" || got.Description != "spaced" || got.TitlePending {
@@ -407,7 +407,7 @@ func TestTitleRules(t *testing.T) {
 	if got := env.create(core.CreateTaskInput{Title: max}); got.Title != max {
 		t.Fatal("a 200-character title was changed")
 	}
-	_, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: max + "x", CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: max + "x", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "201 characters")
 
 	// No title: the prompt's first line stands in, marked pending.
@@ -430,14 +430,14 @@ func TestTitleRules(t *testing.T) {
 		{core.EditTaskInput{Title: i2Ptr("  ")}, "title cannot be empty"},
 		{core.EditTaskInput{Title: i2Ptr(max + "x")}, "201 characters"},
 	} {
-		_, err := env.eng.EditTask(env.ctx, task.ID, c.in)
+		_, err := env.eng.Tasks.EditTask(env.ctx, task.ID, c.in)
 		i2WantErr(t, err, core.CodeValidation, c.says)
 	}
-	edited, err := env.eng.EditTask(env.ctx, task.ID, core.EditTaskInput{Description: i2Ptr("  new  ")})
+	edited, err := env.eng.Tasks.EditTask(env.ctx, task.ID, core.EditTaskInput{Description: i2Ptr("  new  ")})
 	if err != nil || edited.Title != "edit me" || edited.Description != "new" {
 		t.Fatalf("description edit: %+v %v", edited, err)
 	}
-	edited, err = env.eng.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: i2Ptr(" better ")})
+	edited, err = env.eng.Tasks.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: i2Ptr(" better ")})
 	if err != nil || edited.Title != "better" || edited.Description != "new" || edited.UpdatedAt.Before(task.UpdatedAt) {
 		t.Fatalf("title edit: %+v %v", edited, err)
 	}
@@ -475,7 +475,7 @@ func TestIDPrefixResolution(t *testing.T) {
 		"ab2345": "ab2345", "ab23": "", "ab234": "ab2345", "ab239": "ab2399", "ac": "ac2345", "x2": "x23456",
 		" x23456 ": "x23456",
 	} {
-		got, err := env.eng.GetTask(env.ctx, ref)
+		got, err := env.eng.Tasks.GetTask(env.ctx, ref)
 		if want == "" {
 			i2WantErr(t, err, core.CodeValidation, "ambiguous", "ab2345", "ab2399")
 			continue
@@ -484,22 +484,22 @@ func TestIDPrefixResolution(t *testing.T) {
 			t.Errorf("GetTask(%q) = %s, %v; want %s", ref, got.ID, err, want)
 		}
 	}
-	_, err := env.eng.GetTask(env.ctx, "a")
+	_, err := env.eng.Tasks.GetTask(env.ctx, "a")
 	i2WantErr(t, err, core.CodeNotFound, "task a not found") // one character is too short to guess from
-	_, err = env.eng.GetTask(env.ctx, "zz")
+	_, err = env.eng.Tasks.GetTask(env.ctx, "zz")
 	i2WantErr(t, err, core.CodeNotFound, "task zz not found")
-	_, err = env.eng.GetTask(env.ctx, "ab2345x")
+	_, err = env.eng.Tasks.GetTask(env.ctx, "ab2345x")
 	i2WantErr(t, err, core.CodeNotFound, "not found")
-	_, err = env.eng.GetTask(env.ctx, "  ")
+	_, err = env.eng.Tasks.GetTask(env.ctx, "  ")
 	i2WantErr(t, err, core.CodeValidation, "task id is required")
 	// Every verb that takes an id resolves it the same way.
-	if _, err := env.eng.ArchiveTask(env.ctx, "ab23"); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "ab23"); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("archive of an ambiguous prefix: %v", err)
 	}
-	if got, err := env.eng.SetTaskStatus(env.ctx, "ac", core.StatusReview); err != nil || got.ID != "ac2345" {
+	if got, err := env.eng.Tasks.SetTaskStatus(env.ctx, "ac", core.StatusReview); err != nil || got.ID != "ac2345" {
 		t.Fatalf("status by prefix: %+v %v", got, err)
 	}
-	if got, err := env.eng.EditTask(env.ctx, "x2", core.EditTaskInput{Title: i2Ptr("renamed")}); err != nil || got.ID != "x23456" {
+	if got, err := env.eng.Tasks.EditTask(env.ctx, "x2", core.EditTaskInput{Title: i2Ptr("renamed")}); err != nil || got.ID != "x23456" {
 		t.Fatalf("edit by prefix: %+v %v", got, err)
 	}
 }
@@ -512,12 +512,12 @@ func TestListingOrderAndArchived(t *testing.T) {
 	a1x := env.create(core.CreateTaskInput{Title: "a1x", ParentID: a1.ID})
 	b1 := env.create(core.CreateTaskInput{Title: "b1", ParentID: b.ID})
 	a2 := env.create(core.CreateTaskInput{Title: "a2", ParentID: a.ID})
-	if _, err := env.eng.ArchiveTask(env.ctx, a1.ID); err != nil {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, a1.ID); err != nil {
 		t.Fatal(err)
 	}
 	titles := func(in core.ListTasksInput) []string {
 		t.Helper()
-		ts, err := env.eng.ListTasks(env.ctx, in)
+		ts, err := env.eng.Tasks.ListTasks(env.ctx, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -539,7 +539,7 @@ func TestListingOrderAndArchived(t *testing.T) {
 	check(core.ListTasksInput{Root: a.ID, All: true}, "a", "a1", "a1x", "a2")
 	check(core.ListTasksInput{Root: a.ID}, "a", "a2") // an archived task hides its subtree
 	check(core.ListTasksInput{Root: b1.ID}, "b1")
-	if _, err := env.eng.ListTasks(env.ctx, core.ListTasksInput{Root: "nope22"}); core.CodeOf(err) != core.CodeNotFound {
+	if _, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{Root: "nope22"}); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("list under a missing root: %v", err)
 	}
 	// The same after a restart (the cache is rebuilt from the store).
@@ -556,32 +556,32 @@ func TestSetTaskStatus(t *testing.T) {
 	env := newEngineEnv(t)
 	task := env.create(core.CreateTaskInput{Title: "flow"})
 	for _, st := range []core.Status{core.StatusInProgress, core.StatusReview, core.StatusDone} {
-		got, err := env.eng.SetTaskStatus(env.ctx, task.ID, st)
+		got, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, st)
 		if err != nil || got.Status != st {
 			t.Fatalf("→ %s: %+v %v", st, got.Status, err)
 		}
 	}
-	_, err := env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusReview)
+	_, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusReview)
 	i2WantErr(t, err, core.CodeConflict, task.ID, "from done to review")
-	_, err = env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusCancelled)
+	_, err = env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusCancelled)
 	i2WantErr(t, err, core.CodeConflict, "from done to cancelled")
 	if got := env.get(task.ID); got.Status != core.StatusDone {
 		t.Fatalf("a refused move changed the status to %s", got.Status)
 	}
 	// Staying put is allowed and changes nothing.
-	if got, err := env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusDone); err != nil || got.Status != core.StatusDone {
+	if got, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusDone); err != nil || got.Status != core.StatusDone {
 		t.Fatalf("done → done: %v", err)
 	}
-	_, err = env.eng.SetTaskStatus(env.ctx, task.ID, "finished")
+	_, err = env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, "finished")
 	i2WantErr(t, err, core.CodeValidation, "unknown status")
 	// Reopening is the way out of done; cancelled only goes back to todo.
-	if _, err := env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusTodo); err != nil {
+	if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusTodo); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusCancelled); err != nil {
+	if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusCancelled); err != nil {
 		t.Fatal(err)
 	}
-	_, err = env.eng.SetTaskStatus(env.ctx, task.ID, core.StatusInProgress)
+	_, err = env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusInProgress)
 	i2WantErr(t, err, core.CodeConflict, "from cancelled to in_progress")
 	env.restart()
 	if got := env.get(task.ID); got.Status != core.StatusCancelled {

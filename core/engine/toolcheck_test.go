@@ -30,7 +30,7 @@ func TestDirectCallGetsTheBridgesCheck(t *testing.T) {
 		if want == nil {
 			t.Fatalf("%s %s: capability.Check accepts it", tc.tool, tc.raw)
 		}
-		_, err := c.eng.CallTool(c.as(root.ID), tc.tool, []byte(tc.raw))
+		_, err := c.eng.Tools.CallTool(c.as(root.ID), tc.tool, []byte(tc.raw))
 		if err == nil {
 			t.Errorf("%s %s: the daemon accepted it; want VALIDATION_ERROR: %s", tc.tool, tc.raw, want)
 			continue
@@ -40,7 +40,7 @@ func TestDirectCallGetsTheBridgesCheck(t *testing.T) {
 		}
 	}
 	// What the schema takes, the daemon takes: 10.0 is an integer.
-	if _, err := c.eng.CallTool(c.as(root.ID), "get_task_conversation_kandev", []byte(`{"limit":10.0}`)); err != nil {
+	if _, err := c.eng.Tools.CallTool(c.as(root.ID), "get_task_conversation_kandev", []byte(`{"limit":10.0}`)); err != nil {
 		t.Errorf("limit 10.0: %v", err)
 	}
 }

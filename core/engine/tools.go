@@ -11,20 +11,20 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
-var _ core.ToolHost = (*Engine)(nil)
+var _ core.ToolHost = (*Tools)(nil)
 
 // Authenticate derives the calling agent from its session token. Tokens
 // are stored hashed and die with their session.
-func (e *Engine) Authenticate(ctx context.Context, token string) (core.Actor, error) {
+func (tl *Tools) Authenticate(ctx context.Context, token string) (core.Actor, error) {
 	if token == "" {
 		return core.Actor{Kind: core.ActorExternal}, nil
 	}
 	hash := hashToken(token)
-	actor, live := e.live.caller(hash)
+	actor, live := tl.k.live.caller(hash)
 	if live {
 		return actor, nil
 	}
-	tok, err := e.db.GetToken(ctx, hash)
+	tok, err := tl.k.db.GetToken(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return core.Actor{}, core.Errorf(core.CodeForbidden, "unknown session token")
 	}
@@ -39,28 +39,28 @@ func (e *Engine) Authenticate(ctx context.Context, token string) (core.Actor, er
 
 // setFor returns the caller's capability set: a live session's set as it
 // was derived at launch, or the external surface.
-func (e *Engine) setFor(actor core.Actor) (capability.Set, error) {
+func (tl *Tools) setFor(actor core.Actor) (capability.Set, error) {
 	switch actor.Kind {
 	case core.ActorExternal:
 		return capability.Resolve(capability.Case{Surface: capability.External}), nil
 	case core.ActorAgent:
-		run := e.live.session(actor.SessionID)
+		run := tl.k.live.session(actor.SessionID)
 		if run != nil {
 			return run.set, nil
 		}
-		t, ok := e.cached(actor.TaskID)
+		t, ok := tl.k.cached(actor.TaskID)
 		if !ok {
 			return capability.Set{}, core.Errorf(core.CodeNotFound, "task %s not found", actor.TaskID)
 		}
-		return e.capabilitySet(t), nil
+		return tl.runs.capabilitySet(t), nil
 	}
-	return capability.Set{}, e.may(actor, ActUseTools, core.Task{}) // a person's: refused
+	return capability.Set{}, tl.auth.may(actor, ActUseTools, core.Task{}) // a person's: refused
 }
 
 // ToolSurface implements core.ToolHost.
-func (e *Engine) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
+func (tl *Tools) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
 	actor := core.ActorFrom(ctx)
-	set, err := e.setFor(actor)
+	set, err := tl.setFor(actor)
 	if err != nil {
 		return core.ToolSurface{}, err
 	}
@@ -69,7 +69,7 @@ func (e *Engine) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
 	for _, g := range set.Groups {
 		ts.Groups = append(ts.Groups, string(g))
 	}
-	if t, ok := e.cached(actor.TaskID); ok {
+	if t, ok := tl.k.cached(actor.TaskID); ok {
 		ts.Autopilot = t.Autopilot
 	}
 	return ts, nil
@@ -79,9 +79,9 @@ func (e *Engine) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
 // its arguments must pass capability.Check (the bridge's own words: an
 // agent may call this route directly), then its handler (toolTable) runs
 // as the caller.
-func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, error) {
+func (tl *Tools) CallTool(ctx context.Context, name string, raw []byte) (any, error) {
 	actor := core.ActorFrom(ctx)
-	set, err := e.setFor(actor)
+	set, err := tl.setFor(actor)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,7 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 		if _, known := capability.Lookup(name); !known {
 			return nil, core.Errorf(core.CodeNotFound, "unknown tool %s", name)
 		}
-		return nil, e.mayCall(actor, set, name)
+		return nil, tl.auth.mayCall(actor, set, name)
 	}
 	tool, _ := capability.Lookup(name)
 	args, err := capability.Check(tool, raw)
@@ -100,7 +100,7 @@ func (e *Engine) CallTool(ctx context.Context, name string, raw []byte) (any, er
 	if !ok {
 		return nil, core.Errorf(core.CodeInternal, "tool %s has no handler", name)
 	}
-	return h.run(e, ctx, actor, args)
+	return h.run(tl, ctx, actor, args)
 }
 
 func orSelf(id string, actor core.Actor) string {
@@ -120,7 +120,7 @@ type taskPage struct {
 // toolListTasks reads one page: only the page's tasks are looked at and
 // copied (plus those the filters skip), so the first page of 100,000
 // tasks costs what the page does.
-func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capability.ListTasksArgs) (any, error) {
+func (tl *Tools) toolListTasks(ctx context.Context, actor core.Actor, a *capability.ListTasksArgs) (any, error) {
 	root := a.RootID
 	if root == "" && actor.Kind == core.ActorAgent {
 		root = actor.TaskID
@@ -131,7 +131,7 @@ func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 	}
 	parent := ""
 	if a.ParentID != "" {
-		id, err := e.resolveID(ctx, a.ParentID)
+		id, err := tl.k.resolveID(ctx, a.ParentID)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +142,7 @@ func (e *Engine) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 			(parent == "" || t.ParentID == parent) &&
 			(a.Assignee == "" || assigneeIs(t.Assignee, a.Assignee))
 	}
-	tasks, next, err := e.taskPage(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root}, a.Cursor, limit, match)
+	tasks, next, err := tl.tasks.taskPage(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root}, a.Cursor, limit, match)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +160,7 @@ func assigneeIs(a *core.Ref, want string) bool {
 	return a.Name == want
 }
 
-func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
+func (tl *Tools) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
 	in := core.CreateTaskInput{Title: a.Title, Description: a.Description, Prompt: a.Prompt, ParentID: a.ParentID,
 		Profile: a.Profile, Autopilot: a.Autopilot, Sandbox: a.Sandbox, Start: true, CWD: a.CWD, Workspace: a.Workspace, Base: a.Base}
 	if in.Workspace == "" && actor.Kind == core.ActorAgent {
@@ -178,22 +178,22 @@ func (e *Engine) toolCreateTask(ctx context.Context, actor core.Actor, a *capabi
 		if in.ParentID == "" {
 			in.ParentID = actor.TaskID
 		}
-		pid, err := e.resolveID(ctx, in.ParentID)
+		pid, err := tl.k.resolveID(ctx, in.ParentID)
 		if err != nil {
 			if core.CodeOf(err) == core.CodeNotFound {
 				return nil, core.Errorf(core.CodeValidation, "parent task %s does not exist", in.ParentID)
 			}
 			return nil, err
 		}
-		if err := e.may(actor, ActCreateChild, core.Task{ID: pid}); err != nil {
+		if err := tl.auth.may(actor, ActCreateChild, core.Task{ID: pid}); err != nil {
 			return nil, err
 		}
 		in.ParentID = pid
 	}
-	return e.CreateTask(ctx, in)
+	return tl.tasks.CreateTask(ctx, in)
 }
 
-func (e *Engine) toolSetTitle(ctx context.Context, actor core.Actor, title string) (any, error) {
+func (tl *Tools) toolSetTitle(ctx context.Context, actor core.Actor, title string) (any, error) {
 	title = strings.TrimSpace(title)
 	if title == "" {
 		return nil, core.Errorf(core.CodeValidation, "title cannot be empty")
@@ -204,8 +204,25 @@ func (e *Engine) toolSetTitle(ctx context.Context, actor core.Actor, title strin
 	if len([]rune(title)) > maxTitle {
 		return nil, core.Errorf(core.CodeValidation, "title is too long; keep it to %d characters at most", maxTitle)
 	}
-	if err := e.db.SetTaskTitle(ctx, actor.TaskID, title, time.Now().UTC()); err != nil {
+	if err := tl.k.db.SetTaskTitle(ctx, actor.TaskID, title, time.Now().UTC()); err != nil {
 		return nil, mapStoreErr(err, "task "+actor.TaskID)
 	}
-	return e.refresh(ctx, actor.TaskID)
+	return tl.k.refresh(ctx, actor.TaskID)
+}
+
+// Tools is the MCP tool surface (tools.go, tooltable.go): it
+// authenticates an agent's session, lists the tools its task's profile
+// gives it and serves a call by the tool table, each row calling the area
+// that does the work.
+type Tools struct {
+	k *kernel
+
+	auth       *authorizer
+	chain      *Chain
+	messages   *Messages
+	questions  *Questions
+	roles      *Roles
+	runs       *Runs
+	tasks      *Tasks
+	workspaces *Workspaces
 }

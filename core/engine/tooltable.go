@@ -15,19 +15,19 @@ type toolHandler struct {
 	// args is the argument struct's pointer type the handler takes; it is
 	// the registry entry's (TestToolTableCoversTheRegistry).
 	args reflect.Type
-	run  func(e *Engine, ctx context.Context, actor core.Actor, args any) (any, error)
+	run  func(tl *Tools, ctx context.Context, actor core.Actor, args any) (any, error)
 }
 
 // handle makes a toolHandler of a function of the tool's argument struct.
-func handle[A any](f func(e *Engine, ctx context.Context, actor core.Actor, a *A) (any, error)) toolHandler {
+func handle[A any](f func(tl *Tools, ctx context.Context, actor core.Actor, a *A) (any, error)) toolHandler {
 	return toolHandler{
 		args: reflect.TypeFor[*A](),
-		run: func(e *Engine, ctx context.Context, actor core.Actor, args any) (any, error) {
+		run: func(tl *Tools, ctx context.Context, actor core.Actor, args any) (any, error) {
 			a, ok := args.(*A)
 			if !ok {
 				return nil, core.Errorf(core.CodeInternal, "tool handler takes %s, not %T", reflect.TypeFor[*A](), args)
 			}
-			return f(e, ctx, actor, a)
+			return f(tl, ctx, actor, a)
 		},
 	}
 }
@@ -39,74 +39,74 @@ type noArgs = capability.NoArgs
 // registry tool without a row, or a row without a tool). Adding a tool is
 // its registry entry, its argument struct and its row here.
 var toolTable = map[string]toolHandler{
-	"create_task_kandev": handle((*Engine).toolCreateTask),
-	"list_tasks_kandev":  handle((*Engine).toolListTasks),
-	"get_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.TaskIDArgs) (any, error) {
-		return e.GetTask(ctx, orSelf(a.TaskID, actor))
+	"create_task_kandev": handle((*Tools).toolCreateTask),
+	"list_tasks_kandev":  handle((*Tools).toolListTasks),
+	"get_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.TaskIDArgs) (any, error) {
+		return tl.tasks.GetTask(ctx, orSelf(a.TaskID, actor))
 	}),
-	"get_task_diff_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.DiffArgs) (any, error) {
-		return e.Workspaces.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
+	"get_task_diff_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.DiffArgs) (any, error) {
+		return tl.workspaces.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
 	}),
-	"get_task_conversation_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.ConversationArgs) (any, error) {
-		return e.Messages.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
+	"get_task_conversation_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.ConversationArgs) (any, error) {
+		return tl.messages.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
 	}),
-	"message_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.MessageTaskArgs) (any, error) {
+	"message_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.MessageTaskArgs) (any, error) {
 		in := core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
 		for _, c := range a.Comments {
 			in.Comments = append(in.Comments, core.ReviewCommentInput(c))
 		}
-		return e.Messages.MessageTask(ctx, a.TaskID, in)
+		return tl.messages.MessageTask(ctx, a.TaskID, in)
 	}),
-	"stop_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.StopTaskArgs) (any, error) {
-		return e.StopTask(ctx, a.TaskID)
+	"stop_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.StopTaskArgs) (any, error) {
+		return tl.chain.StopTask(ctx, a.TaskID)
 	}),
-	"handoff_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.HandoffArgs) (any, error) {
-		return e.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
+	"handoff_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.HandoffArgs) (any, error) {
+		return tl.chain.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
 	}),
-	"set_task_status_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.SetStatusArgs) (any, error) {
-		return e.SetTaskStatus(ctx, a.TaskID, core.Status(a.Status))
+	"set_task_status_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.SetStatusArgs) (any, error) {
+		return tl.tasks.SetTaskStatus(ctx, a.TaskID, core.Status(a.Status))
 	}),
-	"list_roles_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		rs, err := e.Roles.ListRoles(ctx)
+	"list_roles_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
+		rs, err := tl.roles.ListRoles(ctx)
 		if err != nil {
 			return nil, err
 		}
-		ps, err := e.Roles.ListPersons(ctx)
+		ps, err := tl.roles.ListPersons(ctx)
 		return map[string]any{"roles": rs, "people": ps}, err
 	}),
-	"list_profiles_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		ps, err := e.Roles.ListProfiles(ctx)
+	"list_profiles_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
+		ps, err := tl.roles.ListProfiles(ctx)
 		return map[string]any{"profiles": ps}, err
 	}),
-	"save_profile_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.SaveProfileArgs) (any, error) {
+	"save_profile_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.SaveProfileArgs) (any, error) {
 		mcp := true
 		if a.MCP != nil {
 			mcp = *a.MCP
 		}
-		return e.Roles.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
+		return tl.roles.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
 	}),
-	"remove_profile_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.NameArgs) (any, error) {
-		return e.Roles.RemoveProfile(ctx, a.Name)
+	"remove_profile_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.NameArgs) (any, error) {
+		return tl.roles.RemoveProfile(ctx, a.Name)
 	}),
-	"set_task_title_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.SetTitleArgs) (any, error) {
-		return e.toolSetTitle(ctx, actor, a.Title)
+	"set_task_title_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.SetTitleArgs) (any, error) {
+		return tl.toolSetTitle(ctx, actor, a.Title)
 	}),
-	capability.AskUser: handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.QuestionArgs) (any, error) {
-		return e.Questions.askUser(ctx, actor, *a)
+	capability.AskUser: handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.QuestionArgs) (any, error) {
+		return tl.questions.askUser(ctx, actor, *a)
 	}),
-	capability.AskParent: handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.QuestionArgs) (any, error) {
-		return e.Questions.askParent(ctx, actor, *a)
+	capability.AskParent: handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.QuestionArgs) (any, error) {
+		return tl.questions.askParent(ctx, actor, *a)
 	}),
-	"open_pull_request_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
-		return e.Workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)
+	"open_pull_request_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
+		return tl.workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)
 	}),
-	"get_pull_request_comments_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		return e.Workspaces.requestReview(ctx, actor, capability.HostGitHub)
+	"get_pull_request_comments_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
+		return tl.workspaces.requestReview(ctx, actor, capability.HostGitHub)
 	}),
-	"open_merge_request_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
-		return e.Workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitLab)
+	"open_merge_request_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
+		return tl.workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitLab)
 	}),
-	"get_merge_request_comments_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
-		return e.Workspaces.requestReview(ctx, actor, capability.HostGitLab)
+	"get_merge_request_comments_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
+		return tl.workspaces.requestReview(ctx, actor, capability.HostGitLab)
 	}),
 }

@@ -32,39 +32,39 @@ const (
 )
 
 // kick starts the task's turn loop unless one is running. It never blocks.
-func (e *Engine) kick(id string) {
-	rt := e.runtime(id)
+func (tn *Turns) kick(id string) {
+	rt := tn.runs.runtime(id)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.busy {
 		return
 	}
-	if !e.live.unlessClosing(func() { e.wg.Add(1) }) {
+	if !tn.k.live.unlessClosing(func() { tn.k.wg.Add(1) }) {
 		return
 	}
 	rt.busy = true
 	rt.loopFence = rt.fence
-	go e.turnLoop(rt)
+	go tn.turnLoop(rt)
 }
 
 // turnLoop delivers queued items one turn at a time until nothing is
 // deliverable.
-func (e *Engine) turnLoop(rt *taskRuntime) {
-	defer e.wg.Done()
-	if e.loopEnded != nil {
-		defer e.loopEnded(rt.id)
+func (tn *Turns) turnLoop(rt *taskRuntime) {
+	defer tn.k.wg.Done()
+	if tn.loopEnded != nil {
+		defer tn.loopEnded(rt.id)
 	}
 	for {
-		item, run, fence, t, ok := e.nextTurn(rt)
+		item, run, fence, t, ok := tn.nextTurn(rt)
 		if !ok {
 			return
 		}
-		e.runTurn(rt, run, item, fence, t)
+		tn.runTurn(rt, run, item, fence, t)
 	}
 }
 
 // held says why a task's queue may not be delivered now, or "".
-func (e *Engine) held(t core.Task) string {
+func (tn *Turns) held(t core.Task) string {
 	switch {
 	case t.Archived:
 		return "archived"
@@ -75,8 +75,8 @@ func (e *Engine) held(t core.Task) string {
 		return string(t.Status)
 	case t.PendingQuestion != nil:
 		return "waiting on question " + t.PendingQuestion.ID
-	case e.Spend.budgetHold(t) != "":
-		return "budget of task " + e.Spend.budgetHold(t) + " reached"
+	case tn.spend.budgetHold(t) != "":
+		return "budget of task " + tn.spend.budgetHold(t) + " reached"
 	case t.Stuck():
 		// A run that failed again would only fail again: explicit input
 		// (the operator's, or its parent's) clears the mark first.
@@ -89,28 +89,28 @@ func (e *Engine) held(t core.Task) string {
 
 // nextTurn picks the next item and makes sure a run exists to take it.
 // When it returns false the loop is over and rt.busy is cleared.
-func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, core.Task, bool) {
-	ctx := e.baseCtx
+func (tn *Turns) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, core.Task, bool) {
+	ctx := tn.k.baseCtx
 	rt.mu.Lock()
 	stop := func() (store.QueueItem, *liveRun, uint64, core.Task, bool) {
 		rt.busy = false
 		rt.mu.Unlock()
 		return store.QueueItem{}, nil, 0, core.Task{}, false
 	}
-	if e.isClosing() || rt.paused {
+	if tn.k.isClosing() || rt.paused {
 		rt.paused = false
 		return stop()
 	}
 	// The store, not the cache, decides: every change commits before the
 	// cache is refreshed, and a stop, a handoff or a question committed a
 	// moment ago must hold this turn.
-	t, err := e.storedTask(ctx, rt.id)
-	if err != nil || e.held(t) != "" {
+	t, err := tn.k.storedTask(ctx, rt.id)
+	if err != nil || tn.held(t) != "" {
 		return stop()
 	}
-	items, err := e.db.Queue(ctx, rt.id)
+	items, err := tn.k.db.Queue(ctx, rt.id)
 	if err != nil {
-		e.log.Error("read queue", "task", rt.id, "err", err)
+		tn.k.log.Error("read queue", "task", rt.id, "err", err)
 		return stop()
 	}
 	if len(items) == 0 {
@@ -120,13 +120,13 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 	rt.loopFence = fence
 	if run != nil && run.role != t.Assignee.Name {
 		// The task changed hands: the old role's run ends, its session kept.
-		e.endRunLocked(run, core.SessionCompleted, "the task was handed to role "+t.Assignee.Name)
+		tn.runs.endRunLocked(run, core.SessionCompleted, "the task was handed to role "+t.Assignee.Name)
 		run = nil
 	}
 	rt.mu.Unlock()
 
 	if run == nil {
-		run, err = e.launch(rt, fence, t)
+		run, err = tn.runs.launch(rt, fence, t)
 		if err != nil {
 			rt.mu.Lock()
 			rt.busy = false
@@ -135,24 +135,24 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			var rf *runFailedError
 			switch {
 			case errors.As(err, &un):
-				e.setUnserved(rt.id, un.reason)
-				e.Hosts.recheckPlacement(rt.id)
+				tn.k.setUnserved(rt.id, un.reason)
+				tn.hosts.recheckPlacement(rt.id)
 			case errors.As(err, &rf):
 				// The item stays queued for whoever takes the task next; the
 				// loop is over, so a failing agent is not launched again until
 				// new input, an escalation or a handoff kicks the task.
-				if e.opts.AfterTurnEnd != nil {
-					e.opts.AfterTurnEnd(rt.id)
+				if tn.k.opts.AfterTurnEnd != nil {
+					tn.k.opts.AfterTurnEnd(rt.id)
 				}
-				e.afterTurn(rt.id, turnOutcome{role: rf.role, failed: true, err: rf.reason})
+				tn.afterTurn(rt.id, turnOutcome{role: rf.role, failed: true, err: rf.reason})
 			}
 			var we *writeError
 			if errors.As(err, &we) {
 				rt.mu.Lock()
-				e.deliveryFailed(rt, we.err)
+				tn.deliveryFailed(rt, we.err)
 				rt.paused = false // this loop is already ending
 				rt.mu.Unlock()
-				e.refreshQuiet(rt.id)
+				tn.k.refreshQuiet(rt.id)
 			}
 			return store.QueueItem{}, nil, 0, core.Task{}, false
 		}
@@ -161,16 +161,16 @@ func (e *Engine) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 }
 
 // runTurn delivers one item as a turn and records how it ended.
-func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fence uint64, t core.Task) {
-	ctx := e.baseCtx
+func (tn *Turns) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fence uint64, t core.Task) {
+	ctx := tn.k.baseCtx
 	rt.mu.Lock()
 	if rt.fence != fence || rt.run != run {
 		rt.mu.Unlock()
 		return
 	}
 	now := time.Now().UTC()
-	body := e.renderItem(ctx, t, item)
-	delivered, err := e.tx(ctx, func(tx *store.Tx, c *changes) error {
+	body := tn.renderItem(ctx, t, item)
+	delivered, err := tn.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
 			return err
 		}
@@ -199,13 +199,13 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		return nil
 	})
 	if err != nil {
-		e.deliveryFailed(rt, err)
+		tn.deliveryFailed(rt, err)
 		rt.mu.Unlock()
-		e.log.Error("deliver queued message", "task", t.ID, "err", err)
-		e.refreshQuiet(t.ID)
+		tn.k.log.Error("deliver queued message", "task", t.ID, "err", err)
+		tn.k.refreshQuiet(t.ID)
 		return
 	}
-	e.deliveryDone(rt)
+	tn.deliveryDone(rt)
 	rt.turn = &turnState{run: run}
 	if run.idle != nil {
 		run.idle.Stop()
@@ -213,18 +213,18 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	}
 	run.rec.resetTurn()
 	rt.mu.Unlock()
-	e.announce(delivered)
+	tn.k.announce(delivered)
 
 	text := body
 	if run.prompts == 0 {
-		if pre, err := e.preamble(t, run.set); err == nil {
+		if pre, err := tn.preamble(t, run.set); err == nil {
 			text = pre + "\n" + body
 		} else {
-			e.log.Error("render preamble", "task", t.ID, "err", err)
+			tn.k.log.Error("render preamble", "task", t.ID, "err", err)
 		}
 	}
 	if run.prompts == 0 {
-		e.replayDone(ctx, run)
+		tn.runs.replayDone(ctx, run)
 	}
 	run.prompts++
 	stopReason, promptErr := run.proc.Prompt(ctx, text)
@@ -236,30 +236,30 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	turn := rt.turn
 	rt.turn = nil
 	// Under the task lock: an answer arriving now goes to the queue.
-	e.Questions.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
+	tn.questions.dropWaitingCall(ctx, t.ID, "the turn that asked ended")
 	// A permission request the agent left open past its turn's end can no
 	// longer be answered: no question stays pending on a finished turn.
-	e.Questions.stalePermission(ctx, t.ID, run.sessionID, "the turn ended before an answer")
+	tn.questions.stalePermission(ctx, t.ID, run.sessionID, "the turn ended before an answer")
 	if rt.run != run {
 		// Stopped, failed or shut down while the turn ran; whoever ended
 		// the run recorded why.
 		rt.mu.Unlock()
-		e.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
+		tn.endTurn(t.ID, run.sessionID, "cancelled", "", nil, false)
 		return
 	}
-	if after, ok := e.Hosts.hostLostLocked(run, t, promptErr); ok {
+	if after, ok := tn.hosts.hostLostLocked(run, t, promptErr); ok {
 		rt.mu.Unlock()
 		after()
-		e.endTurn(t.ID, run.sessionID, "cancelled", promptErr.Error(), nil, false)
-		e.refreshQuiet(t.ID)
+		tn.endTurn(t.ID, run.sessionID, "cancelled", promptErr.Error(), nil, false)
+		tn.k.refreshQuiet(t.ID)
 		return
 	}
 	if promptErr != nil {
 		reason := "turn failed: " + promptErr.Error()
-		e.endTurn(t.ID, run.sessionID, "error", promptErr.Error(), nil, true)
-		e.endRunLocked(run, core.SessionFailed, reason)
+		tn.endTurn(t.ID, run.sessionID, "error", promptErr.Error(), nil, true)
+		tn.runs.endRunLocked(run, core.SessionFailed, reason)
 		rt.mu.Unlock()
-		e.afterTurn(t.ID, turnOutcome{role: run.role, failed: true, err: promptErr.Error()})
+		tn.afterTurn(t.ID, turnOutcome{role: run.role, failed: true, err: promptErr.Error()})
 		return
 	}
 	reason := string(stopReason)
@@ -268,18 +268,18 @@ func (e *Engine) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	}
 	waiting := string(core.SessionWaitingForInput)
 	interrupted := turn != nil && turn.interrupted
-	e.endTurn(t.ID, run.sessionID, reason, "", &waiting, !interrupted)
+	tn.endTurn(t.ID, run.sessionID, reason, "", &waiting, !interrupted)
 	// Every handoff goes through releaseRun, which marks the running turn.
 	if turn != nil && turn.handedOff {
-		e.endRunLocked(run, core.SessionCompleted, "the task was handed on")
+		tn.runs.endRunLocked(run, core.SessionCompleted, "the task was handed on")
 	} else {
-		e.armIdle(run)
+		tn.runs.armIdle(run)
 	}
 	rt.mu.Unlock()
-	if e.opts.AfterTurnEnd != nil {
-		e.opts.AfterTurnEnd(t.ID)
+	if tn.k.opts.AfterTurnEnd != nil {
+		tn.k.opts.AfterTurnEnd(t.ID)
 	}
-	e.afterTurn(t.ID, turnOutcome{role: run.role, interrupted: interrupted, sessionID: run.sessionID})
+	tn.afterTurn(t.ID, turnOutcome{role: run.role, interrupted: interrupted, sessionID: run.sessionID})
 }
 
 // Bounds of the wait between attempts to deliver a message whose delivery
@@ -295,39 +295,39 @@ const (
 // store may not take it, and tries again after a growing wait. No event
 // says the disk has space again, so this one thing is retried on a timer.
 // rt.mu must be held.
-func (e *Engine) deliveryFailed(rt *taskRuntime, err error) {
+func (tn *Turns) deliveryFailed(rt *taskRuntime, err error) {
 	rt.paused = true
 	if rt.retry == 0 {
 		rt.retry = retryFirst
 	} else if rt.retry = 2 * rt.retry; rt.retry > retryMax {
 		rt.retry = retryMax
 	}
-	e.deferred.set(rt.id, fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax))
+	tn.k.deferred.set(rt.id, fmt.Sprintf("cannot deliver the next message: %v; trying again every %s at most", err, retryMax))
 	id := rt.id
-	time.AfterFunc(rt.retry, func() { e.kick(id) })
+	time.AfterFunc(rt.retry, func() { tn.kick(id) })
 }
 
 // deliveryDone clears what deliveryFailed set once a delivery was
 // written. rt.mu must be held.
-func (e *Engine) deliveryDone(rt *taskRuntime) {
+func (tn *Turns) deliveryDone(rt *taskRuntime) {
 	if rt.retry == 0 {
 		return
 	}
 	rt.retry = 0
-	e.deferred.clear(rt.id)
+	tn.k.deferred.clear(rt.id)
 }
 
 // endTurn records a turn's end, the session's new state and, when the
 // stall check must follow, the outbox flag, in one transaction: a crash
 // between the turn's end and its check leaves the flag for the sweep.
-func (e *Engine) endTurn(taskID, sessionID, stopReason, errText string, state *string, check bool) {
+func (tn *Turns) endTurn(taskID, sessionID, stopReason, errText string, state *string, check bool) {
 	ctx := context.Background()
 	text := "turn ended: " + stopReason
 	if errText != "" {
 		text += ": " + errText
 	}
 	now := time.Now().UTC()
-	err := e.commit(ctx, func(tx *store.Tx, c *changes) error {
+	err := tn.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		m, err := tx.InsertMessage(ctx, store.Message{TaskID: taskID, SessionID: sessionID, Kind: string(core.MsgTurnEnd),
 			Author: "kandev", Text: text, Meta: metaJSON(map[string]any{"stop_reason": stopReason, "error": errText}),
 			CreatedAt: now, UpdatedAt: now})
@@ -347,7 +347,7 @@ func (e *Engine) endTurn(taskID, sessionID, stopReason, errText string, state *s
 		return nil
 	})
 	if err != nil {
-		e.log.Error("record turn end", "task", taskID, "err", err)
+		tn.k.log.Error("record turn end", "task", taskID, "err", err)
 	}
 }
 
@@ -366,25 +366,25 @@ type turnOutcome struct {
 // transitions (a handoff, a stop, an escalation, a status set) move it.
 // The cache is refreshed after the check, so a reader never sees the run
 // ended without its escalation.
-func (e *Engine) afterTurn(taskID string, out turnOutcome) {
+func (tn *Turns) afterTurn(taskID string, out turnOutcome) {
 	ctx := context.Background()
-	e.Workspaces.importWork(ctx, taskID, out.sessionID)
+	tn.workspaces.importWork(ctx, taskID, out.sessionID)
 	if out.interrupted {
-		e.refreshQuiet(taskID)
+		tn.k.refreshQuiet(taskID)
 		return // the interrupt message is next in line
 	}
 	detail := out.err
 	if !out.failed {
-		detail = e.lastWords(ctx, taskID, out.sessionID)
+		detail = tn.chain.lastWords(ctx, taskID, out.sessionID)
 	}
-	e.stallCheck(ctx, taskID, out.role, out.failed, detail)
-	e.refreshQuiet(taskID)
+	tn.chain.stallCheck(ctx, taskID, out.role, out.failed, detail)
+	tn.k.refreshQuiet(taskID)
 }
 
 // requeueOpenPrompt puts the last prompt of a session back at the front of
 // the queue when its turn never ended. It is idempotent: a redelivery of
 // the same prompt (by original_seq) already queued is not queued again.
-func (e *Engine) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) error {
+func (tn *Turns) requeueOpenPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) error {
 	last, ok, err := openPrompt(ctx, q, taskID, sessionID)
 	if !ok {
 		return err
@@ -433,4 +433,21 @@ func openPrompt(ctx context.Context, q store.Queries, taskID, sessionID string) 
 		}
 	}
 	return last, true, nil
+}
+
+// Turns is the turns area (turns.go, render.go): a task's turn loop,
+// which takes the next queued item, renders it for the agent, runs the
+// turn on the task's live run and records how it ended.
+type Turns struct {
+	k *kernel
+	// loopEnded lets a test wait for a task's turn loop to end: the one
+	// moment after which nothing more is delivered until the next kick.
+	loopEnded func(id string)
+
+	chain      *Chain      // the stall check after a turn
+	hosts      *Hosts      // a turn waiting for its host
+	questions  *Questions  // the questions a turn's end settles
+	runs       *Runs       // the live run a turn needs
+	spend      *Spend      // the budget a turn may not pass
+	workspaces *Workspaces // the review a turn's end asks for
 }

@@ -36,7 +36,7 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 		// An agent is untrusted input: a cost is kept only in an ISO 4217
 		// code's shape, three letters.
 		if cur, ok := currencyCode(c.Currency); ok {
-			spend.CostMicros = r.e.Spend.state.costDelta(r.sessionID, c.Amount, cur)
+			spend.CostMicros = r.runs.spend.state.costDelta(r.sessionID, c.Amount, cur)
 			spend.Currency = cur
 		}
 	}
@@ -44,7 +44,7 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 	if spend.CostMicros == 0 && size == 0 {
 		return
 	}
-	r.e.Spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, false, used, size)
+	r.runs.spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, false, used, size)
 }
 
 // TurnUsage implements agent.UsageHandler: a turn's token counts from its
@@ -61,7 +61,7 @@ func (r *recorder) TurnUsage(u acp.Usage) {
 	if spend.Zero() {
 		return
 	}
-	r.e.Spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
+	r.runs.spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
 }
 
 func (r *recorder) profile() string {

@@ -91,41 +91,6 @@ func (wo *Workspaces) createEnd()   { wo.wsMu.RUnlock() }
 // until core.Client is split by area (issue 35); the daemon routes their
 // rows to Workspaces directly.
 
-// TaskDiff implements core.Client (Workspaces.Diff).
-func (e *Engine) TaskDiff(ctx context.Context, ref string, in core.DiffInput) (core.TaskDiff, error) {
-	return e.Workspaces.Diff(ctx, ref, in)
-}
-
-// TaskReview implements core.Client (Workspaces.Review).
-func (e *Engine) TaskReview(ctx context.Context, ref string) (core.ReviewView, error) {
-	return e.Workspaces.Review(ctx, ref)
-}
-
-// MergeTask implements core.Client (Workspaces.Merge).
-func (e *Engine) MergeTask(ctx context.Context, ref string, in core.MergeInput) (core.MergeResult, error) {
-	return e.Workspaces.Merge(ctx, ref, in)
-}
-
-// PushTask implements core.Client (Workspaces.Push).
-func (e *Engine) PushTask(ctx context.Context, ref string, in core.PushInput) (core.PushResult, error) {
-	return e.Workspaces.Push(ctx, ref, in)
-}
-
-// PullRequestTask implements core.Client (Workspaces.PullRequest).
-func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRequestInput) (core.PullRequestResult, error) {
-	return e.Workspaces.PullRequest(ctx, ref, in)
-}
-
-// DiscardTask implements core.Client (Workspaces.Discard).
-func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error) {
-	return e.Workspaces.Discard(ctx, ref)
-}
-
-// PruneWorktrees implements core.Client (Workspaces.Prune).
-func (e *Engine) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
-	return e.Workspaces.Prune(ctx, in)
-}
-
 func worktreeOf(repo, dir, branch, base string) workspace.Worktree {
 	return workspace.Worktree{Repo: repo, Dir: dir, Branch: branch, BaseCommit: base}
 }

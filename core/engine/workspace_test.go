@@ -52,7 +52,7 @@ func TestTaskInRepositoryGetsItsOwnWorktree(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	head := gitT(t, repo, "rev-parse", "HEAD")
-	task, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "Fix the login", CWD: filepath.Join(repo, "src")})
+	task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "Fix the login", CWD: filepath.Join(repo, "src")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestTaskInRepositoryGetsItsOwnWorktree(t *testing.T) {
 	// Recorded: a restarted engine knows it.
 	env.close()
 	env.open()
-	again, err := env.eng.GetTask(env.ctx, task.ID)
+	again, err := env.eng.Tasks.GetTask(env.ctx, task.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,21 +91,21 @@ func TestTaskWorkspaceOptions(t *testing.T) {
 	gitT(t, repo, "add", ".")
 	gitT(t, repo, "commit", "-q", "-m", "later")
 
-	shared, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	shared, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if shared.Workspace.Mode != core.WorkspaceShared || shared.CWD != repo || shared.Workspace.Dir != "" {
 		t.Fatalf("shared: %+v in %s", shared.Workspace, shared.CWD)
 	}
-	outside, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "outside", CWD: env.cwd})
+	outside, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "outside", CWD: env.cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if outside.Workspace.Mode != core.WorkspaceShared || outside.CWD != env.cwd {
 		t.Fatalf("outside a repository: %+v in %s", outside.Workspace, outside.CWD)
 	}
-	named, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "named", CWD: repo, Base: first, Branch: "feature/login"})
+	named, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "named", CWD: repo, Base: first, Branch: "feature/login"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,12 +132,12 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 		{"base on shared", core.CreateTaskInput{Title: "e", CWD: repo, Workspace: "shared", Base: "main"}, "a base or branch"},
 	}
 	for _, c := range cases {
-		_, err := env.eng.CreateTask(env.ctx, c.in)
+		_, err := env.eng.Tasks.CreateTask(env.ctx, c.in)
 		if core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err = %v; want a validation error about %q", c.name, err, c.want)
 		}
 	}
-	tasks, err := env.eng.ListTasks(env.ctx, core.ListTasksInput{All: true})
+	tasks, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 	gitT(t, pw.Dir, "commit", "-q", "-m", "parent work")
 	parentHead := gitT(t, pw.Dir, "rev-parse", "HEAD")
 
-	inherit, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "helper", ParentID: parent.ID})
+	inherit, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "helper", ParentID: parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 		t.Fatalf("inherit: %+v in %s; parent %+v in %s", w, inherit.CWD, pw, parent.CWD)
 	}
 	// A child of the inheriting child inherits the same worktree.
-	grand, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: inherit.ID})
+	grand, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: inherit.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 		t.Fatalf("grandchild: %+v", grand.Workspace)
 	}
 
-	own, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "own", ParentID: parent.ID, Workspace: "new"})
+	own, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "own", ParentID: parent.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,15 +200,15 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID})
+	child, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	shared, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,21 +216,21 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The child sees the work in the worktree it shares.
-	d, err := env.eng.TaskDiff(env.ctx, child.ID, core.DiffInput{})
+	d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, core.DiffInput{})
 	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "child.txt" {
 		t.Fatalf("child diff %+v, %v", d, err)
 	}
-	if _, err := env.eng.MergeTask(env.ctx, child.ID, core.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+	if _, err := env.eng.Workspaces.Merge(env.ctx, child.ID, core.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("merge of an inheriting child: %v", err)
 	}
-	if _, err := env.eng.DiscardTask(env.ctx, child.ID); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Workspaces.Discard(env.ctx, child.ID); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("discard of an inheriting child: %v", err)
 	}
-	if _, err := env.eng.TaskDiff(env.ctx, shared.ID, core.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
+	if _, err := env.eng.Workspaces.Diff(env.ctx, shared.ID, core.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
 		t.Fatalf("diff of a shared task: %v", err)
 	}
 	// Discarding the owner removes the worktree the child worked in too.
-	got, err := env.eng.DiscardTask(env.ctx, parent.ID)
+	got, err := env.eng.Workspaces.Discard(env.ctx, parent.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 	if _, err := os.Stat(parent.Workspace.Dir); !os.IsNotExist(err) {
 		t.Fatalf("worktree still there: %v", err)
 	}
-	c, err := env.eng.GetTask(env.ctx, child.ID)
+	c, err := env.eng.Tasks.GetTask(env.ctx, child.ID)
 	if err != nil || c.Workspace.Mode != core.WorkspaceDiscarded {
 		t.Fatalf("child after discard: %+v, %v", c.Workspace, err)
 	}
@@ -255,7 +255,7 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 func TestAgentSubtaskWorkspace(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: parent.ID})
 	create := func(args string) core.Task {
 		t.Helper()
-		res, err := env.eng.CallTool(agent, "create_task_kandev", []byte(args))
+		res, err := env.eng.Tools.CallTool(agent, "create_task_kandev", []byte(args))
 		if err != nil {
 			t.Fatalf("create_task_kandev %s: %v", args, err)
 		}
@@ -294,11 +294,11 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 	if w := based.Workspace; w.Mode != core.WorkspaceWorktree || w.Base != initial {
 		t.Fatalf("new from main: %+v; want base %s", w, initial)
 	}
-	if _, err := env.eng.CallTool(agent, "create_task_kandev", []byte(`{"title":"bad","start":false,"workspace":"elsewhere"}`)); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Tools.CallTool(agent, "create_task_kandev", []byte(`{"title":"bad","start":false,"workspace":"elsewhere"}`)); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("workspace elsewhere: %v", err)
 	}
 	// get_task_kandev tells an agent where a task works: directory, branch, base.
-	res, err := env.eng.CallTool(agent, "get_task_kandev", []byte(`{"task_id":"`+own.ID+`"}`))
+	res, err := env.eng.Tools.CallTool(agent, "get_task_kandev", []byte(`{"task_id":"`+own.ID+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,19 +320,19 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
+	child, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grand, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: child.ID, Workspace: "new"})
+	grand, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: child.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := env.eng.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
+	stranger, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 	call := func(as core.Task, args string) (core.TaskDiff, error) {
 		t.Helper()
 		ctx := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: as.ID})
-		res, err := env.eng.CallTool(ctx, "get_task_diff_kandev", []byte(args))
+		res, err := env.eng.Tools.CallTool(ctx, "get_task_diff_kandev", []byte(args))
 		if err != nil {
 			return core.TaskDiff{}, err
 		}
@@ -406,7 +406,7 @@ func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 	}
 	// The external surface has no such tool.
 	ext := core.WithActor(env.ctx, core.Actor{Kind: core.ActorExternal})
-	if _, err := env.eng.CallTool(ext, "get_task_diff_kandev", []byte(`{"task_id":"`+child.ID+`"}`)); core.CodeOf(err) != core.CodeForbidden {
+	if _, err := env.eng.Tools.CallTool(ext, "get_task_diff_kandev", []byte(`{"task_id":"`+child.ID+`"}`)); core.CodeOf(err) != core.CodeForbidden {
 		t.Errorf("external get_task_diff_kandev: %v", err)
 	}
 }
@@ -419,7 +419,7 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	repo := newGitRepo(t, env)
 	mk := func(in core.CreateTaskInput) core.Task {
 		t.Helper()
-		task, err := env.eng.CreateTask(env.ctx, in)
+		task, err := env.eng.Tasks.CreateTask(env.ctx, in)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,14 +427,14 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	}
 	status := func(id string, s core.Status) {
 		t.Helper()
-		if _, err := env.eng.SetTaskStatus(env.ctx, id, s); err != nil {
+		if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, id, s); err != nil {
 			t.Fatalf("%s -> %s: %v", id, s, err)
 		}
 	}
 	busy := mk(core.CreateTaskInput{Title: "busy parent", CWD: repo})
 	mk(core.CreateTaskInput{Title: "still working", ParentID: busy.ID})
 	status(busy.ID, core.StatusDone)
-	got, err := env.eng.ArchiveTask(env.ctx, busy.ID)
+	got, err := env.eng.Tasks.ArchiveTask(env.ctx, busy.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,18 +446,18 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	helper := mk(core.CreateTaskInput{Title: "helper", ParentID: owner.ID})
 	status(helper.ID, core.StatusDone)
 	status(owner.ID, core.StatusDone)
-	if got, err = env.eng.ArchiveTask(env.ctx, owner.ID); err != nil {
+	if got, err = env.eng.Tasks.ArchiveTask(env.ctx, owner.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(owner.Workspace.Dir); !os.IsNotExist(err) || got.Workspace.Mode != core.WorkspaceRetired {
 		t.Fatalf("done owner archived: worktree stat %v, %+v", err, got.Workspace)
 	}
-	h, err := env.eng.GetTask(env.ctx, helper.ID)
+	h, err := env.eng.Tasks.GetTask(env.ctx, helper.ID)
 	if err != nil || h.Workspace.Mode != core.WorkspaceRetired {
 		t.Fatalf("inheriting helper after its owner's worktree went: %+v, %v", h.Workspace, err)
 	}
 	// A retired inheritor does not own the branch: discarding it is refused.
-	if _, err := env.eng.DiscardTask(env.ctx, helper.ID); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+	if _, err := env.eng.Workspaces.Discard(env.ctx, helper.ID); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("discard of a retired inheritor: %v", err)
 	}
 	// The branch has no commit of its own: git calls it merged, so it goes too.
