@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"context"
+
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/capability"
 )
@@ -312,4 +314,17 @@ func (az *authorizer) holder(a core.Actor, t core.Task) bool {
 // from the task cache alone; see the comment at the top of this file.
 type authorizer struct {
 	k *kernel
+}
+
+// authorized resolves ref to its task and asks may whether a may act on
+// it: the prologue of every operation on one task.
+func (az *authorizer) authorized(ctx context.Context, a core.Actor, ref string, act Action) (core.Task, error) {
+	t, err := az.k.task(ctx, ref)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if err := az.may(a, act, t); err != nil {
+		return core.Task{}, err
+	}
+	return t, nil
 }

@@ -55,6 +55,7 @@ func (e *Engine) compose() {
 	// What the other areas give the workspaces area (workspace.go).
 	e.Workspaces.task = k.task
 	e.Workspaces.may = e.auth.may
+	e.Workspaces.authorized = e.auth.authorized
 	e.Workspaces.describeSender = e.Turns.describeSender
 	e.Workspaces.setupConfiner = e.Runs.setupConfiner
 	e.Workspaces.withHosts(e.Hosts)
@@ -68,6 +69,7 @@ func (e *Engine) compose() {
 	// What the other areas give the messages area (messages.go).
 	m := e.Messages
 	m.task, m.may, m.holder, m.held = k.task, e.auth.may, e.auth.holder, e.Turns.held
+	m.authorized = e.auth.authorized
 	m.supersedeTx, m.replyToQuestion = e.Questions.supersedeTx, e.Questions.replyToQuestion
 	m.handoff, m.planReview = e.Chain.handoff, e.Workspaces.planReview
 }

@@ -1,6 +1,7 @@
 // Package engine is kandev's service layer and orchestrator: it owns the
 // store, the live agent runs and the event bus, enforces the coordination
-// rules, and implements core.Client for every front end.
+// rules, and serves core.Client's operations, area by area, for every
+// front end (through the daemon).
 package engine
 
 import (
@@ -106,10 +107,13 @@ var ProcessLauncher Launcher = LauncherFunc(agent.Start)
 // that never stops.
 const DefaultQuestionTurnGrace = 2 * time.Minute
 
-// Engine implements core.Client over the store and the agent runtime. Its
-// state lives in parts that own it with their lock (cache, live, waiters,
-// deferred, spend: each file says what its lock guards); a task's rt.mu is
-// taken before any of theirs (docs/architecture.md, "The engine's parts").
+// Engine is the composition root: it builds the areas over one kernel
+// (compose.go), starts and stops them, and the daemon's operation table
+// routes each of core.Client's operations to the area that serves it
+// (eng.Tasks.CreateTask, eng.Hosts.Add). State lives in parts that own it
+// with their lock (cache, live, waiters, deferred, spend: each file says
+// what its lock guards); a task's rt.mu is taken before any of theirs
+// (docs/architecture.md, "The engine's parts").
 type Engine struct {
 	// k is the shared kernel (kernel.go): the store, the task cache, the
 	// live runs, the bus, commit and announce. Every area holds it too.
@@ -411,7 +415,7 @@ func mapStoreErr(err error, what string) error {
 	return &core.Error{Code: core.CodeInternal, Message: fmt.Sprintf("%s: %v", what, err)}
 }
 
-// Version implements core.Client.
+// Version serves core.Client's operation of that name.
 func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 	runs := e.k.live.count()
 	running := 0
@@ -426,7 +430,7 @@ func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }
 
-// Events implements core.Client.
+// Events serves core.Client's operation of that name.
 func (e *Engine) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
 	sub, src, cancel := e.k.bus.SubscribeAppends(in.TaskID, AppendsOf(in.Appends))
 	out := make(chan core.Event, 64)

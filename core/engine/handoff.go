@@ -36,14 +36,11 @@ func (ch *Chain) mustHold(actor core.Actor, t core.Task) error {
 		WithDetails(map[string]any{"task_id": t.ID, "assignee": t.Assignee})
 }
 
-// HandoffTask implements core.Client.
+// HandoffTask serves core.Client's operation of that name.
 func (ch *Chain) HandoffTask(ctx context.Context, ref string, in core.HandoffInput) (core.HandoffResult, error) {
 	actor := core.ActorFrom(ctx)
-	t, err := ch.k.task(ctx, ref)
+	t, err := ch.auth.authorized(ctx, actor, ref, ActHandoff)
 	if err != nil {
-		return core.HandoffResult{}, err
-	}
-	if err := ch.auth.may(actor, ActHandoff, t); err != nil {
 		return core.HandoffResult{}, err
 	}
 	if actor.Kind == core.ActorAgent {
@@ -186,13 +183,10 @@ func stallWhy(cause core.StallCause) string {
 	return prompt.WhyLastWords
 }
 
-// BlockTask implements core.Client.
+// BlockTask serves core.Client's operation of that name.
 func (ch *Chain) BlockTask(ctx context.Context, ref string, in core.BlockInput) (core.Task, error) {
-	t, err := ch.k.task(ctx, ref)
+	t, err := ch.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActBlock)
 	if err != nil {
-		return core.Task{}, err
-	}
-	if err := ch.auth.may(core.ActorFrom(ctx), ActBlock, t); err != nil {
 		return core.Task{}, err
 	}
 	if len(in.On) == 0 {

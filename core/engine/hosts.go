@@ -45,7 +45,7 @@ type Hosts struct {
 	place        placement  // placement.go
 	faults       hostFaults // hostfaults.go
 
-	// What the other areas give it (set by New):
+	// What the other areas give it (compose.go):
 	// may is the authorizer (authorize.go): who adds, edits, removes hosts.
 	may func(a core.Actor, act Action, t core.Task) error
 	// profiles lists the profiles (the roles area's, profiles.go): `host

@@ -23,9 +23,9 @@ import (
 // holds keeps its own (cache.go, live.go, waiting.go, deferred.go; the
 // lock order is docs/architecture.md's, "The engine's parts").
 //
-// Transitional: Engine embeds *kernel, so the areas still on Engine reach
-// these fields and methods promoted; an area that is its own type holds
-// the kernel as a named field (Hosts.k) and never the Engine.
+// Every area holds the kernel as a named field (Hosts.k), never the
+// Engine; the kernel's own helpers read only its state (resolve a task,
+// its ancestry, who hands it on).
 type kernel struct {
 	// opts: the engine's options, their defaults filled in (New).
 	opts Options
@@ -53,7 +53,7 @@ type kernel struct {
 	wg      sync.WaitGroup // turn loops, and the goroutines that kick them
 	baseCtx context.Context
 	// kickLoop starts a task's turn loop unless one is running, never
-	// blocking: the runs area's kick (turns.go), set by New. It is
+	// blocking: the turns area's kick (turns.go), set by compose. It is
 	// announce's last step and how a run waiting for a host slot is woken.
 	kickLoop func(id string)
 }

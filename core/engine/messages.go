@@ -40,9 +40,11 @@ type Messages struct {
 	// under it.
 	procWG *sync.WaitGroup
 
-	// What the other areas give it (set by New):
-	// task resolves a task reference (engine.go).
-	task func(ctx context.Context, ref string) (core.Task, error)
+	// What the other areas give it (compose.go):
+	// task resolves a task reference (kernel.go); authorized resolves it
+	// and asks may (authorize.go).
+	task       func(ctx context.Context, ref string) (core.Task, error)
+	authorized func(ctx context.Context, a core.Actor, ref string, act Action) (core.Task, error)
 	// may is the authorizer (authorize.go): who starts, messages,
 	// interrupts and drops queued items; holder (authorize.go) is whether
 	// the actor holds the task, so a start hands it back.
@@ -63,15 +65,12 @@ type Messages struct {
 	planReview func(ctx context.Context, t core.Task, actor core.Actor, text string, in []core.ReviewCommentInput) (reviewPlan, error)
 }
 
-// StartTask implements core.Client: queue the prompt (or a kickoff when
+// StartTask serves core.Client's operation of that name: queue the prompt (or a kickoff when
 // there is nothing to say), lift a stop, and start the turn loop.
 func (ms *Messages) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
-	t, err := ms.task(ctx, ref)
+	t, err := ms.authorized(ctx, actor, ref, ActStart)
 	if err != nil {
-		return core.Task{}, err
-	}
-	if err := ms.may(actor, ActStart, t); err != nil {
 		return core.Task{}, err
 	}
 	if err := ms.deliverable(t); err != nil {
@@ -148,7 +147,7 @@ func (ms *Messages) deliverable(t core.Task) error {
 	return nil
 }
 
-// MessageTask implements core.Client: the input checked (messageInput),
+// MessageTask serves core.Client's operation of that name: the input checked (messageInput),
 // the task resolved and the sender allowed, a reply handed to the
 // questions, a review planned (messageReview), a task that waits on a
 // person handed back, else the message queued (queueMessage).
@@ -158,11 +157,8 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 	if err != nil {
 		return core.MessageResult{}, err
 	}
-	t, err := ms.task(ctx, ref)
+	t, err := ms.authorized(ctx, actor, ref, ActMessage)
 	if err != nil {
-		return core.MessageResult{}, err
-	}
-	if err := ms.may(actor, ActMessage, t); err != nil {
 		return core.MessageResult{}, err
 	}
 	if in.ReplyTo != "" {
@@ -461,7 +457,7 @@ func describeQueue(queue []store.QueueItem) []map[string]any {
 	return out
 }
 
-// Conversation implements core.Client.
+// Conversation serves core.Client's operation of that name.
 func (ms *Messages) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
 	t, err := ms.task(ctx, ref)
 	if err != nil {

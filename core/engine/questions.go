@@ -41,12 +41,12 @@ type Questions struct {
 	// (Close waits on it): the timer that ends an asking turn runs under it.
 	procWG *sync.WaitGroup
 
-	// What the other areas give it (set by New):
+	// What the other areas give it (compose.go):
 	// may and mayAnswer are the authorizer's (authorize.go): who asks the
 	// parent, and who answers or replies to a question.
 	may       func(a core.Actor, act Action, t core.Task) error
 	mayAnswer func(a core.Actor, act Action, t core.Task, q questionMeta) error
-	// task resolves a task reference (engine.go).
+	// task resolves a task reference (kernel.go).
 	task func(ctx context.Context, ref string) (core.Task, error)
 	// handoffTx is the handoffs' (handoff.go): an answer hands its task
 	// back to the role that asked.
@@ -366,7 +366,7 @@ func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, 
 	return core.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
 }
 
-// AnswerQuestion implements core.Client: the operator answers a task's
+// AnswerQuestion serves core.Client's operation of that name: the operator answers a task's
 // pending user question.
 func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
 	actor := core.ActorFrom(ctx)

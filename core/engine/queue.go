@@ -9,7 +9,7 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
-// TaskQueue implements core.Client.
+// TaskQueue serves core.Client's operation of that name.
 func (ms *Messages) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
 	t, err := ms.task(ctx, ref)
 	if err != nil {
@@ -22,7 +22,7 @@ func (ms *Messages) TaskQueue(ctx context.Context, ref string) (core.QueueView, 
 	return queueView(t.ID, queue), nil
 }
 
-// DropQueued implements core.Client. Only a person drops: it is how the
+// DropQueued serves core.Client's operation of that name. Only a person drops: it is how the
 // operator clears what others queued on a task, and an agent must not
 // withdraw input meant for another task.
 func (ms *Messages) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {

@@ -188,11 +188,8 @@ func hunkRanges(hs []workspace.Hunk) string {
 // they did when it was made (in the worktree as it is now), outdated once
 // they changed.
 func (wo *Workspaces) Review(ctx context.Context, ref string) (core.ReviewView, error) {
-	t, err := wo.task(ctx, ref)
+	t, err := wo.authorized(ctx, core.ActorFrom(ctx), ref, ActReview)
 	if err != nil {
-		return core.ReviewView{}, err
-	}
-	if err := wo.may(core.ActorFrom(ctx), ActReview, t); err != nil {
 		return core.ReviewView{}, err
 	}
 	return wo.reviewOf(ctx, t)

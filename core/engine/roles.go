@@ -29,7 +29,7 @@ import (
 type Roles struct {
 	k *kernel
 
-	// What the areas still on Engine give it (set by New):
+	// What the other areas give it (compose.go):
 	// may is the authorizer (authorize.go): who adds, edits, removes roles,
 	// people and profiles.
 	may func(a core.Actor, act Action, t core.Task) error
@@ -86,7 +86,7 @@ func (ro *Roles) lookupAssignee(ctx context.Context, name string) (core.Ref, err
 	return core.Ref{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
 }
 
-// ListRoles implements core.Client.
+// ListRoles serves core.Client's operation of that name.
 func (ro *Roles) ListRoles(ctx context.Context) ([]core.Role, error) {
 	rs, err := ro.k.db.ListRoles(ctx)
 	if err != nil {
@@ -99,7 +99,7 @@ func (ro *Roles) ListRoles(ctx context.Context) ([]core.Role, error) {
 	return out, nil
 }
 
-// GetRole implements core.Client.
+// GetRole serves core.Client's operation of that name.
 func (ro *Roles) GetRole(ctx context.Context, name string) (core.Role, error) {
 	r, err := ro.k.db.GetRole(ctx, name)
 	if err != nil {
@@ -108,7 +108,7 @@ func (ro *Roles) GetRole(ctx context.Context, name string) (core.Role, error) {
 	return roleFromStore(r), nil
 }
 
-// AddRole implements core.Client.
+// AddRole serves core.Client's operation of that name.
 func (ro *Roles) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActAddRole, core.Task{}); err != nil {
 		return core.Role{}, err
@@ -139,7 +139,7 @@ func (ro *Roles) AddRole(ctx context.Context, in core.RoleInput) (core.Role, err
 	return roleFromStore(r), nil
 }
 
-// EditRole implements core.Client.
+// EditRole serves core.Client's operation of that name.
 func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActEditRole, core.Task{}); err != nil {
 		return core.Role{}, err
@@ -184,7 +184,7 @@ func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (
 	return roleFromStore(r), nil
 }
 
-// RemoveRole implements core.Client. A role that still has work, or that
+// RemoveRole serves core.Client's operation of that name. A role that still has work, or that
 // someone reports to, stays.
 func (ro *Roles) RemoveRole(ctx context.Context, name string) (core.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveRole, core.Task{}); err != nil {
@@ -206,7 +206,7 @@ func (ro *Roles) RemoveRole(ctx context.Context, name string) (core.Role, error)
 	return roleFromStore(r), nil
 }
 
-// ListPersons implements core.Client.
+// ListPersons serves core.Client's operation of that name.
 func (ro *Roles) ListPersons(ctx context.Context) ([]core.Person, error) {
 	ps, err := ro.k.db.ListPersons(ctx)
 	if err != nil {
@@ -219,7 +219,7 @@ func (ro *Roles) ListPersons(ctx context.Context) ([]core.Person, error) {
 	return out, nil
 }
 
-// AddPerson implements core.Client.
+// AddPerson serves core.Client's operation of that name.
 func (ro *Roles) AddPerson(ctx context.Context, name string) (core.Person, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActAddPerson, core.Task{}); err != nil {
 		return core.Person{}, err

@@ -6,7 +6,7 @@ import (
 	"github.com/kandev/kandev/core"
 )
 
-// TaskStats implements core.Client: it counts the cached tasks a listing
+// TaskStats serves core.Client's operation of that name: it counts the cached tasks a listing
 // with in would show (TaskSnapshot), so it reads no row from the database.
 func (ts *Tasks) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
 	tasks, err := ts.TaskSnapshot(ctx, in)

@@ -8,7 +8,7 @@ import (
 	"github.com/kandev/kandev/store"
 )
 
-// StopTask implements core.Client (rule 3): halt-only, direct-parent-only
+// StopTask serves core.Client's operation of that name (rule 3): halt-only, direct-parent-only
 // (or a person), idempotent. Under the task's lock the stop fence moves,
 // so no launch or delivery already under way goes on; then one
 // transaction records everything the stop means (the task halted and in
@@ -17,11 +17,8 @@ import (
 // docs/decisions/0004-stop-fence.md.
 func (ch *Chain) StopTask(ctx context.Context, ref string) (core.StopResult, error) {
 	actor := core.ActorFrom(ctx)
-	t, err := ch.k.task(ctx, ref)
+	t, err := ch.auth.authorized(ctx, actor, ref, ActStop)
 	if err != nil {
-		return core.StopResult{}, err
-	}
-	if err := ch.auth.may(actor, ActStop, t); err != nil {
 		return core.StopResult{}, err
 	}
 	why := "stopped by " + actor.String()

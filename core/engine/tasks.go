@@ -15,7 +15,7 @@ import (
 // maxTitle keeps titles to what a tree row can show.
 const maxTitle = 200
 
-// CreateTask implements core.Client. Autopilot is decided here and never
+// CreateTask serves core.Client's operation of that name. Autopilot is decided here and never
 // again: it is not inherited from the parent, and the profile must be able to
 // take the injected MCP server.
 func (ts *Tasks) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
@@ -87,7 +87,7 @@ func (ts *Tasks) createdBefore(ctx context.Context, actor core.Actor, key string
 	return t, true, nil
 }
 
-// ListTasks implements core.Client: tasks in creation order, so a parent
+// ListTasks serves core.Client's operation of that name: tasks in creation order, so a parent
 // always precedes its children.
 func (ts *Tasks) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
 	ptrs, err := ts.TaskSnapshot(ctx, in)
@@ -241,7 +241,7 @@ func (ts *Tasks) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 	return page, next, nil
 }
 
-// GetTask implements core.Client.
+// GetTask serves core.Client's operation of that name.
 func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	t, err := ts.k.task(ctx, id)
 	if err == nil {
@@ -251,16 +251,13 @@ func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	return t, err
 }
 
-// EditTask implements core.Client. Naming autopilot at all is refused.
+// EditTask serves core.Client's operation of that name. Naming autopilot at all is refused.
 func (ts *Tasks) EditTask(ctx context.Context, ref string, in core.EditTaskInput) (core.Task, error) {
 	if in.Autopilot != nil {
 		return core.Task{}, core.Errorf(core.CodeValidation, "autopilot is fixed at creation and cannot be changed; create a new task to change it")
 	}
-	t, err := ts.k.task(ctx, ref)
+	t, err := ts.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActEdit)
 	if err != nil {
-		return core.Task{}, err
-	}
-	if err := ts.auth.may(core.ActorFrom(ctx), ActEdit, t); err != nil {
 		return core.Task{}, err
 	}
 	if t.Archived {
@@ -301,14 +298,11 @@ func (ts *Tasks) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 	return ts.k.task(ctx, t.ID)
 }
 
-// ArchiveTask implements core.Client. Archiving is idempotent; it halts a
+// ArchiveTask serves core.Client's operation of that name. Archiving is idempotent; it halts a
 // running agent and makes a pending question stale.
 func (ts *Tasks) ArchiveTask(ctx context.Context, ref string) (core.Task, error) {
-	t, err := ts.k.task(ctx, ref)
+	t, err := ts.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActArchive)
 	if err != nil {
-		return core.Task{}, err
-	}
-	if err := ts.auth.may(core.ActorFrom(ctx), ActArchive, t); err != nil {
 		return core.Task{}, err
 	}
 	if t.Archived {
@@ -348,18 +342,15 @@ func (ts *Tasks) ArchiveTask(ctx context.Context, ref string) (core.Task, error)
 	return ts.k.refresh(ctx, t.ID)
 }
 
-// SetTaskStatus implements core.Client: a move the transition table
+// SetTaskStatus serves core.Client's operation of that name: a move the transition table
 // allows. Done and cancelled halt the task's agent and make its question
 // stale.
 func (ts *Tasks) SetTaskStatus(ctx context.Context, ref string, status core.Status) (core.Task, error) {
 	if _, err := core.ParseStatus(string(status)); err != nil {
 		return core.Task{}, err
 	}
-	t, err := ts.k.task(ctx, ref)
+	t, err := ts.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActSetStatus)
 	if err != nil {
-		return core.Task{}, err
-	}
-	if err := ts.auth.may(core.ActorFrom(ctx), ActSetStatus, t); err != nil {
 		return core.Task{}, err
 	}
 	if t.Archived {

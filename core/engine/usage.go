@@ -123,10 +123,10 @@ type Spend struct {
 	// (Close waits on it): a report's budget check runs under it.
 	procWG *sync.WaitGroup
 
-	// What the areas still on Engine give it (set by New):
+	// What the other areas give it (compose.go):
 	// may is the authorizer (authorize.go): only a person sets a budget.
 	may func(a core.Actor, act Action, t core.Task) error
-	// task resolves a task reference (engine.go); getTask is the task's
+	// task resolves a task reference (kernel.go); getTask is the task's
 	// view as GetTask shows it (tasks.go), SetBudget's answer.
 	task    func(ctx context.Context, ref string) (core.Task, error)
 	getTask func(ctx context.Context, id string) (core.Task, error)

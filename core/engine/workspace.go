@@ -39,9 +39,11 @@ type Workspaces struct {
 	// worktree prune exclusively.
 	wsMu sync.RWMutex
 
-	// What the areas still on Engine give it (set by New):
-	// task resolves a task's id or prefix (engine.go).
-	task func(ctx context.Context, ref string) (core.Task, error)
+	// What the other areas give it (compose.go):
+	// task resolves a task's id or prefix (kernel.go); authorized resolves
+	// it and asks may (authorize.go).
+	task       func(ctx context.Context, ref string) (core.Task, error)
+	authorized func(ctx context.Context, a core.Actor, ref string, act Action) (core.Task, error)
 	// may is the authorizer (authorize.go): who diffs, reviews, merges,
 	// pushes, discards and prunes.
 	may func(a core.Actor, act Action, t core.Task) error
@@ -106,11 +108,8 @@ func workspaceOf(t store.Task) *core.Workspace {
 // worktreeTask returns the task and its worktree for diff, merge or
 // discard; own says the task must own it (not work in its parent's).
 func (wo *Workspaces) worktreeTask(ctx context.Context, ref string, verb Action, own bool) (core.Task, workspace.Worktree, error) {
-	t, err := wo.task(ctx, ref)
+	t, err := wo.authorized(ctx, core.ActorFrom(ctx), ref, verb)
 	if err != nil {
-		return core.Task{}, workspace.Worktree{}, err
-	}
-	if err := wo.may(core.ActorFrom(ctx), verb, t); err != nil {
 		return core.Task{}, workspace.Worktree{}, err
 	}
 	w := t.Workspace
