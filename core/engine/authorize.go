@@ -93,6 +93,28 @@ func (act Action) String() string {
 // Task). An action without a rule here is refused.
 func (az *authorizer) may(a core.Actor, act Action, t core.Task) error {
 	switch act {
+	case ActEdit, ActSetStatus, ActBlock, ActArchive, ActReview, ActDiff, ActMerge, ActDiscard, ActRequestReview, ActMarkDone, ActPush, ActHandoff, ActCreateChild:
+		return az.mayOnTask(a, act, t)
+	case ActStart, ActMessage, ActInterrupt, ActStop:
+		return az.maySteer(a, act, t)
+	case ActAnswer, ActAskParent:
+		return mayAsk(a, act, t)
+	case ActDropQueued, ActPrune, ActSetBudget, ActAddProfile, ActRemoveProfile, ActAddRole, ActEditRole, ActRemoveRole, ActAddPerson, ActAddHost, ActRemoveHost, ActUseTools:
+		return az.mayKeepHouse(a, act, t)
+	}
+	// ActReply needs its question (mayAnswer); anything else is a bug.
+	return noRule(act, t)
+}
+
+// noRule refuses an action no rule covers: a bug, never a policy.
+func noRule(act Action, t core.Task) error {
+	return core.Errorf(core.CodeForbidden, "no rule lets anyone %s task %s", act, t.ID)
+}
+
+// mayOnTask is may for what is done to a task itself: within reach, and
+// for marking done, pushing, handing on and creating under it, more.
+func (az *authorizer) mayOnTask(a core.Actor, act Action, t core.Task) error {
+	switch act {
 	case ActEdit, ActSetStatus, ActBlock, ActArchive, ActReview, ActDiff, ActMerge, ActDiscard, ActRequestReview:
 		return az.inReach(a, t)
 	case ActMarkDone:
@@ -126,6 +148,15 @@ func (az *authorizer) may(a core.Actor, act Action, t core.Task) error {
 		if a.Kind == core.ActorAgent && !az.inSubtree(a, t.ID) {
 			return core.Errorf(core.CodeForbidden, "task %s is outside your subtree; create subtasks under your own task or its descendants", t.ID)
 		}
+	default:
+		return noRule(act, t)
+	}
+	return nil
+}
+
+// maySteer is may for steering a task: start, message, interrupt, stop.
+func (az *authorizer) maySteer(a core.Actor, act Action, t core.Task) error {
+	switch act {
 	case ActStart:
 		if a.Kind == core.ActorAgent && !az.above(a, t.ID) {
 			return core.Errorf(core.CodeForbidden, "task %s is not in your subtree; only the operator or an ancestor task starts it", t.ID)
@@ -148,6 +179,16 @@ func (az *authorizer) may(a core.Actor, act Action, t core.Task) error {
 		default:
 			return core.Errorf(core.CodeForbidden, "the external surface cannot stop tasks")
 		}
+	default:
+		return noRule(act, t)
+	}
+	return nil
+}
+
+// mayAsk is may for the questions: a person answers, an autopilot child
+// asks its parent.
+func mayAsk(a core.Actor, act Action, t core.Task) error {
+	switch act {
 	case ActAnswer:
 		if !personActs(a) {
 			return core.Errorf(core.CodeForbidden, "only a person answers user questions")
@@ -161,6 +202,16 @@ func (az *authorizer) may(a core.Actor, act Action, t core.Task) error {
 		if t.ParentID == "" {
 			return core.Errorf(core.CodeForbidden, "no parent to ask: task %s is an autopilot root; decide with your best judgment and state your assumptions", t.ID)
 		}
+	default:
+		return noRule(act, t)
+	}
+	return nil
+}
+
+// mayKeepHouse is may for the operator's housekeeping (queues, worktrees,
+// budgets, profiles, roles, people, hosts) and the tools.
+func (az *authorizer) mayKeepHouse(a core.Actor, act Action, t core.Task) error {
+	switch act {
 	case ActDropQueued:
 		// It is how the operator clears what others queued on a task; an
 		// agent must not withdraw input meant for another task.
@@ -199,8 +250,7 @@ func (az *authorizer) may(a core.Actor, act Action, t core.Task) error {
 			return core.Errorf(core.CodeForbidden, "people use the CLI or the TUI, not MCP tools")
 		}
 	default:
-		// ActReply needs its question (mayAnswer); anything else is a bug.
-		return core.Errorf(core.CodeForbidden, "no rule lets anyone %s task %s", act, t.ID)
+		return noRule(act, t)
 	}
 	return nil
 }

@@ -168,9 +168,39 @@ func (tn *Turns) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		rt.mu.Unlock()
 		return
 	}
-	now := time.Now().UTC()
 	body := tn.renderItem(ctx, t, item)
-	delivered, err := tn.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+	delivered, err := tn.recordDelivery(ctx, t, run, item, body)
+	if err != nil {
+		tn.deliveryFailed(rt, err)
+		rt.mu.Unlock()
+		tn.k.log.Error("deliver queued message", "task", t.ID, "err", err)
+		tn.k.refreshQuiet(t.ID)
+		return
+	}
+	tn.deliveryDone(rt)
+	rt.turn = &turnState{run: run}
+	if run.idle != nil {
+		run.idle.Stop()
+		run.idle = nil
+	}
+	run.rec.resetTurn()
+	rt.mu.Unlock()
+	tn.k.announce(delivered)
+
+	text := tn.promptText(ctx, t, run, body)
+	run.prompts++
+	stopReason, promptErr := run.proc.Prompt(ctx, text)
+	// Every update of the turn came before its response: what waits of
+	// the streamed output is written before the turn's end.
+	run.rec.flush()
+	tn.turnEnded(ctx, rt, run, t, stopReason, promptErr)
+}
+
+// recordDelivery takes item off the queue and records it as the prompt
+// of run's next turn, the task in progress, in one transaction.
+func (tn *Turns) recordDelivery(ctx context.Context, t core.Task, run *liveRun, item store.QueueItem, body string) (changes, error) {
+	now := time.Now().UTC()
+	return tn.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.DeleteQueueItem(ctx, item.ID); err != nil {
 			return err
 		}
@@ -198,39 +228,28 @@ func (tn *Turns) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 		}
 		return nil
 	})
-	if err != nil {
-		tn.deliveryFailed(rt, err)
-		rt.mu.Unlock()
-		tn.k.log.Error("deliver queued message", "task", t.ID, "err", err)
-		tn.k.refreshQuiet(t.ID)
-		return
-	}
-	tn.deliveryDone(rt)
-	rt.turn = &turnState{run: run}
-	if run.idle != nil {
-		run.idle.Stop()
-		run.idle = nil
-	}
-	run.rec.resetTurn()
-	rt.mu.Unlock()
-	tn.k.announce(delivered)
+}
 
+// promptText is what the agent reads for body: on a run's first prompt,
+// the preamble first (and the replayed history is then done with).
+func (tn *Turns) promptText(ctx context.Context, t core.Task, run *liveRun, body string) string {
+	if run.prompts != 0 {
+		return body
+	}
 	text := body
-	if run.prompts == 0 {
-		if pre, err := tn.preamble(t, run.set); err == nil {
-			text = pre + "\n" + body
-		} else {
-			tn.k.log.Error("render preamble", "task", t.ID, "err", err)
-		}
+	if pre, err := tn.preamble(t, run.set); err == nil {
+		text = pre + "\n" + body
+	} else {
+		tn.k.log.Error("render preamble", "task", t.ID, "err", err)
 	}
-	if run.prompts == 0 {
-		tn.runs.replayDone(ctx, run)
-	}
-	run.prompts++
-	stopReason, promptErr := run.proc.Prompt(ctx, text)
-	// Every update of the turn came before its response: what waits of
-	// the streamed output is written before the turn's end.
-	run.rec.flush()
+	tn.runs.replayDone(ctx, run)
+	return text
+}
+
+// turnEnded records how run's turn ended (stopped under it, its host
+// lost, failed, or ended with stopReason) and what follows: the run idles,
+// ends, or the stall check runs.
+func (tn *Turns) turnEnded(ctx context.Context, rt *taskRuntime, run *liveRun, t core.Task, stopReason acp.StopReason, promptErr error) {
 
 	rt.mu.Lock()
 	turn := rt.turn
