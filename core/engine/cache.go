@@ -168,7 +168,16 @@ func (c *taskCache) load(ctx context.Context, db *store.DB, explicit map[string]
 	if err != nil {
 		return fmt.Errorf("engine: load tasks: %w", err)
 	}
-	// Pull request URLs are few: one read sets them on their tasks' views.
+	if err := c.loadPullRequestsLocked(ctx, db); err != nil {
+		return err
+	}
+	c.orderByCreationLocked(loaded, unchecked)
+	return nil
+}
+
+// loadPullRequestsLocked sets the pull request URLs, which are few, on
+// their tasks' views in one read. c.mu is held.
+func (c *taskCache) loadPullRequestsLocked(ctx context.Context, db *store.DB) error {
 	links, err := db.TaskLinks(ctx, linkPullRequest)
 	if err != nil {
 		return fmt.Errorf("engine: load task links: %w", err)
@@ -180,14 +189,14 @@ func (c *taskCache) load(ctx context.Context, db *store.DB, explicit map[string]
 			t.Workspace = &w
 		}
 	}
+	return nil
+}
+
+// orderByCreationLocked keeps the order, the children and the unchecked
+// tasks in creation order. c.mu is held.
+func (c *taskCache) orderByCreationLocked(loaded, unchecked []*core.Task) {
 	// Tables are mostly in creation order already: the order and the
 	// children are made again only when not.
-	byCreation := func(a, b *core.Task) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	}
 	for i := 1; i < len(loaded); i++ {
 		if byCreation(loaded[i-1], loaded[i]) > 0 {
 			slices.SortFunc(loaded, byCreation)
@@ -206,5 +215,12 @@ func (c *taskCache) load(ctx context.Context, db *store.DB, explicit map[string]
 	for _, t := range unchecked {
 		c.unchecked = append(c.unchecked, t.ID)
 	}
-	return nil
+}
+
+// byCreation orders tasks as they were created (ties by id).
+func byCreation(a, b *core.Task) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }

@@ -256,30 +256,10 @@ func (ch *Chain) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 	if t.Assignee != nil {
 		from = *t.Assignee
 	}
-	delivered := "turn"
-	status := core.StatusTodo
-	switch {
-	case target.IsPerson():
-		delivered, status = "waiting", core.StatusReview
-	case signOff != nil:
-		delivered, status = "sign_off", core.StatusReview
-	}
-	if reason != "" {
-		status = core.StatusTodo
-	}
+	delivered, status := handoffDelivery(target, signOff != nil, reason)
 	now := time.Now().UTC()
 	by := core.ParseActor(hander)
-	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
-	switch reason {
-	case "":
-	case core.StallReturned:
-		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
-	default:
-		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
-	}
-	if message != "" {
-		text += ": " + message
-	}
+	text := handoffText(from, target, hander, reason, message)
 	c.touch(t.ID)
 	switch {
 	case signOff != nil:
@@ -322,6 +302,49 @@ func (ch *Chain) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 	if !notice {
 		return delivered, nil
 	}
+	return delivered, enqueueHandoffNotice(ctx, tx, t, from, target, hander, message, stall, signOff, now)
+}
+
+// handoffDelivery is how a hand-off to target is delivered and the status
+// it leaves the task in: a turn of the role, a person's review, or a
+// sign-off by the task that handed it over; a stall (reason) is to do.
+func handoffDelivery(target core.Ref, signOff bool, reason string) (delivered string, status core.Status) {
+	delivered, status = "turn", core.StatusTodo
+	switch {
+	case target.IsPerson():
+		delivered, status = "waiting", core.StatusReview
+	case signOff:
+		delivered, status = "sign_off", core.StatusReview
+	}
+	if reason != "" {
+		status = core.StatusTodo
+	}
+	return delivered, status
+}
+
+// handoffText is the conversation's line for a hand-off, a stall sent
+// back, or an escalation.
+func handoffText(from, target core.Ref, hander, reason, message string) string {
+	text := fmt.Sprintf("handed from %s to %s by %s", from.String(), target.String(), hander)
+	switch reason {
+	case "":
+	case core.StallReturned:
+		text = fmt.Sprintf("back to %s: %s ended its turn without handing it on", target.String(), from.String())
+	default:
+		text = fmt.Sprintf("%s: escalated from %s to %s", reason, from.String(), target.String())
+	}
+	if message != "" {
+		text += ": " + message
+	}
+	return text
+}
+
+// enqueueHandoffNotice queues what the hand-off tells an agent: the
+// sign-off on the task that handed it over, or the hand-off (or the
+// escalation) to the role now holding it. A person is told by the task.
+func enqueueHandoffNotice(ctx context.Context, tx *store.Tx, t core.Task, from, target core.Ref, hander, message string,
+	stall *core.Stall, signOff *core.Task, now time.Time) error {
+	var err error
 	switch {
 	case signOff != nil:
 		data := prompt.SignOff{ChildID: t.ID, ChildTitle: t.Title, By: describeRef(hander), Message: message}
@@ -330,14 +353,14 @@ func (ch *Chain) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 	case target.IsRole():
 		kind, tmpl := itemHandoff, prompt.NoticeHandoff
 		var data any = prompt.Handoff{TaskID: t.ID, Title: t.Title, Role: target.Name, By: describeRef(hander), Message: message}
-		if reason != "" {
+		if stall != nil && stall.Reason != "" {
 			kind, tmpl = itemStalled, prompt.NoticeEscalation
 			data = prompt.Escalation{TaskID: t.ID, Title: t.Title, From: from.Name, Why: stallWhy(stall.Cause), Detail: message}
 		}
 		_, err = tx.Enqueue(ctx, noticeItem(store.QueueItem{TaskID: t.ID, Priority: priorityFront, Kind: kind, Sender: hander,
 			Text: message, CreatedAt: now}, tmpl, data, map[string]any{"from": from.String(), "to": target.String()}))
 	}
-	return delivered, err
+	return err
 }
 
 // Chain is the reporting chain (handoff.go, escalation.go, stop.go):

@@ -176,6 +176,14 @@ func (ho *Hosts) awaitHost(rt *taskRuntime, fence uint64, t core.Task) error {
 		}
 		return nil
 	}
+	return ho.reconnectHost(rt, fence, t, since)
+}
+
+// reconnectHost tries t's host again and again, backing off, until it
+// answers, t no longer waits for it (stopped, archived, fenced, the
+// daemon closing: errFenced), or the outage is older than
+// reconnectGiveUp (the launch then fails with ssh's error).
+func (ho *Hosts) reconnectHost(rt *taskRuntime, fence uint64, t core.Task, since time.Time) error {
 	wait := reconnectFirst
 	timer := time.NewTimer(0) // the first try at once
 	defer timer.Stop()

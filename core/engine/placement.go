@@ -71,33 +71,66 @@ func (ho *Hosts) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 			}
 		}
 	}
-	var hs []store.Host
-	if t.Host == hostAuto {
-		all, err := ho.k.db.ListHosts(ctx)
-		if err != nil {
-			return t, mapStoreErr(err, "hosts")
-		}
-		if len(all) == 0 {
-			ho.place.mu.Lock()
-			w := ho.hostWaiterLocked(t, noHostsReason)
-			ho.place.mu.Unlock()
-			return t, &unservedError{reason: w.reason}
-		}
-		hs = all
-	} else {
-		h, err := ho.k.db.GetHost(ctx, t.Host)
-		if err != nil {
-			return t, mapStoreErr(err, "host "+t.Host)
-		}
-		hs = []store.Host{h}
+	hs, err := ho.candidateHosts(ctx, t)
+	if err != nil {
+		return t, err
 	}
-
 	p := &ho.place
 	p.mu.Lock()
+	best, full := ho.pickHostLocked(t, hs)
+	if best == "" {
+		w := ho.hostWaiterLocked(t, hostsFullPrefix+strings.Join(full, ", "))
+		p.mu.Unlock()
+		return t, &unservedError{reason: w.reason}
+	}
+	delete(p.waiters, t.ID)
+	if p.reserved == nil {
+		p.reserved = map[string]string{}
+	}
+	p.reserved[t.ID] = best
+	p.gen++ // the waiters' reasons changed too
+	more := len(p.waiters) > 0
+	p.mu.Unlock()
+	if more {
+		// Slots may be left for the next in line.
+		ho.wakeHostWaitersAsync()
+	}
+	if t.Host == hostAuto {
+		return ho.placeOn(ctx, t, best)
+	}
+	return t, nil
+}
+
+// candidateHosts are the hosts t may be placed on: every host for
+// --host auto (none at all: t waits, unserved), else the one it names.
+func (ho *Hosts) candidateHosts(ctx context.Context, t core.Task) ([]store.Host, error) {
+	if t.Host != hostAuto {
+		h, err := ho.k.db.GetHost(ctx, t.Host)
+		if err != nil {
+			return nil, mapStoreErr(err, "host "+t.Host)
+		}
+		return []store.Host{h}, nil
+	}
+	all, err := ho.k.db.ListHosts(ctx)
+	if err != nil {
+		return nil, mapStoreErr(err, "hosts")
+	}
+	if len(all) == 0 {
+		ho.place.mu.Lock()
+		w := ho.hostWaiterLocked(t, noHostsReason)
+		ho.place.mu.Unlock()
+		return nil, &unservedError{reason: w.reason}
+	}
+	return all, nil
+}
+
+// pickHostLocked is the placement rule: of hs, the host with the most
+// slots free once the tasks waiting before t took theirs ("" when none
+// has one, with why each is full). p.mu is held.
+func (ho *Hosts) pickHostLocked(t core.Task, hs []store.Host) (best string, full []string) {
 	occ := ho.hostOccupancy()
 	ahead := ho.waitersAhead(t)
-	best, bestFree := "", -1
-	var full []string
+	bestFree := -1
 	for _, h := range hs {
 		earlier := 0
 		for _, w := range ahead {
@@ -121,27 +154,7 @@ func (ho *Hosts) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 			best, bestFree = h.Name, free-earlier
 		}
 	}
-	if best == "" {
-		w := ho.hostWaiterLocked(t, hostsFullPrefix+strings.Join(full, ", "))
-		p.mu.Unlock()
-		return t, &unservedError{reason: w.reason}
-	}
-	delete(p.waiters, t.ID)
-	if p.reserved == nil {
-		p.reserved = map[string]string{}
-	}
-	p.reserved[t.ID] = best
-	p.gen++ // the waiters' reasons changed too
-	more := len(p.waiters) > 0
-	p.mu.Unlock()
-	if more {
-		// Slots may be left for the next in line.
-		ho.wakeHostWaitersAsync()
-	}
-	if t.Host == hostAuto {
-		return ho.placeOn(ctx, t, best)
-	}
-	return t, nil
+	return best, full
 }
 
 // hostWaiterLocked records the task as waiting for a slot, for reason.

@@ -139,87 +139,102 @@ func (r *recorder) Update(ctx context.Context, n acp.SessionNotification) {
 	case u.UserMessageChunk != nil:
 		// Replays of the user's own prompt (session/load): already recorded.
 	case u.ToolCall != nil:
-		tc := u.ToolCall
-		meta := map[string]any{"tool_call_id": string(tc.ToolCallId), "title": tc.Title, "kind": string(tc.Kind),
-			"status": string(tc.Status)}
-		if tc.RawInput != nil {
-			meta["raw_input"] = tc.RawInput
-		}
-		if tc.RawOutput != nil {
-			meta["raw_output"] = tc.RawOutput
-		}
-		if meta["status"] == "" {
-			meta["status"] = "pending"
-		}
-		r.endStream()
-		if ent, ok := r.announcedAgain(string(tc.ToolCallId)); ok {
-			mergeToolMeta(ent.meta, meta)
-			r.tools[string(tc.ToolCallId)] = ent
-			r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
-			break
-		}
-		m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tc.ToolCallId))
-		r.tools[string(tc.ToolCallId)] = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
+		r.toolCall(u.ToolCall)
 	case u.ToolCallUpdate != nil:
-		tu := u.ToolCallUpdate
-		ent, ok := r.tools[string(tu.ToolCallId)]
-		if !ok {
-			meta := map[string]any{"tool_call_id": string(tu.ToolCallId), "status": "pending"}
-			r.endStream()
-			m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tu.ToolCallId))
-			ent = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
-		}
-		before := toolFields(ent.meta)
-		oldOutput, _ := ent.meta["output"].(string)
-		if tu.Status != nil {
-			ent.meta["status"] = string(*tu.Status)
-		}
-		if tu.Title != nil {
-			ent.meta["title"] = *tu.Title
-		}
-		if tu.Kind != nil {
-			ent.meta["kind"] = string(*tu.Kind)
-		}
-		if tu.RawInput != nil {
-			ent.meta["raw_input"] = tu.RawInput
-		}
-		if tu.RawOutput != nil {
-			ent.meta["raw_output"] = tu.RawOutput
-		}
-		if txt := toolContentText(tu.Content); txt != "" {
-			ent.meta["output"] = txt
-		}
-		r.tools[string(tu.ToolCallId)] = ent
-		newOutput, _ := ent.meta["output"].(string)
-		switch {
-		case toolFields(ent.meta) != before || !strings.HasPrefix(newOutput, oldOutput):
-			// Something besides a longer output: the entry is written
-			// whole (what waits for it first, so nothing is lost).
-			r.flushLocked()
-			r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
-		case len(newOutput) > len(oldOutput):
-			// Output that only grew (a command's streamed output, sent
-			// whole each time as ACP's content is): only what is new is
-			// appended.
-			r.appendPending(ent.seq, core.MsgToolCall, store.ChunkOutput, len(oldOutput), newOutput[len(oldOutput):])
-		}
-		if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
-			// The agent gave up on its question call (a client timeout):
-			// nothing handed to that call would reach the model.
-			r.runs.questions.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
-		}
+		r.toolCallUpdate(u.ToolCallUpdate)
 	case u.UsageUpdate != nil:
 		r.usageUpdate(u.UsageUpdate)
 	case u.Plan != nil:
-		var lines []string
-		entries := make([]map[string]any, 0, len(u.Plan.Entries))
-		for _, p := range u.Plan.Entries {
-			lines = append(lines, fmt.Sprintf("[%s] %s", p.Status, p.Content))
-			entries = append(entries, map[string]any{"content": p.Content, "status": string(p.Status), "priority": string(p.Priority)})
-		}
-		r.endStream()
-		r.insert(core.MsgPlan, strings.Join(lines, "\n"), map[string]any{"entries": entries}, "")
+		r.plan(u.Plan)
 	}
+}
+
+// toolCall records a tool call the agent announces (or announces again:
+// announcedAgain). Under r.mu.
+func (r *recorder) toolCall(tc *acp.SessionUpdateToolCall) {
+	meta := map[string]any{"tool_call_id": string(tc.ToolCallId), "title": tc.Title, "kind": string(tc.Kind),
+		"status": string(tc.Status)}
+	if tc.RawInput != nil {
+		meta["raw_input"] = tc.RawInput
+	}
+	if tc.RawOutput != nil {
+		meta["raw_output"] = tc.RawOutput
+	}
+	if meta["status"] == "" {
+		meta["status"] = "pending"
+	}
+	r.endStream()
+	if ent, ok := r.announcedAgain(string(tc.ToolCallId)); ok {
+		mergeToolMeta(ent.meta, meta)
+		r.tools[string(tc.ToolCallId)] = ent
+		r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+		return
+	}
+	m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tc.ToolCallId))
+	r.tools[string(tc.ToolCallId)] = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
+}
+
+// toolCallUpdate records a change to a tool call: the entry is written
+// whole, or only its output's new end appended. Under r.mu.
+func (r *recorder) toolCallUpdate(tu *acp.SessionToolCallUpdate) {
+	ent, ok := r.tools[string(tu.ToolCallId)]
+	if !ok {
+		meta := map[string]any{"tool_call_id": string(tu.ToolCallId), "status": "pending"}
+		r.endStream()
+		m := r.insert(core.MsgToolCall, toolText(meta), meta, r.sessionID+":"+string(tu.ToolCallId))
+		ent = toolEntry{seq: m.Seq, meta: meta, turn: r.turn}
+	}
+	before := toolFields(ent.meta)
+	oldOutput, _ := ent.meta["output"].(string)
+	if tu.Status != nil {
+		ent.meta["status"] = string(*tu.Status)
+	}
+	if tu.Title != nil {
+		ent.meta["title"] = *tu.Title
+	}
+	if tu.Kind != nil {
+		ent.meta["kind"] = string(*tu.Kind)
+	}
+	if tu.RawInput != nil {
+		ent.meta["raw_input"] = tu.RawInput
+	}
+	if tu.RawOutput != nil {
+		ent.meta["raw_output"] = tu.RawOutput
+	}
+	if txt := toolContentText(tu.Content); txt != "" {
+		ent.meta["output"] = txt
+	}
+	r.tools[string(tu.ToolCallId)] = ent
+	newOutput, _ := ent.meta["output"].(string)
+	switch {
+	case toolFields(ent.meta) != before || !strings.HasPrefix(newOutput, oldOutput):
+		// Something besides a longer output: the entry is written
+		// whole (what waits for it first, so nothing is lost).
+		r.flushLocked()
+		r.rewrite(ent.seq, toolText(ent.meta), ent.meta)
+	case len(newOutput) > len(oldOutput):
+		// Output that only grew (a command's streamed output, sent
+		// whole each time as ACP's content is): only what is new is
+		// appended.
+		r.appendPending(ent.seq, core.MsgToolCall, store.ChunkOutput, len(oldOutput), newOutput[len(oldOutput):])
+	}
+	if title, _ := ent.meta["title"].(string); ent.meta["status"] == string(acp.ToolCallStatusFailed) && strings.Contains(title, capability.AskUser) {
+		// The agent gave up on its question call (a client timeout):
+		// nothing handed to that call would reach the model.
+		r.runs.questions.dropWaitingCall(context.Background(), r.taskID, "the agent reported the call failed")
+	}
+}
+
+// plan records the agent's plan as one entry. Under r.mu.
+func (r *recorder) plan(p *acp.SessionUpdatePlan) {
+	var lines []string
+	entries := make([]map[string]any, 0, len(p.Entries))
+	for _, e := range p.Entries {
+		lines = append(lines, fmt.Sprintf("[%s] %s", e.Status, e.Content))
+		entries = append(entries, map[string]any{"content": e.Content, "status": string(e.Status), "priority": string(e.Priority)})
+	}
+	r.endStream()
+	r.insert(core.MsgPlan, strings.Join(lines, "\n"), map[string]any{"entries": entries}, "")
 }
 
 // announcedAgain returns the entry of a tool call this turn already

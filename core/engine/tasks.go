@@ -379,7 +379,27 @@ func (ts *Tasks) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 	// The status and the wakes it causes land together: a waiting task
 	// never sees its subtask finished without the wake already queued, so
 	// its stall check cannot run in between (rule 4).
-	c, err := ts.k.tx(ctx, func(tx *store.Tx, c *changes) error {
+	c, err := ts.commitStatus(ctx, t, status, wakes)
+	if err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+t.ID)
+	}
+	if status.Terminal() {
+		// After the commit, not before: a turn loop that read the task
+		// between a halt and the commit would launch under the new fence
+		// and run a turn on a finished task. Now a loop that read it before
+		// the commit holds a stale fence and launches nothing, and one that
+		// reads it after sees it finished.
+		ts.chain.halt(t.ID, "marked "+string(status))
+	}
+	ts.k.announce(c)
+	return ts.k.refresh(ctx, t.ID)
+}
+
+// commitStatus records t's new status with what it causes, in one
+// transaction: its stall settled and its questions stale when finished,
+// the wakes of those waiting on it queued, and the status note.
+func (ts *Tasks) commitStatus(ctx context.Context, t core.Task, status core.Status, wakes []store.QueueItem) (changes, error) {
+	return ts.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		now := time.Now().UTC()
 		if err := tx.SetTaskStatus(ctx, t.ID, string(status), now); err != nil {
 			return err
@@ -409,19 +429,6 @@ func (ts *Tasks) SetTaskStatus(ctx context.Context, ref string, status core.Stat
 		c.addMessage(note)
 		return nil
 	})
-	if err != nil {
-		return core.Task{}, mapStoreErr(err, "task "+t.ID)
-	}
-	if status.Terminal() {
-		// After the commit, not before: a turn loop that read the task
-		// between a halt and the commit would launch under the new fence
-		// and run a turn on a finished task. Now a loop that read it before
-		// the commit holds a stale fence and launches nothing, and one that
-		// reads it after sees it finished.
-		ts.chain.halt(t.ID, "marked "+string(status))
-	}
-	ts.k.announce(c)
-	return ts.k.refresh(ctx, t.ID)
 }
 
 func firstLine(s string) string {
