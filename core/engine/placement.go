@@ -79,7 +79,7 @@ func (ho *Hosts) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 	p.mu.Lock()
 	best, full := ho.pickHostLocked(t, hs)
 	if best == "" {
-		w := ho.hostWaiterLocked(t, hostsFullPrefix+strings.Join(full, ", "))
+		w := ho.place.waitLocked(t, hostsFullPrefix+strings.Join(full, ", "))
 		p.mu.Unlock()
 		return t, &unservedError{reason: w.reason}
 	}
@@ -117,7 +117,7 @@ func (ho *Hosts) candidateHosts(ctx context.Context, t core.Task) ([]store.Host,
 	}
 	if len(all) == 0 {
 		ho.place.mu.Lock()
-		w := ho.hostWaiterLocked(t, noHostsReason)
+		w := ho.place.waitLocked(t, noHostsReason)
 		ho.place.mu.Unlock()
 		return nil, &unservedError{reason: w.reason}
 	}
@@ -157,10 +157,9 @@ func (ho *Hosts) pickHostLocked(t core.Task, hs []store.Host) (best string, full
 	return best, full
 }
 
-// hostWaiterLocked records the task as waiting for a slot, for reason.
-// p.mu is held.
-func (ho *Hosts) hostWaiterLocked(t core.Task, reason string) hostWaiter {
-	p := &ho.place
+// waitLocked records the task as waiting for a slot, for reason. p.mu is
+// held.
+func (p *placement) waitLocked(t core.Task, reason string) hostWaiter {
 	w := p.waiters[t.ID]
 	if w.created.IsZero() {
 		w = hostWaiter{created: t.CreatedAt, host: t.Host}
@@ -291,21 +290,22 @@ func (ho *Hosts) wakeHostWaitersAsync() {
 	}
 	go func() {
 		defer ho.k.wg.Done()
-		for _, id := range ho.hostWaiterIDs() {
+		for _, id := range ho.place.waiterIDs() {
 			ho.k.kickLoop(id)
 		}
 	}()
 }
 
-func (ho *Hosts) hostWaiterIDs() []string {
-	ho.place.mu.Lock()
-	defer ho.place.mu.Unlock()
-	ids := make([]string, 0, len(ho.place.waiters))
-	for id := range ho.place.waiters {
+// waiterIDs lists the tasks waiting for a slot in creation order.
+func (p *placement) waiterIDs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ids := make([]string, 0, len(p.waiters))
+	for id := range p.waiters {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool {
-		a, b := ho.place.waiters[ids[i]], ho.place.waiters[ids[j]]
+		a, b := p.waiters[ids[i]], p.waiters[ids[j]]
 		if !a.created.Equal(b.created) {
 			return a.created.Before(b.created)
 		}
