@@ -127,6 +127,42 @@ type Run struct {
 // the process exists, so a caller can register the pid (and a stop can find
 // it) before the slower protocol setup in Open.
 func Start(spec Spec, h Handler) (*Run, error) {
+	cmd := agentCommand(spec)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent stdin: %w", err)
+	}
+	// Our own pipe rather than StdoutPipe: Wait closes that one as soon as
+	// the process exits, dropping what the agent wrote just before it
+	// exited (its last words before a crash). This one is read to EOF.
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("agent stdout: %w", err)
+	}
+	cmd.Stdout = stdoutW
+	stderr, err := pipeStderr(cmd, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		stderr.abandon()
+		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
+	}
+	stdoutW.Close() // the child holds its own copy
+	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
+		flow: newFlow(), stderrDone: make(chan struct{})}
+	stdout := r.connect(stdin, stdoutR)
+	r.copyStderr(stderr)
+	go r.awaitExit(stdout)
+	return r, nil
+}
+
+// agentCommand is the agent's command line in its own process group, with
+// the session's markers in its environment and, for a confined session,
+// under its sandbox.
+func agentCommand(spec Spec) *exec.Cmd {
 	name, args := spec.Command, spec.Args
 	env := append(os.Environ(), spec.Env...)
 	if spec.SessionID != "" {
@@ -142,78 +178,23 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	cmd.Dir = spec.Dir
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, fmt.Errorf("agent stdin: %w", err)
-	}
-	// Our own pipe rather than StdoutPipe: Wait closes that one as soon as
-	// the process exits, dropping what the agent wrote just before it
-	// exited (its last words before a crash). This one is read to EOF.
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("agent stdout: %w", err)
-	}
-	cmd.Stdout = stdoutW
-	// stderr goes through a pipe the daemon copies into a capped, rotated
-	// log: written straight to a file, a flooding agent could fill the disk.
-	var log *capLog
-	var stderrR, stderrW *os.File
-	if spec.LogPath != "" {
-		limit := spec.LogLimit
-		if limit <= 0 {
-			limit = DefaultLogLimit
+	return cmd
+}
+
+// awaitExit records how the process exited and then closes exited.
+func (r *Run) awaitExit(stdout *eofReader) {
+	r.exitErr = r.cmd.Wait()
+	removeContainer(r.spec)
+	// The last words on stdout and stderr belong to the run; helpers
+	// the agent left holding a pipe must not hold the exit up for long.
+	settle := time.After(stderrSettle)
+	for _, done := range []<-chan struct{}{stdout.done, r.stderrDone} {
+		select {
+		case <-done:
+		case <-settle:
 		}
-		log, err = openCapLog(spec.LogPath, limit)
-		if err != nil {
-			return nil, err
-		}
-		stderrR, stderrW, err = os.Pipe()
-		if err != nil {
-			log.Close()
-			return nil, fmt.Errorf("agent stderr: %w", err)
-		}
-		cmd.Stderr = stderrW
 	}
-	if err := cmd.Start(); err != nil {
-		stdoutR.Close()
-		stdoutW.Close()
-		if log != nil {
-			log.Close()
-			stderrR.Close()
-			stderrW.Close()
-		}
-		return nil, fmt.Errorf("start %s: %w", spec.Command, err)
-	}
-	stdoutW.Close() // the child holds its own copy
-	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
-		flow: newFlow(), stderrDone: make(chan struct{})}
-	stdout := r.connect(stdin, stdoutR)
-	if log != nil {
-		stderrW.Close() // the child holds its own copy
-		go func() {
-			defer close(r.stderrDone)
-			defer log.Close()
-			copyBounded(log, stderrR)
-			stderrR.Close()
-		}()
-	} else {
-		close(r.stderrDone)
-	}
-	go func() {
-		r.exitErr = cmd.Wait()
-		removeContainer(spec)
-		// The last words on stdout and stderr belong to the run; helpers
-		// the agent left holding a pipe must not hold the exit up for long.
-		settle := time.After(stderrSettle)
-		for _, done := range []<-chan struct{}{stdout.done, r.stderrDone} {
-			select {
-			case <-done:
-			case <-settle:
-			}
-		}
-		close(r.exited)
-	}()
-	return r, nil
+	close(r.exited)
 }
 
 // connect opens the ACP connection over the agent's stdin and stdout and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 )
 
@@ -126,4 +127,62 @@ func logTail(path string, lines int) string {
 		all[i] = truncate(all[i], 400/lines)
 	}
 	return strings.Join(all, " | ")
+}
+
+// stderrPipe is the agent's stderr on its way to its log: the pipe's two
+// ends and the log. Nil when the spec asks for no log.
+type stderrPipe struct {
+	log  *capLog
+	r, w *os.File
+}
+
+// pipeStderr points cmd's stderr at a pipe the daemon copies into a
+// capped, rotated log (spec.LogPath): written straight to a file, a
+// flooding agent could fill the disk. Without a LogPath it returns nil and
+// leaves cmd's stderr alone.
+func pipeStderr(cmd *exec.Cmd, spec Spec) (*stderrPipe, error) {
+	if spec.LogPath == "" {
+		return nil, nil
+	}
+	limit := spec.LogLimit
+	if limit <= 0 {
+		limit = DefaultLogLimit
+	}
+	log, err := openCapLog(spec.LogPath, limit)
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("agent stderr: %w", err)
+	}
+	cmd.Stderr = w
+	return &stderrPipe{log: log, r: r, w: w}, nil
+}
+
+// abandon closes everything of a pipe whose process never started.
+func (s *stderrPipe) abandon() {
+	if s == nil {
+		return
+	}
+	s.log.Close()
+	s.r.Close()
+	s.w.Close()
+}
+
+// copyStderr copies the started agent's stderr into its log until EOF and
+// then closes stderrDone; with no log, stderrDone is closed at once.
+func (r *Run) copyStderr(s *stderrPipe) {
+	if s == nil {
+		close(r.stderrDone)
+		return
+	}
+	s.w.Close() // the child holds its own copy
+	go func() {
+		defer close(r.stderrDone)
+		defer s.log.Close()
+		copyBounded(s.log, s.r)
+		s.r.Close()
+	}()
 }
