@@ -23,13 +23,9 @@ func (r *Run) Open(ctx context.Context) error {
 	ctx, stop := r.cancelOnExit(ctx)
 	defer stop()
 
-	init, err := r.conn.Initialize(ctx, acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{},
-		ClientInfo:         &acp.Implementation{Name: "kandev", Version: "1"},
-	})
+	init, err := r.initialize(ctx)
 	if err != nil {
-		return r.wrap(ctx, "initialize", err)
+		return err
 	}
 	r.caps = init.AgentCapabilities
 	servers := r.spec.MCPServers
@@ -80,6 +76,23 @@ func (r *Run) Open(ctx context.Context) error {
 	r.sessionID = sess.SessionId
 	r.mu.Unlock()
 	return nil
+}
+
+// initialize sends ACP's initialize as kandev's client, which offers the
+// agent no client capabilities. Open and Initialize (doctor's handshake)
+// both send it, so an agent sees the same request from each. An error is
+// wrapped: wrap waits for the exit of an agent whose input or output
+// closed and says why it went.
+func (r *Run) initialize(ctx context.Context) (acp.InitializeResponse, error) {
+	init, err := r.conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{},
+		ClientInfo:         &acp.Implementation{Name: "kandev", Version: "1"},
+	})
+	if err != nil {
+		return init, r.wrap(ctx, "initialize", err)
+	}
+	return init, nil
 }
 
 // Fallbacks lists the ways of continuing the earlier session that Open
