@@ -108,15 +108,18 @@ type Run struct {
 	// the write's error.
 	inputGone chan struct{}
 
-	mu      sync.Mutex
-	garbage string
+	// garbage is the first line the agent wrote that is not ACP; fault
+	// is why the connection broke on its side. The first of each is the
+	// one kept and told to the handler.
+	garbage, fault firstWins
+
+	mu sync.Mutex
 	// cancels counts session/cancel notifications sent, so Prompt knows
 	// whether kandev cancelled the turn it ran.
 	cancels uint64
 	// fallbacks are the session-opening steps that failed before one
 	// worked, for the caller to record.
 	fallbacks []string
-	fault     string
 	// permissions are the cancels of the permission requests in flight;
 	// Cancel ends them all.
 	permissions map[uint64]context.CancelFunc
@@ -315,41 +318,45 @@ func (r *Run) ExitedCleanly() bool {
 
 // Fault is why the connection broke on the agent's side (a line too long to
 // read), if it did.
-func (r *Run) Fault() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.fault
-}
+func (r *Run) Fault() string { return r.fault.get() }
 
 func (r *Run) onFault(reason string) {
-	r.mu.Lock()
-	first := r.fault == ""
-	if first {
-		r.fault = reason
-	}
-	r.mu.Unlock()
-	if first {
+	if r.fault.set(reason) {
 		r.handler.Fault(reason)
 	}
 }
 
 // GarbageLine is the first non-ACP line the agent wrote, if any.
-func (r *Run) GarbageLine() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.garbage
-}
+func (r *Run) GarbageLine() string { return r.garbage.get() }
 
 func (r *Run) onGarbage(line string) {
-	r.mu.Lock()
-	first := r.garbage == ""
-	if first {
-		r.garbage = line
-	}
-	r.mu.Unlock()
-	if first {
+	if r.garbage.set(line) {
 		r.handler.Garbage(line)
 	}
+}
+
+// firstWins keeps the first non-empty string set on it: the reader's
+// goroutine sets it while turns read it.
+type firstWins struct {
+	mu sync.Mutex
+	v  string
+}
+
+// set keeps v unless a value is kept already, and reports whether none was.
+func (f *firstWins) set(v string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	first := f.v == ""
+	if first {
+		f.v = v
+	}
+	return first
+}
+
+func (f *firstWins) get() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.v
 }
 
 // cancelOnExit ends ctx when the process exits, so no call waits on a dead
