@@ -20,6 +20,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/sandbox"
 	"github.com/kandev/kandev/core/workspace"
 )
 
@@ -177,7 +178,7 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	var wrap []string
 	if r.sb != nil {
 		var err error
-		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd, envNames(env)); err != nil {
+		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd, sandbox.EnvNames(env)); err != nil {
 			return nil, err
 		}
 	}

@@ -224,22 +224,6 @@ func (r *Remote) confinedSetup(sessionID, cwd string, envNames []string) ([]stri
 	return r.confinedCommand(sessionID, "", cwd, envNames)
 }
 
-// envNames are the names of the agent's environment (KEY=VALUE), passed
-// to a container by name; HOME and TMPDIR are the view's own.
-func envNames(env []string) []string {
-	var names []string
-	seen := map[string]bool{}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "HOME" || k == "TMPDIR" || k == "PATH" || seen[k] {
-			continue
-		}
-		seen[k] = true
-		names = append(names, k)
-	}
-	return names
-}
-
 // containerMarker is the file in kandev's run directory on the host that
 // says a session's agent ran in a container of engine: stop and the
 // sweep ask only the engine a session used (a host's podman, never used,
