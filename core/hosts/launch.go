@@ -1,0 +1,245 @@
+package hosts
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/sandbox"
+)
+
+// remoteMockStateEnv is the mock agent's state directory: a path under the
+// daemon's home, which the remote account cannot reach; on a host it is
+// under the host's --dir.
+const remoteMockStateEnv = "KANDEV_MOCK_STATE_DIR"
+
+// Launch implements the engine's Launcher: it prepares the host (binary,
+// directories, worktree) and starts the agent there. It returns once the
+// ssh session exists.
+func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), prepareTimeout)
+	defer cancel()
+	if spec.Sandbox != nil {
+		// The view is the host's (r.Sandbox), never this machine's.
+		return nil, fmt.Errorf("host %s: a sandbox described on this machine cannot confine an agent on a host", r.Target.Name)
+	}
+	if r.cwd == "" {
+		if err := r.Prepare(ctx); err != nil {
+			return nil, err
+		}
+	}
+	dir, cwd := r.dir, r.cwd
+	kandev := dir + "/bin/kandev"
+	sock := dir + "/run/" + spec.SessionID + ".sock"
+	cmd := r.hostCommand(dir, spec.Command)
+	// The agent's environment: the session's markers (a stop and the
+	// sweep find its processes on the host by them), what the engine set,
+	// and nothing of this machine's paths.
+	env := []string{agent.SessionEnv + "=" + spec.SessionID}
+	if spec.HomeID != "" {
+		env = append(env, agent.HomeEnv+"="+spec.HomeID)
+	}
+	for _, kv := range spec.Env {
+		if strings.HasPrefix(kv, remoteMockStateEnv+"=") {
+			if r.sb != nil {
+				continue // set below
+			}
+			kv = remoteMockStateEnv + "=" + dir + "/state/mock-agent"
+		}
+		env = append(env, kv)
+	}
+	if r.sb != nil && cmd == kandev {
+		// Confined, the mock agent keeps its sessions (for resume) in the
+		// task's private home, the one place it may write besides the
+		// worktree, as it does here.
+		env = append(env, remoteMockStateEnv+"="+r.sb.home+"/.local/state/kandev-mock")
+	}
+	var wrap []string
+	if r.sb != nil {
+		var err error
+		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd, sandbox.EnvNames(env)); err != nil {
+			return nil, err
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cd %s && ", Quote(cwd))
+	if r.Sandbox != nil && r.Sandbox.container() {
+		// The container's marker: a stop and the sweep after a kill -9
+		// remove the session's container through this engine.
+		fmt.Fprintf(&b, ": > %s && ", Quote(containerMarker(dir, spec.SessionID, r.Sandbox.Mode)))
+	}
+	b.WriteString("exec env")
+	for _, kv := range env {
+		b.WriteString(" " + Quote(kv))
+	}
+	for _, a := range wrap {
+		b.WriteString(" " + Quote(a))
+	}
+	b.WriteString(" " + Quote(cmd))
+	for _, a := range spec.Args {
+		b.WriteString(" " + Quote(a))
+	}
+	// session/new's cwd is the directory on the host.
+	spec.Dir = cwd
+	spec.MCPServers = remoteMCP(spec.MCPServers, r.SelfExe, kandev, sock)
+	fwd := sock + ":" + r.Socket
+	ssh := r.Pool.Command(context.Background(), r.Target, b.String(),
+		"-T", "-o", "ExitOnForwardFailure=yes", "-R", fwd)
+	// The local ssh carries the markers too: the local sweep after a
+	// kill -9 of the daemon ends it as it ends a local agent.
+	ssh.Env = append(os.Environ(), agent.SessionEnv+"="+spec.SessionID)
+	if spec.HomeID != "" {
+		ssh.Env = append(ssh.Env, agent.HomeEnv+"="+spec.HomeID)
+	}
+	ssh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := ssh.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ssh.Stdout = stdoutW
+	var logf *os.File
+	if spec.LogPath != "" {
+		if logf, err = os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+			stdoutR.Close()
+			stdoutW.Close()
+			return nil, err
+		}
+		ssh.Stderr = &capWriter{w: logf, left: agent.DefaultLogLimit}
+	}
+	if err := ssh.Start(); err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		if logf != nil {
+			logf.Close()
+		}
+		return nil, fmt.Errorf("start ssh to host %s: %w", r.Target.Name, err)
+	}
+	stdoutW.Close()
+	done, ended := make(chan struct{}), make(chan struct{})
+	r.ended, r.outClosed = ended, make(chan struct{})
+	var waitErr error
+	var killOnce sync.Once
+	var ours atomic.Bool // a kill of ours, not a lost connection
+	kill := func() {
+		killOnce.Do(func() {
+			limit := prepareTimeout
+			if r.lost.Load() {
+				// The host may be gone: the turn's end waits on this, and
+				// the engine ends what is left there once it is back.
+				limit = lostKillTimeout
+			}
+			kctx, kcancel := context.WithTimeout(context.Background(), limit)
+			defer kcancel()
+			if err := r.KillSession(kctx, spec.SessionID, sock); err != nil && spec.Logger != nil {
+				spec.Logger.Warn("end the session's processes on the host", "host", r.Target.Name, "err", err)
+			}
+			_ = syscall.Kill(-ssh.Process.Pid, syscall.SIGKILL)
+			// A forward a mux client asked for stays with the master
+			// until cancelled.
+			_ = exec.Command(r.Pool.ssh(), r.Pool.Args(r.Target, "-O", "cancel", "-R", fwd)...).Run()
+		})
+	}
+	go func() {
+		waitErr = ssh.Wait()
+		if !ours.Load() && connectionLost(waitErr) {
+			r.lost.Store(true)
+		}
+		close(ended)
+		if logf != nil {
+			logf.Close()
+		}
+		// The agent ended (or its connection did): whatever of the
+		// session is left on the host (its kandev mcp) goes with it.
+		kill()
+		close(done)
+	}()
+	// The session's pid is the local ssh's: the process of the session on
+	// this machine (the agent's own pid is the host's).
+	peer := agent.Peer{Stdin: stdin, Stdout: &eofReader{ReadCloser: stdoutR, eof: r.outClosed}, Done: done, PID: ssh.Process.Pid,
+		Err: func() error { return waitErr }, Kill: func() { ours.Store(true); kill(); <-done }}
+	return agent.Attach(spec, h, peer), nil
+}
+
+// hostCommand is the agent's command on the host: kandev's copy there for
+// the daemon's own binary (the mock agent), else the profile's command,
+// found on the host's PATH.
+func (r *Remote) hostCommand(dir, cmd string) string {
+	if cmd == r.SelfExe {
+		return dir + "/bin/kandev"
+	}
+	return cmd
+}
+
+// remoteMCP points the kandev MCP server at the host's copy of kandev and
+// the forwarded socket; the token stays as it is.
+func remoteMCP(servers []acp.McpServer, selfExe, kandev, sock string) []acp.McpServer {
+	out := make([]acp.McpServer, 0, len(servers))
+	for _, s := range servers {
+		if s.Stdio != nil && s.Stdio.Command == selfExe {
+			c := *s.Stdio
+			c.Command = kandev
+			c.Env = make([]acp.EnvVariable, 0, len(s.Stdio.Env))
+			for _, e := range s.Stdio.Env {
+				if e.Name == "KANDEV_SOCKET" {
+					e.Value = sock
+				}
+				c.Env = append(c.Env, e)
+			}
+			s = acp.McpServer{Stdio: &c}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// capWriter writes to w until left bytes are used, then drops the rest:
+// a flooding agent on a host cannot fill the daemon's disk.
+type capWriter struct {
+	w    io.Writer
+	left int64
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if c.left <= 0 {
+		return n, nil
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	m, err := c.w.Write(p)
+	c.left -= int64(m)
+	if err != nil {
+		return m, err
+	}
+	return n, nil
+}
+
+// eofReader closes eof once a read returns an error (the end of the
+// agent's output, or its pipe closed).
+type eofReader struct {
+	io.ReadCloser
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
+}
