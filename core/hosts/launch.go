@@ -37,37 +37,40 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 			return nil, err
 		}
 	}
+	sock := r.dir + "/run/" + spec.SessionID + ".sock"
+	line, err := r.agentLine(spec, sock)
+	if err != nil {
+		return nil, err
+	}
+	// session/new's cwd is the directory on the host.
+	spec.Dir = r.cwd
+	spec.MCPServers = remoteMCP(spec.MCPServers, r.SelfExe, r.dir+"/bin/kandev", sock)
+	s := &remoteSession{r: r, spec: spec, sock: sock, fwd: sock + ":" + r.Socket}
+	stdin, stdout, err := s.start(line)
+	if err != nil {
+		return nil, err
+	}
+	r.ended, r.outClosed = s.ended, make(chan struct{})
+	go s.wait()
+	// The session's pid is the local ssh's: the process of the session on
+	// this machine (the agent's own pid is the host's).
+	peer := agent.Peer{Stdin: stdin, Stdout: &eofReader{ReadCloser: stdout, eof: r.outClosed}, Done: s.done, PID: s.ssh.Process.Pid,
+		Err: func() error { return s.waitErr }, Kill: s.stop}
+	return agent.Attach(spec, h, peer), nil
+}
+
+// agentLine is the shell line the session's ssh runs on the host: the
+// agent's command in its directory there, with its environment, inside
+// its sandbox when it is confined.
+func (r *Remote) agentLine(spec agent.Spec, sock string) (string, error) {
 	dir, cwd := r.dir, r.cwd
-	kandev := dir + "/bin/kandev"
-	sock := dir + "/run/" + spec.SessionID + ".sock"
 	cmd := r.hostCommand(dir, spec.Command)
-	// The agent's environment: the session's markers (a stop and the
-	// sweep find its processes on the host by them), what the engine set,
-	// and nothing of this machine's paths.
-	env := []string{agent.SessionEnv + "=" + spec.SessionID}
-	if spec.HomeID != "" {
-		env = append(env, agent.HomeEnv+"="+spec.HomeID)
-	}
-	for _, kv := range spec.Env {
-		if strings.HasPrefix(kv, remoteMockStateEnv+"=") {
-			if r.sb != nil {
-				continue // set below
-			}
-			kv = remoteMockStateEnv + "=" + dir + "/state/mock-agent"
-		}
-		env = append(env, kv)
-	}
-	if r.sb != nil && cmd == kandev {
-		// Confined, the mock agent keeps its sessions (for resume) in the
-		// task's private home, the one place it may write besides the
-		// worktree, as it does here.
-		env = append(env, remoteMockStateEnv+"="+r.sb.home+"/.local/state/kandev-mock")
-	}
+	env := r.agentEnv(spec, cmd)
 	var wrap []string
 	if r.sb != nil {
 		var err error
 		if wrap, err = r.confinedCommand(spec.SessionID, sock, cwd, sandbox.EnvNames(env)); err != nil {
-			return nil, err
+			return "", err
 		}
 	}
 	var b strings.Builder
@@ -88,12 +91,63 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	for _, a := range spec.Args {
 		b.WriteString(" " + Quote(a))
 	}
-	// session/new's cwd is the directory on the host.
-	spec.Dir = cwd
-	spec.MCPServers = remoteMCP(spec.MCPServers, r.SelfExe, kandev, sock)
-	fwd := sock + ":" + r.Socket
-	ssh := r.Pool.Command(context.Background(), r.Target, b.String(),
-		"-T", "-o", "ExitOnForwardFailure=yes", "-R", fwd)
+	return b.String(), nil
+}
+
+// agentEnv is the agent's environment on the host, for its command cmd
+// there: the session's markers (a stop and the sweep find its processes
+// on the host by them), what the engine set, and nothing of this
+// machine's paths.
+func (r *Remote) agentEnv(spec agent.Spec, cmd string) []string {
+	dir := r.dir
+	env := []string{agent.SessionEnv + "=" + spec.SessionID}
+	if spec.HomeID != "" {
+		env = append(env, agent.HomeEnv+"="+spec.HomeID)
+	}
+	for _, kv := range spec.Env {
+		if strings.HasPrefix(kv, remoteMockStateEnv+"=") {
+			if r.sb != nil {
+				continue // set below
+			}
+			kv = remoteMockStateEnv + "=" + dir + "/state/mock-agent"
+		}
+		env = append(env, kv)
+	}
+	if r.sb != nil && cmd == dir+"/bin/kandev" {
+		// Confined, the mock agent keeps its sessions (for resume) in the
+		// task's private home, the one place it may write besides the
+		// worktree, as it does here.
+		env = append(env, remoteMockStateEnv+"="+r.sb.home+"/.local/state/kandev-mock")
+	}
+	return env
+}
+
+// remoteSession is the local side of an agent launched on a host: the
+// ssh that carries it, and its end.
+type remoteSession struct {
+	r    *Remote
+	spec agent.Spec
+	// sock is the session's socket on the host; fwd forwards it to the
+	// daemon's.
+	sock, fwd string
+	ssh       *exec.Cmd
+	// logf is the session's log (nil: none), closed when the ssh exits.
+	logf *os.File
+	// ended closes once the ssh exited (waitErr says how, and Remote.lost
+	// whether as a lost connection does); done once what was left of the
+	// session is ended too.
+	ended, done chan struct{}
+	waitErr     error
+	killOnce    sync.Once
+	ours        atomic.Bool // a kill of ours, not a lost connection
+}
+
+// start starts the session's ssh, running line on the host with the
+// session's socket forwarded, and returns the agent's stdin and stdout.
+func (s *remoteSession) start(line string) (io.WriteCloser, *os.File, error) {
+	r, spec := s.r, s.spec
+	ssh := r.Pool.Command(context.Background(), r.Target, line,
+		"-T", "-o", "ExitOnForwardFailure=yes", "-R", s.fwd)
 	// The local ssh carries the markers too: the local sweep after a
 	// kill -9 of the daemon ends it as it ends a local agent.
 	ssh.Env = append(os.Environ(), agent.SessionEnv+"="+spec.SessionID)
@@ -103,74 +157,81 @@ func (r *Remote) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) {
 	ssh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := ssh.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ssh.Stdout = stdoutW
-	var logf *os.File
 	if spec.LogPath != "" {
-		if logf, err = os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+		if s.logf, err = os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
 			stdoutR.Close()
 			stdoutW.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		ssh.Stderr = &capWriter{w: logf, left: agent.DefaultLogLimit}
+		ssh.Stderr = &capWriter{w: s.logf, left: agent.DefaultLogLimit}
 	}
 	if err := ssh.Start(); err != nil {
 		stdoutR.Close()
 		stdoutW.Close()
-		if logf != nil {
-			logf.Close()
+		if s.logf != nil {
+			s.logf.Close()
 		}
-		return nil, fmt.Errorf("start ssh to host %s: %w", r.Target.Name, err)
+		return nil, nil, fmt.Errorf("start ssh to host %s: %w", r.Target.Name, err)
 	}
 	stdoutW.Close()
-	done, ended := make(chan struct{}), make(chan struct{})
-	r.ended, r.outClosed = ended, make(chan struct{})
-	var waitErr error
-	var killOnce sync.Once
-	var ours atomic.Bool // a kill of ours, not a lost connection
-	kill := func() {
-		killOnce.Do(func() {
-			limit := prepareTimeout
-			if r.lost.Load() {
-				// The host may be gone: the turn's end waits on this, and
-				// the engine ends what is left there once it is back.
-				limit = lostKillTimeout
-			}
-			kctx, kcancel := context.WithTimeout(context.Background(), limit)
-			defer kcancel()
-			if err := r.KillSession(kctx, spec.SessionID, sock); err != nil && spec.Logger != nil {
-				spec.Logger.Warn("end the session's processes on the host", "host", r.Target.Name, "err", err)
-			}
-			_ = syscall.Kill(-ssh.Process.Pid, syscall.SIGKILL)
-			// A forward a mux client asked for stays with the master
-			// until cancelled.
-			_ = exec.Command(r.Pool.ssh(), r.Pool.Args(r.Target, "-O", "cancel", "-R", fwd)...).Run()
-		})
+	s.ssh = ssh
+	s.ended, s.done = make(chan struct{}), make(chan struct{})
+	return stdin, stdoutR, nil
+}
+
+// wait waits for the session's ssh to exit and then ends what is left of
+// the session.
+func (s *remoteSession) wait() {
+	s.waitErr = s.ssh.Wait()
+	if !s.ours.Load() && connectionLost(s.waitErr) {
+		s.r.lost.Store(true)
 	}
-	go func() {
-		waitErr = ssh.Wait()
-		if !ours.Load() && connectionLost(waitErr) {
-			r.lost.Store(true)
+	close(s.ended)
+	if s.logf != nil {
+		s.logf.Close()
+	}
+	// The agent ended (or its connection did): whatever of the
+	// session is left on the host (its kandev mcp) goes with it.
+	s.kill()
+	close(s.done)
+}
+
+// stop is the peer's Kill: a kill of ours, not a lost connection, which
+// returns once the session has ended.
+func (s *remoteSession) stop() {
+	s.ours.Store(true)
+	s.kill()
+	<-s.done
+}
+
+// kill ends the session, once: its processes on the host, the local
+// ssh's group, and its forward.
+func (s *remoteSession) kill() {
+	s.killOnce.Do(func() {
+		r, spec := s.r, s.spec
+		limit := prepareTimeout
+		if r.lost.Load() {
+			// The host may be gone: the turn's end waits on this, and
+			// the engine ends what is left there once it is back.
+			limit = lostKillTimeout
 		}
-		close(ended)
-		if logf != nil {
-			logf.Close()
+		kctx, kcancel := context.WithTimeout(context.Background(), limit)
+		defer kcancel()
+		if err := r.KillSession(kctx, spec.SessionID, s.sock); err != nil && spec.Logger != nil {
+			spec.Logger.Warn("end the session's processes on the host", "host", r.Target.Name, "err", err)
 		}
-		// The agent ended (or its connection did): whatever of the
-		// session is left on the host (its kandev mcp) goes with it.
-		kill()
-		close(done)
-	}()
-	// The session's pid is the local ssh's: the process of the session on
-	// this machine (the agent's own pid is the host's).
-	peer := agent.Peer{Stdin: stdin, Stdout: &eofReader{ReadCloser: stdoutR, eof: r.outClosed}, Done: done, PID: ssh.Process.Pid,
-		Err: func() error { return waitErr }, Kill: func() { ours.Store(true); kill(); <-done }}
-	return agent.Attach(spec, h, peer), nil
+		_ = syscall.Kill(-s.ssh.Process.Pid, syscall.SIGKILL)
+		// A forward a mux client asked for stays with the master
+		// until cancelled.
+		_ = exec.Command(r.Pool.ssh(), r.Pool.Args(r.Target, "-O", "cancel", "-R", s.fwd)...).Run()
+	})
 }
 
 // hostCommand is the agent's command on the host: kandev's copy there for
