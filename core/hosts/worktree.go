@@ -105,6 +105,27 @@ func (r *Remote) sshCommand() string {
 	return strings.Join(a, " ")
 }
 
+// hostWorktree is the task's worktree on the host and kandev's repository
+// there that it belongs to, with kandev's directories on the host made.
+// Both are "" for a task without a worktree, which has none there to
+// fetch back or update.
+func (r *Remote) hostWorktree(ctx context.Context) (repo, wt string, err error) {
+	if r.Worktree.Dir == "" {
+		return "", "", nil
+	}
+	dir, err := r.prepareDir(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	return RepoPath(dir, r.Worktree.Repo), WorktreePath(dir, r.Worktree.Dir), nil
+}
+
+// inHostWorktree starts a script in the host's worktree $w; a task not
+// yet run on the host has none, and nothing to do there.
+const inHostWorktree = `[ -e "$w/.git" ] || exit 0
+cd "$w" || exit 1
+`
+
 // FetchBack brings the host's worktree into the local one, so diff, merge
 // and discard see in the main checkout what the agent did on the host: the
 // branch's commits there and its uncommitted changes (a snapshot commit
@@ -112,19 +133,12 @@ func (r *Remote) sshCommand() string {
 // The local worktree then holds the host's: branch at the host's head,
 // files as on the host. A task not yet run on the host has nothing there.
 func (r *Remote) FetchBack(ctx context.Context) error {
-	if r.Worktree.Dir == "" {
-		return nil
-	}
-	dir, err := r.prepareDir(ctx)
-	if err != nil {
+	repo, wt, err := r.hostWorktree(ctx)
+	if err != nil || repo == "" {
 		return err
 	}
-	repo, wt := RepoPath(dir, r.Worktree.Repo), WorktreePath(dir, r.Worktree.Dir)
 	ref := "refs/kandev/snapshot/" + shortHash(r.Worktree.Dir)
-	out, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf(`w=%s
-[ -e "$w/.git" ] || exit 0
-cd "$w" || exit 1
-export GIT_INDEX_FILE="$(git rev-parse --absolute-git-dir)/kandev-snapshot.index"
+	out, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf("w=%s\n"+inHostWorktree+`export GIT_INDEX_FILE="$(git rev-parse --absolute-git-dir)/kandev-snapshot.index"
 export GIT_AUTHOR_NAME=kandev GIT_AUTHOR_EMAIL=kandev@localhost GIT_COMMITTER_NAME=kandev GIT_COMMITTER_EMAIL=kandev@localhost
 rm -f "$GIT_INDEX_FILE"
 git read-tree HEAD && git add -A && t=$(git write-tree) && c=$(git commit-tree "$t" -p HEAD -m 'kandev: the worktree on host') && git update-ref %s "$c" || exit 1
@@ -160,22 +174,15 @@ echo "$c"
 // diff and merge, would show the merged work as new. A host whose head
 // moved meanwhile (not an ancestor) is left as it is, and said so.
 func (r *Remote) PushBack(ctx context.Context) error {
-	if r.Worktree.Dir == "" {
-		return nil
-	}
-	dir, err := r.prepareDir(ctx)
-	if err != nil {
+	repo, wt, err := r.hostWorktree(ctx)
+	if err != nil || repo == "" {
 		return err
 	}
-	repo, wt := RepoPath(dir, r.Worktree.Repo), WorktreePath(dir, r.Worktree.Dir)
 	ref := "refs/kandev/merged/" + shortHash(r.Worktree.Dir)
 	if err := r.git(ctx, r.Worktree.Dir, "push", "-q", "--force", r.url(repo), "HEAD:"+ref); err != nil {
 		return err
 	}
-	out, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf(`w=%s; ref=%s
-[ -e "$w/.git" ] || exit 0
-cd "$w" || exit 1
-c=$(git rev-parse -q --verify "$ref") || exit 1
+	out, err := r.Pool.Script(ctx, r.Target, fmt.Sprintf("w=%s; ref=%s\n"+inHostWorktree+`c=$(git rev-parse -q --verify "$ref") || exit 1
 git update-ref -d "$ref"
 if ! git merge-base --is-ancestor HEAD "$c"; then echo moved; exit 0; fi
 git reset -q "$c"
