@@ -22,6 +22,40 @@ import (
 // under the host's --dir.
 const remoteMockStateEnv = "KANDEV_MOCK_STATE_DIR"
 
+// Prepare readies the host for the run: kandev's binary there (copied
+// by hash), its directories, and the task's worktree (pushed at its first
+// run). It may take a while (a first copy of the binary, a push), so the
+// engine calls it before it takes the task's lock; Launch calls it if
+// nobody did.
+func (r *Remote) Prepare(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, prepareTimeout)
+	defer cancel()
+	if _, err := EnsureBinary(ctx, r.Pool, r.Target, r.Dir, r.SelfExe, r.SelfHash); err != nil {
+		return err
+	}
+	dir, err := r.prepareDir(ctx)
+	if err != nil {
+		return err
+	}
+	cwd, err := r.prepareWorktree(ctx, dir)
+	if err != nil {
+		return err
+	}
+	// The setup script goes to the host first, so that the sandbox's view
+	// has it to mount; it then runs in that view (ADR 0065).
+	if err := r.uploadSetup(ctx, dir); err != nil {
+		return err
+	}
+	if err := r.prepareSandbox(ctx, dir, cwd, r.hostCommand(dir, r.Command)); err != nil {
+		return err
+	}
+	if err := r.runSetup(ctx, dir, WorktreePath(dir, r.Worktree.Dir)); err != nil {
+		return err
+	}
+	r.dir, r.cwd = dir, cwd
+	return nil
+}
+
 // Launch implements the engine's Launcher: it prepares the host (binary,
 // directories, worktree) and starts the agent there. It returns once the
 // ssh session exists.

@@ -2,6 +2,8 @@ package hosts
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -116,39 +118,16 @@ type Worktree struct {
 	Branch string
 }
 
-// Prepare readies the host for the run: kandev's binary there (copied
-// by hash), its directories, and the task's worktree (pushed at its first
-// run). It may take a while (a first copy of the binary, a push), so the
-// engine calls it before it takes the task's lock; Launch calls it if
-// nobody did.
-func (r *Remote) Prepare(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, prepareTimeout)
-	defer cancel()
-	if _, err := EnsureBinary(ctx, r.Pool, r.Target, r.Dir, r.SelfExe, r.SelfHash); err != nil {
-		return err
-	}
-	dir, err := r.prepareDir(ctx)
-	if err != nil {
-		return err
-	}
-	cwd, err := r.prepareWorktree(ctx, dir)
-	if err != nil {
-		return err
-	}
-	// The setup script goes to the host first, so that the sandbox's view
-	// has it to mount; it then runs in that view (ADR 0065).
-	if err := r.uploadSetup(ctx, dir); err != nil {
-		return err
-	}
-	if err := r.prepareSandbox(ctx, dir, cwd, r.hostCommand(dir, r.Command)); err != nil {
-		return err
-	}
-	if err := r.runSetup(ctx, dir, WorktreePath(dir, r.Worktree.Dir)); err != nil {
-		return err
-	}
-	r.dir, r.cwd = dir, cwd
-	return nil
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }
+
+// RepoPath is kandev's repository on the host for a main checkout, and
+// WorktreePath a task worktree's there (by its local directory, so a child
+// working in its parent's worktree shares it on the host too).
+func RepoPath(dir, repo string) string   { return dir + "/repos/" + shortHash(repo) + ".git" }
+func WorktreePath(dir, wt string) string { return dir + "/worktrees/" + shortHash(wt) }
 
 // prepareTimeout bounds each preparation and teardown step on a host.
 const prepareTimeout = 2 * time.Minute

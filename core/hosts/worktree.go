@@ -2,8 +2,6 @@ package hosts
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -11,17 +9,6 @@ import (
 
 	"github.com/kandev/kandev/core/workspace"
 )
-
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:8])
-}
-
-// RepoPath is kandev's repository on the host for a main checkout, and
-// WorktreePath a task worktree's there (by its local directory, so a child
-// working in its parent's worktree shares it on the host too).
-func RepoPath(dir, repo string) string   { return dir + "/repos/" + shortHash(repo) + ".git" }
-func WorktreePath(dir, wt string) string { return dir + "/worktrees/" + shortHash(wt) }
 
 // prepareWorktree gives the task its directory on the host: for a task
 // with a worktree, its branch pushed to kandev's repository there and a
