@@ -44,16 +44,3 @@ func Attach(spec Spec, h Handler, p Peer) *Run {
 	}()
 	return r
 }
-
-// terminatePeer is Terminate for an agent in this process: after the
-// cancel and the closed stdin, the grace a process would get before its
-// signals, then the kill.
-func (r *Run) terminatePeer(g Grace) {
-	select {
-	case <-r.exited:
-	case <-time.After(g.Cancel + g.Interrupt + g.Terminate):
-		r.peer.Kill()
-		<-r.exited
-	}
-	r.stdout.Close()
-}

@@ -69,3 +69,16 @@ func (r *Run) Terminate(g Grace) {
 
 // killWait bounds the wait for SIGKILLed processes to disappear.
 const killWait = 5 * time.Second
+
+// terminatePeer is Terminate for an agent in this process: after the
+// cancel and the closed stdin, the grace a process would get before its
+// signals, then the kill.
+func (r *Run) terminatePeer(g Grace) {
+	select {
+	case <-r.exited:
+	case <-time.After(g.Cancel + g.Interrupt + g.Terminate):
+		r.peer.Kill()
+		<-r.exited
+	}
+	r.stdout.Close()
+}
