@@ -332,6 +332,26 @@ func (d *detailPane) setStart(s, h int) {
 
 func (d *detailPane) toBottom() { d.follow, d.unseen = true, 0 }
 
+// stateLabel is what the log's divider says of the pane's state, the
+// same in the pane and zoomed: an error, loading, or scrolled away from
+// the newest (the scroll states after prefix). It is "" while the pane
+// follows the log with nothing to say.
+func (d *detailPane) stateLabel(prefix string) string {
+	switch {
+	case d.err != "":
+		return " log: " + d.err + " "
+	case d.loading:
+		return " log (loading…) "
+	case !d.follow && d.convo.newer:
+		return " " + prefix + "scrolled back (G jumps to the newest) "
+	case !d.follow && d.unseen > 0:
+		return fmt.Sprintf(" %s%d new lines below (G follows) ", prefix, d.unseen)
+	case !d.follow:
+		return " " + prefix + "scrolled (G follows) "
+	}
+	return ""
+}
+
 // view draws the pane in w×h cells.
 func (d *detailPane) view(st styles, t *core.Task, ch *changeState, w, h int, focused bool, now time.Time) []string {
 	out := detailHeaderWith(st, t, ch, w, h, now)
@@ -340,18 +360,9 @@ func (d *detailPane) view(st styles, t *core.Task, ch *changeState, w, h int, fo
 	}
 	lh := logHeight(len(out), h)
 	if len(out) < h {
-		label := " log "
-		switch {
-		case d.err != "":
-			label = " log: " + d.err + " "
-		case d.loading:
-			label = " log (loading…) "
-		case !d.follow && d.convo.newer:
-			label = " log · scrolled back (G jumps to the newest) "
-		case !d.follow && d.unseen > 0:
-			label = fmt.Sprintf(" log · %d new lines below (G follows) ", d.unseen)
-		case !d.follow:
-			label = " log · scrolled (G follows) "
+		label := d.stateLabel("log · ")
+		if label == "" {
+			label = " log "
 		}
 		rule := "─"
 		if focused {

@@ -189,7 +189,8 @@ func (m *Model) viewZoom(l layout) []string {
 	w := m.w
 	out := zoomHeader(st, m.selectedTask(), w)
 	lh := m.logHeightIn(l)
-	label := " conversation "
+	// The search's state first, then the log's as the pane words it.
+	label := d.stateLabel("")
 	switch {
 	case m.search.typing:
 		label = " search / " + m.search.input.View() + " "
@@ -197,17 +198,7 @@ func (m *Model) viewZoom(l layout) []string {
 		label = fmt.Sprintf(" no match for %q ", m.search.query)
 	case m.search.query != "":
 		label = fmt.Sprintf(" %q %d/%d (n/N) ", m.search.query, m.search.nth, m.search.hits)
-	case d.err != "":
-		label = " log: " + d.err + " "
-	case d.loading:
-		label = " log (loading…) "
-	case !d.follow && d.convo.newer:
-		label = " scrolled back (G jumps to the newest) "
-	case !d.follow && d.unseen > 0:
-		label = fmt.Sprintf(" %d new lines below (G follows) ", d.unseen)
-	case !d.follow:
-		label = " scrolled (G follows) "
-	default:
+	case label == "":
 		label = " conversation · following "
 	}
 	line := "━━" + label

@@ -33,14 +33,9 @@ func Initialize(ctx context.Context, spec Spec, timeout time.Duration) (Handshak
 	defer cancel()
 	ctx, stop := r.cancelOnExit(ctx)
 	defer stop()
-	init, err := r.conn.Initialize(ctx, acp.InitializeRequest{
-		ProtocolVersion:    acp.ProtocolVersionNumber,
-		ClientCapabilities: acp.ClientCapabilities{},
-		ClientInfo:         &acp.Implementation{Name: "kandev", Version: "1"},
-	})
+	init, err := r.initialize(ctx)
 	if err != nil {
-		// wrap waits for the exit of an agent whose input or output closed.
-		return Handshake{}, r.wrap(ctx, "initialize", err)
+		return Handshake{}, err
 	}
 	h := Handshake{ProtocolVersion: int(init.ProtocolVersion), LoadSession: init.AgentCapabilities.LoadSession,
 		Resume: init.AgentCapabilities.SessionCapabilities.Resume != nil}

@@ -143,77 +143,101 @@ func check(p Param, v any, path []string, report func(where, msg string)) {
 		report(where, fmt.Sprintf("want %s, got %s", p.Type, got))
 		return
 	}
-	if len(p.Enum) > 0 {
-		found := false
-		for _, e := range p.Enum {
-			if s, ok := v.(string); ok && s == e {
-				found = true
-				break
-			}
-		}
-		if !found {
-			report(where, fmt.Sprintf("want one of %s, got %s", strings.Join(p.Enum, ", "), jsonText(v)))
-		}
-	}
+	checkEnum(p, v, where, report)
 	switch p.Type {
 	case "object":
-		m := v.(map[string]any)
-		var missing, unknown []string
-		known := map[string]bool{}
-		for _, c := range p.Props {
-			known[c.Name] = true
-			if _, ok := m[c.Name]; !ok && c.Required {
-				missing = append(missing, c.Name)
-			}
-		}
-		for k := range m {
-			if !known[k] {
-				unknown = append(unknown, k)
-			}
-		}
-		if len(missing) > 0 {
-			report(where, "missing required argument "+strings.Join(missing, ", "))
-		}
-		if len(unknown) > 0 {
-			sort.Strings(unknown)
-			noun := "argument"
-			if len(unknown) > 1 {
-				noun = "arguments"
-			}
-			report(where, fmt.Sprintf("unknown %s %s", noun, strings.Join(unknown, ", ")))
-		}
-		for _, c := range p.Props {
-			if cv, ok := m[c.Name]; ok {
-				check(c, cv, append(path[:len(path):len(path)], c.Name), report)
-			}
-		}
+		checkObject(p, v.(map[string]any), path, where, report)
 	case "array":
-		a := v.([]any)
-		if p.Min != nil && len(a) < *p.Min {
-			report(where, fmt.Sprintf("give at least %d, not %d", *p.Min, len(a)))
-		}
-		if p.Max != nil && len(a) > *p.Max {
-			report(where, fmt.Sprintf("give at most %d, not %d", *p.Max, len(a)))
-		}
-		if p.Items != nil {
-			for i, item := range a {
-				check(*p.Items, item, append(path[:len(path):len(path)], strconv.Itoa(i)), report)
-			}
-		}
+		checkArray(p, v.([]any), path, where, report)
 	case "string":
 		// A required string must not be empty (minLength 1 in its schema).
 		if p.Required && utf8.RuneCountInString(v.(string)) < 1 {
 			report(where, "must not be empty")
 		}
 	case "integer":
-		n, _ := new(big.Rat).SetString(string(v.(json.Number)))
-		if p.Min != nil && n.Cmp(big.NewRat(int64(*p.Min), 1)) < 0 {
-			report(where, fmt.Sprintf("must be at least %d, not %s", *p.Min, n.RatString()))
-		}
-		if p.Max != nil && n.Cmp(big.NewRat(int64(*p.Max), 1)) > 0 {
-			report(where, fmt.Sprintf("must be at most %d, not %s", *p.Max, n.RatString()))
+		checkInteger(p, v.(json.Number), where, report)
+	}
+}
+
+// checkEnum reports a value that is none of p's Enum, when it has one.
+func checkEnum(p Param, v any, where string, report func(where, msg string)) {
+	if len(p.Enum) == 0 {
+		return
+	}
+	for _, e := range p.Enum {
+		if s, ok := v.(string); ok && s == e {
+			return
 		}
 	}
+	report(where, fmt.Sprintf("want one of %s, got %s", strings.Join(p.Enum, ", "), jsonText(v)))
+}
+
+// checkObject reports the required properties m lacks and those p does
+// not know (additionalProperties:false), then checks each it has.
+func checkObject(p Param, m map[string]any, path []string, where string, report func(where, msg string)) {
+	var missing, unknown []string
+	known := map[string]bool{}
+	for _, c := range p.Props {
+		known[c.Name] = true
+		if _, ok := m[c.Name]; !ok && c.Required {
+			missing = append(missing, c.Name)
+		}
+	}
+	for k := range m {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(missing) > 0 {
+		report(where, "missing required argument "+strings.Join(missing, ", "))
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		noun := "argument"
+		if len(unknown) > 1 {
+			noun = "arguments"
+		}
+		report(where, fmt.Sprintf("unknown %s %s", noun, strings.Join(unknown, ", ")))
+	}
+	for _, c := range p.Props {
+		if cv, ok := m[c.Name]; ok {
+			check(c, cv, childPath(path, c.Name), report)
+		}
+	}
+}
+
+// checkArray reports an array of fewer items than p's Min or more than
+// its Max (minItems, maxItems), then checks each item.
+func checkArray(p Param, a []any, path []string, where string, report func(where, msg string)) {
+	if p.Min != nil && len(a) < *p.Min {
+		report(where, fmt.Sprintf("give at least %d, not %d", *p.Min, len(a)))
+	}
+	if p.Max != nil && len(a) > *p.Max {
+		report(where, fmt.Sprintf("give at most %d, not %d", *p.Max, len(a)))
+	}
+	if p.Items != nil {
+		for i, item := range a {
+			check(*p.Items, item, childPath(path, strconv.Itoa(i)), report)
+		}
+	}
+}
+
+// checkInteger reports an integer below p's Min or above its Max
+// (minimum, maximum), compared exactly, however large.
+func checkInteger(p Param, v json.Number, where string, report func(where, msg string)) {
+	n, _ := new(big.Rat).SetString(string(v))
+	if p.Min != nil && n.Cmp(big.NewRat(int64(*p.Min), 1)) < 0 {
+		report(where, fmt.Sprintf("must be at least %d, not %s", *p.Min, n.RatString()))
+	}
+	if p.Max != nil && n.Cmp(big.NewRat(int64(*p.Max), 1)) > 0 {
+		report(where, fmt.Sprintf("must be at most %d, not %s", *p.Max, n.RatString()))
+	}
+}
+
+// childPath is path with one more step, never sharing path's array with
+// a sibling's.
+func childPath(path []string, step string) []string {
+	return append(path[:len(path):len(path)], step)
 }
 
 // jsonType names v's JSON type as JSON Schema does.

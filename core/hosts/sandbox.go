@@ -57,86 +57,34 @@ type hostSandbox struct {
 // private home (made). The task's .kandev/setup runs in the same view
 // (runSetup), never on the host outside its sandbox (ADR 0065).
 func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) error {
-	sb := r.Sandbox
-	if sb == nil {
+	if r.Sandbox == nil {
 		return nil
 	}
-	var user string
-	var keepID bool
-	switch {
-	case sb.container():
-		var err error
-		if user, keepID, err = r.prepareEngine(ctx); err != nil {
-			return err
-		}
-	case sb.Mode != "bwrap":
-		return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "kandev cannot give this sandbox on a host (docs/hosts.md)"}
+	user, keepID, err := r.sandboxUser(ctx)
+	if err != nil {
+		return err
 	}
 	run := func(ctx context.Context, script string) (string, error) { return r.Pool.Script(ctx, r.Target, script) }
 	fs := newProbeFS()
 	hs := &hostSandbox{fs: fs}
-	err := fs.settle(ctx, run, func() error {
+	err = fs.settle(ctx, run, func() error {
 		// Asked together, so one round answers them all; an error of a
 		// round with questions still open is thrown away.
-		home, homeOK := fs.Getenv("HOME")
-		var bwrapErr error
-		bwrapOK, bwrapMsg := true, ""
-		if !sb.container() {
-			_, bwrapErr = fs.LookPath("bwrap")
-			bwrapOK, bwrapMsg = fs.BwrapWorks()
-		}
-		exe, exeErr := command, error(nil)
-		if !strings.HasPrefix(exe, "/") {
-			exe, exeErr = fs.LookPath(command)
-		}
-		var g *sandbox.GitDirs
-		var gitErr error
-		if r.Worktree.Dir != "" {
-			g, gitErr = sandbox.FindGitDirsFS(fs, RepoPath(dir, r.Worktree.Repo), WorktreePath(dir, r.Worktree.Dir), r.Worktree.Branch)
-		}
+		a := r.askSandbox(fs, dir, command)
 		// Describe asks its own questions in the same round, with what is
 		// known so far.
 		var in sandbox.Input
 		var derr error
-		if homeOK && strings.HasPrefix(home, "/") {
-			in = sandbox.Input{Mode: sb.Mode, Worktree: cwd, PrivateHome: dir + "/sandboxes/" + sb.TaskID + "/home",
-				OperatorHome: home, Paths: sb.Paths, SelfExe: dir + "/bin/kandev", NoNetwork: sb.NoNetwork, FS: fs,
-				Image: sb.Image, User: user}
-			if exeErr == nil && exe != dir+"/bin/kandev" {
-				in.Executables = []string{exe}
-			}
-			if g != nil {
-				in.Git, in.Worktree = g, WorktreePath(dir, r.Worktree.Dir)
-			}
-			// The setup script copied to the host runs in this view too
-			// (ADR 0065): it is mounted read-only.
-			if r.setupPath != "" {
-				in.ReadOnly = []string{r.setupPath}
-			}
-			// The session's socket is named per session: Launch describes
-			// the view again with it, from the same answers.
-			in.MCPSocket = dir + "/run/probe.sock"
-			if _, err := sandbox.Describe(in); derr == nil {
-				derr = err
-			}
-			in.MCPSocket = ""
+		if a.absHome() {
+			in, derr = r.sandboxInput(fs, a, dir, cwd, user)
 		}
-		switch {
-		case !homeOK || !strings.HasPrefix(home, "/"):
-			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: fmt.Sprintf("the remote account's HOME %q is not an absolute path", home)}
-		case bwrapErr != nil:
-			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap is not installed there (kandev host check says what the host has); install it there (apt-get install bubblewrap) or pick --sandbox none"}
-		case !bwrapOK:
-			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "bubblewrap cannot make its namespaces there: " + strings.TrimSpace(bwrapMsg)}
-		case exeErr != nil && !sb.container():
-			// A container's image may bring the command itself.
-			return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: fmt.Sprintf("the agent's command %s is not on the remote account's PATH", command)}
-		case gitErr != nil:
-			return gitErr
-		case derr != nil:
+		if err := r.sandboxRefusal(a, command); err != nil {
+			return err
+		}
+		if derr != nil {
 			return derr
 		}
-		hs.home, hs.in, hs.keepID = home, in, keepID
+		hs.home, hs.in, hs.keepID = a.home, in, keepID
 		return nil
 	})
 	if err != nil {
@@ -144,6 +92,109 @@ func (r *Remote) prepareSandbox(ctx context.Context, dir, cwd, command string) e
 	}
 	r.sb = hs
 	return nil
+}
+
+// sandboxUser is the container's user for a container sandbox (the remote
+// account's UID:GID, and whether the engine is a rootless podman), after
+// checking its engine; nothing for bubblewrap. Any other mode kandev
+// cannot give on a host.
+func (r *Remote) sandboxUser(ctx context.Context) (string, bool, error) {
+	sb := r.Sandbox
+	switch {
+	case sb.container():
+		return r.prepareEngine(ctx)
+	case sb.Mode != "bwrap":
+		return "", false, &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: "kandev cannot give this sandbox on a host (docs/hosts.md)"}
+	}
+	return "", false, nil
+}
+
+// sandboxAnswers are the host's answers to what prepareSandbox asks of it.
+type sandboxAnswers struct {
+	// home is the remote account's HOME, if homeOK.
+	home   string
+	homeOK bool
+	// bwrapErr: bubblewrap is not on the PATH; bwrapOK: it makes its
+	// namespaces (else bwrapMsg says why not). Not asked for a container.
+	bwrapErr error
+	bwrapOK  bool
+	bwrapMsg string
+	// exe is the agent's command as found on the PATH.
+	exe    string
+	exeErr error
+	// git is the git directories the task's worktree needs (nil for a
+	// task without one).
+	git    *sandbox.GitDirs
+	gitErr error
+}
+
+// absHome says whether the remote account's HOME is an absolute path,
+// which the view needs.
+func (a sandboxAnswers) absHome() bool { return a.homeOK && strings.HasPrefix(a.home, "/") }
+
+// askSandbox asks the host, through fs, what the view needs.
+func (r *Remote) askSandbox(fs *probeFS, dir, command string) sandboxAnswers {
+	var a sandboxAnswers
+	a.home, a.homeOK = fs.Getenv("HOME")
+	a.bwrapOK = true
+	if !r.Sandbox.container() {
+		_, a.bwrapErr = fs.LookPath("bwrap")
+		a.bwrapOK, a.bwrapMsg = fs.BwrapWorks()
+	}
+	a.exe = command
+	if !strings.HasPrefix(a.exe, "/") {
+		a.exe, a.exeErr = fs.LookPath(command)
+	}
+	if r.Worktree.Dir != "" {
+		a.git, a.gitErr = sandbox.FindGitDirsFS(fs, RepoPath(dir, r.Worktree.Repo), WorktreePath(dir, r.Worktree.Dir), r.Worktree.Branch)
+	}
+	return a
+}
+
+// sandboxInput is the view's input on the host from the answers so far,
+// described once (with a socket of no session) so that Describe's own
+// questions are asked in the same round; the error is Describe's.
+func (r *Remote) sandboxInput(fs *probeFS, a sandboxAnswers, dir, cwd, user string) (sandbox.Input, error) {
+	sb := r.Sandbox
+	in := sandbox.Input{Mode: sb.Mode, Worktree: cwd, PrivateHome: dir + "/sandboxes/" + sb.TaskID + "/home",
+		OperatorHome: a.home, Paths: sb.Paths, SelfExe: dir + "/bin/kandev", NoNetwork: sb.NoNetwork, FS: fs,
+		Image: sb.Image, User: user}
+	if a.exeErr == nil && a.exe != dir+"/bin/kandev" {
+		in.Executables = []string{a.exe}
+	}
+	if a.git != nil {
+		in.Git, in.Worktree = a.git, WorktreePath(dir, r.Worktree.Dir)
+	}
+	// The setup script copied to the host runs in this view too
+	// (ADR 0065): it is mounted read-only.
+	if r.setupPath != "" {
+		in.ReadOnly = []string{r.setupPath}
+	}
+	// The session's socket is named per session: Launch describes
+	// the view again with it, from the same answers.
+	in.MCPSocket = dir + "/run/probe.sock"
+	_, err := sandbox.Describe(in)
+	in.MCPSocket = ""
+	return in, err
+}
+
+// sandboxRefusal is why the host cannot give the sandbox, from its
+// answers; nil when it can.
+func (r *Remote) sandboxRefusal(a sandboxAnswers, command string) error {
+	sb := r.Sandbox
+	refuse := func(msg string) error { return &SandboxError{Host: r.Target.Name, Mode: sb.Mode, Msg: msg} }
+	switch {
+	case !a.absHome():
+		return refuse(fmt.Sprintf("the remote account's HOME %q is not an absolute path", a.home))
+	case a.bwrapErr != nil:
+		return refuse("bubblewrap is not installed there (kandev host check says what the host has); install it there (apt-get install bubblewrap) or pick --sandbox none")
+	case !a.bwrapOK:
+		return refuse("bubblewrap cannot make its namespaces there: " + strings.TrimSpace(a.bwrapMsg))
+	case a.exeErr != nil && !sb.container():
+		// A container's image may bring the command itself.
+		return refuse(fmt.Sprintf("the agent's command %s is not on the remote account's PATH", command))
+	}
+	return a.gitErr
 }
 
 // engineScript checks, as the remote account, that the container engine
@@ -222,22 +273,6 @@ func (r *Remote) confinedCommand(sessionID, sock, cwd string, envNames []string)
 // container's name).
 func (r *Remote) confinedSetup(sessionID, cwd string, envNames []string) ([]string, error) {
 	return r.confinedCommand(sessionID, "", cwd, envNames)
-}
-
-// envNames are the names of the agent's environment (KEY=VALUE), passed
-// to a container by name; HOME and TMPDIR are the view's own.
-func envNames(env []string) []string {
-	var names []string
-	seen := map[string]bool{}
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "HOME" || k == "TMPDIR" || k == "PATH" || seen[k] {
-			continue
-		}
-		seen[k] = true
-		names = append(names, k)
-	}
-	return names
 }
 
 // containerMarker is the file in kandev's run directory on the host that

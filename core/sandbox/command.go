@@ -13,17 +13,7 @@ func (v View) Command(cmd string, args, env []string) (string, []string, []strin
 	env = append(env, "HOME="+v.Home, "TMPDIR=/tmp")
 	switch v.Mode {
 	case "docker", "podman":
-		var names []string
-		seen := map[string]bool{}
-		for _, kv := range env {
-			k, _, _ := strings.Cut(kv, "=")
-			if k == "HOME" || k == "TMPDIR" || k == "PATH" || seen[k] {
-				continue
-			}
-			seen[k] = true
-			names = append(names, k)
-		}
-		return v.Mode, append(append(v.ContainerArgs(names), cmd), args...), env
+		return v.Mode, append(append(v.ContainerArgs(EnvNames(env)), cmd), args...), env
 	}
 	if runtime.GOOS == "darwin" {
 		// Seatbelt cannot mount the private home over the operator's: the
@@ -36,4 +26,21 @@ func (v View) Command(cmd string, args, env []string) (string, []string, []strin
 		return "sandbox-exec", append([]string{"-p", v.Seatbelt(), cmd}, args...), env
 	}
 	return "bwrap", append(append(v.BwrapArgs(), cmd), args...), env
+}
+
+// EnvNames are the names in an agent's environment (KEY=VALUE), each once,
+// that a container is given by name (ContainerArgs): HOME and TMPDIR are
+// the view's own, and PATH the image's.
+func EnvNames(env []string) []string {
+	var names []string
+	seen := map[string]bool{}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "HOME" || k == "TMPDIR" || k == "PATH" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		names = append(names, k)
+	}
+	return names
 }

@@ -60,3 +60,15 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// splitNUL splits git's -z output into its names, dropping the empty
+// ones.
+func splitNUL(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, "\x00") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -400,13 +400,3 @@ func inTheWayOf(repo, rel string) string {
 	}
 	return ""
 }
-
-func splitNUL(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, "\x00") {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}

@@ -1,0 +1,196 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// Open runs initialize, then continues the earlier session when the agent
+// can: session/resume, then session/load, then session/new, each failure
+// falling to the next (Fallbacks lists them). An agent may advertise resume
+// and not implement it (Qwen Code), so an advertised method is no promise.
+func (r *Run) Open(ctx context.Context) error {
+	timeout := r.spec.StartTimeout
+	if timeout <= 0 {
+		timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	ctx, stop := r.cancelOnExit(ctx)
+	defer stop()
+
+	init, err := r.initialize(ctx)
+	if err != nil {
+		return err
+	}
+	r.caps = init.AgentCapabilities
+	servers := r.spec.MCPServers
+	if servers == nil {
+		servers = []acp.McpServer{}
+	}
+	if r.spec.ResumeID != "" {
+		id := acp.SessionId(r.spec.ResumeID)
+		steps := []struct {
+			method string
+			ok     bool
+			call   func() error
+		}{
+			{acp.AgentMethodSessionResume, r.caps.SessionCapabilities.Resume != nil, func() error {
+				_, err := r.conn.ResumeSession(ctx, acp.ResumeSessionRequest{SessionId: id, Cwd: r.spec.Dir, McpServers: servers})
+				return err
+			}},
+			{acp.AgentMethodSessionLoad, r.caps.LoadSession, func() error {
+				_, err := r.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: id, Cwd: r.spec.Dir, McpServers: servers})
+				return err
+			}},
+		}
+		for _, st := range steps {
+			if !st.ok {
+				continue
+			}
+			err := st.call()
+			if err == nil {
+				r.mu.Lock()
+				r.sessionID, r.resumed = id, true
+				r.mu.Unlock()
+				return nil
+			}
+			if ctx.Err() != nil || r.disconnected() {
+				return r.wrap(ctx, st.method, err)
+			}
+			// The agent cannot continue that session this way: try the next
+			// rather than refuse the turn; the conversation kandev recorded
+			// is still whole.
+			r.fallbacks = append(r.fallbacks, fmt.Sprintf("%s %s failed: %s", st.method, id, truncate(err.Error(), 300)))
+		}
+	}
+	sess, err := r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: r.spec.Dir, McpServers: servers})
+	if err != nil {
+		return r.wrap(ctx, "session/new", err)
+	}
+	r.mu.Lock()
+	r.sessionID = sess.SessionId
+	r.mu.Unlock()
+	return nil
+}
+
+// initialize sends ACP's initialize as kandev's client, which offers the
+// agent no client capabilities. Open and Initialize (doctor's handshake)
+// both send it, so an agent sees the same request from each. An error is
+// wrapped: wrap waits for the exit of an agent whose input or output
+// closed and says why it went.
+func (r *Run) initialize(ctx context.Context) (acp.InitializeResponse, error) {
+	init, err := r.conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion:    acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{},
+		ClientInfo:         &acp.Implementation{Name: "kandev", Version: "1"},
+	})
+	if err != nil {
+		return init, r.wrap(ctx, "initialize", err)
+	}
+	return init, nil
+}
+
+// Fallbacks lists the ways of continuing the earlier session that Open
+// tried and that failed, in order.
+func (r *Run) Fallbacks() []string { return r.fallbacks }
+
+// Settle waits until every notification kandev has received from the
+// agent so far has been handed to the handler (bounded by ctx, the
+// agent's exit and settleWait). The engine calls it before the first
+// prompt of a resumed session: what the agent streamed until then, as far
+// as it reached kandev, is its replay of the history (Gemini CLI streams
+// it after answering session/load), and none of it is new.
+func (r *Run) Settle(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-r.exited:
+		}
+		close(done)
+	}()
+	r.flow.settle(done)
+	cancel()
+	<-done
+}
+
+// settleWait bounds Settle: a handler stuck on the store must not hold
+// the turn back for ever.
+const settleWait = 10 * time.Second
+
+// Prompt runs one turn and returns the agent's stop reason. The SDK hands
+// every session/update sent before the response to the handler first.
+//
+// When kandev cancelled the turn and the agent answers with a JSON-RPC
+// error instead of stopReason "cancelled" (Qwen Code replies -32603
+// "Request was aborted"), the turn was cancelled, not failed: the agent is
+// alive and its session usable.
+func (r *Run) Prompt(ctx context.Context, text string) (acp.StopReason, error) {
+	ctx, stop := r.cancelOnExit(ctx)
+	defer stop()
+	before := r.cancelCount()
+	resp, err := r.conn.Prompt(ctx, acp.PromptRequest{SessionId: acp.SessionId(r.SessionID()), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	if err != nil {
+		var rpcErr *acp.RequestError
+		if r.cancelCount() != before && errors.As(err, &rpcErr) && ctx.Err() == nil && !r.disconnected() && r.GarbageLine() == "" && r.Fault() == "" {
+			return acp.StopReasonCancelled, nil
+		}
+		return "", r.wrap(ctx, "prompt", err)
+	}
+	if uh, ok := r.handler.(UsageHandler); ok && resp.Usage != nil {
+		uh.TurnUsage(*resp.Usage)
+	}
+	return resp.StopReason, nil
+}
+
+// permissionContext derives the context a permission request is handled
+// under: Cancel ends it. done releases it.
+func (r *Run) permissionContext(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	if r.permissions == nil {
+		r.permissions = map[uint64]context.CancelFunc{}
+	}
+	r.permSeq++
+	id := r.permSeq
+	r.permissions[id] = cancel
+	r.mu.Unlock()
+	return ctx, func() {
+		r.mu.Lock()
+		delete(r.permissions, id)
+		r.mu.Unlock()
+		cancel()
+	}
+}
+
+func (r *Run) cancelCount() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancels
+}
+
+// Cancel asks the agent to end the running turn (session/cancel).
+func (r *Run) Cancel(ctx context.Context) error {
+	// A stop may cancel while Open still runs in another goroutine: the
+	// session id is read under the lock Open writes it under.
+	r.mu.Lock()
+	id := r.sessionID
+	if id == "" {
+		r.mu.Unlock()
+		return nil
+	}
+	// Counted before sending: the agent's reply may beat our return.
+	r.cancels++
+	for _, cancel := range r.permissions {
+		cancel()
+	}
+	r.mu.Unlock()
+	return r.conn.Cancel(ctx, acp.CancelNotification{SessionId: id})
+}
