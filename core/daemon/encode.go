@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"reflect"
-	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
 )
+
+//go:generate go run ./internal/taskgen
 
 // flushAt is how much encoded output collects before it is written.
 const flushAt = 256 * 1024
@@ -56,150 +57,6 @@ func writeTaskPtrs(w io.Writer, tasks []*core.Task) error {
 	buf = append(buf, ']', '\n')
 	_, err := w.Write(buf)
 	return err
-}
-
-// appendTask appends the JSON of t, byte for byte what json.Marshal(t)
-// produces (core.Task.MarshalJSON's wire shape, compacted and HTML-escaped
-// the way encoding/json does). The rare parts (a session, a pending
-// question, a stall) go through encoding/json itself, and so does a task
-// with a timestamp encoding/json refuses, so the error is its own.
-func appendTask(b []byte, t *core.Task) ([]byte, error) {
-	start := len(b)
-	var ok bool
-	b = append(b, `{"id":`...)
-	b = appendString(b, t.ID)
-	b = append(b, `,"title":`...)
-	b = appendString(b, t.Title)
-	b = append(b, `,"description":`...)
-	b = appendString(b, t.Description)
-	b = append(b, `,"parent_id":`...)
-	if t.ParentID == "" {
-		b = append(b, "null"...)
-	} else {
-		b = appendString(b, t.ParentID)
-	}
-	b = append(b, `,"status":`...)
-	b = appendString(b, string(t.Status))
-	b = append(b, `,"autopilot":`...)
-	b = strconv.AppendBool(b, t.Autopilot)
-	b = append(b, `,"sandbox":`...)
-	b = appendString(b, t.Sandbox)
-	b = append(b, `,"profile":`...)
-	b = appendString(b, t.Profile)
-	b = append(b, `,"cwd":`...)
-	b = appendString(b, t.CWD)
-	b = append(b, `,"created_by":`...)
-	b = appendBy(b, t.CreatedBy)
-	b = append(b, `,"created_at":`...)
-	created := len(b)
-	if b, ok = appendTime(b, t.CreatedAt); !ok {
-		return appendMarshal(b[:start], *t)
-	}
-	b = append(b, `,"updated_at":`...)
-	if t.UpdatedAt == t.CreatedAt {
-		// Most tasks were never touched: reuse the text just written.
-		b = append(b, b[created:len(b)-len(`,"updated_at":`)]...)
-	} else if b, ok = appendTime(b, t.UpdatedAt); !ok {
-		return appendMarshal(b[:start], *t)
-	}
-	b = append(b, `,"archived":`...)
-	b = strconv.AppendBool(b, t.Archived)
-	b = append(b, `,"archived_at":`...)
-	if t.ArchivedAt.IsZero() {
-		b = append(b, "null"...)
-	} else if b, ok = appendTime(b, t.ArchivedAt); !ok {
-		return appendMarshal(b[:start], *t)
-	}
-	b = append(b, `,"halted":`...)
-	b = strconv.AppendBool(b, t.Halted)
-	b = append(b, `,"title_pending":`...)
-	b = strconv.AppendBool(b, t.TitlePending)
-	b = append(b, `,"queued":`...)
-	b = strconv.AppendInt(b, int64(t.Queued), 10)
-	b = append(b, `,"session":`...)
-	var err error
-	if t.Session == nil {
-		b = append(b, "null"...)
-	} else if b, err = appendMarshal(b, t.Session); err != nil {
-		return b, err
-	}
-	b = append(b, `,"pending_question":`...)
-	if t.PendingQuestion == nil {
-		b = append(b, "null"...)
-	} else if b, err = appendMarshal(b, t.PendingQuestion); err != nil {
-		return b, err
-	}
-	b = append(b, `,"assignee":`...)
-	b = appendAssignee(b, t.Assignee)
-	b = append(b, `,"handed_by":`...)
-	b = appendAssignee(b, t.HandedBy)
-	b = append(b, `,"surface":`...)
-	b = appendString(b, t.Surface)
-	b = append(b, `,"stalled":`...)
-	if t.Stalled == nil {
-		b = append(b, "null"...)
-	} else if b, err = appendMarshal(b, t.Stalled); err != nil {
-		return b, err
-	}
-	b = append(b, `,"waiting":`...)
-	b = appendString(b, t.Waiting)
-	b = append(b, `,"your_turn":`...)
-	b = strconv.AppendBool(b, t.YourTurn)
-	b = append(b, `,"interrupted":`...)
-	b = strconv.AppendBool(b, t.Interrupted)
-	b = append(b, `,"blocked_by":[`...)
-	for i, id := range t.BlockedBy {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, id)
-	}
-	b = append(b, ']')
-	if w := t.Workspace; w != nil {
-		b = append(b, `,"workspace":{"mode":`...)
-		b = appendString(b, w.Mode)
-		b = append(b, `,"repo":`...)
-		b = appendString(b, w.Repo)
-		b = append(b, `,"dir":`...)
-		b = appendString(b, w.Dir)
-		b = append(b, `,"branch":`...)
-		b = appendString(b, w.Branch)
-		b = append(b, `,"base":`...)
-		b = appendString(b, w.Base)
-		if w.PullRequest != "" {
-			b = append(b, `,"pull_request":`...)
-			b = appendString(b, w.PullRequest)
-		}
-		b = append(b, '}')
-	}
-	if t.Usage != nil {
-		b = append(b, `,"usage":`...)
-		if b, err = appendUsage(b, t.Usage); err != nil {
-			return b, err
-		}
-	}
-	if t.Budget != nil {
-		b = append(b, `,"budget":`...)
-		if b, err = appendBudget(b, t.Budget); err != nil {
-			return b, err
-		}
-	}
-	if t.Host != "" {
-		b = append(b, `,"host":`...)
-		b = appendString(b, t.Host)
-	}
-	return append(b, '}'), nil
-}
-
-func appendAssignee(b []byte, a *core.Ref) []byte {
-	if a == nil {
-		return append(b, "null"...)
-	}
-	b = append(b, `{"kind":`...)
-	b = appendString(b, string(a.Kind))
-	b = append(b, `,"name":`...)
-	b = appendString(b, a.Name)
-	return append(b, '}')
 }
 
 func appendMarshal(b []byte, v any) ([]byte, error) {
