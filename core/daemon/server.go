@@ -52,7 +52,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	log := o.Logger
 	if err := daemonclient.CheckSocketPath(o.Home.Socket()); err != nil {
 		return err
 	}
@@ -64,59 +63,25 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer unlock()
-
-	// The timeouts come from the environment, else config.toml, else the
-	// built-ins; a bad value stops the start with the key or variable named.
-	cfg, err := config.Load(os.Getenv)
+	timeouts, err := loadTimeouts()
 	if err != nil {
 		return err
 	}
-	startTimeout, err := cfg.Duration("start_timeout")
-	if err != nil {
-		return err
-	}
-	idleTimeout, err := cfg.Duration("idle_timeout")
-	if err != nil {
-		return err
-	}
-
 	db, err := store.Open(ctx, o.Home.DB())
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	eng, err := engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
-		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: startTimeout,
-		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
-		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: idleTimeout,
-		BeforeTeardown: teardownFailpoint(log),
-		NoResume:       o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) },
-		SSHConfig: os.Getenv("KANDEV_SSH_CONFIG")})
+	eng, err := newEngine(ctx, o, db, timeouts)
 	if err != nil {
 		return err
 	}
-	// The agents' socket listens before recovery restarts any agent, so
-	// their kandev mcp finds it (connections wait until it serves).
-	mcpLn, err := listenPrivate(o.Home.MCPSocket())
+	ln, mcpLn, err := listenAndRecover(ctx, o.Home, eng)
 	if err != nil {
 		eng.Close()
 		return err
 	}
-	if err := eng.Recover(ctx); err != nil {
-		mcpLn.Close()
-		eng.Close()
-		return err
-	}
-	// Containers of sessions that ended while no daemon ran (kill -9),
-	// beside the start: asking a container engine costs it tens of ms.
-	go eng.SweepContainers(ctx)
-	ln, err := listenPrivate(o.Home.Socket())
-	if err != nil {
-		mcpLn.Close()
-		eng.Close()
-		return err
-	}
-	stopNotifier, err := startNotifier(ctx, eng, log)
+	stopNotifier, err := startNotifier(ctx, eng, o.Logger)
 	if err != nil {
 		ln.Close()
 		mcpLn.Close()
@@ -124,6 +89,74 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer stopNotifier()
+	serve(ctx, o, eng, ln, mcpLn)
+	return nil
+}
+
+// timeouts are the agents' start and idle timeouts.
+type timeouts struct{ start, idle time.Duration }
+
+// loadTimeouts reads the timeouts from the environment, else config.toml,
+// else the built-ins; a bad value stops the start with the key or
+// variable named.
+func loadTimeouts() (timeouts, error) {
+	cfg, err := config.Load(os.Getenv)
+	if err != nil {
+		return timeouts{}, err
+	}
+	start, err := cfg.Duration("start_timeout")
+	if err != nil {
+		return timeouts{}, err
+	}
+	idle, err := cfg.Duration("idle_timeout")
+	if err != nil {
+		return timeouts{}, err
+	}
+	return timeouts{start: start, idle: idle}, nil
+}
+
+// newEngine opens the engine over db with the daemon's options and the
+// test failpoints the environment sets.
+func newEngine(ctx context.Context, o ServeOptions, db *store.DB, t timeouts) (*engine.Engine, error) {
+	log := o.Logger
+	return engine.New(ctx, engine.Options{Home: o.Home, DB: db, SelfExe: o.SelfExe, Socket: o.Home.MCPSocket(),
+		Logger: log, Version: o.Version, Grace: o.Grace, StartTimeout: t.start,
+		QuestionTurnGrace: durationEnv("KANDEV_QUESTION_TURN_GRACE"), AfterTurnEnd: failpoint(log),
+		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: t.idle,
+		BeforeTeardown: teardownFailpoint(log),
+		NoResume:       o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) },
+		SSHConfig: os.Getenv("KANDEV_SSH_CONFIG")})
+}
+
+// listenAndRecover opens the agents' socket, recovers the runs the last
+// daemon left, then opens the operator's socket. On an error it closes
+// what it opened; the engine is the caller's.
+func listenAndRecover(ctx context.Context, home core.Home, eng *engine.Engine) (ln, mcpLn net.Listener, err error) {
+	// The agents' socket listens before recovery restarts any agent, so
+	// their kandev mcp finds it (connections wait until it serves).
+	mcpLn, err = listenPrivate(home.MCPSocket())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := eng.Recover(ctx); err != nil {
+		mcpLn.Close()
+		return nil, nil, err
+	}
+	// Containers of sessions that ended while no daemon ran (kill -9),
+	// beside the start: asking a container engine costs it tens of ms.
+	go eng.SweepContainers(ctx)
+	ln, err = listenPrivate(home.Socket())
+	if err != nil {
+		mcpLn.Close()
+		return nil, nil, err
+	}
+	return ln, mcpLn, nil
+}
+
+// serve answers both sockets until ctx ends or a server fails, then shuts
+// down in order.
+func serve(ctx context.Context, o ServeOptions, eng *engine.Engine, ln, mcpLn net.Listener) {
+	log := o.Logger
 	h := NewHandler(eng, log)
 	srv := &http.Server{Handler: guardHome(o.Home, log, h), ReadHeaderTimeout: 10 * time.Second}
 	mcpSrv := &http.Server{Handler: guardHome(o.Home, log, h.MCPOnly()), ReadHeaderTimeout: 10 * time.Second}
@@ -155,7 +188,6 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	_ = os.Remove(o.Home.Socket())
 	_ = os.Remove(o.Home.MCPSocket())
 	log.Info("kandev daemon stopped")
-	return nil
 }
 
 // failpoint lets tests crash the daemon at a chosen moment:
