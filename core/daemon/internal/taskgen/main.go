@@ -253,7 +253,8 @@ func nonZero(x string, f field) string {
 }
 
 // fastPtr names the daemon's own encoders of what a Task field points to
-// (encode_parts.go): whether one can fail, as a float can (not finite).
+// (encode_parts.go, encode_usage.go): whether one can fail, as a float
+// can (not finite).
 var fastPtr = map[string]struct {
 	fn       string
 	fallible bool
