@@ -7,11 +7,19 @@ import (
 )
 
 // Task is a task as every client sees it (CLI --json, HTTP, MCP, TUI).
+//
+// Its fields are declared here only: their wire shape (taskJSON, Task's
+// MarshalJSON and UnmarshalJSON, in types_json.go) and the daemon's fast
+// encoder (core/daemon/encode_task.go) are generated from them by
+// `go generate ./core/daemon`, whose test fails while they are stale. A
+// wire tag says how a field's zero differs on the wire: wire:"null" is
+// null (a root's parent, a live task's archived_at), wire:"empty" writes a
+// nil slice as []. The fields are in the wire's order: keep it.
 type Task struct {
 	ID          string `json:"id"`
 	Title       string `json:"title"`
 	Description string `json:"description"`
-	ParentID    string `json:"parent_id"`
+	ParentID    string `json:"parent_id" wire:"null"`
 	Status      Status `json:"status"`
 	Autopilot   bool   `json:"autopilot"`
 	// Sandbox is where its agent runs (none, bwrap, docker, podman):
@@ -23,18 +31,18 @@ type Task struct {
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
 	Archived   bool      `json:"archived"`
-	ArchivedAt time.Time `json:"archived_at"`
+	ArchivedAt time.Time `json:"archived_at" wire:"null"`
 
 	// Halted: a stop left the task; queued messages wait for an explicit start.
 	Halted bool `json:"halted"`
 	// TitlePending: the title is a placeholder the task's agent should set.
 	TitlePending bool `json:"title_pending"`
+	// Queued counts messages waiting for the task's next turns.
+	Queued int `json:"queued"`
 	// Session is the task's latest agent run, if it ever ran.
 	Session *SessionInfo `json:"session"`
 	// PendingQuestion is the question the task waits on, if any.
 	PendingQuestion *QuestionInfo `json:"pending_question"`
-	// Queued counts messages waiting for the task's next turns.
-	Queued int `json:"queued"`
 
 	// Assignee moves the task forward: a role (its agent runs) or a person.
 	Assignee *Ref `json:"assignee"`
@@ -53,7 +61,7 @@ type Task struct {
 	// an explicit start or message; ADR 0026).
 	Interrupted bool `json:"interrupted"`
 	// BlockedBy lists unfinished tasks this one waits on.
-	BlockedBy []string `json:"blocked_by"`
+	BlockedBy []string `json:"blocked_by" wire:"empty"`
 	// Workspace is where the task's agent works; nil in summaries.
 	Workspace *Workspace `json:"workspace,omitempty"`
 	// Usage is what its agents and its subtree's reported spending; nil
@@ -161,85 +169,6 @@ func (s *Stall) UnmarshalJSON(b []byte) error {
 	}
 	if p.Cause != nil {
 		s.Cause = *p.Cause
-	}
-	return nil
-}
-
-// taskJSON is the wire shape: a root's parent_id and a live task's
-// archived_at are null rather than "" or the zero time.
-type taskJSON struct {
-	ID              string        `json:"id"`
-	Title           string        `json:"title"`
-	Description     string        `json:"description"`
-	ParentID        *string       `json:"parent_id"`
-	Status          Status        `json:"status"`
-	Autopilot       bool          `json:"autopilot"`
-	Sandbox         string        `json:"sandbox"`
-	Profile         string        `json:"profile"`
-	CWD             string        `json:"cwd"`
-	CreatedBy       By            `json:"created_by"`
-	CreatedAt       time.Time     `json:"created_at"`
-	UpdatedAt       time.Time     `json:"updated_at"`
-	Archived        bool          `json:"archived"`
-	ArchivedAt      *time.Time    `json:"archived_at"`
-	Halted          bool          `json:"halted"`
-	TitlePending    bool          `json:"title_pending"`
-	Queued          int           `json:"queued"`
-	Session         *SessionInfo  `json:"session"`
-	PendingQuestion *QuestionInfo `json:"pending_question"`
-	Assignee        *Ref          `json:"assignee"`
-	HandedBy        *Ref          `json:"handed_by"`
-	Surface         string        `json:"surface"`
-	Stalled         *Stall        `json:"stalled"`
-	Waiting         string        `json:"waiting"`
-	YourTurn        bool          `json:"your_turn"`
-	Interrupted     bool          `json:"interrupted"`
-	BlockedBy       []string      `json:"blocked_by"`
-	Workspace       *Workspace    `json:"workspace,omitempty"`
-	Usage           *TaskUsage    `json:"usage,omitempty"`
-	Budget          *BudgetInfo   `json:"budget,omitempty"`
-	Host            string        `json:"host,omitempty"`
-}
-
-// MarshalJSON writes the wire shape.
-func (t Task) MarshalJSON() ([]byte, error) {
-	j := taskJSON{ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status,
-		Autopilot: t.Autopilot, Sandbox: t.Sandbox, Profile: t.Profile, CWD: t.CWD, CreatedBy: t.CreatedBy,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Archived: t.Archived, Halted: t.Halted,
-		TitlePending: t.TitlePending, Queued: t.Queued, Session: t.Session, PendingQuestion: t.PendingQuestion,
-		Assignee: t.Assignee, HandedBy: t.HandedBy, Surface: t.Surface, Stalled: t.Stalled, Waiting: t.Waiting,
-		YourTurn: t.YourTurn, Interrupted: t.Interrupted, BlockedBy: t.BlockedBy, Workspace: t.Workspace,
-		Usage: t.Usage, Budget: t.Budget, Host: t.Host}
-	if j.BlockedBy == nil {
-		j.BlockedBy = []string{}
-	}
-	if t.ParentID != "" {
-		j.ParentID = &t.ParentID
-	}
-	if !t.ArchivedAt.IsZero() {
-		j.ArchivedAt = &t.ArchivedAt
-	}
-	return json.Marshal(j)
-}
-
-// UnmarshalJSON reads the wire shape.
-func (t *Task) UnmarshalJSON(b []byte) error {
-	var j taskJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*t = Task{ID: j.ID, Title: j.Title, Description: j.Description, Status: j.Status,
-		Autopilot: j.Autopilot, Sandbox: j.Sandbox, Profile: j.Profile, CWD: j.CWD, CreatedBy: j.CreatedBy,
-		CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt, Archived: j.Archived, Halted: j.Halted,
-		TitlePending: j.TitlePending, Queued: j.Queued, Session: j.Session, PendingQuestion: j.PendingQuestion,
-		Assignee: j.Assignee, HandedBy: j.HandedBy, Surface: j.Surface, Stalled: j.Stalled, Waiting: j.Waiting,
-		YourTurn: j.YourTurn, Interrupted: j.Interrupted, BlockedBy: j.BlockedBy, Workspace: j.Workspace,
-		Usage: j.Usage, Budget: j.Budget, Host: j.Host}
-	if j.ParentID != nil {
-		t.ParentID = *j.ParentID
-	}
-	if j.ArchivedAt != nil {
-		t.ArchivedAt = *j.ArchivedAt
 	}
 	return nil
 }

@@ -1,16 +1,10 @@
 package daemon
 
 import (
-	"errors"
-	"math"
 	"strconv"
 
 	"github.com/kandev/kandev/core"
 )
-
-// errNotFinite: encoding/json refuses NaN and infinities; appendTask then
-// fails as json.Marshal would.
-var errNotFinite = errors.New("json: unsupported value: a float that is not finite")
 
 // appendUsage writes a task's usage as json.Marshal does: at 100,000 tasks
 // that all spent, reflection on these two objects was most of a listing.
@@ -88,25 +82,4 @@ func appendBudget(b []byte, x *core.BudgetInfo) ([]byte, error) {
 		b = appendBy(b, x.SetBy)
 	}
 	return append(b, '}'), nil
-}
-
-// appendFloat writes a float64 exactly as encoding/json does: the shortest
-// form, in exponent notation below 1e-6 and from 1e21 on, with a
-// one-digit negative exponent not padded.
-func appendFloat(b []byte, f float64) ([]byte, error) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return b, errNotFinite
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, nil
 }

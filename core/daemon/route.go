@@ -2,8 +2,12 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 
+	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/wire"
 )
 
@@ -51,4 +55,59 @@ func key[Out any](fn func(context.Context, string) (Out, error)) func(context.Co
 
 func keyed[B, Out any](fn func(context.Context, string, B) (Out, error)) func(context.Context, wire.Keyed[B]) (Out, error) {
 	return func(ctx context.Context, in wire.Keyed[B]) (Out, error) { return fn(ctx, in.Key, in.In) }
+}
+
+// statusOf maps an error code to an HTTP status, once.
+func statusOf(code core.Code) int {
+	switch code {
+	case core.CodeValidation:
+		return http.StatusBadRequest
+	case core.CodeNotFound:
+		return http.StatusNotFound
+	case core.CodeForbidden:
+		return http.StatusForbidden
+	case core.CodeConflict:
+		return http.StatusConflict
+	case core.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	ce := core.AsError(err)
+	writeJSON(w, statusOf(ce.Code), wire.ErrorBody{Error: ce})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v)
+}
+
+func reply(w http.ResponseWriter, v any, err error) {
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// MaxBody is the largest request body the daemon reads.
+const MaxBody = 8 << 20
+
+// decode reads a JSON body strictly. A body over MaxBody is refused as
+// such, not as the truncated JSON it would otherwise look like.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, MaxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return core.Errorf(core.CodeValidation, "request body is too large: the limit is %d MiB", MaxBody>>20)
+		}
+		return core.Errorf(core.CodeValidation, "bad request body: %v", err)
+	}
+	return nil
 }

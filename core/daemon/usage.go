@@ -5,15 +5,16 @@ import (
 	"net/http"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/core/wire"
 )
 
 // usageRoutes serves core.Spender. A budget is set on the operator's
 // socket only (the agents' socket serves MCP routes alone), and the
 // engine refuses anyone but a person.
-func (h *Handler) usageRoutes(m *http.ServeMux) {
-	route(m, wire.SetBudget, keyed(h.eng.Spend.SetBudget))
+func usageRoutes(m *http.ServeMux, eng *engine.Engine) {
+	route(m, wire.SetBudget, keyed(eng.Spend.SetBudget))
 	route(m, wire.Usage, func(ctx context.Context, in wire.UsageQuery) (core.UsageReport, error) {
-		return h.eng.Spend.Usage(ctx, core.UsageInput(in))
+		return eng.Spend.Usage(ctx, core.UsageInput(in))
 	})
 }
