@@ -14,7 +14,7 @@ type Client interface {
 	ListTasks(ctx context.Context, in ListTasksInput) ([]Task, error)
 	GetTask(ctx context.Context, id string) (Task, error)
 	EditTask(ctx context.Context, id string, in EditTaskInput) (Task, error)
-	ArchiveTask(ctx context.Context, id string) (Task, error)
+	ArchiveTask(ctx context.Context, id string, in ArchiveTaskInput) (Task, error)
 	SetTaskStatus(ctx context.Context, id string, status Status) (Task, error)
 	// TaskStats counts the tasks a listing would show: by status, sandbox
 	// and host, running, waiting on questions, and their spend.
@@ -23,13 +23,13 @@ type Client interface {
 	ListProfiles(ctx context.Context) ([]Profile, error)
 	GetProfile(ctx context.Context, name string) (Profile, error)
 	AddProfile(ctx context.Context, p Profile) (Profile, error)
-	RemoveProfile(ctx context.Context, name string) (Profile, error)
+	RemoveProfile(ctx context.Context, name string, in RemoveProfileInput) (Profile, error)
 
 	// StartTask starts (or resumes) the task's agent; a prompt, if given,
 	// is queued first and delivered as the turn.
 	StartTask(ctx context.Context, id string, in StartTaskInput) (Task, error)
 	MessageTask(ctx context.Context, id string, in MessageInput) (MessageResult, error)
-	StopTask(ctx context.Context, id string) (StopResult, error)
+	StopTask(ctx context.Context, id string, in StopTaskInput) (StopResult, error)
 	AnswerQuestion(ctx context.Context, id string, in AnswerInput) (AnswerResult, error)
 	Conversation(ctx context.Context, id string, in ConversationInput) (ConversationPage, error)
 	// HandoffTask gives the task to a role (its agent runs) or a person.
@@ -56,7 +56,7 @@ type Client interface {
 	// for it (gh), its URL recorded on the task.
 	PullRequestTask(ctx context.Context, id string, in PullRequestInput) (PullRequestResult, error)
 	// DiscardTask removes the task's worktree and branch.
-	DiscardTask(ctx context.Context, id string) (Task, error)
+	DiscardTask(ctx context.Context, id string, in DiscardTaskInput) (Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
 	PruneWorktrees(ctx context.Context, in PruneInput) (PruneResult, error)
 
@@ -64,9 +64,9 @@ type Client interface {
 	GetRole(ctx context.Context, name string) (Role, error)
 	AddRole(ctx context.Context, in RoleInput) (Role, error)
 	EditRole(ctx context.Context, name string, in RoleInput) (Role, error)
-	RemoveRole(ctx context.Context, name string) (Role, error)
+	RemoveRole(ctx context.Context, name string, in RemoveRoleInput) (Role, error)
 	ListPersons(ctx context.Context) ([]Person, error)
-	AddPerson(ctx context.Context, name string) (Person, error)
+	AddPerson(ctx context.Context, in AddPersonInput) (Person, error)
 
 	// Events streams changes until ctx ends. The channel closes when the
 	// stream ends; a resync event means events were missed. Asked for an
@@ -276,6 +276,29 @@ type MessageResult struct {
 	QuestionID string `json:"question_id,omitempty"`
 	// Comments are the review comments the message carried, as kept.
 	Comments []ReviewComment `json:"comments,omitempty"`
+}
+
+// The inputs of the operations that take nothing but what they act on
+// yet: each is a struct so that an operation's first option is a field
+// (and a flag), not a change of its signature through every client. On
+// the wire one travels only when some option is set (wire.Options), so a
+// request that sets none is the one these operations always sent.
+type (
+	// StopTaskInput is a stop's options (none yet).
+	StopTaskInput struct{}
+	// ArchiveTaskInput is an archive's options (none yet).
+	ArchiveTaskInput struct{}
+	// DiscardTaskInput is a discard's options (none yet).
+	DiscardTaskInput struct{}
+	// RemoveRoleInput is a role removal's options (none yet).
+	RemoveRoleInput struct{}
+	// RemoveProfileInput is a profile removal's options (none yet).
+	RemoveProfileInput struct{}
+)
+
+// AddPersonInput names the person to add.
+type AddPersonInput struct {
+	Name string `json:"name"`
 }
 
 // StopResult is the outcome of a stop: "stopped" or "not_running".

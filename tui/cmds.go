@@ -420,7 +420,7 @@ func messageCmd(ctx context.Context, c core.Client, dialog int, id string, in co
 
 func stopCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := c.StopTask(ctx, id)
+		r, err := c.StopTask(ctx, id, core.StopTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opStop, dialog: dialog, taskID: id, err: err}
 		}
@@ -444,7 +444,7 @@ func startCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
 
 func archiveCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.ArchiveTask(ctx, id)
+		t, err := c.ArchiveTask(ctx, id, core.ArchiveTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opArchive, dialog: dialog, taskID: id, err: err}
 		}
@@ -535,7 +535,7 @@ func mergeCmd(ctx context.Context, c core.Client, dialog int, id string, in core
 
 func discardCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.DiscardTask(ctx, id)
+		t, err := c.DiscardTask(ctx, id, core.DiscardTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opDiscard, dialog: dialog, taskID: id, err: err}
 		}
@@ -569,7 +569,7 @@ func finishCmd(ctx context.Context, c core.Client, dialog int, a endTask) tea.Cm
 		if !a.archive {
 			return opDoneMsg{op: opStatus, dialog: dialog, taskID: a.taskID, text: fmt.Sprintf("task %s: %s", a.taskID, strings.Join(done, ", "))}
 		}
-		t, err := c.ArchiveTask(ctx, a.taskID)
+		t, err := c.ArchiveTask(ctx, a.taskID, core.ArchiveTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opArchive, dialog: dialog, taskID: a.taskID, err: err}
 		}

@@ -336,8 +336,8 @@ func (c *Client) EditTask(ctx context.Context, id string, in core.EditTaskInput)
 }
 
 // ArchiveTask implements core.Client.
-func (c *Client) ArchiveTask(ctx context.Context, id string) (core.Task, error) {
-	return call(ctx, c, wire.ArchiveTask, wire.Key(id))
+func (c *Client) ArchiveTask(ctx context.Context, id string, in core.ArchiveTaskInput) (core.Task, error) {
+	return call(ctx, c, wire.ArchiveTask, wire.WithOptions(id, in))
 }
 
 // SetTaskStatus implements core.Client.
@@ -361,8 +361,8 @@ func (c *Client) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 }
 
 // RemoveProfile implements core.Client.
-func (c *Client) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	return call(ctx, c, wire.RemoveProfile, wire.Key(name))
+func (c *Client) RemoveProfile(ctx context.Context, name string, in core.RemoveProfileInput) (core.Profile, error) {
+	return call(ctx, c, wire.RemoveProfile, wire.WithOptions(name, in))
 }
 
 // StartTask implements core.Client.
@@ -376,8 +376,8 @@ func (c *Client) MessageTask(ctx context.Context, id string, in core.MessageInpu
 }
 
 // StopTask implements core.Client.
-func (c *Client) StopTask(ctx context.Context, id string) (core.StopResult, error) {
-	return call(ctx, c, wire.StopTask, wire.Key(id))
+func (c *Client) StopTask(ctx context.Context, id string, in core.StopTaskInput) (core.StopResult, error) {
+	return call(ctx, c, wire.StopTask, wire.WithOptions(id, in))
 }
 
 // AnswerQuestion implements core.Client.
@@ -436,8 +436,8 @@ func (c *Client) MergeTask(ctx context.Context, id string, in core.MergeInput) (
 }
 
 // DiscardTask implements core.Client.
-func (c *Client) DiscardTask(ctx context.Context, id string) (core.Task, error) {
-	return call(ctx, c, wire.DiscardTask, wire.Key(id))
+func (c *Client) DiscardTask(ctx context.Context, id string, in core.DiscardTaskInput) (core.Task, error) {
+	return call(ctx, c, wire.DiscardTask, wire.WithOptions(id, in))
 }
 
 // PruneWorktrees implements core.Client.
@@ -466,8 +466,8 @@ func (c *Client) EditRole(ctx context.Context, name string, in core.RoleInput) (
 }
 
 // RemoveRole implements core.Client.
-func (c *Client) RemoveRole(ctx context.Context, name string) (core.Role, error) {
-	return call(ctx, c, wire.RemoveRole, wire.Key(name))
+func (c *Client) RemoveRole(ctx context.Context, name string, in core.RemoveRoleInput) (core.Role, error) {
+	return call(ctx, c, wire.RemoveRole, wire.WithOptions(name, in))
 }
 
 // ListPersons implements core.Client.
@@ -476,8 +476,8 @@ func (c *Client) ListPersons(ctx context.Context) ([]core.Person, error) {
 }
 
 // AddPerson implements core.Client.
-func (c *Client) AddPerson(ctx context.Context, name string) (core.Person, error) {
-	return call(ctx, c, wire.AddPerson, wire.NameBody{Name: name})
+func (c *Client) AddPerson(ctx context.Context, in core.AddPersonInput) (core.Person, error) {
+	return call(ctx, c, wire.AddPerson, in)
 }
 
 // Events implements core.Client: it follows the daemon's SSE stream until

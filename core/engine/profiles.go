@@ -103,7 +103,7 @@ func (ro *Roles) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 
 // RemoveProfile implements core.Client. Removing an override restores the
 // built-in; a built-in itself cannot be removed.
-func (ro *Roles) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
+func (ro *Roles) RemoveProfile(ctx context.Context, name string, _ core.RemoveProfileInput) (core.Profile, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveProfile, core.Task{}); err != nil {
 		return core.Profile{}, err
 	}
@@ -158,6 +158,6 @@ func (e *Engine) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 }
 
 // RemoveProfile implements core.Client (Roles.RemoveProfile).
-func (e *Engine) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
-	return e.Roles.RemoveProfile(ctx, name)
+func (e *Engine) RemoveProfile(ctx context.Context, name string, in core.RemoveProfileInput) (core.Profile, error) {
+	return e.Roles.RemoveProfile(ctx, name, in)
 }

@@ -186,7 +186,7 @@ func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (
 
 // RemoveRole implements core.Client. A role that still has work, or that
 // someone reports to, stays.
-func (ro *Roles) RemoveRole(ctx context.Context, name string) (core.Role, error) {
+func (ro *Roles) RemoveRole(ctx context.Context, name string, _ core.RemoveRoleInput) (core.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveRole, core.Task{}); err != nil {
 		return core.Role{}, err
 	}
@@ -220,7 +220,8 @@ func (ro *Roles) ListPersons(ctx context.Context) ([]core.Person, error) {
 }
 
 // AddPerson implements core.Client.
-func (ro *Roles) AddPerson(ctx context.Context, name string) (core.Person, error) {
+func (ro *Roles) AddPerson(ctx context.Context, in core.AddPersonInput) (core.Person, error) {
+	name := in.Name
 	if err := ro.may(core.ActorFrom(ctx), ActAddPerson, core.Task{}); err != nil {
 		return core.Person{}, err
 	}
@@ -311,8 +312,8 @@ func (e *Engine) EditRole(ctx context.Context, name string, in core.RoleInput) (
 }
 
 // RemoveRole implements core.Client (Roles.RemoveRole).
-func (e *Engine) RemoveRole(ctx context.Context, name string) (core.Role, error) {
-	return e.Roles.RemoveRole(ctx, name)
+func (e *Engine) RemoveRole(ctx context.Context, name string, in core.RemoveRoleInput) (core.Role, error) {
+	return e.Roles.RemoveRole(ctx, name, in)
 }
 
 // ListPersons implements core.Client (Roles.ListPersons).
@@ -321,6 +322,6 @@ func (e *Engine) ListPersons(ctx context.Context) ([]core.Person, error) {
 }
 
 // AddPerson implements core.Client (Roles.AddPerson).
-func (e *Engine) AddPerson(ctx context.Context, name string) (core.Person, error) {
-	return e.Roles.AddPerson(ctx, name)
+func (e *Engine) AddPerson(ctx context.Context, in core.AddPersonInput) (core.Person, error) {
+	return e.Roles.AddPerson(ctx, in)
 }

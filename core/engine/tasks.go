@@ -315,7 +315,7 @@ func (e *Engine) isAncestor(anc, id string) bool {
 
 // ArchiveTask implements core.Client. Archiving is idempotent; it halts a
 // running agent and makes a pending question stale.
-func (e *Engine) ArchiveTask(ctx context.Context, ref string) (core.Task, error) {
+func (e *Engine) ArchiveTask(ctx context.Context, ref string, _ core.ArchiveTaskInput) (core.Task, error) {
 	t, err := e.task(ctx, ref)
 	if err != nil {
 		return core.Task{}, err

@@ -58,7 +58,7 @@ var toolTable = map[string]toolHandler{
 		return e.Messages.MessageTask(ctx, a.TaskID, in)
 	}),
 	"stop_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.StopTaskArgs) (any, error) {
-		return e.StopTask(ctx, a.TaskID)
+		return e.StopTask(ctx, a.TaskID, core.StopTaskInput{})
 	}),
 	"handoff_task_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.HandoffArgs) (any, error) {
 		return e.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
@@ -86,7 +86,7 @@ var toolTable = map[string]toolHandler{
 		return e.Roles.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
 	}),
 	"remove_profile_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.NameArgs) (any, error) {
-		return e.Roles.RemoveProfile(ctx, a.Name)
+		return e.Roles.RemoveProfile(ctx, a.Name, core.RemoveProfileInput{})
 	}),
 	"set_task_title_kandev": handle(func(e *Engine, ctx context.Context, actor core.Actor, a *capability.SetTitleArgs) (any, error) {
 		return e.toolSetTitle(ctx, actor, a.Title)

@@ -117,8 +117,8 @@ func (e *Engine) PullRequestTask(ctx context.Context, ref string, in core.PullRe
 }
 
 // DiscardTask implements core.Client (Workspaces.Discard).
-func (e *Engine) DiscardTask(ctx context.Context, ref string) (core.Task, error) {
-	return e.Workspaces.Discard(ctx, ref)
+func (e *Engine) DiscardTask(ctx context.Context, ref string, in core.DiscardTaskInput) (core.Task, error) {
+	return e.Workspaces.Discard(ctx, ref, in)
 }
 
 // PruneWorktrees implements core.Client (Workspaces.Prune).
