@@ -74,8 +74,10 @@ func (f *firstConn) take() net.Conn {
 }
 
 var (
-	_ core.Client   = (*Client)(nil)
-	_ core.ToolHost = (*Client)(nil)
+	_ core.Client     = (*Client)(nil)
+	_ core.ToolHost   = (*Client)(nil)
+	_ core.HostClient = (*Client)(nil)
+	_ core.Spender    = (*Client)(nil)
 
 	_ core.TaskSummaries     = (*Client)(nil)
 	_ core.TaskSummaryStream = (*Client)(nil)

@@ -10,7 +10,7 @@ import (
 // Hosts is the client's hosts area: the machines agents run on.
 type Hosts struct{ c *caller }
 
-var _ core.HostClient = (*Client)(nil)
+var _ core.HostClient = (*Hosts)(nil)
 
 // ListHosts implements core.HostClient.
 func (h *Hosts) ListHosts(ctx context.Context) ([]core.Host, error) {

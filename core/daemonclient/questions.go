@@ -11,7 +11,9 @@ import (
 // answered.
 type Questions struct{ c *caller }
 
-// AnswerQuestion implements core.Client.
+var _ core.QuestionClient = (*Questions)(nil)
+
+// AnswerQuestion implements core.QuestionClient.
 func (q *Questions) AnswerQuestion(ctx context.Context, id string, in core.AnswerInput) (core.AnswerResult, error) {
 	return call(ctx, q.c, wire.AnswerQuestion, wire.Keyed[core.AnswerInput]{Key: id, In: in})
 }

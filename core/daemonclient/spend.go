@@ -10,7 +10,7 @@ import (
 // Spend is the client's spend area: budgets and usage.
 type Spend struct{ c *caller }
 
-var _ core.Spender = (*Client)(nil)
+var _ core.Spender = (*Spend)(nil)
 
 // SetBudget implements core.Spender.
 func (s *Spend) SetBudget(ctx context.Context, id string, in core.BudgetInput) (core.Task, error) {

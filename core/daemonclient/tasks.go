@@ -16,17 +16,19 @@ import (
 // summary and streamed forms.
 type Tasks struct{ c *caller }
 
-// CreateTask implements core.Client.
+var _ core.TaskClient = (*Tasks)(nil)
+
+// CreateTask implements core.TaskClient.
 func (t *Tasks) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
 	return call(ctx, t.c, wire.CreateTask, in)
 }
 
-// ListTasks implements core.Client.
+// ListTasks implements core.TaskClient.
 func (t *Tasks) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
 	return call(ctx, t.c, wire.ListTasks, wire.ListQuery(in))
 }
 
-// TaskStats implements core.Client.
+// TaskStats implements core.TaskClient.
 func (t *Tasks) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
 	return call(ctx, t.c, wire.TaskStats, wire.ListQuery(in))
 }
@@ -126,37 +128,37 @@ func (t *Tasks) GetTaskJSON(ctx context.Context, id string) ([]byte, error) {
 	return b, nil
 }
 
-// GetTask implements core.Client.
+// GetTask implements core.TaskClient.
 func (t *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	return call(ctx, t.c, wire.GetTask, wire.Key(id))
 }
 
-// EditTask implements core.Client.
+// EditTask implements core.TaskClient.
 func (t *Tasks) EditTask(ctx context.Context, id string, in core.EditTaskInput) (core.Task, error) {
 	return call(ctx, t.c, wire.EditTask, wire.Keyed[core.EditTaskInput]{Key: id, In: in})
 }
 
-// ArchiveTask implements core.Client.
+// ArchiveTask implements core.TaskClient.
 func (t *Tasks) ArchiveTask(ctx context.Context, id string, in core.ArchiveTaskInput) (core.Task, error) {
 	return call(ctx, t.c, wire.ArchiveTask, wire.WithOptions(id, in))
 }
 
-// SetTaskStatus implements core.Client.
+// SetTaskStatus implements core.TaskClient.
 func (t *Tasks) SetTaskStatus(ctx context.Context, id string, status core.Status) (core.Task, error) {
 	return call(ctx, t.c, wire.SetTaskStatus, wire.Keyed[wire.StatusBody]{Key: id, In: wire.StatusBody{Status: status}})
 }
 
-// StopTask implements core.Client.
+// StopTask implements core.TaskClient.
 func (t *Tasks) StopTask(ctx context.Context, id string, in core.StopTaskInput) (core.StopResult, error) {
 	return call(ctx, t.c, wire.StopTask, wire.WithOptions(id, in))
 }
 
-// HandoffTask implements core.Client.
+// HandoffTask implements core.TaskClient.
 func (t *Tasks) HandoffTask(ctx context.Context, id string, in core.HandoffInput) (core.HandoffResult, error) {
 	return call(ctx, t.c, wire.HandoffTask, wire.Keyed[core.HandoffInput]{Key: id, In: in})
 }
 
-// BlockTask implements core.Client.
+// BlockTask implements core.TaskClient.
 func (t *Tasks) BlockTask(ctx context.Context, id string, in core.BlockInput) (core.Task, error) {
 	return call(ctx, t.c, wire.BlockTask, wire.Keyed[core.BlockInput]{Key: id, In: in})
 }
