@@ -102,8 +102,11 @@ func (o Op[In, Out]) Parse(key string, q url.Values, decode func(any) error) (In
 	case querier:
 		return in, p.parseQuery(q)
 	case optional:
-		// decode reads a missing body as no options.
 		body, _ := p.options()
+		if !p.read() {
+			return in, nil
+		}
+		// decode reads a missing body as no options.
 		return in, decode(body)
 	}
 	return in, decode(payload)
@@ -139,7 +142,9 @@ func Key(key string) Keyed[None] { return Keyed[None]{Key: key} }
 // Value travels as the JSON body only when some option is set. A request
 // that sets none is the bodyless one clients always sent, and a daemon
 // reads a missing body as no options; a daemon older than an option
-// never reads the body at all.
+// never reads the body at all, and neither does one while B has no
+// field yet: such an operation never read a body, whatever was sent (the
+// first option decides how strictly its body is read).
 type Options[B any] struct {
 	Value B
 }
@@ -152,10 +157,17 @@ func WithOptions[B any](key string, in B) Keyed[Options[B]] {
 type optional interface {
 	// options points at the options, and says whether any is set.
 	options() (body any, set bool)
+	// read says whether there are options to read: B has a field.
+	read() bool
 }
 
 func (o *Options[B]) options() (any, bool) {
 	return &o.Value, !reflect.ValueOf(o.Value).IsZero()
+}
+
+func (o *Options[B]) read() bool {
+	t := reflect.TypeOf(o.Value)
+	return t.Kind() != reflect.Struct || t.NumField() > 0
 }
 
 // querier is an input carried in the URL's query (a GET has no body).

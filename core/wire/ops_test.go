@@ -150,13 +150,14 @@ func checkRoundTrip[In, Out any](t *testing.T, op Op[In, Out], in In) {
 	if err != nil {
 		t.Fatalf("%s: parse: %v", op.Name, err)
 	}
-	// Options are read from a body that may be missing (none set).
+	// Options are read from a body that may be missing (none set), once
+	// there are any.
 	var payload any = &got
 	if k, ok := payload.(keyed); ok {
 		payload = k.payload()
 	}
-	_, opts := payload.(optional)
-	if decoded != (body != nil) && !(opts && decoded) {
+	opts, _ := payload.(optional)
+	if decoded != (body != nil) && (opts == nil || decoded != opts.read()) {
 		t.Errorf("%s: body decoded %v, sent %v", op.Name, decoded, body != nil)
 	}
 	a, _ := json.Marshal(in)
