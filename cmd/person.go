@@ -45,7 +45,7 @@ func personAddRun(ctx context.Context, opts *PersonAddOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := client.AddPerson(ctx, opts.Name)
+	p, err := client.AddPerson(ctx, core.AddPersonInput{Name: opts.Name})
 	if err != nil {
 		return err
 	}

@@ -287,7 +287,7 @@ func profileRemoveRun(ctx context.Context, opts *ProfileRemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := client.RemoveProfile(ctx, opts.Name)
+	p, err := client.RemoveProfile(ctx, opts.Name, core.RemoveProfileInput{})
 	if err != nil {
 		return err
 	}

@@ -265,7 +265,7 @@ func roleRemoveRun(ctx context.Context, opts *RoleRemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := client.RemoveRole(ctx, opts.Name)
+	r, err := client.RemoveRole(ctx, opts.Name, core.RemoveRoleInput{})
 	if err != nil {
 		return err
 	}

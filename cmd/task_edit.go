@@ -96,7 +96,7 @@ func taskArchiveRun(ctx context.Context, opts *TaskArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.ArchiveTask(ctx, opts.ID)
+	t, err := client.ArchiveTask(ctx, opts.ID, core.ArchiveTaskInput{})
 	if err != nil {
 		return err
 	}

@@ -145,7 +145,7 @@ func taskStopRun(ctx context.Context, opts *TaskStopOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.StopTask(ctx, opts.ID)
+	res, err := client.StopTask(ctx, opts.ID, core.StopTaskInput{})
 	if err != nil {
 		return err
 	}

@@ -229,7 +229,7 @@ func taskMergeRun(ctx context.Context, opts *TaskMergeOptions) error {
 		}
 	}
 	if archive && !res.Task.Archived {
-		if res.Task, err = client.ArchiveTask(ctx, id); err != nil {
+		if res.Task, err = client.ArchiveTask(ctx, id, core.ArchiveTaskInput{}); err != nil {
 			return fmt.Errorf("merged and done, but archiving task %s failed: %w", id, err)
 		}
 		if !f.JSON {
@@ -291,7 +291,7 @@ func taskDiscardRun(ctx context.Context, opts *TaskDiscardOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.DiscardTask(ctx, opts.ID)
+	t, err := client.DiscardTask(ctx, opts.ID, core.DiscardTaskInput{})
 	if err != nil {
 		return err
 	}

@@ -8,40 +8,75 @@ import (
 // Client is the one interface every front end uses: the CLI and the TUI call
 // it through the daemon's socket, tests call the engine in process. The
 // caller's identity rides in the context (WithActor); without one the
-// operator acts.
+// operator acts. It is the areas' interfaces together, named as the
+// engine's areas are, so that a caller that needs one area can ask for it
+// alone; what belongs to no area (the event stream, the version) is its
+// own. The hosts (HostClient) and spend (Spender) areas stay apart from
+// it: front ends and fakes without them need not implement them.
 type Client interface {
+	TaskClient
+	MessageClient
+	QuestionClient
+	WorkspaceClient
+	RoleClient
+
+	// Events streams changes until ctx ends. The channel closes when the
+	// stream ends; a resync event means events were missed. Asked for an
+	// appends filter (EventsInput.Appends), its first event is subscribed,
+	// naming the subscription FollowAppends changes.
+	Events(ctx context.Context, in EventsInput) (<-chan Event, error)
+	// FollowAppends changes which task's streamed output (message.appended)
+	// a live event subscription receives: taskID's alone, none when it is
+	// "". Every other event flows as before. Not found once the stream
+	// ended.
+	FollowAppends(ctx context.Context, subscription, taskID string) error
+
+	Version(ctx context.Context) (VersionInfo, error)
+}
+
+// TaskClient is the tasks area: a task's life, from its creation to its
+// archive, and who holds it.
+type TaskClient interface {
 	CreateTask(ctx context.Context, in CreateTaskInput) (Task, error)
 	ListTasks(ctx context.Context, in ListTasksInput) ([]Task, error)
 	GetTask(ctx context.Context, id string) (Task, error)
 	EditTask(ctx context.Context, id string, in EditTaskInput) (Task, error)
-	ArchiveTask(ctx context.Context, id string) (Task, error)
+	ArchiveTask(ctx context.Context, id string, in ArchiveTaskInput) (Task, error)
 	SetTaskStatus(ctx context.Context, id string, status Status) (Task, error)
 	// TaskStats counts the tasks a listing would show: by status, sandbox
 	// and host, running, waiting on questions, and their spend.
 	TaskStats(ctx context.Context, in ListTasksInput) (TaskStats, error)
-
-	ListProfiles(ctx context.Context) ([]Profile, error)
-	GetProfile(ctx context.Context, name string) (Profile, error)
-	AddProfile(ctx context.Context, p Profile) (Profile, error)
-	RemoveProfile(ctx context.Context, name string) (Profile, error)
-
-	// StartTask starts (or resumes) the task's agent; a prompt, if given,
-	// is queued first and delivered as the turn.
-	StartTask(ctx context.Context, id string, in StartTaskInput) (Task, error)
-	MessageTask(ctx context.Context, id string, in MessageInput) (MessageResult, error)
-	StopTask(ctx context.Context, id string) (StopResult, error)
-	AnswerQuestion(ctx context.Context, id string, in AnswerInput) (AnswerResult, error)
-	Conversation(ctx context.Context, id string, in ConversationInput) (ConversationPage, error)
+	StopTask(ctx context.Context, id string, in StopTaskInput) (StopResult, error)
 	// HandoffTask gives the task to a role (its agent runs) or a person.
 	HandoffTask(ctx context.Context, id string, in HandoffInput) (HandoffResult, error)
 	// BlockTask makes a task wait on others (or, with Remove, stop waiting).
 	BlockTask(ctx context.Context, id string, in BlockInput) (Task, error)
+}
+
+// MessageClient is the messages area: what a task's agent is told, and
+// what it said.
+type MessageClient interface {
+	// StartTask starts (or resumes) the task's agent; a prompt, if given,
+	// is queued first and delivered as the turn.
+	StartTask(ctx context.Context, id string, in StartTaskInput) (Task, error)
+	MessageTask(ctx context.Context, id string, in MessageInput) (MessageResult, error)
+	Conversation(ctx context.Context, id string, in ConversationInput) (ConversationPage, error)
 	// TaskQueue lists what waits for the task's next turns, in order.
 	TaskQueue(ctx context.Context, id string) (QueueView, error)
 	// DropQueued removes one waiting item (by its id) or all of them; the
 	// operator's way out of a queue filled by others.
 	DropQueued(ctx context.Context, id string, in DropQueueInput) (QueueView, error)
+}
 
+// QuestionClient is the questions area: a task's pending question
+// answered.
+type QuestionClient interface {
+	AnswerQuestion(ctx context.Context, id string, in AnswerInput) (AnswerResult, error)
+}
+
+// WorkspaceClient is the workspaces area: a task's worktree and branch,
+// and what becomes of them.
+type WorkspaceClient interface {
 	// TaskDiff is what the task changed in its worktree against its base.
 	TaskDiff(ctx context.Context, id string, in DiffInput) (TaskDiff, error)
 	// MergeTask merges the task's branch into the main checkout's branch.
@@ -56,30 +91,26 @@ type Client interface {
 	// for it (gh), its URL recorded on the task.
 	PullRequestTask(ctx context.Context, id string, in PullRequestInput) (PullRequestResult, error)
 	// DiscardTask removes the task's worktree and branch.
-	DiscardTask(ctx context.Context, id string) (Task, error)
+	DiscardTask(ctx context.Context, id string, in DiscardTaskInput) (Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
 	PruneWorktrees(ctx context.Context, in PruneInput) (PruneResult, error)
+}
 
+// RoleClient is the roles and profiles area: the roles, the people and
+// the agent profiles tasks are assigned to and run with.
+type RoleClient interface {
 	ListRoles(ctx context.Context) ([]Role, error)
 	GetRole(ctx context.Context, name string) (Role, error)
 	AddRole(ctx context.Context, in RoleInput) (Role, error)
 	EditRole(ctx context.Context, name string, in RoleInput) (Role, error)
-	RemoveRole(ctx context.Context, name string) (Role, error)
+	RemoveRole(ctx context.Context, name string, in RemoveRoleInput) (Role, error)
 	ListPersons(ctx context.Context) ([]Person, error)
-	AddPerson(ctx context.Context, name string) (Person, error)
+	AddPerson(ctx context.Context, in AddPersonInput) (Person, error)
 
-	// Events streams changes until ctx ends. The channel closes when the
-	// stream ends; a resync event means events were missed. Asked for an
-	// appends filter (EventsInput.Appends), its first event is subscribed,
-	// naming the subscription FollowAppends changes.
-	Events(ctx context.Context, in EventsInput) (<-chan Event, error)
-	// FollowAppends changes which task's streamed output (message.appended)
-	// a live event subscription receives: taskID's alone, none when it is
-	// "". Every other event flows as before. Not found once the stream
-	// ended.
-	FollowAppends(ctx context.Context, subscription, taskID string) error
-
-	Version(ctx context.Context) (VersionInfo, error)
+	ListProfiles(ctx context.Context) ([]Profile, error)
+	GetProfile(ctx context.Context, name string) (Profile, error)
+	AddProfile(ctx context.Context, p Profile) (Profile, error)
+	RemoveProfile(ctx context.Context, name string, in RemoveProfileInput) (Profile, error)
 }
 
 // CreateTaskInput is what a new task needs. Autopilot is decided here, once.
@@ -276,6 +307,29 @@ type MessageResult struct {
 	QuestionID string `json:"question_id,omitempty"`
 	// Comments are the review comments the message carried, as kept.
 	Comments []ReviewComment `json:"comments,omitempty"`
+}
+
+// The inputs of the operations that take nothing but what they act on
+// yet: each is a struct so that an operation's first option is a field
+// (and a flag), not a change of its signature through every client. On
+// the wire one travels only when some option is set (wire.Options), so a
+// request that sets none is the one these operations always sent.
+type (
+	// StopTaskInput is a stop's options (none yet).
+	StopTaskInput struct{}
+	// ArchiveTaskInput is an archive's options (none yet).
+	ArchiveTaskInput struct{}
+	// DiscardTaskInput is a discard's options (none yet).
+	DiscardTaskInput struct{}
+	// RemoveRoleInput is a role removal's options (none yet).
+	RemoveRoleInput struct{}
+	// RemoveProfileInput is a profile removal's options (none yet).
+	RemoveProfileInput struct{}
+)
+
+// AddPersonInput names the person to add.
+type AddPersonInput struct {
+	Name string `json:"name"`
 }
 
 // StopResult is the outcome of a stop: "stopped" or "not_running".

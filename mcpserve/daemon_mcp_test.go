@@ -355,7 +355,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 		t.Fatalf("get_task_kandev with no id gets the caller's task: %v", got)
 	}
 
-	stop, err := d.Client.StopTask(bg(), task.ID)
+	stop, err := d.Client.StopTask(bg(), task.ID, core.StopTaskInput{})
 	if err != nil || stop.Result != "stopped" {
 		t.Fatalf("stop: %+v, %v", stop, err)
 	}

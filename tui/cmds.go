@@ -153,7 +153,7 @@ type diffMsg struct {
 	err    error
 }
 
-func loadDiffCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func loadDiffCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
 		d, err := c.TaskDiff(ctx, id, core.DiffInput{Patch: true})
 		return diffMsg{dialog: dialog, diff: d, err: err}
@@ -169,14 +169,14 @@ type queueMsg struct {
 	err    error
 }
 
-func loadQueueCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func loadQueueCmd(ctx context.Context, c core.MessageClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
 		v, err := c.TaskQueue(ctx, id)
 		return queueMsg{dialog: dialog, view: v, err: err}
 	}
 }
 
-func dropQueuedCmd(ctx context.Context, c core.Client, dialog int, id string, in core.DropQueueInput) tea.Cmd {
+func dropQueuedCmd(ctx context.Context, c core.MessageClient, dialog int, id string, in core.DropQueueInput) tea.Cmd {
 	return func() tea.Msg {
 		v, err := c.DropQueued(ctx, id, in)
 		return queueMsg{dialog: dialog, view: v, drop: true, err: err}
@@ -273,14 +273,14 @@ func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
 // listing has arrived: more than a tall terminal shows.
 const firstRows = 500
 
-func loadTaskCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+func loadTaskCmd(ctx context.Context, c core.TaskClient, id string) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.GetTask(ctx, id)
 		return taskMsg{task: t, err: err}
 	}
 }
 
-func loadProfilesCmd(ctx context.Context, c core.Client) tea.Cmd {
+func loadProfilesCmd(ctx context.Context, c core.RoleClient) tea.Cmd {
 	return func() tea.Msg {
 		ps, err := c.ListProfiles(ctx)
 		return profilesMsg{profiles: ps, err: err}
@@ -290,7 +290,7 @@ func loadProfilesCmd(ctx context.Context, c core.Client) tea.Cmd {
 // convoPageSize is how many entries one conversation request fetches.
 const convoPageSize = 500
 
-func loadConvoCmd(ctx context.Context, c core.Client, gen int, taskID string, kind pageKind, cursor int64) tea.Cmd {
+func loadConvoCmd(ctx context.Context, c core.MessageClient, gen int, taskID string, kind pageKind, cursor int64) tea.Cmd {
 	in := core.ConversationInput{Limit: convoPageSize}
 	switch kind {
 	case pageTail:
@@ -319,7 +319,7 @@ func tickCmd(after timerFunc, d time.Duration) tea.Cmd {
 	return after(d, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func createCmd(ctx context.Context, c core.Client, dialog int, in core.CreateTaskInput) tea.Cmd {
+func createCmd(ctx context.Context, c core.TaskClient, dialog int, in core.CreateTaskInput) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.CreateTask(ctx, in)
 		if err != nil {
@@ -333,7 +333,7 @@ func createCmd(ctx context.Context, c core.Client, dialog int, in core.CreateTas
 	}
 }
 
-func answerCmd(ctx context.Context, c core.Client, dialog int, id string, in core.AnswerInput) tea.Cmd {
+func answerCmd(ctx context.Context, c core.QuestionClient, dialog int, id string, in core.AnswerInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.AnswerQuestion(ctx, id, in)
 		if err != nil {
@@ -353,7 +353,7 @@ func answerCmd(ctx context.Context, c core.Client, dialog int, id string, in cor
 }
 
 // pushCmd pushes a task's branch to origin.
-func pushCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func pushCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.PushTask(ctx, id, core.PushInput{})
 		if err != nil {
@@ -368,7 +368,7 @@ func pushCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd 
 }
 
 // prCmd pushes a task's branch and opens a pull request for it.
-func prCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func prCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.PullRequestTask(ctx, id, core.PullRequestInput{})
 		if err != nil {
@@ -379,7 +379,7 @@ func prCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
 }
 
 // reviewCmd sends a task the diff view's comments as one review.
-func reviewCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MessageInput) tea.Cmd {
+func reviewCmd(ctx context.Context, c core.MessageClient, dialog int, id string, in core.MessageInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.MessageTask(ctx, id, in)
 		if err != nil {
@@ -397,7 +397,7 @@ func reviewCmd(ctx context.Context, c core.Client, dialog int, id string, in cor
 	}
 }
 
-func messageCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MessageInput) tea.Cmd {
+func messageCmd(ctx context.Context, c core.MessageClient, dialog int, id string, in core.MessageInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.MessageTask(ctx, id, in)
 		if err != nil {
@@ -418,9 +418,9 @@ func messageCmd(ctx context.Context, c core.Client, dialog int, id string, in co
 	}
 }
 
-func stopCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func stopCmd(ctx context.Context, c core.TaskClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := c.StopTask(ctx, id)
+		r, err := c.StopTask(ctx, id, core.StopTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opStop, dialog: dialog, taskID: id, err: err}
 		}
@@ -432,7 +432,7 @@ func stopCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd 
 	}
 }
 
-func startCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+func startCmd(ctx context.Context, c core.MessageClient, id string) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.StartTask(ctx, id, core.StartTaskInput{})
 		if err != nil {
@@ -442,9 +442,9 @@ func startCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
 	}
 }
 
-func archiveCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func archiveCmd(ctx context.Context, c core.TaskClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.ArchiveTask(ctx, id)
+		t, err := c.ArchiveTask(ctx, id, core.ArchiveTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opArchive, dialog: dialog, taskID: id, err: err}
 		}
@@ -452,7 +452,7 @@ func archiveCmd(ctx context.Context, c core.Client, dialog int, id string) tea.C
 	}
 }
 
-func loadAssigneesCmd(ctx context.Context, c core.Client, dialog int) tea.Cmd {
+func loadAssigneesCmd(ctx context.Context, c core.RoleClient, dialog int) tea.Cmd {
 	return func() tea.Msg {
 		rs, err := c.ListRoles(ctx)
 		if err != nil {
@@ -466,7 +466,7 @@ func loadAssigneesCmd(ctx context.Context, c core.Client, dialog int) tea.Cmd {
 	}
 }
 
-func statusCmd(ctx context.Context, c core.Client, dialog int, id string, from, to core.Status) tea.Cmd {
+func statusCmd(ctx context.Context, c core.TaskClient, dialog int, id string, from, to core.Status) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.SetTaskStatus(ctx, id, to)
 		if err != nil {
@@ -481,7 +481,7 @@ func statusCmd(ctx context.Context, c core.Client, dialog int, id string, from, 
 	}
 }
 
-func handoffCmd(ctx context.Context, c core.Client, dialog int, id string, in core.HandoffInput) tea.Cmd {
+func handoffCmd(ctx context.Context, c core.TaskClient, dialog int, id string, in core.HandoffInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.HandoffTask(ctx, id, in)
 		if err != nil {
@@ -517,7 +517,7 @@ func loadStatCmd(ctx context.Context, c core.Client, dialog int, id string) tea.
 	}
 }
 
-func mergeCmd(ctx context.Context, c core.Client, dialog int, id string, in core.MergeInput) tea.Cmd {
+func mergeCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string, in core.MergeInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.MergeTask(ctx, id, in)
 		if err != nil {
@@ -533,9 +533,9 @@ func mergeCmd(ctx context.Context, c core.Client, dialog int, id string, in core
 	}
 }
 
-func discardCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func discardCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.DiscardTask(ctx, id)
+		t, err := c.DiscardTask(ctx, id, core.DiscardTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opDiscard, dialog: dialog, taskID: id, err: err}
 		}
@@ -569,7 +569,7 @@ func finishCmd(ctx context.Context, c core.Client, dialog int, a endTask) tea.Cm
 		if !a.archive {
 			return opDoneMsg{op: opStatus, dialog: dialog, taskID: a.taskID, text: fmt.Sprintf("task %s: %s", a.taskID, strings.Join(done, ", "))}
 		}
-		t, err := c.ArchiveTask(ctx, a.taskID)
+		t, err := c.ArchiveTask(ctx, a.taskID, core.ArchiveTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opArchive, dialog: dialog, taskID: a.taskID, err: err}
 		}

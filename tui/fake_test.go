@@ -347,7 +347,7 @@ func (f *fakeClient) MessageTask(ctx context.Context, id string, in core.Message
 	return res, nil
 }
 
-func (f *fakeClient) StopTask(ctx context.Context, id string) (core.StopResult, error) {
+func (f *fakeClient) StopTask(ctx context.Context, id string, _ core.StopTaskInput) (core.StopResult, error) {
 	if err := f.record("StopTask " + id); err != nil {
 		return core.StopResult{}, err
 	}
@@ -373,7 +373,7 @@ func (f *fakeClient) GetTask(ctx context.Context, id string) (core.Task, error) 
 	return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
 }
 
-func (f *fakeClient) ArchiveTask(ctx context.Context, id string) (core.Task, error) {
+func (f *fakeClient) ArchiveTask(ctx context.Context, id string, _ core.ArchiveTaskInput) (core.Task, error) {
 	if err := f.record("ArchiveTask " + id); err != nil {
 		return core.Task{}, err
 	}

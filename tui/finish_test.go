@@ -31,7 +31,7 @@ func (f *fakeClient) MergeTask(ctx context.Context, id string, in core.MergeInpu
 }
 
 // DiscardTask records the call and marks the task's workspace discarded.
-func (f *fakeClient) DiscardTask(ctx context.Context, id string) (core.Task, error) {
+func (f *fakeClient) DiscardTask(ctx context.Context, id string, _ core.DiscardTaskInput) (core.Task, error) {
 	if err := f.record("DiscardTask " + id); err != nil {
 		return core.Task{}, err
 	}

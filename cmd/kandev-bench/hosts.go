@@ -239,10 +239,10 @@ func sessionOnce(ctx context.Context, c *daemonclient.Client, cwd, host, sandbox
 		got, _ := c.GetTask(ctx, t.ID)
 		return 0, nil, fmt.Errorf("no reply from the agent (task %s waiting %q session %+v)", t.ID, got.Waiting, got.Session)
 	}
-	if _, err := c.StopTask(ctx, t.ID); err != nil {
+	if _, err := c.StopTask(ctx, t.ID, core.StopTaskInput{}); err != nil {
 		return 0, nil, err
 	}
-	if _, err := c.ArchiveTask(ctx, t.ID); err != nil {
+	if _, err := c.ArchiveTask(ctx, t.ID, core.ArchiveTaskInput{}); err != nil {
 		return 0, nil, err
 	}
 	return took, mcp, nil

@@ -64,7 +64,7 @@ func dump(t *testing.T, d *daemontest.Daemon, id string) {
 func setupChain(t *testing.T, d *daemontest.Daemon) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "lead", Profile: "mock", ReportsTo: "alice"}); err != nil {
@@ -161,7 +161,7 @@ func TestUnservedRunWaitsThenStarts(t *testing.T) {
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "later", Command: "kandev-not-installed-yet", MCP: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "worker", Profile: "later", ReportsTo: "alice"}); err != nil {
@@ -357,7 +357,7 @@ func TestWaitOutcomes(t *testing.T) {
 	back := create(t, d, core.CreateTaskInput{Title: "stalls", Start: true, Prompt: "mock: say nothing handed"})
 	check(back.ID, "person", 10)
 	// Escalated: past its role, to the role's manager.
-	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {

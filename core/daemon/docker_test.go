@@ -517,11 +517,11 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	if n := len(agent.SessionProcs(sid)); n == 0 {
 		t.Fatal("the container's processes do not carry the session's marker on the host")
 	}
-	res, err := d.Client.StopTask(ctx, task.ID)
+	res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
 	if err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
-	if res, err = d.Client.StopTask(ctx, task.ID); err != nil || res.Result != "not_running" {
+	if res, err = d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "not_running" {
 		t.Fatalf("second stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")
@@ -542,11 +542,11 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	// The cut turn resumes in a container of its own (ADR 0026); a stop
 	// takes that one too.
 	waitState(t, d, task.ID, core.SessionRunning)
-	if _, err := d.Client.StopTask(ctx, task.ID); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	noContainersLeft(t, e, "the last stop")
-	if _, err := d.Client.StopTask(ctx, other.ID); err != nil {
+	if _, err := d.Client.StopTask(ctx, other.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -661,7 +661,7 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 		t.Fatalf("not resumed: %q", said(t, d, work.ID))
 	}
 	for _, id := range []string{work.ID, asks.ID} {
-		if _, err := d.Client.StopTask(ctx, id); err != nil {
+		if _, err := d.Client.StopTask(ctx, id, core.StopTaskInput{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -42,7 +42,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	m.HandleFunc(wire.CreateTask.Pattern(), h.createTask)
 	route(m, wire.GetTask, key(h.eng.Tasks.GetTask))
 	route(m, wire.EditTask, keyed(h.eng.Tasks.EditTask))
-	route(m, wire.ArchiveTask, key(h.eng.Tasks.ArchiveTask))
+	route(m, wire.ArchiveTask, keyedOptions(h.eng.Tasks.ArchiveTask))
 	route(m, wire.SetTaskStatus, func(ctx context.Context, in wire.Keyed[wire.StatusBody]) (core.Task, error) {
 		return h.eng.Tasks.SetTaskStatus(ctx, in.Key, in.In.Status)
 	})
@@ -51,7 +51,7 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	})
 	route(m, wire.StartTask, keyed(h.eng.Messages.StartTask))
 	route(m, wire.MessageTask, keyed(h.eng.Messages.MessageTask))
-	route(m, wire.StopTask, key(h.eng.Chain.StopTask))
+	route(m, wire.StopTask, keyedOptions(h.eng.Chain.StopTask))
 	route(m, wire.AnswerQuestion, keyed(h.eng.Questions.AnswerQuestion))
 	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (core.ConversationPage, error) {
 		return h.eng.Messages.Conversation(ctx, in.Key, core.ConversationInput(in.In))
@@ -67,25 +67,23 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	route(m, wire.PushTask, keyed(h.eng.Workspaces.Push))
 	route(m, wire.PullRequestTask, keyed(h.eng.Workspaces.PullRequest))
 	route(m, wire.MergeTask, keyed(h.eng.Workspaces.Merge))
-	route(m, wire.DiscardTask, key(h.eng.Workspaces.Discard))
+	route(m, wire.DiscardTask, keyedOptions(h.eng.Workspaces.Discard))
 	route(m, wire.PruneWorktrees, h.eng.Workspaces.Prune)
 	usageRoutes(m, h.eng)
 	route(m, wire.ListRoles, none(h.eng.Roles.ListRoles))
 	route(m, wire.AddRole, h.eng.Roles.AddRole)
 	route(m, wire.GetRole, key(h.eng.Roles.GetRole))
 	route(m, wire.EditRole, keyed(h.eng.Roles.EditRole))
-	route(m, wire.RemoveRole, key(h.eng.Roles.RemoveRole))
+	route(m, wire.RemoveRole, keyedOptions(h.eng.Roles.RemoveRole))
 	route(m, wire.ListPersons, none(h.eng.Roles.ListPersons))
-	route(m, wire.AddPerson, func(ctx context.Context, in wire.NameBody) (core.Person, error) {
-		return h.eng.Roles.AddPerson(ctx, in.Name)
-	})
+	route(m, wire.AddPerson, h.eng.Roles.AddPerson)
 	route(m, wire.ListProfiles, none(h.eng.Roles.ListProfiles))
 	route(m, wire.GetProfile, key(h.eng.Roles.GetProfile))
 	route(m, wire.AddProfile, func(ctx context.Context, in wire.Keyed[core.Profile]) (core.Profile, error) {
 		in.In.Name = in.Key
 		return h.eng.Roles.AddProfile(ctx, in.In)
 	})
-	route(m, wire.RemoveProfile, key(h.eng.Roles.RemoveProfile))
+	route(m, wire.RemoveProfile, keyedOptions(h.eng.Roles.RemoveProfile))
 	hostRoutes(m, h.eng)
 	route(m, wire.FollowAppends, func(ctx context.Context, in wire.Keyed[wire.AppendsBody]) (wire.None, error) {
 		return wire.None{}, h.eng.Tasks.FollowAppends(ctx, in.Key, in.In.TaskID)

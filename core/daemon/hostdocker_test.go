@@ -173,7 +173,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 	}
 
 	// A stop leaves no container and no process of the session.
-	if res, err := d.Client.StopTask(ctx, task.ID); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")
@@ -199,7 +199,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 		resumed = get(t, d, task.ID).Session
 		return resumed != nil && resumed.ID != sid && resumed.State == core.SessionRunning
 	})
-	if _, err := d.Client.StopTask(ctx, task.ID); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	sessionGone(t, resumed.ID, "the last stop")

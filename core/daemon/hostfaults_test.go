@@ -201,7 +201,7 @@ func TestHostConnectionLost(t *testing.T) {
 			return strings.HasPrefix(get(t, d, id).Waiting, "host lb unreachable since ")
 		})
 	}
-	if res, err := d.Client.StopTask(context.Background(), task.ID); err != nil {
+	if res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{}); err != nil {
 		t.Fatalf("stop while the host is down: %+v %v", res, err)
 	}
 	daemontest.Eventually(t, wait, "the stopped task to wait no more", func() bool {

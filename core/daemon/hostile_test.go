@@ -168,7 +168,7 @@ func TestLoadReplayBurst(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME=load", fmt.Sprintf("KANDEV_MOCK_REPLAY=%d", n)))
 	task := heldParent(t, d, "mock: say one")
 	first := task.Session
-	if res, err := d.Client.StopTask(context.Background(), task.ID); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	groupGone(t, first.PID)

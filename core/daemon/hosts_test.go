@@ -110,7 +110,7 @@ func TestHostLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "here.txt")); err == nil {
 		t.Fatal("the task on a host wrote on this machine")
 	}
-	if res, err := d.Client.StopTask(context.Background(), started.ID); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(context.Background(), started.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	d.MustRun("task", "archive", started.ID)
@@ -280,7 +280,7 @@ func TestHostRunsAgent(t *testing.T) {
 		t.Fatalf("the host's worktree after the fetch: %q %v", out, err)
 	}
 
-	res, err := d.Client.StopTask(ctx, task.ID)
+	res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
 	if err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
@@ -397,7 +397,7 @@ func TestHostSessionAfterKill9(t *testing.T) {
 		s := get(t, d, task.ID).Session
 		return s != nil && s.ID != sid && s.State == core.SessionRunning
 	})
-	if _, err := d.Client.StopTask(context.Background(), task.ID); err != nil {
+	if _, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	d.Stop()

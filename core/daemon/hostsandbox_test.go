@@ -114,7 +114,7 @@ func TestHostSandboxBwrap(t *testing.T) {
 	}
 
 	// A stop leaves nothing of the session on either side.
-	if res, err := d.Client.StopTask(ctx, task.ID); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")

@@ -72,7 +72,7 @@ func TestHostAddWakesWaiters(t *testing.T) {
 	third := create(t, d, core.CreateTaskInput{Title: "third", CWD: work, Host: "auto"})
 	ids = append(ids, third.ID)
 	for _, id := range []string{first.ID, second.ID, raised.ID} {
-		if _, err := d.Client.StopTask(ctx, id); err != nil {
+		if _, err := d.Client.StopTask(ctx, id, core.StopTaskInput{}); err != nil {
 			t.Fatal(err)
 		}
 		d.MustRun("task", "archive", id)

@@ -81,7 +81,7 @@ func TestHostPlacementAuto(t *testing.T) {
 			// A task given the host by name waits for the slot too.
 			named := create(t, d, core.CreateTaskInput{Title: "named", CWD: work, Host: "lb", Start: true, Prompt: "mock: say named"})
 			waitSlotFull(named.ID)
-			if _, err := d.Client.StopTask(ctx, named.ID); err != nil {
+			if _, err := d.Client.StopTask(ctx, named.ID, core.StopTaskInput{}); err != nil {
 				t.Fatal(err)
 			}
 			// A subtask of a placed task inherits its host.
@@ -90,7 +90,7 @@ func TestHostPlacementAuto(t *testing.T) {
 			}
 		}
 		sid := got.Session.ID
-		if res, err := d.Client.StopTask(ctx, id); err != nil || res.Result != "stopped" {
+		if res, err := d.Client.StopTask(ctx, id, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 			t.Fatalf("stop %s: %+v %v", id, res, err)
 		}
 		sessionGone(t, sid, "stop")

@@ -69,7 +69,7 @@ func TestNoProcessOutlivesItsTask(t *testing.T) {
 		t.Run(name+"/stop", func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv(env...))
 			task, sid := withHelpers(t, d, "mock: hang")
-			res, err := d.Client.StopTask(context.Background(), task.ID)
+			res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{})
 			if err != nil || res.Result != "stopped" {
 				t.Fatalf("stop: %+v %v", res, err)
 			}

@@ -256,7 +256,7 @@ func TestSupersededAndStale(t *testing.T) {
 	if q2.ID == q.ID {
 		t.Fatal("a new question should get a new id")
 	}
-	if res, err := d.Client.StopTask(context.Background(), child.ID); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(context.Background(), child.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	if st := questionStatus(t, d, child.ID, q2.ID); st != "stale" {
@@ -276,11 +276,11 @@ func TestStopContract(t *testing.T) {
 	waitSaid(t, d, task.ID, "started")
 	message(t, d, task.ID, "mock: say later")
 	pid := get(t, d, task.ID).Session.PID
-	res, err := d.Client.StopTask(ctx, task.ID)
+	res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
 	if err != nil || res.Result != "stopped" || len(res.Sessions) != 1 {
 		t.Fatalf("first stop: %+v %v", res, err)
 	}
-	res, err = d.Client.StopTask(ctx, task.ID)
+	res, err = d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
 	if err != nil || res.Result != "not_running" {
 		t.Fatalf("second stop: %+v %v", res, err)
 	}
@@ -302,7 +302,7 @@ func TestStopRacingStart(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
 		task := create(t, d, core.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
-		res, err := d.Client.StopTask(ctx, task.ID)
+		res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
 		if err != nil || res.Result != "stopped" {
 			t.Fatalf("stop: %+v %v", res, err)
 		}

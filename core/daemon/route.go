@@ -43,7 +43,8 @@ func parse[In, Out any](op wire.Op[In, Out], r *http.Request) (In, error) {
 }
 
 // The adapters below fit an engine method to a row whose input is only
-// its key (key), nothing (none), or a key and a body (keyed).
+// its key (key), nothing (none), a key and a body (keyed), or a key and
+// options (keyedOptions).
 
 func none[Out any](fn func(context.Context) (Out, error)) func(context.Context, wire.None) (Out, error) {
 	return func(ctx context.Context, _ wire.None) (Out, error) { return fn(ctx) }
@@ -55,6 +56,14 @@ func key[Out any](fn func(context.Context, string) (Out, error)) func(context.Co
 
 func keyed[B, Out any](fn func(context.Context, string, B) (Out, error)) func(context.Context, wire.Keyed[B]) (Out, error) {
 	return func(ctx context.Context, in wire.Keyed[B]) (Out, error) { return fn(ctx, in.Key, in.In) }
+}
+
+// keyedOptions adapts an operation that takes its key and options whose
+// body is sent only when set (wire.Options).
+func keyedOptions[B, Out any](fn func(context.Context, string, B) (Out, error)) func(context.Context, wire.Keyed[wire.Options[B]]) (Out, error) {
+	return func(ctx context.Context, in wire.Keyed[wire.Options[B]]) (Out, error) {
+		return fn(ctx, in.Key, in.In.Value)
+	}
 }
 
 // statusOf maps an error code to an HTTP status, once.

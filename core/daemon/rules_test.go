@@ -83,7 +83,7 @@ func TestFailedRunsEscalate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv(c.env...))
 			ctx := context.Background()
-			if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+			if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
 				t.Fatal(err)
 			}
 			p := c.prof(d.Bin)
@@ -168,7 +168,7 @@ func TestQuestionKeepsStatus(t *testing.T) {
 func TestOnlyHolderHandsOn(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {
@@ -298,7 +298,7 @@ func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 		}
 		return false
 	})
-	if _, err := d.Client.ArchiveTask(ctx, parent.ID); err != nil {
+	if _, err := d.Client.ArchiveTask(ctx, parent.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.StartTask(ctx, child.ID, core.StartTaskInput{Prompt: "mock: say my last words before getting stuck"}); err != nil {
@@ -346,7 +346,7 @@ func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 func TestFailedStartCheckSurvivesKill(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_FAILPOINT=exit-after-turn-end"))
 	ctx := context.Background()
-	if _, err := d.Client.AddPerson(ctx, "alice"); err != nil {
+	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "dies", Command: d.Bin, Args: []string{"mock-agent"},

@@ -186,7 +186,7 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 		t.Errorf("diff files %v", files)
 	}
 	// Stop, then merge and the user's own git status: nothing it planted runs.
-	if _, err := d.Client.StopTask(ctx, task.ID); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again"}); err != nil {
@@ -227,11 +227,11 @@ func TestBwrapKeepsTheRules(t *testing.T) {
 		if n := len(agent.SessionProcs(sid)); n < 3 {
 			t.Fatalf("%d processes of the session visible from the host, want the agent and its helpers", n)
 		}
-		res, err := d.Client.StopTask(ctx, task.ID)
+		res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
 		if err != nil || res.Result != "stopped" {
 			t.Fatalf("stop: %+v %v", res, err)
 		}
-		if res, err = d.Client.StopTask(ctx, task.ID); err != nil || res.Result != "not_running" {
+		if res, err = d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "not_running" {
 			t.Fatalf("second stop: %+v %v", res, err)
 		}
 		sessionGone(t, sid, "stop")

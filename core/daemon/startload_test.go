@@ -45,7 +45,7 @@ func TestRestartListsTheSameTasks(t *testing.T) {
 	if _, err := d.Client.SetTaskStatus(ctx, archived.ID, core.StatusCancelled); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.ArchiveTask(ctx, archived.ID); err != nil {
+	if _, err := d.Client.ArchiveTask(ctx, archived.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	ran := create(t, d, core.CreateTaskInput{Title: "ran", CWD: cwd, Start: true, Prompt: "mock: say done"})
@@ -53,7 +53,7 @@ func TestRestartListsTheSameTasks(t *testing.T) {
 	// run that never reports is escalated to the operator, and the
 	// blocked task's run, started by its block, waits until stopped.
 	waitIdle(t, d, blocked.ID)
-	if _, err := d.Client.StopTask(ctx, blocked.ID); err != nil {
+	if _, err := d.Client.StopTask(ctx, blocked.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	daemontest.Eventually(t, wait, "the runs to end", func() bool {

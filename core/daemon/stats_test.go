@@ -30,7 +30,7 @@ func TestTaskStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := create(t, d, core.CreateTaskInput{Title: "archived"})
-	if _, err := d.Client.ArchiveTask(context.Background(), gone.ID); err != nil {
+	if _, err := d.Client.ArchiveTask(context.Background(), gone.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	daemontest.Eventually(t, wait, "the spend reported", func() bool { return usageOf(t, d, spent.ID).Own.Tokens == 120 })

@@ -29,7 +29,7 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 	archivedParent := create(t, d, core.CreateTaskInput{Title: "archived parent"})
 	create(t, d, core.CreateTaskInput{Title: "tree C"})
 	orphan := create(t, d, core.CreateTaskInput{Title: "orphan", ParentID: archivedParent.ID})
-	if _, err := d.Client.ArchiveTask(ctx, archivedParent.ID); err != nil {
+	if _, err := d.Client.ArchiveTask(ctx, archivedParent.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if get(t, d, orphan.ID).Archived {
@@ -40,7 +40,7 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: call("create_task_kandev",
 		map[string]any{"title": "child", "autopilot": true, "prompt": askParent("Which colour?")})})
 	gone := create(t, d, core.CreateTaskInput{Title: "archived"})
-	if _, err := d.Client.ArchiveTask(ctx, gone.ID); err != nil {
+	if _, err := d.Client.ArchiveTask(ctx, gone.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	var child string

@@ -1182,7 +1182,7 @@ var trustOps = []trustOp{
 			c.fail(err)
 		}
 		daemontest.Eventually(t, trustWait, "the cut turn to run again", resumed)
-		_, err := c.e.d.Client.StopTask(ctx, c.task.ID)
+		_, err := c.e.d.Client.StopTask(ctx, c.task.ID, core.StopTaskInput{})
 		c.fail(err)
 		_, err = c.e.d.Client.DropQueued(ctx, c.task.ID, core.DropQueueInput{All: true})
 		c.fail(err)
@@ -1209,7 +1209,7 @@ var trustOps = []trustOp{
 		defer cancel()
 		_, err := c.e.d.Client.SetTaskStatus(ctx, c.task.ID, core.StatusDone)
 		c.fail(err)
-		_, err = c.e.d.Client.ArchiveTask(ctx, c.task.ID)
+		_, err = c.e.d.Client.ArchiveTask(ctx, c.task.ID, core.ArchiveTaskInput{})
 		c.fail(err)
 		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{Patch: true})
 		c.show(d.Patch)
@@ -1218,7 +1218,7 @@ var trustOps = []trustOp{
 	{name: "discard", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		_, err := c.e.d.Client.DiscardTask(ctx, c.task.ID)
+		_, err := c.e.d.Client.DiscardTask(ctx, c.task.ID, core.DiscardTaskInput{})
 		c.fail(err)
 	}},
 	{name: "push", fresh: true, run: func(t *testing.T, c *trustCell) {
@@ -1352,7 +1352,7 @@ func testTrustMatrix(t *testing.T, mode string) {
 			ctx, cancel = trustCtx()
 			defer cancel()
 			for _, id := range ids {
-				_, _ = e.d.Client.StopTask(ctx, id)
+				_, _ = e.d.Client.StopTask(ctx, id, core.StopTaskInput{})
 			}
 			t.Logf("%s: %d operations in %s", g.name, len(trustOps), time.Since(gBegan).Round(time.Millisecond))
 		})

@@ -223,7 +223,7 @@ func TestStopTearsDownProcessGroup(t *testing.T) {
 	task := create(t, d, core.CreateTaskInput{Title: "hang", Prompt: "mock: call list_tasks_kandev {}\nmock: hang", Start: true})
 	waitSaid(t, d, task.ID, "list_tasks_kandev")
 	running := get(t, d, task.ID).Session
-	res, err := d.Client.StopTask(context.Background(), task.ID)
+	res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{})
 	if err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}

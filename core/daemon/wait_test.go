@@ -29,7 +29,7 @@ func TestWaitReturnsOnStopAndCancel(t *testing.T) {
 	}()
 	// Whether the stop lands before the wait's first read or after (an
 	// event), the outcome is the same.
-	if _, err := d.Client.StopTask(ctx, task.ID); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done

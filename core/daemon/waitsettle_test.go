@@ -14,7 +14,7 @@ import (
 // running by the next command.
 func TestWaitReturnsOnceTheTurnSettled(t *testing.T) {
 	d := daemontest.Start(t)
-	if _, err := d.Client.AddPerson(context.Background(), "alice"); err != nil {
+	if _, err := d.Client.AddPerson(context.Background(), core.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	task := create(t, d, core.CreateTaskInput{Title: "hands on, keeps talking", Start: true,

@@ -7,34 +7,37 @@ import (
 	"github.com/kandev/kandev/core/wire"
 )
 
-var _ core.HostClient = (*Client)(nil)
+// Hosts is the client's hosts area: the machines agents run on.
+type Hosts struct{ c *caller }
+
+var _ core.HostClient = (*Hosts)(nil)
 
 // ListHosts implements core.HostClient.
-func (c *Client) ListHosts(ctx context.Context) ([]core.Host, error) {
-	return call(ctx, c, wire.ListHosts, wire.None{})
+func (h *Hosts) ListHosts(ctx context.Context) ([]core.Host, error) {
+	return call(ctx, h.c, wire.ListHosts, wire.None{})
 }
 
 // GetHost implements core.HostClient.
-func (c *Client) GetHost(ctx context.Context, name string) (core.Host, error) {
-	return call(ctx, c, wire.GetHost, wire.Key(name))
+func (h *Hosts) GetHost(ctx context.Context, name string) (core.Host, error) {
+	return call(ctx, h.c, wire.GetHost, wire.Key(name))
 }
 
 // AddHost implements core.HostClient.
-func (c *Client) AddHost(ctx context.Context, in core.HostInput) (core.Host, error) {
-	return call(ctx, c, wire.AddHost, in)
+func (h *Hosts) AddHost(ctx context.Context, in core.HostInput) (core.Host, error) {
+	return call(ctx, h.c, wire.AddHost, in)
 }
 
 // RemoveHost implements core.HostClient.
-func (c *Client) RemoveHost(ctx context.Context, name string) (core.Host, error) {
-	return call(ctx, c, wire.RemoveHost, wire.Key(name))
+func (h *Hosts) RemoveHost(ctx context.Context, name string) (core.Host, error) {
+	return call(ctx, h.c, wire.RemoveHost, wire.Key(name))
 }
 
 // CheckHost implements core.HostClient.
-func (c *Client) CheckHost(ctx context.Context, name string) (core.HostCheck, error) {
-	return call(ctx, c, wire.CheckHost, wire.Key(name))
+func (h *Hosts) CheckHost(ctx context.Context, name string) (core.HostCheck, error) {
+	return call(ctx, h.c, wire.CheckHost, wire.Key(name))
 }
 
 // EditHost implements core.HostClient.
-func (c *Client) EditHost(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
-	return call(ctx, c, wire.EditHost, wire.Keyed[core.HostEdit]{Key: name, In: in})
+func (h *Hosts) EditHost(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
+	return call(ctx, h.c, wire.EditHost, wire.Keyed[core.HostEdit]{Key: name, In: in})
 }

@@ -147,7 +147,7 @@ func TestListTasksPages(t *testing.T) {
 		_, err := c.call(root.ID, "list_tasks_kandev", bad)
 		wantCode(t, err, core.CodeValidation)
 	}
-	if _, err := c.eng.Tasks.ArchiveTask(c.ctx, kids[24].ID); err != nil {
+	if _, err := c.eng.Tasks.ArchiveTask(c.ctx, kids[24].ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.call(root.ID, "list_tasks_kandev", map[string]any{"cursor": kids[24].ID})

@@ -518,6 +518,3 @@ func metaJSON(m map[string]any) string {
 	return string(b)
 }
 
-// Engine keeps core.Client's start, message and conversation operations
-// for now (issue 35): each forwards to the messages area, which holds the
-// body.

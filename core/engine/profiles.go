@@ -103,7 +103,7 @@ func (ro *Roles) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 
 // RemoveProfile serves core.Client's operation of that name. Removing an override restores the
 // built-in; a built-in itself cannot be removed.
-func (ro *Roles) RemoveProfile(ctx context.Context, name string) (core.Profile, error) {
+func (ro *Roles) RemoveProfile(ctx context.Context, name string, _ core.RemoveProfileInput) (core.Profile, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveProfile, core.Task{}); err != nil {
 		return core.Profile{}, err
 	}
@@ -138,6 +138,3 @@ func (ro *Roles) profileChanged(name string) {
 		ro.k.kickLoop(id)
 	}
 }
-
-// Engine keeps core.Client's profile operations for now (issue 35): each
-// forwards to the roles area, which holds the body.

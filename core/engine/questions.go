@@ -298,5 +298,3 @@ func (qs *Questions) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, 
 	return nil
 }
 
-// Engine keeps core.Client's answer for now (issue 35): it forwards to the
-// questions area, which holds the body.

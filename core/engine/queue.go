@@ -92,5 +92,3 @@ func queueView(taskID string, queue []store.QueueItem) core.QueueView {
 	return v
 }
 
-// Engine keeps core.Client's queue operations for now (issue 35): each
-// forwards to the messages area, which holds the body.

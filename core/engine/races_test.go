@@ -26,7 +26,7 @@ func TestStopDuringStartRunsNoTurn(t *testing.T) {
 	defer releaseTeardown()
 	task := p.create(core.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
 	sid := <-launched
-	res, err := p.eng.Chain.StopTask(p.op(), task.ID)
+	res, err := p.eng.Chain.StopTask(p.op(), task.ID, core.StopTaskInput{})
 	if err != nil || res.Result != "stopped" || len(res.Sessions) != 1 || res.Sessions[0] != sid {
 		t.Fatalf("stop: %+v %v (launched %s)", res, err, sid)
 	}
@@ -59,7 +59,7 @@ func TestMessageAfterStop(t *testing.T) {
 	sid := p.get(task.ID).Session.ID
 	p.message(task.ID, "mock: say first after stop", core.DeliveryQueued)
 	ended := p.loopsEnded(task.ID)
-	if res, err := p.eng.Chain.StopTask(p.op(), task.ID); err != nil || res.Result != "stopped" {
+	if res, err := p.eng.Chain.StopTask(p.op(), task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	open()
@@ -205,7 +205,7 @@ func TestSupersededThenStale(t *testing.T) {
 		return q != nil && q.ID != q1
 	})
 	q2 := p.get(child.ID).PendingQuestion.ID
-	if res, err := p.eng.Chain.StopTask(p.op(), child.ID); err != nil || res.Result != "stopped" {
+	if res, err := p.eng.Chain.StopTask(p.op(), child.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	if st := p.questionStatus(child.ID, q2); st != "stale" {

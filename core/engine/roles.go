@@ -186,7 +186,7 @@ func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (
 
 // RemoveRole serves core.Client's operation of that name. A role that still has work, or that
 // someone reports to, stays.
-func (ro *Roles) RemoveRole(ctx context.Context, name string) (core.Role, error) {
+func (ro *Roles) RemoveRole(ctx context.Context, name string, _ core.RemoveRoleInput) (core.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveRole, core.Task{}); err != nil {
 		return core.Role{}, err
 	}
@@ -220,7 +220,8 @@ func (ro *Roles) ListPersons(ctx context.Context) ([]core.Person, error) {
 }
 
 // AddPerson serves core.Client's operation of that name.
-func (ro *Roles) AddPerson(ctx context.Context, name string) (core.Person, error) {
+func (ro *Roles) AddPerson(ctx context.Context, in core.AddPersonInput) (core.Person, error) {
+	name := in.Name
 	if err := ro.may(core.ActorFrom(ctx), ActAddPerson, core.Task{}); err != nil {
 		return core.Person{}, err
 	}
@@ -288,6 +289,3 @@ func (ro *Roles) roleOf(ctx context.Context, name string) (store.Role, error) {
 	}
 	return r, err
 }
-
-// Engine keeps core.Client's roles and people operations for now (issue
-// 35): each forwards to the roles area, which holds the body.

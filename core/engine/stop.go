@@ -15,7 +15,7 @@ import (
 // review, the run's session cancelled and its token revoked, a pending
 // question stale, the note), and one notification step announces it. See
 // docs/decisions/0004-stop-fence.md.
-func (ch *Chain) StopTask(ctx context.Context, ref string) (core.StopResult, error) {
+func (ch *Chain) StopTask(ctx context.Context, ref string, _ core.StopTaskInput) (core.StopResult, error) {
 	actor := core.ActorFrom(ctx)
 	t, err := ch.auth.authorized(ctx, actor, ref, ActStop)
 	if err != nil {

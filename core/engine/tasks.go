@@ -300,7 +300,7 @@ func (ts *Tasks) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 
 // ArchiveTask serves core.Client's operation of that name. Archiving is idempotent; it halts a
 // running agent and makes a pending question stale.
-func (ts *Tasks) ArchiveTask(ctx context.Context, ref string) (core.Task, error) {
+func (ts *Tasks) ArchiveTask(ctx context.Context, ref string, _ core.ArchiveTaskInput) (core.Task, error) {
 	t, err := ts.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActArchive)
 	if err != nil {
 		return core.Task{}, err

@@ -160,7 +160,7 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 		}
 	}
 	for range 2 {
-		if _, err := env.eng.Tasks.ArchiveTask(env.ctx, auto.ID); err != nil {
+		if _, err := env.eng.Tasks.ArchiveTask(env.ctx, auto.ID, core.ArchiveTaskInput{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -230,7 +230,7 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 	}
 	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile claude", "mcp: false")
-	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "claude"); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "claude", core.RemoveProfileInput{}); err != nil {
 		t.Fatal(err)
 	}
 	auto := env.create(core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true})
@@ -252,7 +252,7 @@ func TestParentMustExistAndBeLive(t *testing.T) {
 	if kid.ParentID != root.ID {
 		t.Fatalf("child of prefix %s has parent %q, want %s", root.ID[:4], kid.ParentID, root.ID)
 	}
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, root.ID); err != nil {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, root.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	before := env.count(true)
@@ -307,7 +307,7 @@ func TestNoCycles(t *testing.T) {
 func TestArchiveIsIdempotent(t *testing.T) {
 	env := newEngineEnv(t)
 	task := env.create(core.CreateTaskInput{Title: "done with"})
-	first, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID)
+	first, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID, core.ArchiveTaskInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestArchiveIsIdempotent(t *testing.T) {
 		t.Fatalf("archived: %+v", first)
 	}
 	time.Sleep(2 * time.Millisecond) // a second archive must not move the time
-	second, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID)
+	second, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID, core.ArchiveTaskInput{})
 	if err != nil {
 		t.Fatalf("archiving twice: %v", err)
 	}
@@ -327,7 +327,7 @@ func TestArchiveIsIdempotent(t *testing.T) {
 	if !got.Archived || !got.ArchivedAt.Equal(first.ArchivedAt) {
 		t.Fatalf("after restart: %+v", got)
 	}
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "nope22"); core.CodeOf(err) != core.CodeNotFound {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "nope22", core.ArchiveTaskInput{}); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("archiving a missing task: %v", err)
 	}
 	// An archived task is read-only: edits and status moves are refused
@@ -493,7 +493,7 @@ func TestIDPrefixResolution(t *testing.T) {
 	_, err = env.eng.Tasks.GetTask(env.ctx, "  ")
 	i2WantErr(t, err, core.CodeValidation, "task id is required")
 	// Every verb that takes an id resolves it the same way.
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "ab23"); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "ab23", core.ArchiveTaskInput{}); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("archive of an ambiguous prefix: %v", err)
 	}
 	if got, err := env.eng.Tasks.SetTaskStatus(env.ctx, "ac", core.StatusReview); err != nil || got.ID != "ac2345" {
@@ -512,7 +512,7 @@ func TestListingOrderAndArchived(t *testing.T) {
 	a1x := env.create(core.CreateTaskInput{Title: "a1x", ParentID: a1.ID})
 	b1 := env.create(core.CreateTaskInput{Title: "b1", ParentID: b.ID})
 	a2 := env.create(core.CreateTaskInput{Title: "a2", ParentID: a.ID})
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, a1.ID); err != nil {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, a1.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	titles := func(in core.ListTasksInput) []string {

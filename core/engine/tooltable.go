@@ -58,7 +58,7 @@ var toolTable = map[string]toolHandler{
 		return tl.messages.MessageTask(ctx, a.TaskID, in)
 	}),
 	"stop_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.StopTaskArgs) (any, error) {
-		return tl.chain.StopTask(ctx, a.TaskID)
+		return tl.chain.StopTask(ctx, a.TaskID, core.StopTaskInput{})
 	}),
 	"handoff_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.HandoffArgs) (any, error) {
 		return tl.chain.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
@@ -86,7 +86,7 @@ var toolTable = map[string]toolHandler{
 		return tl.roles.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
 	}),
 	"remove_profile_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.NameArgs) (any, error) {
-		return tl.roles.RemoveProfile(ctx, a.Name)
+		return tl.roles.RemoveProfile(ctx, a.Name, core.RemoveProfileInput{})
 	}),
 	"set_task_title_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.SetTitleArgs) (any, error) {
 		return tl.toolSetTitle(ctx, actor, a.Title)

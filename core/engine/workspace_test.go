@@ -223,14 +223,14 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 	if _, err := env.eng.Workspaces.Merge(env.ctx, child.ID, core.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("merge of an inheriting child: %v", err)
 	}
-	if _, err := env.eng.Workspaces.Discard(env.ctx, child.ID); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Workspaces.Discard(env.ctx, child.ID, core.DiscardTaskInput{}); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("discard of an inheriting child: %v", err)
 	}
 	if _, err := env.eng.Workspaces.Diff(env.ctx, shared.ID, core.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
 		t.Fatalf("diff of a shared task: %v", err)
 	}
 	// Discarding the owner removes the worktree the child worked in too.
-	got, err := env.eng.Workspaces.Discard(env.ctx, parent.ID)
+	got, err := env.eng.Workspaces.Discard(env.ctx, parent.ID, core.DiscardTaskInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	busy := mk(core.CreateTaskInput{Title: "busy parent", CWD: repo})
 	mk(core.CreateTaskInput{Title: "still working", ParentID: busy.ID})
 	status(busy.ID, core.StatusDone)
-	got, err := env.eng.Tasks.ArchiveTask(env.ctx, busy.ID)
+	got, err := env.eng.Tasks.ArchiveTask(env.ctx, busy.ID, core.ArchiveTaskInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +446,7 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	helper := mk(core.CreateTaskInput{Title: "helper", ParentID: owner.ID})
 	status(helper.ID, core.StatusDone)
 	status(owner.ID, core.StatusDone)
-	if got, err = env.eng.Tasks.ArchiveTask(env.ctx, owner.ID); err != nil {
+	if got, err = env.eng.Tasks.ArchiveTask(env.ctx, owner.ID, core.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(owner.Workspace.Dir); !os.IsNotExist(err) || got.Workspace.Mode != core.WorkspaceRetired {
@@ -457,7 +457,7 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 		t.Fatalf("inheriting helper after its owner's worktree went: %+v, %v", h.Workspace, err)
 	}
 	// A retired inheritor does not own the branch: discarding it is refused.
-	if _, err := env.eng.Workspaces.Discard(env.ctx, helper.ID); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+	if _, err := env.eng.Workspaces.Discard(env.ctx, helper.ID, core.DiscardTaskInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("discard of a retired inheritor: %v", err)
 	}
 	// The branch has no commit of its own: git calls it merged, so it goes too.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 //     below;
 //   - a query type (ListQuery, ConversationQuery, DiffQuery, UsageQuery):
 //     the URL's query;
+//   - Options[B]: B as the JSON body, only when some option is set;
 //   - anything else: the JSON body.
 type Op[In, Out any] struct {
 	// Name is the client method the operation serves (core.Client's, or
@@ -75,6 +77,11 @@ func (o Op[In, Out]) Request(in In) (path string, body any) {
 			path += "?" + q
 		}
 		return path, nil
+	case optional:
+		if body, set := p.options(); set {
+			return path, body
+		}
+		return path, nil
 	}
 	return path, payload
 }
@@ -94,6 +101,13 @@ func (o Op[In, Out]) Parse(key string, q url.Values, decode func(any) error) (In
 		return in, nil
 	case querier:
 		return in, p.parseQuery(q)
+	case optional:
+		body, _ := p.options()
+		if !p.read() {
+			return in, nil
+		}
+		// decode reads a missing body as no options.
+		return in, decode(body)
 	}
 	return in, decode(payload)
 }
@@ -123,6 +137,39 @@ func (k *Keyed[B]) payload() any      { return &k.In }
 // Key is the input of an operation that takes only the key its path names.
 func Key(key string) Keyed[None] { return Keyed[None]{Key: key} }
 
+// Options is the input, beside its key, of an operation that took nothing
+// but its key before it had options (core.StopTaskInput and the like):
+// Value travels as the JSON body only when some option is set. A request
+// that sets none is the bodyless one clients always sent, and a daemon
+// reads a missing body as no options; a daemon older than an option
+// never reads the body at all, and neither does one while B has no
+// field yet: such an operation never read a body, whatever was sent (the
+// first option decides how strictly its body is read).
+type Options[B any] struct {
+	Value B
+}
+
+// WithOptions is the input of a keyed operation with options.
+func WithOptions[B any](key string, in B) Keyed[Options[B]] {
+	return Keyed[Options[B]]{Key: key, In: Options[B]{Value: in}}
+}
+
+type optional interface {
+	// options points at the options, and says whether any is set.
+	options() (body any, set bool)
+	// read says whether there are options to read: B has a field.
+	read() bool
+}
+
+func (o *Options[B]) options() (any, bool) {
+	return &o.Value, !reflect.ValueOf(o.Value).IsZero()
+}
+
+func (o *Options[B]) read() bool {
+	t := reflect.TypeOf(o.Value)
+	return t.Kind() != reflect.Struct || t.NumField() > 0
+}
+
 // querier is an input carried in the URL's query (a GET has no body).
 type querier interface {
 	query() url.Values
@@ -140,11 +187,6 @@ type AppendsBody struct {
 	TaskID string `json:"task_id"`
 }
 
-// NameBody is `person add`'s body.
-type NameBody struct {
-	Name string `json:"name"`
-}
-
 // The table. Its order is the daemon's routing order (irrelevant to
 // ServeMux, which picks the most specific pattern) and the API's reading
 // order. The routes that do not fit a row are listed in Bespoke.
@@ -156,13 +198,13 @@ var (
 	CreateTask    = def(Op[core.CreateTaskInput, core.Task]{Name: "CreateTask", Method: "POST", Path: "/v1/tasks"})
 	GetTask       = def(Op[Keyed[None], core.Task]{Name: "GetTask", Method: "GET", Path: "/v1/tasks/{id}"})
 	EditTask      = def(Op[Keyed[core.EditTaskInput], core.Task]{Name: "EditTask", Method: "PATCH", Path: "/v1/tasks/{id}"})
-	ArchiveTask   = def(Op[Keyed[None], core.Task]{Name: "ArchiveTask", Method: "POST", Path: "/v1/tasks/{id}/archive"})
+	ArchiveTask   = def(Op[Keyed[Options[core.ArchiveTaskInput]], core.Task]{Name: "ArchiveTask", Method: "POST", Path: "/v1/tasks/{id}/archive"})
 	SetTaskStatus = def(Op[Keyed[StatusBody], core.Task]{Name: "SetTaskStatus", Method: "POST", Path: "/v1/tasks/{id}/status"})
 	TaskStats     = def(Op[ListQuery, core.TaskStats]{Name: "TaskStats", Method: "GET", Path: "/v1/task-stats"})
 
 	StartTask      = def(Op[Keyed[core.StartTaskInput], core.Task]{Name: "StartTask", Method: "POST", Path: "/v1/tasks/{id}/start"})
 	MessageTask    = def(Op[Keyed[core.MessageInput], core.MessageResult]{Name: "MessageTask", Method: "POST", Path: "/v1/tasks/{id}/message"})
-	StopTask       = def(Op[Keyed[None], core.StopResult]{Name: "StopTask", Method: "POST", Path: "/v1/tasks/{id}/stop"})
+	StopTask       = def(Op[Keyed[Options[core.StopTaskInput]], core.StopResult]{Name: "StopTask", Method: "POST", Path: "/v1/tasks/{id}/stop"})
 	AnswerQuestion = def(Op[Keyed[core.AnswerInput], core.AnswerResult]{Name: "AnswerQuestion", Method: "POST", Path: "/v1/tasks/{id}/answer"})
 	Conversation   = def(Op[Keyed[ConversationQuery], core.ConversationPage]{Name: "Conversation", Method: "GET", Path: "/v1/tasks/{id}/conversation"})
 	HandoffTask    = def(Op[Keyed[core.HandoffInput], core.HandoffResult]{Name: "HandoffTask", Method: "POST", Path: "/v1/tasks/{id}/handoff"})
@@ -175,7 +217,7 @@ var (
 	PushTask        = def(Op[Keyed[core.PushInput], core.PushResult]{Name: "PushTask", Method: "POST", Path: "/v1/tasks/{id}/push"})
 	PullRequestTask = def(Op[Keyed[core.PullRequestInput], core.PullRequestResult]{Name: "PullRequestTask", Method: "POST", Path: "/v1/tasks/{id}/pull-request"})
 	MergeTask       = def(Op[Keyed[core.MergeInput], core.MergeResult]{Name: "MergeTask", Method: "POST", Path: "/v1/tasks/{id}/merge"})
-	DiscardTask     = def(Op[Keyed[None], core.Task]{Name: "DiscardTask", Method: "POST", Path: "/v1/tasks/{id}/discard"})
+	DiscardTask     = def(Op[Keyed[Options[core.DiscardTaskInput]], core.Task]{Name: "DiscardTask", Method: "POST", Path: "/v1/tasks/{id}/discard"})
 	PruneWorktrees  = def(Op[core.PruneInput, core.PruneResult]{Name: "PruneWorktrees", Method: "POST", Path: "/v1/worktrees/prune"})
 
 	SetBudget = def(Op[Keyed[core.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"})
@@ -185,16 +227,16 @@ var (
 	AddRole    = def(Op[core.RoleInput, core.Role]{Name: "AddRole", Method: "POST", Path: "/v1/roles"})
 	GetRole    = def(Op[Keyed[None], core.Role]{Name: "GetRole", Method: "GET", Path: "/v1/roles/{name}"})
 	EditRole   = def(Op[Keyed[core.RoleInput], core.Role]{Name: "EditRole", Method: "PATCH", Path: "/v1/roles/{name}"})
-	RemoveRole = def(Op[Keyed[None], core.Role]{Name: "RemoveRole", Method: "DELETE", Path: "/v1/roles/{name}"})
+	RemoveRole = def(Op[Keyed[Options[core.RemoveRoleInput]], core.Role]{Name: "RemoveRole", Method: "DELETE", Path: "/v1/roles/{name}"})
 
 	ListPersons = def(Op[None, []core.Person]{Name: "ListPersons", Method: "GET", Path: "/v1/persons"})
-	AddPerson   = def(Op[NameBody, core.Person]{Name: "AddPerson", Method: "POST", Path: "/v1/persons"})
+	AddPerson   = def(Op[core.AddPersonInput, core.Person]{Name: "AddPerson", Method: "POST", Path: "/v1/persons"})
 
 	ListProfiles = def(Op[None, []core.Profile]{Name: "ListProfiles", Method: "GET", Path: "/v1/profiles"})
 	GetProfile   = def(Op[Keyed[None], core.Profile]{Name: "GetProfile", Method: "GET", Path: "/v1/profiles/{name}"})
 	// AddProfile puts the whole profile; the path's name is its name.
 	AddProfile    = def(Op[Keyed[core.Profile], core.Profile]{Name: "AddProfile", Method: "PUT", Path: "/v1/profiles/{name}"})
-	RemoveProfile = def(Op[Keyed[None], core.Profile]{Name: "RemoveProfile", Method: "DELETE", Path: "/v1/profiles/{name}"})
+	RemoveProfile = def(Op[Keyed[Options[core.RemoveProfileInput]], core.Profile]{Name: "RemoveProfile", Method: "DELETE", Path: "/v1/profiles/{name}"})
 
 	ListHosts  = def(Op[None, []core.Host]{Name: "ListHosts", Method: "GET", Path: "/v1/hosts"})
 	AddHost    = def(Op[core.HostInput, core.Host]{Name: "AddHost", Method: "POST", Path: "/v1/hosts"})

@@ -29,8 +29,8 @@ func TestRequestShapes(t *testing.T) {
 		{"create", "/v1/tasks", `{"title":"t","start":true}`, func() (string, any) {
 			return CreateTask.Request(core.CreateTaskInput{Title: "t", Start: true})
 		}},
-		{"key", "/v1/tasks/t-1%2Fx/archive", "", func() (string, any) { return ArchiveTask.Request(Key("t-1/x")) }},
-		{"empty key", "/v1/tasks//stop", "", func() (string, any) { return StopTask.Request(Key("")) }},
+		{"key", "/v1/tasks/t-1%2Fx/archive", "", func() (string, any) { return ArchiveTask.Request(WithOptions("t-1/x", core.ArchiveTaskInput{})) }},
+		{"empty key", "/v1/tasks//stop", "", func() (string, any) { return StopTask.Request(WithOptions("", core.StopTaskInput{})) }},
 		{"keyed body", "/v1/tasks/t1/start", `{"prompt":"go"}`, func() (string, any) {
 			return StartTask.Request(Keyed[core.StartTaskInput]{Key: "t1", In: core.StartTaskInput{Prompt: "go"}})
 		}},
@@ -40,7 +40,7 @@ func TestRequestShapes(t *testing.T) {
 		{"status", "/v1/tasks/t1/status", `{"status":"done"}`, func() (string, any) {
 			return SetTaskStatus.Request(Keyed[StatusBody]{Key: "t1", In: StatusBody{Status: core.StatusDone}})
 		}},
-		{"person", "/v1/persons", `{"name":"ann"}`, func() (string, any) { return AddPerson.Request(NameBody{Name: "ann"}) }},
+		{"person", "/v1/persons", `{"name":"ann"}`, func() (string, any) { return AddPerson.Request(core.AddPersonInput{Name: "ann"}) }},
 		{"conversation", "/v1/tasks/t1/conversation?after=0", "", func() (string, any) {
 			return Conversation.Request(Keyed[ConversationQuery]{Key: "t1"})
 		}},
@@ -112,7 +112,12 @@ func TestParseRoundTrip(t *testing.T) {
 	checkRoundTrip(t, StartTask, Keyed[core.StartTaskInput]{Key: "t1", In: core.StartTaskInput{Prompt: "p"}})
 	checkRoundTrip(t, GetRole, Key("dev"))
 	checkRoundTrip(t, Version, None{})
-	checkRoundTrip(t, AddPerson, NameBody{Name: "ann"})
+	checkRoundTrip(t, AddPerson, core.AddPersonInput{Name: "ann"})
+	checkRoundTrip(t, StopTask, WithOptions("t1", core.StopTaskInput{}))
+	checkRoundTrip(t, ArchiveTask, WithOptions("t1", core.ArchiveTaskInput{}))
+	checkRoundTrip(t, DiscardTask, WithOptions("t1", core.DiscardTaskInput{}))
+	checkRoundTrip(t, RemoveRole, WithOptions("dev", core.RemoveRoleInput{}))
+	checkRoundTrip(t, RemoveProfile, WithOptions("p", core.RemoveProfileInput{}))
 	checkRoundTrip(t, FollowAppends, Keyed[AppendsBody]{Key: "s1", In: AppendsBody{TaskID: "t1"}})
 }
 
@@ -145,7 +150,14 @@ func checkRoundTrip[In, Out any](t *testing.T, op Op[In, Out], in In) {
 	if err != nil {
 		t.Fatalf("%s: parse: %v", op.Name, err)
 	}
-	if decoded != (body != nil) {
+	// Options are read from a body that may be missing (none set), once
+	// there are any.
+	var payload any = &got
+	if k, ok := payload.(keyed); ok {
+		payload = k.payload()
+	}
+	opts, _ := payload.(optional)
+	if decoded != (body != nil) && (opts == nil || decoded != opts.read()) {
 		t.Errorf("%s: body decoded %v, sent %v", op.Name, decoded, body != nil)
 	}
 	a, _ := json.Marshal(in)
@@ -153,6 +165,27 @@ func checkRoundTrip[In, Out any](t *testing.T, op Op[In, Out], in In) {
 	if string(a) != string(b) {
 		t.Errorf("%s: parsed %s, sent %s", op.Name, b, a)
 	}
+}
+
+// TestOptions: an operation's options travel as its body once one is set,
+// and not at all while none is, as the operation sent before it had any.
+func TestOptions(t *testing.T) {
+	type opts struct {
+		Force bool     `json:"force,omitempty"`
+		Names []string `json:"names,omitempty"`
+	}
+	op := Op[Keyed[Options[opts]], None]{Name: "Test", Method: "POST", Path: "/v1/tasks/{id}/test"}
+	if path, body := op.Request(WithOptions("t1", opts{})); path != "/v1/tasks/t1/test" || body != nil {
+		t.Errorf("no options: %s %#v, want no body", path, body)
+	}
+	set := opts{Force: true, Names: []string{"a"}}
+	path, body := op.Request(WithOptions("t1", set))
+	b, _ := json.Marshal(body)
+	if path != "/v1/tasks/t1/test" || string(b) != `{"force":true,"names":["a"]}` {
+		t.Errorf("options: %s %s", path, b)
+	}
+	checkRoundTrip(t, op, WithOptions("t1", set))
+	checkRoundTrip(t, op, WithOptions("t1", opts{}))
 }
 
 // TestParseRefusals keeps the words the daemon has always refused a bad
