@@ -517,4 +517,3 @@ func metaJSON(m map[string]any) string {
 	}
 	return string(b)
 }
-

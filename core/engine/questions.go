@@ -297,4 +297,3 @@ func (qs *Questions) staleQuestionTx(ctx context.Context, tx *store.Tx, taskID, 
 	}
 	return nil
 }
-

@@ -91,4 +91,3 @@ func queueView(taskID string, queue []store.QueueItem) core.QueueView {
 	}
 	return v
 }
-
