@@ -54,6 +54,8 @@ type Task struct {
 	Stalled *Stall `json:"stalled"`
 	// Waiting says why the assignee's agent cannot start (no stall).
 	Waiting string `json:"waiting"`
+	// WaitCause is why, as code decides on it (Waiting is for people).
+	WaitCause WaitCause `json:"wait_cause,omitempty"`
 	// YourTurn: the operator must act (assigned to them, or their question).
 	YourTurn bool `json:"your_turn"`
 	// Interrupted: a daemon exit cut its run short and its queue waits to

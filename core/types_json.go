@@ -34,6 +34,7 @@ type taskJSON struct {
 	Surface         string        `json:"surface"`
 	Stalled         *Stall        `json:"stalled"`
 	Waiting         string        `json:"waiting"`
+	WaitCause       WaitCause     `json:"wait_cause,omitempty"`
 	YourTurn        bool          `json:"your_turn"`
 	Interrupted     bool          `json:"interrupted"`
 	BlockedBy       []string      `json:"blocked_by"`
@@ -68,6 +69,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		Surface:         t.Surface,
 		Stalled:         t.Stalled,
 		Waiting:         t.Waiting,
+		WaitCause:       t.WaitCause,
 		YourTurn:        t.YourTurn,
 		Interrupted:     t.Interrupted,
 		BlockedBy:       t.BlockedBy,
@@ -117,6 +119,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		Surface:         j.Surface,
 		Stalled:         j.Stalled,
 		Waiting:         j.Waiting,
+		WaitCause:       j.WaitCause,
 		YourTurn:        j.YourTurn,
 		Interrupted:     j.Interrupted,
 		BlockedBy:       j.BlockedBy,

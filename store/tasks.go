@@ -35,6 +35,9 @@ type Task struct {
 	Stalled    string // JSON, '' when not escalated
 	NeedsCheck bool
 	Waiting    string
+	// WaitingCause is why it waits as code decides on it (core.WaitCause;
+	// '' in a row written before causes were).
+	WaitingCause string
 
 	// The workspace (issue 11): mode 'worktree', 'inherit' or 'shared'.
 	Workspace   string
@@ -53,7 +56,7 @@ func (t Task) Archived() bool { return !t.ArchivedAt.IsZero() }
 const taskColumns = `id, title, description, COALESCE(parent_id, ''), cwd, profile, status,
 	autopilot, created_by, created_at, updated_at, COALESCE(archived_at, 0),
 	halted, COALESCE(session_id, ''), title_pending, assignee, handed_by, surface, stalled, needs_check, waiting,
-	workspace, repo_root, worktree_dir, branch, base_commit, sandbox, host`
+	workspace, repo_root, worktree_dir, branch, base_commit, sandbox, host, waiting_cause`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -63,7 +66,7 @@ func scanTask(s scanner) (Task, error) {
 	err := s.Scan(&t.ID, &t.Title, &t.Description, &t.ParentID, &t.CWD, &t.Profile, &t.Status,
 		&t.Autopilot, &t.CreatedBy, &created, &updated, &archived,
 		&t.Halted, &t.SessionID, &t.TitlePending, &t.Assignee, &t.HandedBy, &t.Surface, &t.Stalled, &t.NeedsCheck, &t.Waiting,
-		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit, &t.Sandbox, &t.Host)
+		&t.Workspace, &t.RepoRoot, &t.WorktreeDir, &t.Branch, &t.BaseCommit, &t.Sandbox, &t.Host, &t.WaitingCause)
 	if err != nil {
 		return Task{}, err
 	}
@@ -285,9 +288,11 @@ func (q Queries) SetWorkspaceMode(ctx context.Context, id, mode string, now time
 	return nil
 }
 
-// SetWaiting records why a task's agent cannot start ("" clears it).
-func (q Queries) SetWaiting(ctx context.Context, id, why string, now time.Time) error {
-	return q.execOne(ctx, "set waiting of task "+id, `UPDATE tasks SET waiting = ?, updated_at = ? WHERE id = ?`, why, nanos(now), id)
+// SetWaiting records why a task's agent cannot start: the cause code
+// decides on and the text shown ("", "" clears it).
+func (q Queries) SetWaiting(ctx context.Context, id, cause, why string, now time.Time) error {
+	return q.execOne(ctx, "set waiting of task "+id, `UPDATE tasks SET waiting = ?, waiting_cause = ?, updated_at = ? WHERE id = ?`,
+		why, cause, nanos(now), id)
 }
 
 func (q Queries) ids(ctx context.Context, query string, args ...any) ([]string, error) {

@@ -27,7 +27,7 @@ type TaskView struct {
 const viewTaskColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
 	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
 	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
-	t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit, t.sandbox, t.host`
+	t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit, t.sandbox, t.host, t.waiting_cause`
 
 const viewSessionColumns = `COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
@@ -57,12 +57,13 @@ FROM tasks t LEFT JOIN sessions s ON s.id = t.session_id`
 const allTaskRowsQuery = `SELECT concat_ws(char(31), t.rowid, t.id, t.title, t.description, COALESCE(t.parent_id, ''),
 	t.cwd, t.profile, t.status, t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
 	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled,
-	t.needs_check, t.waiting, t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit, t.sandbox, t.host) FROM tasks t`
+	t.needs_check, t.waiting, t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit, t.sandbox, t.host,
+	t.waiting_cause) FROM tasks t`
 
 const (
 	taskRowSep = '\x1f'
 	// taskRowFields counts the columns after the rowid.
-	taskRowFields = 28
+	taskRowFields = 29
 )
 
 // allSessionsQuery reads the latest session of every task that has one.
@@ -136,7 +137,7 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		dest = append(dest[:0], &v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
 			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit, &v.Sandbox, &v.Host,
+			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit, &v.Sandbox, &v.Host, &v.WaitingCause,
 			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
 			&sTurn, &sCreated, &sUpdated, &s.Interrupted, &v.Queued, &qseq, &blockers)
 		if err := rows.Scan(dest...); err != nil {
@@ -455,7 +456,7 @@ func parseTaskRow(row string, t *Task) (rowid int64, ok bool, err error) {
 		Autopilot: flag(f[7]), CreatedBy: f[8], CreatedAt: when(f[9]), UpdatedAt: when(f[10]), ArchivedAt: when(f[11]),
 		Halted: flag(f[12]), SessionID: f[13], TitlePending: flag(f[14]), Assignee: f[15], HandedBy: f[16],
 		Surface: f[17], Stalled: f[18], NeedsCheck: flag(f[19]), Waiting: f[20], Workspace: f[21], RepoRoot: f[22],
-		WorktreeDir: f[23], Branch: f[24], BaseCommit: f[25], Sandbox: f[26], Host: f[27]}
+		WorktreeDir: f[23], Branch: f[24], BaseCommit: f[25], Sandbox: f[26], Host: f[27], WaitingCause: f[28]}
 	return rowid, ok, nil
 }
 

@@ -170,8 +170,9 @@ func TestUnservedRunWaitsThenStarts(t *testing.T) {
 	task := create(t, d, core.CreateTaskInput{Title: "waits", Assignee: "worker", Start: true, Prompt: "mock: say finally running"})
 	daemontest.Eventually(t, wait, "the waiting reason", func() bool { return get(t, d, task.ID).Waiting != "" })
 	got := get(t, d, task.ID)
-	if !strings.Contains(got.Waiting, "kandev-not-installed-yet not found") || got.Stalled != nil || got.Assignee.Name != "worker" {
-		t.Fatalf("waiting %q stalled %+v assignee %+v", got.Waiting, got.Stalled, got.Assignee)
+	if !strings.Contains(got.Waiting, "kandev-not-installed-yet not found") || got.WaitCause != core.WaitCannotStart ||
+		got.Stalled != nil || got.Assignee.Name != "worker" {
+		t.Fatalf("waiting %q (cause %q) stalled %+v assignee %+v", got.Waiting, got.WaitCause, got.Stalled, got.Assignee)
 	}
 	// Install the "CLI": point the profile at the real binary.
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "later", Command: d.Bin, Args: []string{"mock-agent"}, MCP: true}); err != nil {

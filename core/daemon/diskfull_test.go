@@ -71,6 +71,9 @@ func TestDiskFullWaitsThenStarts(t *testing.T) {
 		return strings.Contains(got.Waiting, "disk is full")
 	})
 	t.Logf("waiting: %s", got.Waiting)
+	if got.WaitCause != core.WaitDelivery {
+		t.Errorf("wait cause %q, want %q", got.WaitCause, core.WaitDelivery)
+	}
 	if n := strings.Count(d.Log(), "deliver queued message"); n > 10 {
 		t.Fatalf("%d failed deliveries logged already: the turn loop spins on the full disk", n)
 	}

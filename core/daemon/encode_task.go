@@ -101,6 +101,10 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	}
 	b = append(b, `,"waiting":`...)
 	b = appendString(b, t.Waiting)
+	if t.WaitCause != "" {
+		b = append(b, `,"wait_cause":`...)
+		b = appendString(b, string(t.WaitCause))
+	}
 	b = append(b, `,"your_turn":`...)
 	b = strconv.AppendBool(b, t.YourTurn)
 	b = append(b, `,"interrupted":`...)

@@ -152,6 +152,9 @@ func TestHostConnectionLost(t *testing.T) {
 		down = get(t, d, task.ID)
 		return strings.HasPrefix(down.Waiting, "host lb unreachable since ")
 	})
+	if down.WaitCause != core.WaitHostUnreachable {
+		t.Errorf("wait cause %q, want %q", down.WaitCause, core.WaitHostUnreachable)
+	}
 	if !down.Interrupted || (down.Stalled != nil && down.Stalled.Failed) || down.Session == nil || down.Session.ID != second.ID ||
 		down.Session.State != core.SessionCancelled {
 		t.Fatalf("while the host is down: interrupted %v stalled %+v session %+v", down.Interrupted, down.Stalled, down.Session)

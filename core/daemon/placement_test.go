@@ -56,7 +56,8 @@ func TestHostPlacementAuto(t *testing.T) {
 	waitSlotFull := func(id string) {
 		t.Helper()
 		daemontest.Eventually(t, wait, "task "+id+" waiting for a slot", func() bool {
-			return strings.HasPrefix(get(t, d, id).Waiting, "host slots full: lb (1/1 agents")
+			got := get(t, d, id)
+			return strings.HasPrefix(got.Waiting, "host slots full: lb (1/1 agents") && got.WaitCause == core.WaitHostSlots
 		})
 	}
 	// Whoever ran first, the one slot is taken by one task at a time, in

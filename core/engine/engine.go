@@ -332,7 +332,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 		CreatedBy: core.ParseBy(v.CreatedBy), CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt,
 		Archived: v.Archived(), ArchivedAt: v.ArchivedAt, Halted: v.Halted, Queued: v.Queued,
 		TitlePending: v.TitlePending, Assignee: core.ParseRefPtr(v.Assignee), HandedBy: core.ParseRefPtr(v.HandedBy),
-		Waiting: v.Waiting, BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
+		Waiting: v.Waiting, WaitCause: core.ParseStoredWait(v.WaitingCause, v.Waiting), BlockedBy: v.OpenBlockers, Surface: v.Surface, Workspace: workspaceOf(v.Task),
 		Host: v.Host,
 	}
 	t.Usage, t.Budget = usageFromStore(v.Usage)

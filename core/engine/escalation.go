@@ -323,7 +323,7 @@ func (ch *Chain) sweep(ctx context.Context) error {
 	cv := ch.k.cache.rlock()
 	found := map[string]bool{}
 	for id, t := range cv.tasks {
-		if t.Waiting != "" && !t.Archived {
+		if t.WaitCause != core.WaitNone && !t.Archived {
 			found[id] = true
 		}
 	}

@@ -221,7 +221,7 @@ func (ho *Hosts) reconnectHost(rt *taskRuntime, fence uint64, t core.Task, since
 		if try == 2 {
 			// Shown once the first try failed: a connection that comes
 			// back at once is no wait worth a note.
-			ho.k.setUnserved(t.ID, unreachableSince(t.Host, since))
+			ho.k.setUnserved(t.ID, core.WaitHostUnreachable, unreachableSince(t.Host, since))
 			ho.k.refreshQuiet(t.ID)
 		}
 		actx, cancel := context.WithTimeout(ho.k.baseCtx, reconnectAttempt)

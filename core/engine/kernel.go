@@ -127,7 +127,9 @@ func (k *kernel) storedTask(ctx context.Context, id string) (core.Task, error) {
 		w.PullRequest = u
 	}
 	if t.Waiting == "" {
-		t.Waiting = k.deferred.reason(id)
+		if t.Waiting = k.deferred.reason(id); t.Waiting != "" {
+			t.WaitCause = core.WaitDelivery
+		}
 	}
 	return t, nil
 }
@@ -151,16 +153,16 @@ func (k *kernel) notifyWaiter(questionID string, d answerDelivery) bool {
 // setUnserved shows on the task why its agent cannot start. It is not a
 // failed run and never escalates; the task starts by itself once the
 // profile can run (profile edited, daemon restarted with the CLI present).
-func (k *kernel) setUnserved(taskID, reason string) {
+func (k *kernel) setUnserved(taskID string, cause core.WaitCause, reason string) {
 	ctx := context.Background()
-	if t, ok := k.cached(taskID); ok && t.Waiting == reason {
+	if t, ok := k.cached(taskID); ok && t.Waiting == reason && t.WaitCause == cause {
 		return
 	}
 	// The reason and its note are one transaction: the task never shows
 	// a waiting reason its conversation does not explain.
 	err := k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(taskID)
-		if err := tx.SetWaiting(ctx, taskID, reason, time.Now().UTC()); err != nil {
+		if err := tx.SetWaiting(ctx, taskID, string(cause), reason, time.Now().UTC()); err != nil {
 			return err
 		}
 		return c.noteTx(ctx, tx, taskID, core.MsgStatus, "kandev", "waiting: "+reason, map[string]any{"unserved": reason})
@@ -172,11 +174,11 @@ func (k *kernel) setUnserved(taskID, reason string) {
 }
 
 func (k *kernel) clearUnserved(taskID string) {
-	if t, ok := k.cached(taskID); ok && t.Waiting != "" {
+	if t, ok := k.cached(taskID); ok && t.WaitCause != core.WaitNone {
 		ctx := context.Background()
 		err := k.commit(ctx, func(tx *store.Tx, c *changes) error {
 			c.touch(taskID)
-			return tx.SetWaiting(ctx, taskID, "", time.Now().UTC())
+			return tx.SetWaiting(ctx, taskID, "", "", time.Now().UTC())
 		})
 		if err != nil {
 			k.log.Error("clear waiting reason", "task", taskID, "err", err)

@@ -53,17 +53,17 @@ func (rs *Runs) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, t
 	}
 	role, err := rs.roles.roleOf(ctx, t.Assignee.Name)
 	if err != nil {
-		return launchPlan{}, &unservedError{reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
+		return launchPlan{}, &unservedError{cause: core.WaitCannotStart, reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
 	}
 	prof, err := rs.roles.profile(ctx, role.Profile)
 	if err != nil {
-		return launchPlan{}, &unservedError{reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
+		return launchPlan{}, &unservedError{cause: core.WaitCannotStart, reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}
 	// A run on a host takes one of its slots, or waits for one.
 	if t, err = rs.hosts.placeRun(ctx, t); err != nil {
 		var un *unservedError
 		if !errors.As(err, &un) {
-			err = &unservedError{reason: err.Error()}
+			err = &unservedError{cause: core.WaitCannotStart, reason: err.Error()}
 		}
 		return launchPlan{}, err
 	}
@@ -93,7 +93,7 @@ func (rs *Runs) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, t
 		// Missing is not a failure: the task waits and starts once the CLI
 		// is installed. A file that is there but cannot run is: spawning it
 		// fails in startRun and the run escalates.
-		return launchPlan{}, &unservedError{reason: fmt.Sprintf("profile %s cannot start: command %s not found in PATH", prof.Name, prof.Command)}
+		return launchPlan{}, &unservedError{cause: core.WaitCannotStart, reason: fmt.Sprintf("profile %s cannot start: command %s not found in PATH", prof.Name, prof.Command)}
 	} else if err == nil {
 		p.command = path
 	}

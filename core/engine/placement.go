@@ -23,13 +23,9 @@ import (
 // and the runs waiting are woken, in creation order, whenever a slot
 // frees: nothing polls.
 
-// hostsFullPrefix starts the waiting reason of a run with no free slot;
-// noHostsReason is a --host auto run's when there is no host at all (it
-// waits as for a slot, and the next host added starts it).
-const (
-	hostsFullPrefix = "host slots full: "
-	noHostsReason   = "--host auto: no hosts (kandev host add)"
-)
+// A run with no free slot waits with cause core.WaitHostSlots; a --host
+// auto run when there is no host at all, with core.WaitNoHosts (it waits
+// as for a slot, and the next host added starts it).
 
 type placement struct {
 	mu sync.Mutex
@@ -48,7 +44,8 @@ type hostWaiter struct {
 	created time.Time
 	host    string // the host asked for, or "auto"
 	gen     uint64
-	reason  string // the latest placement's
+	cause   core.WaitCause // the latest placement's, and its text
+	reason  string
 }
 
 // wants reports whether the waiter could take a slot of host h.
@@ -79,9 +76,9 @@ func (ho *Hosts) placeRun(ctx context.Context, t core.Task) (core.Task, error) {
 	p.mu.Lock()
 	best, full := ho.pickHostLocked(t, hs)
 	if best == "" {
-		w := ho.place.waitLocked(t, hostsFullPrefix+strings.Join(full, ", "))
+		w := ho.place.waitLocked(t, core.WaitHostSlots, core.WaitHostSlotsPrefix+strings.Join(full, ", "))
 		p.mu.Unlock()
-		return t, &unservedError{reason: w.reason}
+		return t, &unservedError{cause: w.cause, reason: w.reason}
 	}
 	delete(p.waiters, t.ID)
 	if p.reserved == nil {
@@ -117,9 +114,9 @@ func (ho *Hosts) candidateHosts(ctx context.Context, t core.Task) ([]store.Host,
 	}
 	if len(all) == 0 {
 		ho.place.mu.Lock()
-		w := ho.place.waitLocked(t, noHostsReason)
+		w := ho.place.waitLocked(t, core.WaitNoHosts, core.WaitNoHostsText)
 		ho.place.mu.Unlock()
-		return nil, &unservedError{reason: w.reason}
+		return nil, &unservedError{cause: w.cause, reason: w.reason}
 	}
 	return all, nil
 }
@@ -159,13 +156,13 @@ func (ho *Hosts) pickHostLocked(t core.Task, hs []store.Host) (best string, full
 
 // waitLocked records the task as waiting for a slot, for reason. p.mu is
 // held.
-func (p *placement) waitLocked(t core.Task, reason string) hostWaiter {
+func (p *placement) waitLocked(t core.Task, cause core.WaitCause, reason string) hostWaiter {
 	w := p.waiters[t.ID]
 	if w.created.IsZero() {
 		w = hostWaiter{created: t.CreatedAt, host: t.Host}
 	}
 	w.gen = p.gen
-	w.reason = reason
+	w.cause, w.reason = cause, reason
 	if p.waiters == nil {
 		p.waiters = map[string]hostWaiter{}
 	}
@@ -266,7 +263,7 @@ func (ho *Hosts) waitersAhead(t core.Task) []hostWaiter {
 // reason means it waits for something else.
 func (ho *Hosts) stillWaiting(id string) bool {
 	c, ok := ho.k.cached(id)
-	forSlot := c.Waiting == "" || strings.HasPrefix(c.Waiting, hostsFullPrefix) || c.Waiting == noHostsReason
+	forSlot := c.WaitCause == core.WaitNone || c.WaitCause.ForHostSlot()
 	return ok && forSlot && c.Queued > 0 && ho.held(c) == ""
 }
 
@@ -329,7 +326,7 @@ func (ho *Hosts) recheckPlacement(taskID string) {
 		return
 	}
 	if c, found := ho.k.cached(taskID); ok && found && c.Waiting != w.reason {
-		ho.k.setUnserved(taskID, w.reason)
+		ho.k.setUnserved(taskID, w.cause, w.reason)
 	}
 }
 

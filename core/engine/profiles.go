@@ -129,7 +129,7 @@ func (ro *Roles) profileChanged(name string) {
 	var ids []string
 	for _, id := range cv.order {
 		t := cv.tasks[id]
-		if (t.Profile == name || t.Waiting != "") && t.Queued > 0 && !t.Archived {
+		if (t.Profile == name || t.WaitCause != core.WaitNone) && t.Queued > 0 && !t.Archived {
 			ids = append(ids, id)
 		}
 	}

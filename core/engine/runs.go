@@ -86,7 +86,12 @@ func (r *runFailedError) Error() string { return r.reason }
 
 // unservedError: the profile cannot start at all (missing, command not
 // found). The queue waits; it is not a failed run.
-type unservedError struct{ reason string }
+// unservedError: the task's agent cannot start now, for cause (shown as
+// reason); the task waits, and starts by itself once it can.
+type unservedError struct {
+	cause  core.WaitCause
+	reason string
+}
 
 func (u *unservedError) Error() string { return u.reason }
 

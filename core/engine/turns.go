@@ -135,7 +135,7 @@ func (tn *Turns) nextTurn(rt *taskRuntime) (store.QueueItem, *liveRun, uint64, c
 			var rf *runFailedError
 			switch {
 			case errors.As(err, &un):
-				tn.k.setUnserved(rt.id, un.reason)
+				tn.k.setUnserved(rt.id, un.cause, un.reason)
 				tn.hosts.recheckPlacement(rt.id)
 			case errors.As(err, &rf):
 				// The item stays queued for whoever takes the task next; the
