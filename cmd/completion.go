@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/textsafe"
 )
@@ -144,7 +145,7 @@ func described(value, desc string) string {
 }
 
 func completeTasks(ctx context.Context, c *daemonclient.Client) []string {
-	ts, err := c.ListTaskSummaries(ctx, core.ListTasksInput{})
+	ts, err := c.ListTaskSummaries(ctx, api.ListTasksInput{})
 	if err != nil {
 		return nil
 	}
@@ -158,7 +159,7 @@ func completeTasks(ctx context.Context, c *daemonclient.Client) []string {
 // completeAskingTasks offers only the tasks with a question for you: the
 // ones task answer takes, each with its question.
 func completeAskingTasks(ctx context.Context, c *daemonclient.Client) []string {
-	ts, err := c.ListTaskSummaries(ctx, core.ListTasksInput{})
+	ts, err := c.ListTaskSummaries(ctx, api.ListTasksInput{})
 	if err != nil {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/workspace"
@@ -147,13 +148,13 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	}
 	client := daemonclient.Dial(home.Socket())
 	defer client.Close()
-	events, err := client.Events(ctx, core.EventsInput{})
+	events, err := client.Events(ctx, api.EventsInput{})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "kandev demo: a coordinating agent and two subtasks, all run by the bundled mock agent\n\n")
 	// The scenario is the mock's, whatever agents this machine has.
-	root, err := client.CreateTask(ctx, core.CreateTaskInput{Title: "Ship the login feature", CWD: work, Prompt: demoScript(), Start: true,
+	root, err := client.CreateTask(ctx, api.CreateTaskInput{Title: "Ship the login feature", CWD: work, Prompt: demoScript(), Start: true,
 		Profile: core.DefaultProfile})
 	if err != nil {
 		return err
@@ -161,7 +162,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	if err := narrate(ctx, out, client, events, root.ID); err != nil {
 		return err
 	}
-	tasks, err := client.ListTasks(ctx, core.ListTasksInput{})
+	tasks, err := client.ListTasks(ctx, api.ListTasksInput{})
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	writeTree(out, tasks)
 	for _, t := range tasks {
 		fmt.Fprintf(out, "\n── %s %s ──\n", t.ID, t.Title)
-		page, err := client.Conversation(ctx, t.ID, core.ConversationInput{Limit: 1000})
+		page, err := client.Conversation(ctx, t.ID, api.ConversationInput{Limit: 1000})
 		if err != nil {
 			return err
 		}
@@ -180,7 +181,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		}
 	}
 	if repo {
-		d, err := client.TaskDiff(ctx, root.ID, core.DiffInput{Patch: true})
+		d, err := client.TaskDiff(ctx, root.ID, api.DiffInput{Patch: true})
 		if err != nil {
 			return err
 		}
@@ -217,7 +218,7 @@ func initDemoRepo(ctx context.Context, dir string) error {
 
 // narrate prints the scenario as it happens, until the root task comes
 // back to the operator.
-func narrate(ctx context.Context, out io.Writer, client core.Client, events <-chan core.Event, rootID string) error {
+func narrate(ctx context.Context, out io.Writer, client api.Client, events <-chan core.Event, rootID string) error {
 	titles := map[string]string{}
 	seen := map[int64]bool{}
 	for {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // EventsOptions are `events`' inputs.
@@ -40,7 +41,7 @@ func eventsRun(ctx context.Context, opts *EventsOptions) error {
 	if err != nil {
 		return err
 	}
-	ch, err := client.Events(ctx, core.EventsInput{TaskID: opts.TaskID})
+	ch, err := client.Events(ctx, api.EventsInput{TaskID: opts.TaskID})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/textsafe"
@@ -45,7 +46,7 @@ type Factory struct {
 	Getenv     func(string) string
 
 	mu     sync.Mutex
-	client core.Client
+	client api.Client
 	// slowAfter replaces slowDaemon's 5s in tests.
 	slowAfter time.Duration
 	// cleaners hold the text-mode stream wrappers, flushed at exit.
@@ -98,8 +99,8 @@ func (f *Factory) ResolveHome() (core.Home, error) {
 }
 
 // Client connects to the home's daemon, starting it if needed. Commands
-// see only core.Client: what they need beyond it they ask for by interface.
-func (f *Factory) Client(ctx context.Context) (core.Client, error) {
+// see only api.Client: what they need beyond it they ask for by interface.
+func (f *Factory) Client(ctx context.Context) (api.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.client != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // NewCmdHost groups the host verbs.
@@ -26,12 +27,12 @@ per host (its control socket under the kandev home) and its own directory there
 }
 
 // hostClient is the daemon's host surface.
-func hostClient(ctx context.Context, f *Factory) (core.HostClient, error) {
+func hostClient(ctx context.Context, f *Factory) (api.HostClient, error) {
 	client, err := f.Client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	hc, ok := client.(core.HostClient)
+	hc, ok := client.(api.HostClient)
 	if !ok {
 		return nil, core.Errorf(core.CodeUnavailable, "this daemon does not manage hosts")
 	}
@@ -41,7 +42,7 @@ func hostClient(ctx context.Context, f *Factory) (core.HostClient, error) {
 // HostAddOptions are `host add`'s inputs.
 type HostAddOptions struct {
 	F     *Factory
-	Input core.HostInput
+	Input api.HostInput
 }
 
 // NewCmdHostAdd builds `kandev host add`.
@@ -248,7 +249,7 @@ func hostCheckRun(ctx context.Context, opts *HostCheckOptions) error {
 	return nil
 }
 
-func printHostCheck(f *Factory, r core.HostCheck) {
+func printHostCheck(f *Factory, r api.HostCheck) {
 	found := func(s string) string {
 		if s == "" {
 			return "missing"
@@ -287,7 +288,7 @@ func printHostCheck(f *Factory, r core.HostCheck) {
 type HostEditOptions struct {
 	F    *Factory
 	Name string
-	Edit core.HostEdit
+	Edit api.HostEdit
 }
 
 // NewCmdHostEdit builds `kandev host edit`.

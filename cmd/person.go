@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // NewCmdPerson groups the person verbs.
@@ -45,7 +46,7 @@ func personAddRun(ctx context.Context, opts *PersonAddOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := client.AddPerson(ctx, core.AddPersonInput{Name: opts.Name})
+	p, err := client.AddPerson(ctx, api.AddPersonInput{Name: opts.Name})
 	if err != nil {
 		return err
 	}

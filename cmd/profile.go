@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // NewCmdProfile groups the profile verbs.
@@ -287,7 +288,7 @@ func profileRemoveRun(ctx context.Context, opts *ProfileRemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	p, err := client.RemoveProfile(ctx, opts.Name, core.RemoveProfileInput{})
+	p, err := client.RemoveProfile(ctx, opts.Name, api.RemoveProfileInput{})
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev/core"
 )
 
 // NewCmdRole groups the role verbs.
@@ -25,7 +24,7 @@ manager.`)
 // RoleAddOptions are `role add`'s inputs.
 type RoleAddOptions struct {
 	F     *Factory
-	Input core.RoleInput
+	Input api.RoleInput
 }
 
 // NewCmdRoleAdd builds `kandev role add`.
@@ -69,7 +68,7 @@ func roleAddRun(ctx context.Context, opts *RoleAddOptions) error {
 	return nil
 }
 
-func reportsTo(r core.Role) string {
+func reportsTo(r api.Role) string {
 	if r.ReportsTo == nil {
 		return ""
 	}
@@ -109,7 +108,7 @@ func roleListRun(ctx context.Context, opts *RoleListOptions) error {
 	}
 	if f.JSON {
 		if rs == nil {
-			rs = []core.Role{}
+			rs = []api.Role{}
 		}
 		return f.printJSON(rs)
 	}
@@ -185,7 +184,7 @@ func roleShowRun(ctx context.Context, opts *RoleShowOptions) error {
 type RoleEditOptions struct {
 	F     *Factory
 	Name  string
-	Input core.RoleInput
+	Input api.RoleInput
 }
 
 // NewCmdRoleEdit builds `kandev role edit`.
@@ -265,7 +264,7 @@ func roleRemoveRun(ctx context.Context, opts *RoleRemoveOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := client.RemoveRole(ctx, opts.Name, core.RemoveRoleInput{})
+	r, err := client.RemoveRole(ctx, opts.Name, api.RemoveRoleInput{})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 )
 
@@ -138,13 +139,13 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	// Counted as the summaries stream in: a status bar asks often, and
 	// holding 100,000 tasks to count a few would cost it most of its time.
 	g := Glance{Daemon: true, Tasks: []GlanceTask{}}
-	if err := scanTasks(ctx, client, core.ListTasksInput{}, nil, func(t *core.Task) error { g.add(t); return nil }); err != nil {
+	if err := scanTasks(ctx, client, api.ListTasksInput{}, nil, func(t *core.Task) error { g.add(t); return nil }); err != nil {
 		return err
 	}
 	g.rank()
 	if !short {
 		y, m, d := time.Now().Date()
-		if rep, err := client.Usage(ctx, core.UsageInput{Since: time.Date(y, m, d, 0, 0, 0, 0, time.Local), By: "day"}); err == nil {
+		if rep, err := client.Usage(ctx, api.UsageInput{Since: time.Date(y, m, d, 0, 0, 0, 0, time.Local), By: "day"}); err == nil {
 			g.SpentToday = &rep.Total
 		}
 	}

@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // TaskCreateOptions are `task create`'s inputs.
 type TaskCreateOptions struct {
 	F     *Factory
-	Input core.CreateTaskInput
+	Input api.CreateTaskInput
 }
 
 // NewCmdTaskCreate builds `kandev task create`.
@@ -149,7 +150,7 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 // noticeUnconfined says, once at its create, that an autopilot task runs
 // on the host because this machine has no bubblewrap: the built-in would
 // have confined it.
-func noticeUnconfined(f *Factory, in core.CreateTaskInput, t core.Task) {
+func noticeUnconfined(f *Factory, in api.CreateTaskInput, t core.Task) {
 	if !t.Autopilot || in.Sandbox != "" || orNone(t.Sandbox) != core.SandboxNone {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // The verbs that change a task itself: its text, its status, archiving.
@@ -14,7 +15,7 @@ import (
 type TaskEditOptions struct {
 	F     *Factory
 	ID    string
-	Input core.EditTaskInput
+	Input api.EditTaskInput
 }
 
 // NewCmdTaskEdit builds `kandev task edit`.
@@ -96,7 +97,7 @@ func taskArchiveRun(ctx context.Context, opts *TaskArchiveOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.ArchiveTask(ctx, opts.ID, core.ArchiveTaskInput{})
+	t, err := client.ArchiveTask(ctx, opts.ID, api.ArchiveTaskInput{})
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 func TestNewCmdTaskCreateFlags(t *testing.T) {
@@ -17,7 +18,7 @@ func TestNewCmdTaskCreateFlags(t *testing.T) {
 	got := mustParse(t, f, NewCmdTaskCreate, "Split the auth module", "-d", "keep the API", "--autopilot", "--start",
 		"--prompt", "go", "--assignee", "lead", "--blocked-by", "a1", "--blocked-by", "b2", "--workspace", "shared",
 		"--base", "main", "--branch", "feat", "--surface", "office-task", "--sandbox", "bwrap")
-	want := core.CreateTaskInput{Title: "Split the auth module", Description: "keep the API", Autopilot: true, Sandbox: "bwrap", Start: true,
+	want := api.CreateTaskInput{Title: "Split the auth module", Description: "keep the API", Autopilot: true, Sandbox: "bwrap", Start: true,
 		Prompt: "go", Assignee: "lead", BlockedBy: []string{"a1", "b2"}, Workspace: "shared", Base: "main", Branch: "feat",
 		Surface: "office-task", CWD: wd}
 	same(t, "task create --assignee (top level: cwd filled in, the role's profile left to the daemon)", got.Input, want)
@@ -89,9 +90,9 @@ func TestNewCmdTaskRunFlags(t *testing.T) {
 	same(t, "task stop", mustParse(t, f, NewCmdTaskStop, "k3f9qa").ID, "k3f9qa")
 
 	ans := mustParse(t, f, NewCmdTaskAnswer, "k3f9qa", "--option", "2", "--question", "q1")
-	same(t, "task answer --option", ans.Input, core.AnswerInput{Option: 2, QuestionID: "q1"})
+	same(t, "task answer --option", ans.Input, api.AnswerInput{Option: 2, QuestionID: "q1"})
 	ans = mustParse(t, f, NewCmdTaskAnswer, "k3f9qa", "use the store")
-	same(t, "task answer TEXT", ans.Input, core.AnswerInput{Text: "use the store"})
+	same(t, "task answer TEXT", ans.Input, api.AnswerInput{Text: "use the store"})
 	ans = mustParse(t, f, NewCmdTaskAnswer, "k3f9qa", "--answer", "1", "--answer", "free text")
 	same(t, "task answer --answer", ans.Input.Answers, []string{"1", "free text"})
 	refused(t, f, NewCmdTaskAnswer, "exactly one of", "k3f9qa")
@@ -165,6 +166,6 @@ func TestNewCmdTaskPushFlags(t *testing.T) {
 func TestNewCmdTaskPRFlags(t *testing.T) {
 	f := testFactory(t, "", nil)
 	got := mustParse(t, f, NewCmdTaskPR, "k3f9qa", "--draft", "--base", "release", "--remote", "fork")
-	same(t, "task pr --draft --base --remote", [2]any{got.ID, got.Input}, [2]any{"k3f9qa", core.PullRequestInput{Remote: "fork", Base: "release", Draft: true}})
+	same(t, "task pr --draft --base --remote", [2]any{got.ID, got.Input}, [2]any{"k3f9qa", api.PullRequestInput{Remote: "fork", Base: "release", Draft: true}})
 	refused(t, f, NewCmdTaskPR, "one task ID")
 }

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev/core"
 )
 
 // The verbs that say who holds a task and what it waits on: handoff and
@@ -16,7 +15,7 @@ import (
 type TaskHandoffOptions struct {
 	F     *Factory
 	ID    string
-	Input core.HandoffInput
+	Input api.HandoffInput
 }
 
 // NewCmdTaskHandoff builds `kandev task handoff`.
@@ -65,7 +64,7 @@ func taskHandoffRun(ctx context.Context, opts *TaskHandoffOptions) error {
 type TaskBlockOptions struct {
 	F     *Factory
 	ID    string
-	Input core.BlockInput
+	Input api.BlockInput
 }
 
 // NewCmdTaskBlock builds `kandev task block`.

@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // TaskListOptions are `task list`'s inputs.
 type TaskListOptions struct {
 	F     *Factory
-	Input core.ListTasksInput
+	Input api.ListTasksInput
 	// Limit caps the text list's rows (0: no cap).
 	Limit int
 	// Wide ends each row with its spend.
@@ -61,24 +62,24 @@ the daemon's bytes as they come: a script filters them itself.`,
 // rawTaskLister is a client that hands over the daemon's JSON listing as
 // it came (daemonclient.Client does).
 type rawTaskLister interface {
-	ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.Writer) error
+	ListTasksRaw(ctx context.Context, in api.ListTasksInput, w io.Writer) error
 }
 
 // taskSummaryScanner is a client that gives a listing's summaries one at a
 // time as it decodes them (daemonclient.Client does).
 type taskSummaryScanner interface {
-	ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error
+	ScanTaskSummaries(ctx context.Context, in api.ListTasksInput, count func(n int), fn func(*core.Task) error) error
 }
 
 // scanTasks gives fn the listing's tasks in order: streamed summaries when
 // the client can, else the summaries or tasks listed at once. count, when
 // not nil, hears the number of tasks first.
-func scanTasks(ctx context.Context, client core.Client, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
+func scanTasks(ctx context.Context, client api.Client, in api.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
 	if sc, ok := client.(taskSummaryScanner); ok {
 		return sc.ScanTaskSummaries(ctx, in, count, fn)
 	}
 	list := client.ListTasks
-	if sc, ok := client.(core.TaskSummaries); ok {
+	if sc, ok := client.(api.TaskSummaries); ok {
 		list = sc.ListTaskSummaries
 	}
 	tasks, err := list(ctx, in)

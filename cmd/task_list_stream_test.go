@@ -10,18 +10,19 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/wire"
 )
 
 // listingClient serves a listing to `task list` as the daemon client
 // does: the summary route's bytes, decoded line by line (wire), from r.
-// Only the listing is served; the rest of core.Client is not used.
+// Only the listing is served; the rest of api.Client is not used.
 type listingClient struct {
-	core.Client
+	api.Client
 	r io.Reader
 }
 
-func (c *listingClient) ScanTaskSummaries(_ context.Context, _ core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
+func (c *listingClient) ScanTaskSummaries(_ context.Context, _ api.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
 	return wire.ScanTaskSummaries(c.r, count, fn)
 }
 
@@ -43,7 +44,7 @@ func runTaskList(t testing.TB, r io.Reader, all bool, limit int) (string, string
 	var out, errOut bytes.Buffer
 	f := &Factory{IO: IOStreams{Out: &out, ErrOut: &errOut}}
 	f.client = &listingClient{r: r}
-	opts := &TaskListOptions{F: f, Input: core.ListTasksInput{All: all}, Limit: limit}
+	opts := &TaskListOptions{F: f, Input: api.ListTasksInput{All: all}, Limit: limit}
 	if err := taskListRun(context.Background(), opts); err != nil {
 		t.Fatalf("task list (all %v, limit %d): %v", all, limit, err)
 	}

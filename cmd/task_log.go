@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // TaskLogOptions are `task log`'s inputs.
@@ -54,7 +55,7 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 	var events <-chan core.Event
 	if opts.Follow {
 		// Subscribe before reading the backlog so nothing falls between.
-		events, err = client.Events(ctx, core.EventsInput{TaskID: t.ID})
+		events, err = client.Events(ctx, api.EventsInput{TaskID: t.ID})
 		if err != nil {
 			return err
 		}
@@ -62,7 +63,7 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 	p := &logPrinter{f: f, printed: map[int64]core.Message{}, refetch: func(seq int64) (core.Message, bool) {
 		// An append that does not join what was printed (one was missed):
 		// the entry as it stands now.
-		page, err := client.Conversation(ctx, t.ID, core.ConversationInput{After: seq - 1, Limit: 1})
+		page, err := client.Conversation(ctx, t.ID, api.ConversationInput{After: seq - 1, Limit: 1})
 		if err != nil || len(page.Messages) == 0 || page.Messages[0].Seq != seq {
 			return core.Message{}, false
 		}
@@ -71,7 +72,7 @@ func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 	defer p.end()
 	after := opts.After
 	for {
-		page, err := client.Conversation(ctx, t.ID, core.ConversationInput{After: after, Limit: 500})
+		page, err := client.Conversation(ctx, t.ID, api.ConversationInput{After: after, Limit: 500})
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/textsafe"
 )
 
@@ -58,9 +58,9 @@ func taskQueueRun(ctx context.Context, opts *TaskQueueOptions) error {
 	if err != nil {
 		return err
 	}
-	var v core.QueueView
+	var v api.QueueView
 	if opts.Drop != 0 || opts.Clear {
-		v, err = client.DropQueued(ctx, opts.ID, core.DropQueueInput{ID: opts.Drop, All: opts.Clear})
+		v, err = client.DropQueued(ctx, opts.ID, api.DropQueueInput{ID: opts.Drop, All: opts.Clear})
 	} else {
 		v, err = client.TaskQueue(ctx, opts.ID)
 	}
@@ -84,7 +84,7 @@ func taskQueueRun(ctx context.Context, opts *TaskQueueOptions) error {
 }
 
 // queueLine is one item of `task queue`: id, position, kind, sender, text.
-func queueLine(it core.QueuedItem) string {
+func queueLine(it api.QueuedItem) string {
 	kind := it.Kind
 	if it.Interrupt {
 		kind += "!"

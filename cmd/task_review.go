@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev/core"
 )
 
 // TaskReviewOptions are `task review`'s inputs: each Comments[i] is the
@@ -70,20 +69,20 @@ outdated once the lines it points at have changed.`,
 
 // parsePlace reads FILE:LINE or FILE:FIRST-LAST (the last colon splits,
 // so a path may hold colons).
-func parsePlace(s string) (core.ReviewCommentInput, error) {
+func parsePlace(s string) (api.ReviewCommentInput, error) {
 	i := strings.LastIndexByte(s, ':')
 	if i <= 0 || i == len(s)-1 {
-		return core.ReviewCommentInput{}, usagef("--comment %q: want FILE:LINE or FILE:FIRST-LAST", s)
+		return api.ReviewCommentInput{}, usagef("--comment %q: want FILE:LINE or FILE:FIRST-LAST", s)
 	}
-	c := core.ReviewCommentInput{File: s[:i]}
+	c := api.ReviewCommentInput{File: s[:i]}
 	first, last, isRange := strings.Cut(s[i+1:], "-")
 	var err error
 	if c.Line, err = strconv.Atoi(first); err != nil || c.Line < 1 {
-		return core.ReviewCommentInput{}, usagef("--comment %q: %q is not a line number", s, first)
+		return api.ReviewCommentInput{}, usagef("--comment %q: %q is not a line number", s, first)
 	}
 	if isRange {
 		if c.EndLine, err = strconv.Atoi(last); err != nil || c.EndLine < c.Line {
-			return core.ReviewCommentInput{}, usagef("--comment %q: %q is not a line at or after %d", s, last, c.Line)
+			return api.ReviewCommentInput{}, usagef("--comment %q: %q is not a line at or after %d", s, last, c.Line)
 		}
 	}
 	return c, nil
@@ -91,9 +90,9 @@ func parsePlace(s string) (core.ReviewCommentInput, error) {
 
 func taskReviewRun(ctx context.Context, opts *TaskReviewOptions) error {
 	f := opts.F
-	var in core.MessageInput
+	var in api.MessageInput
 	if !opts.List {
-		in = core.MessageInput{Text: opts.Message}
+		in = api.MessageInput{Text: opts.Message}
 		for i, p := range opts.Places {
 			c, err := parsePlace(p)
 			if err != nil {
@@ -103,7 +102,7 @@ func taskReviewRun(ctx context.Context, opts *TaskReviewOptions) error {
 			in.Comments = append(in.Comments, c)
 		}
 		if opts.Interrupt {
-			in.Delivery = core.DeliveryInterrupt
+			in.Delivery = api.DeliveryInterrupt
 		}
 	}
 	client, err := f.Client(ctx)
@@ -143,7 +142,7 @@ func taskReviewRun(ctx context.Context, opts *TaskReviewOptions) error {
 
 // printReview lists the comments: a head line each (id, state, place,
 // author), then the comment's text indented.
-func printReview(f *Factory, v core.ReviewView) {
+func printReview(f *Factory, v api.ReviewView) {
 	if len(v.Comments) == 0 {
 		fmt.Fprintf(f.IO.ErrOut, "No review comments on task %s\n", v.TaskID)
 		return
@@ -159,7 +158,7 @@ func printReview(f *Factory, v core.ReviewView) {
 	}
 }
 
-func placeOf(c core.ReviewComment) string {
+func placeOf(c api.ReviewComment) string {
 	if c.EndLine > c.Line {
 		return fmt.Sprintf("%s:%d-%d", c.File, c.Line, c.EndLine)
 	}

@@ -6,9 +6,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev/core"
 )
 
 // The verbs that steer a task's agent: start, message, stop, answer.
@@ -45,7 +44,7 @@ func taskStartRun(ctx context.Context, opts *TaskStartOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.StartTask(ctx, opts.ID, core.StartTaskInput{Prompt: opts.Prompt})
+	t, err := client.StartTask(ctx, opts.ID, api.StartTaskInput{Prompt: opts.Prompt})
 	if err != nil {
 		return err
 	}
@@ -96,9 +95,9 @@ func taskMessageRun(ctx context.Context, opts *TaskMessageOptions) error {
 	if err != nil {
 		return err
 	}
-	in := core.MessageInput{Text: opts.Text}
+	in := api.MessageInput{Text: opts.Text}
 	if opts.Interrupt {
-		in.Delivery = core.DeliveryInterrupt
+		in.Delivery = api.DeliveryInterrupt
 	}
 	res, err := client.MessageTask(ctx, opts.ID, in)
 	if err != nil {
@@ -145,7 +144,7 @@ func taskStopRun(ctx context.Context, opts *TaskStopOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.StopTask(ctx, opts.ID, core.StopTaskInput{})
+	res, err := client.StopTask(ctx, opts.ID, api.StopTaskInput{})
 	if err != nil {
 		return err
 	}
@@ -160,7 +159,7 @@ func taskStopRun(ctx context.Context, opts *TaskStopOptions) error {
 type TaskAnswerOptions struct {
 	F     *Factory
 	ID    string
-	Input core.AnswerInput
+	Input api.AnswerInput
 }
 
 // NewCmdTaskAnswer builds `kandev task answer`.

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev/core"
 )
 
 // Sharing a task's work: push its branch, open a pull request.
@@ -15,7 +14,7 @@ import (
 type TaskPushOptions struct {
 	F     *Factory
 	ID    string
-	Input core.PushInput
+	Input api.PushInput
 }
 
 // NewCmdTaskPush builds `kandev task push`.
@@ -67,7 +66,7 @@ func taskPushRun(ctx context.Context, opts *TaskPushOptions) error {
 type TaskPROptions struct {
 	F     *Factory
 	ID    string
-	Input core.PullRequestInput
+	Input api.PullRequestInput
 }
 
 // NewCmdTaskPR builds `kandev task pr`.

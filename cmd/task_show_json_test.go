@@ -11,6 +11,7 @@ import (
 
 	"github.com/kandev/kandev/cmd"
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/daemonclient"
 )
@@ -21,7 +22,7 @@ import (
 // what the re-encoding printed before.
 func TestTaskShowJSONIsTheDaemonsBytes(t *testing.T) {
 	d := daemontest.Start(t)
-	task := d.CreateTask(t, core.CreateTaskInput{Title: "shown <as> & \"is\"", Description: "two\nlines"})
+	task := d.CreateTask(t, api.CreateTaskInput{Title: "shown <as> & \"is\"", Description: "two\nlines"})
 	out := d.MustRun("task", "show", task.ID, "--json")
 
 	c := daemonclient.Dial(d.Home.Socket())

@@ -12,12 +12,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // TaskStatsOptions are `task stats`'s inputs.
 type TaskStatsOptions struct {
 	F     *Factory
-	Input core.ListTasksInput
+	Input api.ListTasksInput
 }
 
 // NewCmdTaskStats builds `kandev task stats`.
@@ -64,7 +65,7 @@ func taskStatsRun(ctx context.Context, opts *TaskStatsOptions) error {
 
 // writeTaskStats prints the counts as a few labelled lines; a breakdown
 // lists its keys in a stable order (statuses in workflow order).
-func writeTaskStats(w io.Writer, st core.TaskStats) error {
+func writeTaskStats(w io.Writer, st api.TaskStats) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "tasks\t%d\n", st.Tasks)
 	var statuses []string

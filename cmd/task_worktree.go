@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/textsafe"
 )
 
@@ -50,7 +51,7 @@ func taskDiffRun(ctx context.Context, opts *TaskDiffOptions) error {
 	if err != nil {
 		return err
 	}
-	d, err := client.TaskDiff(ctx, opts.ID, core.DiffInput{Patch: !opts.Stat})
+	d, err := client.TaskDiff(ctx, opts.ID, api.DiffInput{Patch: !opts.Stat})
 	if err != nil {
 		return err
 	}
@@ -73,19 +74,19 @@ func taskDiffRun(ctx context.Context, opts *TaskDiffOptions) error {
 		return err
 	}
 	if d.Truncated {
-		fmt.Fprintf(f.IO.ErrOut, "(diff cut at %d bytes; the rest is in %s)\n", core.MaxPatch, d.Dir)
+		fmt.Fprintf(f.IO.ErrOut, "(diff cut at %d bytes; the rest is in %s)\n", api.MaxPatch, d.Dir)
 	}
 	return nil
 }
 
 // reviewLine says on stderr how the task's review comments stand by this diff.
-func reviewLine(f *Factory, d core.TaskDiff) {
+func reviewLine(f *Factory, d api.TaskDiff) {
 	if len(d.Comments) == 0 {
 		return
 	}
 	open := 0
 	for _, c := range d.Comments {
-		if c.State == core.ReviewOpen {
+		if c.State == api.ReviewOpen {
 			open++
 		}
 	}
@@ -135,7 +136,7 @@ func shortID(commit string) string {
 type TaskMergeOptions struct {
 	F     *Factory
 	ID    string
-	Input core.MergeInput
+	Input api.MergeInput
 	// Done marks the task done after the merge; Archive marks it done and
 	// archives it. Neither, on a terminal: ask.
 	Done, Archive bool
@@ -229,7 +230,7 @@ func taskMergeRun(ctx context.Context, opts *TaskMergeOptions) error {
 		}
 	}
 	if archive && !res.Task.Archived {
-		if res.Task, err = client.ArchiveTask(ctx, id, core.ArchiveTaskInput{}); err != nil {
+		if res.Task, err = client.ArchiveTask(ctx, id, api.ArchiveTaskInput{}); err != nil {
 			return fmt.Errorf("merged and done, but archiving task %s failed: %w", id, err)
 		}
 		if !f.JSON {
@@ -291,7 +292,7 @@ func taskDiscardRun(ctx context.Context, opts *TaskDiscardOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := client.DiscardTask(ctx, opts.ID, core.DiscardTaskInput{})
+	t, err := client.DiscardTask(ctx, opts.ID, api.DiscardTaskInput{})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/tui"
 )
@@ -30,12 +30,12 @@ func runTUI(ctx context.Context, f *Factory) error {
 		CWD: cwd,
 		In:  f.IO.In,
 		Out: f.IO.Out,
-		Reconnect: func(ctx context.Context) (core.Client, error) {
+		Reconnect: func(ctx context.Context) (api.Client, error) {
 			return daemonclient.Connect(ctx, home, f.Executable)
 		},
 		// Reconnecting by itself, the UI never starts a daemon: one that
 		// was stopped on purpose stays stopped until the operator says.
-		Attach: func(ctx context.Context) (core.Client, error) {
+		Attach: func(ctx context.Context) (api.Client, error) {
 			if c, ok := daemonclient.Ping(ctx, home); ok {
 				return c, nil
 			}

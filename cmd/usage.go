@@ -10,11 +10,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // spender is the client's side of spend and budgets.
-func spender(client core.Client) (core.Spender, error) {
-	s, ok := client.(core.Spender)
+func spender(client api.Client) (api.Spender, error) {
+	s, ok := client.(api.Spender)
 	if !ok {
 		return nil, fmt.Errorf("this client does not report spend")
 	}
@@ -100,7 +101,7 @@ func usageRun(ctx context.Context, opts *UsageOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := sp.Usage(ctx, core.UsageInput{Since: since, By: opts.By})
+	rep, err := sp.Usage(ctx, api.UsageInput{Since: since, By: opts.By})
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func costOrDash(s core.Spend) string {
 type TaskBudgetOptions struct {
 	F     *Factory
 	ID    string
-	Input core.BudgetInput
+	Input api.BudgetInput
 }
 
 // NewCmdTaskBudget builds `kandev task budget`.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -33,7 +33,7 @@ func NewCmdVersion(f *Factory, runF func(*VersionOptions) error) *cobra.Command 
 
 func versionRun(_ context.Context, opts *VersionOptions) error {
 	f := opts.F
-	v := core.VersionInfo{Version: Version, SchemaVersion: schemaVersion()}
+	v := api.VersionInfo{Version: Version, SchemaVersion: schemaVersion()}
 	if f.JSON {
 		return f.printJSON(v)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // Wait outcomes and their exit codes: each outcome exits differently so a
@@ -134,7 +135,7 @@ func waitRun(parent context.Context, opts *WaitOptions) (err error) {
 		return err
 	}
 	// Subscribe first so no change falls between the read and the wait.
-	events, err := client.Events(ctx, core.EventsInput{TaskID: id})
+	events, err := client.Events(ctx, api.EventsInput{TaskID: id})
 	if err != nil {
 		return err
 	}
@@ -143,7 +144,7 @@ func waitRun(parent context.Context, opts *WaitOptions) (err error) {
 		return err
 	}
 	if t.ID != id {
-		events, err = client.Events(ctx, core.EventsInput{TaskID: t.ID})
+		events, err = client.Events(ctx, api.EventsInput{TaskID: t.ID})
 		if err != nil {
 			return err
 		}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/spf13/cobra"
-
-	"github.com/kandev/kandev/core"
 )
 
 // NewCmdWorktree groups the worktree verbs.
@@ -19,7 +18,7 @@ func NewCmdWorktree(f *Factory) *cobra.Command {
 // WorktreePruneOptions are `worktree prune`'s inputs.
 type WorktreePruneOptions struct {
 	F     *Factory
-	Input core.PruneInput
+	Input api.PruneInput
 }
 
 // NewCmdWorktreePrune builds `kandev worktree prune`.

@@ -99,6 +99,13 @@ func TestImportRule(t *testing.T) {
 		"github.com/spf13/cobra", "github.com/charmbracelet/bubbletea", "github.com/charmbracelet/bubbles",
 		"github.com/charmbracelet/lipgloss", "github.com/mark3labs/mcp-go")
 
+	forbid("the client API (core/api) imports the domain (core) alone, never the engine's parts",
+		func(p string) bool { return under(p, "core/api") }, false,
+		module+"/core/agent", module+"/core/capability", module+"/core/config", module+"/core/daemon",
+		module+"/core/daemonclient", module+"/core/doctor", module+"/core/engine", module+"/core/hosts",
+		module+"/core/notify", module+"/core/prompt", module+"/core/sandbox", module+"/core/wire",
+		module+"/core/workspace", module+"/store")
+
 	forbid("the daemon client and the wire shapes depend on core alone",
 		func(p string) bool { return under(p, "core/daemonclient") || under(p, "core/wire") }, true,
 		module+"/core/daemon", module+"/core/engine", module+"/core/agent", module+"/core/workspace",

@@ -1,12 +1,10 @@
 package core
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Spend is what agents reported spending: token counts and a cost. Cost is
@@ -195,73 +193,6 @@ const StallBudget = "Budget"
 // OverBudget reports whether the task is with a person because its
 // subtree spent its budget.
 func (t Task) OverBudget() bool { return t.Stalled != nil && t.Stalled.Reason == StallBudget }
-
-// BudgetInput fixes or raises a task's budget: Set replaces it, Add raises
-// it by an amount of the same kind. Only a person may.
-type BudgetInput struct {
-	Set string `json:"set,omitempty"`
-	Add string `json:"add,omitempty"`
-}
-
-// UsageInput selects spend to report: since a time, grouped by task,
-// profile or day.
-type UsageInput struct {
-	Since time.Time `json:"since"`
-	By    string    `json:"by"` // "task" (default), "profile", "day"
-}
-
-// UsageRow is one group of a usage report.
-type UsageRow struct {
-	Key   string `json:"key"` // task id, profile name or YYYY-MM-DD
-	Title string `json:"title,omitempty"`
-	Spend
-	Turns int `json:"turns"`
-}
-
-// UsageReport is spend since a time, by group, with its total. Costs in
-// another currency than the total's are left out of the total and counted
-// in Other.
-type UsageReport struct {
-	Since time.Time  `json:"since"`
-	By    string     `json:"by"`
-	Rows  []UsageRow `json:"rows"`
-	Total Spend      `json:"total"`
-	Turns int        `json:"turns"`
-}
-
-// Spender is a client that knows spend and budgets: the engine and the
-// daemon's client. Front ends that have one show usage and set budgets.
-type Spender interface {
-	// SetBudget fixes or raises a task's budget (a person only).
-	SetBudget(ctx context.Context, id string, in BudgetInput) (Task, error)
-	// Usage reports recorded spend.
-	Usage(ctx context.Context, in UsageInput) (UsageReport, error)
-}
-
-// CheckBudgetChange applies a BudgetInput to a task's current budget
-// amount (nil: none) and returns the new one.
-func CheckBudgetChange(cur *Amount, in BudgetInput) (Amount, error) {
-	switch {
-	case in.Set != "" && in.Add != "":
-		return Amount{}, Errorf(CodeValidation, "give --set or --add, not both")
-	case in.Set != "":
-		return ParseAmount(in.Set)
-	case in.Add != "":
-		a, err := ParseAmount(in.Add)
-		if err != nil {
-			return Amount{}, err
-		}
-		if cur == nil {
-			return Amount{}, Errorf(CodeValidation, "the task has no budget of its own to add to; use --set")
-		}
-		if cur.Kind != a.Kind || cur.Currency != a.Currency {
-			return Amount{}, Errorf(CodeValidation, "the budget is %s; add an amount of the same kind", cur.String())
-		}
-		a.Value += cur.Value
-		return a, nil
-	}
-	return Amount{}, Errorf(CodeValidation, "give --set AMOUNT or --add AMOUNT")
-}
 
 // UsageLine is a task's spend in one line for people ("12.3k tokens $0.42").
 func (u *TaskUsage) UsageLine(tree bool) string {

@@ -37,24 +37,6 @@ func TestParseAmount(t *testing.T) {
 	}
 }
 
-func TestCheckBudgetChange(t *testing.T) {
-	cur := &Amount{Kind: BudgetCost, Value: 5, Currency: "USD"}
-	if a, err := CheckBudgetChange(cur, BudgetInput{Add: "2.5USD"}); err != nil || a.Value != 7.5 {
-		t.Fatalf("add: %+v %v", a, err)
-	}
-	if a, err := CheckBudgetChange(cur, BudgetInput{Set: "1M-tokens"}); err != nil || a.Kind != BudgetTokens {
-		t.Fatalf("set another kind: %+v %v", a, err)
-	}
-	for _, in := range []BudgetInput{{}, {Set: "1USD", Add: "1USD"}, {Add: "1EUR"}, {Add: "1k-tokens"}} {
-		if _, err := CheckBudgetChange(cur, in); err == nil {
-			t.Errorf("%+v: accepted", in)
-		}
-	}
-	if _, err := CheckBudgetChange(nil, BudgetInput{Add: "1USD"}); err == nil || !strings.Contains(err.Error(), "no budget of its own") {
-		t.Errorf("add to none: %v", err)
-	}
-}
-
 func TestFormatSpend(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1500: "1.5k", 12345: "12k", 2_000_000: "2M", 2_150_000: "2.1M"} {
 		if got := FormatTokens(n); got != want {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -28,7 +28,7 @@ import (
 func benchSession(b *testing.B) (*daemontest.Daemon, []string, string) {
 	b.Helper()
 	d := daemontest.Start(b)
-	task, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "bench", Prompt: "mock: mcpenv KANDEV_TOKEN\nmock: hang",
+	task, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "bench", Prompt: "mock: mcpenv KANDEV_TOKEN\nmock: hang",
 		CWD: b.TempDir(), Start: true})
 	if err != nil {
 		b.Fatal(err)

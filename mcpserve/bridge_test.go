@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/mcpserve"
 )
 
 // fakeHost plays the daemon for in-process bridge tests.
 type fakeHost struct {
-	surface    core.ToolSurface
+	surface    api.ToolSurface
 	surfaceErr error
 	call       func(ctx context.Context, name string, args []byte) (any, error)
 
@@ -33,7 +34,7 @@ type fakeCall struct {
 	args string
 }
 
-func (f *fakeHost) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
+func (f *fakeHost) ToolSurface(ctx context.Context) (api.ToolSurface, error) {
 	return f.surface, f.surfaceErr
 }
 
@@ -59,9 +60,9 @@ func (f *fakeHost) callAt(i int) fakeCall {
 	return f.calls[i]
 }
 
-func surfaceOf(c capability.Case) core.ToolSurface {
+func surfaceOf(c capability.Case) api.ToolSurface {
 	set := capability.Resolve(c)
-	return core.ToolSurface{Surface: string(set.Surface), Question: set.Question, Tools: set.Names(), TaskID: "t1"}
+	return api.ToolSurface{Surface: string(set.Surface), Question: set.Question, Tools: set.Names(), TaskID: "t1"}
 }
 
 // rpc is a line-level JSON-RPC client of a bridge running in process.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 )
 
@@ -24,7 +24,7 @@ func TestCheckAgreesWithMCPGo(t *testing.T) {
 	for _, tool := range capability.All() {
 		names = append(names, tool.Name)
 	}
-	host := &fakeHost{surface: core.ToolSurface{Surface: string(capability.KanbanTask), Tools: names, TaskID: "t1"}}
+	host := &fakeHost{surface: api.ToolSurface{Surface: string(capability.KanbanTask), Tools: names, TaskID: "t1"}}
 	r := startBridge(t, host, nil)
 	r.initialize()
 	cases, refused := 0, 0
@@ -195,7 +195,7 @@ func TestBridgeDirOnExternalSurface(t *testing.T) {
 		{"t1", map[string]any{"title": "t"}, map[string]any{"title": "t"}},
 	} {
 		surface := capability.Resolve(capability.Case{Surface: capability.External})
-		host := &fakeHost{surface: core.ToolSurface{Surface: string(surface.Surface), Tools: surface.Names(), TaskID: tc.taskID}}
+		host := &fakeHost{surface: api.ToolSurface{Surface: string(surface.Surface), Tools: surface.Names(), TaskID: tc.taskID}}
 		r := startBridge(t, host, nil)
 		r.initialize()
 		if res := r.toolCall("create_task_kandev", tc.args); res["isError"] == true {

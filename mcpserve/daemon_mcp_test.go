@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/daemonclient"
@@ -198,7 +199,7 @@ func findTask(t *testing.T, tasks []listedTask, title string) listedTask {
 func TestAgentSeesItsCaseTools(t *testing.T) {
 	d := daemontest.Start(t)
 	cwd := t.TempDir()
-	create := func(in core.CreateTaskInput) core.Task {
+	create := func(in api.CreateTaskInput) core.Task {
 		t.Helper()
 		in.CWD = cwd
 		tk, err := d.Client.CreateTask(bg(), in)
@@ -207,22 +208,22 @@ func TestAgentSeesItsCaseTools(t *testing.T) {
 		}
 		return tk
 	}
-	parent := create(core.CreateTaskInput{Title: "parent"})
+	parent := create(api.CreateTaskInput{Title: "parent"})
 	cases := []struct {
 		name string
 		task core.Task
 		c    capability.Case
 	}{
-		{"normal task", create(core.CreateTaskInput{Title: "normal", Prompt: "mock: tools", Start: true}),
+		{"normal task", create(api.CreateTaskInput{Title: "normal", Prompt: "mock: tools", Start: true}),
 			capability.Case{Surface: capability.KanbanTask}},
-		{"normal child", create(core.CreateTaskInput{Title: "normal child", ParentID: parent.ID, Prompt: "mock: tools", Start: true}),
+		{"normal child", create(api.CreateTaskInput{Title: "normal child", ParentID: parent.ID, Prompt: "mock: tools", Start: true}),
 			capability.Case{Surface: capability.KanbanTask, HasParent: true}},
-		{"autopilot child", create(core.CreateTaskInput{Title: "autopilot child", ParentID: parent.ID, Autopilot: true, Prompt: "mock: tools", Start: true}),
+		{"autopilot child", create(api.CreateTaskInput{Title: "autopilot child", ParentID: parent.ID, Autopilot: true, Prompt: "mock: tools", Start: true}),
 			capability.Case{Surface: capability.KanbanTask, Autopilot: true, HasParent: true}},
-		{"autopilot root", create(core.CreateTaskInput{Title: "autopilot root", Autopilot: true, Prompt: "mock: tools", Start: true}),
+		{"autopilot root", create(api.CreateTaskInput{Title: "autopilot root", Autopilot: true, Prompt: "mock: tools", Start: true}),
 			capability.Case{Surface: capability.KanbanTask, Autopilot: true}},
 		// No title: a placeholder the agent should replace (title group on).
-		{"untitled task", create(core.CreateTaskInput{Prompt: "Look around the repository\nmock: tools", Start: true}),
+		{"untitled task", create(api.CreateTaskInput{Prompt: "Look around the repository\nmock: tools", Start: true}),
 			capability.Case{Surface: capability.KanbanTask, TitlePending: true}},
 	}
 	check := func(round int) {
@@ -239,7 +240,7 @@ func TestAgentSeesItsCaseTools(t *testing.T) {
 	d.Kill9()
 	d.Restart()
 	for _, tc := range cases {
-		if _, err := d.Client.MessageTask(bg(), tc.task.ID, core.MessageInput{Text: "mock: tools"}); err != nil {
+		if _, err := d.Client.MessageTask(bg(), tc.task.ID, api.MessageInput{Text: "mock: tools"}); err != nil {
 			t.Fatalf("message %s after restart: %v", tc.name, err)
 		}
 	}
@@ -258,7 +259,7 @@ func TestParentCreatesChildrenThroughMCP(t *testing.T) {
 		`mock: call create_task_kandev {"title":"bad","colour":"blue"}`,
 		`mock: call stop_task_kandev {"task_id":"nosuch"}`,
 	}, "\n")
-	parent, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "parent", Prompt: prompt, CWD: t.TempDir(), Start: true})
+	parent, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "parent", Prompt: prompt, CWD: t.TempDir(), Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestForgedTokenRefused(t *testing.T) {
 // task is stopped.
 func TestRevokedTokenRefused(t *testing.T) {
 	d := daemontest.Start(t)
-	task, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "revoke me", Prompt: "mock: mcpenv KANDEV_TOKEN\nmock: mcpenv KANDEV_SOCKET\nmock: hang",
+	task, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "revoke me", Prompt: "mock: mcpenv KANDEV_TOKEN\nmock: mcpenv KANDEV_SOCKET\nmock: hang",
 		CWD: t.TempDir(), Start: true})
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +356,7 @@ func TestRevokedTokenRefused(t *testing.T) {
 		t.Fatalf("get_task_kandev with no id gets the caller's task: %v", got)
 	}
 
-	stop, err := d.Client.StopTask(bg(), task.ID, core.StopTaskInput{})
+	stop, err := d.Client.StopTask(bg(), task.ID, api.StopTaskInput{})
 	if err != nil || stop.Result != "stopped" {
 		t.Fatalf("stop: %+v, %v", stop, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -40,9 +40,9 @@ func TestDefaultProfileForTasksNamingNone(t *testing.T) {
 	if got := create("picked from PATH"); got != "codex" {
 		t.Errorf("external create without a profile: profile %q, want codex (the first built-in agent on PATH)", got)
 	}
-	api, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "through the API", CWD: t.TempDir()})
-	if err != nil || api.Profile != "codex" {
-		t.Errorf("API create without a profile: %q, %v; want codex", api.Profile, err)
+	viaAPI, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "through the API", CWD: t.TempDir()})
+	if err != nil || viaAPI.Profile != "codex" {
+		t.Errorf("API create without a profile: %q, %v; want codex", viaAPI.Profile, err)
 	}
 
 	// config.toml names one: it wins, read at the next create (no restart).
@@ -52,16 +52,16 @@ func TestDefaultProfileForTasksNamingNone(t *testing.T) {
 	if got := create("configured"); got != "gemini" {
 		t.Errorf("external create with config profile gemini: %q", got)
 	}
-	api, err = d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "configured, through the API", CWD: t.TempDir()})
-	if err != nil || api.Profile != "gemini" {
-		t.Errorf("API create with config profile gemini: %q, %v", api.Profile, err)
+	viaAPI, err = d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "configured, through the API", CWD: t.TempDir()})
+	if err != nil || viaAPI.Profile != "gemini" {
+		t.Errorf("API create with config profile gemini: %q, %v", viaAPI.Profile, err)
 	}
 	// A child still takes its parent's profile, and a named one is kept.
-	child, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "child", ParentID: api.ID})
+	child, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "child", ParentID: viaAPI.ID})
 	if err != nil || child.Profile != "gemini" {
 		t.Errorf("child: %q, %v", child.Profile, err)
 	}
-	named, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "named", Profile: "mock", CWD: t.TempDir()})
+	named, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "named", Profile: "mock", CWD: t.TempDir()})
 	if err != nil || named.Profile != "mock" {
 		t.Errorf("named mock: %q, %v", named.Profile, err)
 	}

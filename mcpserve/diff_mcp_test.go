@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -54,7 +55,7 @@ func TestParentReadsChildDiffThroughMCP(t *testing.T) {
 		"mock: on handoff: call get_task_diff_kandev {\"task_id\":\"${child_task_id}\"}",
 		"mock: call create_task_kandev " + string(create),
 	}, "\n")
-	parent, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "Greet", CWD: repo, Prompt: prompt, Start: true})
+	parent, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "Greet", CWD: repo, Prompt: prompt, Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestParentReadsChildDiffThroughMCP(t *testing.T) {
 		!strings.HasPrefix(w.Branch, "kandev/"+got.ID) || w.Base == "" {
 		t.Fatalf("get_task_kandev of the child: workspace %+v", w)
 	}
-	var diff core.TaskDiff
+	var diff api.TaskDiff
 	if err := json.Unmarshal([]byte(waitLine(t, d, parent.ID, "result get_task_diff_kandev:", 1)), &diff); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"text/template"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/mcpserve"
 )
@@ -220,7 +220,7 @@ func renderDocs(t *testing.T) []byte {
 	}
 	d := data{EnvSocket: mcpserve.EnvSocket, EnvToken: mcpserve.EnvToken, EnvDebug: mcpserve.EnvDebug,
 		EnvProgress: mcpserve.EnvProgressInterval, ProgressDefault: mcpserve.DefaultProgressInterval.String(),
-		ProgressMax: mcpserve.MaxProgressInterval.String(), Codes: codeMeaning, QueueCap: core.QueueCap,
+		ProgressMax: mcpserve.MaxProgressInterval.String(), Codes: codeMeaning, QueueCap: api.QueueCap,
 		MaxWaiting: mcpserve.MaxWaitingCalls, MaxMessage: fmt.Sprintf("%d MiB", mcpserve.MaxMessage>>20)}
 	all := capability.All()
 	for _, s := range capability.Surfaces {

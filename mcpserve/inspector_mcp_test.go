@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
@@ -106,7 +106,7 @@ func TestInspectorCLI(t *testing.T) {
 	})
 
 	t.Run("session token", func(t *testing.T) {
-		task, err := d.Client.CreateTask(bg(), core.CreateTaskInput{Title: "inspected", Prompt: "mock: mcpenv KANDEV_TOKEN\nmock: hang",
+		task, err := d.Client.CreateTask(bg(), api.CreateTaskInput{Title: "inspected", Prompt: "mock: mcpenv KANDEV_TOKEN\nmock: hang",
 			CWD: t.TempDir(), Start: true})
 		if err != nil {
 			t.Fatal(err)

@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/mark3labs/mcp-go/mcp"
-
-	"github.com/kandev/kandev/core"
 )
 
 func TestProgressInterval(t *testing.T) {
@@ -53,8 +52,8 @@ func TestResolveHomeOrder(t *testing.T) {
 // as git prints them (a model given only the text still reads the diff),
 // not the structured content's JSON again.
 func TestTaskDiffText(t *testing.T) {
-	d := core.TaskDiff{TaskID: "abc123", Dir: "/w/abc123", Branch: "kandev/abc123-x", Base: "0123456789abcdef",
-		Files: []core.DiffFileStat{{Path: "a.go", Added: 2, Deleted: 1}}, Added: 2, Deleted: 1,
+	d := api.TaskDiff{TaskID: "abc123", Dir: "/w/abc123", Branch: "kandev/abc123-x", Base: "0123456789abcdef",
+		Files: []api.DiffFileStat{{Path: "a.go", Added: 2, Deleted: 1}}, Added: 2, Deleted: 1,
 		Stat: " a.go | 3 ++-\n 1 file changed\n", Patch: "diff --git a/a.go b/a.go\n+\"quoted\"\n"}
 	res := taskDiffResult(d)
 	text, ok := mcp.AsTextContent(res.Content[0])
@@ -66,7 +65,7 @@ func TestTaskDiffText(t *testing.T) {
 	if text.Text != want {
 		t.Errorf("text:\n%s\nwant:\n%s", text.Text, want)
 	}
-	empty := taskDiffText(core.TaskDiff{TaskID: "abc123", Dir: "/w", Branch: "b", Base: "0123"})
+	empty := taskDiffText(api.TaskDiff{TaskID: "abc123", Dir: "/w", Branch: "b", Base: "0123"})
 	if empty != "No changes in task abc123 (branch b, worktree /w) since its base 0123.\n" {
 		t.Errorf("no changes: %q", empty)
 	}

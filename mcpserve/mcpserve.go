@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 )
 
@@ -54,7 +55,7 @@ type options struct {
 	exe     string
 	version string
 	stderr  io.Writer
-	host    core.ToolHost
+	host    api.ToolHost
 	maxMsg  int
 }
 
@@ -74,7 +75,7 @@ func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 func WithStderr(w io.Writer) Option { return func(o *options) { o.stderr = w } }
 
 // WithHost serves the tools of host instead of dialing a daemon (tests).
-func WithHost(h core.ToolHost) Option { return func(o *options) { o.host = h } }
+func WithHost(h api.ToolHost) Option { return func(o *options) { o.host = h } }
 
 // Run serves MCP on in/out until in reaches EOF (it then returns nil) or
 // ctx ends. It fails before reading anything when the daemon cannot be

@@ -16,14 +16,15 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 )
 
 // bridge is one `kandev mcp` process's server: mcp-go's MCP server with
 // the session's tools, each forwarding to the daemon.
 type bridge struct {
-	host     core.ToolHost
-	surface  core.ToolSurface
+	host     api.ToolHost
+	surface  api.ToolSurface
 	srv      *server.MCPServer
 	progress time.Duration
 	log      *slog.Logger
@@ -41,7 +42,7 @@ type bridge struct {
 // waiting calls would hold every worker and queue the calls behind them.
 const MaxWaitingCalls = workerPool / 2
 
-func newBridge(host core.ToolHost, surface core.ToolSurface, version string, progress time.Duration, log *slog.Logger) *bridge {
+func newBridge(host api.ToolHost, surface api.ToolSurface, version string, progress time.Duration, log *slog.Logger) *bridge {
 	b := &bridge{host: host, surface: surface, progress: progress, log: log}
 	hooks := &server.Hooks{}
 	hooks.AddAfterCallTool(b.afterCall)
@@ -81,7 +82,7 @@ func newBridge(host core.ToolHost, surface core.ToolSurface, version string, pro
 }
 
 // instructions is the short server description clients may show a model.
-func instructions(s core.ToolSurface) string {
+func instructions(s api.ToolSurface) string {
 	if s.TaskID != "" {
 		return fmt.Sprintf("kandev coordination tools for task %s (surface %s). Your task's instructions explain when to use them.", s.TaskID, s.Surface)
 	}
@@ -384,7 +385,7 @@ func taskDiffResult(v any) *mcp.CallToolResult {
 	if res.IsError || len(res.RawStructuredContent) == 0 {
 		return res
 	}
-	var d core.TaskDiff
+	var d api.TaskDiff
 	if json.Unmarshal(res.RawStructuredContent, &d) != nil {
 		return res
 	}
@@ -392,7 +393,7 @@ func taskDiffResult(v any) *mcp.CallToolResult {
 	return res
 }
 
-func taskDiffText(d core.TaskDiff) string {
+func taskDiffText(d api.TaskDiff) string {
 	var b strings.Builder
 	base := d.Base
 	if len(base) > 12 {

@@ -6,6 +6,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // The event stream carries the streamed output (message.appended) of the
@@ -59,7 +60,7 @@ func (m *Model) openingAppends() string {
 	if id := m.detail.convo.taskID; id != "" {
 		return id
 	}
-	return core.AppendsNone
+	return api.AppendsNone
 }
 
 // followAppends moves the stream's appends filter to taskID ("" none)
@@ -105,7 +106,7 @@ func (m *Model) onAppends(msg appendsMsg) {
 // onStreamAppends: a new stream opened with the filter opening (its
 // subscription named by the subscribed event to come).
 func (m *Model) onStreamAppends(opening string) {
-	if opening == core.AppendsNone {
+	if opening == api.AppendsNone {
 		opening = ""
 	}
 	m.appends.sub, m.appends.task, m.appends.known, m.appends.inflight = "", opening, true, 0

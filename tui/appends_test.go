@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // following is the appends filter of the stream the model follows.
@@ -62,7 +63,7 @@ func TestStreamFollowsTheShownConversationsAppends(t *testing.T) {
 	f := newFake(demoTasks()...)
 	f.convo = demoConvo()
 	d := newDriver(t, f, 100, 30)
-	if opened, _ := d.following(); opened != core.AppendsNone {
+	if opened, _ := d.following(); opened != api.AppendsNone {
 		t.Fatalf("the stream opened following %q, want none", opened)
 	}
 	// The first conversation may be read before the stream names its

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // The budgets: with 10,000 tasks, the first frame after the listing
@@ -158,11 +159,11 @@ func BenchmarkKeypress(b *testing.B) {
 		if !ok {
 			b.Fatal("o did not open the hand-on dialog")
 		}
-		var roles []core.Role
-		var persons []core.Person
+		var roles []api.Role
+		var persons []api.Person
 		for i := 0; i < 200; i++ {
-			roles = append(roles, core.Role{Name: fmt.Sprintf("role%03d", i), Profile: "mock"})
-			persons = append(persons, core.Person{Name: fmt.Sprintf("person%03d", i)})
+			roles = append(roles, api.Role{Name: fmt.Sprintf("role%03d", i), Profile: "mock"})
+			persons = append(persons, api.Person{Name: fmt.Sprintf("person%03d", i)})
 		}
 		m.Update(assigneesMsg{dialog: d.id, roles: roles, persons: persons})
 		b.ReportAllocs()
@@ -233,7 +234,7 @@ func BenchmarkConversation(b *testing.B) {
 		m.Update(convoLoadMsg{gen: m.detail.gen})
 		win := msgs[len(msgs)-n:]
 		m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageTail,
-			page: core.ConversationPage{TaskID: id, Messages: win, First: win[0].Seq, Next: win[len(win)-1].Seq, Older: true}})
+			page: api.ConversationPage{TaskID: id, Messages: win, First: win[0].Seq, Next: win[len(win)-1].Seq, Older: true}})
 		m.detail.convo.olderBusy = true // no read back in these
 		_ = m.View()
 		return m
@@ -246,7 +247,7 @@ func BenchmarkConversation(b *testing.B) {
 			m.Update(convoLoadMsg{gen: m.detail.gen})
 			b.StartTimer()
 			m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageTail,
-				page: core.ConversationPage{TaskID: id, Messages: tail, First: tail[0].Seq, Next: tail[len(tail)-1].Seq, Older: true}})
+				page: api.ConversationPage{TaskID: id, Messages: tail, First: tail[0].Seq, Next: tail[len(tail)-1].Seq, Older: true}})
 			sink = m.View()
 		}
 	})
@@ -262,7 +263,7 @@ func BenchmarkConversation(b *testing.B) {
 				m.Update(keyMsg("g"))
 				b.StartTimer()
 				m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageOlder, cursor: win[0].Seq,
-					page: core.ConversationPage{TaskID: id, Messages: older, First: older[0].Seq, Next: older[len(older)-1].Seq, Older: true}})
+					page: api.ConversationPage{TaskID: id, Messages: older, First: older[0].Seq, Next: older[len(older)-1].Seq, Older: true}})
 				sink = m.View()
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // Every call to the daemon happens here, inside a tea.Cmd; Update only
@@ -17,10 +18,10 @@ import (
 // streamOpenMsg: the event stream is up (gen counts connections).
 type streamOpenMsg struct {
 	gen    int
-	client core.Client
+	client api.Client
 	events <-chan core.Event
 	cancel context.CancelFunc
-	// appends is the appends filter it opened with (core.EventsInput).
+	// appends is the appends filter it opened with (api.EventsInput).
 	appends string
 }
 
@@ -44,7 +45,7 @@ type reconnectMsg struct{ gen int }
 type tasksMsg struct {
 	gen   int
 	tasks []core.Task
-	// partial: the tasks are summaries (core.TaskSummaries); the selected
+	// partial: the tasks are summaries (api.TaskSummaries); the selected
 	// one is loaded whole for the detail pane.
 	partial bool
 	// rest, when set, says tasks are only the listing's first rows (the
@@ -79,7 +80,7 @@ type convoPageMsg struct {
 	taskID string
 	kind   pageKind
 	cursor int64 // Before for pageOlder, After for pageNewer
-	page   core.ConversationPage
+	page   api.ConversationPage
 	err    error
 }
 
@@ -89,8 +90,8 @@ type convoLoadMsg struct{ gen int }
 // hand-on dialog that asked.
 type assigneesMsg struct {
 	dialog  int
-	roles   []core.Role
-	persons []core.Person
+	roles   []api.Role
+	persons []api.Person
 	what    string // the listing that failed
 	err     error
 }
@@ -135,13 +136,13 @@ type opDoneMsg struct {
 // the detail pane.
 type changesMsg struct {
 	taskID string
-	diff   core.TaskDiff
+	diff   api.TaskDiff
 	err    error
 }
 
-func loadChangesCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
+func loadChangesCmd(ctx context.Context, c api.Client, id string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := c.TaskDiff(ctx, id, core.DiffInput{})
+		d, err := c.TaskDiff(ctx, id, api.DiffInput{})
 		return changesMsg{taskID: id, diff: d, err: err}
 	}
 }
@@ -149,13 +150,13 @@ func loadChangesCmd(ctx context.Context, c core.Client, id string) tea.Cmd {
 // diffMsg: a task's diff, for the diff view that asked.
 type diffMsg struct {
 	dialog int
-	diff   core.TaskDiff
+	diff   api.TaskDiff
 	err    error
 }
 
-func loadDiffCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
+func loadDiffCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := c.TaskDiff(ctx, id, core.DiffInput{Patch: true})
+		d, err := c.TaskDiff(ctx, id, api.DiffInput{Patch: true})
 		return diffMsg{dialog: dialog, diff: d, err: err}
 	}
 }
@@ -164,19 +165,19 @@ func loadDiffCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id str
 // drop, with what was dropped).
 type queueMsg struct {
 	dialog int
-	view   core.QueueView
+	view   api.QueueView
 	drop   bool
 	err    error
 }
 
-func loadQueueCmd(ctx context.Context, c core.MessageClient, dialog int, id string) tea.Cmd {
+func loadQueueCmd(ctx context.Context, c api.MessageClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
 		v, err := c.TaskQueue(ctx, id)
 		return queueMsg{dialog: dialog, view: v, err: err}
 	}
 }
 
-func dropQueuedCmd(ctx context.Context, c core.MessageClient, dialog int, id string, in core.DropQueueInput) tea.Cmd {
+func dropQueuedCmd(ctx context.Context, c api.MessageClient, dialog int, id string, in api.DropQueueInput) tea.Cmd {
 	return func() tea.Msg {
 		v, err := c.DropQueued(ctx, id, in)
 		return queueMsg{dialog: dialog, view: v, drop: true, err: err}
@@ -188,7 +189,7 @@ const maxBurst = 1024
 
 // connectCmd opens the event stream, its appends filter at appends (the
 // conversation shown, or none: appends.go).
-func connectCmd(ctx context.Context, gen int, client core.Client, reconnect func(context.Context) (core.Client, error), appends string) tea.Cmd {
+func connectCmd(ctx context.Context, gen int, client api.Client, reconnect func(context.Context) (api.Client, error), appends string) tea.Cmd {
 	return func() tea.Msg {
 		c := client
 		if reconnect != nil {
@@ -199,7 +200,7 @@ func connectCmd(ctx context.Context, gen int, client core.Client, reconnect func
 			c = nc
 		}
 		sctx, cancel := context.WithCancel(ctx)
-		ch, err := c.Events(sctx, core.EventsInput{Appends: appends})
+		ch, err := c.Events(sctx, api.EventsInput{Appends: appends})
 		if err != nil {
 			cancel()
 			return streamFailedMsg{gen: gen, err: err}
@@ -244,13 +245,13 @@ func reconnectAfter(after timerFunc, gen int, d time.Duration) tea.Cmd {
 // A streaming client hands over the first rows (firstRows summaries in the
 // tree's order) as soon as they are read: the tree draws them while the
 // rest of a large listing arrives (at 100,000 tasks, most of the start).
-func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
+func loadTasksCmd(ctx context.Context, c api.Client, gen int) tea.Cmd {
 	return func() tea.Msg {
-		if sc, ok := c.(core.TaskSummaryStream); ok {
+		if sc, ok := c.(api.TaskSummaryStream); ok {
 			early := make(chan []core.Task, 1)
 			whole := make(chan tasksMsg, 1)
 			go func() {
-				ts, err := sc.StreamTaskSummaries(ctx, core.ListTasksInput{}, firstRows, func(first []core.Task) { early <- first })
+				ts, err := sc.StreamTaskSummaries(ctx, api.ListTasksInput{}, firstRows, func(first []core.Task) { early <- first })
 				close(early)
 				whole <- tasksMsg{gen: gen, tasks: ts, partial: true, err: err}
 			}()
@@ -260,11 +261,11 @@ func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
 			}
 			return tasksMsg{gen: gen, tasks: first, partial: true, rest: func() tea.Msg { return <-whole }}
 		}
-		if sc, ok := c.(core.TaskSummaries); ok {
-			ts, err := sc.ListTaskSummaries(ctx, core.ListTasksInput{})
+		if sc, ok := c.(api.TaskSummaries); ok {
+			ts, err := sc.ListTaskSummaries(ctx, api.ListTasksInput{})
 			return tasksMsg{gen: gen, tasks: ts, partial: true, err: err}
 		}
-		ts, err := c.ListTasks(ctx, core.ListTasksInput{})
+		ts, err := c.ListTasks(ctx, api.ListTasksInput{})
 		return tasksMsg{gen: gen, tasks: ts, err: err}
 	}
 }
@@ -273,14 +274,14 @@ func loadTasksCmd(ctx context.Context, c core.Client, gen int) tea.Cmd {
 // listing has arrived: more than a tall terminal shows.
 const firstRows = 500
 
-func loadTaskCmd(ctx context.Context, c core.TaskClient, id string) tea.Cmd {
+func loadTaskCmd(ctx context.Context, c api.TaskClient, id string) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.GetTask(ctx, id)
 		return taskMsg{task: t, err: err}
 	}
 }
 
-func loadProfilesCmd(ctx context.Context, c core.RoleClient) tea.Cmd {
+func loadProfilesCmd(ctx context.Context, c api.RoleClient) tea.Cmd {
 	return func() tea.Msg {
 		ps, err := c.ListProfiles(ctx)
 		return profilesMsg{profiles: ps, err: err}
@@ -290,8 +291,8 @@ func loadProfilesCmd(ctx context.Context, c core.RoleClient) tea.Cmd {
 // convoPageSize is how many entries one conversation request fetches.
 const convoPageSize = 500
 
-func loadConvoCmd(ctx context.Context, c core.MessageClient, gen int, taskID string, kind pageKind, cursor int64) tea.Cmd {
-	in := core.ConversationInput{Limit: convoPageSize}
+func loadConvoCmd(ctx context.Context, c api.MessageClient, gen int, taskID string, kind pageKind, cursor int64) tea.Cmd {
+	in := api.ConversationInput{Limit: convoPageSize}
 	switch kind {
 	case pageTail:
 		in.Before = -1
@@ -319,7 +320,7 @@ func tickCmd(after timerFunc, d time.Duration) tea.Cmd {
 	return after(d, func(t time.Time) tea.Msg { return tickMsg(t) })
 }
 
-func createCmd(ctx context.Context, c core.TaskClient, dialog int, in core.CreateTaskInput) tea.Cmd {
+func createCmd(ctx context.Context, c api.TaskClient, dialog int, in api.CreateTaskInput) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.CreateTask(ctx, in)
 		if err != nil {
@@ -333,7 +334,7 @@ func createCmd(ctx context.Context, c core.TaskClient, dialog int, in core.Creat
 	}
 }
 
-func answerCmd(ctx context.Context, c core.QuestionClient, dialog int, id string, in core.AnswerInput) tea.Cmd {
+func answerCmd(ctx context.Context, c api.QuestionClient, dialog int, id string, in api.AnswerInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.AnswerQuestion(ctx, id, in)
 		if err != nil {
@@ -353,9 +354,9 @@ func answerCmd(ctx context.Context, c core.QuestionClient, dialog int, id string
 }
 
 // pushCmd pushes a task's branch to origin.
-func pushCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
+func pushCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := c.PushTask(ctx, id, core.PushInput{})
+		r, err := c.PushTask(ctx, id, api.PushInput{})
 		if err != nil {
 			return opDoneMsg{op: opPush, dialog: dialog, taskID: id, err: err}
 		}
@@ -368,9 +369,9 @@ func pushCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string)
 }
 
 // prCmd pushes a task's branch and opens a pull request for it.
-func prCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
+func prCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := c.PullRequestTask(ctx, id, core.PullRequestInput{})
+		r, err := c.PullRequestTask(ctx, id, api.PullRequestInput{})
 		if err != nil {
 			return opDoneMsg{op: opPR, dialog: dialog, taskID: id, err: err}
 		}
@@ -379,7 +380,7 @@ func prCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) t
 }
 
 // reviewCmd sends a task the diff view's comments as one review.
-func reviewCmd(ctx context.Context, c core.MessageClient, dialog int, id string, in core.MessageInput) tea.Cmd {
+func reviewCmd(ctx context.Context, c api.MessageClient, dialog int, id string, in api.MessageInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.MessageTask(ctx, id, in)
 		if err != nil {
@@ -397,7 +398,7 @@ func reviewCmd(ctx context.Context, c core.MessageClient, dialog int, id string,
 	}
 }
 
-func messageCmd(ctx context.Context, c core.MessageClient, dialog int, id string, in core.MessageInput) tea.Cmd {
+func messageCmd(ctx context.Context, c api.MessageClient, dialog int, id string, in api.MessageInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.MessageTask(ctx, id, in)
 		if err != nil {
@@ -418,9 +419,9 @@ func messageCmd(ctx context.Context, c core.MessageClient, dialog int, id string
 	}
 }
 
-func stopCmd(ctx context.Context, c core.TaskClient, dialog int, id string) tea.Cmd {
+func stopCmd(ctx context.Context, c api.TaskClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := c.StopTask(ctx, id, core.StopTaskInput{})
+		r, err := c.StopTask(ctx, id, api.StopTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opStop, dialog: dialog, taskID: id, err: err}
 		}
@@ -432,9 +433,9 @@ func stopCmd(ctx context.Context, c core.TaskClient, dialog int, id string) tea.
 	}
 }
 
-func startCmd(ctx context.Context, c core.MessageClient, id string) tea.Cmd {
+func startCmd(ctx context.Context, c api.MessageClient, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.StartTask(ctx, id, core.StartTaskInput{})
+		t, err := c.StartTask(ctx, id, api.StartTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opStart, taskID: id, err: err}
 		}
@@ -442,9 +443,9 @@ func startCmd(ctx context.Context, c core.MessageClient, id string) tea.Cmd {
 	}
 }
 
-func archiveCmd(ctx context.Context, c core.TaskClient, dialog int, id string) tea.Cmd {
+func archiveCmd(ctx context.Context, c api.TaskClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.ArchiveTask(ctx, id, core.ArchiveTaskInput{})
+		t, err := c.ArchiveTask(ctx, id, api.ArchiveTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opArchive, dialog: dialog, taskID: id, err: err}
 		}
@@ -452,7 +453,7 @@ func archiveCmd(ctx context.Context, c core.TaskClient, dialog int, id string) t
 	}
 }
 
-func loadAssigneesCmd(ctx context.Context, c core.RoleClient, dialog int) tea.Cmd {
+func loadAssigneesCmd(ctx context.Context, c api.RoleClient, dialog int) tea.Cmd {
 	return func() tea.Msg {
 		rs, err := c.ListRoles(ctx)
 		if err != nil {
@@ -466,7 +467,7 @@ func loadAssigneesCmd(ctx context.Context, c core.RoleClient, dialog int) tea.Cm
 	}
 }
 
-func statusCmd(ctx context.Context, c core.TaskClient, dialog int, id string, from, to core.Status) tea.Cmd {
+func statusCmd(ctx context.Context, c api.TaskClient, dialog int, id string, from, to core.Status) tea.Cmd {
 	return func() tea.Msg {
 		t, err := c.SetTaskStatus(ctx, id, to)
 		if err != nil {
@@ -481,7 +482,7 @@ func statusCmd(ctx context.Context, c core.TaskClient, dialog int, id string, fr
 	}
 }
 
-func handoffCmd(ctx context.Context, c core.TaskClient, dialog int, id string, in core.HandoffInput) tea.Cmd {
+func handoffCmd(ctx context.Context, c api.TaskClient, dialog int, id string, in api.HandoffInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.HandoffTask(ctx, id, in)
 		if err != nil {
@@ -492,7 +493,7 @@ func handoffCmd(ctx context.Context, c core.TaskClient, dialog int, id string, i
 }
 
 // handoffText says where a handed-on task went and what happens next.
-func handoffText(id string, r core.HandoffResult) string {
+func handoffText(id string, r api.HandoffResult) string {
 	to := describeAssignee(r.To)
 	switch r.Delivered {
 	case "turn":
@@ -510,14 +511,14 @@ func handoffText(id string, r core.HandoffResult) string {
 
 // loadStatCmd reads a task's change stat (its diff without the patch) for
 // the merge or discard confirmation that asked.
-func loadStatCmd(ctx context.Context, c core.Client, dialog int, id string) tea.Cmd {
+func loadStatCmd(ctx context.Context, c api.Client, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		d, err := c.TaskDiff(ctx, id, core.DiffInput{})
+		d, err := c.TaskDiff(ctx, id, api.DiffInput{})
 		return diffMsg{dialog: dialog, diff: d, err: err}
 	}
 }
 
-func mergeCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string, in core.MergeInput) tea.Cmd {
+func mergeCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string, in api.MergeInput) tea.Cmd {
 	return func() tea.Msg {
 		r, err := c.MergeTask(ctx, id, in)
 		if err != nil {
@@ -533,9 +534,9 @@ func mergeCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string
 	}
 }
 
-func discardCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id string) tea.Cmd {
+func discardCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		t, err := c.DiscardTask(ctx, id, core.DiscardTaskInput{})
+		t, err := c.DiscardTask(ctx, id, api.DiscardTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opDiscard, dialog: dialog, taskID: id, err: err}
 		}
@@ -550,7 +551,7 @@ func discardCmd(ctx context.Context, c core.WorkspaceClient, dialog int, id stri
 
 // finishCmd ends a merged or discarded task: its status, then its
 // archive. The outcome names the last step that ran.
-func finishCmd(ctx context.Context, c core.Client, dialog int, a endTask) tea.Cmd {
+func finishCmd(ctx context.Context, c api.Client, dialog int, a endTask) tea.Cmd {
 	return func() tea.Msg {
 		var done []string
 		// The task as it is now: a step that went through before a
@@ -569,7 +570,7 @@ func finishCmd(ctx context.Context, c core.Client, dialog int, a endTask) tea.Cm
 		if !a.archive {
 			return opDoneMsg{op: opStatus, dialog: dialog, taskID: a.taskID, text: fmt.Sprintf("task %s: %s", a.taskID, strings.Join(done, ", "))}
 		}
-		t, err := c.ArchiveTask(ctx, a.taskID, core.ArchiveTaskInput{})
+		t, err := c.ArchiveTask(ctx, a.taskID, api.ArchiveTaskInput{})
 		if err != nil {
 			return opDoneMsg{op: opArchive, dialog: dialog, taskID: a.taskID, err: err}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // maxConversation bounds how many entries of a conversation the detail
@@ -190,7 +191,7 @@ func (c *conversation) appendText(a core.MessageAppend) (refetch int64) {
 }
 
 // fetched takes an entry read again after an append that did not join.
-func (c *conversation) fetched(seq int64, p core.ConversationPage, keepFront bool) {
+func (c *conversation) fetched(seq int64, p api.ConversationPage, keepFront bool) {
 	delete(c.fetching, seq)
 	for _, m := range p.Messages {
 		if m.Seq == seq {
@@ -266,7 +267,7 @@ func (c *conversation) bound(keepFront bool) {
 // from before it (events that arrived first, or a window that fell behind
 // while events were missed) are dropped when the page does not reach
 // back to them: they may be stale, and reading back fetches them fresh.
-func (c *conversation) addTail(p core.ConversationPage) {
+func (c *conversation) addTail(p api.ConversationPage) {
 	if p.Older && len(p.Messages) > 0 {
 		i := sort.Search(len(c.msgs), func(i int) bool { return c.msgs[i].Seq >= p.First })
 		if i > 0 {
@@ -284,7 +285,7 @@ func (c *conversation) addTail(p core.ConversationPage) {
 
 // addOlder takes a page read back from before the window. keepFront: the
 // window gives up its newest end when full (the operator is reading back).
-func (c *conversation) addOlder(before int64, p core.ConversationPage, keepFront bool) {
+func (c *conversation) addOlder(before int64, p api.ConversationPage, keepFront bool) {
 	if len(c.msgs) == 0 || c.first() != before {
 		return // the window moved meanwhile; the page no longer joins it
 	}
@@ -316,7 +317,7 @@ func (c *conversation) addOlder(before int64, p core.ConversationPage, keepFront
 // (or just before) the window; it reports whether it joined the window.
 // When it reaches the newest entry the stash joins too and the window
 // follows live events again, unless the stash lost entries meanwhile.
-func (c *conversation) addNewer(after int64, p core.ConversationPage, keepFront bool) bool {
+func (c *conversation) addNewer(after int64, p api.ConversationPage, keepFront bool) bool {
 	if len(c.msgs) == 0 || after > c.last() {
 		return false // the window was cut below the cursor meanwhile
 	}
@@ -486,7 +487,7 @@ func layoutOf(st styles, m core.Message, w int, loc *time.Location) (entryLayout
 	switch m.Kind {
 	case core.MsgPrompt:
 		label, style = m.Author.Label()+" ›", st.logYou
-		if meta.Delivery == string(core.DeliveryInterrupt) {
+		if meta.Delivery == string(api.DeliveryInterrupt) {
 			label = m.Author.Label() + " (interrupt) ›"
 		}
 	case core.MsgAgent:

@@ -11,6 +11,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // A streamed entry that grows by appends is laid out as it would be
@@ -97,7 +98,7 @@ func BenchmarkStreamedAppend(b *testing.B) {
 	text := strings.Repeat("@1764590000000000000\n", 6000)
 	entry := core.Message{Seq: 1, TaskID: id, Kind: core.MsgAgent, Text: text, CreatedAt: testNow, UpdatedAt: testNow}
 	m.Update(convoPageMsg{gen: m.detail.gen, taskID: id, kind: pageTail,
-		page: core.ConversationPage{TaskID: id, Messages: []core.Message{entry}, First: 1, Next: 1}})
+		page: api.ConversationPage{TaskID: id, Messages: []core.Message{entry}, First: 1, Next: 1}})
 	sink = m.View()
 	chunk := strings.Repeat("@1764590000000000000\n", 10)
 	off := len(text)

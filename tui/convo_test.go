@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // Conversation paging, at the Update level with the fake client: the tail
@@ -358,7 +359,7 @@ func TestConversationEmptyThenLive(t *testing.T) {
 func TestConversationWindowRules(t *testing.T) {
 	var c conversation
 	c.reset("t1")
-	c.addTail(core.ConversationPage{Messages: entries("t1", 101, 200), First: 101, Next: 200, Older: true})
+	c.addTail(api.ConversationPage{Messages: entries("t1", 101, 200), First: 101, Next: 200, Older: true})
 	if !c.loaded || !c.older || c.newer || c.first() != 101 {
 		t.Fatalf("after the tail: loaded %v older %v newer %v first %d", c.loaded, c.older, c.newer, c.first())
 	}
@@ -372,7 +373,7 @@ func TestConversationWindowRules(t *testing.T) {
 		t.Fatalf("stash overflow: lost %v, %d stashed, last %d", c.stashLost, len(c.stash), c.last())
 	}
 	// A page that was asked for before the overflow cannot close the gap.
-	if !c.addNewer(200, core.ConversationPage{Messages: entries("t1", 201, 300), Next: 300, More: false}, false) || !c.newer {
+	if !c.addNewer(200, api.ConversationPage{Messages: entries("t1", 201, 300), Next: 300, More: false}, false) || !c.newer {
 		t.Fatal("a page read while the stash lost entries must leave the window cut")
 	}
 	c.startNewer()
@@ -380,14 +381,14 @@ func TestConversationWindowRules(t *testing.T) {
 		t.Fatal("a new read starts the stash afresh")
 	}
 	c.live(agentEntry("t1", 9000, "after the read began", testNow), true)
-	c.addNewer(300, core.ConversationPage{Messages: entries("t1", 301, 400), Next: 400}, false)
+	c.addNewer(300, api.ConversationPage{Messages: entries("t1", 301, 400), Next: 400}, false)
 	if c.newer || c.last() != 9000 || len(c.stash) != 0 {
 		t.Fatalf("the last page joins the stash: newer %v last %d stash %d", c.newer, c.last(), len(c.stash))
 	}
 	// An older page out of order still merges, in order.
 	page := entries("t1", 51, 100)
 	page[0], page[len(page)-1] = page[len(page)-1], page[0]
-	c.addOlder(101, core.ConversationPage{Messages: page, First: 51, Next: 100, Older: false}, false)
+	c.addOlder(101, api.ConversationPage{Messages: page, First: 51, Next: 100, Older: false}, false)
 	for i := 1; i < len(c.msgs); i++ {
 		if c.msgs[i].Seq <= c.msgs[i-1].Seq {
 			t.Fatalf("out of order at %d: %d after %d", i, c.msgs[i].Seq, c.msgs[i-1].Seq)
@@ -397,7 +398,7 @@ func TestConversationWindowRules(t *testing.T) {
 		t.Fatalf("after the first page: older %v first %d", c.older, c.first())
 	}
 	// A page for a window that moved meanwhile is dropped.
-	c.addOlder(999, core.ConversationPage{Messages: entries("t1", 1, 5), Older: false}, false)
+	c.addOlder(999, api.ConversationPage{Messages: entries("t1", 1, 5), Older: false}, false)
 	if c.first() != 51 {
 		t.Fatal("a page that no longer joins the window must be dropped")
 	}

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // dialog is a modal box over the screen: new task, answer, message,
@@ -53,11 +54,11 @@ type (
 	// closeDialog closes the dialog.
 	closeDialog struct{}
 	// createTask creates a task (the input is complete).
-	createTask struct{ in core.CreateTaskInput }
+	createTask struct{ in api.CreateTaskInput }
 	// answerTask answers a task's pending question.
 	answerTask struct {
 		taskID string
-		in     core.AnswerInput
+		in     api.AnswerInput
 	}
 	// pushTask pushes a task's branch (and with pr opens a pull request).
 	pushTask struct {
@@ -67,12 +68,12 @@ type (
 	// reviewTask sends a task comments on its diff as one review.
 	reviewTask struct {
 		taskID string
-		in     core.MessageInput
+		in     api.MessageInput
 	}
 	// messageTask sends a task a message.
 	messageTask struct {
 		taskID string
-		in     core.MessageInput
+		in     api.MessageInput
 	}
 	// stopTask stops a task's run.
 	stopTask struct{ taskID string }
@@ -86,12 +87,12 @@ type (
 	// handOnTask hands a task to someone else.
 	handOnTask struct {
 		taskID string
-		in     core.HandoffInput
+		in     api.HandoffInput
 	}
 	// dropQueued drops one item, or all, of a task's queue.
 	dropQueued struct {
 		taskID string
-		in     core.DropQueueInput
+		in     api.DropQueueInput
 	}
 	// showStatus puts text in the status bar.
 	showStatus struct{ text string }
@@ -101,7 +102,7 @@ type (
 	openFinish struct {
 		op     opKind
 		taskID string
-		diff   *core.TaskDiff
+		diff   *api.TaskDiff
 		back   dialog
 	}
 	// backTo closes the dialog and shows d again.
@@ -109,7 +110,7 @@ type (
 	// mergeTask merges a task's branch into the main checkout's branch.
 	mergeTask struct {
 		taskID string
-		in     core.MergeInput
+		in     api.MergeInput
 	}
 	// discardTask deletes a task's worktree and branch.
 	discardTask struct{ taskID string }

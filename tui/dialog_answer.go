@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // noChoice is a part on which nothing is chosen yet.
@@ -293,9 +294,9 @@ func (d *answerDialog) submit() action {
 	}
 	d.busy, d.err = true, ""
 	if d.relayFor != "" {
-		return messageTask{taskID: d.taskID, in: core.MessageInput{Text: d.relayText()}}
+		return messageTask{taskID: d.taskID, in: api.MessageInput{Text: d.relayText()}}
 	}
-	return answerTask{taskID: d.taskID, in: core.AnswerInput{QuestionID: d.q.ID, Answers: d.answers()}}
+	return answerTask{taskID: d.taskID, in: api.AnswerInput{QuestionID: d.q.ID, Answers: d.answers()}}
 }
 
 func (d *answerDialog) view(ui dialogUI, w int) string {

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // diffView shows what the selected task changed in its worktree (the
@@ -27,7 +28,7 @@ type diffView struct {
 	base
 	taskID string
 	title  string
-	diff   *core.TaskDiff
+	diff   *api.TaskDiff
 	lines  []diffLine // the patch, laid out
 	files  []int      // the first line of each file in lines
 	names  []string   // each file's path, as its header says
@@ -111,8 +112,8 @@ func (d *diffView) succeeded(msg opDoneMsg) bool {
 	}
 	d.busy = false
 	for _, c := range d.drafts {
-		d.diff.Comments = append(d.diff.Comments, core.ReviewComment{TaskID: d.taskID, Author: core.ByRef(core.OperatorRef()),
-			File: c.File, Line: c.Line, EndLine: c.End, Text: c.Text, State: core.ReviewOpen})
+		d.diff.Comments = append(d.diff.Comments, api.ReviewComment{TaskID: d.taskID, Author: core.ByRef(core.OperatorRef()),
+			File: c.File, Line: c.Line, EndLine: c.End, Text: c.Text, State: api.ReviewOpen})
 	}
 	d.drafts = nil
 	d.note, d.noteErr = msg.text, false
@@ -187,7 +188,7 @@ func hunkStart(h string) int {
 }
 
 // changeSummary is "+12 −3 in 4 files".
-func changeSummary(d core.TaskDiff) string {
+func changeSummary(d api.TaskDiff) string {
 	n := len(d.Files)
 	if n == 0 {
 		return "no changes"
@@ -400,10 +401,10 @@ func (d *diffView) saveComment() {
 }
 
 // review is the drafts as one review.
-func (d *diffView) review() core.MessageInput {
-	in := core.MessageInput{Delivery: core.DeliveryQueued}
+func (d *diffView) review() api.MessageInput {
+	in := api.MessageInput{Delivery: api.DeliveryQueued}
 	for _, c := range d.drafts {
-		in.Comments = append(in.Comments, core.ReviewCommentInput{File: c.File, Line: c.Line, EndLine: c.End, Text: c.Text})
+		in.Comments = append(in.Comments, api.ReviewCommentInput{File: c.File, Line: c.Line, EndLine: c.End, Text: c.Text})
 	}
 	return in
 }
@@ -520,7 +521,7 @@ func (d *diffView) fullView(ui dialogUI, w, h int) []string {
 			sum += " · against " + shortCommit(d.diff.Base)
 		}
 		if d.diff.Truncated {
-			sum += fmt.Sprintf(" · cut at %d MiB, the rest is in %s", core.MaxPatch>>20, d.diff.Dir)
+			sum += fmt.Sprintf(" · cut at %d MiB, the rest is in %s", api.MaxPatch>>20, d.diff.Dir)
 		}
 		switch {
 		case d.note != "" && d.noteErr:
@@ -623,7 +624,7 @@ func renderComment(st styles, c shownComment, w int) string {
 	switch {
 	case c.draft:
 		return st.fieldFocus.Render(truncate("  ✎ "+c.place+": "+oneLine(c.text), w))
-	case c.state == core.ReviewOutdated:
+	case c.state == api.ReviewOutdated:
 		return st.dim.Render(truncate("  ○ outdated "+c.place+": "+oneLine(c.text), w))
 	}
 	return st.dim.Render(truncate("  ● "+c.place+": "+oneLine(c.text), w))

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // finishDialog asks before a task's work is merged into the main checkout
@@ -30,7 +31,7 @@ type finishDialog struct {
 	ws      core.Workspace
 	loading bool
 	statErr string
-	diff    *core.TaskDiff
+	diff    *api.TaskDiff
 	squash  bool
 	msg     textinput.Model
 	edited  bool   // the operator typed a message of their own
@@ -110,7 +111,7 @@ func (d *finishDialog) afterView(ui dialogUI, w int) string {
 	return strings.Join(lines, "\n")
 }
 
-func newFinishDialog(ui dialogUI, id int, op opKind, t *core.Task, diff *core.TaskDiff, back dialog) *finishDialog {
+func newFinishDialog(ui dialogUI, id int, op opKind, t *core.Task, diff *api.TaskDiff, back dialog) *finishDialog {
 	d := &finishDialog{base: base{id: id}, op: op, taskID: t.ID, title: oneLine(t.Title), back: back}
 	if t.Workspace != nil {
 		d.ws = *t.Workspace
@@ -212,7 +213,7 @@ func (d *finishDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 			return nil, nil
 		}
 		d.busy, d.err = true, ""
-		return mergeTask{taskID: d.taskID, in: core.MergeInput{Squash: d.squash, Message: strings.TrimSpace(d.msg.Value())}}, nil
+		return mergeTask{taskID: d.taskID, in: api.MergeInput{Squash: d.squash, Message: strings.TrimSpace(d.msg.Value())}}, nil
 	}
 	before := d.msg.Value()
 	var cmd tea.Cmd

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // handChoice is one name the hand-on dialog offers: back, a role or a
@@ -103,7 +104,7 @@ func (d *handoffDialog) setFocus(i int) {
 
 // setChoices builds the list: back first, then the roles, the people, and
 // the profiles' own roles not listed yet.
-func (d *handoffDialog) setChoices(roles []core.Role, persons []core.Person) {
+func (d *handoffDialog) setChoices(roles []api.Role, persons []api.Person) {
 	keep := ""
 	if d.picked {
 		keep = d.selected()
@@ -235,7 +236,7 @@ func (d *handoffDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		d.setFocus(hoMessage)
 		return nil, nil
 	case d.focus == hoMessage && key.Matches(msg, ui.keys.Submit):
-		in := core.HandoffInput{To: d.target(), Message: strings.TrimSpace(d.input.Value())}
+		in := api.HandoffInput{To: d.target(), Message: strings.TrimSpace(d.input.Value())}
 		d.busy, d.err = true, ""
 		return handOnTask{taskID: d.taskID, in: in}, nil
 	case d.focus == hoTo && (msg.Type == tea.KeyUp || msg.Type == tea.KeyDown):

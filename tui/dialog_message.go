@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // messageDialog sends the selected task a message, queued or as an
@@ -55,9 +56,9 @@ func (d *messageDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		}
 		return nil, nil
 	case key.Matches(msg, ui.keys.Submit):
-		in := core.MessageInput{Text: strings.TrimSpace(d.input.Value()), Delivery: core.DeliveryQueued}
+		in := api.MessageInput{Text: strings.TrimSpace(d.input.Value()), Delivery: api.DeliveryQueued}
 		if d.interrupt {
-			in.Delivery = core.DeliveryInterrupt
+			in.Delivery = api.DeliveryInterrupt
 		}
 		d.busy, d.err = true, ""
 		return messageTask{taskID: d.taskID, in: in}, nil

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 const (
@@ -88,8 +89,8 @@ func (d *newTaskDialog) setFocus(i int) {
 }
 
 // input is the task the dialog would create now.
-func (d *newTaskDialog) input() core.CreateTaskInput {
-	in := core.CreateTaskInput{
+func (d *newTaskDialog) input() api.CreateTaskInput {
+	in := api.CreateTaskInput{
 		Title:       strings.TrimSpace(d.inputs[0].Value()),
 		Prompt:      strings.TrimSpace(d.inputs[1].Value()),
 		Description: strings.TrimSpace(d.inputs[2].Value()),

@@ -8,6 +8,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // queueDialog shows what waits for the selected task's next turns and lets
@@ -17,13 +18,13 @@ type queueDialog struct {
 	base
 	taskID string
 	title  string
-	items  []core.QueuedItem
+	items  []api.QueuedItem
 	ready  bool // the first listing arrived
 	choice int
 	note   string // what the last drop did
 }
 
-func (d *queueDialog) take(v core.QueueView) {
+func (d *queueDialog) take(v api.QueueView) {
 	d.items, d.ready = v.Items, true
 	if d.choice >= len(d.items) {
 		d.choice = max(len(d.items)-1, 0)
@@ -57,10 +58,10 @@ func (d *queueDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		d.choice = min(d.choice+1, max(len(d.items)-1, 0))
 	case key.Matches(msg, ui.keys.DropOne) && len(d.items) > 0:
 		d.busy, d.err, d.note = true, "", ""
-		return dropQueued{taskID: d.taskID, in: core.DropQueueInput{ID: d.items[d.choice].ID}}, nil
+		return dropQueued{taskID: d.taskID, in: api.DropQueueInput{ID: d.items[d.choice].ID}}, nil
 	case key.Matches(msg, ui.keys.DropAll) && len(d.items) > 0:
 		d.busy, d.err, d.note = true, "", ""
-		return dropQueued{taskID: d.taskID, in: core.DropQueueInput{All: true}}, nil
+		return dropQueued{taskID: d.taskID, in: api.DropQueueInput{All: true}}, nil
 	}
 	return nil, nil
 }

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // These tests drive each dialog on its own, with no model and no client:
@@ -74,7 +75,7 @@ func TestNewTaskDialogActions(t *testing.T) {
 	got := press(t, d, "Fix it", "tab", "go", "enter")
 	// A child sends no directory, so it works in its parent's worktree
 	// (or directory), as the CLI's child does.
-	wantAction(t, got, createTask{in: core.CreateTaskInput{Title: "Fix it", Prompt: "go", Profile: "claude",
+	wantAction(t, got, createTask{in: api.CreateTaskInput{Title: "Fix it", Prompt: "go", Profile: "claude",
 		ParentID: "p1", Start: true}})
 
 	// Asked for, a child gets a worktree of its own (from its parent's branch).
@@ -88,7 +89,7 @@ func TestNewTaskDialogActions(t *testing.T) {
 	if !strings.Contains(d.view(testUI(), 70), "‹ new ›") {
 		t.Fatalf("space should choose a new worktree:\n%s", d.view(testUI(), 70))
 	}
-	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Kid", Profile: "claude",
+	wantAction(t, press(t, d, "enter"), createTask{in: api.CreateTaskInput{Title: "Kid", Profile: "claude",
 		ParentID: "p1", Start: true, Workspace: "new"}})
 
 	// A root task sends the UI's directory (a worktree in a git
@@ -102,7 +103,7 @@ func TestNewTaskDialogActions(t *testing.T) {
 	}
 	d.setFocus(ntWorkspace)
 	press(t, d, "right")
-	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Top",
+	wantAction(t, press(t, d, "enter"), createTask{in: api.CreateTaskInput{Title: "Top",
 		Start: true, CWD: "/repo", Workspace: core.WorkspaceShared}})
 
 	// From the default, left wraps to the last profile and right back.
@@ -110,13 +111,13 @@ func TestNewTaskDialogActions(t *testing.T) {
 	press(t, d, "Left")
 	d.setFocus(ntProfile)
 	press(t, d, "left")
-	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Left", Profile: "mock",
+	wantAction(t, press(t, d, "enter"), createTask{in: api.CreateTaskInput{Title: "Left", Profile: "mock",
 		Start: true, CWD: "/repo"}})
 	d = newNewTaskDialog(testUI(), 7, nil, profiles, "/repo")
 	press(t, d, "Right")
 	d.setFocus(ntProfile)
 	press(t, d, "left", "right")
-	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Right",
+	wantAction(t, press(t, d, "enter"), createTask{in: api.CreateTaskInput{Title: "Right",
 		Start: true, CWD: "/repo"}})
 
 	// A root task: the parent toggled off, autopilot on, not started, the next profile.
@@ -124,7 +125,7 @@ func TestNewTaskDialogActions(t *testing.T) {
 	press(t, d, "Root")
 	d.setFocus(ntProfile)
 	press(t, d, "right", "down", "space", "down", "space", "down", "space")
-	wantAction(t, press(t, d, "enter"), createTask{in: core.CreateTaskInput{Title: "Root", Profile: "mock",
+	wantAction(t, press(t, d, "enter"), createTask{in: api.CreateTaskInput{Title: "Root", Profile: "mock",
 		Autopilot: true, CWD: "/repo"}})
 	wantAction(t, press(t, newNewTaskDialog(testUI(), 3, nil, profiles, ""), "esc"), closeDialog{})
 }
@@ -145,15 +146,15 @@ func TestAnswerDialogActions(t *testing.T) {
 	// An empty free-text part sends nothing either.
 	wantAction(t, press(t, d, "enter"), nil)
 	wantAction(t, press(t, d, "because", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"2", "because"}}})
+		in: api.AnswerInput{QuestionID: "q1", Answers: []string{"2", "because"}}})
 
 	// The "other" row is the last one: up from no choice, or its digit.
 	d = newAnswerDialog(testUI(), 2, task)
 	wantAction(t, press(t, d, "up", "mine", "tab", "x", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"mine", "x"}}})
+		in: api.AnswerInput{QuestionID: "q1", Answers: []string{"mine", "x"}}})
 	d = newAnswerDialog(testUI(), 3, task)
 	wantAction(t, press(t, d, "3", "ours", "tab", "x", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "q1", Answers: []string{"ours", "x"}}})
+		in: api.AnswerInput{QuestionID: "q1", Answers: []string{"ours", "x"}}})
 	// A letter is not an option: it chooses nothing (and undoes a choice).
 	d = newAnswerDialog(testUI(), 4, task)
 	wantAction(t, press(t, d, "1", "j"), nil)
@@ -169,9 +170,9 @@ func TestAnswerDialogActions(t *testing.T) {
 	yn := &core.Task{ID: "t2", PendingQuestion: &core.QuestionInfo{ID: "q2", Questions: []core.QuestionItem{
 		{Prompt: "Go on?", Options: []core.QuestionOption{{Label: "Yes, go ahead"}, {Label: "No"}}}}}}
 	wantAction(t, press(t, newAnswerDialog(testUI(), 6, yn), "n", "enter"), answerTask{taskID: "t2",
-		in: core.AnswerInput{QuestionID: "q2", Answers: []string{"2"}}})
+		in: api.AnswerInput{QuestionID: "q2", Answers: []string{"2"}}})
 	wantAction(t, press(t, newAnswerDialog(testUI(), 7, yn), "y", "enter"), answerTask{taskID: "t2",
-		in: core.AnswerInput{QuestionID: "q2", Answers: []string{"1"}}})
+		in: api.AnswerInput{QuestionID: "q2", Answers: []string{"1"}}})
 }
 
 // permissionTask asks the operator's permission to run cmd, with the
@@ -205,16 +206,16 @@ func TestPermissionDialogCannotBeMistaken(t *testing.T) {
 		t.Fatalf("enter with nothing chosen says so:\n%s", v)
 	}
 	wantAction(t, press(t, d, "n", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"3"}}})
+		in: api.AnswerInput{QuestionID: "qp", Answers: []string{"3"}}})
 	wantAction(t, press(t, newAnswerDialog(testUI(), 2, task), "y", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"1"}}})
+		in: api.AnswerInput{QuestionID: "qp", Answers: []string{"1"}}})
 	wantAction(t, press(t, newAnswerDialog(testUI(), 3, task), "2", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"2"}}})
+		in: api.AnswerInput{QuestionID: "qp", Answers: []string{"2"}}})
 	// No free-text row: 4 is not a key, and typing never reaches an input.
 	d = newAnswerDialog(testUI(), 4, task)
 	wantAction(t, press(t, d, "4", "enter"), nil)
 	wantAction(t, press(t, d, "down", "down", "down", "down", "enter"), answerTask{taskID: "t1",
-		in: core.AnswerInput{QuestionID: "qp", Answers: []string{"1"}}})
+		in: api.AnswerInput{QuestionID: "qp", Answers: []string{"1"}}})
 
 	// Two rejects: n is ambiguous unless one is reject_once.
 	two := permissionTask("t2", "rm -rf /")
@@ -228,11 +229,11 @@ func TestMessageDialogActions(t *testing.T) {
 	task := &core.Task{ID: "t1", Title: "Work"}
 	d := newMessageDialog(testUI(), 1, task)
 	wantAction(t, press(t, d, "hello", "ctrl+j", "there", "enter"), messageTask{taskID: "t1",
-		in: core.MessageInput{Text: "hello\nthere", Delivery: core.DeliveryQueued}})
+		in: api.MessageInput{Text: "hello\nthere", Delivery: api.DeliveryQueued}})
 
 	d = newMessageDialog(testUI(), 2, task)
 	wantAction(t, press(t, d, "now", "tab", "enter"), messageTask{taskID: "t1",
-		in: core.MessageInput{Text: "now", Delivery: core.DeliveryInterrupt}})
+		in: api.MessageInput{Text: "now", Delivery: api.DeliveryInterrupt}})
 	wantAction(t, press(t, newMessageDialog(testUI(), 3, task), "esc"), closeDialog{})
 }
 
@@ -249,18 +250,18 @@ func TestHandoffDialogActions(t *testing.T) {
 		Assignee: &core.Ref{Kind: "person", Name: core.Operator},
 		HandedBy: &core.Ref{Kind: "role", Name: "mock"}}
 	d := newHandoffDialog(testUI(), 1, task, []core.Profile{{Name: "mock", MCP: true}})
-	d.loaded(assigneesMsg{dialog: 1, roles: []core.Role{{Name: "reviewer", Profile: "mock"}}, persons: []core.Person{{Name: "alice"}}})
+	d.loaded(assigneesMsg{dialog: 1, roles: []api.Role{{Name: "reviewer", Profile: "mock"}}, persons: []api.Person{{Name: "alice"}}})
 	// back is chosen first when someone handed the task over.
-	wantAction(t, press(t, d, "enter", "look", "enter"), handOnTask{taskID: "t1", in: core.HandoffInput{To: "back", Message: "look"}})
+	wantAction(t, press(t, d, "enter", "look", "enter"), handOnTask{taskID: "t1", in: api.HandoffInput{To: "back", Message: "look"}})
 
 	d = newHandoffDialog(testUI(), 2, task, nil)
-	d.loaded(assigneesMsg{dialog: 2, roles: []core.Role{{Name: "reviewer", Profile: "mock"}}, persons: []core.Person{{Name: "alice"}}})
-	wantAction(t, press(t, d, "ali", "tab", "enter"), handOnTask{taskID: "t1", in: core.HandoffInput{To: "alice"}})
+	d.loaded(assigneesMsg{dialog: 2, roles: []api.Role{{Name: "reviewer", Profile: "mock"}}, persons: []api.Person{{Name: "alice"}}})
+	wantAction(t, press(t, d, "ali", "tab", "enter"), handOnTask{taskID: "t1", in: api.HandoffInput{To: "alice"}})
 
 	// A name the list lacks goes as typed.
 	d = newHandoffDialog(testUI(), 3, task, nil)
 	d.loaded(assigneesMsg{dialog: 3})
-	wantAction(t, press(t, d, "zed", "enter", "enter"), handOnTask{taskID: "t1", in: core.HandoffInput{To: "zed"}})
+	wantAction(t, press(t, d, "zed", "enter", "enter"), handOnTask{taskID: "t1", in: api.HandoffInput{To: "zed"}})
 	wantAction(t, press(t, newHandoffDialog(testUI(), 4, task, nil), "esc"), closeDialog{})
 }
 
@@ -268,11 +269,11 @@ func TestQueueDialogActions(t *testing.T) {
 	d := &queueDialog{base: base{id: 1, busy: true}, taskID: "t1"}
 	// Nothing to drop before the listing arrives.
 	wantAction(t, press(t, d, "x"), nil)
-	wantAction(t, d.loaded(queueMsg{dialog: 1, view: core.QueueView{Items: []core.QueuedItem{{ID: 7}, {ID: 8}}}}), nil)
-	wantAction(t, press(t, d, "down", "x"), dropQueued{taskID: "t1", in: core.DropQueueInput{ID: 8}})
-	wantAction(t, d.loaded(queueMsg{dialog: 1, drop: true, view: core.QueueView{Items: []core.QueuedItem{{ID: 7}}, Dropped: []int64{8}}}),
+	wantAction(t, d.loaded(queueMsg{dialog: 1, view: api.QueueView{Items: []api.QueuedItem{{ID: 7}, {ID: 8}}}}), nil)
+	wantAction(t, press(t, d, "down", "x"), dropQueued{taskID: "t1", in: api.DropQueueInput{ID: 8}})
+	wantAction(t, d.loaded(queueMsg{dialog: 1, drop: true, view: api.QueueView{Items: []api.QueuedItem{{ID: 7}}, Dropped: []int64{8}}}),
 		showStatus{text: "task t1: dropped 1 item(s) from its queue"})
-	wantAction(t, press(t, d, "X"), dropQueued{taskID: "t1", in: core.DropQueueInput{All: true}})
+	wantAction(t, press(t, d, "X"), dropQueued{taskID: "t1", in: api.DropQueueInput{All: true}})
 	wantAction(t, press(t, d, "esc"), closeDialog{})
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // diffTasks is the demo with a task working in its own worktree (wt0001)
@@ -32,7 +33,7 @@ func diffTasks() []core.Task {
 
 // loaderDiff is wt0001's change: two files, one of them long enough to
 // scroll at 80×24.
-func loaderDiff() core.TaskDiff {
+func loaderDiff() api.TaskDiff {
 	var b strings.Builder
 	b.WriteString("diff --git a/config/load.go b/config/load.go\nindex 1111111..2222222 100644\n--- a/config/load.go\n+++ b/config/load.go\n")
 	b.WriteString("@@ -1,4 +1,4 @@ package config\n")
@@ -43,8 +44,8 @@ func loaderDiff() core.TaskDiff {
 	}
 	b.WriteString(" }\n-// old comment\n")
 	b.WriteString("diff --git a/README.md b/README.md\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/README.md\n@@ -0,0 +1,2 @@\n+# App\n+Load the config with LoadFile.\n")
-	return core.TaskDiff{TaskID: "wt0001", Dir: "/home/me/.local/share/kandev/worktrees/app/wt0001", Branch: "kandev/wt0001-rename-the-config-loader",
-		Base: "0123456789abcdef0123", Files: []core.DiffFileStat{{Path: "config/load.go", Added: 10, Deleted: 2}, {Path: "README.md", Added: 2, Deleted: 0}},
+	return api.TaskDiff{TaskID: "wt0001", Dir: "/home/me/.local/share/kandev/worktrees/app/wt0001", Branch: "kandev/wt0001-rename-the-config-loader",
+		Base: "0123456789abcdef0123", Files: []api.DiffFileStat{{Path: "config/load.go", Added: 10, Deleted: 2}, {Path: "README.md", Added: 2, Deleted: 0}},
 		Added: 12, Deleted: 2, Patch: b.String()}
 }
 
@@ -160,7 +161,7 @@ func TestDetailChangeSummaryRefreshesWhenTheTurnEnds(t *testing.T) {
 	d.settle()
 	before := f.callCount("TaskDiff wt0001")
 	next := loaderDiff()
-	next.Files = append(next.Files, core.DiffFileStat{Path: "extra.go", Added: 5})
+	next.Files = append(next.Files, api.DiffFileStat{Path: "extra.go", Added: 5})
 	next.Added += 5
 	f.mu.Lock()
 	f.diffs["wt0001"] = next

@@ -18,20 +18,21 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
-// fakeClient is an in-memory core.Client. The embedded interface is nil:
+// fakeClient is an in-memory api.Client. The embedded interface is nil:
 // a method the TUI should never call panics.
 type fakeClient struct {
-	core.Client
+	api.Client
 
 	mu       sync.Mutex
 	tasks    []core.Task
 	profiles []core.Profile
-	convo    map[string][]core.Message           // by task, in sequence order
-	convoIns map[string][]core.ConversationInput // by task
-	gate     chan struct{}                       // when set, Conversation waits for it
-	gated    int                                 // Conversation calls waiting at gate
+	convo    map[string][]core.Message          // by task, in sequence order
+	convoIns map[string][]api.ConversationInput // by task
+	gate     chan struct{}                      // when set, Conversation waits for it
+	gated    int                                // Conversation calls waiting at gate
 	streams  []*fakeStream
 	pushed   int // events pushed on any stream
 	calls    []string
@@ -40,16 +41,16 @@ type fakeClient struct {
 	// follow their appends.
 	unfollowed []string
 
-	created  []core.CreateTaskInput
-	answers  []core.AnswerInput
-	messages []core.MessageInput
+	created  []api.CreateTaskInput
+	answers  []api.AnswerInput
+	messages []api.MessageInput
 	stopRes  string
-	roles    []core.Role
-	persons  []core.Person
+	roles    []api.Role
+	persons  []api.Person
 	statuses []statusCall
-	handoffs []core.HandoffInput
-	queue    map[string][]core.QueuedItem // by task
-	diffs    map[string]core.TaskDiff     // by task
+	handoffs []api.HandoffInput
+	queue    map[string][]api.QueuedItem // by task
+	diffs    map[string]api.TaskDiff     // by task
 }
 
 // statusCall is one SetTaskStatus the UI made.
@@ -65,16 +66,16 @@ func newFake(tasks ...core.Task) *fakeClient {
 			{Name: "claude", MCP: true}, {Name: "mock", MCP: true}, {Name: "plain", MCP: false},
 		},
 		convo:   map[string][]core.Message{},
-		queue:   map[string][]core.QueuedItem{},
-		diffs:   map[string]core.TaskDiff{},
+		queue:   map[string][]api.QueuedItem{},
+		diffs:   map[string]api.TaskDiff{},
 		errs:    map[string]error{},
 		stopRes: "stopped",
-		roles: []core.Role{
+		roles: []api.Role{
 			{Name: "mock", Profile: "mock", Implicit: true},
 			{Name: "reviewer", Profile: "claude", ReportsTo: &core.Ref{Kind: "person", Name: core.Operator}},
 			{Name: "plainer", Profile: "plain"},
 		},
-		persons: []core.Person{{Name: core.Operator}, {Name: "alice"}},
+		persons: []api.Person{{Name: core.Operator}, {Name: "alice"}},
 	}
 }
 
@@ -104,7 +105,7 @@ func (f *fakeClient) callCount(prefix string) int {
 	return n
 }
 
-func (f *fakeClient) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+func (f *fakeClient) ListTasks(ctx context.Context, in api.ListTasksInput) ([]core.Task, error) {
 	if err := f.record("ListTasks"); err != nil {
 		return nil, err
 	}
@@ -123,9 +124,9 @@ func (f *fakeClient) ListProfiles(ctx context.Context) ([]core.Profile, error) {
 // Conversation pages like the engine: forward from After (Next, More),
 // or the newest entries before Before (-1: the tail) with First and Older.
 // A test may hold every call at gate until it lets it through.
-func (f *fakeClient) Conversation(ctx context.Context, id string, in core.ConversationInput) (core.ConversationPage, error) {
+func (f *fakeClient) Conversation(ctx context.Context, id string, in api.ConversationInput) (api.ConversationPage, error) {
 	if err := f.record("Conversation " + id); err != nil {
-		return core.ConversationPage{}, err
+		return api.ConversationPage{}, err
 	}
 	f.mu.Lock()
 	if n := len(f.streams); n > 0 && f.streams[n-1].sub != "" && !f.streams[n-1].closed && f.streams[n-1].appends != id {
@@ -133,7 +134,7 @@ func (f *fakeClient) Conversation(ctx context.Context, id string, in core.Conver
 		f.unfollowed = append(f.unfollowed, id+" while following "+f.streams[n-1].appends)
 	}
 	if f.convoIns == nil {
-		f.convoIns = map[string][]core.ConversationInput{}
+		f.convoIns = map[string][]api.ConversationInput{}
 	}
 	f.convoIns[id] = append(f.convoIns[id], in)
 	gate := f.gate
@@ -152,7 +153,7 @@ func (f *fakeClient) Conversation(ctx context.Context, id string, in core.Conver
 		f.gated--
 		f.mu.Unlock()
 		if err != nil {
-			return core.ConversationPage{}, err
+			return api.ConversationPage{}, err
 		}
 	}
 	f.mu.Lock()
@@ -162,7 +163,7 @@ func (f *fakeClient) Conversation(ctx context.Context, id string, in core.Conver
 	if limit <= 0 {
 		limit = 50
 	}
-	p := core.ConversationPage{TaskID: id, Messages: []core.Message{}, Next: in.After}
+	p := api.ConversationPage{TaskID: id, Messages: []core.Message{}, Next: in.After}
 	if in.Before != 0 {
 		before := in.Before
 		if before == -1 {
@@ -188,10 +189,10 @@ func (f *fakeClient) Conversation(ctx context.Context, id string, in core.Conver
 }
 
 // conversationCalls is what each Conversation call for the task asked for.
-func (f *fakeClient) conversationCalls(id string) []core.ConversationInput {
+func (f *fakeClient) conversationCalls(id string) []api.ConversationInput {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]core.ConversationInput(nil), f.convoIns[id]...)
+	return append([]api.ConversationInput(nil), f.convoIns[id]...)
 }
 
 // addMessages appends entries to a task's stored conversation.
@@ -212,12 +213,12 @@ type fakeStream struct {
 }
 
 // Events opens a stream the test feeds with push and ends with endStream.
-func (f *fakeClient) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
+func (f *fakeClient) Events(ctx context.Context, in api.EventsInput) (<-chan core.Event, error) {
 	if err := f.record("Events"); err != nil {
 		return nil, err
 	}
 	s := &fakeStream{ch: make(chan core.Event, 64), opened: in.Appends, appends: in.Appends}
-	if in.Appends == core.AppendsNone {
+	if in.Appends == api.AppendsNone {
 		s.appends = ""
 	}
 	f.mu.Lock()
@@ -304,7 +305,7 @@ func (f *fakeClient) streamState(following <-chan core.Event) (open, holding boo
 	return open, holding, gated, f.pushed
 }
 
-func (f *fakeClient) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+func (f *fakeClient) CreateTask(ctx context.Context, in api.CreateTaskInput) (core.Task, error) {
 	f.mu.Lock()
 	f.created = append(f.created, in)
 	f.mu.Unlock()
@@ -319,42 +320,42 @@ func (f *fakeClient) CreateTask(ctx context.Context, in core.CreateTaskInput) (c
 	return t, nil
 }
 
-func (f *fakeClient) AnswerQuestion(ctx context.Context, id string, in core.AnswerInput) (core.AnswerResult, error) {
+func (f *fakeClient) AnswerQuestion(ctx context.Context, id string, in api.AnswerInput) (api.AnswerResult, error) {
 	f.mu.Lock()
 	f.answers = append(f.answers, in)
 	f.mu.Unlock()
 	if err := f.record("AnswerQuestion " + id); err != nil {
-		return core.AnswerResult{}, err
+		return api.AnswerResult{}, err
 	}
-	return core.AnswerResult{TaskID: id, QuestionID: in.QuestionID, Status: "answered", Delivered: "waiting_call"}, nil
+	return api.AnswerResult{TaskID: id, QuestionID: in.QuestionID, Status: "answered", Delivered: "waiting_call"}, nil
 }
 
-func (f *fakeClient) MessageTask(ctx context.Context, id string, in core.MessageInput) (core.MessageResult, error) {
+func (f *fakeClient) MessageTask(ctx context.Context, id string, in api.MessageInput) (api.MessageResult, error) {
 	f.mu.Lock()
 	f.messages = append(f.messages, in)
 	f.mu.Unlock()
 	if err := f.record("MessageTask " + id); err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
 	st := "queued"
-	if in.Delivery == core.DeliveryInterrupt {
+	if in.Delivery == api.DeliveryInterrupt {
 		st = "interrupted"
 	}
-	res := core.MessageResult{TaskID: id, Status: st, Position: 1}
+	res := api.MessageResult{TaskID: id, Status: st, Position: 1}
 	for _, c := range in.Comments {
-		res.Comments = append(res.Comments, core.ReviewComment{TaskID: id, File: c.File, Line: c.Line, EndLine: c.EndLine, Text: c.Text, State: core.ReviewOpen})
+		res.Comments = append(res.Comments, api.ReviewComment{TaskID: id, File: c.File, Line: c.Line, EndLine: c.EndLine, Text: c.Text, State: api.ReviewOpen})
 	}
 	return res, nil
 }
 
-func (f *fakeClient) StopTask(ctx context.Context, id string, _ core.StopTaskInput) (core.StopResult, error) {
+func (f *fakeClient) StopTask(ctx context.Context, id string, _ api.StopTaskInput) (api.StopResult, error) {
 	if err := f.record("StopTask " + id); err != nil {
-		return core.StopResult{}, err
+		return api.StopResult{}, err
 	}
-	return core.StopResult{TaskID: id, Result: f.stopRes}, nil
+	return api.StopResult{TaskID: id, Result: f.stopRes}, nil
 }
 
-func (f *fakeClient) StartTask(ctx context.Context, id string, in core.StartTaskInput) (core.Task, error) {
+func (f *fakeClient) StartTask(ctx context.Context, id string, in api.StartTaskInput) (core.Task, error) {
 	if err := f.record("StartTask " + id); err != nil {
 		return core.Task{}, err
 	}
@@ -373,29 +374,29 @@ func (f *fakeClient) GetTask(ctx context.Context, id string) (core.Task, error) 
 	return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
 }
 
-func (f *fakeClient) ArchiveTask(ctx context.Context, id string, _ core.ArchiveTaskInput) (core.Task, error) {
+func (f *fakeClient) ArchiveTask(ctx context.Context, id string, _ api.ArchiveTaskInput) (core.Task, error) {
 	if err := f.record("ArchiveTask " + id); err != nil {
 		return core.Task{}, err
 	}
 	return core.Task{ID: id, Archived: true}, nil
 }
 
-func (f *fakeClient) ListRoles(ctx context.Context) ([]core.Role, error) {
+func (f *fakeClient) ListRoles(ctx context.Context) ([]api.Role, error) {
 	if err := f.record("ListRoles"); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]core.Role(nil), f.roles...), nil
+	return append([]api.Role(nil), f.roles...), nil
 }
 
-func (f *fakeClient) ListPersons(ctx context.Context) ([]core.Person, error) {
+func (f *fakeClient) ListPersons(ctx context.Context) ([]api.Person, error) {
 	if err := f.record("ListPersons"); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]core.Person(nil), f.persons...), nil
+	return append([]api.Person(nil), f.persons...), nil
 }
 
 // task finds a stored task; the caller holds mu.
@@ -432,25 +433,25 @@ func (f *fakeClient) SetTaskStatus(ctx context.Context, id string, to core.Statu
 
 // HandoffTask resolves the name like the engine (back, a role, a person)
 // and says how the new assignee hears of it.
-func (f *fakeClient) HandoffTask(ctx context.Context, id string, in core.HandoffInput) (core.HandoffResult, error) {
+func (f *fakeClient) HandoffTask(ctx context.Context, id string, in api.HandoffInput) (api.HandoffResult, error) {
 	f.mu.Lock()
 	f.handoffs = append(f.handoffs, in)
 	f.mu.Unlock()
 	if err := f.record("HandoffTask " + id + " " + in.To); err != nil {
-		return core.HandoffResult{}, err
+		return api.HandoffResult{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.task(id)
 	if t == nil {
-		return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
+		return api.HandoffResult{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
 	}
 	var to *core.Ref
 	switch {
 	case in.To == "back":
 		to = t.HandedBy
 		if to == nil {
-			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", id)
+			return api.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", id)
 		}
 	default:
 		for _, r := range f.roles {
@@ -464,20 +465,20 @@ func (f *fakeClient) HandoffTask(ctx context.Context, id string, in core.Handoff
 			}
 		}
 		if to == nil {
-			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", in.To)
+			return api.HandoffResult{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", in.To)
 		}
 	}
-	r := core.HandoffResult{TaskID: id, To: *to, Status: "handed_off", Delivered: "turn"}
+	r := api.HandoffResult{TaskID: id, To: *to, Status: "handed_off", Delivered: "turn"}
 	if t.Assignee != nil {
 		r.From = *t.Assignee
 	}
 	if r.From == *to {
-		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", id, to.Kind, to.Name)
+		return api.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", id, to.Kind, to.Name)
 	}
 	for _, ro := range f.roles {
 		for _, p := range f.profiles {
 			if to.Kind == "role" && ro.Name == to.Name && p.Name == ro.Profile && t.Autopilot && !p.MCP {
-				return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s is on autopilot and role %s cannot run it: profile %s does not take kandev's MCP server", id, ro.Name, p.Name)
+				return api.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s is on autopilot and role %s cannot run it: profile %s does not take kandev's MCP server", id, ro.Name, p.Name)
 			}
 		}
 	}
@@ -600,7 +601,7 @@ func newDriver(t *testing.T, f *fakeClient, w, h int, opts ...func(*Options)) *d
 
 // startDriver runs a model over client (f, or a wrapper of it) and
 // settles its start.
-func startDriver(t *testing.T, client core.Client, f *fakeClient, w, h int, opts ...func(*Options)) *driver {
+func startDriver(t *testing.T, client api.Client, f *fakeClient, w, h int, opts ...func(*Options)) *driver {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -876,22 +877,22 @@ func (d *driver) rowOf(id string) string {
 	return ""
 }
 
-func (f *fakeClient) TaskQueue(ctx context.Context, id string) (core.QueueView, error) {
+func (f *fakeClient) TaskQueue(ctx context.Context, id string) (api.QueueView, error) {
 	if err := f.record("TaskQueue " + id); err != nil {
-		return core.QueueView{}, err
+		return api.QueueView{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.queueView(id), nil
 }
 
-func (f *fakeClient) DropQueued(ctx context.Context, id string, in core.DropQueueInput) (core.QueueView, error) {
+func (f *fakeClient) DropQueued(ctx context.Context, id string, in api.DropQueueInput) (api.QueueView, error) {
 	if err := f.record(fmt.Sprintf("DropQueued %s %d %v", id, in.ID, in.All)); err != nil {
-		return core.QueueView{}, err
+		return api.QueueView{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var kept []core.QueuedItem
+	var kept []api.QueuedItem
 	var dropped []int64
 	for _, it := range f.queue[id] {
 		if in.All || it.ID == in.ID {
@@ -906,8 +907,8 @@ func (f *fakeClient) DropQueued(ctx context.Context, id string, in core.DropQueu
 	return v, nil
 }
 
-func (f *fakeClient) queueView(id string) core.QueueView {
-	v := core.QueueView{TaskID: id, Items: []core.QueuedItem{}}
+func (f *fakeClient) queueView(id string) api.QueueView {
+	v := api.QueueView{TaskID: id, Items: []api.QueuedItem{}}
 	for i, it := range f.queue[id] {
 		it.Position = i + 1
 		v.Items = append(v.Items, it)
@@ -917,40 +918,40 @@ func (f *fakeClient) queueView(id string) core.QueueView {
 
 // TaskDiff answers from diffs (by task); a task without one has no
 // worktree, as the engine says.
-func (f *fakeClient) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
+func (f *fakeClient) PushTask(ctx context.Context, id string, in api.PushInput) (api.PushResult, error) {
 	if err := f.record("PushTask " + id + " " + in.Remote); err != nil {
-		return core.PushResult{}, err
+		return api.PushResult{}, err
 	}
-	return core.PushResult{Task: core.Task{ID: id}, Branch: "kandev/" + id, Remote: "origin", Commit: "0123456789abcdef"}, nil
+	return api.PushResult{Task: core.Task{ID: id}, Branch: "kandev/" + id, Remote: "origin", Commit: "0123456789abcdef"}, nil
 }
 
-func (f *fakeClient) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
+func (f *fakeClient) PullRequestTask(ctx context.Context, id string, in api.PullRequestInput) (api.PullRequestResult, error) {
 	if err := f.record(fmt.Sprintf("PullRequestTask %s draft=%v", id, in.Draft)); err != nil {
-		return core.PullRequestResult{}, err
+		return api.PullRequestResult{}, err
 	}
-	return core.PullRequestResult{Task: core.Task{ID: id}, URL: "https://github.com/me/app/pull/7"}, nil
+	return api.PullRequestResult{Task: core.Task{ID: id}, URL: "https://github.com/me/app/pull/7"}, nil
 }
 
-func (f *fakeClient) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
+func (f *fakeClient) TaskReview(ctx context.Context, id string) (api.ReviewView, error) {
 	if err := f.record("TaskReview " + id); err != nil {
-		return core.ReviewView{}, err
+		return api.ReviewView{}, err
 	}
-	return core.ReviewView{TaskID: id, Comments: []core.ReviewComment{}}, nil
+	return api.ReviewView{TaskID: id, Comments: []api.ReviewComment{}}, nil
 }
 
-func (f *fakeClient) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
+func (f *fakeClient) TaskDiff(ctx context.Context, id string, in api.DiffInput) (api.TaskDiff, error) {
 	call := "TaskDiff " + id
 	if in.Patch {
 		call += " patch"
 	}
 	if err := f.record(call); err != nil {
-		return core.TaskDiff{}, err
+		return api.TaskDiff{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d, ok := f.diffs[id]
 	if !ok {
-		return core.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to diff", id)
+		return api.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s runs in a shared directory, not a worktree of its own: there is nothing to diff", id)
 	}
 	if !in.Patch {
 		d.Patch = ""

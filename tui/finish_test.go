@@ -8,22 +8,23 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // MergeTask records the call and answers as the engine does: a refusal
 // set with setErr, else the merge's result.
-func (f *fakeClient) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
+func (f *fakeClient) MergeTask(ctx context.Context, id string, in api.MergeInput) (api.MergeResult, error) {
 	call := "MergeTask " + id
 	if in.Squash {
 		call += " squash"
 	}
 	if err := f.record(call + " " + in.Message); err != nil {
-		return core.MergeResult{}, err
+		return api.MergeResult{}, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.diffs[id]
-	r := core.MergeResult{Branch: d.Branch, Into: "main", Commit: "feedfacecafebeef0000"}
+	r := api.MergeResult{Branch: d.Branch, Into: "main", Commit: "feedfacecafebeef0000"}
 	if t := f.task(id); t != nil {
 		r.Task = *t
 	}
@@ -31,7 +32,7 @@ func (f *fakeClient) MergeTask(ctx context.Context, id string, in core.MergeInpu
 }
 
 // DiscardTask records the call and marks the task's workspace discarded.
-func (f *fakeClient) DiscardTask(ctx context.Context, id string, _ core.DiscardTaskInput) (core.Task, error) {
+func (f *fakeClient) DiscardTask(ctx context.Context, id string, _ api.DiscardTaskInput) (core.Task, error) {
 	if err := f.record("DiscardTask " + id); err != nil {
 		return core.Task{}, err
 	}
@@ -58,7 +59,7 @@ func TestMergeDialogActions(t *testing.T) {
 	d := newFinishDialog(testUI(), 1, opMerge, finishTask(), &diff, nil)
 	// enter merges with the default message shown.
 	wantAction(t, press(t, d, "enter"), mergeTask{taskID: "wt0001",
-		in: core.MergeInput{Message: "Merge branch 'kandev/wt0001-rename-the-config-loader'"}})
+		in: api.MergeInput{Message: "Merge branch 'kandev/wt0001-rename-the-config-loader'"}})
 	// Busy: nothing more until the outcome arrives; esc does not leave it.
 	wantAction(t, press(t, d, "enter", "esc"), nil)
 	d.failed(core.Errorf(core.CodeConflict, "merging kandev/wt0001 into main conflicts in:\nf.txt\nresolve it in the task's worktree"))
@@ -69,12 +70,12 @@ func TestMergeDialogActions(t *testing.T) {
 	// tab chooses squash, whose default message is the task's title.
 	d = newFinishDialog(testUI(), 2, opMerge, finishTask(), &diff, nil)
 	wantAction(t, press(t, d, "tab", "enter"), mergeTask{taskID: "wt0001",
-		in: core.MergeInput{Squash: true, Message: "Rename the config loader (kandev task wt0001)"}})
+		in: api.MergeInput{Squash: true, Message: "Rename the config loader (kandev task wt0001)"}})
 
 	// A message of one's own is kept across tab; y and n are text here.
 	d = newFinishDialog(testUI(), 3, opMerge, finishTask(), &diff, nil)
 	d.msg.SetValue("")
-	wantAction(t, press(t, d, "yes no", "tab", "tab", "enter"), mergeTask{taskID: "wt0001", in: core.MergeInput{Message: "yes no"}})
+	wantAction(t, press(t, d, "yes no", "tab", "tab", "enter"), mergeTask{taskID: "wt0001", in: api.MergeInput{Message: "yes no"}})
 
 	// esc cancels: back to the diff view it came from, or closed.
 	back := newDiffView(9, finishTask())
@@ -293,7 +294,7 @@ func TestGoldenDiscardConfirm(t *testing.T) {
 func TestFinishDialogFitsTheScreen(t *testing.T) {
 	diff := loaderDiff()
 	for i := range 12 {
-		diff.Files = append(diff.Files, core.DiffFileStat{Path: "pkg/file" + string(rune('a'+i)) + ".go", Added: i, Deleted: 1})
+		diff.Files = append(diff.Files, api.DiffFileStat{Path: "pkg/file" + string(rune('a'+i)) + ".go", Added: i, Deleted: 1})
 	}
 	ui := testUI()
 	for _, op := range []opKind{opMerge, opDiscard} {

@@ -9,6 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // connState is where the link to the daemon stands.
@@ -33,7 +34,7 @@ const (
 // dialogs) are plain structs it owns; all I/O runs in tea.Cmds (cmds.go).
 type Model struct {
 	ctx    context.Context
-	client core.Client
+	client api.Client
 	opts   Options
 	st     styles
 	keys   keyMap
@@ -100,7 +101,7 @@ type Model struct {
 	needLayout bool
 }
 
-func newModel(ctx context.Context, client core.Client, opts Options, st styles) *Model {
+func newModel(ctx context.Context, client api.Client, opts Options, st styles) *Model {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -523,7 +524,7 @@ func (m *Model) applyTask(ev core.Event) tea.Cmd {
 // and again when the task's turn ends or the task changes.
 type changeState struct {
 	taskID string
-	diff   *core.TaskDiff
+	diff   *api.TaskDiff
 	err    string
 	busy   bool
 	again  bool // the task changed while the read was in flight

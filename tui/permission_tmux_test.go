@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -21,7 +22,7 @@ func TestTmuxPermissionQuestion(t *testing.T) {
 	s := startTmux(t, d, 80, 30)
 	s.waitText("● live", "0 tasks")
 
-	task := createTask(t, d, core.CreateTaskInput{Title: "Clean the build", Start: true,
+	task := createTask(t, d, api.CreateTaskInput{Title: "Clean the build", Start: true,
 		Prompt: "mock: permission rm -rf build/\nmock: say done asking"})
 	s.waitRow(task.ID, "?you")
 	s.waitText("?you 1")
@@ -61,7 +62,7 @@ func TestTmuxPermissionTypedRefusal(t *testing.T) {
 	s := startTmux(t, d, 80, 24)
 	s.waitText("● live", "0 tasks")
 
-	task := createTask(t, d, core.CreateTaskInput{Title: "Deploy to staging", Start: true,
+	task := createTask(t, d, api.CreateTaskInput{Title: "Deploy to staging", Start: true,
 		Prompt: "mock: permission ./deploy.sh --env staging\nmock: say done asking"})
 	s.waitRow(task.ID, "?you")
 	s.selectRow(task.ID)

@@ -6,10 +6,11 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 func queuedFlood(f *fakeClient) {
-	f.queue["kid001"] = []core.QueuedItem{
+	f.queue["kid001"] = []api.QueuedItem{
 		{ID: 41, Kind: "message", Sender: core.ParseBy("person:operator"), Interrupt: true, Text: "stop and rebase first", QueuedAt: testNow},
 		{ID: 57, Kind: "message", Sender: core.ParseBy("task:spam01"), Text: "buy my\x1b]52;c;aGk=\x07 tool", QueuedAt: testNow},
 		{ID: 58, Kind: "message", Sender: core.ParseBy("task:spam01"), Text: "buy it again", QueuedAt: testNow},

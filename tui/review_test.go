@@ -6,6 +6,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // In the diff view: the cursor moves to a line, c writes a comment on it
@@ -76,7 +77,7 @@ func TestDiffViewComments(t *testing.T) {
 	if len(f.messages) != 2 || len(f.messages[1].Comments) != 1 {
 		t.Fatalf("messages sent = %+v", f.messages)
 	}
-	if got := f.messages[1].Comments[0]; got != (core.ReviewCommentInput{File: "config/load.go", Line: 2, EndLine: 2, Text: "name it Load again"}) {
+	if got := f.messages[1].Comments[0]; got != (api.ReviewCommentInput{File: "config/load.go", Line: 2, EndLine: 2, Text: "name it Load again"}) {
 		t.Fatalf("comment sent = %+v", got)
 	}
 	d.mustShow("review of wt0001 (1 comment): queued (position 1)", "  ● 2: name it Load again")
@@ -93,9 +94,9 @@ func TestDiffViewComments(t *testing.T) {
 func TestGoldenDiffComments(t *testing.T) {
 	f := diffFake()
 	diff := f.diffs["wt0001"]
-	diff.Comments = []core.ReviewComment{
-		{ID: 1, File: "config/load.go", Line: 2, EndLine: 2, Text: "name it Load", State: core.ReviewOutdated},
-		{ID: 2, File: "config/load.go", Line: 1, EndLine: 1, Text: "keep the package name", State: core.ReviewOpen},
+	diff.Comments = []api.ReviewComment{
+		{ID: 1, File: "config/load.go", Line: 2, EndLine: 2, Text: "name it Load", State: api.ReviewOutdated},
+		{ID: 2, File: "config/load.go", Line: 1, EndLine: 1, Text: "keep the package name", State: api.ReviewOpen},
 	}
 	f.diffs["wt0001"] = diff
 	g := goldenProgram(t, f, 80, 24)

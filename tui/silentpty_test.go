@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -35,7 +35,7 @@ func ptyEnv(d *daemontest.Daemon) []string {
 // ~100 ms on a loaded 2-core machine, and 5 s later on the old code).
 func TestTUISilentTerminal(t *testing.T) {
 	d := daemontest.Start(t)
-	task := createTask(t, d, core.CreateTaskInput{Title: "Draw me on a silent terminal"})
+	task := createTask(t, d, api.CreateTaskInput{Title: "Draw me on a silent terminal"})
 
 	// A plain command on the same silent terminal sends no query either.
 	cmd := exec.Command(d.Bin, "version")

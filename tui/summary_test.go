@@ -6,16 +6,17 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
-// summaryClient is the fake with core.TaskSummaries, as the daemon client
+// summaryClient is the fake with api.TaskSummaries, as the daemon client
 // has it: its listing leaves out what a row does not show (here the
 // description and the session's error), GetTask has everything.
 type summaryClient struct {
 	*fakeClient
 }
 
-func (c summaryClient) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+func (c summaryClient) ListTaskSummaries(ctx context.Context, in api.ListTasksInput) ([]core.Task, error) {
 	if err := c.record("ListTaskSummaries"); err != nil {
 		return nil, err
 	}
@@ -120,14 +121,14 @@ func (c streamClient) hold(ctx context.Context) error {
 	}
 }
 
-func (c streamClient) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+func (c streamClient) ListTaskSummaries(ctx context.Context, in api.ListTasksInput) ([]core.Task, error) {
 	if err := c.hold(ctx); err != nil {
 		return nil, err
 	}
 	return c.summaryClient.ListTaskSummaries(ctx, in)
 }
 
-func (c streamClient) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
+func (c streamClient) StreamTaskSummaries(ctx context.Context, in api.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
 	ts, err := c.summaryClient.ListTaskSummaries(ctx, in)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -53,7 +54,7 @@ func TestTmuxDiffView(t *testing.T) {
 	repo := gitRepo(t)
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	task, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "Write the notes", CWD: repo, Start: true,
+	task, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "Write the notes", CWD: repo, Start: true,
 		Prompt: "mock: write notes/hello.txt hello from the agent\nmock: say wrote it"})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +109,7 @@ func TestTmuxDiffView(t *testing.T) {
 		s.keys(c.keys...)
 		s.waitText(": " + c.title)
 	}
-	tasks, err := d.Client.ListTasks(ctx, core.ListTasksInput{})
+	tasks, err := d.Client.ListTasks(ctx, api.ListTasksInput{})
 	if err != nil {
 		t.Fatal(err)
 	}

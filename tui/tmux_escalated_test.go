@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -22,8 +23,8 @@ func TestTmuxAnswerEscalatedChildQuestion(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
 	gate := filepath.Join(t.TempDir(), "go")
-	parent := createTask(t, d, core.CreateTaskInput{Title: "Plan the release", Start: true, Prompt: "mock: waitfile " + gate})
-	child := createTask(t, d, core.CreateTaskInput{Title: "Pick the colour", ParentID: parent.ID, Autopilot: true, Start: true,
+	parent := createTask(t, d, api.CreateTaskInput{Title: "Plan the release", Start: true, Prompt: "mock: waitfile " + gate})
+	child := createTask(t, d, api.CreateTaskInput{Title: "Pick the colour", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: `mock: call ask_parent_question_kandev {"questions":[{"prompt":"Which colour?","options":[{"label":"blue"},{"label":"green"}]}]}`})
 	daemontest.Eventually(t, 20*time.Second, "the child's question", func() bool {
 		c, err := d.Client.GetTask(ctx, child.ID)

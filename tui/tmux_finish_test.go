@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -26,7 +27,7 @@ func TestTmuxMergeAndDiscard(t *testing.T) {
 	ctx := context.Background()
 	var tasks []core.Task
 	for _, c := range []struct{ title, text string }{{"First edit", "from the first"}, {"Second edit", "from the second"}} {
-		task, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: c.title, CWD: repo, Start: true,
+		task, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: c.title, CWD: repo, Start: true,
 			Prompt: "mock: write f.txt " + c.text + "\nmock: say wrote it"})
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -19,7 +19,7 @@ func TestTmuxDiffReview(t *testing.T) {
 	repo := gitRepo(t)
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	task, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "Shout", CWD: repo, Start: true,
+	task, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "Shout", CWD: repo, Start: true,
 		Prompt: `mock: write f.txt one\nTWO` + "\nmock: say wrote it"})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestTmuxDiffReview(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Comments) != 1 || v.Comments[0].File != "f.txt" || v.Comments[0].Line != 2 || v.Comments[0].State != core.ReviewOpen || v.Comments[0].Lines != "TWO" {
+	if len(v.Comments) != 1 || v.Comments[0].File != "f.txt" || v.Comments[0].Line != 2 || v.Comments[0].State != api.ReviewOpen || v.Comments[0].Lines != "TWO" {
 		t.Fatalf("kept comments = %+v", v.Comments)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -200,7 +201,7 @@ func quoteAll(ss []string) []string {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-func createTask(t *testing.T, d *daemontest.Daemon, in core.CreateTaskInput) core.Task {
+func createTask(t *testing.T, d *daemontest.Daemon, in api.CreateTaskInput) core.Task {
 	t.Helper()
 	return d.CreateTask(t, in)
 }
@@ -221,12 +222,12 @@ func TestTmuxDemoScenario(t *testing.T) {
 	s := startTmux(t, d, 80, 24, "NO_COLOR=1")
 	s.waitText("● live", "0 tasks")
 
-	root := createTask(t, d, core.CreateTaskInput{Title: "Ship the release", Autopilot: true})
+	root := createTask(t, d, api.CreateTaskInput{Title: "Ship the release", Autopilot: true})
 	s.waitRow(root.ID, "Ship the release", "AUTO")
-	asker := createTask(t, d, core.CreateTaskInput{Title: "Pick the login colour", ParentID: root.ID, Autopilot: true, Start: true,
+	asker := createTask(t, d, api.CreateTaskInput{Title: "Pick the login colour", ParentID: root.ID, Autopilot: true, Start: true,
 		Prompt: `mock: call ask_parent_question_kandev {"questions":[{"prompt":"Which colour?"}]}`})
-	hanger := createTask(t, d, core.CreateTaskInput{Title: "Run the long build", ParentID: root.ID, Start: true, Prompt: "mock: hang"})
-	normal := createTask(t, d, core.CreateTaskInput{Title: "Choose the database", Start: true,
+	hanger := createTask(t, d, api.CreateTaskInput{Title: "Run the long build", ParentID: root.ID, Start: true, Prompt: "mock: hang"})
+	normal := createTask(t, d, api.CreateTaskInput{Title: "Choose the database", Start: true,
 		Prompt: "mock: call ask_user_question_kandev {\"questions\":[{\"prompt\":\"Which DB?\",\"options\":[{\"label\":\"sqlite\"},{\"label\":\"postgres\"}]}]}\nmock: say going with the answer"})
 
 	scr := s.waitRow(asker.ID, "AUTO", "?parent")
@@ -306,7 +307,7 @@ func TestTmuxDemoScenario(t *testing.T) {
 	s.keys("R")
 	s.waitText("● live", "reconnected to the daemon")
 	t.Cleanup(func() { stopSpawnedDaemon(t, d) })
-	late := createTask(t, d, core.CreateTaskInput{Title: "Created after the restart"})
+	late := createTask(t, d, api.CreateTaskInput{Title: "Created after the restart"})
 	s.waitRow(late.ID, "Created after the restart")
 
 	s.keys("q")
@@ -366,7 +367,7 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 		}
 		return strings.Contains(scr, "agent › second turn") && got["one more line"] && got["and a last one"]
 	})
-	tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{})
+	tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks %+v %v", tasks, err)
 	}
@@ -391,7 +392,7 @@ func TestTmuxHandOnAndDone(t *testing.T) {
 	s := startTmux(t, d, 80, 30)
 	s.waitText("● live", "0 tasks")
 
-	task := createTask(t, d, core.CreateTaskInput{Title: "Write the changelog", Start: true, Prompt: "mock: say done"})
+	task := createTask(t, d, api.CreateTaskInput{Title: "Write the changelog", Start: true, Prompt: "mock: say done"})
 	s.waitRow(task.ID, "@you")
 	tk, err := d.Client.GetTask(context.Background(), task.ID)
 	if err != nil || tk.Assignee == nil || *tk.Assignee != (core.Ref{Kind: "person", Name: core.Operator}) || !tk.YourTurn || !tk.BackToYou() {

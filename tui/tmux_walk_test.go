@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -46,7 +47,7 @@ func TestTmuxOperatorWalk(t *testing.T) {
 	capture("n: the new task")
 	s.keys("Enter")
 	s.waitText("created task")
-	tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{})
+	tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{})
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("tasks %+v %v", tasks, err)
 	}

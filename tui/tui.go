@@ -1,7 +1,7 @@
 // Package tui is kandev's terminal UI: the live tree of tasks, the
 // selected task's conversation, and the operator's actions (new task,
 // answer, message, stop, start, archive). It speaks to the daemon only
-// through core.Client and follows its event stream; it never polls.
+// through api.Client and follows its event stream; it never polls.
 package tui
 
 import (
@@ -15,9 +15,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/term"
+	"github.com/kandev/kandev/core/api"
 	"github.com/muesli/termenv"
-
-	"github.com/kandev/kandev/core"
 )
 
 // Options configure Run. The zero value works.
@@ -25,13 +24,13 @@ type Options struct {
 	// Reconnect returns a client when the event stream has ended (the
 	// daemon stopped or restarted), starting the daemon if need be. Nil
 	// reuses the first client.
-	Reconnect func(context.Context) (core.Client, error)
+	Reconnect func(context.Context) (api.Client, error)
 	// Attach, when set, is how the UI reconnects by itself: it finds a
 	// running daemon and never starts one, failing with ErrNoDaemon when
 	// none answers. A daemon someone stopped (kandev daemon stop) then
 	// stays stopped: the UI says so and Reconnect runs only when the
 	// operator asks for it (R).
-	Attach func(context.Context) (core.Client, error)
+	Attach func(context.Context) (api.Client, error)
 	// CWD is the working directory of tasks created from the UI.
 	CWD string
 	// In and Out default to the process's stdin and stdout.
@@ -56,7 +55,7 @@ type Options struct {
 var ErrNoDaemon = errors.New("no kandev daemon is running")
 
 // Run shows the UI until the operator quits or ctx ends.
-func Run(ctx context.Context, client core.Client, opts Options) error {
+func Run(ctx context.Context, client api.Client, opts Options) error {
 	if opts.In == nil {
 		opts.In = os.Stdin
 	}

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 func TestLoadShowsTreeWithBadges(t *testing.T) {
@@ -164,11 +165,11 @@ func TestStoppedDaemonStaysStopped(t *testing.T) {
 	starts, attaches := 0, 0
 	up := false
 	d := newDriver(t, f, 80, 24, func(o *Options) {
-		o.Reconnect = func(ctx context.Context) (core.Client, error) {
+		o.Reconnect = func(ctx context.Context) (api.Client, error) {
 			starts++
 			return f, nil
 		}
-		o.Attach = func(ctx context.Context) (core.Client, error) {
+		o.Attach = func(ctx context.Context) (api.Client, error) {
 			attaches++
 			if !up {
 				return nil, ErrNoDaemon
@@ -213,7 +214,7 @@ func TestReconnectsWhenStreamEnds(t *testing.T) {
 	f := newFake(demoTasks()...)
 	reconnects := 0
 	d := newDriver(t, f, 80, 24, func(o *Options) {
-		o.Reconnect = func(ctx context.Context) (core.Client, error) {
+		o.Reconnect = func(ctx context.Context) (api.Client, error) {
 			reconnects++
 			if reconnects == 1 {
 				return nil, &core.Error{Code: core.CodeUnavailable, Message: "cannot reach the kandev daemon"}
@@ -395,7 +396,7 @@ func TestNewTask(t *testing.T) {
 	got := f.created[0]
 	// A child sends no directory: it works where its parent works, as
 	// `kandev task create --parent` does.
-	want := core.CreateTaskInput{Title: "Add rate limits", Prompt: "mock: say hi", ParentID: "kid001", Profile: "plain", Autopilot: true, Start: false, CWD: ""}
+	want := api.CreateTaskInput{Title: "Add rate limits", Prompt: "mock: say hi", ParentID: "kid001", Profile: "plain", Autopilot: true, Start: false, CWD: ""}
 	if got.Title != want.Title || got.Prompt != want.Prompt || got.ParentID != want.ParentID || got.Profile != want.Profile ||
 		got.Autopilot != want.Autopilot || got.Start != want.Start || got.CWD != want.CWD {
 		t.Fatalf("CreateTask input %+v, want %+v", got, want)
@@ -559,7 +560,7 @@ func TestMessageWithInterrupt(t *testing.T) {
 	d.keys("tab")
 	d.mustShow("[x] interrupt", "cancels the running turn")
 	d.keys("enter")
-	if len(f.messages) != 1 || f.messages[0].Text != "use the v2 API" || f.messages[0].Delivery != core.DeliveryInterrupt {
+	if len(f.messages) != 1 || f.messages[0].Text != "use the v2 API" || f.messages[0].Delivery != api.DeliveryInterrupt {
 		t.Fatalf("messages %+v", f.messages)
 	}
 	d.mustShow("interrupted the running turn")
@@ -569,7 +570,7 @@ func TestMessageWithInterrupt(t *testing.T) {
 	d.keys("m")
 	d.typeText("carry on")
 	d.keys("tab", "tab", "enter")
-	if f.messages[1].Delivery != core.DeliveryQueued {
+	if f.messages[1].Delivery != api.DeliveryQueued {
 		t.Fatalf("second message %+v", f.messages[1])
 	}
 	d.mustShow("queued (position 1)")
@@ -689,7 +690,7 @@ func TestUnreachableDaemonIsShown(t *testing.T) {
 	f := newFake(demoTasks()...)
 	f.setErr("Events", &core.Error{Code: core.CodeUnavailable, Message: "cannot reach the kandev daemon at /x/kandev.sock: connection refused"})
 	d := newDriver(t, f, 80, 24, func(o *Options) {
-		o.Reconnect = func(context.Context) (core.Client, error) { return f, nil }
+		o.Reconnect = func(context.Context) (api.Client, error) { return f, nil }
 	})
 	d.m.backoff = time.Hour
 	d.settle()
@@ -752,7 +753,7 @@ func TestStaleConversationPageIgnored(t *testing.T) {
 	d := newDriver(t, f, 80, 24)
 	old := d.m.detail.gen
 	d.selectTask("kid001")
-	d.send(convoPageMsg{gen: old, taskID: "root01", page: core.ConversationPage{Messages: []core.Message{{Seq: 1, TaskID: "root01", Kind: core.MsgAgent, Text: "stale"}}}})
+	d.send(convoPageMsg{gen: old, taskID: "root01", page: api.ConversationPage{Messages: []core.Message{{Seq: 1, TaskID: "root01", Kind: core.MsgAgent, Text: "stale"}}}})
 	d.mustNotShow("stale")
 }
 
@@ -950,7 +951,7 @@ func TestHandOnBackWithMessage(t *testing.T) {
 	d.typeText("and mind the rollback")
 	d.mustShow("> message  mock: say continuing", "and mind the rollback")
 	d.keys("enter")
-	if len(f.handoffs) != 1 || f.handoffs[0] != (core.HandoffInput{To: "back", Message: "mock: say continuing\nand mind the rollback"}) {
+	if len(f.handoffs) != 1 || f.handoffs[0] != (api.HandoffInput{To: "back", Message: "mock: say continuing\nand mind the rollback"}) {
 		t.Fatalf("HandoffTask calls %+v", f.handoffs)
 	}
 	if d.m.dialog != nil {
@@ -975,7 +976,7 @@ func TestHandOnTypeToFilter(t *testing.T) {
 	d.keys("down", "down", "down") // to alice
 	d.mustShow("> alice")
 	d.keys("tab", "enter") // tab to the message, send without one
-	if len(f.handoffs) != 1 || f.handoffs[0] != (core.HandoffInput{To: "alice"}) {
+	if len(f.handoffs) != 1 || f.handoffs[0] != (api.HandoffInput{To: "alice"}) {
 		t.Fatalf("HandoffTask calls %+v", f.handoffs)
 	}
 	d.mustShow("handed task kid003 to person alice; it waits for them")
@@ -1061,7 +1062,7 @@ func TestHandOnWhenListingFails(t *testing.T) {
 func TestHandOnScrollsALongList(t *testing.T) {
 	f := newFake(demoTasks()...)
 	for i := 0; i < 12; i++ {
-		f.persons = append(f.persons, core.Person{Name: "person" + itoa(i)})
+		f.persons = append(f.persons, api.Person{Name: "person" + itoa(i)})
 	}
 	d := newDriver(t, f, 80, 24)
 	d.selectTask("kid003")

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -148,7 +149,7 @@ func hostsOnce(work string, b binary, rig *sshtest.Host, runs, calls int) (hosts
 	defer c.Close()
 	ctx := context.Background()
 	if rig != nil {
-		if _, err := c.AddHost(ctx, core.HostInput{Name: "lb", SSH: rig.Alias, Dir: rig.RemoteDir + "/kandev"}); err != nil {
+		if _, err := c.AddHost(ctx, api.HostInput{Name: "lb", SSH: rig.Alias, Dir: rig.RemoteDir + "/kandev"}); err != nil {
 			return res, fmt.Errorf("add the loopback host: %w", err)
 		}
 		// The first session on the host copies kandev there: timed apart.
@@ -195,18 +196,18 @@ func hostOrHere(h string) string {
 // sessionOnce starts a task (on host, "" for here) and times its start to
 // the agent's first reply, then reads the agent's own MCP call times.
 func sessionOnce(ctx context.Context, c *daemonclient.Client, cwd, host, sandbox string, calls int) (time.Duration, []time.Duration, error) {
-	t, err := c.CreateTask(ctx, core.CreateTaskInput{Title: "bench " + hostOrHere(host), CWD: cwd, Host: host, Sandbox: sandbox})
+	t, err := c.CreateTask(ctx, api.CreateTaskInput{Title: "bench " + hostOrHere(host), CWD: cwd, Host: host, Sandbox: sandbox})
 	if err != nil {
 		return 0, nil, err
 	}
 	ectx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	evs, err := c.Events(ectx, core.EventsInput{TaskID: t.ID})
+	evs, err := c.Events(ectx, api.EventsInput{TaskID: t.ID})
 	if err != nil {
 		return 0, nil, err
 	}
 	start := time.Now()
-	if _, err := c.StartTask(ctx, t.ID, core.StartTaskInput{Prompt: "mock: say ready\nmock: calltime " + strconv.Itoa(calls) + " get_task_kandev"}); err != nil {
+	if _, err := c.StartTask(ctx, t.ID, api.StartTaskInput{Prompt: "mock: say ready\nmock: calltime " + strconv.Itoa(calls) + " get_task_kandev"}); err != nil {
 		return 0, nil, err
 	}
 	var took time.Duration
@@ -239,10 +240,10 @@ func sessionOnce(ctx context.Context, c *daemonclient.Client, cwd, host, sandbox
 		got, _ := c.GetTask(ctx, t.ID)
 		return 0, nil, fmt.Errorf("no reply from the agent (task %s waiting %q session %+v)", t.ID, got.Waiting, got.Session)
 	}
-	if _, err := c.StopTask(ctx, t.ID, core.StopTaskInput{}); err != nil {
+	if _, err := c.StopTask(ctx, t.ID, api.StopTaskInput{}); err != nil {
 		return 0, nil, err
 	}
-	if _, err := c.ArchiveTask(ctx, t.ID, core.ArchiveTaskInput{}); err != nil {
+	if _, err := c.ArchiveTask(ctx, t.ID, api.ArchiveTaskInput{}); err != nil {
 		return 0, nil, err
 	}
 	return took, mcp, nil

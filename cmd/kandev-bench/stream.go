@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/daemonclient"
 )
@@ -115,7 +116,7 @@ func burstOnce(work string, b binary, n int) (burstResult, error) {
 	// The agent starts and waits at a gate, so that what is measured is
 	// the burst alone, not the agent's start.
 	gate := filepath.Join(h.dir, "gate")
-	task, err := c.CreateTask(ctx, core.CreateTaskInput{Title: "burst", Prompt: fmt.Sprintf("mock: waitfile %s\nmock: burst %d\nmock: tool marker\nmock: waitfile %s.end", gate, n, gate), Start: true, CWD: h.dir})
+	task, err := c.CreateTask(ctx, api.CreateTaskInput{Title: "burst", Prompt: fmt.Sprintf("mock: waitfile %s\nmock: burst %d\nmock: tool marker\nmock: waitfile %s.end", gate, n, gate), Start: true, CWD: h.dir})
 	if err != nil {
 		return burstResult{}, err
 	}
@@ -153,7 +154,7 @@ func burstOnce(work string, b binary, n int) (burstResult, error) {
 		if time.Now().After(deadline) {
 			return burstResult{}, errors.New("the burst was not recorded in 10 minutes")
 		}
-		page, err := c.Conversation(ctx, task.ID, core.ConversationInput{After: after, Limit: 50})
+		page, err := c.Conversation(ctx, task.ID, api.ConversationInput{After: after, Limit: 50})
 		if err != nil {
 			return burstResult{}, err
 		}
@@ -170,7 +171,7 @@ func burstOnce(work string, b binary, n int) (burstResult, error) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	page, err := c.Conversation(ctx, task.ID, core.ConversationInput{Limit: 50})
+	page, err := c.Conversation(ctx, task.ID, api.ConversationInput{Limit: 50})
 	if err != nil {
 		return burstResult{}, err
 	}
@@ -343,7 +344,7 @@ func loadOnce(work string, b binary, mockBin string, agents, rate int, dur time.
 	}
 	var ids []string
 	for i := range agents {
-		t, err := c.CreateTask(ctx, core.CreateTaskInput{Title: fmt.Sprintf("stream %02d", i), Profile: "benchmock",
+		t, err := c.CreateTask(ctx, api.CreateTaskInput{Title: fmt.Sprintf("stream %02d", i), Profile: "benchmock",
 			Prompt: fmt.Sprintf("mock: stream %d %s", rate, dur), CWD: h.dir})
 		if err != nil {
 			return loadResult{}, err
@@ -405,7 +406,7 @@ func loadOnce(work string, b binary, mockBin string, agents, rate int, dur time.
 
 	pid := h.daemon.Process.Pid
 	for _, id := range ids {
-		if _, err := c.StartTask(ctx, id, core.StartTaskInput{}); err != nil {
+		if _, err := c.StartTask(ctx, id, api.StartTaskInput{}); err != nil {
 			return loadResult{}, err
 		}
 	}

@@ -40,7 +40,7 @@ const (
 	// ReplyTaskPage: a page of tasks ({tasks, next_cursor}) as one line
 	// per task, a fraction of the JSON's size.
 	ReplyTaskPage Reply = "task-page"
-	// ReplyDiff: a core.TaskDiff as a summary line, the stat and the patch
+	// ReplyDiff: a api.TaskDiff as a summary line, the stat and the patch
 	// as git prints them.
 	ReplyDiff Reply = "diff"
 )

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -20,7 +21,7 @@ import (
 // failed: --interrupt delivers its text as the next turn, in the same run.
 func TestInterruptAgentThatAnswersCancelWithError(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_CANCEL=error"))
-	task := create(t, d, core.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say working\nmock: hang"})
+	task := create(t, d, api.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say working\nmock: hang"})
 	waitSaid(t, d, task.ID, "working")
 	running := waitState(t, d, task.ID, core.SessionRunning)
 
@@ -59,13 +60,13 @@ func TestInterruptAgentThatAnswersCancelWithError(t *testing.T) {
 // with answer, and an autopilot child running childPrompt.
 func parentAndChild(t *testing.T, d *daemontest.Daemon, childPrompt, answer string) (core.Task, core.Task) {
 	t.Helper()
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: strings.Join([]string{
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", Start: true, Prompt: strings.Join([]string{
 		"mock: on question: " + strings.TrimPrefix(reply("${child_task_id}", answer, "${question_id}"), "mock: "),
 		call("create_task_kandev", map[string]any{"title": "child", "autopilot": true, "prompt": childPrompt}),
 	}, "\n")})
 	var child core.Task
 	daemontest.Eventually(t, wait, "the child to be created", func() bool {
-		ts, _ := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: parent.ID})
+		ts, _ := d.Client.ListTasks(context.Background(), api.ListTasksInput{Root: parent.ID})
 		if len(ts) == 2 {
 			child = ts[1]
 			return true
@@ -145,7 +146,7 @@ func TestResumeFallsBackAndIgnoresReplay(t *testing.T) {
 	for _, mode := range []string{"broken", "load"} {
 		t.Run(mode, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME="+mode))
-			task := create(t, d, core.CreateTaskInput{Title: "resumable", Start: true,
+			task := create(t, d, api.CreateTaskInput{Title: "resumable", Start: true,
 				Prompt: "mock: say first words\nmock: tool go build ./..."})
 			waitSaid(t, d, task.ID, "first words")
 			first := waitSettled(t, d, task.ID)
@@ -198,7 +199,7 @@ func askUserArgs(prompt string) string {
 // answer as its next turn, once.
 func TestLateAnswerToAbandonedQuestionCall(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
 		"mock: abandon 500ms ask_user_question_kandev " + askUserArgs("Which database?"),
 		"mock: say gave up waiting",
 	}, "\n")})
@@ -206,7 +207,7 @@ func TestLateAnswerToAbandonedQuestionCall(t *testing.T) {
 	q := waitQuestion(t, d, task.ID)
 	waitIdle(t, d, task.ID)
 
-	var res core.AnswerResult
+	var res api.AnswerResult
 	out := d.MustRun("task", "answer", task.ID, "--json", "mock: say got the answer")
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("answer output %q: %v", out, err)
@@ -233,7 +234,7 @@ func TestLateAnswerToAbandonedQuestionCall(t *testing.T) {
 // operator's answer is taken, and reaches the agent when the task is back.
 func TestOwnHandoffKeepsPendingQuestion(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
 		"mock: abandon 500ms ask_user_question_kandev " + askUserArgs("Which database?"),
 		call("handoff_task_kandev", map[string]any{"to": "operator", "message": "waiting on my question"}),
 	}, "\n")})
@@ -260,7 +261,7 @@ func TestOwnHandoffKeepsPendingQuestion(t *testing.T) {
 // Code) is recorded under the request's title, not as a bare call id.
 func TestPermissionOnlyToolCallKeepsTitle(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=allow"))
-	task := create(t, d, core.CreateTaskInput{Title: "tools", Start: true, Prompt: "mock: permitted rm -rf build\nmock: say done"})
+	task := create(t, d, api.CreateTaskInput{Title: "tools", Start: true, Prompt: "mock: permitted rm -rf build\nmock: say done"})
 	waitSaid(t, d, task.ID, "done")
 	var calls []string
 	for _, m := range conversation(t, d, task.ID) {
@@ -285,8 +286,8 @@ func TestProfileStartTimeout(t *testing.T) {
 	if p.StartTimeout != "2m0s" {
 		t.Fatalf("stored start timeout %q", p.StartTimeout)
 	}
-	slow := create(t, d, core.CreateTaskInput{Title: "slow", Profile: "slow", Start: true, Prompt: "mock: say started slowly"})
-	quick := create(t, d, core.CreateTaskInput{Title: "default", Start: true, Prompt: "mock: say never"})
+	slow := create(t, d, api.CreateTaskInput{Title: "slow", Profile: "slow", Start: true, Prompt: "mock: say started slowly"})
+	quick := create(t, d, api.CreateTaskInput{Title: "default", Start: true, Prompt: "mock: say never"})
 	waitSaid(t, d, slow.ID, "started slowly")
 	// The same agent under the daemon's (shortened) default does not start.
 	daemontest.Eventually(t, wait, "the default profile's start to time out", func() bool {
@@ -307,7 +308,7 @@ func TestProfileStartTimeout(t *testing.T) {
 // end and then arrives, once.
 func TestAnswerAfterAgentReportedQuestionCallFailed(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
 		"mock: abandon 500ms ask_user_question_kandev " + askUserArgs("Which database?"),
 		"mock: say gave up waiting",
 		"mock: hang",
@@ -315,7 +316,7 @@ func TestAnswerAfterAgentReportedQuestionCallFailed(t *testing.T) {
 	// Notifications are recorded in order: the failed call is seen first.
 	waitSaid(t, d, task.ID, "gave up waiting")
 	waitQuestion(t, d, task.ID)
-	var res core.AnswerResult
+	var res api.AnswerResult
 	if err := json.Unmarshal([]byte(d.MustRun("task", "answer", task.ID, "--json", "mock: say got the answer")), &res); err != nil {
 		t.Fatal(err)
 	}

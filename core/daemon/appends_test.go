@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -62,13 +63,13 @@ func TestEventsFollowAppends(t *testing.T) {
 	defer cancel()
 	// The other followers' default: every append (task log --follow,
 	// kandev events).
-	all, err := d.Client.Events(ctx, core.EventsInput{})
+	all, err := d.Client.Events(ctx, api.EventsInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sctx, endStream := context.WithCancel(ctx)
 	defer endStream()
-	events, err := d.Client.Events(sctx, core.EventsInput{Appends: core.AppendsNone})
+	events, err := d.Client.Events(sctx, api.EventsInput{Appends: api.AppendsNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +79,8 @@ func TestEventsFollowAppends(t *testing.T) {
 	}
 	sub := first.Subscription
 
-	a := create(t, d, core.CreateTaskInput{Title: "a", Prompt: "mock: stream 50 60s", Start: true})
-	b := create(t, d, core.CreateTaskInput{Title: "b", Prompt: "mock: stream 50 60s", Start: true})
+	a := create(t, d, api.CreateTaskInput{Title: "a", Prompt: "mock: stream 50 60s", Start: true})
+	b := create(t, d, api.CreateTaskInput{Title: "b", Prompt: "mock: stream 50 60s", Start: true})
 	// Both stream: the unfiltered stream has their appends.
 	seen := map[string]bool{}
 	for !seen[a.ID] || !seen[b.ID] {
@@ -87,7 +88,7 @@ func TestEventsFollowAppends(t *testing.T) {
 			seen[ev.TaskID] = true
 		}
 	}
-	mark := create(t, d, core.CreateTaskInput{Title: "mark 1"})
+	mark := create(t, d, api.CreateTaskInput{Title: "mark 1"})
 	if got := upToMark(t, events, mark.ID); len(got) != 0 {
 		t.Fatalf("a stream following no appends got %v", got)
 	}
@@ -102,7 +103,7 @@ func TestEventsFollowAppends(t *testing.T) {
 	}
 	// Appends of a published before the move may still be on their way;
 	// none after the mark, published after it.
-	mark = create(t, d, core.CreateTaskInput{Title: "mark 2"})
+	mark = create(t, d, api.CreateTaskInput{Title: "mark 2"})
 	upToMark(t, events, mark.ID)
 	appendsOf(t, events, b.ID, 5)
 
@@ -110,9 +111,9 @@ func TestEventsFollowAppends(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Past a first mark, everything was published after the move.
-	mark = create(t, d, core.CreateTaskInput{Title: "mark 3"})
+	mark = create(t, d, api.CreateTaskInput{Title: "mark 3"})
 	upToMark(t, events, mark.ID)
-	mark = create(t, d, core.CreateTaskInput{Title: "mark 4"})
+	mark = create(t, d, api.CreateTaskInput{Title: "mark 4"})
 	if got := upToMark(t, events, mark.ID); len(got) != 0 {
 		t.Fatalf("following no appends again, the stream got %v", got)
 	}

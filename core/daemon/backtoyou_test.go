@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -14,7 +15,7 @@ import (
 // words and not kandev's prompt.
 func TestBackToYouQuotesTheLastTurnOnly(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "Say hi", Start: true, Prompt: "mock: say first words"})
+	task := create(t, d, api.CreateTaskInput{Title: "Say hi", Start: true, Prompt: "mock: say first words"})
 	got := waitAssignee(t, d, task.ID, "person", core.Operator)
 	if !got.BackToYou() || got.Escalated() || strings.TrimSpace(got.Stalled.Detail) != "first words" || !got.YourTurn {
 		t.Fatalf("after the first turn: stalled %+v your turn %v, want back to you with the agent's words", got.Stalled, got.YourTurn)

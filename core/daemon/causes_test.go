@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestLastWordsThatReadLikeACauseAreOnlyWords(t *testing.T) {
 	d := daemontest.Start(t)
 	words := core.StallUnansweredPrefix + "q1 from subtask abc123: nothing of the sort"
-	task := create(t, d, core.CreateTaskInput{Title: "Say it", Start: true, Prompt: "mock: say " + words})
+	task := create(t, d, api.CreateTaskInput{Title: "Say it", Start: true, Prompt: "mock: say " + words})
 	got := waitAssignee(t, d, task.ID, "person", core.Operator)
 	if !got.BackToYou() || got.Escalated() || strings.TrimSpace(got.Stalled.Detail) != words {
 		t.Fatalf("stalled %+v, want back to you with the agent's words", got.Stalled)

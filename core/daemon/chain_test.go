@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -64,13 +65,13 @@ func dump(t *testing.T, d *daemontest.Daemon, id string) {
 func setupChain(t *testing.T, d *daemontest.Daemon) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
+	if _, err := d.Client.AddPerson(ctx, api.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "lead", Profile: "mock", ReportsTo: "alice"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "lead", Profile: "mock", ReportsTo: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "engineer", Profile: "mock", ReportsTo: "lead"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "engineer", Profile: "mock", ReportsTo: "lead"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,7 +98,7 @@ func TestEscalationChain(t *testing.T) {
 	setupChain(t, d)
 	// The engineer's last words carry a script for the lead's mock agent.
 	leadScript := call("handoff_task_kandev", map[string]any{"to": "back", "message": "mock: history"})
-	task := create(t, d, core.CreateTaskInput{Title: "parser", Assignee: "engineer", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "parser", Assignee: "engineer", Start: true,
 		Prompt: "mock: say I could not finish the parser\nmock: say " + leadScript})
 	if task.Surface != "office-task" {
 		t.Fatalf("a task for a named role gets the office surface, got %s", task.Surface)
@@ -140,7 +141,7 @@ func TestEscalationChain(t *testing.T) {
 func TestCrashEscalatesWithError(t *testing.T) {
 	d := daemontest.Start(t)
 	setupChain(t, d)
-	task := create(t, d, core.CreateTaskInput{Title: "crashy", Assignee: "engineer", Start: true, Prompt: "mock: crash"})
+	task := create(t, d, api.CreateTaskInput{Title: "crashy", Assignee: "engineer", Start: true, Prompt: "mock: crash"})
 	text := waitEscalation(t, d, task.ID, "role:engineer", "role:lead")
 	if !strings.Contains(text, "run failed") || !strings.Contains(text, "exit status 3") {
 		t.Fatalf("escalation record %q", text)
@@ -161,13 +162,13 @@ func TestUnservedRunWaitsThenStarts(t *testing.T) {
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "later", Command: "kandev-not-installed-yet", MCP: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
+	if _, err := d.Client.AddPerson(ctx, api.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "worker", Profile: "later", ReportsTo: "alice"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "worker", Profile: "later", ReportsTo: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "waits", Assignee: "worker", Start: true, Prompt: "mock: say finally running"})
+	task := create(t, d, api.CreateTaskInput{Title: "waits", Assignee: "worker", Start: true, Prompt: "mock: say finally running"})
 	daemontest.Eventually(t, wait, "the waiting reason", func() bool { return get(t, d, task.ID).Waiting != "" })
 	got := get(t, d, task.ID)
 	if !strings.Contains(got.Waiting, "kandev-not-installed-yet not found") || got.WaitCause != core.WaitCannotStart ||
@@ -193,12 +194,12 @@ func TestUnservedRunStartsAfterRestart(t *testing.T) {
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "later", Command: cli, MCP: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "worker", Profile: "later"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "worker", Profile: "later"}); err != nil {
 		t.Fatal(err)
 	}
 	// A message, not a start: a start's queue item is kicked on restart
 	// for its own reason.
-	task := create(t, d, core.CreateTaskInput{Title: "waits", Assignee: "worker"})
+	task := create(t, d, api.CreateTaskInput{Title: "waits", Assignee: "worker"})
 	d.MustRun("task", "message", task.ID, "mock: say running after the restart")
 	daemontest.Eventually(t, wait, "the waiting reason", func() bool { return get(t, d, task.ID).Waiting != "" })
 	d.Stop()
@@ -215,12 +216,12 @@ func TestUnservedRunStartsAfterRestart(t *testing.T) {
 func TestThreeSubtasksThreeWakes(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	parent := create(t, d, core.CreateTaskInput{Title: "parent"})
+	parent := create(t, d, api.CreateTaskInput{Title: "parent"})
 	var kids []core.Task
 	for _, n := range []string{"a", "b", "c"} {
-		kids = append(kids, create(t, d, core.CreateTaskInput{Title: "sub " + n, ParentID: parent.ID}))
+		kids = append(kids, create(t, d, api.CreateTaskInput{Title: "sub " + n, ParentID: parent.ID}))
 	}
-	if _, err := d.Client.StartTask(ctx, parent.ID, core.StartTaskInput{Prompt: "mock: say waiting on my subtasks"}); err != nil {
+	if _, err := d.Client.StartTask(ctx, parent.ID, api.StartTaskInput{Prompt: "mock: say waiting on my subtasks"}); err != nil {
 		t.Fatal(err)
 	}
 	got := waitIdle(t, d, parent.ID)
@@ -281,7 +282,7 @@ func TestThreeSubtasksThreeWakes(t *testing.T) {
 func TestStartupSweepAfterKill9(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_FAILPOINT=exit-after-turn-end"))
 	setupChain(t, d)
-	task := create(t, d, core.CreateTaskInput{Title: "sweep", Assignee: "engineer", Start: true, Prompt: "mock: say my last words"})
+	task := create(t, d, api.CreateTaskInput{Title: "sweep", Assignee: "engineer", Start: true, Prompt: "mock: say my last words"})
 	select {
 	case <-d.Exited():
 	case <-time.After(wait):
@@ -301,19 +302,19 @@ func TestStartupSweepAfterKill9(t *testing.T) {
 func TestSignOffGuardAndCycles(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	task := create(t, d, core.CreateTaskInput{Title: "self-approve", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "self-approve", Start: true,
 		Prompt: call("set_task_status_kandev", map[string]any{"task_id": "${task_id}", "status": "done"})})
 	waitSaid(t, d, task.ID, "error set_task_status_kandev: FORBIDDEN")
 	if get(t, d, task.ID).Status == core.StatusDone {
 		t.Fatal("a role marked its own task done")
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "a", Profile: "mock"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "a", Profile: "mock"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "b", Profile: "mock", ReportsTo: "a"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "b", Profile: "mock", ReportsTo: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := d.Client.EditRole(ctx, "a", core.RoleInput{ReportsTo: "b"})
+	_, err := d.Client.EditRole(ctx, "a", api.RoleInput{ReportsTo: "b"})
 	if core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "cycle") {
 		t.Fatalf("cycle: %v", err)
 	}
@@ -341,7 +342,7 @@ func TestWaitOutcomes(t *testing.T) {
 		}
 	}
 	// Handed to a person (the agent handed it back properly).
-	person := create(t, d, core.CreateTaskInput{Title: "hands back", Start: true,
+	person := create(t, d, api.CreateTaskInput{Title: "hands back", Start: true,
 		Prompt: call("handoff_task_kandev", map[string]any{"to": "back", "message": "done, please review"})})
 	check(person.ID, "person", 10)
 	// Done.
@@ -350,27 +351,27 @@ func TestWaitOutcomes(t *testing.T) {
 	}
 	check(person.ID, "done", 0)
 	// A question for you.
-	q := create(t, d, core.CreateTaskInput{Title: "asks", Start: true, Prompt: call("ask_user_question_kandev",
+	q := create(t, d, api.CreateTaskInput{Title: "asks", Start: true, Prompt: call("ask_user_question_kandev",
 		map[string]any{"questions": []map[string]any{{"prompt": "ok?"}}})})
 	check(q.ID, "question", 11)
 	// Back to you: the turn ended without a handoff, and the task went back
 	// to the person who created it (ADR 0025); that is a person's turn.
-	back := create(t, d, core.CreateTaskInput{Title: "stalls", Start: true, Prompt: "mock: say nothing handed"})
+	back := create(t, d, api.CreateTaskInput{Title: "stalls", Start: true, Prompt: "mock: say nothing handed"})
 	check(back.ID, "person", 10)
 	// Escalated: past its role, to the role's manager.
-	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
+	if _, err := d.Client.AddPerson(ctx, api.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	esc := create(t, d, core.CreateTaskInput{Title: "stalls up", Assignee: "eng", Start: true, Prompt: "mock: say nothing handed"})
+	esc := create(t, d, api.CreateTaskInput{Title: "stalls up", Assignee: "eng", Start: true, Prompt: "mock: say nothing handed"})
 	check(esc.ID, "escalated", 12)
 	// Failed: a failed run is a stall, so it escalates (above) unless the
 	// task is held: here by an open subtask, whose finishing wakes it.
-	failed := create(t, d, core.CreateTaskInput{Title: "fails"})
-	create(t, d, core.CreateTaskInput{Title: "holds it", ParentID: failed.ID})
-	if _, err := d.Client.StartTask(ctx, failed.ID, core.StartTaskInput{Prompt: "mock: crash"}); err != nil {
+	failed := create(t, d, api.CreateTaskInput{Title: "fails"})
+	create(t, d, api.CreateTaskInput{Title: "holds it", ParentID: failed.ID})
+	if _, err := d.Client.StartTask(ctx, failed.ID, api.StartTaskInput{Prompt: "mock: crash"}); err != nil {
 		t.Fatal(err)
 	}
 	daemontest.Eventually(t, wait, "the failure", func() bool {
@@ -379,13 +380,13 @@ func TestWaitOutcomes(t *testing.T) {
 	})
 	check(failed.ID, "failed", 13)
 	// Cancelled.
-	c := create(t, d, core.CreateTaskInput{Title: "cancel me"})
+	c := create(t, d, api.CreateTaskInput{Title: "cancel me"})
 	if _, err := d.Client.SetTaskStatus(ctx, c.ID, core.StatusCancelled); err != nil {
 		t.Fatal(err)
 	}
 	check(c.ID, "cancelled", 14)
 	// Timeout.
-	idle := create(t, d, core.CreateTaskInput{Title: "idle", Start: true, Prompt: "mock: hang"})
+	idle := create(t, d, api.CreateTaskInput{Title: "idle", Start: true, Prompt: "mock: hang"})
 	waitState(t, d, idle.ID, core.SessionRunning)
 	r := d.Run("wait", idle.ID, "--timeout", "300ms")
 	if r.Code != 124 {
@@ -398,13 +399,13 @@ func TestWaitOutcomes(t *testing.T) {
 func TestHandoffTakesTaskFromRunningTurn(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "second", Profile: "mock"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "second", Profile: "mock"}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say busy\nmock: hang"})
+	task := create(t, d, api.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say busy\nmock: hang"})
 	waitSaid(t, d, task.ID, "busy")
 	first := get(t, d, task.ID).Session
-	res, err := d.Client.HandoffTask(ctx, task.ID, core.HandoffInput{To: "second", Message: "mock: say second here"})
+	res, err := d.Client.HandoffTask(ctx, task.ID, api.HandoffInput{To: "second", Message: "mock: say second here"})
 	if err != nil || res.Delivered != "turn" || res.To.Name != "second" {
 		t.Fatalf("handoff: %+v %v", res, err)
 	}
@@ -427,12 +428,12 @@ func TestHandoffTakesTaskFromRunningTurn(t *testing.T) {
 func TestBlockerWakes(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	blocker := create(t, d, core.CreateTaskInput{Title: "migrate the schema"})
-	waiting := create(t, d, core.CreateTaskInput{Title: "ship the API", BlockedBy: []string{blocker.ID}})
+	blocker := create(t, d, api.CreateTaskInput{Title: "migrate the schema"})
+	waiting := create(t, d, api.CreateTaskInput{Title: "ship the API", BlockedBy: []string{blocker.ID}})
 	if got := get(t, d, waiting.ID); len(got.BlockedBy) != 1 || got.BlockedBy[0] != blocker.ID {
 		t.Fatalf("blocked_by %v", got.BlockedBy)
 	}
-	if _, err := d.Client.StartTask(ctx, waiting.ID, core.StartTaskInput{Prompt: "mock: say waiting for the schema"}); err != nil {
+	if _, err := d.Client.StartTask(ctx, waiting.ID, api.StartTaskInput{Prompt: "mock: say waiting for the schema"}); err != nil {
 		t.Fatal(err)
 	}
 	held := waitIdle(t, d, waiting.ID)
@@ -440,7 +441,7 @@ func TestBlockerWakes(t *testing.T) {
 		t.Fatalf("a task waiting on a blocker is held: stalled %+v assignee %+v", held.Stalled, held.Assignee)
 	}
 	// A blocker cycle is refused.
-	if _, err := d.Client.BlockTask(ctx, blocker.ID, core.BlockInput{On: []string{waiting.ID}}); core.CodeOf(err) != core.CodeValidation {
+	if _, err := d.Client.BlockTask(ctx, blocker.ID, api.BlockInput{On: []string{waiting.ID}}); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("cycle: %v", err)
 	}
 	if _, err := d.Client.SetTaskStatus(ctx, blocker.ID, core.StatusDone); err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -15,7 +16,7 @@ import (
 // returns the first.
 func TestCreateIdempotencyKey(t *testing.T) {
 	d := daemontest.Start(t)
-	in := core.CreateTaskInput{Title: "once", CWD: os.TempDir(), IdempotencyKey: "k-1"}
+	in := api.CreateTaskInput{Title: "once", CWD: os.TempDir(), IdempotencyKey: "k-1"}
 	first, err := d.Client.CreateTask(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +28,7 @@ func TestCreateIdempotencyKey(t *testing.T) {
 	if again.ID != first.ID {
 		t.Fatalf("second create with the key made task %s, want %s", again.ID, first.ID)
 	}
-	other, err := d.Client.CreateTask(context.Background(), core.CreateTaskInput{Title: "once", CWD: os.TempDir(), IdempotencyKey: "k-2"})
+	other, err := d.Client.CreateTask(context.Background(), api.CreateTaskInput{Title: "once", CWD: os.TempDir(), IdempotencyKey: "k-2"})
 	if err != nil || other.ID == first.ID {
 		t.Fatalf("another key: task %s, %v; want a new task", other.ID, err)
 	}
@@ -65,7 +66,7 @@ func TestCreateRetryAfterCutReply(t *testing.T) {
 
 func listTasks(t *testing.T, d *daemontest.Daemon) []core.Task {
 	t.Helper()
-	tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{All: true})
+	tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,11 +77,11 @@ func listTasks(t *testing.T, d *daemontest.Daemon) []core.Task {
 // restart; one created without --start still waits for its start.
 func TestStartSurvivesCrash(t *testing.T) {
 	d := daemontest.Start(t)
-	idle := create(t, d, core.CreateTaskInput{Title: "not started", Prompt: "mock: say should not run"})
+	idle := create(t, d, api.CreateTaskInput{Title: "not started", Prompt: "mock: say should not run"})
 	d.Stop()
 	d.SetEnv("KANDEV_FAILPOINT", "exit-before-start")
 	d.Restart()
-	_, err := d.Client.CreateTask(context.Background(), core.CreateTaskInput{Title: "started", CWD: os.TempDir(),
+	_, err := d.Client.CreateTask(context.Background(), api.CreateTaskInput{Title: "started", CWD: os.TempDir(),
 		Prompt: "mock: say started after the crash", Start: true})
 	if err == nil {
 		t.Fatal("the create answered; the failpoint should have ended the daemon first")

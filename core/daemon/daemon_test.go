@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -16,7 +17,7 @@ func TestMain(m *testing.M) { daemontest.Main(m) }
 func TestTurnEndToEnd(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	task, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "hello", Prompt: "mock: say hi", CWD: os.TempDir(), Start: true})
+	task, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "hello", Prompt: "mock: say hi", CWD: os.TempDir(), Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func TestTurnEndToEnd(t *testing.T) {
 		tk, _ := d.Client.GetTask(ctx, task.ID)
 		return tk.Session != nil && !tk.Session.State.Live() && tk.Status != core.StatusInProgress
 	})
-	page, err := d.Client.Conversation(ctx, task.ID, core.ConversationInput{})
+	page, err := d.Client.Conversation(ctx, task.ID, api.ConversationInput{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -58,7 +59,7 @@ func TestDiskFullWaitsThenStarts(t *testing.T) {
 	disk := smallDisk(t, "64m")
 	gate := filepath.Join(t.TempDir(), "go")
 	d := daemontest.Start(t, daemontest.WithHome(filepath.Join(disk, "home")))
-	task := create(t, d, core.CreateTaskInput{Title: "full disk", Prompt: "mock: say one\nmock: waitfile " + gate, Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "full disk", Prompt: "mock: say one\nmock: waitfile " + gate, Start: true})
 	waitSaid(t, d, task.ID, "one")
 	message(t, d, task.ID, "mock: say two") // acknowledged: queued behind the turn
 	filler := fill(t, disk)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -477,7 +478,7 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	ctx := context.Background()
 
-	other := create(t, d, core.CreateTaskInput{Title: "neighbour", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
+	other := create(t, d, api.CreateTaskInput{Title: "neighbour", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
 	waitSaid(t, d, other.ID, "up")
 	otherPID := get(t, d, other.ID).Session.PID
 
@@ -490,7 +491,7 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 		"mock: sh echo written > by-sh.txt && echo ok",
 	}, "\n") + "\n" + call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "bwrap", "start": false}) + "\n" +
 		call("get_task_kandev", map[string]any{}) + "\nmock: say all finished\nmock: hang"
-	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: script})
+	task := create(t, d, api.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: script})
 	if task.Sandbox != e.name {
 		t.Fatalf("sandbox %q, want the profile's %s", task.Sandbox, e.name)
 	}
@@ -517,18 +518,18 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	if n := len(agent.SessionProcs(sid)); n == 0 {
 		t.Fatal("the container's processes do not carry the session's marker on the host")
 	}
-	res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
+	res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{})
 	if err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
-	if res, err = d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "not_running" {
+	if res, err = d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil || res.Result != "not_running" {
 		t.Fatalf("second stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")
 	noContainersLeft(t, e, "stop")
 
 	// kill -9 of the daemon: the next one leaves no process and no container.
-	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again\nmock: hang"}); err != nil {
+	if _, err := d.Client.StartTask(ctx, task.ID, api.StartTaskInput{Prompt: "mock: say again\nmock: hang"}); err != nil {
 		t.Fatal(err)
 	}
 	waitSaid(t, d, task.ID, "again")
@@ -542,11 +543,11 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	// The cut turn resumes in a container of its own (ADR 0026); a stop
 	// takes that one too.
 	waitState(t, d, task.ID, core.SessionRunning)
-	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	noContainersLeft(t, e, "the last stop")
-	if _, err := d.Client.StopTask(ctx, other.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(ctx, other.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -568,7 +569,7 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	// An image that is not there is never pulled: the run fails, and
 	// climbs as every failed run does, with the engine's reason.
 	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", "kandev-never-built:1", "--no-network")
-	missing := create(t, d, core.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: work, Start: true, Prompt: "mock: say never"})
+	missing := create(t, d, api.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: work, Start: true, Prompt: "mock: say never"})
 	got := waitState(t, d, missing.ID, core.SessionFailed)
 	if got.Stalled == nil || !got.Stalled.Failed || !strings.Contains(strings.ToLower(got.Session.Error+got.Stalled.Detail), "kandev-never-built") {
 		t.Fatalf("a missing image: session %+v stalled %+v", got.Session, got.Stalled)
@@ -585,7 +586,7 @@ func testContainerEngineDiesMidTurn(t *testing.T, name string) {
 	work := t.TempDir()
 	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"KANDEV_PERMISSION=allow"}, e.env...)...))
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
-	task := create(t, d, core.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
+	task := create(t, d, api.CreateTaskInput{Title: "boxed", Profile: "boxed", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
 	waitSaid(t, d, task.ID, "up")
 	sid := get(t, d, task.ID).Session.ID
 	e.kill()
@@ -623,16 +624,16 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	ctx := context.Background()
 	box := func(title, prompt string) core.Task {
-		return create(t, d, core.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
+		return create(t, d, api.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
 	}
 
 	work := box("work", "mock: write inside.txt from the container\nmock: say busy\nmock: hang")
 	waitSaid(t, d, work.ID, "busy")
-	diff, err := d.Client.TaskDiff(ctx, work.ID, core.DiffInput{})
+	diff, err := d.Client.TaskDiff(ctx, work.ID, api.DiffInput{})
 	if err != nil || len(diff.Files) != 1 || diff.Files[0].Path != "inside.txt" {
 		t.Fatalf("diff %+v %v", diff.Files, err)
 	}
-	if _, err := d.Client.MessageTask(ctx, work.ID, core.MessageInput{Text: "mock: say switched", Delivery: core.DeliveryInterrupt}); err != nil {
+	if _, err := d.Client.MessageTask(ctx, work.ID, api.MessageInput{Text: "mock: say switched", Delivery: api.DeliveryInterrupt}); err != nil {
 		t.Fatal(err)
 	}
 	waitSaid(t, d, work.ID, "switched")
@@ -661,7 +662,7 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 		t.Fatalf("not resumed: %q", said(t, d, work.ID))
 	}
 	for _, id := range []string{work.ID, asks.ID} {
-		if _, err := d.Client.StopTask(ctx, id, core.StopTaskInput{}); err != nil {
+		if _, err := d.Client.StopTask(ctx, id, api.StopTaskInput{}); err != nil {
 			t.Fatal(err)
 		}
 	}

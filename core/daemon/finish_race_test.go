@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -18,7 +19,7 @@ func TestDoneWhileStartingRunsNoTurn(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_INIT_DELAY=20s"))
 	ctx := context.Background()
 	for i := range 8 {
-		task := create(t, d, core.CreateTaskInput{Title: "finished early", Start: true, Prompt: "mock: say ran"})
+		task := create(t, d, api.CreateTaskInput{Title: "finished early", Start: true, Prompt: "mock: say ran"})
 		if _, err := d.Client.SetTaskStatus(ctx, task.ID, core.StatusDone); err != nil {
 			t.Fatalf("round %d: done: %v", i, err)
 		}

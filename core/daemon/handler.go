@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/core/wire"
 )
@@ -46,22 +47,22 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	route(m, wire.SetTaskStatus, func(ctx context.Context, in wire.Keyed[wire.StatusBody]) (core.Task, error) {
 		return h.eng.Tasks.SetTaskStatus(ctx, in.Key, in.In.Status)
 	})
-	route(m, wire.TaskStats, func(ctx context.Context, in wire.ListQuery) (core.TaskStats, error) {
-		return h.eng.Tasks.TaskStats(ctx, core.ListTasksInput(in))
+	route(m, wire.TaskStats, func(ctx context.Context, in wire.ListQuery) (api.TaskStats, error) {
+		return h.eng.Tasks.TaskStats(ctx, api.ListTasksInput(in))
 	})
 	route(m, wire.StartTask, keyed(h.eng.Messages.StartTask))
 	route(m, wire.MessageTask, keyed(h.eng.Messages.MessageTask))
 	route(m, wire.StopTask, keyedOptions(h.eng.Chain.StopTask))
 	route(m, wire.AnswerQuestion, keyed(h.eng.Questions.AnswerQuestion))
-	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (core.ConversationPage, error) {
-		return h.eng.Messages.Conversation(ctx, in.Key, core.ConversationInput(in.In))
+	route(m, wire.Conversation, func(ctx context.Context, in wire.Keyed[wire.ConversationQuery]) (api.ConversationPage, error) {
+		return h.eng.Messages.Conversation(ctx, in.Key, api.ConversationInput(in.In))
 	})
 	route(m, wire.HandoffTask, keyed(h.eng.Chain.HandoffTask))
 	route(m, wire.BlockTask, keyed(h.eng.Chain.BlockTask))
 	route(m, wire.TaskQueue, key(h.eng.Messages.TaskQueue))
 	route(m, wire.DropQueued, keyed(h.eng.Messages.DropQueued))
-	route(m, wire.TaskDiff, func(ctx context.Context, in wire.Keyed[wire.DiffQuery]) (core.TaskDiff, error) {
-		return h.eng.Workspaces.Diff(ctx, in.Key, core.DiffInput(in.In))
+	route(m, wire.TaskDiff, func(ctx context.Context, in wire.Keyed[wire.DiffQuery]) (api.TaskDiff, error) {
+		return h.eng.Workspaces.Diff(ctx, in.Key, api.DiffInput(in.In))
 	})
 	route(m, wire.TaskReview, key(h.eng.Workspaces.Review))
 	route(m, wire.PushTask, keyed(h.eng.Workspaces.Push))
@@ -134,7 +135,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	tasks, err := h.eng.Tasks.TaskSnapshot(r.Context(), core.ListTasksInput(in))
+	tasks, err := h.eng.Tasks.TaskSnapshot(r.Context(), api.ListTasksInput(in))
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -149,7 +150,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request) {
 // draw the first rows before the last line arrives.
 func (h *Handler) listTaskSummaries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	tasks, err := h.eng.Tasks.TreeSnapshot(r.Context(), core.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
+	tasks, err := h.eng.Tasks.TreeSnapshot(r.Context(), api.ListTasksInput{All: q.Get("all") == "1", Root: q.Get("root")})
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -182,7 +183,7 @@ func (h *Handler) createTask(w http.ResponseWriter, r *http.Request) {
 
 // events streams the bus as server-sent events, with a comment line every
 // 15 s so idle connections stay open through proxies and timeouts.
-// ?appends= filters the message.appended events (core.EventsInput.Appends);
+// ?appends= filters the message.appended events (api.EventsInput.Appends);
 // the Kandev-Subscription header names the subscription for
 // FollowAppends, and the name dies with the request.
 func (h *Handler) events(w http.ResponseWriter, r *http.Request) {

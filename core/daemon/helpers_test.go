@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -17,7 +18,7 @@ import (
 // them.
 const wait = 30 * time.Second
 
-func create(t *testing.T, d *daemontest.Daemon, in core.CreateTaskInput) core.Task {
+func create(t *testing.T, d *daemontest.Daemon, in api.CreateTaskInput) core.Task {
 	t.Helper()
 	return d.CreateTask(t, in)
 }
@@ -105,9 +106,9 @@ func waitSettled(t *testing.T, d *daemontest.Daemon, id string) core.Task {
 	return task
 }
 
-func message(t *testing.T, d *daemontest.Daemon, id, text string) core.MessageResult {
+func message(t *testing.T, d *daemontest.Daemon, id, text string) api.MessageResult {
 	t.Helper()
-	res, err := d.Client.MessageTask(context.Background(), id, core.MessageInput{Text: text})
+	res, err := d.Client.MessageTask(context.Background(), id, api.MessageInput{Text: text})
 	if err != nil {
 		t.Fatalf("message %s: %v", id, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -64,7 +65,7 @@ func TestHostSandboxDocker(t *testing.T) {
 	image := importImage(t, e, bin)
 	testHostSandboxContainer(t, e, h, bin, image, func(d *daemontest.Daemon, repo string) {
 		// An engine the remote account cannot reach fails the run, saying so.
-		unreached := create(t, d, core.CreateTaskInput{Title: "unreached", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
+		unreached := create(t, d, api.CreateTaskInput{Title: "unreached", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
 		failedWith(t, d, unreached.ID, "sandbox docker on host lb: docker info fails as the remote account")
 		shareDocker(t, host, h.RemoteUID)
 		remoteDockerContext(t, h, host)
@@ -114,7 +115,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	// host check says which engines the host has (the loopback host is
 	// this machine).
-	var chk core.HostCheck
+	var chk api.HostCheck
 	if err := json.Unmarshal([]byte(d.MustRun("host", "check", "lb", "--json")), &chk); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +129,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 
 	// An image that is not on the host is never pulled.
 	d.MustRun("profile", "add", "unbuilt", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", "kandev-never-built:1", "--no-network")
-	missing := create(t, d, core.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
+	missing := create(t, d, api.CreateTaskInput{Title: "no image", Profile: "unbuilt", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say never"})
 	failedWith(t, d, missing.ID, "sandbox "+e.name+" on host lb: image kandev-never-built:1 is not on the host (build or load it there; kandev never pulls)")
 
 	pwnedDir := filepath.Join(dir, "state", "pwned")
@@ -141,7 +142,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 	}, "\n") + "\n" + call("list_tasks_kandev", map[string]any{}) + "\n" +
 		call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "bwrap", "start": false}) +
 		"\nmock: say all finished\nmock: hang"
-	task := create(t, d, core.CreateTaskInput{Title: "contained on the host", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: script})
+	task := create(t, d, api.CreateTaskInput{Title: "contained on the host", Profile: "boxed", CWD: repo, Host: "lb", Start: true, Prompt: script})
 	logTaskOnFailure(t, d, task.ID, nil)
 	if task.Sandbox != e.name || task.Host != "lb" {
 		t.Fatalf("task sandbox %q host %q", task.Sandbox, task.Host)
@@ -173,7 +174,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 	}
 
 	// A stop leaves no container and no process of the session.
-	if res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")
@@ -181,7 +182,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 
 	// kill -9 of the daemon: the next one's host sweep removes the dead
 	// session's container there.
-	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again\nmock: hang"}); err != nil {
+	if _, err := d.Client.StartTask(ctx, task.ID, api.StartTaskInput{Prompt: "mock: say again\nmock: hang"}); err != nil {
 		t.Fatal(err)
 	}
 	waitSaid(t, d, task.ID, "again")
@@ -199,7 +200,7 @@ func testHostSandboxContainer(t *testing.T, e engine, h *sshtest.Host, bin, imag
 		resumed = get(t, d, task.ID).Session
 		return resumed != nil && resumed.ID != sid && resumed.State == core.SessionRunning
 	})
-	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	sessionGone(t, resumed.ID, "the last stop")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -75,7 +76,7 @@ func TestHostConnectionLost(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
 	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
 	gateA := gate(t, h, "gate-a")
-	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true, Prompt: strings.Join([]string{
 		"mock: say start a", "mock: waitfile " + gateA, "mock: history", "mock: say done a"}, "\n")})
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -194,7 +195,7 @@ func TestHostConnectionLost(t *testing.T) {
 	// 4. While the host is down, a stop ends the task's wait for it, and
 	// the daemon's stop ends another's: nothing is left on either side.
 	gateD := gate(t, h, "gate-d")
-	other := create(t, d, core.CreateTaskInput{Title: "other", CWD: gitRepo(t), Host: "lb", Start: true, Prompt: "mock: say start e\nmock: waitfile " + gateD})
+	other := create(t, d, api.CreateTaskInput{Title: "other", CWD: gitRepo(t), Host: "lb", Start: true, Prompt: "mock: say start e\nmock: waitfile " + gateD})
 	message(t, d, task.ID, "mock: say start d\nmock: waitfile "+gateD)
 	waitSaid(t, d, task.ID, "start d")
 	waitSaid(t, d, other.ID, "start e")
@@ -204,7 +205,7 @@ func TestHostConnectionLost(t *testing.T) {
 			return strings.HasPrefix(get(t, d, id).Waiting, "host lb unreachable since ")
 		})
 	}
-	if res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{}); err != nil {
+	if res, err := d.Client.StopTask(context.Background(), task.ID, api.StopTaskInput{}); err != nil {
 		t.Fatalf("stop while the host is down: %+v %v", res, err)
 	}
 	daemontest.Eventually(t, wait, "the stopped task to wait no more", func() bool {
@@ -255,7 +256,7 @@ func TestHostWorktreeEnds(t *testing.T) {
 
 	// Merge, then a second run on the host: it starts from the merged
 	// commit, and the second merge brings only the new work.
-	task := create(t, d, core.CreateTaskInput{Title: "merge", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write a.txt one"})
+	task := create(t, d, api.CreateTaskInput{Title: "merge", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write a.txt one"})
 	waitSaid(t, d, task.ID, "wrote a.txt")
 	waitSettled(t, d, task.ID)
 	d.MustRun("task", "merge", task.ID)
@@ -281,7 +282,7 @@ func TestHostWorktreeEnds(t *testing.T) {
 	}
 
 	// Discard: the host's worktree and branch go with the local ones.
-	gone := create(t, d, core.CreateTaskInput{Title: "discard", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write c.txt three"})
+	gone := create(t, d, api.CreateTaskInput{Title: "discard", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write c.txt three"})
 	waitSaid(t, d, gone.ID, "wrote c.txt")
 	waitSettled(t, d, gone.ID)
 	gwt, branch := hostWT(gone), get(t, d, gone.ID).Workspace.Branch
@@ -299,7 +300,7 @@ func TestHostWorktreeEnds(t *testing.T) {
 
 	// Archived done: the host's work is fetched back, committed on the
 	// branch here, and the host's worktree removed.
-	done := create(t, d, core.CreateTaskInput{Title: "done", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write d.txt four"})
+	done := create(t, d, api.CreateTaskInput{Title: "done", CWD: repo, Host: "lb", Start: true, Prompt: "mock: write d.txt four"})
 	waitSaid(t, d, done.ID, "wrote d.txt")
 	waitSettled(t, d, done.ID)
 	dwt, dbranch := hostWT(done), get(t, d, done.ID).Workspace.Branch

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -67,7 +68,7 @@ func TestHugeLineFailsSession(t *testing.T) {
 	d := daemontest.Start(t)
 	b := bystander(t, d)
 	size := floodSize("1G")
-	task := create(t, d, core.CreateTaskInput{Title: "huge line", Prompt: "mock: say about to\nmock: hugeline " + size, Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "huge line", Prompt: "mock: say about to\nmock: hugeline " + size, Start: true})
 	got := waitState(t, d, task.ID, core.SessionFailed)
 	if !strings.Contains(got.Session.Error, "agent wrote a line over 10 MiB") {
 		t.Fatalf("session error %q", got.Session.Error)
@@ -92,7 +93,7 @@ func TestStderrFloodIsCapped(t *testing.T) {
 	d := daemontest.Start(t)
 	b := bystander(t, d)
 	size := floodSize("256M")
-	task := create(t, d, core.CreateTaskInput{Title: "stderr flood",
+	task := create(t, d, api.CreateTaskInput{Title: "stderr flood",
 		Prompt: "mock: stderrflood " + size + "\nmock: stderr LAST WORDS\nmock: crash", Start: true})
 	// Pushing the flood through a pipe takes time in proportion to its
 	// size; the opt-in large case gets a budget to match.
@@ -138,7 +139,7 @@ func TestStderrFloodIsCapped(t *testing.T) {
 func TestNotificationBurst(t *testing.T) {
 	const n = 6000
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "burst", Prompt: fmt.Sprintf("mock: burst %d", n), Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "burst", Prompt: fmt.Sprintf("mock: burst %d", n), Start: true})
 	waitSaid(t, d, task.ID, fmt.Sprintf("burst: sent %d", n))
 	// The turn ended normally (the stall check may then hand the task to
 	// the operator, which ends the run as completed); it did not fail.
@@ -168,7 +169,7 @@ func TestLoadReplayBurst(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME=load", fmt.Sprintf("KANDEV_MOCK_REPLAY=%d", n)))
 	task := heldParent(t, d, "mock: say one")
 	first := task.Session
-	if res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(context.Background(), task.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	groupGone(t, first.PID)

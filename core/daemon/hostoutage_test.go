@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 	"github.com/kandev/kandev/store"
@@ -81,7 +82,7 @@ func hostOutageRig(t *testing.T) (*sshtest.Host, *daemontest.Daemon, core.Task, 
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
 	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
 	ga := gate(t, h, "gate-a")
-	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true,
 		Prompt: strings.Join([]string{"mock: say up a", "mock: spawn-setsid", "mock: waitfile " + ga, "mock: say done a"}, "\n")})
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -36,7 +37,7 @@ func TestProfileDefaultHost(t *testing.T) {
 	}
 	d.MustRun("config", "set", "host", "lb2")
 
-	hostOf := func(in core.CreateTaskInput) string {
+	hostOf := func(in api.CreateTaskInput) string {
 		t.Helper()
 		in.CWD = work
 		if in.ParentID != "" {
@@ -44,29 +45,29 @@ func TestProfileDefaultHost(t *testing.T) {
 		}
 		return create(t, d, in).Host
 	}
-	if got := hostOf(core.CreateTaskInput{Title: "profile", Profile: "remote"}); got != "lb" {
+	if got := hostOf(api.CreateTaskInput{Title: "profile", Profile: "remote"}); got != "lb" {
 		t.Fatalf("the profile's host: %q, want lb (over the config's lb2)", got)
 	}
-	if got := hostOf(core.CreateTaskInput{Title: "auto", Profile: "anywhere"}); got != "auto" {
+	if got := hostOf(api.CreateTaskInput{Title: "auto", Profile: "anywhere"}); got != "auto" {
 		t.Fatalf("a profile's host auto: %q", got)
 	}
-	if got := hostOf(core.CreateTaskInput{Title: "flag", Profile: "remote", Host: "local"}); got != "" {
+	if got := hostOf(api.CreateTaskInput{Title: "flag", Profile: "remote", Host: "local"}); got != "" {
 		t.Fatalf("--host local over the profile's: %q", got)
 	}
-	if got := hostOf(core.CreateTaskInput{Title: "flag", Profile: "remote", Host: "lb2"}); got != "lb2" {
+	if got := hostOf(api.CreateTaskInput{Title: "flag", Profile: "remote", Host: "lb2"}); got != "lb2" {
 		t.Fatalf("--host lb2 over the profile's: %q", got)
 	}
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", CWD: work})
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", CWD: work})
 	if parent.Host != "lb2" {
 		t.Fatalf("the config's host: %q", parent.Host)
 	}
-	if got := hostOf(core.CreateTaskInput{Title: "child", ParentID: parent.ID, Profile: "remote"}); got != "lb2" {
+	if got := hostOf(api.CreateTaskInput{Title: "child", ParentID: parent.ID, Profile: "remote"}); got != "lb2" {
 		t.Fatalf("a child of a task on lb2 with profile remote: %q, want its parent's", got)
 	}
 
 	// Started, the profile's task runs on lb: the agent's command is the
 	// host's to find, so it fails there, not for want of it here.
-	started := create(t, d, core.CreateTaskInput{Title: "run", CWD: work, Profile: "remote", Prompt: "hello", Start: true})
+	started := create(t, d, api.CreateTaskInput{Title: "run", CWD: work, Profile: "remote", Prompt: "hello", Start: true})
 	failed := waitState(t, d, started.ID, core.SessionFailed)
 	if failed.Host != "lb" || !strings.Contains(failed.Session.Error, "kandev-no-such-agent") {
 		t.Fatalf("the profile's task started: host %q session %+v waiting %q", failed.Host, failed.Session, failed.Waiting)

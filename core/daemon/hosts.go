@@ -7,7 +7,7 @@ import (
 	"github.com/kandev/kandev/core/wire"
 )
 
-// hostRoutes serves core.HostClient (docs/hosts.md).
+// hostRoutes serves api.HostClient (docs/hosts.md).
 func hostRoutes(m *http.ServeMux, eng *engine.Engine) {
 	route(m, wire.ListHosts, none(eng.Hosts.List))
 	route(m, wire.AddHost, eng.Hosts.Add)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -68,7 +69,7 @@ func TestHostLifecycle(t *testing.T) {
 		t.Fatalf("host list text:\n%s", out)
 	}
 
-	c := decodeJSON[core.HostCheck](t, d.MustRun("host", "check", "lb", "--json"))
+	c := decodeJSON[api.HostCheck](t, d.MustRun("host", "check", "lb", "--json"))
 	if !c.Reachable || !strings.HasPrefix(c.Git, "git version") || c.Kandev.Present ||
 		c.Kandev.Path != dir+"/bin/kandev" || c.FreeSlots != 2 || c.MaxAgents != 2 {
 		t.Fatalf("host check: %+v", c)
@@ -110,7 +111,7 @@ func TestHostLifecycle(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "here.txt")); err == nil {
 		t.Fatal("the task on a host wrote on this machine")
 	}
-	if res, err := d.Client.StopTask(context.Background(), started.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(context.Background(), started.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	d.MustRun("task", "archive", started.ID)
@@ -214,7 +215,7 @@ func TestHostRunsAgent(t *testing.T) {
 	repo := gitRepo(t)
 	ctx := context.Background()
 
-	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: repo, Host: "lb", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "remote", CWD: repo, Host: "lb", Start: true, Prompt: strings.Join([]string{
 		"mock: say hello",
 		"mock: write remote.txt written on the host",
 		"mock: call list_tasks_kandev {}",
@@ -280,7 +281,7 @@ func TestHostRunsAgent(t *testing.T) {
 		t.Fatalf("the host's worktree after the fetch: %q %v", out, err)
 	}
 
-	res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
+	res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{})
 	if err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
@@ -321,7 +322,7 @@ func TestHostRunsAgent(t *testing.T) {
 	// A child inherits the parent's host and works in the same worktree
 	// there; a child made to run here in that worktree fails at start,
 	// saying why (a fetch from the host would replace its files).
-	kid := create(t, d, core.CreateTaskInput{Title: "kid", ParentID: task.ID, Workspace: core.WorkspaceInherit, Start: true, Prompt: "mock: write kid.txt by the child"})
+	kid := create(t, d, api.CreateTaskInput{Title: "kid", ParentID: task.ID, Workspace: core.WorkspaceInherit, Start: true, Prompt: "mock: write kid.txt by the child"})
 	if kid.Host != "lb" {
 		t.Fatalf("child host %q", kid.Host)
 	}
@@ -330,14 +331,14 @@ func TestHostRunsAgent(t *testing.T) {
 		filepath.Dir(m[0]) != filepath.Dir(mustGlob1(t, filepath.Join(dir, "worktrees", "*", "remote.txt"))) {
 		t.Fatalf("the child's file on the host: %v (child workspace %+v, parent %+v)", m, get(t, d, kid.ID).Workspace, get(t, d, task.ID).Workspace)
 	}
-	here := create(t, d, core.CreateTaskInput{Title: "here", ParentID: task.ID, Workspace: core.WorkspaceInherit, Host: "local", Start: true, Prompt: "mock: say here"})
+	here := create(t, d, api.CreateTaskInput{Title: "here", ParentID: task.ID, Workspace: core.WorkspaceInherit, Host: "local", Start: true, Prompt: "mock: say here"})
 	failed := waitState(t, d, here.ID, core.SessionFailed)
 	if !strings.Contains(failed.Session.Error, "works in task "+task.ID+"'s worktree, which is on host lb") {
 		t.Fatalf("a local child in a host's worktree: %q", failed.Session.Error)
 	}
 
 	// A daemon stop leaves nothing of a running session on the host.
-	second := create(t, d, core.CreateTaskInput{Title: "second", CWD: repo, Host: "lb", Start: true,
+	second := create(t, d, api.CreateTaskInput{Title: "second", CWD: repo, Host: "lb", Start: true,
 		Prompt: "mock: say second\nmock: hang"})
 	waitSaid(t, d, second.ID, "second")
 	sid2 := get(t, d, second.ID).Session.ID
@@ -369,7 +370,7 @@ func TestHostSessionAfterKill9(t *testing.T) {
 	h := sshtest.Start(t)
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SSH_CONFIG="+h.Config))
 	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", h.RemoteDir+"/kandev")
-	task := create(t, d, core.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "remote", CWD: gitRepo(t), Host: "lb", Start: true,
 		Prompt: "mock: say up\nmock: spawn-setsid\nmock: hang"})
 	waitSaid(t, d, task.ID, "spawned: pid")
 	sid := get(t, d, task.ID).Session.ID
@@ -397,7 +398,7 @@ func TestHostSessionAfterKill9(t *testing.T) {
 		s := get(t, d, task.ID).Session
 		return s != nil && s.ID != sid && s.State == core.SessionRunning
 	})
-	if _, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(context.Background(), task.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	d.Stop()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -56,7 +57,7 @@ func TestHostSandboxBwrap(t *testing.T) {
 	}, "\n") + "\n" + call("list_tasks_kandev", map[string]any{}) + "\n" +
 		call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "none", "start": false}) +
 		"\nmock: say all finished\nmock: hang"
-	task := create(t, d, core.CreateTaskInput{Title: "boxed on the host", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: script})
+	task := create(t, d, api.CreateTaskInput{Title: "boxed on the host", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: script})
 	logTaskOnFailure(t, d, task.ID, nil)
 	if task.Sandbox != core.SandboxBwrap || task.Host != "lb" {
 		t.Fatalf("task sandbox %q host %q", task.Sandbox, task.Host)
@@ -114,7 +115,7 @@ func TestHostSandboxBwrap(t *testing.T) {
 	}
 
 	// A stop leaves nothing of the session on either side.
-	if res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	sessionGone(t, sid, "stop")
@@ -135,28 +136,28 @@ func TestHostSandboxBwrap(t *testing.T) {
 	}
 
 	// The confinement holds for its children on the host too.
-	if _, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "shed", ParentID: task.ID, Sandbox: core.SandboxNone}); err == nil ||
+	if _, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "shed", ParentID: task.ID, Sandbox: core.SandboxNone}); err == nil ||
 		!strings.Contains(err.Error(), "less confined") {
 		t.Fatalf("a child of a bwrap parent on the host with --sandbox none: %v", err)
 	}
-	kid := create(t, d, core.CreateTaskInput{Title: "kid", ParentID: task.ID})
+	kid := create(t, d, api.CreateTaskInput{Title: "kid", ParentID: task.ID})
 	if kid.Host != "lb" || kid.Sandbox != core.SandboxBwrap {
 		t.Fatalf("child host %q sandbox %q, want lb and bwrap", kid.Host, kid.Sandbox)
 	}
 	// An autopilot task on a host gets bubblewrap by default.
-	auto := create(t, d, core.CreateTaskInput{Title: "autopilot", CWD: repo, Host: "lb", Autopilot: true})
+	auto := create(t, d, api.CreateTaskInput{Title: "autopilot", CWD: repo, Host: "lb", Autopilot: true})
 	if auto.Sandbox != core.SandboxBwrap {
 		t.Fatalf("autopilot task on a host: sandbox %q, want bwrap", auto.Sandbox)
 	}
 	// A container on a host needs its profile's image, as here.
-	if _, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "boxed", CWD: repo, Host: "lb", Sandbox: core.SandboxDocker}); err == nil ||
+	if _, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "boxed", CWD: repo, Host: "lb", Sandbox: core.SandboxDocker}); err == nil ||
 		!strings.Contains(err.Error(), "needs an image") {
 		t.Fatalf("docker on a host: %v", err)
 	}
 
 	// What the host lacks fails the run, which climbs, never unconfined.
 	d.MustRun("profile", "add", "ghost", "--command", "kandev-no-such-agent")
-	ghost := create(t, d, core.CreateTaskInput{Title: "ghost", Profile: "ghost", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: "hello"})
+	ghost := create(t, d, api.CreateTaskInput{Title: "ghost", Profile: "ghost", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: "hello"})
 	var failed core.Task
 	daemontest.Eventually(t, wait, "the run without its command on the host to fail and climb", func() bool {
 		failed = get(t, d, ghost.ID)
@@ -196,7 +197,7 @@ func TestHostSandboxSetupRunsConfined(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "set up boxed", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: "mock: say up"})
+	task := create(t, d, api.CreateTaskInput{Title: "set up boxed", CWD: repo, Host: "lb", Sandbox: core.SandboxBwrap, Start: true, Prompt: "mock: say up"})
 	logTaskOnFailure(t, d, task.ID, nil)
 	waitSaid(t, d, task.ID, "up")
 	noted := false

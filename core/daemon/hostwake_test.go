@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -23,9 +24,9 @@ func TestHostAddWakesWaiters(t *testing.T) {
 	dir := h.RemoteDir + "/kandev"
 	d.MustRun("host", "add", "lb", "--ssh", h.Alias, "--dir", dir, "--max-agents", "1")
 
-	first := create(t, d, core.CreateTaskInput{Title: "first", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up first\nmock: hang"})
+	first := create(t, d, api.CreateTaskInput{Title: "first", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up first\nmock: hang"})
 	waitSaid(t, d, first.ID, "up first")
-	second := create(t, d, core.CreateTaskInput{Title: "second", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up second\nmock: hang"})
+	second := create(t, d, api.CreateTaskInput{Title: "second", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up second\nmock: hang"})
 	ids := []string{first.ID, second.ID}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -51,7 +52,7 @@ func TestHostAddWakesWaiters(t *testing.T) {
 	}
 
 	// Both full: a third waits, and starts when lb's bound is raised.
-	raised := create(t, d, core.CreateTaskInput{Title: "raised", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up raised\nmock: hang"})
+	raised := create(t, d, api.CreateTaskInput{Title: "raised", CWD: work, Host: "auto", Start: true, Prompt: "mock: say up raised\nmock: hang"})
 	ids = append(ids, raised.ID)
 	daemontest.Eventually(t, wait, "the third task waiting for a slot", func() bool {
 		return strings.HasPrefix(get(t, d, raised.ID).Waiting, "host slots full: ")
@@ -69,10 +70,10 @@ func TestHostAddWakesWaiters(t *testing.T) {
 
 	// No host at all: a --host auto task (created while there were hosts)
 	// waits, saying so, and starts on the next host added.
-	third := create(t, d, core.CreateTaskInput{Title: "third", CWD: work, Host: "auto"})
+	third := create(t, d, api.CreateTaskInput{Title: "third", CWD: work, Host: "auto"})
 	ids = append(ids, third.ID)
 	for _, id := range []string{first.ID, second.ID, raised.ID} {
-		if _, err := d.Client.StopTask(ctx, id, core.StopTaskInput{}); err != nil {
+		if _, err := d.Client.StopTask(ctx, id, api.StopTaskInput{}); err != nil {
 			t.Fatal(err)
 		}
 		d.MustRun("task", "archive", id)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -19,7 +20,7 @@ func TestBrokenConfigFailsClosed(t *testing.T) {
 		title     string
 		autopilot bool
 	}{{"auto", true}, {"normal", false}} {
-		task := create(t, d, core.CreateTaskInput{Title: tc.title, Profile: "mock", Autopilot: tc.autopilot, Start: true, Prompt: "mock: permission rm -rf build/"})
+		task := create(t, d, api.CreateTaskInput{Title: tc.title, Profile: "mock", Autopilot: tc.autopilot, Start: true, Prompt: "mock: permission rm -rf build/"})
 		waitSaid(t, d, task.ID, "permission: reject")
 		e := waitPermissionEntries(t, d, task.ID, 1)
 		if !strings.Contains(e[0].Text, "by policy deny") || !strings.Contains(e[0].Text, "config error") || !strings.Contains(e[0].Text, "config.toml:3") {

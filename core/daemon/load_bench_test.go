@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -40,7 +41,7 @@ func runLoad(b *testing.B, n, m int) {
 	d := daemontest.Start(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	events, err := d.Client.Events(ctx, core.EventsInput{})
+	events, err := d.Client.Events(ctx, api.EventsInput{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,14 +73,14 @@ func runLoad(b *testing.B, n, m int) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			t, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: fmt.Sprintf("load %d", i), CWD: cwd,
+			t, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: fmt.Sprintf("load %d", i), CWD: cwd,
 				Prompt: "mock: say turn 1", Start: true})
 			if err != nil {
 				errs <- err
 				return
 			}
 			for j := 2; j <= m; j++ {
-				if _, err := d.Client.MessageTask(ctx, t.ID, core.MessageInput{Text: "mock: say turn " + strconv.Itoa(j)}); err != nil {
+				if _, err := d.Client.MessageTask(ctx, t.ID, api.MessageInput{Text: "mock: say turn " + strconv.Itoa(j)}); err != nil {
 					errs <- err
 					return
 				}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/notify"
 )
@@ -33,7 +34,7 @@ func notifySettings() (notify.Settings, error) {
 
 // eventSource is what the notifier reads: the engine's events.
 type eventSource interface {
-	Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error)
+	Events(ctx context.Context, in api.EventsInput) (<-chan core.Event, error)
 }
 
 // startNotifier tells a person, through the configured channels, about
@@ -41,7 +42,7 @@ type eventSource interface {
 // ends the delivery (a command running is killed) and waits for it.
 func startNotifier(ctx context.Context, c eventSource, log *slog.Logger) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	events, err := c.Events(ctx, core.EventsInput{})
+	events, err := c.Events(ctx, api.EventsInput{})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/notify"
 )
@@ -27,10 +27,10 @@ func TestDaemonNotifiesWithoutTheTUI(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("PATH="+bin+":"+os.Getenv("PATH"),
 		"KANDEV_NOTIFICATIONS=true", "KANDEV_NOTIFY_COMMAND=cat >> "+hookLog))
 
-	busy := create(t, d, core.CreateTaskInput{Title: "just runs", Start: true, Prompt: "mock: say working\nmock: hang"})
+	busy := create(t, d, api.CreateTaskInput{Title: "just runs", Start: true, Prompt: "mock: say working\nmock: hang"})
 	waitSaid(t, d, busy.ID, "working")
 	title := `deploy <a href="https://evil.example/x">here</a>`
-	task := create(t, d, core.CreateTaskInput{Title: title, Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: title, Start: true,
 		Prompt: "mock: call ask_user_question_kandev " + askUserArgs(`Look: <img src="file:///etc/passwd"> & confirm`)})
 
 	read := func(p string) string { b, _ := os.ReadFile(p); return string(b) }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 	"github.com/kandev/kandev/core/wire"
 )
@@ -24,35 +25,35 @@ func TestStopArchiveDiscardRemoveRoleProfileAddPersonInputsTravel(t *testing.T) 
 	var got any
 	record := func(key string, in any) { gotKey, got = key, in }
 	m := http.NewServeMux()
-	route(m, wire.StopTask, keyedOptions(func(_ context.Context, key string, in core.StopTaskInput) (core.StopResult, error) {
+	route(m, wire.StopTask, keyedOptions(func(_ context.Context, key string, in api.StopTaskInput) (api.StopResult, error) {
 		record(key, in)
-		return core.StopResult{}, nil
+		return api.StopResult{}, nil
 	}))
-	route(m, wire.ArchiveTask, keyedOptions(func(_ context.Context, key string, in core.ArchiveTaskInput) (core.Task, error) {
-		record(key, in)
-		return core.Task{}, nil
-	}))
-	route(m, wire.DiscardTask, keyedOptions(func(_ context.Context, key string, in core.DiscardTaskInput) (core.Task, error) {
+	route(m, wire.ArchiveTask, keyedOptions(func(_ context.Context, key string, in api.ArchiveTaskInput) (core.Task, error) {
 		record(key, in)
 		return core.Task{}, nil
 	}))
-	route(m, wire.RemoveRole, keyedOptions(func(_ context.Context, key string, in core.RemoveRoleInput) (core.Role, error) {
+	route(m, wire.DiscardTask, keyedOptions(func(_ context.Context, key string, in api.DiscardTaskInput) (core.Task, error) {
 		record(key, in)
-		return core.Role{}, nil
+		return core.Task{}, nil
 	}))
-	route(m, wire.RemoveProfile, keyedOptions(func(_ context.Context, key string, in core.RemoveProfileInput) (core.Profile, error) {
+	route(m, wire.RemoveRole, keyedOptions(func(_ context.Context, key string, in api.RemoveRoleInput) (api.Role, error) {
+		record(key, in)
+		return api.Role{}, nil
+	}))
+	route(m, wire.RemoveProfile, keyedOptions(func(_ context.Context, key string, in api.RemoveProfileInput) (core.Profile, error) {
 		record(key, in)
 		return core.Profile{}, nil
 	}))
-	route(m, wire.AddPerson, func(_ context.Context, in core.AddPersonInput) (core.Person, error) {
+	route(m, wire.AddPerson, func(_ context.Context, in api.AddPersonInput) (api.Person, error) {
 		record("", in)
-		return core.Person{}, nil
+		return api.Person{}, nil
 	})
 	c := serveOn(t, m)
 	ctx := context.Background()
 
-	stop, archive, discard := filled[core.StopTaskInput](t), filled[core.ArchiveTaskInput](t), filled[core.DiscardTaskInput](t)
-	role, profile, person := filled[core.RemoveRoleInput](t), filled[core.RemoveProfileInput](t), filled[core.AddPersonInput](t)
+	stop, archive, discard := filled[api.StopTaskInput](t), filled[api.ArchiveTaskInput](t), filled[api.DiscardTaskInput](t)
+	role, profile, person := filled[api.RemoveRoleInput](t), filled[api.RemoveProfileInput](t), filled[api.AddPersonInput](t)
 	cases := []struct {
 		name, key string
 		in        any

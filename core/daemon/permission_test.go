@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -85,7 +86,7 @@ func waitPermissionEntries(t *testing.T, d *daemontest.Daemon, id string, n int)
 func TestPermissionAskFromConfigFile(t *testing.T) {
 	d := daemontest.Start(t)
 	writeConfig(t, d, "permission = \"ask\"\n")
-	task := create(t, d, core.CreateTaskInput{Title: "perm", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "perm", Start: true,
 		Prompt: "mock: permission rm -rf build/\nmock: say after first"})
 
 	q := waitPermission(t, d, task.ID)
@@ -153,7 +154,7 @@ func TestPermissionAskFromConfigFile(t *testing.T) {
 	}
 
 	// Another task is asked again: the memory is the task's.
-	other := create(t, d, core.CreateTaskInput{Title: "other", Start: true, Prompt: "mock: permission make clean"})
+	other := create(t, d, api.CreateTaskInput{Title: "other", Start: true, Prompt: "mock: permission make clean"})
 	waitPermission(t, d, other.ID)
 	d.MustRun("task", "answer", other.ID, "--option", "3")
 	waitSaid(t, d, other.ID, "permission: reject")
@@ -174,19 +175,19 @@ func TestPermissionPolicyPrecedence(t *testing.T) {
 		t.Fatalf("profile show: %+v %v", p, err)
 	}
 
-	byEnv := create(t, d, core.CreateTaskInput{Title: "env", Start: true, Prompt: "mock: permission rm -rf build/"})
+	byEnv := create(t, d, api.CreateTaskInput{Title: "env", Start: true, Prompt: "mock: permission rm -rf build/"})
 	waitSaid(t, d, byEnv.ID, "permission: allow")
 	if e := waitPermissionEntries(t, d, byEnv.ID, 1); !strings.Contains(e[0].Text, "by policy allow ($KANDEV_PERMISSION)") {
 		t.Fatalf("env decision %q", e[0].Text)
 	}
 
-	denied := create(t, d, core.CreateTaskInput{Title: "deny", Profile: "denier", Start: true, Prompt: "mock: permission rm -rf build/"})
+	denied := create(t, d, api.CreateTaskInput{Title: "deny", Profile: "denier", Start: true, Prompt: "mock: permission rm -rf build/"})
 	waitSaid(t, d, denied.ID, "permission: reject")
 	if e := waitPermissionEntries(t, d, denied.ID, 1); !strings.Contains(e[0].Text, "Reject (reject_once) by policy deny (profile denier)") {
 		t.Fatalf("deny decision %q", e[0].Text)
 	}
 
-	asked := create(t, d, core.CreateTaskInput{Title: "ask", Profile: "asker", Start: true, Prompt: "mock: permission rm -rf build/"})
+	asked := create(t, d, api.CreateTaskInput{Title: "ask", Profile: "asker", Start: true, Prompt: "mock: permission rm -rf build/"})
 	waitPermission(t, d, asked.ID)
 	d.MustRun("task", "answer", asked.ID, "--option", "1")
 	waitSaid(t, d, asked.ID, "permission: allow")
@@ -205,9 +206,9 @@ func TestPermissionAutopilotAndKandevTools(t *testing.T) {
 	writeConfig(t, d, "permission = \"ask\"\n")
 	d.MustRun("profile", "add", "careful", "--command", d.Bin, "--arg", "mock-agent", "--permission", "ask", "--autopilot-permission", "deny")
 
-	auto := create(t, d, core.CreateTaskInput{Title: "auto", Autopilot: true, Start: true, Prompt: "mock: permission rm -rf build/"})
-	careful := create(t, d, core.CreateTaskInput{Title: "careful", Autopilot: true, Profile: "careful", Start: true, Prompt: "mock: permission rm -rf build/"})
-	own := create(t, d, core.CreateTaskInput{Title: "own", Start: true, Prompt: "mock: mcppermission list_tasks_kandev\nmock: permission rm -rf build/"})
+	auto := create(t, d, api.CreateTaskInput{Title: "auto", Autopilot: true, Start: true, Prompt: "mock: permission rm -rf build/"})
+	careful := create(t, d, api.CreateTaskInput{Title: "careful", Autopilot: true, Profile: "careful", Start: true, Prompt: "mock: permission rm -rf build/"})
+	own := create(t, d, api.CreateTaskInput{Title: "own", Start: true, Prompt: "mock: mcppermission list_tasks_kandev\nmock: permission rm -rf build/"})
 
 	waitSaid(t, d, auto.ID, "permission: allow")
 	if e := waitPermissionEntries(t, d, auto.ID, 1); !strings.Contains(e[0].Text, "by policy allow (autopilot, default)") {
@@ -242,7 +243,7 @@ func TestPermissionAutopilotAndKandevTools(t *testing.T) {
 func TestPermissionStopAndMessageWhilePending(t *testing.T) {
 	d := daemontest.Start(t)
 	writeConfig(t, d, "permission = \"ask\"\n")
-	task := create(t, d, core.CreateTaskInput{Title: "stop", Start: true, Prompt: "mock: permission rm -rf build/\nmock: say never"})
+	task := create(t, d, api.CreateTaskInput{Title: "stop", Start: true, Prompt: "mock: permission rm -rf build/\nmock: say never"})
 	q := waitPermission(t, d, task.ID)
 	pid := showTask(t, d, task.ID).Session.PID
 	if out := d.MustRun("task", "stop", task.ID, "--json"); !strings.Contains(out, `"stopped"`) {
@@ -297,7 +298,7 @@ func TestPermissionPendingAcrossDaemonRestart(t *testing.T) {
 	for _, mode := range []string{"kill -9", "stop"} {
 		t.Run(mode, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=ask"))
-			task := create(t, d, core.CreateTaskInput{Title: "restart", Start: true, Prompt: "mock: permission rm -rf build/\nmock: say went on"})
+			task := create(t, d, api.CreateTaskInput{Title: "restart", Start: true, Prompt: "mock: permission rm -rf build/\nmock: say went on"})
 			first := waitPermission(t, d, task.ID)
 			if mode == "stop" {
 				d.Stop()

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/internal/sshtest"
 )
@@ -35,7 +36,7 @@ func TestHostPlacementAuto(t *testing.T) {
 
 	var ids []string
 	for _, name := range []string{"first", "second", "third"} {
-		task := create(t, d, core.CreateTaskInput{Title: name, CWD: work, Host: "auto", Start: true,
+		task := create(t, d, api.CreateTaskInput{Title: name, CWD: work, Host: "auto", Start: true,
 			Prompt: "mock: say up " + name + "\nmock: hang"})
 		if task.Host != "auto" {
 			t.Fatalf("task created with --host auto: host %q before its first run", task.Host)
@@ -80,18 +81,18 @@ func TestHostPlacementAuto(t *testing.T) {
 				t.Fatalf("task show of a waiting task:\n%s", out)
 			}
 			// A task given the host by name waits for the slot too.
-			named := create(t, d, core.CreateTaskInput{Title: "named", CWD: work, Host: "lb", Start: true, Prompt: "mock: say named"})
+			named := create(t, d, api.CreateTaskInput{Title: "named", CWD: work, Host: "lb", Start: true, Prompt: "mock: say named"})
 			waitSlotFull(named.ID)
-			if _, err := d.Client.StopTask(ctx, named.ID, core.StopTaskInput{}); err != nil {
+			if _, err := d.Client.StopTask(ctx, named.ID, api.StopTaskInput{}); err != nil {
 				t.Fatal(err)
 			}
 			// A subtask of a placed task inherits its host.
-			if kid := create(t, d, core.CreateTaskInput{Title: "kid", ParentID: id}); kid.Host != "lb" {
+			if kid := create(t, d, api.CreateTaskInput{Title: "kid", ParentID: id}); kid.Host != "lb" {
 				t.Fatalf("child of a task placed on lb: host %q", kid.Host)
 			}
 		}
 		sid := got.Session.ID
-		if res, err := d.Client.StopTask(ctx, id, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+		if res, err := d.Client.StopTask(ctx, id, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 			t.Fatalf("stop %s: %+v %v", id, res, err)
 		}
 		sessionGone(t, sid, "stop")
@@ -108,7 +109,7 @@ func TestHostPlacementAuto(t *testing.T) {
 
 	// The configuration's host is a top-level task's default.
 	d.MustRun("config", "set", "host", "lb")
-	if got := create(t, d, core.CreateTaskInput{Title: "default", CWD: work}); got.Host != "lb" {
+	if got := create(t, d, api.CreateTaskInput{Title: "default", CWD: work}); got.Host != "lb" {
 		t.Fatalf("task created with config host lb: host %q", got.Host)
 	}
 	d.Stop()
@@ -149,7 +150,7 @@ func TestHostSetupAndIncludes(t *testing.T) {
 		}
 	}
 
-	task := create(t, d, core.CreateTaskInput{Title: "set up", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say up"})
+	task := create(t, d, api.CreateTaskInput{Title: "set up", CWD: repo, Host: "lb", Start: true, Prompt: "mock: say up"})
 	waitSaid(t, d, task.ID, "up")
 	got := get(t, d, task.ID)
 	wt := filepath.Dir(mustGlob1(t, filepath.Join(dir, "worktrees", "*", ".git")))

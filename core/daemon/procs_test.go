@@ -8,6 +8,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -25,7 +26,7 @@ const procDeadline = 10 * time.Second
 // helpers are up.
 func withHelpers(t *testing.T, d *daemontest.Daemon, script string) (core.Task, string) {
 	t.Helper()
-	task := create(t, d, core.CreateTaskInput{Title: "helpers",
+	task := create(t, d, api.CreateTaskInput{Title: "helpers",
 		Prompt: "mock: spawn-child\nmock: spawn-setsid\nmock: say helpers up\n" + script, Start: true})
 	waitSaid(t, d, task.ID, "helpers up")
 	sid := get(t, d, task.ID).Session.ID
@@ -69,7 +70,7 @@ func TestNoProcessOutlivesItsTask(t *testing.T) {
 		t.Run(name+"/stop", func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv(env...))
 			task, sid := withHelpers(t, d, "mock: hang")
-			res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{})
+			res, err := d.Client.StopTask(context.Background(), task.ID, api.StopTaskInput{})
 			if err != nil || res.Result != "stopped" {
 				t.Fatalf("stop: %+v %v", res, err)
 			}
@@ -92,9 +93,9 @@ func TestNoProcessOutlivesItsTask(t *testing.T) {
 	// A run that ends (the task handed on, idle, failed) takes its helpers.
 	t.Run("idle-end", func(t *testing.T) {
 		d := daemontest.Start(t, daemontest.WithEnv("KANDEV_IDLE_TIMEOUT=300ms"))
-		p := create(t, d, core.CreateTaskInput{Title: "parent"})
-		create(t, d, core.CreateTaskInput{Title: "open subtask", ParentID: p.ID})
-		if _, err := d.Client.StartTask(context.Background(), p.ID, core.StartTaskInput{Prompt: "mock: spawn-setsid\nmock: say helpers up"}); err != nil {
+		p := create(t, d, api.CreateTaskInput{Title: "parent"})
+		create(t, d, api.CreateTaskInput{Title: "open subtask", ParentID: p.ID})
+		if _, err := d.Client.StartTask(context.Background(), p.ID, api.StartTaskInput{Prompt: "mock: spawn-setsid\nmock: say helpers up"}); err != nil {
 			t.Fatal(err)
 		}
 		waitSaid(t, d, p.ID, "helpers up")

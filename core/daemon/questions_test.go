@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -52,7 +53,7 @@ func questionStatus(t *testing.T, d *daemontest.Daemon, taskID, qid string) stri
 // id, the child resumes with the answer; a second answer is a no-op.
 func TestParentQuestionRoundTrip(t *testing.T) {
 	d := daemontest.Start(t)
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: strings.Join([]string{
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", Start: true, Prompt: strings.Join([]string{
 		"mock: on question: " + strings.TrimPrefix(reply("${child_task_id}", "mock: say the parent says blue", "${question_id}"), "mock: "),
 		"mock: on question: " + strings.TrimPrefix(reply("${child_task_id}", "mock: say answered twice?", "${question_id}"), "mock: "),
 		call("create_task_kandev", map[string]any{"title": "child", "autopilot": true,
@@ -60,7 +61,7 @@ func TestParentQuestionRoundTrip(t *testing.T) {
 	}, "\n")})
 	var child core.Task
 	daemontest.Eventually(t, wait, "the child to be created", func() bool {
-		ts, _ := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: parent.ID})
+		ts, _ := d.Client.ListTasks(context.Background(), api.ListTasksInput{Root: parent.ID})
 		if len(ts) == 2 {
 			child = ts[1]
 			return true
@@ -98,9 +99,9 @@ func TestParentQuestionRoundTrip(t *testing.T) {
 // Asking again while a question is pending returns the same id.
 func TestParentQuestionDedupe(t *testing.T) {
 	d := daemontest.Start(t)
-	parent := create(t, d, core.CreateTaskInput{Title: "parent"})
-	create(t, d, core.CreateTaskInput{Title: "other", ParentID: parent.ID}) // keeps the parent held
-	child := create(t, d, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent"})
+	create(t, d, api.CreateTaskInput{Title: "other", ParentID: parent.ID}) // keeps the parent held
+	child := create(t, d, api.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: askParent("first?") + "\n" + askParent("second?")})
 	q := waitQuestion(t, d, child.ID)
 	waitSaid(t, d, child.ID, `"status":"already_pending"`)
@@ -120,7 +121,7 @@ func TestParentQuestionDedupe(t *testing.T) {
 // An autopilot root has no question tool; a call fails closed.
 func TestAutopilotRootCannotAsk(t *testing.T) {
 	d := daemontest.Start(t)
-	root := create(t, d, core.CreateTaskInput{Title: "root", Autopilot: true, Start: true,
+	root := create(t, d, api.CreateTaskInput{Title: "root", Autopilot: true, Start: true,
 		Prompt: "mock: tools\n" + askParent("anyone?")})
 	// The bridge never registered the tool, so the call fails closed there;
 	// the engine's own refusal is tested in-process (a call that bypasses
@@ -140,9 +141,9 @@ func TestAutopilotRootCannotAsk(t *testing.T) {
 // the parent still has it, and the answer still reaches the child.
 func TestParentQuestionSurvivesKill9(t *testing.T) {
 	d := daemontest.Start(t)
-	parent := create(t, d, core.CreateTaskInput{Title: "parent"})
-	create(t, d, core.CreateTaskInput{Title: "holder", ParentID: parent.ID})
-	child := create(t, d, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent"})
+	create(t, d, api.CreateTaskInput{Title: "holder", ParentID: parent.ID})
+	child := create(t, d, api.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: askParent("Which DB?")})
 	q := waitQuestion(t, d, child.ID)
 	// The parent was prompted with the question.
@@ -172,7 +173,7 @@ func TestParentQuestionSurvivesKill9(t *testing.T) {
 // A user question survives kill -9 too: the answer arrives as the next turn.
 func TestUserQuestionSurvivesKill9(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "asks you", Start: true, Prompt: call("ask_user_question_kandev", map[string]any{
+	task := create(t, d, api.CreateTaskInput{Title: "asks you", Start: true, Prompt: call("ask_user_question_kandev", map[string]any{
 		"questions": []map[string]any{{"prompt": "Which DB?", "options": []map[string]any{{"label": "sqlite"}, {"label": "postgres"}}}},
 	})})
 	q := waitQuestion(t, d, task.ID)
@@ -185,7 +186,7 @@ func TestUserQuestionSurvivesKill9(t *testing.T) {
 		t.Fatalf("after restart: %+v", got)
 	}
 	out := d.MustRun("task", "answer", task.ID, "--option", "1", "--json")
-	var res core.AnswerResult
+	var res api.AnswerResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Status != "answered" || res.Delivered != "next_turn" {
 		t.Fatalf("answer: %s (%v)", out, err)
 	}
@@ -209,7 +210,7 @@ func TestUserQuestionSurvivesKill9(t *testing.T) {
 // that call: the same turn continues.
 func TestUserQuestionAnsweredInCall(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "asks you", Start: true, Prompt: call("ask_user_question_kandev", map[string]any{
+	task := create(t, d, api.CreateTaskInput{Title: "asks you", Start: true, Prompt: call("ask_user_question_kandev", map[string]any{
 		"questions": []map[string]any{{"prompt": "Proceed?", "options": []map[string]any{{"label": "yes"}, {"label": "no"}}}},
 	}) + "\nmock: say carrying on"})
 	waitQuestion(t, d, task.ID)
@@ -231,9 +232,9 @@ func TestUserQuestionAnsweredInCall(t *testing.T) {
 // is refused with the question's state. Stale: the child is stopped.
 func TestSupersededAndStale(t *testing.T) {
 	d := daemontest.Start(t)
-	parent := create(t, d, core.CreateTaskInput{Title: "parent"})
-	create(t, d, core.CreateTaskInput{Title: "holder", ParentID: parent.ID})
-	child := create(t, d, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent"})
+	create(t, d, api.CreateTaskInput{Title: "holder", ParentID: parent.ID})
+	child := create(t, d, api.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: askParent("Left or right?")})
 	q := waitQuestion(t, d, child.ID)
 	waitSettled(t, d, child.ID)
@@ -256,7 +257,7 @@ func TestSupersededAndStale(t *testing.T) {
 	if q2.ID == q.ID {
 		t.Fatal("a new question should get a new id")
 	}
-	if res, err := d.Client.StopTask(context.Background(), child.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := d.Client.StopTask(context.Background(), child.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	if st := questionStatus(t, d, child.ID, q2.ID); st != "stale" {
@@ -272,15 +273,15 @@ func TestSupersededAndStale(t *testing.T) {
 func TestStopContract(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	task := create(t, d, core.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say started\nmock: hang"})
+	task := create(t, d, api.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say started\nmock: hang"})
 	waitSaid(t, d, task.ID, "started")
 	message(t, d, task.ID, "mock: say later")
 	pid := get(t, d, task.ID).Session.PID
-	res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
+	res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{})
 	if err != nil || res.Result != "stopped" || len(res.Sessions) != 1 {
 		t.Fatalf("first stop: %+v %v", res, err)
 	}
-	res, err = d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
+	res, err = d.Client.StopTask(ctx, task.ID, api.StopTaskInput{})
 	if err != nil || res.Result != "not_running" {
 		t.Fatalf("second stop: %+v %v", res, err)
 	}
@@ -290,7 +291,7 @@ func TestStopContract(t *testing.T) {
 		t.Fatalf("after stop: session %s status %s queued %d halted %v", got.Session.State, got.Status, got.Queued, got.Halted)
 	}
 	// The queue waits for explicit input: an explicit start delivers it.
-	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{}); err != nil {
+	if _, err := d.Client.StartTask(ctx, task.ID, api.StartTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	waitSaid(t, d, task.ID, "later")
@@ -301,8 +302,8 @@ func TestStopRacingStart(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_INIT_DELAY=1500ms"))
 	ctx := context.Background()
 	for i := 0; i < 3; i++ {
-		task := create(t, d, core.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
-		res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
+		task := create(t, d, api.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
+		res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{})
 		if err != nil || res.Result != "stopped" {
 			t.Fatalf("stop: %+v %v", res, err)
 		}
@@ -344,10 +345,10 @@ func TestThreeLevelRelay(t *testing.T) {
 		reply("${b_task}", "mock: say grandchild got: blue", "${b_question}"), "${question_id}")
 	// Build the tree first: each level's open subtask holds it between turns.
 	ctx := context.Background()
-	root := create(t, d, core.CreateTaskInput{Title: "root"})
-	mid := create(t, d, core.CreateTaskInput{Title: "middle", ParentID: root.ID, Autopilot: true})
-	leaf := create(t, d, core.CreateTaskInput{Title: "leaf", ParentID: mid.ID, Autopilot: true})
-	if _, err := d.Client.StartTask(ctx, root.ID, core.StartTaskInput{Prompt: "mock: on question: " + strings.TrimPrefix(rootReply, "mock: ")}); err != nil {
+	root := create(t, d, api.CreateTaskInput{Title: "root"})
+	mid := create(t, d, api.CreateTaskInput{Title: "middle", ParentID: root.ID, Autopilot: true})
+	leaf := create(t, d, api.CreateTaskInput{Title: "leaf", ParentID: mid.ID, Autopilot: true})
+	if _, err := d.Client.StartTask(ctx, root.ID, api.StartTaskInput{Prompt: "mock: on question: " + strings.TrimPrefix(rootReply, "mock: ")}); err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, d, root.ID)
@@ -355,11 +356,11 @@ func TestThreeLevelRelay(t *testing.T) {
 	// grandchild's ids in its question.
 	relay := call("ask_parent_question_kandev", map[string]any{"questions": []map[string]any{{
 		"prompt": "My child asks: what colour?\nb_task: ${child_task_id}\nb_question: ${question_id}"}}})
-	if _, err := d.Client.StartTask(ctx, mid.ID, core.StartTaskInput{Prompt: "mock: on question: " + strings.TrimPrefix(relay, "mock: ")}); err != nil {
+	if _, err := d.Client.StartTask(ctx, mid.ID, api.StartTaskInput{Prompt: "mock: on question: " + strings.TrimPrefix(relay, "mock: ")}); err != nil {
 		t.Fatal(err)
 	}
 	waitSettled(t, d, mid.ID)
-	if _, err := d.Client.StartTask(ctx, leaf.ID, core.StartTaskInput{Prompt: askParent("What colour?")}); err != nil {
+	if _, err := d.Client.StartTask(ctx, leaf.ID, api.StartTaskInput{Prompt: askParent("What colour?")}); err != nil {
 		t.Fatal(err)
 	}
 	waitSaid(t, d, leaf.ID, "grandchild got: blue")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -56,7 +57,7 @@ func TestSubdirectoryOfRepositoryKeptInWorktree(t *testing.T) {
 	repo := gitRepo(t)
 	d := daemontest.Start(t)
 	for _, rel := range []string{"sub/deep", "new"} {
-		task := create(t, d, core.CreateTaskInput{Title: "in " + rel, CWD: filepath.Join(repo, rel), Start: true,
+		task := create(t, d, api.CreateTaskInput{Title: "in " + rel, CWD: filepath.Join(repo, rel), Start: true,
 			Prompt: "mock: write here.txt written"})
 		waitSaid(t, d, task.ID, "wrote here.txt")
 		got := get(t, d, task.ID)
@@ -79,7 +80,7 @@ func TestSubdirectoryOfRepositoryKeptInWorktree(t *testing.T) {
 // policy (ask), a normal task's hello-and-handoff asks nobody.
 func TestQwenPermissionTitlesKandevToolsAskNobody(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_MCP_PERMISSION=qwen"))
-	task := create(t, d, core.CreateTaskInput{Title: "hello", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "hello", Start: true, Prompt: strings.Join([]string{
 		"mock: say hello",
 		call("handoff_task_kandev", map[string]any{"to": "back", "message": "said hello"}),
 	}, "\n")})
@@ -107,7 +108,7 @@ func TestQwenPermissionTitlesKandevToolsAskNobody(t *testing.T) {
 // it: one tool entry, completed, not a second one stuck at pending.
 func TestCodexApprovedCommandIsOneToolEntry(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=allow"))
-	task := create(t, d, core.CreateTaskInput{Title: "run", Start: true, Prompt: "mock: exec go version\nmock: exec ls -la"})
+	task := create(t, d, api.CreateTaskInput{Title: "run", Start: true, Prompt: "mock: exec go version\nmock: exec ls -la"})
 	waitSaid(t, d, task.ID, "exec: ran ls -la")
 	waitSettled(t, d, task.ID)
 	var calls []string
@@ -129,7 +130,7 @@ func TestCodexApprovedCommandIsOneToolEntry(t *testing.T) {
 // queue item left for a later turn.
 func TestAnswerHandsTaskBackToTheAsker(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "asker", Start: true, Prompt: strings.Join([]string{
 		"mock: on answer: say the answer started my turn",
 		"mock: abandon 300ms ask_user_question_kandev " + askUserArgs("Which database?"),
 		call("handoff_task_kandev", map[string]any{"to": "operator", "message": "waiting on my question"}),
@@ -141,7 +142,7 @@ func TestAnswerHandsTaskBackToTheAsker(t *testing.T) {
 		t.Fatalf("the agent's handoff left the task with %+v", got.Assignee)
 	}
 
-	var res core.AnswerResult
+	var res api.AnswerResult
 	if err := json.Unmarshal([]byte(d.MustRun("task", "answer", task.ID, "--json", "postgres")), &res); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestAnswerHandsTaskBackToTheAsker(t *testing.T) {
 func TestNoProcessSurvivesCrashInTeardownWindow(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_LINGER=1", "KANDEV_FAILPOINT=exit-before-teardown"))
 	gate := filepath.Join(t.TempDir(), "gate")
-	task := create(t, d, core.CreateTaskInput{Title: "lingers", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "lingers", Start: true, Prompt: strings.Join([]string{
 		"mock: spawn-setsid",
 		"mock: env KANDEV_SESSION_ID",
 		"mock: waitfile " + gate,
@@ -240,7 +241,7 @@ func TestNoProcessSurvivesCrashInTeardownWindow(t *testing.T) {
 func TestStartupSweepSparesOtherHomes(t *testing.T) {
 	a := daemontest.Start(t)
 	b := daemontest.Start(t)
-	task := create(t, a, core.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say busy\nmock: hang"})
+	task := create(t, a, api.CreateTaskInput{Title: "busy", Start: true, Prompt: "mock: say busy\nmock: hang"})
 	waitSaid(t, a, task.ID, "busy")
 	sid := get(t, a, task.ID).Session.ID
 	b.Kill9()
@@ -258,7 +259,7 @@ func TestStartupSweepSparesOtherHomes(t *testing.T) {
 // session's first prompt, so the replay is not recorded a second time.
 func TestLateLoadReplayIsNotRecorded(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_RESUME=load", "KANDEV_MOCK_LATE_REPLAY=1"))
-	task := create(t, d, core.CreateTaskInput{Title: "gemini", Start: true, Prompt: "mock: say first turn\nmock: tool go test ./..."})
+	task := create(t, d, api.CreateTaskInput{Title: "gemini", Start: true, Prompt: "mock: say first turn\nmock: tool go test ./..."})
 	waitSaid(t, d, task.ID, "first turn")
 	first := waitSettled(t, d, task.ID)
 	// The turn ended without a handoff: the task went to the operator and
@@ -296,7 +297,7 @@ func TestLateLoadReplayIsNotRecorded(t *testing.T) {
 // with other arguments is allowed without asking again.
 func TestAllowAlwaysRemembersMCPToolNotArguments(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "search", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "search", Start: true, Prompt: strings.Join([]string{
 		`mock: qwenpermission search_docs {"query":"first"}`,
 		`mock: qwenpermission search_docs {"query":"second"}`,
 		"mock: say searched",

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -32,7 +33,7 @@ func TestKill9DuringRecoveryRunsPromptsOnce(t *testing.T) {
 	d := daemontest.Start(t)
 	tasks := make([]core.Task, n)
 	for i := range tasks {
-		tasks[i] = create(t, d, core.CreateTaskInput{Title: fmt.Sprintf("cut %d", i),
+		tasks[i] = create(t, d, api.CreateTaskInput{Title: fmt.Sprintf("cut %d", i),
 			Prompt: fmt.Sprintf("mock: say up %d\nmock: hang", i), Start: true})
 	}
 	for i, task := range tasks {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -14,7 +15,7 @@ import (
 // message resumes the agent with the cut-short prompt first.
 func TestRestartRecoveryAfterKill9(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "survivor",
+	task := create(t, d, api.CreateTaskInput{Title: "survivor",
 		Prompt: "mock: say working\nmock: sleep 2s\nmock: say first done", Start: true})
 	waitSaid(t, d, task.ID, "working")
 	message(t, d, task.ID, "mock: say queued before the crash")
@@ -70,7 +71,7 @@ func TestRestartRecoveryAfterKill9(t *testing.T) {
 // exits cleanly; a restart (with --no-resume, to look) finds everything.
 func TestGracefulShutdown(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "graceful", Prompt: "mock: say up\nmock: hang", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "graceful", Prompt: "mock: say up\nmock: hang", Start: true})
 	waitSaid(t, d, task.ID, "up")
 	pid := get(t, d, task.ID).Session.PID
 	d.Stop()

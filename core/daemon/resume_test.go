@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -13,7 +14,7 @@ import (
 // returns the task as it was before the stop.
 func cutByStop(t *testing.T, d *daemontest.Daemon) core.Task {
 	t.Helper()
-	task := create(t, d, core.CreateTaskInput{Title: "cut", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "cut", Start: true,
 		Prompt: "mock: say one\nmock: sleep 3s\nmock: say two"})
 	waitSaid(t, d, task.ID, "one")
 	task = get(t, d, task.ID)

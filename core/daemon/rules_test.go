@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -83,7 +84,7 @@ func TestFailedRunsEscalate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			d := daemontest.Start(t, daemontest.WithEnv(c.env...))
 			ctx := context.Background()
-			if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
+			if _, err := d.Client.AddPerson(ctx, api.AddPersonInput{Name: "alice"}); err != nil {
 				t.Fatal(err)
 			}
 			p := c.prof(d.Bin)
@@ -91,14 +92,14 @@ func TestFailedRunsEscalate(t *testing.T) {
 			if _, err := d.Client.AddProfile(ctx, p); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "agent", ReportsTo: "alice"}); err != nil {
+			if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "eng", Profile: "agent", ReportsTo: "alice"}); err != nil {
 				t.Fatal(err)
 			}
 			prompt := c.prompt
 			if prompt == "" {
 				prompt = "mock: say this never runs"
 			}
-			task := create(t, d, core.CreateTaskInput{Title: c.name, Assignee: "eng", Start: true, Prompt: prompt})
+			task := create(t, d, api.CreateTaskInput{Title: c.name, Assignee: "eng", Start: true, Prompt: prompt})
 			got := waitAssignee(t, d, task.ID, "person", "alice")
 			if got.Stalled == nil || got.Stalled.Reason != "Stalled" || !got.Stalled.From.IsRoleNamed("eng") ||
 				!strings.Contains(got.Stalled.Detail, "run failed") || !strings.Contains(got.Stalled.Detail, c.detail) || !got.Stalled.Failed {
@@ -139,8 +140,8 @@ func showJSON(t *testing.T, d *daemontest.Daemon, id string) core.Task {
 // and a task waiting on its subtask, stay in_progress.
 func TestQuestionKeepsStatus(t *testing.T) {
 	d := daemontest.Start(t)
-	parent := create(t, d, core.CreateTaskInput{Title: "parent"})
-	child := create(t, d, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent"})
+	child := create(t, d, api.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: askParent("Which colour?") + "\nmock: say asked"})
 	q := waitQuestion(t, d, child.ID)
 	waitIdle(t, d, child.ID)
@@ -149,9 +150,9 @@ func TestQuestionKeepsStatus(t *testing.T) {
 		t.Fatalf("a child waiting on its parent: status %s question %+v stalled %+v", got.Status, got.PendingQuestion, got.Stalled)
 	}
 	// A task waiting on its subtask.
-	waiter := create(t, d, core.CreateTaskInput{Title: "waiter"})
-	create(t, d, core.CreateTaskInput{Title: "sub", ParentID: waiter.ID})
-	if _, err := d.Client.StartTask(context.Background(), waiter.ID, core.StartTaskInput{Prompt: "mock: say waiting on my subtask"}); err != nil {
+	waiter := create(t, d, api.CreateTaskInput{Title: "waiter"})
+	create(t, d, api.CreateTaskInput{Title: "sub", ParentID: waiter.ID})
+	if _, err := d.Client.StartTask(context.Background(), waiter.ID, api.StartTaskInput{Prompt: "mock: say waiting on my subtask"}); err != nil {
 		t.Fatal(err)
 	}
 	waitSaid(t, d, waiter.ID, "waiting on my subtask")
@@ -168,13 +169,13 @@ func TestQuestionKeepsStatus(t *testing.T) {
 func TestOnlyHolderHandsOn(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
+	if _, err := d.Client.AddPerson(ctx, api.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "eng", Profile: "mock", ReportsTo: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "twice", Assignee: "eng", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "twice", Assignee: "eng", Start: true, Prompt: strings.Join([]string{
 		call("handoff_task_kandev", map[string]any{"to": "alice", "message": "please review"}),
 		call("handoff_task_kandev", map[string]any{"to": "back", "message": "mock: say pulled back"}),
 		call("set_task_status_kandev", map[string]any{"task_id": "${task_id}", "status": "in_progress"}),
@@ -218,7 +219,7 @@ func TestSignOffBringsNoWake(t *testing.T) {
 	on := func(kind, directive string) string {
 		return "mock: on " + kind + ": " + strings.TrimPrefix(directive, "mock: ")
 	}
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: strings.Join([]string{
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", Start: true, Prompt: strings.Join([]string{
 		on("handoff", call("set_task_status_kandev", map[string]any{"task_id": "${child_task_id}", "status": "done"})),
 		on("handoff", "mock: if open_subtasks=1: "+strings.TrimPrefix(call("handoff_task_kandev", map[string]any{"to": "back", "message": "all signed off"}), "mock: ")),
 		call("create_task_kandev", map[string]any{"title": "child", "prompt": call("handoff_task_kandev", map[string]any{"to": "back", "message": "child done"})}),
@@ -252,7 +253,7 @@ func TestSignOffBringsNoWake(t *testing.T) {
 // stalls with the question as the detail, and kandev wait ROOT returns.
 func TestUnansweredChildQuestionStallsParent(t *testing.T) {
 	d := daemontest.Start(t)
-	root := create(t, d, core.CreateTaskInput{Title: "root", Start: true, Prompt: strings.Join([]string{
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Prompt: strings.Join([]string{
 		call("create_task_kandev", map[string]any{"title": "child", "autopilot": true, "prompt": askParent("Which database, sqlite or postgres?")}),
 		"mock: say delegated",
 	}, "\n")})
@@ -267,7 +268,7 @@ func TestUnansweredChildQuestionStallsParent(t *testing.T) {
 		t.Fatalf("root: stalled %+v assignee %+v", got.Stalled, got.Assignee)
 	}
 	// The child still waits on its question, in progress.
-	ts, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: root.ID})
+	ts, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{Root: root.ID})
 	if err != nil || len(ts) != 2 {
 		t.Fatalf("tree: %v %v", ts, err)
 	}
@@ -287,21 +288,21 @@ func TestUnansweredChildQuestionStallsParent(t *testing.T) {
 func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", Start: true,
 		Prompt: call("create_task_kandev", map[string]any{"title": "orphan", "start": false})})
 	var child core.Task
 	daemontest.Eventually(t, wait, "the child", func() bool {
-		ts, _ := d.Client.ListTasks(ctx, core.ListTasksInput{Root: parent.ID})
+		ts, _ := d.Client.ListTasks(ctx, api.ListTasksInput{Root: parent.ID})
 		if len(ts) == 2 {
 			child = ts[1]
 			return true
 		}
 		return false
 	})
-	if _, err := d.Client.ArchiveTask(ctx, parent.ID, core.ArchiveTaskInput{}); err != nil {
+	if _, err := d.Client.ArchiveTask(ctx, parent.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.StartTask(ctx, child.ID, core.StartTaskInput{Prompt: "mock: say my last words before getting stuck"}); err != nil {
+	if _, err := d.Client.StartTask(ctx, child.ID, api.StartTaskInput{Prompt: "mock: say my last words before getting stuck"}); err != nil {
 		t.Fatal(err)
 	}
 	w, code := waitFor(t, d, child.ID)
@@ -346,17 +347,17 @@ func TestStuckWithNobodyToEscalateTo(t *testing.T) {
 func TestFailedStartCheckSurvivesKill(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_FAILPOINT=exit-after-turn-end"))
 	ctx := context.Background()
-	if _, err := d.Client.AddPerson(ctx, core.AddPersonInput{Name: "alice"}); err != nil {
+	if _, err := d.Client.AddPerson(ctx, api.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "dies", Command: d.Bin, Args: []string{"mock-agent"},
 		Env: []string{"KANDEV_MOCK_EXIT_AT_START=1"}, MCP: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.AddRole(ctx, core.RoleInput{Name: "eng", Profile: "dies", ReportsTo: "alice"}); err != nil {
+	if _, err := d.Client.AddRole(ctx, api.RoleInput{Name: "eng", Profile: "dies", ReportsTo: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "dies at start", Assignee: "eng", Start: true, Prompt: "mock: say never"})
+	task := create(t, d, api.CreateTaskInput{Title: "dies at start", Assignee: "eng", Start: true, Prompt: "mock: say never"})
 	select {
 	case <-d.Exited():
 	case <-time.After(wait):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -99,11 +100,11 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 	d := e.d
 	ctx := context.Background()
 	// Another agent on the host, whose environment carries its token.
-	other := create(t, d, core.CreateTaskInput{Title: "neighbour", CWD: e.repo, Workspace: "shared", Start: true,
+	other := create(t, d, api.CreateTaskInput{Title: "neighbour", CWD: e.repo, Workspace: "shared", Start: true,
 		Prompt: "mock: say up\nmock: hang"})
 	waitSaid(t, d, other.ID, "up")
 	otherPID := get(t, d, other.ID).Session.PID
-	sibling := create(t, d, core.CreateTaskInput{Title: "sibling", CWD: e.repo})
+	sibling := create(t, d, api.CreateTaskInput{Title: "sibling", CWD: e.repo})
 	siblingHead := gitRun(t, e.repo, "rev-parse", "refs/heads/"+sibling.Workspace.Branch)
 	mainHead := gitRun(t, e.repo, "rev-parse", "main")
 
@@ -125,7 +126,7 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 	}, "\n") + "\nmock: write by-write.txt hello\n" +
 		call("create_task_kandev", map[string]any{"title": "escape", "sandbox": "none", "start": false}) + "\n" +
 		call("get_task_kandev", map[string]any{}) + "\nmock: say all finished"
-	task := create(t, d, core.CreateTaskInput{Title: "boxed", CWD: e.repo, Sandbox: core.SandboxBwrap, Start: true, Prompt: script})
+	task := create(t, d, api.CreateTaskInput{Title: "boxed", CWD: e.repo, Sandbox: core.SandboxBwrap, Start: true, Prompt: script})
 	if task.Sandbox != core.SandboxBwrap {
 		t.Fatalf("sandbox %q", task.Sandbox)
 	}
@@ -171,7 +172,7 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 	// What it wrote in its worktree is its diff; its commit, written in
 	// its own objects, is on its branch once kandev checked it in (at the
 	// turn's end, or the diff's start: ADR 0065).
-	diff, err := d.Client.TaskDiff(ctx, task.ID, core.DiffInput{})
+	diff, err := d.Client.TaskDiff(ctx, task.ID, api.DiffInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +187,10 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 		t.Errorf("diff files %v", files)
 	}
 	// Stop, then merge and the user's own git status: nothing it planted runs.
-	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{Prompt: "mock: say again"}); err != nil {
+	if _, err := d.Client.StartTask(ctx, task.ID, api.StartTaskInput{Prompt: "mock: say again"}); err != nil {
 		t.Fatal(err)
 	}
 	// The agent's words are written before its turn's end is recorded
@@ -197,7 +198,7 @@ func TestBwrapConfinesTheAgent(t *testing.T) {
 	// turn, so wait for the turn to be over, not for what it said.
 	waitSaid(t, d, task.ID, "again")
 	waitSettled(t, d, task.ID)
-	if _, err := d.Client.MergeTask(ctx, task.ID, core.MergeInput{}); err != nil {
+	if _, err := d.Client.MergeTask(ctx, task.ID, api.MergeInput{}); err != nil {
 		t.Fatalf("merge: %v", err)
 	}
 	gitRun(t, e.repo, "status")
@@ -218,7 +219,7 @@ func TestBwrapKeepsTheRules(t *testing.T) {
 	d := e.d
 	ctx := context.Background()
 	box := func(title, prompt string) core.Task {
-		return create(t, d, core.CreateTaskInput{Title: title, CWD: e.repo, Sandbox: core.SandboxBwrap, Start: true, Prompt: prompt})
+		return create(t, d, api.CreateTaskInput{Title: title, CWD: e.repo, Sandbox: core.SandboxBwrap, Start: true, Prompt: prompt})
 	}
 	t.Run("stop", func(t *testing.T) {
 		task := box("stop", "mock: spawn-child\nmock: spawn-setsid\nmock: say up\nmock: hang")
@@ -227,11 +228,11 @@ func TestBwrapKeepsTheRules(t *testing.T) {
 		if n := len(agent.SessionProcs(sid)); n < 3 {
 			t.Fatalf("%d processes of the session visible from the host, want the agent and its helpers", n)
 		}
-		res, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{})
+		res, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{})
 		if err != nil || res.Result != "stopped" {
 			t.Fatalf("stop: %+v %v", res, err)
 		}
-		if res, err = d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil || res.Result != "not_running" {
+		if res, err = d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil || res.Result != "not_running" {
 			t.Fatalf("second stop: %+v %v", res, err)
 		}
 		sessionGone(t, sid, "stop")
@@ -239,7 +240,7 @@ func TestBwrapKeepsTheRules(t *testing.T) {
 	t.Run("interrupt", func(t *testing.T) {
 		task := box("interrupt", "mock: say busy\nmock: hang")
 		waitSaid(t, d, task.ID, "busy")
-		if _, err := d.Client.MessageTask(ctx, task.ID, core.MessageInput{Text: "mock: say switched", Delivery: core.DeliveryInterrupt}); err != nil {
+		if _, err := d.Client.MessageTask(ctx, task.ID, api.MessageInput{Text: "mock: say switched", Delivery: api.DeliveryInterrupt}); err != nil {
 			t.Fatal(err)
 		}
 		waitSaid(t, d, task.ID, "switched")
@@ -323,7 +324,7 @@ func TestBwrapBuiltinClaudeProfile(t *testing.T) {
 		}
 	}
 	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "KANDEV_PERMISSION=allow", "PATH="+bin+":"+os.Getenv("PATH")))
-	task := create(t, d, core.CreateTaskInput{Title: "claude", Profile: "claude", CWD: root, Sandbox: core.SandboxBwrap, Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "claude", Profile: "claude", CWD: root, Sandbox: core.SandboxBwrap, Start: true,
 		Prompt: "mock: sh cat ~/.claude/.credentials.json ~/.claude.json; echo; ls -a ~\nmock: sh echo kept > ~/.claude/note && cat ~/.ssh/id_ed25519"})
 	out := shSaid(t, d, task.ID, 2)
 	if !strings.Contains(out, `{"token":"claude's own"}`) || !strings.Contains(out, `{"numStartups":1}`) {
@@ -342,7 +343,7 @@ func TestBwrapBuiltinClaudeProfile(t *testing.T) {
 // command there would run.
 func TestBwrapSharedCheckoutKeepsGitConfig(t *testing.T) {
 	e := newBoxEnv(t)
-	task := create(t, e.d, core.CreateTaskInput{Title: "shared", CWD: e.repo, Workspace: "shared", Sandbox: core.SandboxBwrap, Start: true,
+	task := create(t, e.d, api.CreateTaskInput{Title: "shared", CWD: e.repo, Workspace: "shared", Sandbox: core.SandboxBwrap, Start: true,
 		Prompt: "mock: sh git config core.fsmonitor 'touch " + e.pwned + "'\n" +
 			"mock: sh printf '#!/bin/sh\\ntouch " + e.pwned + "\\n' > .git/hooks/post-checkout\n" +
 			"mock: sh echo mine > work.txt && echo wrote"})

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -18,7 +18,7 @@ import (
 // status and the TUI's "waiting on you" list it.
 func TestStalledSubtaskDoesNotHoldItsParent(t *testing.T) {
 	d := daemontest.Start(t)
-	root := create(t, d, core.CreateTaskInput{Title: "root", Start: true, Prompt: strings.Join([]string{
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Prompt: strings.Join([]string{
 		call("create_task_kandev", map[string]any{"title": "child", "prompt": "mock: say I give up"}),
 		"mock: say delegated",
 	}, "\n")})
@@ -33,7 +33,7 @@ func TestStalledSubtaskDoesNotHoldItsParent(t *testing.T) {
 		dump(t, d, root.ID)
 		t.Fatalf("root: stalled %+v assignee %+v", got.Stalled, got.Assignee)
 	}
-	ts, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: root.ID})
+	ts, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{Root: root.ID})
 	if err != nil || len(ts) != 2 {
 		t.Fatalf("tree: %v %v", ts, err)
 	}

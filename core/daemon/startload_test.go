@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -30,30 +31,30 @@ func TestRestartListsTheSameTasks(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithHome(dir))
 	ctx := context.Background()
 	cwd := t.TempDir()
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", CWD: cwd,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", CWD: cwd,
 		Description: "a unit\x1fseparator, a NUL\x00 and \"quotes\"\nover two lines"})
-	child := create(t, d, core.CreateTaskInput{Title: "child", CWD: cwd, ParentID: parent.ID})
-	blocker := create(t, d, core.CreateTaskInput{Title: "blocker", CWD: cwd})
-	blocked := create(t, d, core.CreateTaskInput{Title: "blocked", CWD: cwd})
-	if _, err := d.Client.BlockTask(ctx, blocked.ID, core.BlockInput{On: []string{blocker.ID, child.ID}}); err != nil {
+	child := create(t, d, api.CreateTaskInput{Title: "child", CWD: cwd, ParentID: parent.ID})
+	blocker := create(t, d, api.CreateTaskInput{Title: "blocker", CWD: cwd})
+	blocked := create(t, d, api.CreateTaskInput{Title: "blocked", CWD: cwd})
+	if _, err := d.Client.BlockTask(ctx, blocked.ID, api.BlockInput{On: []string{blocker.ID, child.ID}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.Client.SetTaskStatus(ctx, child.ID, core.StatusDone); err != nil {
 		t.Fatal(err)
 	}
-	archived := create(t, d, core.CreateTaskInput{Title: "archived", CWD: cwd})
+	archived := create(t, d, api.CreateTaskInput{Title: "archived", CWD: cwd})
 	if _, err := d.Client.SetTaskStatus(ctx, archived.ID, core.StatusCancelled); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.ArchiveTask(ctx, archived.ID, core.ArchiveTaskInput{}); err != nil {
+	if _, err := d.Client.ArchiveTask(ctx, archived.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
-	ran := create(t, d, core.CreateTaskInput{Title: "ran", CWD: cwd, Start: true, Prompt: "mock: say done"})
+	ran := create(t, d, api.CreateTaskInput{Title: "ran", CWD: cwd, Start: true, Prompt: "mock: say done"})
 	// Their runs end, so the restart has nothing to recover: a top-level
 	// run that never reports is escalated to the operator, and the
 	// blocked task's run, started by its block, waits until stopped.
 	waitIdle(t, d, blocked.ID)
-	if _, err := d.Client.StopTask(ctx, blocked.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(ctx, blocked.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	daemontest.Eventually(t, wait, "the runs to end", func() bool {
@@ -68,13 +69,13 @@ func TestRestartListsTheSameTasks(t *testing.T) {
 	})
 
 	var before bytes.Buffer
-	if err := d.Client.ListTasksRaw(ctx, core.ListTasksInput{All: true}, &before); err != nil {
+	if err := d.Client.ListTasksRaw(ctx, api.ListTasksInput{All: true}, &before); err != nil {
 		t.Fatal(err)
 	}
 	d.Stop()
 	d.Restart()
 	var after bytes.Buffer
-	if err := d.Client.ListTasksRaw(ctx, core.ListTasksInput{All: true}, &after); err != nil {
+	if err := d.Client.ListTasksRaw(ctx, api.ListTasksInput{All: true}, &after); err != nil {
 		t.Fatal(err)
 	}
 	var tasks []core.Task

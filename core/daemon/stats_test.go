@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/wire"
 )
@@ -20,17 +21,17 @@ import (
 // the spend reported, archived tasks only with --all.
 func TestTaskStats(t *testing.T) {
 	d := daemontest.Start(t)
-	spent := create(t, d, core.CreateTaskInput{Title: "spends", Start: true, Prompt: "mock: usage 100 20 0.01"})
-	runs := create(t, d, core.CreateTaskInput{Title: "runs", Start: true, Prompt: "mock: hang"})
-	asks := create(t, d, core.CreateTaskInput{Title: "asks you", Start: true, Prompt: call("ask_user_question_kandev", map[string]any{
+	spent := create(t, d, api.CreateTaskInput{Title: "spends", Start: true, Prompt: "mock: usage 100 20 0.01"})
+	runs := create(t, d, api.CreateTaskInput{Title: "runs", Start: true, Prompt: "mock: hang"})
+	asks := create(t, d, api.CreateTaskInput{Title: "asks you", Start: true, Prompt: call("ask_user_question_kandev", map[string]any{
 		"questions": []map[string]any{{"prompt": "Which DB?"}},
 	})})
-	done := create(t, d, core.CreateTaskInput{Title: "done"})
+	done := create(t, d, api.CreateTaskInput{Title: "done"})
 	if _, err := d.Client.SetTaskStatus(context.Background(), done.ID, core.StatusDone); err != nil {
 		t.Fatal(err)
 	}
-	gone := create(t, d, core.CreateTaskInput{Title: "archived"})
-	if _, err := d.Client.ArchiveTask(context.Background(), gone.ID, core.ArchiveTaskInput{}); err != nil {
+	gone := create(t, d, api.CreateTaskInput{Title: "archived"})
+	if _, err := d.Client.ArchiveTask(context.Background(), gone.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	daemontest.Eventually(t, wait, "the spend reported", func() bool { return usageOf(t, d, spent.ID).Own.Tokens == 120 })
@@ -39,12 +40,12 @@ func TestTaskStats(t *testing.T) {
 	waitQuestion(t, d, asks.ID)
 	daemontest.Eventually(t, wait, "the hanging agent to run", func() bool { r := get(t, d, runs.ID); return r.Running() })
 
-	var st core.TaskStats
+	var st api.TaskStats
 	if err := json.Unmarshal([]byte(d.MustRun("task", "stats", "--json")), &st); err != nil {
 		t.Fatal(err)
 	}
 	// The breakdown by status is the listing's, counted.
-	listed, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{})
+	listed, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func rawClient(t *testing.T, d *daemontest.Daemon) *http.Client {
 func TestRequestsBeforeTheTableStillServed(t *testing.T) {
 	d := daemontest.Start(t)
 	hc := rawClient(t, d)
-	task := create(t, d, core.CreateTaskInput{Title: "old client"})
+	task := create(t, d, api.CreateTaskInput{Title: "old client"})
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
 		var rd io.Reader

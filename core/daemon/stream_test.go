@@ -18,6 +18,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -120,7 +121,7 @@ func chunkRows(t *testing.T, d *daemontest.Daemon) int {
 // entry holding the whole text, before and after a restart.
 func TestStreamedEntriesAssembleWhole(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "streams", Prompt: streamScript + "mock: say done", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "streams", Prompt: streamScript + "mock: say done", Start: true})
 	waitSaid(t, d, task.ID, "done")
 	waitSettled(t, d, task.ID)
 	want := wantStream("done\n")
@@ -140,7 +141,7 @@ func TestStreamedEntriesAssembleWhole(t *testing.T) {
 func TestStreamedEntriesSurviveKill9(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_NO_RESUME=1"))
 	gate := filepath.Join(d.Home.Dir, "never")
-	task := create(t, d, core.CreateTaskInput{Title: "streams", Prompt: streamScript + "mock: waitfile " + gate, Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "streams", Prompt: streamScript + "mock: waitfile " + gate, Start: true})
 	waitSaid(t, d, task.ID, "tool-stream: sent 300")
 	d.Kill9()
 	d.Restart()
@@ -156,16 +157,16 @@ var stampLines = regexp.MustCompile(`^(@\d{19}\n)*$`)
 // beginning, chunk by chunk, with nothing torn.
 func TestKill9KeepsWhatFollowersSaw(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_NO_RESUME=1"))
-	task := create(t, d, core.CreateTaskInput{Title: "streams", Prompt: "mock: say go"})
+	task := create(t, d, api.CreateTaskInput{Title: "streams", Prompt: "mock: say go"})
 	// The stream ends (and the loop below with it) if the appends never
 	// come.
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	events, err := d.Client.Events(ctx, core.EventsInput{TaskID: task.ID})
+	events, err := d.Client.Events(ctx, api.EventsInput{TaskID: task.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Client.StartTask(ctx, task.ID, core.StartTaskInput{}); err != nil {
+	if _, err := d.Client.StartTask(ctx, task.ID, api.StartTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	message(t, d, task.ID, "mock: stream 200 60s")
@@ -248,7 +249,7 @@ func follow(t *testing.T, d *daemontest.Daemon, args ...string) *follower {
 func TestFollowEqualsLog(t *testing.T) {
 	d := daemontest.Start(t)
 	gate := filepath.Join(d.Home.Dir, "gate")
-	task := create(t, d, core.CreateTaskInput{Title: "followed", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "followed", Start: true,
 		Prompt: "mock: waitfile " + gate + "\nmock: burst 3000\nmock: burst-think 2000\nmock: say done"})
 	waitState(t, d, task.ID, core.SessionRunning)
 	text := follow(t, d, task.ID)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
@@ -21,31 +22,31 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 	ctx := context.Background()
 	// A child created after a later top-level task: creation order and
 	// the tree's order differ.
-	treeA := create(t, d, core.CreateTaskInput{Title: "tree A"})
-	create(t, d, core.CreateTaskInput{Title: "tree B"})
-	create(t, d, core.CreateTaskInput{Title: "A's child", ParentID: treeA.ID})
+	treeA := create(t, d, api.CreateTaskInput{Title: "tree A"})
+	create(t, d, api.CreateTaskInput{Title: "tree B"})
+	create(t, d, api.CreateTaskInput{Title: "A's child", ParentID: treeA.ID})
 	// A child whose parent is archived is top-level in the default
 	// listing, at its own place in creation order.
-	archivedParent := create(t, d, core.CreateTaskInput{Title: "archived parent"})
-	create(t, d, core.CreateTaskInput{Title: "tree C"})
-	orphan := create(t, d, core.CreateTaskInput{Title: "orphan", ParentID: archivedParent.ID})
-	if _, err := d.Client.ArchiveTask(ctx, archivedParent.ID, core.ArchiveTaskInput{}); err != nil {
+	archivedParent := create(t, d, api.CreateTaskInput{Title: "archived parent"})
+	create(t, d, api.CreateTaskInput{Title: "tree C"})
+	orphan := create(t, d, api.CreateTaskInput{Title: "orphan", ParentID: archivedParent.ID})
+	if _, err := d.Client.ArchiveTask(ctx, archivedParent.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if get(t, d, orphan.ID).Archived {
 		t.Fatal("archiving a parent archived its child; the orphan case needs another setup")
 	}
-	create(t, d, core.CreateTaskInput{Title: "plain\ttab and \\ backslash \x1b[31m escape"})
-	failed := create(t, d, core.CreateTaskInput{Title: "fails", Start: true, Prompt: "mock: fail boom"})
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true, Prompt: call("create_task_kandev",
+	create(t, d, api.CreateTaskInput{Title: "plain\ttab and \\ backslash \x1b[31m escape"})
+	failed := create(t, d, api.CreateTaskInput{Title: "fails", Start: true, Prompt: "mock: fail boom"})
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", Start: true, Prompt: call("create_task_kandev",
 		map[string]any{"title": "child", "autopilot": true, "prompt": askParent("Which colour?")})})
-	gone := create(t, d, core.CreateTaskInput{Title: "archived"})
-	if _, err := d.Client.ArchiveTask(ctx, gone.ID, core.ArchiveTaskInput{}); err != nil {
+	gone := create(t, d, api.CreateTaskInput{Title: "archived"})
+	if _, err := d.Client.ArchiveTask(ctx, gone.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	var child string
 	daemontest.Eventually(t, wait, "the child to ask its parent", func() bool {
-		ts, _ := d.Client.ListTasks(ctx, core.ListTasksInput{Root: parent.ID})
+		ts, _ := d.Client.ListTasks(ctx, api.ListTasksInput{Root: parent.ID})
 		if len(ts) == 2 && ts[1].PendingQuestion != nil {
 			child = ts[1].ID
 			return true
@@ -62,7 +63,7 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 	// its question), so a comparison counts only when the whole listing
 	// read before and after the summaries is the same: nothing changed in
 	// between.
-	list := func(in core.ListTasksInput) []core.Task {
+	list := func(in api.ListTasksInput) []core.Task {
 		t.Helper()
 		whole, err := d.Client.ListTasks(ctx, in)
 		if err != nil {
@@ -70,7 +71,7 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 		}
 		return whole
 	}
-	for _, in := range []core.ListTasksInput{{}, {All: true}, {Root: parent.ID}} {
+	for _, in := range []api.ListTasksInput{{}, {All: true}, {Root: parent.ID}} {
 		var whole, sums []core.Task
 		daemontest.Eventually(t, wait, "a listing that holds still", func() bool {
 			before := list(in)
@@ -94,7 +95,7 @@ func TestTaskSummariesMatchTheListing(t *testing.T) {
 			}
 		}
 	}
-	all, _ := d.Client.ListTaskSummaries(ctx, core.ListTasksInput{All: true})
+	all, _ := d.Client.ListTaskSummaries(ctx, api.ListTasksInput{All: true})
 	var seen []string
 	for _, s := range all {
 		seen = append(seen, s.ID)

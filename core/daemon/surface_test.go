@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/daemonclient"
@@ -28,7 +29,7 @@ const escapeTitle = "x\x1b]52;c;aGk=\x07"
 // real binary; --json still carries them exactly.
 func TestTextOutputWritesNoEscape(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: escapeTitle, Description: "desc \x1b]0;pwned\x07 \u009b2J end",
+	task := create(t, d, api.CreateTaskInput{Title: escapeTitle, Description: "desc \x1b]0;pwned\x07 \u009b2J end",
 		Prompt: "mock: say agent \x1b[2J\x1b]8;;http://x.test\x1b\\link\x1b]8;;\x1b\\ \u009d0;t\u009c done", Start: true})
 	waitSaid(t, d, task.ID, "done")
 
@@ -80,30 +81,30 @@ func isTerminalControl(r rune) bool {
 // operator's own message and interrupt from the CLI still get through.
 func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 	d := daemontest.Start(t)
-	target := create(t, d, core.CreateTaskInput{Title: "target", Prompt: "mock: hang", Start: true})
+	target := create(t, d, api.CreateTaskInput{Title: "target", Prompt: "mock: hang", Start: true})
 	waitState(t, d, target.ID, core.SessionRunning)
 	var script []string
-	for i := 0; i <= core.QueueCap; i++ {
+	for i := 0; i <= api.QueueCap; i++ {
 		script = append(script, fmt.Sprintf(`mock: call message_task_kandev {"task_id":%q,"prompt":"flood %d"}`, target.ID, i))
 	}
 	script = append(script, "mock: say flooded")
-	flooder := create(t, d, core.CreateTaskInput{Title: "flooder", Prompt: strings.Join(script, "\n"), Start: true})
+	flooder := create(t, d, api.CreateTaskInput{Title: "flooder", Prompt: strings.Join(script, "\n"), Start: true})
 	waitSaid(t, d, flooder.ID, "flooded")
 	if !saidContains(t, d, flooder.ID, "error message_task_kandev: CONFLICT") {
 		t.Fatalf("the flood past the cap was not refused: %q", said(t, d, flooder.ID))
 	}
-	if got := get(t, d, target.ID); got.Queued != core.QueueCap {
-		t.Fatalf("target has %d queued, want the cap %d", got.Queued, core.QueueCap)
+	if got := get(t, d, target.ID); got.Queued != api.QueueCap {
+		t.Fatalf("target has %d queued, want the cap %d", got.Queued, api.QueueCap)
 	}
 	// The operator sees the flood and drops one item by its queue id.
-	var q core.QueueView
+	var q api.QueueView
 	if r := d.Run("task", "queue", target.ID, "--json"); r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &q) != nil {
 		t.Fatalf("task queue --json: exit %d %q %q", r.Code, r.Stdout, r.Stderr)
 	}
-	if len(q.Items) != core.QueueCap || q.Items[0].Sender != core.ByRef(core.TaskRef(flooder.ID)) || q.Items[0].Position != 1 || q.Items[0].Text != "flood 0" {
+	if len(q.Items) != api.QueueCap || q.Items[0].Sender != core.ByRef(core.TaskRef(flooder.ID)) || q.Items[0].Position != 1 || q.Items[0].Text != "flood 0" {
 		t.Fatalf("queue %+v", q)
 	}
-	if r := d.Run("task", "queue", target.ID); r.Code != 0 || strings.Count(r.Stdout, "flood ") != core.QueueCap {
+	if r := d.Run("task", "queue", target.ID); r.Code != 0 || strings.Count(r.Stdout, "flood ") != api.QueueCap {
 		t.Fatalf("task queue: exit %d %q", r.Code, r.Stdout)
 	}
 	if r := d.Run("task", "queue", target.ID, "--drop", fmt.Sprint(q.Items[0].ID)); r.Code != 0 || strings.Contains(r.Stdout, "flood 0") {
@@ -112,8 +113,8 @@ func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 	if r := d.Run("task", "queue", target.ID, "--drop", fmt.Sprint(q.Items[0].ID)); r.Code != 1 || !strings.Contains(r.Stderr, "no queued item") {
 		t.Fatalf("dropping it again: exit %d %q", r.Code, r.Stderr)
 	}
-	if got := get(t, d, target.ID); got.Queued != core.QueueCap-1 {
-		t.Fatalf("after the drop %d queued, want %d", got.Queued, core.QueueCap-1)
+	if got := get(t, d, target.ID); got.Queued != api.QueueCap-1 {
+		t.Fatalf("after the drop %d queued, want %d", got.Queued, api.QueueCap-1)
 	}
 	if r := d.Run("task", "message", target.ID, "mock: say operator got through"); r.Code != 0 {
 		t.Fatalf("operator message: exit %d: %s", r.Code, r.Stderr)
@@ -133,7 +134,7 @@ func TestQueueFloodDoesNotLockOutOperator(t *testing.T) {
 // the operator's routes are refused with what the agent has.
 func TestAgentReachIsItsToken(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SOCKET=/inherited/kandev.sock", "KANDEV_TOKEN=inherited"))
-	task := create(t, d, core.CreateTaskInput{Title: "probe", Start: true, Prompt: strings.Join([]string{
+	task := create(t, d, api.CreateTaskInput{Title: "probe", Start: true, Prompt: strings.Join([]string{
 		"mock: env KANDEV_HOME", "mock: env KANDEV_SOCKET", "mock: env KANDEV_TOKEN",
 		"mock: mcpenv KANDEV_SOCKET",
 		"mock: http GET /v1/tasks", "mock: http POST /v1/tasks/${session_id}/stop", "mock: http GET /v1/events",
@@ -161,7 +162,7 @@ func TestAgentReachIsItsToken(t *testing.T) {
 	if _, err := c.ToolSurface(ctx); core.AsError(err).Code != core.CodeForbidden {
 		t.Errorf("surface without a token: %v, want FORBIDDEN", err)
 	}
-	if _, err := c.ListTasks(ctx, core.ListTasksInput{}); core.AsError(err).Code != core.CodeForbidden {
+	if _, err := c.ListTasks(ctx, api.ListTasksInput{}); core.AsError(err).Code != core.CodeForbidden {
 		t.Errorf("operator route on the agents' socket: %v, want FORBIDDEN", err)
 	}
 	if fi, err := os.Stat(d.Home.MCPSocket()); err != nil || fi.Mode().Perm() != 0o600 {
@@ -174,7 +175,7 @@ func TestAgentReachIsItsToken(t *testing.T) {
 // tightened again before the next request is served.
 func TestLoosenedHomeIsTightened(t *testing.T) {
 	d := daemontest.Start(t)
-	create(t, d, core.CreateTaskInput{Title: "write something"})
+	create(t, d, api.CreateTaskInput{Title: "write something"})
 	for _, p := range []string{d.Home.DB(), d.Home.DB() + "-wal", d.Home.DB() + "-shm"} {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want mode 0600", p, fi, err)
@@ -203,7 +204,7 @@ func TestLoosenedHomeIsTightened(t *testing.T) {
 func TestRequestLimits(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	_, err := d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "big", Description: strings.Repeat("x", daemon.MaxBody+1), CWD: os.TempDir()})
+	_, err := d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "big", Description: strings.Repeat("x", daemon.MaxBody+1), CWD: os.TempDir()})
 	if e := core.AsError(err); e.Code != core.CodeValidation || !strings.Contains(e.Message, "too large") {
 		t.Errorf("oversized body: %v, want a VALIDATION_ERROR about its size", err)
 	}
@@ -242,7 +243,7 @@ func TestRequestLimits(t *testing.T) {
 // saying why, when the daemon goes away under it.
 func TestLogFollowFailsWhenDaemonDies(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "followed", Prompt: "mock: say hello", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "followed", Prompt: "mock: say hello", Start: true})
 	waitSaid(t, d, task.ID, "hello")
 	cmd := exec.Command(d.Bin, "task", "log", "--follow", task.ID)
 	for _, kv := range os.Environ() {
@@ -280,12 +281,12 @@ func TestLogFollowFailsWhenDaemonDies(t *testing.T) {
 // touched.
 func TestArchivedParentLeavesInProgress(t *testing.T) {
 	d := daemontest.Start(t)
-	parent := create(t, d, core.CreateTaskInput{Title: "parent", Start: true,
+	parent := create(t, d, api.CreateTaskInput{Title: "parent", Start: true,
 		Prompt: `mock: call create_task_kandev {"title":"kid","prompt":"mock: hang"}` + "\nmock: hang"})
 	waitState(t, d, parent.ID, core.SessionRunning)
 	var kid core.Task
 	daemontest.Eventually(t, wait, "the child to run", func() bool {
-		tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{Root: parent.ID})
+		tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{Root: parent.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

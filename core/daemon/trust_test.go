@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -206,7 +207,7 @@ func (e *trustEnv) takeMarkers(t *testing.T) []string {
 // box creates a confined task in dir (a repository: its own worktree).
 func (e *trustEnv) box(t *testing.T, dir, title, prompt string, start bool) core.Task {
 	t.Helper()
-	return create(t, e.d, core.CreateTaskInput{Title: title, CWD: dir, Sandbox: e.mode, Profile: e.profile, Start: start, Prompt: prompt})
+	return create(t, e.d, api.CreateTaskInput{Title: title, CWD: dir, Sandbox: e.mode, Profile: e.profile, Start: start, Prompt: prompt})
 }
 
 // trustRepo is an operator's repository: its tracked files, its ignored
@@ -702,7 +703,7 @@ func (e *trustEnv) children(t *testing.T, id string) []core.Task {
 	t.Helper()
 	ctx, cancel := trustCtx()
 	defer cancel()
-	all, err := e.d.Client.ListTasks(ctx, core.ListTasksInput{Root: id, All: true})
+	all, err := e.d.Client.ListTasks(ctx, api.ListTasksInput{Root: id, All: true})
 	if err != nil {
 		t.Fatalf("list %s's subtree: %v", id, err)
 	}
@@ -827,16 +828,16 @@ echo "config.worktree at $AD"
 			e.heldOrReport(t, r, "after planting", ids)
 			ctx, cancel := trustCtx()
 			defer cancel()
-			d, err := e.d.Client.TaskDiff(ctx, task.ID, core.DiffInput{Patch: true})
+			d, err := e.d.Client.TaskDiff(ctx, task.ID, api.DiffInput{Patch: true})
 			e.heldOrReport(t, r, "kandev task diff (client, patch)", ids, d.Patch, errText(err))
-			d, err = e.d.Client.TaskDiff(ctx, task.ID, core.DiffInput{})
+			d, err = e.d.Client.TaskDiff(ctx, task.ID, api.DiffInput{})
 			e.heldOrReport(t, r, "kandev task diff (client, files and stat)", ids, d.Stat, errText(err))
 			o, _ := e.cli("task", "diff", task.ID)
 			e.cellHeld(t, r, "kandev task diff (CLI)", ids, nil, nil, []string{o})
 			o, _ = e.cli("task", "diff", "--stat", task.ID)
 			e.cellHeld(t, r, "kandev task diff --stat (CLI)", ids, nil, nil, []string{o})
-			review, _ := e.d.Client.TaskDiff(ctx, task.ID, core.DiffInput{})
-			_, err = e.d.Client.MergeTask(ctx, task.ID, core.MergeInput{})
+			review, _ := e.d.Client.TaskDiff(ctx, task.ID, api.DiffInput{})
+			_, err = e.d.Client.MergeTask(ctx, task.ID, api.MergeInput{})
 			var bad []string
 			if err == nil {
 				bad = e.merged(t, r, review)
@@ -855,7 +856,7 @@ echo "config.worktree at $AD"
 // merged records a merge the operator asked for: main moved forward from
 // where it was (its history kept) and brought only what the task's diff
 // showed; those files may differ from the operator's now.
-func (e *trustEnv) merged(t *testing.T, r *trustRepo, review core.TaskDiff) []string {
+func (e *trustEnv) merged(t *testing.T, r *trustRepo, review api.TaskDiff) []string {
 	t.Helper()
 	var bad []string
 	head := e.mustGit(t, r.dir, "rev-parse", "main")
@@ -906,7 +907,7 @@ try substitute-main-blob subst "$OID" "the agent rewrote this\n" "$CD/objects"
 				}
 				ctx, cancel := trustCtx()
 				defer cancel()
-				d, err := e.d.Client.TaskDiff(ctx, task.ID, core.DiffInput{Patch: true})
+				d, err := e.d.Client.TaskDiff(ctx, task.ID, api.DiffInput{Patch: true})
 				e.heldOrReport(t, r, "the agent's diff after the rewrite", []string{task.ID, next.ID}, d.Patch, errText(err))
 			})
 			t.Run("a substituted object on the branch", func(t *testing.T) {
@@ -926,21 +927,21 @@ try substitute-own-blob subst "$N" "the agent's unreviewed text\n"
 				ids := []string{task.ID}
 				ctx, cancel := trustCtx()
 				defer cancel()
-				d, err := e.d.Client.TaskDiff(ctx, task.ID, core.DiffInput{Patch: true})
+				d, err := e.d.Client.TaskDiff(ctx, task.ID, api.DiffInput{Patch: true})
 				if err == nil {
 					t.Errorf("the diff of a branch whose object does not check was not refused; it shows:\n%s", d.Patch)
 				} else {
 					t.Logf("diff refused: %v", err)
 				}
 				e.heldOrReport(t, r, "diff of a corrupt branch", ids, d.Patch, errText(err))
-				res, err := e.d.Client.MergeTask(ctx, task.ID, core.MergeInput{})
+				res, err := e.d.Client.MergeTask(ctx, task.ID, api.MergeInput{})
 				if err == nil {
 					t.Errorf("the merge of a branch whose object does not check was not refused: main is %s", short(res.Commit))
 				} else {
 					t.Logf("merge refused: %v", err)
 				}
 				e.heldOrReport(t, r, "merge of a corrupt branch", ids, errText(err))
-				push, err := e.d.Client.PushTask(ctx, task.ID, core.PushInput{})
+				push, err := e.d.Client.PushTask(ctx, task.ID, api.PushInput{})
 				if err == nil {
 					t.Errorf("the push of a branch whose object does not check was not refused: pushed %s", short(push.Commit))
 				}
@@ -1049,7 +1050,7 @@ var trustOps = []trustOp{
 	{name: "diff", run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{Patch: true})
+		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, api.DiffInput{Patch: true})
 		c.show(d.Stat, d.Patch)
 		c.fail(err)
 	}},
@@ -1057,7 +1058,7 @@ var trustOps = []trustOp{
 	{name: "diff --stat", run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{})
+		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, api.DiffInput{})
 		c.show(d.Stat, jsonText(d.Files))
 		c.fail(err)
 	}},
@@ -1084,7 +1085,7 @@ var trustOps = []trustOp{
 	{name: "child with a new worktree", run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		child, err := c.e.d.Client.CreateTask(ctx, core.CreateTaskInput{Title: "the operator's child", ParentID: c.task.ID,
+		child, err := c.e.d.Client.CreateTask(ctx, api.CreateTaskInput{Title: "the operator's child", ParentID: c.task.ID,
 			CWD: c.task.Workspace.Dir, Workspace: "new", Sandbox: c.e.mode, Profile: c.e.profile, Prompt: "mock: say child up"})
 		c.show(jsonText(child.Workspace))
 		c.fail(err)
@@ -1122,7 +1123,7 @@ var trustOps = []trustOp{
 		}
 		ctx, cancel := trustCtx()
 		defer cancel()
-		_, err := c.e.d.Client.StartTask(ctx, *c.child, core.StartTaskInput{})
+		_, err := c.e.d.Client.StartTask(ctx, *c.child, api.StartTaskInput{})
 		c.fail(err)
 		if err == nil {
 			c.e.settled(t, *c.child)
@@ -1145,10 +1146,10 @@ var trustOps = []trustOp{
 	{name: "worktree prune", run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		dry, err := c.e.d.Client.PruneWorktrees(ctx, core.PruneInput{DryRun: true})
+		dry, err := c.e.d.Client.PruneWorktrees(ctx, api.PruneInput{DryRun: true})
 		c.show(jsonText(dry))
 		c.fail(err)
-		res, err := c.e.d.Client.PruneWorktrees(ctx, core.PruneInput{})
+		res, err := c.e.d.Client.PruneWorktrees(ctx, api.PruneInput{})
 		c.show(jsonText(res))
 		c.fail(err)
 	}},
@@ -1178,24 +1179,24 @@ var trustOps = []trustOp{
 			return s != nil && s.ID != before && s.State == core.SessionRunning
 		}
 		if !resumed() {
-			_, err := c.e.d.Client.StartTask(ctx, c.task.ID, core.StartTaskInput{})
+			_, err := c.e.d.Client.StartTask(ctx, c.task.ID, api.StartTaskInput{})
 			c.fail(err)
 		}
 		daemontest.Eventually(t, trustWait, "the cut turn to run again", resumed)
-		_, err := c.e.d.Client.StopTask(ctx, c.task.ID, core.StopTaskInput{})
+		_, err := c.e.d.Client.StopTask(ctx, c.task.ID, api.StopTaskInput{})
 		c.fail(err)
-		_, err = c.e.d.Client.DropQueued(ctx, c.task.ID, core.DropQueueInput{All: true})
+		_, err = c.e.d.Client.DropQueued(ctx, c.task.ID, api.DropQueueInput{All: true})
 		c.fail(err)
 		c.e.settled(t, c.task.ID)
 	}},
-	{name: "merge", fresh: true, run: func(t *testing.T, c *trustCell) { c.merge(t, core.MergeInput{}) }},
+	{name: "merge", fresh: true, run: func(t *testing.T, c *trustCell) { c.merge(t, api.MergeInput{}) }},
 	{name: "merge --squash", fresh: true, run: func(t *testing.T, c *trustCell) {
-		c.merge(t, core.MergeInput{Squash: true, Message: "squash of " + c.task.ID})
+		c.merge(t, api.MergeInput{Squash: true, Message: "squash of " + c.task.ID})
 	}},
 	{name: "merge --archive (CLI)", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		review, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{})
+		review, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, api.DiffInput{})
 		c.fail(err)
 		o, code := c.e.cli("task", "merge", c.task.ID, "--archive", "-m", "merged by the CLI")
 		c.print(o)
@@ -1209,29 +1210,29 @@ var trustOps = []trustOp{
 		defer cancel()
 		_, err := c.e.d.Client.SetTaskStatus(ctx, c.task.ID, core.StatusDone)
 		c.fail(err)
-		_, err = c.e.d.Client.ArchiveTask(ctx, c.task.ID, core.ArchiveTaskInput{})
+		_, err = c.e.d.Client.ArchiveTask(ctx, c.task.ID, api.ArchiveTaskInput{})
 		c.fail(err)
-		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{Patch: true})
+		d, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, api.DiffInput{Patch: true})
 		c.show(d.Patch)
 		c.fail(err)
 	}},
 	{name: "discard", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		_, err := c.e.d.Client.DiscardTask(ctx, c.task.ID, core.DiscardTaskInput{})
+		_, err := c.e.d.Client.DiscardTask(ctx, c.task.ID, api.DiscardTaskInput{})
 		c.fail(err)
 	}},
 	{name: "push", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		res, err := c.e.d.Client.PushTask(ctx, c.task.ID, core.PushInput{})
+		res, err := c.e.d.Client.PushTask(ctx, c.task.ID, api.PushInput{})
 		c.show(jsonText(res))
 		c.fail(err)
 	}},
 	{name: "pr", fresh: true, run: func(t *testing.T, c *trustCell) {
 		ctx, cancel := trustCtx()
 		defer cancel()
-		res, err := c.e.d.Client.PullRequestTask(ctx, c.task.ID, core.PullRequestInput{})
+		res, err := c.e.d.Client.PullRequestTask(ctx, c.task.ID, api.PullRequestInput{})
 		c.show(jsonText(res))
 		c.fail(err)
 	}},
@@ -1239,10 +1240,10 @@ var trustOps = []trustOp{
 
 // merge is a merge through the client: what merges must be what the
 // task's diff showed, and main must only move forward.
-func (c *trustCell) merge(t *testing.T, in core.MergeInput) {
+func (c *trustCell) merge(t *testing.T, in api.MergeInput) {
 	ctx, cancel := trustCtx()
 	defer cancel()
-	review, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, core.DiffInput{})
+	review, err := c.e.d.Client.TaskDiff(ctx, c.task.ID, api.DiffInput{})
 	c.fail(err)
 	res, err := c.e.d.Client.MergeTask(ctx, c.task.ID, in)
 	c.show(jsonText(res))
@@ -1306,7 +1307,7 @@ func testTrustMatrix(t *testing.T, mode string) {
 			ctx, cancel := trustCtx()
 			for _, task := range tasks {
 				ids = append(ids, task.ID)
-				if _, err := e.d.Client.StartTask(ctx, task.ID, core.StartTaskInput{}); err != nil {
+				if _, err := e.d.Client.StartTask(ctx, task.ID, api.StartTaskInput{}); err != nil {
 					t.Fatalf("start %s: %v", task.ID, err)
 				}
 			}
@@ -1352,7 +1353,7 @@ func testTrustMatrix(t *testing.T, mode string) {
 			ctx, cancel = trustCtx()
 			defer cancel()
 			for _, id := range ids {
-				_, _ = e.d.Client.StopTask(ctx, id, core.StopTaskInput{})
+				_, _ = e.d.Client.StopTask(ctx, id, api.StopTaskInput{})
 			}
 			t.Logf("%s: %d operations in %s", g.name, len(trustOps), time.Since(gBegan).Round(time.Millisecond))
 		})

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -18,7 +19,7 @@ import (
 // turn each.
 func TestQueueOrder(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "queue", Prompt: "mock: say first\nmock: sleep 1500ms\nmock: say first done", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "queue", Prompt: "mock: say first\nmock: sleep 1500ms\nmock: say first done", Start: true})
 	waitSaid(t, d, task.ID, "first")
 	for _, m := range []string{"mock: say one", "mock: say two", "mock: say three"} {
 		if res := message(t, d, task.ID, m); res.Status != "queued" {
@@ -65,9 +66,9 @@ func TestMessageToIdleTaskStarts(t *testing.T) {
 // the open subtask holds it (rule 4), so its agent stays up, idle.
 func heldParent(t *testing.T, d *daemontest.Daemon, prompt string) core.Task {
 	t.Helper()
-	p := create(t, d, core.CreateTaskInput{Title: "parent"})
-	create(t, d, core.CreateTaskInput{Title: "open subtask", ParentID: p.ID})
-	if _, err := d.Client.StartTask(context.Background(), p.ID, core.StartTaskInput{Prompt: prompt}); err != nil {
+	p := create(t, d, api.CreateTaskInput{Title: "parent"})
+	create(t, d, api.CreateTaskInput{Title: "open subtask", ParentID: p.ID})
+	if _, err := d.Client.StartTask(context.Background(), p.ID, api.StartTaskInput{Prompt: prompt}); err != nil {
 		t.Fatal(err)
 	}
 	return waitIdle(t, d, p.ID)
@@ -77,7 +78,7 @@ func heldParent(t *testing.T, d *daemontest.Daemon, prompt string) core.Task {
 // role that worked it, which continues its own agent session.
 func TestMessageHandsBackFromPerson(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "chat", Prompt: "mock: say hello", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "chat", Prompt: "mock: say hello", Start: true})
 	first := waitSettled(t, d, task.ID)
 	if first.Assignee == nil || first.Assignee.Kind != "person" || !first.YourTurn {
 		t.Fatalf("after a turn with no handoff the task should be the operator's: %+v", first.Assignee)
@@ -150,13 +151,13 @@ func TestNoResumeStartsNewSession(t *testing.T) {
 // tasks carry on.
 func TestAgentCrashFailsSession(t *testing.T) {
 	d := daemontest.Start(t)
-	crash := create(t, d, core.CreateTaskInput{Title: "crash", Prompt: "mock: say about to crash\nmock: crash", Start: true})
+	crash := create(t, d, api.CreateTaskInput{Title: "crash", Prompt: "mock: say about to crash\nmock: crash", Start: true})
 	task := waitState(t, d, crash.ID, core.SessionFailed)
 	if !strings.Contains(task.Session.Error, "exit status 3") {
 		t.Fatalf("session error %q does not give the exit status", task.Session.Error)
 	}
 	groupGone(t, task.Session.PID)
-	ok := create(t, d, core.CreateTaskInput{Title: "fine", Prompt: "mock: say still here", Start: true})
+	ok := create(t, d, api.CreateTaskInput{Title: "fine", Prompt: "mock: say still here", Start: true})
 	waitSaid(t, d, ok.ID, "still here")
 	// The crashed task runs again on the next message.
 	message(t, d, crash.ID, "mock: say back")
@@ -166,7 +167,7 @@ func TestAgentCrashFailsSession(t *testing.T) {
 // An agent that writes something other than ACP is failed and torn down.
 func TestAgentGarbageFailsSession(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "garbage", Prompt: "mock: garbage\nmock: hang", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "garbage", Prompt: "mock: garbage\nmock: hang", Start: true})
 	got := waitState(t, d, task.ID, core.SessionFailed)
 	if !strings.Contains(got.Session.Error, "not ACP") || !strings.Contains(got.Session.Error, "this is not json") {
 		t.Fatalf("session error %q", got.Session.Error)
@@ -182,7 +183,7 @@ func TestAgentNeverAnswers(t *testing.T) {
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "silent", Command: "sleep", Args: []string{"600"}, MCP: true}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "silent", Profile: "silent", Prompt: "hello", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "silent", Profile: "silent", Prompt: "hello", Start: true})
 	got := waitState(t, d, task.ID, core.SessionFailed)
 	if !strings.Contains(got.Session.Error, "did not answer in time") {
 		t.Fatalf("session error %q", got.Session.Error)
@@ -202,7 +203,7 @@ func TestMissingCommandWaits(t *testing.T) {
 	if _, err := d.Client.AddProfile(ctx, core.Profile{Name: "ghost", Command: "kandev-no-such-agent", MCP: true}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "ghost", Profile: "ghost", Prompt: "hello", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "ghost", Profile: "ghost", Prompt: "hello", Start: true})
 	daemontest.Eventually(t, wait, "the reason to show", func() bool {
 		for _, m := range conversation(t, d, task.ID) {
 			if strings.Contains(m.Text, "kandev-no-such-agent not found") {
@@ -220,10 +221,10 @@ func TestMissingCommandWaits(t *testing.T) {
 // Stopping a hung turn leaves no process of the agent's group behind.
 func TestStopTearsDownProcessGroup(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "hang", Prompt: "mock: call list_tasks_kandev {}\nmock: hang", Start: true})
+	task := create(t, d, api.CreateTaskInput{Title: "hang", Prompt: "mock: call list_tasks_kandev {}\nmock: hang", Start: true})
 	waitSaid(t, d, task.ID, "list_tasks_kandev")
 	running := get(t, d, task.ID).Session
-	res, err := d.Client.StopTask(context.Background(), task.ID, core.StopTaskInput{})
+	res, err := d.Client.StopTask(context.Background(), task.ID, api.StopTaskInput{})
 	if err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}

@@ -4,17 +4,17 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/core/wire"
 )
 
-// usageRoutes serves core.Spender. A budget is set on the operator's
+// usageRoutes serves api.Spender. A budget is set on the operator's
 // socket only (the agents' socket serves MCP routes alone), and the
 // engine refuses anyone but a person.
 func usageRoutes(m *http.ServeMux, eng *engine.Engine) {
 	route(m, wire.SetBudget, keyed(eng.Spend.SetBudget))
-	route(m, wire.Usage, func(ctx context.Context, in wire.UsageQuery) (core.UsageReport, error) {
-		return eng.Spend.Usage(ctx, core.UsageInput(in))
+	route(m, wire.Usage, func(ctx context.Context, in wire.UsageQuery) (api.UsageReport, error) {
+		return eng.Spend.Usage(ctx, api.UsageInput(in))
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -18,7 +19,7 @@ func child(t *testing.T, d *daemontest.Daemon, parent string) core.Task {
 	t.Helper()
 	var kid core.Task
 	daemontest.Eventually(t, wait, "a child of "+parent, func() bool {
-		tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{All: true})
+		tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{All: true})
 		if err != nil {
 			t.Fatalf("list: %v", err)
 		}
@@ -49,7 +50,7 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 // zero again in its new process: what it reports then is all new spend.
 func TestUsageSummedPerTaskAndTree(t *testing.T) {
 	d := daemontest.Start(t)
-	root := create(t, d, core.CreateTaskInput{Title: "root", Start: true,
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true,
 		Prompt: "mock: usage 100 20 0.01\n" + `mock: call create_task_kandev {"title":"kid","prompt":"mock: usage 50 5 0.02"}`})
 	kid := child(t, d, root.ID)
 	daemontest.Eventually(t, wait, "the kid's spend in the root's tree", func() bool {
@@ -103,7 +104,7 @@ func TestUsageSummedPerTaskAndTree(t *testing.T) {
 	if wide := d.MustRun("task", "list", "--wide"); !strings.Contains(wide, "Σ$0.58 197 tok") || !strings.Contains(wide, "$0.02 55 tok") {
 		t.Errorf("task list --wide:\n%s", wide)
 	}
-	var rep core.UsageReport
+	var rep api.UsageReport
 	if err := json.Unmarshal([]byte(d.MustRun("usage", "--json")), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	g1, g2 := filepath.Join(dir, "g1"), filepath.Join(dir, "g2")
 	// 85%, then 90% (no second notice), then 105% after g1.
 	kidPrompt := `mock: usage 10 10 0.85\nmock: usage 1 1 0.05\nmock: waitfile ` + g1 + `\nmock: usage 10 10 0.15\nmock: waitfile ` + g2 + `\nmock: say done-kid`
-	root := create(t, d, core.CreateTaskInput{Title: "root", Start: true, Budget: "1USD",
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Budget: "1USD",
 		Prompt: `mock: call create_task_kandev {"title":"kid","prompt":"` + kidPrompt + `"}`})
 	if b := root.Budget; b == nil || b.Holder != root.ID || b.Amount.Kind != core.BudgetCost || b.Amount.Value != 1 || b.Amount.Currency != "USD" {
 		t.Fatalf("root budget %+v", b)
@@ -344,7 +345,7 @@ func TestBudgetBadAmountsRefused(t *testing.T) {
 // listed, and create_task_kandev takes no budget.
 func TestAgentCannotSetBudget(t *testing.T) {
 	d := daemontest.Start(t)
-	task := create(t, d, core.CreateTaskInput{Title: "agent", Start: true, Budget: "1USD",
+	task := create(t, d, api.CreateTaskInput{Title: "agent", Start: true, Budget: "1USD",
 		Prompt: "mock: tools\n" + `mock: call create_task_kandev {"title":"kid","budget":"100USD"}` + "\n" +
 			`mock: call set_task_title_kandev {"title":"renamed","budget":"100USD"}`})
 	waitSettled(t, d, task.ID)
@@ -360,7 +361,7 @@ func TestAgentCannotSetBudget(t *testing.T) {
 	if !saidContains(t, d, task.ID, "error create_task_kandev: VALIDATION_ERROR") {
 		t.Fatalf("the create with a budget was not refused: %q", said(t, d, task.ID))
 	}
-	tasks, err := d.Client.ListTasks(context.Background(), core.ListTasksInput{All: true})
+	tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,18 +394,18 @@ func TestAgentCannotSetBudget(t *testing.T) {
 // own; a normal task, or one given its own, keeps what it was given.
 func TestAutopilotBudgetFromConfig(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_AUTOPILOT_BUDGET=3USD"))
-	auto := create(t, d, core.CreateTaskInput{Title: "auto", Autopilot: true})
+	auto := create(t, d, api.CreateTaskInput{Title: "auto", Autopilot: true})
 	if b := auto.Budget; b == nil || b.Amount.Value != 3 || b.Amount.Currency != "USD" || b.SetBy.String() != "config" || b.Holder != auto.ID {
 		t.Fatalf("autopilot root budget %+v", b)
 	}
-	own := create(t, d, core.CreateTaskInput{Title: "own", Autopilot: true, Budget: "1M-tokens"})
+	own := create(t, d, api.CreateTaskInput{Title: "own", Autopilot: true, Budget: "1M-tokens"})
 	if b := own.Budget; b == nil || b.Amount.Kind != core.BudgetTokens {
 		t.Fatalf("given budget %+v", b)
 	}
-	if b := create(t, d, core.CreateTaskInput{Title: "normal"}).Budget; b != nil {
+	if b := create(t, d, api.CreateTaskInput{Title: "normal"}).Budget; b != nil {
 		t.Fatalf("normal task budget %+v", b)
 	}
-	kid := create(t, d, core.CreateTaskInput{Title: "kid", ParentID: auto.ID, Autopilot: true})
+	kid := create(t, d, api.CreateTaskInput{Title: "kid", ParentID: auto.ID, Autopilot: true})
 	if b := kid.Budget; b == nil || b.Holder != auto.ID {
 		t.Fatalf("an autopilot child shows %+v, want its root's budget", b)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestWaitReturnsOnStopAndCancel(t *testing.T) {
 	d := daemontest.Start(t)
 	ctx := context.Background()
-	task := create(t, d, core.CreateTaskInput{Title: "hangs", Start: true, Prompt: "mock: say started\nmock: hang"})
+	task := create(t, d, api.CreateTaskInput{Title: "hangs", Start: true, Prompt: "mock: say started\nmock: hang"})
 	waitSaid(t, d, task.ID, "started")
 	type result struct {
 		code int
@@ -29,7 +30,7 @@ func TestWaitReturnsOnStopAndCancel(t *testing.T) {
 	}()
 	// Whether the stop lands before the wait's first read or after (an
 	// event), the outcome is the same.
-	if _, err := d.Client.StopTask(ctx, task.ID, core.StopTaskInput{}); err != nil {
+	if _, err := d.Client.StopTask(ctx, task.ID, api.StopTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
@@ -45,7 +46,7 @@ func TestWaitReturnsOnStopAndCancel(t *testing.T) {
 		t.Fatalf("wait on a stopped task: exit %d %+v", code, w2)
 	}
 
-	other := create(t, d, core.CreateTaskInput{Title: "cancelled", Start: true, Prompt: "mock: say started\nmock: hang"})
+	other := create(t, d, api.CreateTaskInput{Title: "cancelled", Start: true, Prompt: "mock: say started\nmock: hang"})
 	waitSaid(t, d, other.ID, "started")
 	go func() {
 		r := d.Run("wait", other.ID, "--json", "--timeout", "60s")

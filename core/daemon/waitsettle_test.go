@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
@@ -14,10 +15,10 @@ import (
 // running by the next command.
 func TestWaitReturnsOnceTheTurnSettled(t *testing.T) {
 	d := daemontest.Start(t)
-	if _, err := d.Client.AddPerson(context.Background(), core.AddPersonInput{Name: "alice"}); err != nil {
+	if _, err := d.Client.AddPerson(context.Background(), api.AddPersonInput{Name: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	task := create(t, d, core.CreateTaskInput{Title: "hands on, keeps talking", Start: true,
+	task := create(t, d, api.CreateTaskInput{Title: "hands on, keeps talking", Start: true,
 		Prompt: call("handoff_task_kandev", map[string]any{"to": "alice", "message": "yours"}) + "\nmock: sleep 1500ms\nmock: say still here"})
 	r := d.Run("wait", task.ID, "--timeout", "60s")
 	if r.Code != 10 || !strings.Contains(r.Stdout, "alice") {

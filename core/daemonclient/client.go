@@ -1,5 +1,5 @@
 // Package daemonclient speaks to the kandev daemon over its unix socket:
-// the core.Client every front end uses, the tool host behind kandev mcp,
+// the api.Client every front end uses, the tool host behind kandev mcp,
 // starting the daemon in the background when none answers (Connect), and
 // asking after or stopping it without starting one (Ping, Probe, Stop).
 // It depends on core and core/wire only: the front ends that use it never
@@ -18,11 +18,12 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/wire"
 )
 
-// Client speaks to a daemon over its socket. It implements core.Client and
-// core.ToolHost; with a token it calls as that agent session. Its
+// Client speaks to a daemon over its socket. It implements api.Client and
+// api.ToolHost; with a token it calls as that agent session. Its
 // operations are grouped by area, as the engine's are (Tasks, Messages,
 // Questions, Workspaces, Roles, Hosts, Spend): each area is a small client
 // of its own, embedded here, and all of them share the client's one
@@ -74,13 +75,13 @@ func (f *firstConn) take() net.Conn {
 }
 
 var (
-	_ core.Client     = (*Client)(nil)
-	_ core.ToolHost   = (*Client)(nil)
-	_ core.HostClient = (*Client)(nil)
-	_ core.Spender    = (*Client)(nil)
+	_ api.Client     = (*Client)(nil)
+	_ api.ToolHost   = (*Client)(nil)
+	_ api.HostClient = (*Client)(nil)
+	_ api.Spender    = (*Client)(nil)
 
-	_ core.TaskSummaries     = (*Client)(nil)
-	_ core.TaskSummaryStream = (*Client)(nil)
+	_ api.TaskSummaries     = (*Client)(nil)
+	_ api.TaskSummaryStream = (*Client)(nil)
 )
 
 // Dial returns a client of the daemon at socket. It does not connect yet.
@@ -138,8 +139,8 @@ func (c *Client) Ping(ctx context.Context) error {
 	return err
 }
 
-// Version implements core.Client.
-func (c *Client) Version(ctx context.Context) (core.VersionInfo, error) {
+// Version implements api.Client.
+func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
 	return call(ctx, c.c, wire.Version, wire.None{})
 }
 
@@ -149,9 +150,9 @@ func (c *Client) IntegrityCheck(ctx context.Context) ([]string, error) {
 	return call(ctx, c.c, wire.IntegrityCheck, wire.None{})
 }
 
-// Events implements core.Client: it follows the daemon's SSE stream until
+// Events implements api.Client: it follows the daemon's SSE stream until
 // ctx ends or the daemon goes away, then closes the channel.
-func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
+func (c *Client) Events(ctx context.Context, in api.EventsInput) (<-chan core.Event, error) {
 	path := "/v1/events"
 	q := url.Values{}
 	if in.TaskID != "" {
@@ -203,19 +204,19 @@ func (c *Client) Events(ctx context.Context, in core.EventsInput) (<-chan core.E
 	return out, nil
 }
 
-// FollowAppends implements core.Client.
+// FollowAppends implements api.Client.
 func (c *Client) FollowAppends(ctx context.Context, subscription, taskID string) error {
 	_, err := call(ctx, c.c, wire.FollowAppends, wire.Keyed[wire.AppendsBody]{Key: subscription, In: wire.AppendsBody{TaskID: taskID}})
 	return err
 }
 
-// ToolSurface implements core.ToolHost.
-func (c *Client) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
-	var s core.ToolSurface
+// ToolSurface implements api.ToolHost.
+func (c *Client) ToolSurface(ctx context.Context) (api.ToolSurface, error) {
+	var s api.ToolSurface
 	return s, c.c.do(ctx, "GET", "/v1/mcp/surface", nil, &s)
 }
 
-// CallTool implements core.ToolHost. The result is the tool's JSON result.
+// CallTool implements api.ToolHost. The result is the tool's JSON result.
 func (c *Client) CallTool(ctx context.Context, name string, args []byte) (any, error) {
 	if len(args) == 0 {
 		args = []byte("{}")

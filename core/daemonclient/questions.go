@@ -3,7 +3,7 @@ package daemonclient
 import (
 	"context"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/wire"
 )
 
@@ -11,9 +11,9 @@ import (
 // answered.
 type Questions struct{ c *caller }
 
-var _ core.QuestionClient = (*Questions)(nil)
+var _ api.QuestionClient = (*Questions)(nil)
 
-// AnswerQuestion implements core.QuestionClient.
-func (q *Questions) AnswerQuestion(ctx context.Context, id string, in core.AnswerInput) (core.AnswerResult, error) {
-	return call(ctx, q.c, wire.AnswerQuestion, wire.Keyed[core.AnswerInput]{Key: id, In: in})
+// AnswerQuestion implements api.QuestionClient.
+func (q *Questions) AnswerQuestion(ctx context.Context, id string, in api.AnswerInput) (api.AnswerResult, error) {
+	return call(ctx, q.c, wire.AnswerQuestion, wire.Keyed[api.AnswerInput]{Key: id, In: in})
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/wire"
 )
 
@@ -16,26 +17,26 @@ import (
 // summary and streamed forms.
 type Tasks struct{ c *caller }
 
-var _ core.TaskClient = (*Tasks)(nil)
+var _ api.TaskClient = (*Tasks)(nil)
 
-// CreateTask implements core.TaskClient.
-func (t *Tasks) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+// CreateTask implements api.TaskClient.
+func (t *Tasks) CreateTask(ctx context.Context, in api.CreateTaskInput) (core.Task, error) {
 	return call(ctx, t.c, wire.CreateTask, in)
 }
 
-// ListTasks implements core.TaskClient.
-func (t *Tasks) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+// ListTasks implements api.TaskClient.
+func (t *Tasks) ListTasks(ctx context.Context, in api.ListTasksInput) ([]core.Task, error) {
 	return call(ctx, t.c, wire.ListTasks, wire.ListQuery(in))
 }
 
-// TaskStats implements core.TaskClient.
-func (t *Tasks) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
+// TaskStats implements api.TaskClient.
+func (t *Tasks) TaskStats(ctx context.Context, in api.ListTasksInput) (api.TaskStats, error) {
 	return call(ctx, t.c, wire.TaskStats, wire.ListQuery(in))
 }
 
 // ListTasksRaw streams the daemon's JSON array of tasks unchanged, for
 // `task list --json`: no decode and re-encode on the way through.
-func (t *Tasks) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.Writer) error {
+func (t *Tasks) ListTasksRaw(ctx context.Context, in api.ListTasksInput, w io.Writer) error {
 	resp, err := t.c.send(ctx, "GET", listPath(in), nil)
 	if err != nil {
 		return err
@@ -45,14 +46,14 @@ func (t *Tasks) ListTasksRaw(ctx context.Context, in core.ListTasksInput, w io.W
 	return err
 }
 
-// ListTaskSummaries implements core.TaskSummaries: the listing with only
+// ListTaskSummaries implements api.TaskSummaries: the listing with only
 // what a tree row shows, in the compact encoding of core/wire.
-func (t *Tasks) ListTaskSummaries(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+func (t *Tasks) ListTaskSummaries(ctx context.Context, in api.ListTasksInput) ([]core.Task, error) {
 	return t.StreamTaskSummaries(ctx, in, 0, nil)
 }
 
-// StreamTaskSummaries implements core.TaskSummaryStream.
-func (t *Tasks) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
+// StreamTaskSummaries implements api.TaskSummaryStream.
+func (t *Tasks) StreamTaskSummaries(ctx context.Context, in api.ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error) {
 	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
 	resp, err := t.c.send(ctx, "GET", p, nil)
 	var e *core.Error
@@ -71,7 +72,7 @@ func (t *Tasks) StreamTaskSummaries(ctx context.Context, in core.ListTasksInput,
 	return wire.ReadTaskSummaries(resp.Body, n, first)
 }
 
-func listPath(in core.ListTasksInput) string {
+func listPath(in api.ListTasksInput) string {
 	path, _ := wire.ListTasks.Request(wire.ListQuery(in))
 	return path
 }
@@ -80,7 +81,7 @@ func listPath(in core.ListTasksInput) string {
 // task as its line is decoded, and must copy what it keeps (the task is
 // reused). The text task list reads 100,000 tasks this way without holding
 // them.
-func (t *Tasks) ScanTaskSummaries(ctx context.Context, in core.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
+func (t *Tasks) ScanTaskSummaries(ctx context.Context, in api.ListTasksInput, count func(n int), fn func(*core.Task) error) error {
 	p := strings.Replace(listPath(in), "/v1/tasks", "/v1/task-summaries", 1)
 	resp, err := t.c.send(ctx, "GET", p, nil)
 	var e *core.Error
@@ -128,37 +129,37 @@ func (t *Tasks) GetTaskJSON(ctx context.Context, id string) ([]byte, error) {
 	return b, nil
 }
 
-// GetTask implements core.TaskClient.
+// GetTask implements api.TaskClient.
 func (t *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	return call(ctx, t.c, wire.GetTask, wire.Key(id))
 }
 
-// EditTask implements core.TaskClient.
-func (t *Tasks) EditTask(ctx context.Context, id string, in core.EditTaskInput) (core.Task, error) {
-	return call(ctx, t.c, wire.EditTask, wire.Keyed[core.EditTaskInput]{Key: id, In: in})
+// EditTask implements api.TaskClient.
+func (t *Tasks) EditTask(ctx context.Context, id string, in api.EditTaskInput) (core.Task, error) {
+	return call(ctx, t.c, wire.EditTask, wire.Keyed[api.EditTaskInput]{Key: id, In: in})
 }
 
-// ArchiveTask implements core.TaskClient.
-func (t *Tasks) ArchiveTask(ctx context.Context, id string, in core.ArchiveTaskInput) (core.Task, error) {
+// ArchiveTask implements api.TaskClient.
+func (t *Tasks) ArchiveTask(ctx context.Context, id string, in api.ArchiveTaskInput) (core.Task, error) {
 	return call(ctx, t.c, wire.ArchiveTask, wire.WithOptions(id, in))
 }
 
-// SetTaskStatus implements core.TaskClient.
+// SetTaskStatus implements api.TaskClient.
 func (t *Tasks) SetTaskStatus(ctx context.Context, id string, status core.Status) (core.Task, error) {
 	return call(ctx, t.c, wire.SetTaskStatus, wire.Keyed[wire.StatusBody]{Key: id, In: wire.StatusBody{Status: status}})
 }
 
-// StopTask implements core.TaskClient.
-func (t *Tasks) StopTask(ctx context.Context, id string, in core.StopTaskInput) (core.StopResult, error) {
+// StopTask implements api.TaskClient.
+func (t *Tasks) StopTask(ctx context.Context, id string, in api.StopTaskInput) (api.StopResult, error) {
 	return call(ctx, t.c, wire.StopTask, wire.WithOptions(id, in))
 }
 
-// HandoffTask implements core.TaskClient.
-func (t *Tasks) HandoffTask(ctx context.Context, id string, in core.HandoffInput) (core.HandoffResult, error) {
-	return call(ctx, t.c, wire.HandoffTask, wire.Keyed[core.HandoffInput]{Key: id, In: in})
+// HandoffTask implements api.TaskClient.
+func (t *Tasks) HandoffTask(ctx context.Context, id string, in api.HandoffInput) (api.HandoffResult, error) {
+	return call(ctx, t.c, wire.HandoffTask, wire.Keyed[api.HandoffInput]{Key: id, In: in})
 }
 
-// BlockTask implements core.TaskClient.
-func (t *Tasks) BlockTask(ctx context.Context, id string, in core.BlockInput) (core.Task, error) {
-	return call(ctx, t.c, wire.BlockTask, wire.Keyed[core.BlockInput]{Key: id, In: in})
+// BlockTask implements api.TaskClient.
+func (t *Tasks) BlockTask(ctx context.Context, id string, in api.BlockInput) (core.Task, error) {
+	return call(ctx, t.c, wire.BlockTask, wire.Keyed[api.BlockInput]{Key: id, In: in})
 }

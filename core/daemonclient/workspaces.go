@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/wire"
 )
 
@@ -11,39 +12,39 @@ import (
 // diff, review, push, pull request, merge and discard, and the prune.
 type Workspaces struct{ c *caller }
 
-var _ core.WorkspaceClient = (*Workspaces)(nil)
+var _ api.WorkspaceClient = (*Workspaces)(nil)
 
-// TaskDiff implements core.WorkspaceClient.
-func (w *Workspaces) TaskDiff(ctx context.Context, id string, in core.DiffInput) (core.TaskDiff, error) {
+// TaskDiff implements api.WorkspaceClient.
+func (w *Workspaces) TaskDiff(ctx context.Context, id string, in api.DiffInput) (api.TaskDiff, error) {
 	return call(ctx, w.c, wire.TaskDiff, wire.Keyed[wire.DiffQuery]{Key: id, In: wire.DiffQuery(in)})
 }
 
-// TaskReview implements core.WorkspaceClient.
-func (w *Workspaces) TaskReview(ctx context.Context, id string) (core.ReviewView, error) {
+// TaskReview implements api.WorkspaceClient.
+func (w *Workspaces) TaskReview(ctx context.Context, id string) (api.ReviewView, error) {
 	return call(ctx, w.c, wire.TaskReview, wire.Key(id))
 }
 
-// PushTask implements core.WorkspaceClient.
-func (w *Workspaces) PushTask(ctx context.Context, id string, in core.PushInput) (core.PushResult, error) {
-	return call(ctx, w.c, wire.PushTask, wire.Keyed[core.PushInput]{Key: id, In: in})
+// PushTask implements api.WorkspaceClient.
+func (w *Workspaces) PushTask(ctx context.Context, id string, in api.PushInput) (api.PushResult, error) {
+	return call(ctx, w.c, wire.PushTask, wire.Keyed[api.PushInput]{Key: id, In: in})
 }
 
-// PullRequestTask implements core.WorkspaceClient.
-func (w *Workspaces) PullRequestTask(ctx context.Context, id string, in core.PullRequestInput) (core.PullRequestResult, error) {
-	return call(ctx, w.c, wire.PullRequestTask, wire.Keyed[core.PullRequestInput]{Key: id, In: in})
+// PullRequestTask implements api.WorkspaceClient.
+func (w *Workspaces) PullRequestTask(ctx context.Context, id string, in api.PullRequestInput) (api.PullRequestResult, error) {
+	return call(ctx, w.c, wire.PullRequestTask, wire.Keyed[api.PullRequestInput]{Key: id, In: in})
 }
 
-// MergeTask implements core.WorkspaceClient.
-func (w *Workspaces) MergeTask(ctx context.Context, id string, in core.MergeInput) (core.MergeResult, error) {
-	return call(ctx, w.c, wire.MergeTask, wire.Keyed[core.MergeInput]{Key: id, In: in})
+// MergeTask implements api.WorkspaceClient.
+func (w *Workspaces) MergeTask(ctx context.Context, id string, in api.MergeInput) (api.MergeResult, error) {
+	return call(ctx, w.c, wire.MergeTask, wire.Keyed[api.MergeInput]{Key: id, In: in})
 }
 
-// DiscardTask implements core.WorkspaceClient.
-func (w *Workspaces) DiscardTask(ctx context.Context, id string, in core.DiscardTaskInput) (core.Task, error) {
+// DiscardTask implements api.WorkspaceClient.
+func (w *Workspaces) DiscardTask(ctx context.Context, id string, in api.DiscardTaskInput) (core.Task, error) {
 	return call(ctx, w.c, wire.DiscardTask, wire.WithOptions(id, in))
 }
 
-// PruneWorktrees implements core.WorkspaceClient.
-func (w *Workspaces) PruneWorktrees(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
+// PruneWorktrees implements api.WorkspaceClient.
+func (w *Workspaces) PruneWorktrees(ctx context.Context, in api.PruneInput) (api.PruneResult, error) {
 	return call(ctx, w.c, wire.PruneWorktrees, in)
 }

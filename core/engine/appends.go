@@ -6,7 +6,7 @@ import (
 	"github.com/kandev/kandev/core"
 )
 
-// FollowAppends serves core.Client's operation of that name: the subscription (an Events
+// FollowAppends serves api.Client's operation of that name: the subscription (an Events
 // stream's, or GET /v1/events's) receives taskID's appends alone from the
 // next event on, none when taskID is "".
 func (ts *Tasks) FollowAppends(ctx context.Context, subscription, taskID string) error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
@@ -290,11 +291,11 @@ func (sp *Spend) governingBudget(t core.Task) *core.BudgetInfo {
 	return best
 }
 
-// SetBudget implements core.Spender: a person fixes or raises a task's own
+// SetBudget implements api.Spender: a person fixes or raises a task's own
 // budget. Raising a reached budget past the spend hands the holder back
 // where it was and lets the tree go on; a raise that leaves nothing to
 // spend is refused.
-func (sp *Spend) SetBudget(ctx context.Context, ref string, in core.BudgetInput) (core.Task, error) {
+func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
 	if err := sp.may(actor, ActSetBudget, core.Task{}); err != nil {
 		return core.Task{}, err
@@ -314,7 +315,7 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in core.BudgetInput)
 	if cur != nil {
 		curAmount = &cur.Amount
 	}
-	a, err := core.CheckBudgetChange(curAmount, in)
+	a, err := api.CheckBudgetChange(curAmount, in)
 	if err != nil {
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, err
@@ -390,7 +391,7 @@ func storedAmount(a core.Amount) int64 {
 // createBudget is the budget a new task starts with: the one given (a
 // person's only), else for a top-level autopilot task the configured
 // autopilot_budget. nil: none.
-func (sp *Spend) createBudget(actor core.Actor, in core.CreateTaskInput) (*core.Amount, string, error) {
+func (sp *Spend) createBudget(actor core.Actor, in api.CreateTaskInput) (*core.Amount, string, error) {
 	if in.Budget != "" {
 		if err := sp.may(actor, ActSetBudget, core.Task{}); err != nil {
 			return nil, "", err

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // In process (so the race detector sees the recorder, the budget check and
@@ -18,7 +19,7 @@ func TestBudgetInProcess(t *testing.T) {
 	// reports checked together are one crossing from 0 to 110%, which is
 	// a reached budget with no warning (nothing is left to wrap up).
 	warned, warn := p.gateFile("warned")
-	task := p.create(core.CreateTaskInput{Title: "spender", Start: true, Budget: "1USD",
+	task := p.create(api.CreateTaskInput{Title: "spender", Start: true, Budget: "1USD",
 		Prompt: "mock: usage 10 10 0.9\nmock: waitfile " + warned + "\nmock: usage 1 1 0.2\nmock: waitfile " + gate + "\nmock: say after"})
 	p.waitFor("the 80% notice", func() bool { b := p.get(task.ID).Budget; return b != nil && b.Noticed })
 	warn()
@@ -28,13 +29,13 @@ func TestBudgetInProcess(t *testing.T) {
 	if got.Session.State != core.SessionCancelled || got.Assignee == nil || !got.Assignee.IsPerson() || got.Budget == nil || !got.Budget.Reached {
 		t.Fatalf("after the budget: session %+v assignee %+v budget %+v", got.Session, got.Assignee, got.Budget)
 	}
-	sp := core.Spender(p.eng.Spend)
+	sp := api.Spender(p.eng.Spend)
 	agent := core.WithActor(p.ctx, core.Actor{Kind: core.ActorAgent, TaskID: task.ID, SessionID: got.Session.ID})
-	if _, err := sp.SetBudget(agent, task.ID, core.BudgetInput{Add: "5USD"}); core.CodeOf(err) != core.CodeForbidden {
+	if _, err := sp.SetBudget(agent, task.ID, api.BudgetInput{Add: "5USD"}); core.CodeOf(err) != core.CodeForbidden {
 		t.Fatalf("an agent's raise: %v, want forbidden", err)
 	}
 	open()
-	if _, err := sp.SetBudget(p.op(), task.ID, core.BudgetInput{Add: "5USD"}); err != nil {
+	if _, err := sp.SetBudget(p.op(), task.ID, api.BudgetInput{Add: "5USD"}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("the cut turn to run again", func() bool { return p.hasSaid(task.ID, "after") })
@@ -69,12 +70,12 @@ func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {
 	p := newInProc(t)
 	start, go1 := p.gateFile("start")
 	resume, go2 := p.gateFile("resume")
-	root := p.create(core.CreateTaskInput{Title: "root", Start: true, Budget: "1USD",
+	root := p.create(api.CreateTaskInput{Title: "root", Start: true, Budget: "1USD",
 		Prompt: callDirective("create_task_kandev", map[string]any{"title": "kid",
 			"prompt": "mock: waitfile " + start + "\nmock: usage 10 10 1.1\nmock: waitfile " + resume + "\nmock: say done-kid"})})
 	var kid string
 	p.waitFor("the kid", func() bool {
-		list, err := p.eng.Tasks.ListTasks(p.ctx, core.ListTasksInput{All: true})
+		list, err := p.eng.Tasks.ListTasks(p.ctx, api.ListTasksInput{All: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {
 	}
 
 	go2()
-	if _, err := core.Spender(p.eng.Spend).SetBudget(p.op(), root.ID, core.BudgetInput{Add: "5USD"}); err != nil {
+	if _, err := api.Spender(p.eng.Spend).SetBudget(p.op(), root.ID, api.BudgetInput{Add: "5USD"}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("the kid's stall to climb from the root", func() bool {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // subscriberBuffer is how far a subscriber may fall behind before it is
@@ -50,13 +51,13 @@ type Appends struct {
 // AllAppends lets every task's appends through.
 var AllAppends = Appends{All: true}
 
-// AppendsOf reads the filter a client asked for (core.EventsInput.Appends):
+// AppendsOf reads the filter a client asked for (api.EventsInput.Appends):
 // "" every task's, core.AppendsNone none, else that task's.
 func AppendsOf(s string) Appends {
 	switch s {
 	case "":
 		return AllAppends
-	case core.AppendsNone:
+	case api.AppendsNone:
 		return Appends{}
 	}
 	return Appends{Task: s}

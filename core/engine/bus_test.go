@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 func appendEv(task string) core.Event {
@@ -58,7 +59,7 @@ func TestBusAppendsFilter(t *testing.T) {
 	defer cancelNone()
 	_, one, cancelOne := b.SubscribeAppends("", AppendsOf("a"))
 	defer cancelOne()
-	_, asked, cancelAsked := b.SubscribeAppends("", AppendsOf(core.AppendsNone))
+	_, asked, cancelAsked := b.SubscribeAppends("", AppendsOf(api.AppendsNone))
 	defer cancelAsked()
 	// A task's own stream filters its appends the same way.
 	_, taskNone, cancelTask := b.SubscribeAppends("a", Appends{})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/store"
@@ -47,7 +48,7 @@ func newCoord(t *testing.T) *coordEnv {
 
 func (c *coordEnv) task(title, parent string, autopilot bool) core.Task {
 	c.t.Helper()
-	task, err := c.eng.Tasks.CreateTask(c.ctx, core.CreateTaskInput{Title: title, ParentID: parent, Autopilot: autopilot,
+	task, err := c.eng.Tasks.CreateTask(c.ctx, api.CreateTaskInput{Title: title, ParentID: parent, Autopilot: autopilot,
 		Profile: "idle", CWD: c.t.TempDir()})
 	if err != nil {
 		c.t.Fatal(err)
@@ -117,15 +118,15 @@ func TestReplyAuthorization(t *testing.T) {
 	}
 	// The operator is not the parent either: it supersedes with a plain
 	// message instead.
-	_, err := c.eng.Messages.MessageTask(c.ctx, tr.c.ID, core.MessageInput{Text: "x", ReplyTo: qid})
+	_, err := c.eng.Messages.MessageTask(c.ctx, tr.c.ID, api.MessageInput{Text: "x", ReplyTo: qid})
 	wantCode(t, err, core.CodeForbidden)
 
 	res, err := c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.c.ID, "prompt": "blue", "reply_to_question_id": qid})
-	if err != nil || res.(core.MessageResult).Status != "answered" {
+	if err != nil || res.(api.MessageResult).Status != "answered" {
 		t.Fatalf("parent reply: %+v %v", res, err)
 	}
 	res, err = c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.c.ID, "prompt": "blue again", "reply_to_question_id": qid})
-	if err != nil || res.(core.MessageResult).Status != "already_answered" {
+	if err != nil || res.(api.MessageResult).Status != "already_answered" {
 		t.Fatalf("repeat reply: %+v %v", res, err)
 	}
 	got, _ := c.eng.Tasks.GetTask(c.ctx, tr.c.ID)
@@ -169,7 +170,7 @@ func TestStopAuthorization(t *testing.T) {
 	}
 	// Nothing runs (the profile cannot start): not_running, no change.
 	res, err := c.call(tr.p.ID, "stop_task_kandev", map[string]any{"task_id": tr.c.ID})
-	if err != nil || res.(core.StopResult).Result != "not_running" {
+	if err != nil || res.(api.StopResult).Result != "not_running" {
 		t.Fatalf("parent stop: %+v %v", res, err)
 	}
 }
@@ -228,11 +229,11 @@ func TestQueueCap(t *testing.T) {
 	c := newCoord(t)
 	task := c.task("busy", "", false)
 	for i := 0; i < 10; i++ {
-		if _, err := c.eng.Messages.MessageTask(c.ctx, task.ID, core.MessageInput{Text: "m"}); err != nil {
+		if _, err := c.eng.Messages.MessageTask(c.ctx, task.ID, api.MessageInput{Text: "m"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := c.eng.Messages.MessageTask(c.ctx, task.ID, core.MessageInput{Text: "one too many"})
+	_, err := c.eng.Messages.MessageTask(c.ctx, task.ID, api.MessageInput{Text: "one too many"})
 	wantCode(t, err, core.CodeConflict)
 	details, _ := json.Marshal(core.AsError(err).Details)
 	if !strings.Contains(string(details), `"queued"`) {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/store"
@@ -38,7 +39,7 @@ type createPlan struct {
 
 // planCreate checks a create and resolves what it will make. It reads the
 // store and the file system and writes nothing.
-func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in core.CreateTaskInput) (createPlan, error) {
+func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in api.CreateTaskInput) (createPlan, error) {
 	title, titlePending, err := createTitle(in)
 	if err != nil {
 		return createPlan{}, err
@@ -112,7 +113,7 @@ func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in core.Creat
 
 // createTitle is a create's title: the one given, else a placeholder from
 // the prompt's (or description's) first line, which titlePending marks.
-func createTitle(in core.CreateTaskInput) (title string, titlePending bool, err error) {
+func createTitle(in api.CreateTaskInput) (title string, titlePending bool, err error) {
 	title = strings.TrimSpace(in.Title)
 	if title == "" {
 		first := firstLine(in.Prompt)
@@ -158,7 +159,7 @@ func (ts *Tasks) createParent(ctx context.Context, id string) (core.Task, error)
 
 // createProfile is the profile a create names, else its parent's, else the
 // default one (ADR 0038).
-func (ts *Tasks) createProfile(ctx context.Context, in core.CreateTaskInput, parent core.Task) (core.Profile, error) {
+func (ts *Tasks) createProfile(ctx context.Context, in api.CreateTaskInput, parent core.Task) (core.Profile, error) {
 	profileName := strings.TrimSpace(in.Profile)
 	if profileName == "" {
 		profileName = parent.Profile
@@ -186,7 +187,7 @@ func (ts *Tasks) createProfile(ctx context.Context, in core.CreateTaskInput, par
 
 // createCWD is a create's working directory: the one given, else the
 // parent's, else the caller's; absolute, existing, and resolved.
-func createCWD(in core.CreateTaskInput, parent core.Task) (string, error) {
+func createCWD(in api.CreateTaskInput, parent core.Task) (string, error) {
 	cwd := in.CWD
 	if cwd == "" {
 		cwd = parent.CWD
@@ -212,7 +213,7 @@ func createCWD(in core.CreateTaskInput, parent core.Task) (string, error) {
 
 // createAssignee is a create's assignee: a named role or person, else the
 // profile's own role. A role runs its own profile, which it returns.
-func (ts *Tasks) createAssignee(ctx context.Context, in core.CreateTaskInput, prof core.Profile) (core.Ref, core.Profile, error) {
+func (ts *Tasks) createAssignee(ctx context.Context, in api.CreateTaskInput, prof core.Profile) (core.Ref, core.Profile, error) {
 	assignee := core.RoleRef(prof.Name)
 	if strings.TrimSpace(in.Assignee) == "" {
 		return assignee, prof, nil

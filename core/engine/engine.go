@@ -1,6 +1,6 @@
 // Package engine is kandev's service layer and orchestrator: it owns the
 // store, the live agent runs and the event bus, enforces the coordination
-// rules, and serves core.Client's operations, area by area, for every
+// rules, and serves api.Client's operations, area by area, for every
 // front end (through the daemon).
 package engine
 
@@ -18,6 +18,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/store"
@@ -109,7 +110,7 @@ const DefaultQuestionTurnGrace = 2 * time.Minute
 
 // Engine is the composition root: it builds the areas over one kernel
 // (compose.go), starts and stops them, and the daemon's operation table
-// routes each of core.Client's operations to the area that serves it
+// routes each of api.Client's operations to the area that serves it
 // (eng.Tasks.CreateTask, eng.Hosts.Add). State lives in parts that own it
 // with their lock (cache, live, waiters, deferred, spend: each file says
 // what its lock guards); a task's rt.mu is taken before any of theirs
@@ -198,7 +199,7 @@ func (opts *Options) fillDefaults() error {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if opts.QueueCap <= 0 {
-		opts.QueueCap = core.QueueCap
+		opts.QueueCap = api.QueueCap
 	}
 	if opts.Grace == (agent.Grace{}) {
 		opts.Grace = agent.DefaultGrace
@@ -415,8 +416,8 @@ func mapStoreErr(err error, what string) error {
 	return &core.Error{Code: core.CodeInternal, Message: fmt.Sprintf("%s: %v", what, err)}
 }
 
-// Version serves core.Client's operation of that name.
-func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
+// Version serves api.Client's operation of that name.
+func (e *Engine) Version(ctx context.Context) (api.VersionInfo, error) {
 	runs := e.k.live.count()
 	running := 0
 	cv := e.k.cache.rlock()
@@ -426,12 +427,12 @@ func (e *Engine) Version(ctx context.Context) (core.VersionInfo, error) {
 		}
 	}
 	cv.runlock()
-	return core.VersionInfo{Version: e.k.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.k.opts.Home.Dir,
+	return api.VersionInfo{Version: e.k.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.k.opts.Home.Dir,
 		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
 }
 
-// Events serves core.Client's operation of that name.
-func (e *Engine) Events(ctx context.Context, in core.EventsInput) (<-chan core.Event, error) {
+// Events serves api.Client's operation of that name.
+func (e *Engine) Events(ctx context.Context, in api.EventsInput) (<-chan core.Event, error) {
 	sub, src, cancel := e.k.bus.SubscribeAppends(in.TaskID, AppendsOf(in.Appends))
 	out := make(chan core.Event, 64)
 	if in.Appends != "" {

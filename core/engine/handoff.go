@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
@@ -36,37 +37,37 @@ func (ch *Chain) mustHold(actor core.Actor, t core.Task) error {
 		WithDetails(map[string]any{"task_id": t.ID, "assignee": t.Assignee})
 }
 
-// HandoffTask serves core.Client's operation of that name.
-func (ch *Chain) HandoffTask(ctx context.Context, ref string, in core.HandoffInput) (core.HandoffResult, error) {
+// HandoffTask serves api.Client's operation of that name.
+func (ch *Chain) HandoffTask(ctx context.Context, ref string, in api.HandoffInput) (api.HandoffResult, error) {
 	actor := core.ActorFrom(ctx)
 	t, err := ch.auth.authorized(ctx, actor, ref, ActHandoff)
 	if err != nil {
-		return core.HandoffResult{}, err
+		return api.HandoffResult{}, err
 	}
 	if actor.Kind == core.ActorAgent {
 		if err := ch.mustHold(actor, t); err != nil {
-			return core.HandoffResult{}, err
+			return api.HandoffResult{}, err
 		}
 	}
 	if err := ch.messages.deliverable(t); err != nil {
-		return core.HandoffResult{}, err
+		return api.HandoffResult{}, err
 	}
 	to := strings.TrimSpace(in.To)
 	if to == "" {
-		return core.HandoffResult{}, core.Errorf(core.CodeValidation, "say whom to hand the task to: a role, a person, or back")
+		return api.HandoffResult{}, core.Errorf(core.CodeValidation, "say whom to hand the task to: a role, a person, or back")
 	}
 	var target core.Ref
 	if to == "back" {
 		if t.HandedBy == nil {
-			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
+			return api.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s has nobody to hand back to: nobody handed it over; name a role or a person", t.ID)
 		}
 		target = *t.HandedBy
 	} else if target, err = ch.roles.lookupAssignee(ctx, to); err != nil {
-		return core.HandoffResult{}, err
+		return api.HandoffResult{}, err
 	}
 	hander := ch.k.handerOf(actor)
 	if hander == "" {
-		return core.HandoffResult{}, core.Errorf(core.CodeInternal, "cannot tell who is handing task %s over", t.ID)
+		return api.HandoffResult{}, core.Errorf(core.CodeInternal, "cannot tell who is handing task %s over", t.ID)
 	}
 	return ch.handoff(ctx, t, target, hander, strings.TrimSpace(in.Message), nil)
 }
@@ -75,7 +76,7 @@ func (ch *Chain) HandoffTask(ctx context.Context, ref string, in core.HandoffInp
 // escalation it carries the reason ("Stalled", core.StallReturned) and
 // whether the run failed, and its record stays on the task until the next
 // handoff.
-func (ch *Chain) handoff(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error) {
+func (ch *Chain) handoff(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (api.HandoffResult, error) {
 	reason := ""
 	if stall != nil {
 		reason = stall.Reason
@@ -85,21 +86,21 @@ func (ch *Chain) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 		from = *t.Assignee
 	}
 	if from == target && reason == "" {
-		return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", t.ID, target.Kind, target.Name)
+		return api.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s is already with %s %s", t.ID, target.Kind, target.Name)
 	}
 	profile := ""
 	if target.IsRole() {
 		r, err := ch.roles.roleOf(ctx, target.Name)
 		if err != nil {
-			return core.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
+			return api.HandoffResult{}, core.Errorf(core.CodeNotFound, "%v", err)
 		}
 		prof, err := ch.roles.profile(ctx, r.Profile)
 		if err != nil {
-			return core.HandoffResult{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
+			return api.HandoffResult{}, core.Errorf(core.CodeValidation, "role %s runs profile %s, which does not exist", r.Name, r.Profile)
 		}
 		if t.Autopilot {
 			if err := core.CheckAutopilotProfile(prof); err != nil {
-				return core.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s is on autopilot and role %s cannot run it: %s", t.ID, r.Name, err.Error())
+				return api.HandoffResult{}, core.Errorf(core.CodeValidation, "task %s is on autopilot and role %s cannot run it: %s", t.ID, r.Name, err.Error())
 			}
 		}
 		profile = prof.Name
@@ -110,7 +111,7 @@ func (ch *Chain) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 	if target.IsTask() {
 		p, ok := ch.k.cached(target.Name)
 		if !ok || p.Archived || p.Status.Terminal() {
-			return core.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s, which delegated %s, is no longer open; hand it to a role or a person", target.Name, t.ID)
+			return api.HandoffResult{}, core.Errorf(core.CodeConflict, "task %s, which delegated %s, is no longer open; hand it to a role or a person", target.Name, t.ID)
 		}
 		signOff = &p
 	}
@@ -121,11 +122,11 @@ func (ch *Chain) handoff(ctx context.Context, t core.Task, target core.Ref, hand
 		return err
 	})
 	if err != nil {
-		return core.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
+		return api.HandoffResult{}, mapStoreErr(err, "handoff of "+t.ID)
 	}
 	ch.releaseRun(t.ID, target, core.ActorFrom(ctx).SessionID)
 	ch.k.announce(c)
-	return core.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
+	return api.HandoffResult{TaskID: t.ID, From: from, To: target, Status: "handed_off", Delivered: delivered}, nil
 }
 
 // releaseRun ends the run of a role that no longer holds the task: at once
@@ -183,8 +184,8 @@ func stallWhy(cause core.StallCause) string {
 	return prompt.WhyLastWords
 }
 
-// BlockTask serves core.Client's operation of that name.
-func (ch *Chain) BlockTask(ctx context.Context, ref string, in core.BlockInput) (core.Task, error) {
+// BlockTask serves api.Client's operation of that name.
+func (ch *Chain) BlockTask(ctx context.Context, ref string, in api.BlockInput) (core.Task, error) {
 	t, err := ch.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActBlock)
 	if err != nil {
 		return core.Task{}, err

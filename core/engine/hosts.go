@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
 // Hosts is the engine's hosts area (docs/hosts.md): the hosts themselves
-// (core.HostClient's operations, which the daemon routes here: List, Get,
+// (api.HostClient's operations, which the daemon routes here: List, Get,
 // Add, Edit, Remove, Check), a new task's host, placement on a host's
 // slots (placement.go), a lost connection and the wait for the host
 // (hostfaults.go), the remote launcher a run on a host takes (remoteFor),
@@ -101,7 +102,7 @@ func hostTarget(h store.Host) (hosts.Target, error) {
 	return hosts.Target{Name: h.Name, Dest: d, Identity: h.Identity}, nil
 }
 
-// List serves core.HostClient's ListHosts (wire.ListHosts).
+// List serves api.HostClient's ListHosts (wire.ListHosts).
 func (ho *Hosts) List(ctx context.Context) ([]core.Host, error) {
 	hs, err := ho.k.db.ListHosts(ctx)
 	if err != nil {
@@ -118,7 +119,7 @@ func (ho *Hosts) List(ctx context.Context) ([]core.Host, error) {
 	return out, nil
 }
 
-// Get serves core.HostClient's GetHost (wire.GetHost).
+// Get serves api.HostClient's GetHost (wire.GetHost).
 func (ho *Hosts) Get(ctx context.Context, name string) (core.Host, error) {
 	h, err := ho.k.db.GetHost(ctx, name)
 	if err != nil {
@@ -131,9 +132,9 @@ func (ho *Hosts) Get(ctx context.Context, name string) (core.Host, error) {
 	return hostFromStore(h, len(ids)), nil
 }
 
-// Add serves core.HostClient's AddHost (wire.AddHost). Nothing is
+// Add serves api.HostClient's AddHost (wire.AddHost). Nothing is
 // dialled: `host check` does that, so a host can be added before it is up.
-func (ho *Hosts) Add(ctx context.Context, in core.HostInput) (core.Host, error) {
+func (ho *Hosts) Add(ctx context.Context, in api.HostInput) (core.Host, error) {
 	if err := ho.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
@@ -166,10 +167,10 @@ func (ho *Hosts) Add(ctx context.Context, in core.HostInput) (core.Host, error) 
 	return hostFromStore(h, 0), nil
 }
 
-// Edit serves core.HostClient's EditHost (wire.EditHost; the right to add
+// Edit serves api.HostClient's EditHost (wire.EditHost; the right to add
 // hosts is the right to edit them). A raised bound wakes the runs waiting
 // for a slot.
-func (ho *Hosts) Edit(ctx context.Context, name string, in core.HostEdit) (core.Host, error) {
+func (ho *Hosts) Edit(ctx context.Context, name string, in api.HostEdit) (core.Host, error) {
 	if err := ho.may(core.ActorFrom(ctx), ActAddHost, core.Task{}); err != nil {
 		return core.Host{}, err
 	}
@@ -185,7 +186,7 @@ func (ho *Hosts) Edit(ctx context.Context, name string, in core.HostEdit) (core.
 	return ho.Get(ctx, name)
 }
 
-// Remove serves core.HostClient's RemoveHost (wire.RemoveHost): refused
+// Remove serves api.HostClient's RemoveHost (wire.RemoveHost): refused
 // while unarchived tasks are on the host (their branches live there). The
 // check and the delete are one transaction, so a create that placed a task
 // meanwhile wins.
@@ -217,24 +218,24 @@ func (ho *Hosts) Remove(ctx context.Context, name string) (core.Host, error) {
 	return hostFromStore(h, 0), nil
 }
 
-// Check serves core.HostClient's CheckHost (wire.CheckHost).
-func (ho *Hosts) Check(ctx context.Context, name string) (core.HostCheck, error) {
+// Check serves api.HostClient's CheckHost (wire.CheckHost).
+func (ho *Hosts) Check(ctx context.Context, name string) (api.HostCheck, error) {
 	h, err := ho.k.db.GetHost(ctx, name)
 	if err != nil {
-		return core.HostCheck{}, mapStoreErr(err, "host "+name)
+		return api.HostCheck{}, mapStoreErr(err, "host "+name)
 	}
 	t, err := hostTarget(h)
 	if err != nil {
-		return core.HostCheck{}, core.Errorf(core.CodeValidation, "host %s: %v", name, err)
+		return api.HostCheck{}, core.Errorf(core.CodeValidation, "host %s: %v", name, err)
 	}
 	profs, err := ho.profiles(ctx)
 	if err != nil {
-		return core.HostCheck{}, mapStoreErr(err, "profiles")
+		return api.HostCheck{}, mapStoreErr(err, "profiles")
 	}
-	var cmds []core.HostCommand
+	var cmds []api.HostCommand
 	for _, p := range profs {
 		if p.Command != core.SelfCommand { // the mock agent is kandev itself
-			cmds = append(cmds, core.HostCommand{Profile: p.Name, Command: p.Command})
+			cmds = append(cmds, api.HostCommand{Profile: p.Name, Command: p.Command})
 		}
 	}
 	hash, _ := ho.selfHash()

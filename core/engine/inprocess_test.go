@@ -17,6 +17,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/internal/mockagent"
 	"github.com/kandev/kandev/mcpserve"
@@ -262,10 +263,10 @@ type tokenHost struct {
 	token string
 }
 
-func (h tokenHost) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
+func (h tokenHost) ToolSurface(ctx context.Context) (api.ToolSurface, error) {
 	actor, err := h.eng.Tools.Authenticate(ctx, h.token)
 	if err != nil {
-		return core.ToolSurface{}, err
+		return api.ToolSurface{}, err
 	}
 	return h.eng.Tools.ToolSurface(core.WithActor(ctx, actor))
 }
@@ -318,7 +319,7 @@ func (p *inProc) token(sessionID string) string {
 }
 
 // create makes a task in a temp directory with the mock profile.
-func (p *inProc) create(in core.CreateTaskInput) core.Task {
+func (p *inProc) create(in api.CreateTaskInput) core.Task {
 	p.t.Helper()
 	if in.CWD == "" {
 		in.CWD = p.dir
@@ -345,16 +346,16 @@ func (p *inProc) get(id string) core.Task {
 	return task
 }
 
-func (p *inProc) message(id, text string, delivery core.Delivery) {
+func (p *inProc) message(id, text string, delivery api.Delivery) {
 	p.t.Helper()
-	if _, err := p.eng.Messages.MessageTask(p.op(), id, core.MessageInput{Text: text, Delivery: delivery}); err != nil {
+	if _, err := p.eng.Messages.MessageTask(p.op(), id, api.MessageInput{Text: text, Delivery: delivery}); err != nil {
 		p.t.Fatal(err)
 	}
 }
 
 func (p *inProc) conversation(id string) []core.Message {
 	p.t.Helper()
-	page, err := p.eng.Messages.Conversation(p.ctx, id, core.ConversationInput{Limit: 1000})
+	page, err := p.eng.Messages.Conversation(p.ctx, id, api.ConversationInput{Limit: 1000})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -398,7 +399,7 @@ func (p *inProc) waitFor(what string, cond func() bool) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, 2*time.Minute)
 	defer cancel()
-	events, err := p.eng.Events(ctx, core.EventsInput{})
+	events, err := p.eng.Events(ctx, api.EventsInput{})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -452,7 +453,7 @@ func (p *inProc) agentOf(id string) context.Context {
 
 // dump logs every task and its conversation, to explain a wait that failed.
 func (p *inProc) dump() {
-	list, _ := p.eng.Tasks.ListTasks(p.ctx, core.ListTasksInput{})
+	list, _ := p.eng.Tasks.ListTasks(p.ctx, api.ListTasksInput{})
 	for _, task := range list {
 		p.t.Logf("task %s %q status %s assignee %+v session %+v stalled %+v", task.ID, task.Title, task.Status, task.Assignee, task.Session, task.Stalled)
 		for _, m := range p.conversation(task.ID) {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/store"
@@ -38,15 +39,15 @@ func TestEngineGoroutinesEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	evctx, stopEvents := context.WithCancel(ctx)
-	events, err := eng.Events(evctx, core.EventsInput{})
+	events, err := eng.Events(evctx, api.EventsInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := eng.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "quick", CWD: os.TempDir(), Prompt: "mock: say hi", Start: true})
+	done, err := eng.Tasks.CreateTask(ctx, api.CreateTaskInput{Title: "quick", CWD: os.TempDir(), Prompt: "mock: say hi", Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy, err := eng.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "busy", CWD: os.TempDir(), Prompt: "mock: hang", Start: true})
+	busy, err := eng.Tasks.CreateTask(ctx, api.CreateTaskInput{Title: "busy", CWD: os.TempDir(), Prompt: "mock: hang", Start: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 type listPage struct {
@@ -59,7 +60,7 @@ func TestListTasksPages(t *testing.T) {
 			}
 		}
 	}
-	whole, err := c.eng.Tasks.ListTasks(c.ctx, core.ListTasksInput{Root: root.ID})
+	whole, err := c.eng.Tasks.ListTasks(c.ctx, api.ListTasksInput{Root: root.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func TestListTasksPages(t *testing.T) {
 	// Pages of 7, followed to the end: the subtree, and every task
 	// (the external surface's listing).
 	unrelated := c.task("unrelated", "", false)
-	everything, err := c.eng.Tasks.ListTasks(c.ctx, core.ListTasksInput{})
+	everything, err := c.eng.Tasks.ListTasks(c.ctx, api.ListTasksInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +148,7 @@ func TestListTasksPages(t *testing.T) {
 		_, err := c.call(root.ID, "list_tasks_kandev", bad)
 		wantCode(t, err, core.CodeValidation)
 	}
-	if _, err := c.eng.Tasks.ArchiveTask(c.ctx, kids[24].ID, core.ArchiveTaskInput{}); err != nil {
+	if _, err := c.eng.Tasks.ArchiveTask(c.ctx, kids[24].ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.call(root.ID, "list_tasks_kandev", map[string]any{"cursor": kids[24].ID})

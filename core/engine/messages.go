@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
@@ -20,7 +21,7 @@ import (
 // with it, an answer to a question handed to the questions, a task that
 // waits on a person handed back), the conversation (Conversation), the
 // queue's view and what a person drops from it (queue.go: TaskQueue,
-// DropQueued), core.Client's operations, which the daemon routes here;
+// DropQueued), api.Client's operations, which the daemon routes here;
 // the input a task cannot take (deliverable) and the queue caps
 // (queueRoom). Its fields are all it may touch: the kernel, the engine's
 // wait group, and what other areas give it, each named.
@@ -56,18 +57,18 @@ type Messages struct {
 	// supersedeTx and replyToQuestion are the questions' (questions.go):
 	// explicit input supersedes a pending question; a reply answers one.
 	supersedeTx     func(ctx context.Context, tx *store.Tx, t core.Task, actor core.Actor, c *changes) error
-	replyToQuestion func(ctx context.Context, child core.Task, qid, text string) (core.MessageResult, error)
+	replyToQuestion func(ctx context.Context, child core.Task, qid, text string) (api.MessageResult, error)
 	// handoff is the handoffs' (handoff.go): a person's message or start
 	// hands a task that waits on a person back to its agent.
-	handoff func(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error)
+	handoff func(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (api.HandoffResult, error)
 	// planReview is the workspaces area's (review.go): review comments
 	// checked against the task's diff before anything is written.
-	planReview func(ctx context.Context, t core.Task, actor core.Actor, text string, in []core.ReviewCommentInput) (reviewPlan, error)
+	planReview func(ctx context.Context, t core.Task, actor core.Actor, text string, in []api.ReviewCommentInput) (reviewPlan, error)
 }
 
-// StartTask serves core.Client's operation of that name: queue the prompt (or a kickoff when
+// StartTask serves api.Client's operation of that name: queue the prompt (or a kickoff when
 // there is nothing to say), lift a stop, and start the turn loop.
-func (ms *Messages) StartTask(ctx context.Context, ref string, in core.StartTaskInput) (core.Task, error) {
+func (ms *Messages) StartTask(ctx context.Context, ref string, in api.StartTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
 	t, err := ms.authorized(ctx, actor, ref, ActStart)
 	if err != nil {
@@ -147,40 +148,40 @@ func (ms *Messages) deliverable(t core.Task) error {
 	return nil
 }
 
-// MessageTask serves core.Client's operation of that name: the input checked (messageInput),
+// MessageTask serves api.Client's operation of that name: the input checked (messageInput),
 // the task resolved and the sender allowed, a reply handed to the
 // questions, a review planned (messageReview), a task that waits on a
 // person handed back, else the message queued (queueMessage).
-func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.MessageInput) (core.MessageResult, error) {
+func (ms *Messages) MessageTask(ctx context.Context, ref string, in api.MessageInput) (api.MessageResult, error) {
 	actor := core.ActorFrom(ctx)
 	text, delivery, err := messageInput(in)
 	if err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
 	t, err := ms.authorized(ctx, actor, ref, ActMessage)
 	if err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
 	if in.ReplyTo != "" {
 		return ms.replyToQuestion(ctx, t, in.ReplyTo, text)
 	}
 	explicit := steers(actor, t)
-	if delivery == core.DeliveryInterrupt {
+	if delivery == api.DeliveryInterrupt {
 		if err := ms.may(actor, ActInterrupt, t); err != nil {
-			return core.MessageResult{}, err
+			return api.MessageResult{}, err
 		}
 	}
 	if agentOf(actor, t.ID) {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
+		return api.MessageResult{}, core.Errorf(core.CodeValidation, "task %s is your own task; message other tasks", t.ID)
 	}
 	if err := ms.deliverable(t); err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
 	review, text, err := ms.messageReview(ctx, t, actor, text, in.Comments)
 	if err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
-	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == core.DeliveryQueued {
+	if personActs(actor) && t.Assignee != nil && t.Assignee.IsPerson() && delivery == api.DeliveryQueued {
 		if review != nil {
 			return ms.handBackReview(ctx, t, actor, *review)
 		}
@@ -191,7 +192,7 @@ func (ms *Messages) MessageTask(ctx context.Context, ref string, in core.Message
 
 // messageInput checks a message's input before the task is looked up: its
 // text (trimmed), and its delivery (queued by default).
-func messageInput(in core.MessageInput) (string, core.Delivery, error) {
+func messageInput(in api.MessageInput) (string, api.Delivery, error) {
 	text := strings.TrimSpace(in.Text)
 	if text == "" && len(in.Comments) == 0 {
 		return "", "", core.Errorf(core.CodeValidation, "message text is required")
@@ -201,9 +202,9 @@ func messageInput(in core.MessageInput) (string, core.Delivery, error) {
 	}
 	delivery := in.Delivery
 	if delivery == "" {
-		delivery = core.DeliveryQueued
+		delivery = api.DeliveryQueued
 	}
-	if delivery != core.DeliveryQueued && delivery != core.DeliveryInterrupt {
+	if delivery != api.DeliveryQueued && delivery != api.DeliveryInterrupt {
 		return "", "", core.Errorf(core.CodeValidation, "delivery_mode %q: want queued or interrupt", delivery)
 	}
 	return text, delivery, nil
@@ -212,7 +213,7 @@ func messageInput(in core.MessageInput) (string, core.Delivery, error) {
 // messageReview plans a message's review comments, if it has any, and
 // gives a review without text its own; nil and the text unchanged without
 // comments.
-func (ms *Messages) messageReview(ctx context.Context, t core.Task, actor core.Actor, text string, comments []core.ReviewCommentInput) (*reviewPlan, string, error) {
+func (ms *Messages) messageReview(ctx context.Context, t core.Task, actor core.Actor, text string, comments []api.ReviewCommentInput) (*reviewPlan, string, error) {
 	var review *reviewPlan
 	if len(comments) > 0 {
 		// Checked against the diff before anything is written: a comment
@@ -233,20 +234,20 @@ func (ms *Messages) messageReview(ctx context.Context, t core.Task, actor core.A
 // checked (queueRoom), the message (and a review's comments) written in
 // one transaction, explicit input lifting what holds the task (steerTx),
 // then the message's status (messageStatus) and the announce.
-func (ms *Messages) queueMessage(ctx context.Context, t core.Task, actor core.Actor, text string, delivery core.Delivery, explicit bool, review *reviewPlan) (core.MessageResult, error) {
+func (ms *Messages) queueMessage(ctx context.Context, t core.Task, actor core.Actor, text string, delivery api.Delivery, explicit bool, review *reviewPlan) (api.MessageResult, error) {
 	rt := ms.k.live.runtime(t.ID)
 	rt.mu.Lock()
 	queue, err := ms.k.db.Queue(ctx, t.ID)
 	if err != nil {
 		rt.mu.Unlock()
-		return core.MessageResult{}, mapStoreErr(err, "queue of "+t.ID)
+		return api.MessageResult{}, mapStoreErr(err, "queue of "+t.ID)
 	}
 	if err := ms.queueRoom(t, queue, actor, explicit, delivery); err != nil {
 		rt.mu.Unlock()
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
 	priority := priorityNormal
-	if delivery == core.DeliveryInterrupt {
+	if delivery == api.DeliveryInterrupt {
 		priority = priorityFront
 	}
 	now := time.Now().UTC()
@@ -272,9 +273,9 @@ func (ms *Messages) queueMessage(ctx context.Context, t core.Task, actor core.Ac
 	})
 	if err != nil {
 		rt.mu.Unlock()
-		return core.MessageResult{}, mapStoreErr(err, "message to "+t.ID)
+		return api.MessageResult{}, mapStoreErr(err, "message to "+t.ID)
 	}
-	res := core.MessageResult{TaskID: t.ID, Status: "queued", QueueID: item.ID}
+	res := api.MessageResult{TaskID: t.ID, Status: "queued", QueueID: item.ID}
 	if review != nil {
 		res.Comments = reviewComments(review.rows)
 	}
@@ -307,9 +308,9 @@ func (ms *Messages) steerTx(ctx context.Context, tx *store.Tx, t core.Task, acto
 // messageStatus says what became of a queued message: it interrupted the
 // running turn, it starts one now, or it waits at its position. rt.mu
 // must be held.
-func (ms *Messages) messageStatus(rt *taskRuntime, t core.Task, res *core.MessageResult, queue []store.QueueItem, priority int, delivery core.Delivery, explicit bool) {
+func (ms *Messages) messageStatus(rt *taskRuntime, t core.Task, res *api.MessageResult, queue []store.QueueItem, priority int, delivery api.Delivery, explicit bool) {
 	switch {
-	case delivery == core.DeliveryInterrupt && rt.turn != nil:
+	case delivery == api.DeliveryInterrupt && rt.turn != nil:
 		// One step under the task lock: the message is first in line and the
 		// running turn is cancelled, so the next turn is this message.
 		rt.turn.interrupted = true
@@ -331,7 +332,7 @@ func (ms *Messages) messageStatus(rt *taskRuntime, t core.Task, res *core.Messag
 
 // handBackWithMessage: a person's message to a task that waits on a person
 // hands it back to the role that last worked it, with the message.
-func (ms *Messages) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (core.MessageResult, error) {
+func (ms *Messages) handBackWithMessage(ctx context.Context, t core.Task, actor core.Actor, text string) (api.MessageResult, error) {
 	target := core.RoleRef(t.Profile)
 	if t.HandedBy != nil && t.HandedBy.IsRole() {
 		target = *t.HandedBy
@@ -339,9 +340,9 @@ func (ms *Messages) handBackWithMessage(ctx context.Context, t core.Task, actor 
 		target = core.RoleRef(t.Session.Role)
 	}
 	if _, err := ms.handoff(ctx, t, target, personRef(actor.Name), text, nil); err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
-	return core.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil
+	return api.MessageResult{TaskID: t.ID, Status: "handed_back"}, nil
 }
 
 // handBackReview is handBackWithMessage for a review: the task goes back
@@ -349,10 +350,10 @@ func (ms *Messages) handBackWithMessage(ctx context.Context, t core.Task, actor 
 // a handoff's message is text), then the comments are kept. Two
 // transactions, since the handoff commits its own: a failure between them
 // leaves the agent with a review whose comments are not listed, and says so.
-func (ms *Messages) handBackReview(ctx context.Context, t core.Task, actor core.Actor, p reviewPlan) (core.MessageResult, error) {
+func (ms *Messages) handBackReview(ctx context.Context, t core.Task, actor core.Actor, p reviewPlan) (api.MessageResult, error) {
 	body, err := prompt.RenderNotice(prompt.NoticeReview, p.notice)
 	if err != nil {
-		return core.MessageResult{}, core.Errorf(core.CodeInternal, "%v", err)
+		return api.MessageResult{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
 	res, err := ms.handBackWithMessage(ctx, t, actor, body)
 	if err != nil {
@@ -410,8 +411,8 @@ func positionOf(queue []store.QueueItem, priority int) int {
 // interrupt is never refused: it replaces the running turn rather than
 // waiting behind the queue. (The direct parent's interrupts count against
 // its own cap, so that no agent grows a queue without bound.)
-func (ms *Messages) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery core.Delivery) error {
-	if personActs(actor) && delivery == core.DeliveryInterrupt {
+func (ms *Messages) queueRoom(t core.Task, queue []store.QueueItem, actor core.Actor, explicit bool, delivery api.Delivery) error {
+	if personActs(actor) && delivery == api.DeliveryInterrupt {
 		return nil
 	}
 	sender := actor.String()
@@ -457,11 +458,11 @@ func describeQueue(queue []store.QueueItem) []map[string]any {
 	return out
 }
 
-// Conversation serves core.Client's operation of that name.
-func (ms *Messages) Conversation(ctx context.Context, ref string, in core.ConversationInput) (core.ConversationPage, error) {
+// Conversation serves api.Client's operation of that name.
+func (ms *Messages) Conversation(ctx context.Context, ref string, in api.ConversationInput) (api.ConversationPage, error) {
 	t, err := ms.task(ctx, ref)
 	if err != nil {
-		return core.ConversationPage{}, err
+		return api.ConversationPage{}, err
 	}
 	limit := in.Limit
 	if limit <= 0 {
@@ -471,12 +472,12 @@ func (ms *Messages) Conversation(ctx context.Context, ref string, in core.Conver
 		limit = 1000
 	}
 	if in.After < 0 || in.Before < -1 {
-		return core.ConversationPage{}, core.Errorf(core.CodeValidation, "after must be 0 or more; before must be a sequence number or -1 for the tail")
+		return api.ConversationPage{}, core.Errorf(core.CodeValidation, "after must be 0 or more; before must be a sequence number or -1 for the tail")
 	}
 	if in.After > 0 && in.Before != 0 {
-		return core.ConversationPage{}, core.Errorf(core.CodeValidation, "give after or before, not both")
+		return api.ConversationPage{}, core.Errorf(core.CodeValidation, "give after or before, not both")
 	}
-	page := core.ConversationPage{TaskID: t.ID, Messages: []core.Message{}, Next: in.After}
+	page := api.ConversationPage{TaskID: t.ID, Messages: []core.Message{}, Next: in.After}
 	var rows []store.Message
 	if in.Before != 0 {
 		before := in.Before
@@ -485,7 +486,7 @@ func (ms *Messages) Conversation(ctx context.Context, ref string, in core.Conver
 		}
 		rows, err = ms.k.db.MessagesBefore(ctx, t.ID, before, limit+1)
 		if err != nil {
-			return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
+			return api.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
 		}
 		if len(rows) > limit {
 			rows, page.Older = rows[1:], true
@@ -493,7 +494,7 @@ func (ms *Messages) Conversation(ctx context.Context, ref string, in core.Conver
 	} else {
 		rows, err = ms.k.db.Messages(ctx, t.ID, in.After, limit+1)
 		if err != nil {
-			return core.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
+			return api.ConversationPage{}, mapStoreErr(err, "conversation of "+t.ID)
 		}
 		if len(rows) > limit {
 			rows, page.More = rows[:limit], true

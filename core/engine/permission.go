@@ -11,6 +11,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/textsafe"
 	"github.com/kandev/kandev/store"
@@ -370,7 +371,7 @@ func (qs *Questions) recordPermission(run *liveRun, tool core.PermissionTool, op
 
 // permissionChoice turns the operator's answer into one of the agent's
 // options: an option number, or an option's name or id.
-func permissionChoice(q questionMeta, in core.AnswerInput) (int, error) {
+func permissionChoice(q questionMeta, in api.AnswerInput) (int, error) {
 	raw := ""
 	switch {
 	case len(in.Answers) > 1:
@@ -407,10 +408,10 @@ func permissionChoice(q questionMeta, in core.AnswerInput) (int, error) {
 }
 
 // answerPermission hands the operator's choice to the waiting request.
-func (qs *Questions) answerPermission(ctx context.Context, t core.Task, m store.Message, q questionMeta, in core.AnswerInput) (core.AnswerResult, error) {
+func (qs *Questions) answerPermission(ctx context.Context, t core.Task, m store.Message, q questionMeta, in api.AnswerInput) (api.AnswerResult, error) {
 	i, err := permissionChoice(q, in)
 	if err != nil {
-		return core.AnswerResult{}, err
+		return api.AnswerResult{}, err
 	}
 	actor := core.ActorFrom(ctx)
 	o := q.PermissionOptions[i]
@@ -434,16 +435,16 @@ func (qs *Questions) answerPermission(ctx context.Context, t core.Task, m store.
 		return err
 	})
 	if err != nil {
-		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
+		return api.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
 	}
 	if !claimed {
 		cur, err := qs.k.db.GetMessage(ctx, m.Seq)
 		if err == nil {
 			if cq, err := parseQuestion(cur); err == nil && cq.Status != core.QuestionAnswered {
-				return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, cq.Status, cq.Resolution)
+				return api.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, cq.Status, cq.Resolution)
 			}
 		}
-		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+		return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 	}
 	delivered := "waiting_call"
 	if !qs.k.notifyWaiter(q.QuestionID, answerDelivery{status: core.QuestionAnswered, answers: []string{label}, text: label, option: o.ID, by: actor.String()}) {
@@ -463,7 +464,7 @@ func (qs *Questions) answerPermission(ctx context.Context, t core.Task, m store.
 		c.messages = append(note.messages, c.messages...)
 	}
 	qs.k.announce(c)
-	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+	return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
 // stalePermission ends a pending permission question of a session whose

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -41,7 +42,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// ListProfiles serves core.Client's operation of that name.
+// ListProfiles serves api.Client's operation of that name.
 func (ro *Roles) ListProfiles(ctx context.Context) ([]core.Profile, error) {
 	user, err := ro.k.db.ListProfiles(ctx)
 	if err != nil {
@@ -58,7 +59,7 @@ func (ro *Roles) ListProfiles(ctx context.Context) ([]core.Profile, error) {
 	return out, nil
 }
 
-// GetProfile serves core.Client's operation of that name.
+// GetProfile serves api.Client's operation of that name.
 func (ro *Roles) GetProfile(ctx context.Context, name string) (core.Profile, error) {
 	p, err := ro.profile(ctx, name)
 	if err != nil {
@@ -68,7 +69,7 @@ func (ro *Roles) GetProfile(ctx context.Context, name string) (core.Profile, err
 	return p, nil
 }
 
-// AddProfile serves core.Client's operation of that name: add or replace a user profile.
+// AddProfile serves api.Client's operation of that name: add or replace a user profile.
 func (ro *Roles) AddProfile(ctx context.Context, p core.Profile) (core.Profile, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActAddProfile, core.Task{}); err != nil {
 		return core.Profile{}, err
@@ -101,9 +102,9 @@ func (ro *Roles) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 	return saved, err
 }
 
-// RemoveProfile serves core.Client's operation of that name. Removing an override restores the
+// RemoveProfile serves api.Client's operation of that name. Removing an override restores the
 // built-in; a built-in itself cannot be removed.
-func (ro *Roles) RemoveProfile(ctx context.Context, name string, _ core.RemoveProfileInput) (core.Profile, error) {
+func (ro *Roles) RemoveProfile(ctx context.Context, name string, _ api.RemoveProfileInput) (core.Profile, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveProfile, core.Task{}); err != nil {
 		return core.Profile{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 func TestProfilesAddListShowRemove(t *testing.T) {
@@ -36,7 +37,7 @@ func TestProfilesAddListShowRemove(t *testing.T) {
 	if got, _ := env.eng.Roles.GetProfile(env.ctx, "codex"); got.Command != "codex-wrapper" || got.Source != "override" {
 		t.Fatalf("show override: %+v", got)
 	}
-	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "codex", core.RemoveProfileInput{}); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "codex", api.RemoveProfileInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := env.eng.Roles.GetProfile(env.ctx, "codex"); got.Command != "codex-acp" || got.Source != "builtin" {
@@ -56,13 +57,13 @@ func TestProfilesAddListShowRemove(t *testing.T) {
 	if !found {
 		t.Fatalf("user profile lost across a restart: %+v", ps)
 	}
-	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "plain", core.RemoveProfileInput{}); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "plain", api.RemoveProfileInput{}); err != nil {
 		t.Fatal(err)
 	}
 
-	_, err = env.eng.Roles.RemoveProfile(env.ctx, "claude", core.RemoveProfileInput{})
+	_, err = env.eng.Roles.RemoveProfile(env.ctx, "claude", api.RemoveProfileInput{})
 	i2WantErr(t, err, core.CodeValidation, "built in")
-	_, err = env.eng.Roles.RemoveProfile(env.ctx, "plain", core.RemoveProfileInput{})
+	_, err = env.eng.Roles.RemoveProfile(env.ctx, "plain", api.RemoveProfileInput{})
 	i2WantErr(t, err, core.CodeNotFound, "plain")
 	_, err = env.eng.Roles.GetProfile(env.ctx, "ghost")
 	i2WantErr(t, err, core.CodeNotFound, "ghost")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 )
 
@@ -21,7 +22,7 @@ func TestProviderToolsFollowTheOrigin(t *testing.T) {
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	tools := func() []string {
 		t.Helper()
-		task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "t", CWD: repo})
+		task, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "t", CWD: repo})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestProviderToolsFollowTheOrigin(t *testing.T) {
 
 	// A task in a shared directory has no repository of its own to open anything on.
 	gitT(t, repo, "remote", "set-url", "origin", "https://github.com/me/app.git")
-	shared, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "s", CWD: repo, Workspace: "shared"})
+	shared, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "s", CWD: repo, Workspace: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ case "$1 $2" in
 *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
 `)
-	task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
+	task, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "Make main", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ esac
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr := res.(core.PullRequestResult)
+	pr := res.(api.PullRequestResult)
 	if pr.URL != "https://github.com/me/app/pull/9" || !pr.Push.Committed {
 		t.Fatalf("result = %+v", pr)
 	}
@@ -141,11 +142,11 @@ esac
 		t.Fatalf("review = %+v", r)
 	}
 	// Another task's agent cannot push this one.
-	other, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "other", CWD: repo})
+	other, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "other", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.eng.Workspaces.Push(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: other.ID}), task.ID, core.PushInput{}); core.CodeOf(err) != core.CodeForbidden {
+	if _, err := env.eng.Workspaces.Push(core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: other.ID}), task.ID, api.PushInput{}); core.CodeOf(err) != core.CodeForbidden {
 		t.Fatalf("a stranger's push: %v", err)
 	}
 }
@@ -173,7 +174,7 @@ case "$1 $2" in
 *) echo "unexpected: $*" >&2; exit 2 ;;
 esac
 `)
-	task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "Make main", CWD: repo})
+	task, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "Make main", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ esac
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u := res.(core.PullRequestResult).URL; u != "https://gitlab.com/me/app/-/merge_requests/3" {
+	if u := res.(api.PullRequestResult).URL; u != "https://gitlab.com/me/app/-/merge_requests/3" {
 		t.Fatalf("url = %q", u)
 	}
 	b, _ := os.ReadFile(log)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
@@ -42,8 +43,8 @@ func branchExists(t *testing.T, repo, branch string) bool {
 // with a commit on its branch.
 func workingTasks(t *testing.T, env *engineEnv, repo string) []core.Task {
 	t.Helper()
-	a := env.create(core.CreateTaskInput{Title: "dirty", CWD: repo})
-	b := env.create(core.CreateTaskInput{Title: "committed", CWD: repo})
+	a := env.create(api.CreateTaskInput{Title: "dirty", CWD: repo})
+	b := env.create(api.CreateTaskInput{Title: "committed", CWD: repo})
 	if err := os.WriteFile(filepath.Join(a.Workspace.Dir, "wip.txt"), []byte("unsaved\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +68,14 @@ func TestPruneThroughALinkToTheHomeKeepsEveryWorktree(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := openAt(t, env, filepath.Join(link, "kandev.db"), link)
-	dry, err := eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: true})
+	dry, err := eng.Workspaces.Prune(env.ctx, api.PruneInput{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(dry.Removed) != 0 || len(dry.Branches) != 0 || len(dry.Entries) != 0 {
 		t.Fatalf("dry run through a link would remove %v and branches %v (%+v)", dry.Removed, dry.Branches, dry.Entries)
 	}
-	res, err := eng.Workspaces.Prune(env.ctx, core.PruneInput{})
+	res, err := eng.Workspaces.Prune(env.ctx, api.PruneInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestPruneThroughALinkToTheHomeKeepsEveryWorktree(t *testing.T) {
 		t.Fatalf("uncommitted work: %q, %v", b, err)
 	}
 	// A task made through the link records the resolved spelling.
-	tk, err := eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "third", CWD: filepath.Join(link, "app")})
+	tk, err := eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "third", CWD: filepath.Join(link, "app")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestPruneRefusesWhenTheHomeMoved(t *testing.T) {
 	}
 	eng := openAt(t, env, filepath.Join(moved, "kandev.db"), moved)
 	for _, dry := range []bool{true, false} {
-		_, err := eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: dry})
+		_, err := eng.Workspaces.Prune(env.ctx, api.PruneInput{DryRun: dry})
 		i2WantErr(t, err, core.CodeConflict, "prune refused", tasks[0].Workspace.Dir)
 	}
 	for _, tk := range tasks {
@@ -134,7 +135,7 @@ func TestPruneRefusesWhenTheHomeMoved(t *testing.T) {
 func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	owned := env.create(core.CreateTaskInput{Title: "owned", CWD: repo})
+	owned := env.create(api.CreateTaskInput{Title: "owned", CWD: repo})
 	m := &workspace.Manager{}
 	orphan := func(id string) workspace.Worktree {
 		t.Helper()
@@ -161,7 +162,7 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dry, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: true})
+	dry, err := env.eng.Workspaces.Prune(env.ctx, api.PruneInput{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,13 +192,13 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 	}
 
 	// A mistyped --force is no consent: nothing happens.
-	_, err = env.eng.Workspaces.Prune(env.ctx, core.PruneInput{Force: []string{dirty.Dir + "x"}})
+	_, err = env.eng.Workspaces.Prune(env.ctx, api.PruneInput{Force: []string{dirty.Dir + "x"}})
 	i2WantErr(t, err, core.CodeValidation, "--force")
 	if _, err := os.Stat(clean.Dir); err != nil {
 		t.Fatal("a refused prune removed a worktree")
 	}
 
-	res, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{})
+	res, err := env.eng.Workspaces.Prune(env.ctx, api.PruneInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestPruneKeepsWorkUnlessForcedByName(t *testing.T) {
 	}
 
 	// Named, they go.
-	res, err = env.eng.Workspaces.Prune(env.ctx, core.PruneInput{Force: []string{dirty.Dir, stray}})
+	res, err = env.eng.Workspaces.Prune(env.ctx, api.PruneInput{Force: []string{dirty.Dir, stray}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,11 +246,11 @@ func TestPruneWithWorktreesOnAnotherDisk(t *testing.T) {
 	if err := os.Symlink(disk, filepath.Join(env.dir, "worktrees")); err != nil {
 		t.Fatal(err)
 	}
-	tk := env.create(core.CreateTaskInput{Title: "far", CWD: repo})
+	tk := env.create(api.CreateTaskInput{Title: "far", CWD: repo})
 	if tk.Workspace.Dir != filepath.Join(disk, "app", tk.ID) {
 		t.Fatalf("worktree recorded at %s; want it resolved under %s", tk.Workspace.Dir, disk)
 	}
-	res, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{})
+	res, err := env.eng.Workspaces.Prune(env.ctx, api.PruneInput{})
 	if err != nil || len(res.Entries) != 0 {
 		t.Fatalf("prune: %+v, %v", res, err)
 	}
@@ -265,7 +266,7 @@ func TestPruneWithWorktreesOnAnotherDisk(t *testing.T) {
 func TestPruneRunsNoGitInAWorktreeOfAnUnknownRepository(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	env.create(core.CreateTaskInput{Title: "owned", CWD: repo})
+	env.create(api.CreateTaskInput{Title: "owned", CWD: repo})
 
 	planted := filepath.Join(t.TempDir(), "app") // same base name: worktrees/app/...
 	if err := os.MkdirAll(planted, 0o755); err != nil {
@@ -303,7 +304,7 @@ func TestPruneRunsNoGitInAWorktreeOfAnUnknownRepository(t *testing.T) {
 	}
 	restamp()
 
-	dry, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{DryRun: true})
+	dry, err := env.eng.Workspaces.Prune(env.ctx, api.PruneInput{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +320,7 @@ func TestPruneRunsNoGitInAWorktreeOfAnUnknownRepository(t *testing.T) {
 	if !found {
 		t.Fatalf("the planted worktree is not listed: %+v", dry.Entries)
 	}
-	if _, err := env.eng.Workspaces.Prune(env.ctx, core.PruneInput{}); err != nil {
+	if _, err := env.eng.Workspaces.Prune(env.ctx, api.PruneInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(mark); err == nil {

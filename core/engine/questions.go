@@ -17,7 +17,7 @@ import (
 // Questions is the engine's questions and permissions area (rule 2, ADR
 // 0024): a task's user question (askUser) and an autopilot child's
 // question for its parent (askParent, answered by replyToQuestion), the
-// operator's answer (AnswerQuestion, core.Client's, which the daemon
+// operator's answer (AnswerQuestion, api.Client's, which the daemon
 // routes here; its hand-back, answerHandback), a question superseded by
 // new input (supersedeTx) or made stale (staleQuestionTx), a waiting call
 // cut off (dropWaitingCall, markNextTurn, queueLateAnswer), the asking

@@ -13,44 +13,45 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
 )
 
-// AnswerQuestion serves core.Client's operation of that name: the operator answers a task's
+// AnswerQuestion serves api.Client's operation of that name: the operator answers a task's
 // pending user question.
-func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.AnswerInput) (core.AnswerResult, error) {
+func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in api.AnswerInput) (api.AnswerResult, error) {
 	actor := core.ActorFrom(ctx)
 	if err := qs.may(actor, ActAnswer, core.Task{}); err != nil {
-		return core.AnswerResult{}, err
+		return api.AnswerResult{}, err
 	}
 	t, err := qs.task(ctx, ref)
 	if err != nil {
-		return core.AnswerResult{}, err
+		return api.AnswerResult{}, err
 	}
 	m, err := qs.k.db.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return qs.noPendingQuestion(ctx, t, in)
 	}
 	if err != nil {
-		return core.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
+		return api.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
 	}
 	q, err := parseQuestion(m)
 	if err != nil {
-		return core.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
+		return api.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
 	}
 	if in.QuestionID != "" && in.QuestionID != q.QuestionID {
-		return core.AnswerResult{}, core.Errorf(core.CodeConflict, "task %s's pending question is %s, not %s", t.ID, q.QuestionID, in.QuestionID)
+		return api.AnswerResult{}, core.Errorf(core.CodeConflict, "task %s's pending question is %s, not %s", t.ID, q.QuestionID, in.QuestionID)
 	}
 	if err := qs.mayAnswer(actor, ActAnswer, t, q); err != nil {
-		return core.AnswerResult{}, err
+		return api.AnswerResult{}, err
 	}
 	if q.Kind == core.QuestionPermission {
 		return qs.answerPermission(ctx, t, m, q, in)
 	}
 	answers, err := answerTexts(q.Questions, in)
 	if err != nil {
-		return core.AnswerResult{}, err
+		return api.AnswerResult{}, err
 	}
 	text := answerText(answers)
 	now := time.Now().UTC()
@@ -70,10 +71,10 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 	// announces the whole answer.
 	handed, err := qs.claimAnswer(ctx, a)
 	if err != nil {
-		return core.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
+		return api.AnswerResult{}, mapStoreErr(err, "answer to "+q.QuestionID)
 	}
 	if !a.claimed {
-		return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+		return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 	}
 	delivered := "next_turn"
 	// A waiting call takes the answer only while the turn that made it
@@ -95,7 +96,7 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in core.Ans
 		// next turn is the answer.
 		qs.k.announce(handed)
 	}
-	return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+	return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
 }
 
 // userAnswer is the operator's answer to a user question as
@@ -122,16 +123,16 @@ type userAnswer struct {
 // noPendingQuestion is AnswerQuestion's answer for a task with no pending
 // question: its last question, when it is the one answered, was answered
 // already or can no longer be; else there is none.
-func (qs *Questions) noPendingQuestion(ctx context.Context, t core.Task, in core.AnswerInput) (core.AnswerResult, error) {
+func (qs *Questions) noPendingQuestion(ctx context.Context, t core.Task, in api.AnswerInput) (api.AnswerResult, error) {
 	if last, lerr := qs.k.db.LastMessageOfKind(ctx, t.ID, string(core.MsgQuestion)); lerr == nil {
 		if q, perr := parseQuestion(last); perr == nil && (in.QuestionID == "" || in.QuestionID == q.QuestionID) {
 			if q.Status == core.QuestionAnswered {
-				return core.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
+				return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "already_answered"}, nil
 			}
-			return core.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
+			return api.AnswerResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", q.QuestionID, q.Status, q.Resolution)
 		}
 	}
-	return core.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
+	return api.AnswerResult{}, core.Errorf(core.CodeNotFound, "task %s has no pending question", t.ID)
 }
 
 // answerText is the answers as one text: one a line, numbered when there
@@ -242,7 +243,7 @@ func (qs *Questions) answerHandback(ctx context.Context, t core.Task, m store.Me
 
 // answerTexts turns the operator's input into one answer per question:
 // an option number picks that option's label, anything else is free text.
-func answerTexts(items []core.QuestionItem, in core.AnswerInput) ([]string, error) {
+func answerTexts(items []core.QuestionItem, in api.AnswerInput) ([]string, error) {
 	raw := in.Answers
 	if len(raw) == 0 {
 		switch {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/store"
@@ -19,27 +20,27 @@ import (
 
 // replyToQuestion answers a child's parent question: only the recorded
 // direct parent may, exactly once.
-func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, text string) (core.MessageResult, error) {
+func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, text string) (api.MessageResult, error) {
 	actor := core.ActorFrom(ctx)
 	m, err := qs.k.db.MessageByRef(ctx, qid)
 	if err != nil || m.Kind != string(core.MsgQuestion) {
-		return core.MessageResult{}, core.Errorf(core.CodeNotFound, "question %s not found", qid)
+		return api.MessageResult{}, core.Errorf(core.CodeNotFound, "question %s not found", qid)
 	}
 	if m.TaskID != child.ID {
-		return core.MessageResult{}, core.Errorf(core.CodeValidation, "question %s belongs to task %s, not %s", qid, m.TaskID, child.ID)
+		return api.MessageResult{}, core.Errorf(core.CodeValidation, "question %s belongs to task %s, not %s", qid, m.TaskID, child.ID)
 	}
 	q, err := parseQuestion(m)
 	if err != nil {
-		return core.MessageResult{}, mapStoreErr(err, "question "+qid)
+		return api.MessageResult{}, mapStoreErr(err, "question "+qid)
 	}
 	if err := qs.mayAnswer(actor, ActReply, child, q); err != nil {
-		return core.MessageResult{}, err
+		return api.MessageResult{}, err
 	}
 	switch q.Status {
 	case core.QuestionAnswered:
-		return core.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
+		return api.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
 	case core.QuestionSuperseded, core.QuestionStale:
-		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", qid, q.Status, q.Resolution).
+		return api.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", qid, q.Status, q.Resolution).
 			WithDetails(map[string]any{"question_id": qid, "status": q.Status, "resolution": q.Resolution})
 	}
 	now := time.Now().UTC()
@@ -65,22 +66,22 @@ func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, 
 		return nil
 	})
 	if err != nil {
-		return core.MessageResult{}, mapStoreErr(err, "answer to "+qid)
+		return api.MessageResult{}, mapStoreErr(err, "answer to "+qid)
 	}
 	if !claimed {
 		// Lost the race to another resolution; report what won.
 		cur, err := qs.k.db.GetMessage(ctx, m.Seq)
 		if err == nil {
 			if cq, err := parseQuestion(cur); err == nil && cq.Status == core.QuestionAnswered {
-				return core.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
+				return api.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
 			} else if err == nil {
-				return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s; it can no longer be answered", qid, cq.Status)
+				return api.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s; it can no longer be answered", qid, cq.Status)
 			}
 		}
-		return core.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
+		return api.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
 	}
 	qs.k.announce(c)
-	return core.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
+	return api.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
 }
 
 // askUser records (or re-attaches to) the task's user question and waits

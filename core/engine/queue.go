@@ -6,36 +6,37 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
-// TaskQueue serves core.Client's operation of that name.
-func (ms *Messages) TaskQueue(ctx context.Context, ref string) (core.QueueView, error) {
+// TaskQueue serves api.Client's operation of that name.
+func (ms *Messages) TaskQueue(ctx context.Context, ref string) (api.QueueView, error) {
 	t, err := ms.task(ctx, ref)
 	if err != nil {
-		return core.QueueView{}, err
+		return api.QueueView{}, err
 	}
 	queue, err := ms.k.db.Queue(ctx, t.ID)
 	if err != nil {
-		return core.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
+		return api.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
 	}
 	return queueView(t.ID, queue), nil
 }
 
-// DropQueued serves core.Client's operation of that name. Only a person drops: it is how the
+// DropQueued serves api.Client's operation of that name. Only a person drops: it is how the
 // operator clears what others queued on a task, and an agent must not
 // withdraw input meant for another task.
-func (ms *Messages) DropQueued(ctx context.Context, ref string, in core.DropQueueInput) (core.QueueView, error) {
+func (ms *Messages) DropQueued(ctx context.Context, ref string, in api.DropQueueInput) (api.QueueView, error) {
 	actor := core.ActorFrom(ctx)
 	if err := ms.may(actor, ActDropQueued, core.Task{}); err != nil {
-		return core.QueueView{}, err
+		return api.QueueView{}, err
 	}
 	if in.All == (in.ID != 0) {
-		return core.QueueView{}, core.Errorf(core.CodeValidation, "give the id of one queued item, or all")
+		return api.QueueView{}, core.Errorf(core.CodeValidation, "give the id of one queued item, or all")
 	}
 	t, err := ms.task(ctx, ref)
 	if err != nil {
-		return core.QueueView{}, err
+		return api.QueueView{}, err
 	}
 	// Under the task lock no turn takes an item from the queue meanwhile.
 	rt := ms.k.live.runtime(t.ID)
@@ -72,10 +73,10 @@ func (ms *Messages) DropQueued(ctx context.Context, ref string, in core.DropQueu
 	})
 	rt.mu.Unlock()
 	if err != nil {
-		return core.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
+		return api.QueueView{}, mapStoreErr(err, "queue of "+t.ID)
 	}
 	if !in.All && len(dropped) == 0 {
-		return core.QueueView{}, core.Errorf(core.CodeNotFound, "task %s has no queued item %d (see kandev task queue %s)", t.ID, in.ID, t.ID)
+		return api.QueueView{}, core.Errorf(core.CodeNotFound, "task %s has no queued item %d (see kandev task queue %s)", t.ID, in.ID, t.ID)
 	}
 	ms.k.announce(c)
 	view, err := ms.TaskQueue(ctx, t.ID)
@@ -83,10 +84,10 @@ func (ms *Messages) DropQueued(ctx context.Context, ref string, in core.DropQueu
 	return view, err
 }
 
-func queueView(taskID string, queue []store.QueueItem) core.QueueView {
-	v := core.QueueView{TaskID: taskID, Items: make([]core.QueuedItem, 0, len(queue))}
+func queueView(taskID string, queue []store.QueueItem) api.QueueView {
+	v := api.QueueView{TaskID: taskID, Items: make([]api.QueuedItem, 0, len(queue))}
 	for i, it := range queue {
-		v.Items = append(v.Items, core.QueuedItem{ID: it.ID, Position: i + 1, Kind: it.Kind, Sender: core.ParseBy(it.Sender),
+		v.Items = append(v.Items, api.QueuedItem{ID: it.ID, Position: i + 1, Kind: it.Kind, Sender: core.ParseBy(it.Sender),
 			Interrupt: it.Priority == priorityFront, Text: it.Text, QueuedAt: it.CreatedAt})
 	}
 	return v

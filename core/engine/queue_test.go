@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // Other tasks' agents cannot fill a task's queue against its operator or
@@ -18,7 +19,7 @@ func TestQueueFloodLeavesOperatorAndParentThrough(t *testing.T) {
 		_, err := c.call(from, "message_task_kandev", map[string]any{"task_id": tr.s.ID, "prompt": "flood from " + from})
 		return err
 	}
-	for i := 0; i < core.QueueCap; i++ {
+	for i := 0; i < api.QueueCap; i++ {
 		if err := msg(tr.u.ID); err != nil {
 			t.Fatalf("message %d from the unrelated task: %v", i, err)
 		}
@@ -28,15 +29,15 @@ func TestQueueFloodLeavesOperatorAndParentThrough(t *testing.T) {
 	if err := msg(tr.p.ID); err != nil {         // the direct parent
 		t.Fatalf("direct parent refused: %v", err)
 	}
-	if _, err := c.eng.Messages.MessageTask(c.ctx, tr.s.ID, core.MessageInput{Text: "operator"}); err != nil {
+	if _, err := c.eng.Messages.MessageTask(c.ctx, tr.s.ID, api.MessageInput{Text: "operator"}); err != nil {
 		t.Fatalf("operator message refused: %v", err)
 	}
-	if _, err := c.eng.Messages.MessageTask(c.ctx, tr.s.ID, core.MessageInput{Text: "now", Delivery: core.DeliveryInterrupt}); err != nil {
+	if _, err := c.eng.Messages.MessageTask(c.ctx, tr.s.ID, api.MessageInput{Text: "now", Delivery: api.DeliveryInterrupt}); err != nil {
 		t.Fatalf("operator interrupt refused: %v", err)
 	}
 	got, _ := c.eng.Tasks.GetTask(c.ctx, tr.s.ID)
-	if got.Queued != core.QueueCap+3 {
-		t.Fatalf("queued %d, want %d", got.Queued, core.QueueCap+3)
+	if got.Queued != api.QueueCap+3 {
+		t.Fatalf("queued %d, want %d", got.Queued, api.QueueCap+3)
 	}
 }
 
@@ -54,24 +55,24 @@ func TestDropQueued(t *testing.T) {
 	if err != nil || len(v.Items) != 3 || v.Items[2].Position != 3 || v.Items[0].Sender != core.ByRef(core.TaskRef(tr.u.ID)) {
 		t.Fatalf("queue %+v %v", v, err)
 	}
-	_, err = c.eng.Messages.DropQueued(c.as(tr.p.ID), tr.s.ID, core.DropQueueInput{All: true})
+	_, err = c.eng.Messages.DropQueued(c.as(tr.p.ID), tr.s.ID, api.DropQueueInput{All: true})
 	wantCode(t, err, core.CodeForbidden)
-	_, err = c.eng.Messages.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{})
+	_, err = c.eng.Messages.DropQueued(c.ctx, tr.s.ID, api.DropQueueInput{})
 	wantCode(t, err, core.CodeValidation)
-	_, err = c.eng.Messages.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{ID: v.Items[0].ID + 1000})
+	_, err = c.eng.Messages.DropQueued(c.ctx, tr.s.ID, api.DropQueueInput{ID: v.Items[0].ID + 1000})
 	wantCode(t, err, core.CodeNotFound)
-	got, err := c.eng.Messages.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{ID: v.Items[1].ID})
+	got, err := c.eng.Messages.DropQueued(c.ctx, tr.s.ID, api.DropQueueInput{ID: v.Items[1].ID})
 	if err != nil || len(got.Items) != 2 || len(got.Dropped) != 1 || got.Dropped[0] != v.Items[1].ID || got.Items[1].ID != v.Items[2].ID {
 		t.Fatalf("drop one: %+v %v", got, err)
 	}
-	got, err = c.eng.Messages.DropQueued(c.ctx, tr.s.ID, core.DropQueueInput{All: true})
+	got, err = c.eng.Messages.DropQueued(c.ctx, tr.s.ID, api.DropQueueInput{All: true})
 	if err != nil || len(got.Items) != 0 || len(got.Dropped) != 2 {
 		t.Fatalf("drop all: %+v %v", got, err)
 	}
 	if task, _ := c.eng.Tasks.GetTask(c.ctx, tr.s.ID); task.Queued != 0 {
 		t.Fatalf("task still counts %d queued", task.Queued)
 	}
-	page, _ := c.eng.Messages.Conversation(c.ctx, tr.s.ID, core.ConversationInput{})
+	page, _ := c.eng.Messages.Conversation(c.ctx, tr.s.ID, api.ConversationInput{})
 	noted := false
 	for _, m := range page.Messages {
 		noted = noted || (m.Kind == core.MsgStatus && strings.Contains(m.Text, "dropped 2 queued"))
@@ -86,14 +87,14 @@ func TestDropQueued(t *testing.T) {
 func TestParentCappedByOwnBacklog(t *testing.T) {
 	c := newCoord(t)
 	tr := c.tree()
-	for i := 0; i < core.QueueCap; i++ {
+	for i := 0; i < api.QueueCap; i++ {
 		if _, err := c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.s.ID, "prompt": "m", "delivery_mode": "interrupt"}); err != nil {
 			t.Fatalf("parent message %d: %v", i, err)
 		}
 	}
 	_, err := c.call(tr.p.ID, "message_task_kandev", map[string]any{"task_id": tr.s.ID, "prompt": "m", "delivery_mode": "interrupt"})
 	wantCode(t, err, core.CodeConflict)
-	if _, err := c.eng.Messages.MessageTask(c.ctx, tr.s.ID, core.MessageInput{Text: "now", Delivery: core.DeliveryInterrupt}); err != nil {
+	if _, err := c.eng.Messages.MessageTask(c.ctx, tr.s.ID, api.MessageInput{Text: "now", Delivery: api.DeliveryInterrupt}); err != nil {
 		t.Fatalf("operator interrupt refused: %v", err)
 	}
 }

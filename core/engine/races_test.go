@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/store"
 )
@@ -24,9 +25,9 @@ func TestStopDuringStartRunsNoTurn(t *testing.T) {
 	launched, release, releaseTeardown := p.holdNextStart()
 	defer release()
 	defer releaseTeardown()
-	task := p.create(core.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
+	task := p.create(api.CreateTaskInput{Title: "race", Prompt: "mock: say should never run", Start: true})
 	sid := <-launched
-	res, err := p.eng.Chain.StopTask(p.op(), task.ID, core.StopTaskInput{})
+	res, err := p.eng.Chain.StopTask(p.op(), task.ID, api.StopTaskInput{})
 	if err != nil || res.Result != "stopped" || len(res.Sessions) != 1 || res.Sessions[0] != sid {
 		t.Fatalf("stop: %+v %v (launched %s)", res, err, sid)
 	}
@@ -51,15 +52,15 @@ func TestStopDuringStartRunsNoTurn(t *testing.T) {
 // which lifts the stop and is delivered after the earlier item.
 func TestMessageAfterStop(t *testing.T) {
 	p := newInProc(t)
-	parent := p.create(core.CreateTaskInput{Title: "parent"})
+	parent := p.create(api.CreateTaskInput{Title: "parent"})
 	gate, open := p.gateFile("turn")
-	task := p.create(core.CreateTaskInput{Title: "busy", ParentID: parent.ID, Start: true,
+	task := p.create(api.CreateTaskInput{Title: "busy", ParentID: parent.ID, Start: true,
 		Prompt: "mock: say started\nmock: waitfile " + gate})
 	p.waitFor("the turn to start", func() bool { return p.hasSaid(task.ID, "started") })
 	sid := p.get(task.ID).Session.ID
-	p.message(task.ID, "mock: say first after stop", core.DeliveryQueued)
+	p.message(task.ID, "mock: say first after stop", api.DeliveryQueued)
 	ended := p.loopsEnded(task.ID)
-	if res, err := p.eng.Chain.StopTask(p.op(), task.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := p.eng.Chain.StopTask(p.op(), task.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	open()
@@ -74,7 +75,7 @@ func TestMessageAfterStop(t *testing.T) {
 	if got := p.get(task.ID); !got.Halted || got.Queued != 1 || len(p.prompts(task.ID)) != 1 {
 		t.Fatalf("after the stop: halted %v queued %d prompts %d", got.Halted, got.Queued, len(p.prompts(task.ID)))
 	}
-	p.message(task.ID, "mock: say second after stop", core.DeliveryQueued)
+	p.message(task.ID, "mock: say second after stop", api.DeliveryQueued)
 	p.waitFor("the queue to be delivered", func() bool { return p.hasSaid(task.ID, "second after stop") && p.settled(task.ID) })
 	prompts := p.prompts(task.ID)
 	if len(prompts) != 3 || !strings.Contains(prompts[1], "first after stop") || !strings.Contains(prompts[2], "second after stop") {
@@ -91,16 +92,16 @@ func askSetup(t *testing.T, p *inProc) (parent, child core.Task, qid string, asP
 	gate, open := p.gateFile("parent")
 	// The holder exists before the parent's first turn starts: a turn that
 	// ended with no open subtask would stall the parent to the operator.
-	parent = p.create(core.CreateTaskInput{Title: "parent"})
-	p.create(core.CreateTaskInput{Title: "holder", ParentID: parent.ID})
-	if _, err := p.eng.Messages.StartTask(p.op(), parent.ID, core.StartTaskInput{Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"}); err != nil {
+	parent = p.create(api.CreateTaskInput{Title: "parent"})
+	p.create(api.CreateTaskInput{Title: "holder", ParentID: parent.ID})
+	if _, err := p.eng.Messages.StartTask(p.op(), parent.ID, api.StartTaskInput{Prompt: "mock: on question: waitfile " + gate + "\nmock: say ready"}); err != nil {
 		t.Fatal(err)
 	}
 	// The parent's first turn ends before the child asks, so the question
 	// reaches a parent between turns.
 	p.waitFor("the parent's first turn", func() bool { return p.hasSaid(parent.ID, "ready") && p.settled(parent.ID) })
 	p.waitIdle(parent.ID)
-	child = p.create(core.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
+	child = p.create(api.CreateTaskInput{Title: "child", ParentID: parent.ID, Autopilot: true, Start: true,
 		Prompt: callDirective(capability.AskParent, map[string]any{"questions": []map[string]any{{"prompt": "Left or right?"}}})})
 	p.waitFor("the question and the end of its turn", func() bool {
 		c := p.get(child.ID)
@@ -152,7 +153,7 @@ func TestAnswerRacingSupersede(t *testing.T) {
 	}()
 	go func() {
 		defer wg.Done()
-		_, msgErr = p.eng.Messages.MessageTask(p.op(), child.ID, core.MessageInput{Text: "mock: say going left"})
+		_, msgErr = p.eng.Messages.MessageTask(p.op(), child.ID, api.MessageInput{Text: "mock: say going left"})
 	}()
 	wg.Wait()
 	if msgErr != nil {
@@ -188,7 +189,7 @@ func TestSupersededThenStale(t *testing.T) {
 	p := newInProc(t)
 	_, child, q1, as, open := askSetup(t, p)
 	defer open()
-	p.message(child.ID, "mock: say going left", core.DeliveryQueued)
+	p.message(child.ID, "mock: say going left", api.DeliveryQueued)
 	if st := p.questionStatus(child.ID, q1); st != "superseded" {
 		t.Fatalf("question is %s, want superseded", st)
 	}
@@ -199,13 +200,13 @@ func TestSupersededThenStale(t *testing.T) {
 	}
 	p.waitFor("the child's turn", func() bool { return p.hasSaid(child.ID, "going left") && p.settled(child.ID) })
 
-	p.message(child.ID, callDirective(capability.AskParent, map[string]any{"questions": []map[string]any{{"prompt": "Up or down?"}}}), core.DeliveryQueued)
+	p.message(child.ID, callDirective(capability.AskParent, map[string]any{"questions": []map[string]any{{"prompt": "Up or down?"}}}), api.DeliveryQueued)
 	p.waitFor("the second question", func() bool {
 		q := p.get(child.ID).PendingQuestion
 		return q != nil && q.ID != q1
 	})
 	q2 := p.get(child.ID).PendingQuestion.ID
-	if res, err := p.eng.Chain.StopTask(p.op(), child.ID, core.StopTaskInput{}); err != nil || res.Result != "stopped" {
+	if res, err := p.eng.Chain.StopTask(p.op(), child.ID, api.StopTaskInput{}); err != nil || res.Result != "stopped" {
 		t.Fatalf("stop: %+v %v", res, err)
 	}
 	if st := p.questionStatus(child.ID, q2); st != "stale" {
@@ -223,9 +224,9 @@ func TestSupersededThenStale(t *testing.T) {
 func TestNoTurnOnFinishedTask(t *testing.T) {
 	p := newInProc(t)
 	gate, open := p.gateFile("turn")
-	task := p.create(core.CreateTaskInput{Title: "finishing", Start: true, Prompt: "mock: say working\nmock: waitfile " + gate})
+	task := p.create(api.CreateTaskInput{Title: "finishing", Start: true, Prompt: "mock: say working\nmock: waitfile " + gate})
 	p.waitFor("the turn", func() bool { return p.hasSaid(task.ID, "working") })
-	p.message(task.ID, "mock: say should wait for a reopen", core.DeliveryQueued)
+	p.message(task.ID, "mock: say should wait for a reopen", api.DeliveryQueued)
 	ended := p.loopsEnded(task.ID)
 	if _, err := p.eng.Tasks.SetTaskStatus(p.op(), task.ID, core.StatusDone); err != nil {
 		t.Fatal(err)
@@ -244,12 +245,12 @@ func TestNoTurnOnFinishedTask(t *testing.T) {
 // ahead of what was queued before it.
 func TestTurnLoopOrderAndInterrupt(t *testing.T) {
 	p := newInProc(t)
-	task := p.create(core.CreateTaskInput{Title: "loop", Start: true, Prompt: "mock: say hanging\nmock: hang"})
+	task := p.create(api.CreateTaskInput{Title: "loop", Start: true, Prompt: "mock: say hanging\nmock: hang"})
 	p.waitFor("the hanging turn", func() bool { return p.hasSaid(task.ID, "hanging") })
 	for _, m := range []string{"one", "two", "three"} {
-		p.message(task.ID, "mock: say queued "+m, core.DeliveryQueued)
+		p.message(task.ID, "mock: say queued "+m, api.DeliveryQueued)
 	}
-	p.message(task.ID, "mock: say urgent", core.DeliveryInterrupt)
+	p.message(task.ID, "mock: say urgent", api.DeliveryInterrupt)
 	p.waitFor("every turn", func() bool { return p.hasSaid(task.ID, "queued three") && p.settled(task.ID) })
 	prompts := p.prompts(task.ID)
 	want := []string{"hanging", "urgent", "queued one", "queued two", "queued three"}
@@ -276,13 +277,13 @@ func TestTurnLoopOrderAndInterrupt(t *testing.T) {
 // enqueue, no data in its meta) is still delivered, as it was written.
 func TestLegacyQueuedNoticeDelivered(t *testing.T) {
 	p := newInProc(t)
-	task := p.create(core.CreateTaskInput{Title: "upgraded"})
+	task := p.create(api.CreateTaskInput{Title: "upgraded"})
 	legacy := "[kandev:answer] The operator answered your question q0legacy:\n\nlegacy answer\n\nquestion_id: q0legacy"
 	if _, err := p.db.Enqueue(p.ctx, store.QueueItem{TaskID: task.ID, Priority: 0, Kind: "answer", Sender: "person:operator",
 		Text: legacy, Meta: `{"question_id":"q0legacy"}`, CreatedAt: time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.eng.Messages.StartTask(p.op(), task.ID, core.StartTaskInput{Prompt: "mock: say after"}); err != nil {
+	if _, err := p.eng.Messages.StartTask(p.op(), task.ID, api.StartTaskInput{Prompt: "mock: say after"}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("both turns", func() bool { return p.hasSaid(task.ID, "after") && p.settled(task.ID) })

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -33,7 +34,7 @@ func TestRefreshNeverGoesBackInTime(t *testing.T) {
 	if err := os.Mkdir(cwd, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	task, err := e.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "raced", CWD: cwd})
+	task, err := e.Tasks.CreateTask(ctx, api.CreateTaskInput{Title: "raced", CWD: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/prompt"
 	"github.com/kandev/kandev/core/workspace"
@@ -43,11 +44,11 @@ type reviewPlan struct {
 // planReview checks every comment against the task's diff as it is now
 // and cuts the hunk lines around each. Any comment that does not point at
 // lines of the diff refuses the whole review: nothing is written.
-func (wo *Workspaces) planReview(ctx context.Context, t core.Task, actor core.Actor, text string, in []core.ReviewCommentInput) (reviewPlan, error) {
+func (wo *Workspaces) planReview(ctx context.Context, t core.Task, actor core.Actor, text string, in []api.ReviewCommentInput) (reviewPlan, error) {
 	if len(in) > capability.MaxReviewComments {
 		return reviewPlan{}, core.Errorf(core.CodeValidation, "a review carries at most %d comments, not %d", capability.MaxReviewComments, len(in))
 	}
-	d, err := wo.Diff(ctx, t.ID, core.DiffInput{Patch: true})
+	d, err := wo.Diff(ctx, t.ID, api.DiffInput{Patch: true})
 	if err != nil {
 		var ce *core.Error
 		if errors.As(err, &ce) {
@@ -90,7 +91,7 @@ func (wo *Workspaces) planReview(ctx context.Context, t core.Task, actor core.Ac
 		fh, ok := hunks[file]
 		if !ok {
 			if known(paths, file) {
-				return reviewPlan{}, core.Errorf(core.CodeValidation, "%s: %s has no lines to comment on in the diff (deleted, binary, or past the patch's %d bytes)", where, file, core.MaxPatch)
+				return reviewPlan{}, core.Errorf(core.CodeValidation, "%s: %s has no lines to comment on in the diff (deleted, binary, or past the patch's %d bytes)", where, file, api.MaxPatch)
 			}
 			return reviewPlan{}, core.Errorf(core.CodeValidation, "%s: %s is not in task %s's diff; the files changed: %s", where, file, t.ID, listPaths(paths))
 		}
@@ -183,25 +184,25 @@ func hunkRanges(hs []workspace.Hunk) string {
 	return strings.Join(out, ", ")
 }
 
-// Review serves core.Client's TaskReview (wire.TaskReview): the comments
+// Review serves api.Client's TaskReview (wire.TaskReview): the comments
 // kept on the task, each open while the lines it points at still read as
 // they did when it was made (in the worktree as it is now), outdated once
 // they changed.
-func (wo *Workspaces) Review(ctx context.Context, ref string) (core.ReviewView, error) {
+func (wo *Workspaces) Review(ctx context.Context, ref string) (api.ReviewView, error) {
 	t, err := wo.authorized(ctx, core.ActorFrom(ctx), ref, ActReview)
 	if err != nil {
-		return core.ReviewView{}, err
+		return api.ReviewView{}, err
 	}
 	return wo.reviewOf(ctx, t)
 }
 
 // reviewOf reads the task's comments and checks each one's state.
-func (wo *Workspaces) reviewOf(ctx context.Context, t core.Task) (core.ReviewView, error) {
+func (wo *Workspaces) reviewOf(ctx context.Context, t core.Task) (api.ReviewView, error) {
 	rows, err := wo.k.db.ReviewComments(ctx, t.ID)
 	if err != nil {
-		return core.ReviewView{}, mapStoreErr(err, "review of "+t.ID)
+		return api.ReviewView{}, mapStoreErr(err, "review of "+t.ID)
 	}
-	v := core.ReviewView{TaskID: t.ID, Comments: make([]core.ReviewComment, 0, len(rows))}
+	v := api.ReviewView{TaskID: t.ID, Comments: make([]api.ReviewComment, 0, len(rows))}
 	var root *os.Root
 	if w := t.Workspace; w != nil && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) && w.Dir != "" {
 		// Opened as a root: a path the agent turned into a link out of
@@ -220,8 +221,8 @@ func (wo *Workspaces) reviewOf(ctx context.Context, t core.Task) (core.ReviewVie
 	}
 	files := map[string][]string{}
 	for _, r := range rows {
-		c := core.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: core.ParseBy(r.Author), File: r.File, Line: r.Line, EndLine: r.EndLine,
-			Text: r.Body, Lines: r.Lines, Hunk: r.Hunk, State: core.ReviewOpen, CreatedAt: r.CreatedAt}
+		c := api.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: core.ParseBy(r.Author), File: r.File, Line: r.Line, EndLine: r.EndLine,
+			Text: r.Body, Lines: r.Lines, Hunk: r.Hunk, State: api.ReviewOpen, CreatedAt: r.CreatedAt}
 		if root != nil {
 			lines, ok := files[r.File]
 			if !ok {
@@ -229,7 +230,7 @@ func (wo *Workspaces) reviewOf(ctx context.Context, t core.Task) (core.ReviewVie
 				files[r.File] = lines
 			}
 			if r.EndLine > len(lines) || strings.Join(lines[r.Line-1:r.EndLine], "\n") != r.Lines {
-				c.State = core.ReviewOutdated
+				c.State = api.ReviewOutdated
 			}
 		}
 		v.Comments = append(v.Comments, c)
@@ -258,11 +259,11 @@ func readLines(root *os.Root, name string) []string {
 
 // reviewComments turns kept rows into the comments a message result
 // carries (open: they were just checked against the diff).
-func reviewComments(rows []store.ReviewComment) []core.ReviewComment {
-	out := make([]core.ReviewComment, len(rows))
+func reviewComments(rows []store.ReviewComment) []api.ReviewComment {
+	out := make([]api.ReviewComment, len(rows))
 	for i, r := range rows {
-		out[i] = core.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: core.ParseBy(r.Author), File: r.File, Line: r.Line, EndLine: r.EndLine,
-			Text: r.Body, Lines: r.Lines, Hunk: r.Hunk, State: core.ReviewOpen, CreatedAt: r.CreatedAt}
+		out[i] = api.ReviewComment{ID: r.ID, TaskID: r.TaskID, Author: core.ParseBy(r.Author), File: r.File, Line: r.Line, EndLine: r.EndLine,
+			Text: r.Body, Lines: r.Lines, Hunk: r.Hunk, State: api.ReviewOpen, CreatedAt: r.CreatedAt}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 )
 
@@ -18,15 +19,15 @@ import (
 func TestReviewThroughMessageTool(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
+	child, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
+	stranger, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "stranger", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +35,14 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	if err := os.WriteFile(mainGo, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	call := func(as core.Task, args string) (core.MessageResult, error) {
+	call := func(as core.Task, args string) (api.MessageResult, error) {
 		t.Helper()
 		ctx := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: as.ID})
 		res, err := env.eng.Tools.CallTool(ctx, "message_task_kandev", []byte(args))
 		if err != nil {
-			return core.MessageResult{}, err
+			return api.MessageResult{}, err
 		}
-		return res.(core.MessageResult), nil
+		return res.(api.MessageResult), nil
 	}
 	nothingKept := func(why string) {
 		t.Helper()
@@ -76,7 +77,7 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Comments) != 2 || res.Comments[0].Lines != "func main() {}" || res.Comments[1].Lines != "package main\n" || res.Comments[0].State != core.ReviewOpen {
+	if len(res.Comments) != 2 || res.Comments[0].Lines != "func main() {}" || res.Comments[1].Lines != "package main\n" || res.Comments[0].State != api.ReviewOpen {
 		t.Fatalf("comments = %+v", res.Comments)
 	}
 	q, err := env.db.Queue(env.ctx, child.ID)
@@ -103,11 +104,11 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Comments) != 2 || v.Comments[0].State != core.ReviewOutdated || v.Comments[1].State != core.ReviewOpen || v.Unchecked != "" {
+	if len(v.Comments) != 2 || v.Comments[0].State != api.ReviewOutdated || v.Comments[1].State != api.ReviewOpen || v.Unchecked != "" {
 		t.Fatalf("review = %+v", v)
 	}
-	d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, core.DiffInput{})
-	if err != nil || len(d.Comments) != 2 || d.Comments[0].State != core.ReviewOutdated {
+	d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, api.DiffInput{})
+	if err != nil || len(d.Comments) != 2 || d.Comments[0].State != api.ReviewOutdated {
 		t.Fatalf("diff comments = %+v, %v", d.Comments, err)
 	}
 	// A file turned into a link out of the worktree is not followed: outdated.
@@ -121,7 +122,7 @@ func TestReviewThroughMessageTool(t *testing.T) {
 	if err := os.Symlink(outside, mainGo); err != nil {
 		t.Fatal(err)
 	}
-	if v, err = env.eng.Workspaces.Review(env.ctx, child.ID); err != nil || v.Comments[0].State != core.ReviewOutdated || v.Comments[1].State != core.ReviewOutdated {
+	if v, err = env.eng.Workspaces.Review(env.ctx, child.ID); err != nil || v.Comments[0].State != api.ReviewOutdated || v.Comments[1].State != api.ReviewOutdated {
 		t.Fatalf("through a link: %+v, %v", v, err)
 	}
 }

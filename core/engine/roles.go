@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // what a task can be assigned to. Roles (ListRoles, GetRole, AddRole,
 // EditRole, RemoveRole), people (ListPersons, AddPerson) and profiles
 // (profiles.go: ListProfiles, GetProfile, AddProfile, RemoveProfile),
-// core.Client's operations, which the daemon routes here; a name resolved
+// api.Client's operations, which the daemon routes here; a name resolved
 // to the role or person it names (lookupAssignee, managerRef), a task's
 // role and its profile (roleOf, profile) and the profile of a top-level
 // task created without one (defaultprofile.go). Its fields are all it may
@@ -59,8 +60,8 @@ func validName(kind core.RefKind, name string) error {
 func roleRef(name string) string   { return core.RoleRef(name).String() }
 func personRef(name string) string { return core.PersonRef(name).String() }
 
-func roleFromStore(r store.Role) core.Role {
-	return core.Role{Name: r.Name, Profile: r.Profile, ReportsTo: core.ParseRefPtr(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
+func roleFromStore(r store.Role) api.Role {
+	return api.Role{Name: r.Name, Profile: r.Profile, ReportsTo: core.ParseRefPtr(r.Manager), Implicit: r.Implicit, CreatedAt: r.CreatedAt}
 }
 
 // lookupAssignee resolves a name to the role or person it names.
@@ -86,74 +87,74 @@ func (ro *Roles) lookupAssignee(ctx context.Context, name string) (core.Ref, err
 	return core.Ref{}, core.Errorf(core.CodeNotFound, "no role or person named %s (see kandev role list, kandev person list)", name)
 }
 
-// ListRoles serves core.Client's operation of that name.
-func (ro *Roles) ListRoles(ctx context.Context) ([]core.Role, error) {
+// ListRoles serves api.Client's operation of that name.
+func (ro *Roles) ListRoles(ctx context.Context) ([]api.Role, error) {
 	rs, err := ro.k.db.ListRoles(ctx)
 	if err != nil {
 		return nil, mapStoreErr(err, "roles")
 	}
-	out := make([]core.Role, 0, len(rs))
+	out := make([]api.Role, 0, len(rs))
 	for _, r := range rs {
 		out = append(out, roleFromStore(r))
 	}
 	return out, nil
 }
 
-// GetRole serves core.Client's operation of that name.
-func (ro *Roles) GetRole(ctx context.Context, name string) (core.Role, error) {
+// GetRole serves api.Client's operation of that name.
+func (ro *Roles) GetRole(ctx context.Context, name string) (api.Role, error) {
 	r, err := ro.k.db.GetRole(ctx, name)
 	if err != nil {
-		return core.Role{}, mapStoreErr(err, "role "+name)
+		return api.Role{}, mapStoreErr(err, "role "+name)
 	}
 	return roleFromStore(r), nil
 }
 
-// AddRole serves core.Client's operation of that name.
-func (ro *Roles) AddRole(ctx context.Context, in core.RoleInput) (core.Role, error) {
+// AddRole serves api.Client's operation of that name.
+func (ro *Roles) AddRole(ctx context.Context, in api.RoleInput) (api.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActAddRole, core.Task{}); err != nil {
-		return core.Role{}, err
+		return api.Role{}, err
 	}
 	if err := validName(core.RefRole, in.Name); err != nil {
-		return core.Role{}, err
+		return api.Role{}, err
 	}
 	if _, err := ro.profile(ctx, in.Name); err == nil {
-		return core.Role{}, core.Errorf(core.CodeValidation, "%s is a profile name: tasks created with --profile %s already belong to the role %s; choose another name", in.Name, in.Name, in.Name)
+		return api.Role{}, core.Errorf(core.CodeValidation, "%s is a profile name: tasks created with --profile %s already belong to the role %s; choose another name", in.Name, in.Name, in.Name)
 	}
 	if _, err := ro.k.db.GetPerson(ctx, in.Name); err == nil {
-		return core.Role{}, core.Errorf(core.CodeConflict, "%s is already a person; roles and people share names", in.Name)
+		return api.Role{}, core.Errorf(core.CodeConflict, "%s is already a person; roles and people share names", in.Name)
 	}
 	if strings.TrimSpace(in.Profile) == "" {
-		return core.Role{}, core.Errorf(core.CodeValidation, "role %s needs --profile", in.Name)
+		return api.Role{}, core.Errorf(core.CodeValidation, "role %s needs --profile", in.Name)
 	}
 	if _, err := ro.profile(ctx, in.Profile); err != nil {
-		return core.Role{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", in.Profile)
+		return api.Role{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", in.Profile)
 	}
 	manager, err := ro.managerRef(ctx, in.Name, in.ReportsTo)
 	if err != nil {
-		return core.Role{}, err
+		return api.Role{}, err
 	}
 	r := store.Role{Name: in.Name, Profile: in.Profile, Manager: manager, CreatedAt: time.Now().UTC()}
 	if err := ro.k.db.InsertRole(ctx, r); err != nil {
-		return core.Role{}, mapStoreErr(err, "role "+in.Name)
+		return api.Role{}, mapStoreErr(err, "role "+in.Name)
 	}
 	return roleFromStore(r), nil
 }
 
-// EditRole serves core.Client's operation of that name.
-func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (core.Role, error) {
+// EditRole serves api.Client's operation of that name.
+func (ro *Roles) EditRole(ctx context.Context, name string, in api.RoleInput) (api.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActEditRole, core.Task{}); err != nil {
-		return core.Role{}, err
+		return api.Role{}, err
 	}
 	r, err := ro.k.db.GetRole(ctx, name)
 	if err != nil {
-		return core.Role{}, mapStoreErr(err, "role "+name)
+		return api.Role{}, mapStoreErr(err, "role "+name)
 	}
 	if in.Profile != "" {
 		if r.Implicit && in.Profile != r.Name {
-			return core.Role{}, core.Errorf(core.CodeValidation, "role %s stands for the profile %s; its profile cannot change", name, name)
+			return api.Role{}, core.Errorf(core.CodeValidation, "role %s stands for the profile %s; its profile cannot change", name, name)
 		}
 		if _, err := ro.profile(ctx, in.Profile); err != nil {
-			return core.Role{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", in.Profile)
+			return api.Role{}, core.Errorf(core.CodeValidation, "unknown profile %s (see kandev profile list)", in.Profile)
 		}
 		r.Profile = in.Profile
 	}
@@ -163,7 +164,7 @@ func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (
 		r.Manager = ""
 	default:
 		if r.Manager, err = ro.managerRef(ctx, name, in.ReportsTo); err != nil {
-			return core.Role{}, err
+			return api.Role{}, err
 		}
 	}
 	err = ro.k.commit(ctx, func(tx *store.Tx, c *changes) error {
@@ -179,66 +180,66 @@ func (ro *Roles) EditRole(ctx context.Context, name string, in core.RoleInput) (
 		return nil
 	})
 	if err != nil {
-		return core.Role{}, mapStoreErr(err, "role "+name)
+		return api.Role{}, mapStoreErr(err, "role "+name)
 	}
 	return roleFromStore(r), nil
 }
 
-// RemoveRole serves core.Client's operation of that name. A role that still has work, or that
+// RemoveRole serves api.Client's operation of that name. A role that still has work, or that
 // someone reports to, stays.
-func (ro *Roles) RemoveRole(ctx context.Context, name string, _ core.RemoveRoleInput) (core.Role, error) {
+func (ro *Roles) RemoveRole(ctx context.Context, name string, _ api.RemoveRoleInput) (api.Role, error) {
 	if err := ro.may(core.ActorFrom(ctx), ActRemoveRole, core.Task{}); err != nil {
-		return core.Role{}, err
+		return api.Role{}, err
 	}
 	r, err := ro.k.db.GetRole(ctx, name)
 	if err != nil {
-		return core.Role{}, mapStoreErr(err, "role "+name)
+		return api.Role{}, mapStoreErr(err, "role "+name)
 	}
 	if ids, err := ro.k.db.TasksAssignedTo(ctx, roleRef(name)); err == nil && len(ids) > 0 {
-		return core.Role{}, core.Errorf(core.CodeConflict, "role %s still has tasks (%s); hand them on first", name, strings.Join(ids, ", "))
+		return api.Role{}, core.Errorf(core.CodeConflict, "role %s still has tasks (%s); hand them on first", name, strings.Join(ids, ", "))
 	}
 	if rs, err := ro.k.db.RolesReportingTo(ctx, roleRef(name)); err == nil && len(rs) > 0 {
-		return core.Role{}, core.Errorf(core.CodeConflict, "roles %s report to %s; change their manager first", strings.Join(rs, ", "), name)
+		return api.Role{}, core.Errorf(core.CodeConflict, "roles %s report to %s; change their manager first", strings.Join(rs, ", "), name)
 	}
 	if err := ro.k.db.DeleteRole(ctx, name); err != nil {
-		return core.Role{}, mapStoreErr(err, "role "+name)
+		return api.Role{}, mapStoreErr(err, "role "+name)
 	}
 	return roleFromStore(r), nil
 }
 
-// ListPersons serves core.Client's operation of that name.
-func (ro *Roles) ListPersons(ctx context.Context) ([]core.Person, error) {
+// ListPersons serves api.Client's operation of that name.
+func (ro *Roles) ListPersons(ctx context.Context) ([]api.Person, error) {
 	ps, err := ro.k.db.ListPersons(ctx)
 	if err != nil {
 		return nil, mapStoreErr(err, "people")
 	}
-	out := make([]core.Person, 0, len(ps))
+	out := make([]api.Person, 0, len(ps))
 	for _, p := range ps {
-		out = append(out, core.Person{Name: p.Name, CreatedAt: p.CreatedAt})
+		out = append(out, api.Person{Name: p.Name, CreatedAt: p.CreatedAt})
 	}
 	return out, nil
 }
 
-// AddPerson serves core.Client's operation of that name.
-func (ro *Roles) AddPerson(ctx context.Context, in core.AddPersonInput) (core.Person, error) {
+// AddPerson serves api.Client's operation of that name.
+func (ro *Roles) AddPerson(ctx context.Context, in api.AddPersonInput) (api.Person, error) {
 	name := in.Name
 	if err := ro.may(core.ActorFrom(ctx), ActAddPerson, core.Task{}); err != nil {
-		return core.Person{}, err
+		return api.Person{}, err
 	}
 	if err := validName(core.RefPerson, name); err != nil {
-		return core.Person{}, err
+		return api.Person{}, err
 	}
 	if _, err := ro.k.db.GetRole(ctx, name); err == nil {
-		return core.Person{}, core.Errorf(core.CodeConflict, "%s is already a role; roles and people share names", name)
+		return api.Person{}, core.Errorf(core.CodeConflict, "%s is already a role; roles and people share names", name)
 	}
 	if _, err := ro.profile(ctx, name); err == nil {
-		return core.Person{}, core.Errorf(core.CodeConflict, "%s is a profile (and so a role) name; choose another", name)
+		return api.Person{}, core.Errorf(core.CodeConflict, "%s is a profile (and so a role) name; choose another", name)
 	}
 	p := store.Person{Name: name, CreatedAt: time.Now().UTC()}
 	if err := ro.k.db.InsertPerson(ctx, p); err != nil {
-		return core.Person{}, mapStoreErr(err, "person "+name)
+		return api.Person{}, mapStoreErr(err, "person "+name)
 	}
-	return core.Person{Name: p.Name, CreatedAt: p.CreatedAt}, nil
+	return api.Person{Name: p.Name, CreatedAt: p.CreatedAt}, nil
 }
 
 // managerRef resolves --reports-to and refuses a chain that would loop.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/sandbox"
 	"github.com/kandev/kandev/core/workspace"
 )
@@ -24,7 +25,7 @@ const sandboxAuto = "auto"
 // confined than its parent, nor than the agent that creates it, and a
 // mode this machine cannot run is refused with how to install it (on a
 // host, a mode kandev cannot apply there).
-func (rs *Runs) resolveSandbox(ctx context.Context, in core.CreateTaskInput, parent core.Task, prof core.Profile, host string) (string, error) {
+func (rs *Runs) resolveSandbox(ctx context.Context, in api.CreateTaskInput, parent core.Task, prof core.Profile, host string) (string, error) {
 	mode := strings.TrimSpace(in.Sandbox)
 	if err := core.ValidateSandbox("task", mode); err != nil {
 		return "", err

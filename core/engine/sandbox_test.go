@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 func haveBwrap() bool { _, err := exec.LookPath("bwrap"); return err == nil }
@@ -15,8 +16,8 @@ func haveBwrap() bool { _, err := exec.LookPath("bwrap"); return err == nil }
 // kept, shown, and survives a restart.
 func TestSandboxDefaults(t *testing.T) {
 	env := newEngineEnv(t)
-	plain := env.create(core.CreateTaskInput{Title: "plain"})
-	auto := env.create(core.CreateTaskInput{Title: "auto", Autopilot: true})
+	plain := env.create(api.CreateTaskInput{Title: "plain"})
+	auto := env.create(api.CreateTaskInput{Title: "auto", Autopilot: true})
 	if plain.Sandbox != core.SandboxNone {
 		t.Errorf("normal task: sandbox %q, want none", plain.Sandbox)
 	}
@@ -43,13 +44,13 @@ func TestSandboxDefaults(t *testing.T) {
 func TestSandboxWithoutBwrap(t *testing.T) {
 	env := newEngineEnv(t)
 	t.Setenv("PATH", t.TempDir())
-	auto := env.create(core.CreateTaskInput{Title: "auto", Autopilot: true})
+	auto := env.create(api.CreateTaskInput{Title: "auto", Autopilot: true})
 	if auto.Sandbox != core.SandboxNone {
 		t.Errorf("autopilot without bwrap: sandbox %q", auto.Sandbox)
 	}
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxBwrap})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxBwrap})
 	i2WantErr(t, err, core.CodeValidation, "bubblewrap", "apt-get install bubblewrap")
-	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: "chroot"})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: "chroot"})
 	i2WantErr(t, err, core.CodeValidation, `sandbox "chroot"`, "none, bwrap, docker, podman")
 }
 
@@ -61,12 +62,12 @@ func TestSandboxChildNeverWeaker(t *testing.T) {
 		t.Skip("bubblewrap is not installed")
 	}
 	env := newEngineEnv(t)
-	root := env.create(core.CreateTaskInput{Title: "root", Sandbox: core.SandboxBwrap})
-	child := env.create(core.CreateTaskInput{Title: "child", ParentID: root.ID})
+	root := env.create(api.CreateTaskInput{Title: "root", Sandbox: core.SandboxBwrap})
+	child := env.create(api.CreateTaskInput{Title: "child", ParentID: root.ID})
 	if child.Sandbox != core.SandboxBwrap {
 		t.Fatalf("child without one: sandbox %q, want bwrap", child.Sandbox)
 	}
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "weak", ParentID: root.ID, Sandbox: core.SandboxNone})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "weak", ParentID: root.ID, Sandbox: core.SandboxNone})
 	i2WantErr(t, err, core.CodeValidation, "sandbox none is less confined than its parent task "+root.ID+"'s sandbox bwrap")
 
 	agent := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: child.ID, SessionID: "s-" + child.ID})
@@ -94,11 +95,11 @@ func TestSandboxFromProfile(t *testing.T) {
 	if _, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "boxed", Command: "x", MCP: true, Sandbox: core.SandboxBwrap}); err != nil {
 		t.Fatal(err)
 	}
-	got := env.create(core.CreateTaskInput{Title: "t", Profile: "boxed"})
+	got := env.create(api.CreateTaskInput{Title: "t", Profile: "boxed"})
 	if got.Sandbox != core.SandboxBwrap {
 		t.Fatalf("profile's sandbox not taken: %q", got.Sandbox)
 	}
-	got = env.create(core.CreateTaskInput{Title: "t", Profile: "boxed", Sandbox: core.SandboxNone})
+	got = env.create(api.CreateTaskInput{Title: "t", Profile: "boxed", Sandbox: core.SandboxNone})
 	if got.Sandbox != core.SandboxNone {
 		t.Fatalf("explicit none: %q", got.Sandbox)
 	}
@@ -112,6 +113,6 @@ func TestSandboxContainerNeedsAnImage(t *testing.T) {
 		t.Skip("docker is not installed")
 	}
 	env := newEngineEnv(t)
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxDocker})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "boxed", CWD: env.cwd, Sandbox: core.SandboxDocker})
 	i2WantErr(t, err, core.CodeValidation, "needs an image", "--image IMAGE")
 }

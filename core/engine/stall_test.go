@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -15,8 +15,8 @@ import (
 // that ended without a handoff does not.
 func TestLegacyStallRowsRead(t *testing.T) {
 	env := newEngineEnv(t)
-	failed := env.create(core.CreateTaskInput{Title: "failed"})
-	returned := env.create(core.CreateTaskInput{Title: "returned"})
+	failed := env.create(api.CreateTaskInput{Title: "failed"})
+	returned := env.create(api.CreateTaskInput{Title: "returned"})
 	env.close()
 
 	db, err := store.Open(env.ctx, env.path)

@@ -4,16 +4,17 @@ import (
 	"context"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
-// TaskStats serves core.Client's operation of that name: it counts the cached tasks a listing
+// TaskStats serves api.Client's operation of that name: it counts the cached tasks a listing
 // with in would show (TaskSnapshot), so it reads no row from the database.
-func (ts *Tasks) TaskStats(ctx context.Context, in core.ListTasksInput) (core.TaskStats, error) {
+func (ts *Tasks) TaskStats(ctx context.Context, in api.ListTasksInput) (api.TaskStats, error) {
 	tasks, err := ts.TaskSnapshot(ctx, in)
 	if err != nil {
-		return core.TaskStats{}, err
+		return api.TaskStats{}, err
 	}
-	st := core.TaskStats{ByStatus: map[core.Status]int{}, BySandbox: map[string]int{}, ByHost: map[string]int{}}
+	st := api.TaskStats{ByStatus: map[core.Status]int{}, BySandbox: map[string]int{}, ByHost: map[string]int{}}
 	for _, t := range tasks {
 		st.Tasks++
 		st.ByStatus[t.Status]++

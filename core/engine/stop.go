@@ -5,21 +5,22 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
-// StopTask serves core.Client's operation of that name (rule 3): halt-only, direct-parent-only
+// StopTask serves api.Client's operation of that name (rule 3): halt-only, direct-parent-only
 // (or a person), idempotent. Under the task's lock the stop fence moves,
 // so no launch or delivery already under way goes on; then one
 // transaction records everything the stop means (the task halted and in
 // review, the run's session cancelled and its token revoked, a pending
 // question stale, the note), and one notification step announces it. See
 // docs/decisions/0004-stop-fence.md.
-func (ch *Chain) StopTask(ctx context.Context, ref string, _ core.StopTaskInput) (core.StopResult, error) {
+func (ch *Chain) StopTask(ctx context.Context, ref string, _ api.StopTaskInput) (api.StopResult, error) {
 	actor := core.ActorFrom(ctx)
 	t, err := ch.auth.authorized(ctx, actor, ref, ActStop)
 	if err != nil {
-		return core.StopResult{}, err
+		return api.StopResult{}, err
 	}
 	why := "stopped by " + actor.String()
 	rt := ch.runs.runtime(t.ID)
@@ -30,7 +31,7 @@ func (ch *Chain) StopTask(ctx context.Context, ref string, _ core.StopTaskInput)
 	rt.fence++
 	if !live {
 		rt.mu.Unlock()
-		return core.StopResult{TaskID: t.ID, Result: "not_running"}, nil
+		return api.StopResult{TaskID: t.ID, Result: "not_running"}, nil
 	}
 	run := rt.run
 	sessions := []string{}
@@ -86,10 +87,10 @@ func (ch *Chain) StopTask(ctx context.Context, ref string, _ core.StopTaskInput)
 		// not be recorded is the stop's trace.
 		ch.k.log.Error("record stop", "task", t.ID, "err", err)
 		ch.k.refreshQuiet(t.ID)
-		return core.StopResult{}, mapStoreErr(err, "stop of "+t.ID)
+		return api.StopResult{}, mapStoreErr(err, "stop of "+t.ID)
 	}
 	ch.k.announce(c)
-	return core.StopResult{TaskID: t.ID, Result: "stopped", Sessions: sessions}, nil
+	return api.StopResult{TaskID: t.ID, Result: "stopped", Sessions: sessions}, nil
 }
 
 // halt bumps the task's stop fence and ends its live run, if any, for the

@@ -10,6 +10,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -32,7 +33,7 @@ func TestTickTakesUpdatesInWhileItWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	task, err := e.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "stream", CWD: dir})
+	task, err := e.Tasks.CreateTask(ctx, api.CreateTaskInput{Title: "stream", CWD: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

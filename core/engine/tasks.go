@@ -9,16 +9,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
 // maxTitle keeps titles to what a tree row can show.
 const maxTitle = 200
 
-// CreateTask serves core.Client's operation of that name. Autopilot is decided here and never
+// CreateTask serves api.Client's operation of that name. Autopilot is decided here and never
 // again: it is not inherited from the parent, and the profile must be able to
 // take the injected MCP server.
-func (ts *Tasks) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.Task, error) {
+func (ts *Tasks) CreateTask(ctx context.Context, in api.CreateTaskInput) (core.Task, error) {
 	actor := core.ActorFrom(ctx)
 	key := in.IdempotencyKey
 	if len(key) > maxIdempotencyKey {
@@ -51,7 +52,7 @@ func (ts *Tasks) CreateTask(ctx context.Context, in core.CreateTaskInput) (core.
 		if ts.k.opts.BeforeStart != nil {
 			ts.k.opts.BeforeStart(t.ID)
 		}
-		return ts.messages.StartTask(ctx, t.ID, core.StartTaskInput{})
+		return ts.messages.StartTask(ctx, t.ID, api.StartTaskInput{})
 	}
 	return t, nil
 }
@@ -80,16 +81,16 @@ func (ts *Tasks) createdBefore(ctx context.Context, actor core.Actor, key string
 		return core.Task{}, true, err
 	}
 	if start && t.Session == nil && !t.Halted && ts.turns.held(t) == "" {
-		if st, err := ts.messages.StartTask(ctx, t.ID, core.StartTaskInput{}); err == nil {
+		if st, err := ts.messages.StartTask(ctx, t.ID, api.StartTaskInput{}); err == nil {
 			return st, true, nil
 		}
 	}
 	return t, true, nil
 }
 
-// ListTasks serves core.Client's operation of that name: tasks in creation order, so a parent
+// ListTasks serves api.Client's operation of that name: tasks in creation order, so a parent
 // always precedes its children.
-func (ts *Tasks) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.Task, error) {
+func (ts *Tasks) ListTasks(ctx context.Context, in api.ListTasksInput) ([]core.Task, error) {
 	ptrs, err := ts.TaskSnapshot(ctx, in)
 	if err != nil {
 		return nil, err
@@ -104,7 +105,7 @@ func (ts *Tasks) ListTasks(ctx context.Context, in core.ListTasksInput) ([]core.
 // TaskSnapshot is ListTasks without the copies: the cache never changes a
 // task in place (a change stores a new value), so the pointers stay valid
 // and unchanging after the lock is released. For large listings.
-func (ts *Tasks) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
+func (ts *Tasks) TaskSnapshot(ctx context.Context, in api.ListTasksInput) ([]*core.Task, error) {
 	var root string
 	if in.Root != "" {
 		id, err := ts.k.resolveID(ctx, in.Root)
@@ -149,7 +150,7 @@ func (ts *Tasks) TaskSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 // from the first lines of the listing, before the rest has arrived (the
 // TUI's first frame at 100,000 tasks). A listing under a root is in this
 // order already.
-func (ts *Tasks) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*core.Task, error) {
+func (ts *Tasks) TreeSnapshot(ctx context.Context, in api.ListTasksInput) ([]*core.Task, error) {
 	if in.Root != "" {
 		return ts.TaskSnapshot(ctx, in)
 	}
@@ -181,7 +182,7 @@ func (ts *Tasks) TreeSnapshot(ctx context.Context, in core.ListTasksInput) ([]*c
 // page ("" when none). Without a root it walks the creation order from
 // the cursor and stops once the page is full, so a page's cost does not
 // grow with the number of tasks.
-func (ts *Tasks) taskPage(ctx context.Context, in core.ListTasksInput, cursor string, limit int, match func(*core.Task) bool) ([]core.Task, string, error) {
+func (ts *Tasks) taskPage(ctx context.Context, in api.ListTasksInput, cursor string, limit int, match func(*core.Task) bool) ([]core.Task, string, error) {
 	page := []core.Task{}
 	next := ""
 	// take adds t to the page, or notes that a next page exists; it
@@ -241,7 +242,7 @@ func (ts *Tasks) taskPage(ctx context.Context, in core.ListTasksInput, cursor st
 	return page, next, nil
 }
 
-// GetTask serves core.Client's operation of that name.
+// GetTask serves api.Client's operation of that name.
 func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	t, err := ts.k.task(ctx, id)
 	if err == nil {
@@ -251,8 +252,8 @@ func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	return t, err
 }
 
-// EditTask serves core.Client's operation of that name. Naming autopilot at all is refused.
-func (ts *Tasks) EditTask(ctx context.Context, ref string, in core.EditTaskInput) (core.Task, error) {
+// EditTask serves api.Client's operation of that name. Naming autopilot at all is refused.
+func (ts *Tasks) EditTask(ctx context.Context, ref string, in api.EditTaskInput) (core.Task, error) {
 	if in.Autopilot != nil {
 		return core.Task{}, core.Errorf(core.CodeValidation, "autopilot is fixed at creation and cannot be changed; create a new task to change it")
 	}
@@ -298,9 +299,9 @@ func (ts *Tasks) EditTask(ctx context.Context, ref string, in core.EditTaskInput
 	return ts.k.task(ctx, t.ID)
 }
 
-// ArchiveTask serves core.Client's operation of that name. Archiving is idempotent; it halts a
+// ArchiveTask serves api.Client's operation of that name. Archiving is idempotent; it halts a
 // running agent and makes a pending question stale.
-func (ts *Tasks) ArchiveTask(ctx context.Context, ref string, _ core.ArchiveTaskInput) (core.Task, error) {
+func (ts *Tasks) ArchiveTask(ctx context.Context, ref string, _ api.ArchiveTaskInput) (core.Task, error) {
 	t, err := ts.auth.authorized(ctx, core.ActorFrom(ctx), ref, ActArchive)
 	if err != nil {
 		return core.Task{}, err
@@ -342,7 +343,7 @@ func (ts *Tasks) ArchiveTask(ctx context.Context, ref string, _ core.ArchiveTask
 	return ts.k.refresh(ctx, t.ID)
 }
 
-// SetTaskStatus serves core.Client's operation of that name: a move the transition table
+// SetTaskStatus serves api.Client's operation of that name: a move the transition table
 // allows. Done and cancelled halt the task's agent and make its question
 // stale.
 func (ts *Tasks) SetTaskStatus(ctx context.Context, ref string, status core.Status) (core.Task, error) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/store"
 )
@@ -74,7 +75,7 @@ func BenchmarkEngineCreateTask(b *testing.B) {
 	eng := benchEngine(b, dbPath)
 	ctx := context.Background()
 	for b.Loop() {
-		if _, err := eng.Tasks.CreateTask(ctx, core.CreateTaskInput{Title: "Split the auth module", CWD: cwd}); err != nil {
+		if _, err := eng.Tasks.CreateTask(ctx, api.CreateTaskInput{Title: "Split the auth module", CWD: cwd}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -88,7 +89,7 @@ func BenchmarkEngineListTasks100k(b *testing.B) {
 	eng := benchEngine(b, dbPath)
 	ctx := context.Background()
 	for b.Loop() {
-		ts, err := eng.Tasks.ListTasks(ctx, core.ListTasksInput{})
+		ts, err := eng.Tasks.ListTasks(ctx, api.ListTasksInput{})
 		if err != nil || len(ts) != 100_000 {
 			b.Fatalf("%d tasks, %v", len(ts), err)
 		}

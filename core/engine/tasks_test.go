@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/engine"
 	"github.com/kandev/kandev/store"
 )
@@ -71,7 +72,7 @@ func (env *engineEnv) restart() {
 	env.open()
 }
 
-func (env *engineEnv) create(in core.CreateTaskInput) core.Task {
+func (env *engineEnv) create(in api.CreateTaskInput) core.Task {
 	env.t.Helper()
 	if in.CWD == "" {
 		in.CWD = env.cwd
@@ -94,7 +95,7 @@ func (env *engineEnv) get(id string) core.Task {
 
 func (env *engineEnv) count(all bool) int {
 	env.t.Helper()
-	ts, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{All: all})
+	ts, err := env.eng.Tasks.ListTasks(env.ctx, api.ListTasksInput{All: all})
 	if err != nil {
 		env.t.Fatal(err)
 	}
@@ -123,8 +124,8 @@ func i2Ptr[T any](v T) *T { return &v }
 
 func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 	env := newEngineEnv(t)
-	auto := env.create(core.CreateTaskInput{Title: "Split the auth module", Autopilot: true})
-	plain := env.create(core.CreateTaskInput{Title: "plain"})
+	auto := env.create(api.CreateTaskInput{Title: "Split the auth module", Autopilot: true})
+	plain := env.create(api.CreateTaskInput{Title: "plain"})
 	if !auto.Autopilot || plain.Autopilot {
 		t.Fatalf("created autopilot %v and %v", auto.Autopilot, plain.Autopilot)
 	}
@@ -133,12 +134,12 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 	// value, even alongside a legal change, and nothing changes.
 	for _, c := range []struct {
 		id string
-		in core.EditTaskInput
+		in api.EditTaskInput
 	}{
-		{auto.ID, core.EditTaskInput{Autopilot: i2Ptr(false)}},
-		{auto.ID, core.EditTaskInput{Autopilot: i2Ptr(true)}},
-		{plain.ID, core.EditTaskInput{Autopilot: i2Ptr(true)}},
-		{auto.ID, core.EditTaskInput{Title: i2Ptr("renamed"), Autopilot: i2Ptr(false)}},
+		{auto.ID, api.EditTaskInput{Autopilot: i2Ptr(false)}},
+		{auto.ID, api.EditTaskInput{Autopilot: i2Ptr(true)}},
+		{plain.ID, api.EditTaskInput{Autopilot: i2Ptr(true)}},
+		{auto.ID, api.EditTaskInput{Title: i2Ptr("renamed"), Autopilot: i2Ptr(false)}},
 	} {
 		_, err := env.eng.Tasks.EditTask(env.ctx, c.id, c.in)
 		i2WantErr(t, err, core.CodeValidation, "autopilot is fixed at creation")
@@ -148,7 +149,7 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 	}
 
 	// Every other write path leaves it alone.
-	if _, err := env.eng.Tasks.EditTask(env.ctx, auto.ID, core.EditTaskInput{Title: i2Ptr("renamed"), Description: i2Ptr("d")}); err != nil {
+	if _, err := env.eng.Tasks.EditTask(env.ctx, auto.ID, api.EditTaskInput{Title: i2Ptr("renamed"), Description: i2Ptr("d")}); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []core.Status{core.StatusInProgress, core.StatusReview, core.StatusDone, core.StatusTodo, core.StatusCancelled} {
@@ -160,7 +161,7 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 		}
 	}
 	for range 2 {
-		if _, err := env.eng.Tasks.ArchiveTask(env.ctx, auto.ID, core.ArchiveTaskInput{}); err != nil {
+		if _, err := env.eng.Tasks.ArchiveTask(env.ctx, auto.ID, api.ArchiveTaskInput{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,12 +184,12 @@ func TestAutopilotIsFixedThroughEveryWritePath(t *testing.T) {
 
 func TestAutopilotIsNeverInherited(t *testing.T) {
 	env := newEngineEnv(t)
-	root := env.create(core.CreateTaskInput{Title: "root", Autopilot: true})
-	child := env.create(core.CreateTaskInput{Title: "child", ParentID: root.ID})
-	autoChild := env.create(core.CreateTaskInput{Title: "auto child", ParentID: root.ID, Autopilot: true})
-	grand := env.create(core.CreateTaskInput{Title: "grandchild", ParentID: autoChild.ID})
-	plainRoot := env.create(core.CreateTaskInput{Title: "plain root"})
-	autoUnderPlain := env.create(core.CreateTaskInput{Title: "auto under plain", ParentID: plainRoot.ID, Autopilot: true})
+	root := env.create(api.CreateTaskInput{Title: "root", Autopilot: true})
+	child := env.create(api.CreateTaskInput{Title: "child", ParentID: root.ID})
+	autoChild := env.create(api.CreateTaskInput{Title: "auto child", ParentID: root.ID, Autopilot: true})
+	grand := env.create(api.CreateTaskInput{Title: "grandchild", ParentID: autoChild.ID})
+	plainRoot := env.create(api.CreateTaskInput{Title: "plain root"})
+	autoUnderPlain := env.create(api.CreateTaskInput{Title: "auto under plain", ParentID: plainRoot.ID, Autopilot: true})
 	for _, c := range []struct {
 		task core.Task
 		want bool
@@ -208,19 +209,19 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := env.count(true)
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "plain", Autopilot: true, CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "x", Profile: "plain", Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile plain", "autopilot", "mcp: false", "MCP server")
 	if env.count(true) != before {
 		t.Fatal("a refused create left a task behind")
 	}
 	// The same profile runs normal tasks.
-	normal := env.create(core.CreateTaskInput{Title: "normal", Profile: "plain"})
+	normal := env.create(api.CreateTaskInput{Title: "normal", Profile: "plain"})
 	if normal.Profile != "plain" || normal.Autopilot {
 		t.Fatalf("normal task: %+v", normal)
 	}
 	// A child takes its parent's profile when it names none, and is
 	// refused for the same reason.
-	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "kid", ParentID: normal.ID, Autopilot: true, CWD: env.cwd})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "kid", ParentID: normal.ID, Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile plain", "mcp: false")
 
 	// Overriding a built-in with mcp: false refuses autopilot on it;
@@ -228,12 +229,12 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 	if _, err := env.eng.Roles.AddProfile(env.ctx, core.Profile{Name: "claude", Command: "claude-wrapper", MCP: false}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true, CWD: env.cwd})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "profile claude", "mcp: false")
-	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "claude", core.RemoveProfileInput{}); err != nil {
+	if _, err := env.eng.Roles.RemoveProfile(env.ctx, "claude", api.RemoveProfileInput{}); err != nil {
 		t.Fatal(err)
 	}
-	auto := env.create(core.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true})
+	auto := env.create(api.CreateTaskInput{Title: "x", Profile: "claude", Autopilot: true})
 	if !auto.Autopilot || auto.Profile != "claude" {
 		t.Fatalf("autopilot on the restored built-in: %+v", auto)
 	}
@@ -243,26 +244,26 @@ func TestAutopilotNeedsAnMCPProfile(t *testing.T) {
 
 func TestParentMustExistAndBeLive(t *testing.T) {
 	env := newEngineEnv(t)
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "orphan", ParentID: "zzzzzz", CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "orphan", ParentID: "zzzzzz", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "parent task zzzzzz does not exist")
 
-	root := env.create(core.CreateTaskInput{Title: "root"})
+	root := env.create(api.CreateTaskInput{Title: "root"})
 	// A unique prefix names the parent; the child records the full id.
-	kid := env.create(core.CreateTaskInput{Title: "kid", ParentID: root.ID[:4]})
+	kid := env.create(api.CreateTaskInput{Title: "kid", ParentID: root.ID[:4]})
 	if kid.ParentID != root.ID {
 		t.Fatalf("child of prefix %s has parent %q, want %s", root.ID[:4], kid.ParentID, root.ID)
 	}
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, root.ID, core.ArchiveTaskInput{}); err != nil {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, root.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	before := env.count(true)
-	_, err = env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "late", ParentID: root.ID, CWD: env.cwd})
+	_, err = env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "late", ParentID: root.ID, CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, root.ID, "archived")
 	if env.count(true) != before {
 		t.Fatal("a refused create left a task behind")
 	}
 	// The live child of an archived parent still takes children.
-	env.create(core.CreateTaskInput{Title: "grandchild", ParentID: kid.ID})
+	env.create(api.CreateTaskInput{Title: "grandchild", ParentID: kid.ID})
 }
 
 // Cycles cannot happen: a parent must exist before its child, and the
@@ -270,9 +271,9 @@ func TestParentMustExistAndBeLive(t *testing.T) {
 // store's trigger refuses every other write).
 func TestNoCycles(t *testing.T) {
 	env := newEngineEnv(t)
-	a := env.create(core.CreateTaskInput{Title: "a"})
-	b := env.create(core.CreateTaskInput{Title: "b", ParentID: a.ID})
-	c := env.create(core.CreateTaskInput{Title: "c", ParentID: b.ID})
+	a := env.create(api.CreateTaskInput{Title: "a"})
+	b := env.create(api.CreateTaskInput{Title: "b", ParentID: a.ID})
+	c := env.create(api.CreateTaskInput{Title: "c", ParentID: b.ID})
 	for _, move := range []struct{ id, parent string }{{a.ID, c.ID}, {a.ID, a.ID}, {b.ID, c.ID}, {c.ID, ""}} {
 		err := env.db.SetTaskParent(env.ctx, move.id, move.parent)
 		if !errors.Is(err, store.ErrConstraint) || !strings.Contains(err.Error(), "parent is fixed at creation") {
@@ -280,7 +281,7 @@ func TestNoCycles(t *testing.T) {
 		}
 	}
 	env.restart()
-	tasks, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{All: true})
+	tasks, err := env.eng.Tasks.ListTasks(env.ctx, api.ListTasksInput{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,8 +307,8 @@ func TestNoCycles(t *testing.T) {
 
 func TestArchiveIsIdempotent(t *testing.T) {
 	env := newEngineEnv(t)
-	task := env.create(core.CreateTaskInput{Title: "done with"})
-	first, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID, core.ArchiveTaskInput{})
+	task := env.create(api.CreateTaskInput{Title: "done with"})
+	first, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID, api.ArchiveTaskInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func TestArchiveIsIdempotent(t *testing.T) {
 		t.Fatalf("archived: %+v", first)
 	}
 	time.Sleep(2 * time.Millisecond) // a second archive must not move the time
-	second, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID, core.ArchiveTaskInput{})
+	second, err := env.eng.Tasks.ArchiveTask(env.ctx, task.ID, api.ArchiveTaskInput{})
 	if err != nil {
 		t.Fatalf("archiving twice: %v", err)
 	}
@@ -327,13 +328,13 @@ func TestArchiveIsIdempotent(t *testing.T) {
 	if !got.Archived || !got.ArchivedAt.Equal(first.ArchivedAt) {
 		t.Fatalf("after restart: %+v", got)
 	}
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "nope22", core.ArchiveTaskInput{}); core.CodeOf(err) != core.CodeNotFound {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "nope22", api.ArchiveTaskInput{}); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("archiving a missing task: %v", err)
 	}
 	// An archived task is read-only: edits and status moves are refused
 	// and change nothing.
 	title := "renamed"
-	if _, err := env.eng.Tasks.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: &title}); core.CodeOf(err) != core.CodeConflict {
+	if _, err := env.eng.Tasks.EditTask(env.ctx, task.ID, api.EditTaskInput{Title: &title}); core.CodeOf(err) != core.CodeConflict {
 		t.Fatalf("editing an archived task: %v", err)
 	}
 	if _, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, core.StatusInProgress); core.CodeOf(err) != core.CodeConflict {
@@ -348,13 +349,13 @@ func TestArchiveIsIdempotent(t *testing.T) {
 
 func TestUnknownProfileIsRefused(t *testing.T) {
 	env := newEngineEnv(t)
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", Profile: "nope", CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "x", Profile: "nope", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "unknown profile nope")
 	if env.count(true) != 0 {
 		t.Fatal("a refused create left a task behind")
 	}
 	// No profile means the default one.
-	if got := env.create(core.CreateTaskInput{Title: "x"}); got.Profile != core.DefaultProfile {
+	if got := env.create(api.CreateTaskInput{Title: "x"}); got.Profile != core.DefaultProfile {
 		t.Fatalf("default profile %q", got.Profile)
 	}
 }
@@ -373,21 +374,21 @@ func TestWorkingDirectory(t *testing.T) {
 		{file, "not a directory"},
 		{"relative/dir", "absolute"},
 	} {
-		_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "x", CWD: c.cwd})
+		_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "x", CWD: c.cwd})
 		i2WantErr(t, err, core.CodeValidation, c.says)
 	}
-	root := env.create(core.CreateTaskInput{Title: "root", CWD: env.cwd + "/../work/./"})
+	root := env.create(api.CreateTaskInput{Title: "root", CWD: env.cwd + "/../work/./"})
 	if root.CWD != env.cwd {
 		t.Fatalf("cwd %q, want it cleaned to %q", root.CWD, env.cwd)
 	}
 	// A child without a cwd works where its parent does.
-	kid, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "kid", ParentID: root.ID})
+	kid, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "kid", ParentID: root.ID})
 	if err != nil || kid.CWD != env.cwd {
 		t.Fatalf("child cwd %q, %v", kid.CWD, err)
 	}
 	// A root without a cwd works where the caller is.
 	wd, _ := os.Getwd()
-	here, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "here"})
+	here, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "here"})
 	if err != nil || here.CWD != wd {
 		t.Fatalf("default cwd %q, want %q (%v)", here.CWD, wd, err)
 	}
@@ -395,49 +396,49 @@ func TestWorkingDirectory(t *testing.T) {
 
 func TestTitleRules(t *testing.T) {
 	env := newEngineEnv(t)
-	for _, in := range []core.CreateTaskInput{{Title: ""}, {Title: "   \t\n"}, {Title: "", Prompt: "  \n "}} {
+	for _, in := range []api.CreateTaskInput{{Title: ""}, {Title: "   \t\n"}, {Title: "", Prompt: "  \n "}} {
 		in.CWD = env.cwd
 		_, err := env.eng.Tasks.CreateTask(env.ctx, in)
 		i2WantErr(t, err, core.CodeValidation, "title")
 	}
-	if got := env.create(core.CreateTaskInput{Title: "  padded  ", Description: "  spaced\n"}); got.Title != "padded" || got.Description != "spaced" || got.TitlePending {
+	if got := env.create(api.CreateTaskInput{Title: "  padded  ", Description: "  spaced\n"}); got.Title != "padded" || got.Description != "spaced" || got.TitlePending {
 		t.Fatalf("trimmed: %+v", got)
 	}
 	max := strings.Repeat("é", 200)
-	if got := env.create(core.CreateTaskInput{Title: max}); got.Title != max {
+	if got := env.create(api.CreateTaskInput{Title: max}); got.Title != max {
 		t.Fatal("a 200-character title was changed")
 	}
-	_, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: max + "x", CWD: env.cwd})
+	_, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: max + "x", CWD: env.cwd})
 	i2WantErr(t, err, core.CodeValidation, "201 characters")
 
 	// No title: the prompt's first line stands in, marked pending.
-	got := env.create(core.CreateTaskInput{Prompt: "\n  Fix the login bug  \nthen the rest"})
+	got := env.create(api.CreateTaskInput{Prompt: "\n  Fix the login bug  \nthen the rest"})
 	if got.Title != "Fix the login bug" || !got.TitlePending || got.Queued != 1 {
 		t.Fatalf("title from prompt: %+v", got)
 	}
-	long := env.create(core.CreateTaskInput{Prompt: strings.Repeat("word ", 40)})
+	long := env.create(api.CreateTaskInput{Prompt: strings.Repeat("word ", 40)})
 	if n := utf8.RuneCountInString(long.Title); n != 60 || !strings.HasSuffix(long.Title, "…") {
 		t.Fatalf("long prompt title %q (%d runes)", long.Title, n)
 	}
 
 	// Edits follow the same rules.
-	task := env.create(core.CreateTaskInput{Title: "edit me", Description: "old"})
+	task := env.create(api.CreateTaskInput{Title: "edit me", Description: "old"})
 	for _, c := range []struct {
-		in   core.EditTaskInput
+		in   api.EditTaskInput
 		says string
 	}{
-		{core.EditTaskInput{}, "nothing to change"},
-		{core.EditTaskInput{Title: i2Ptr("  ")}, "title cannot be empty"},
-		{core.EditTaskInput{Title: i2Ptr(max + "x")}, "201 characters"},
+		{api.EditTaskInput{}, "nothing to change"},
+		{api.EditTaskInput{Title: i2Ptr("  ")}, "title cannot be empty"},
+		{api.EditTaskInput{Title: i2Ptr(max + "x")}, "201 characters"},
 	} {
 		_, err := env.eng.Tasks.EditTask(env.ctx, task.ID, c.in)
 		i2WantErr(t, err, core.CodeValidation, c.says)
 	}
-	edited, err := env.eng.Tasks.EditTask(env.ctx, task.ID, core.EditTaskInput{Description: i2Ptr("  new  ")})
+	edited, err := env.eng.Tasks.EditTask(env.ctx, task.ID, api.EditTaskInput{Description: i2Ptr("  new  ")})
 	if err != nil || edited.Title != "edit me" || edited.Description != "new" {
 		t.Fatalf("description edit: %+v %v", edited, err)
 	}
-	edited, err = env.eng.Tasks.EditTask(env.ctx, task.ID, core.EditTaskInput{Title: i2Ptr(" better ")})
+	edited, err = env.eng.Tasks.EditTask(env.ctx, task.ID, api.EditTaskInput{Title: i2Ptr(" better ")})
 	if err != nil || edited.Title != "better" || edited.Description != "new" || edited.UpdatedAt.Before(task.UpdatedAt) {
 		t.Fatalf("title edit: %+v %v", edited, err)
 	}
@@ -493,29 +494,29 @@ func TestIDPrefixResolution(t *testing.T) {
 	_, err = env.eng.Tasks.GetTask(env.ctx, "  ")
 	i2WantErr(t, err, core.CodeValidation, "task id is required")
 	// Every verb that takes an id resolves it the same way.
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "ab23", core.ArchiveTaskInput{}); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, "ab23", api.ArchiveTaskInput{}); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("archive of an ambiguous prefix: %v", err)
 	}
 	if got, err := env.eng.Tasks.SetTaskStatus(env.ctx, "ac", core.StatusReview); err != nil || got.ID != "ac2345" {
 		t.Fatalf("status by prefix: %+v %v", got, err)
 	}
-	if got, err := env.eng.Tasks.EditTask(env.ctx, "x2", core.EditTaskInput{Title: i2Ptr("renamed")}); err != nil || got.ID != "x23456" {
+	if got, err := env.eng.Tasks.EditTask(env.ctx, "x2", api.EditTaskInput{Title: i2Ptr("renamed")}); err != nil || got.ID != "x23456" {
 		t.Fatalf("edit by prefix: %+v %v", got, err)
 	}
 }
 
 func TestListingOrderAndArchived(t *testing.T) {
 	env := newEngineEnv(t)
-	a := env.create(core.CreateTaskInput{Title: "a"})
-	b := env.create(core.CreateTaskInput{Title: "b"})
-	a1 := env.create(core.CreateTaskInput{Title: "a1", ParentID: a.ID})
-	a1x := env.create(core.CreateTaskInput{Title: "a1x", ParentID: a1.ID})
-	b1 := env.create(core.CreateTaskInput{Title: "b1", ParentID: b.ID})
-	a2 := env.create(core.CreateTaskInput{Title: "a2", ParentID: a.ID})
-	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, a1.ID, core.ArchiveTaskInput{}); err != nil {
+	a := env.create(api.CreateTaskInput{Title: "a"})
+	b := env.create(api.CreateTaskInput{Title: "b"})
+	a1 := env.create(api.CreateTaskInput{Title: "a1", ParentID: a.ID})
+	a1x := env.create(api.CreateTaskInput{Title: "a1x", ParentID: a1.ID})
+	b1 := env.create(api.CreateTaskInput{Title: "b1", ParentID: b.ID})
+	a2 := env.create(api.CreateTaskInput{Title: "a2", ParentID: a.ID})
+	if _, err := env.eng.Tasks.ArchiveTask(env.ctx, a1.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
-	titles := func(in core.ListTasksInput) []string {
+	titles := func(in api.ListTasksInput) []string {
 		t.Helper()
 		ts, err := env.eng.Tasks.ListTasks(env.ctx, in)
 		if err != nil {
@@ -527,25 +528,25 @@ func TestListingOrderAndArchived(t *testing.T) {
 		}
 		return out
 	}
-	check := func(in core.ListTasksInput, want ...string) {
+	check := func(in api.ListTasksInput, want ...string) {
 		t.Helper()
 		if got := titles(in); !slices.Equal(got, want) {
 			t.Errorf("list %+v: %v, want %v", in, got, want)
 		}
 	}
 	// Creation order: a parent always comes before its children.
-	check(core.ListTasksInput{}, "a", "b", "a1x", "b1", "a2")
-	check(core.ListTasksInput{All: true}, "a", "b", "a1", "a1x", "b1", "a2")
-	check(core.ListTasksInput{Root: a.ID, All: true}, "a", "a1", "a1x", "a2")
-	check(core.ListTasksInput{Root: a.ID}, "a", "a2") // an archived task hides its subtree
-	check(core.ListTasksInput{Root: b1.ID}, "b1")
-	if _, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{Root: "nope22"}); core.CodeOf(err) != core.CodeNotFound {
+	check(api.ListTasksInput{}, "a", "b", "a1x", "b1", "a2")
+	check(api.ListTasksInput{All: true}, "a", "b", "a1", "a1x", "b1", "a2")
+	check(api.ListTasksInput{Root: a.ID, All: true}, "a", "a1", "a1x", "a2")
+	check(api.ListTasksInput{Root: a.ID}, "a", "a2") // an archived task hides its subtree
+	check(api.ListTasksInput{Root: b1.ID}, "b1")
+	if _, err := env.eng.Tasks.ListTasks(env.ctx, api.ListTasksInput{Root: "nope22"}); core.CodeOf(err) != core.CodeNotFound {
 		t.Fatalf("list under a missing root: %v", err)
 	}
 	// The same after a restart (the cache is rebuilt from the store).
 	env.restart()
-	check(core.ListTasksInput{}, "a", "b", "a1x", "b1", "a2")
-	check(core.ListTasksInput{All: true}, "a", "b", "a1", "a1x", "b1", "a2")
+	check(api.ListTasksInput{}, "a", "b", "a1x", "b1", "a2")
+	check(api.ListTasksInput{All: true}, "a", "b", "a1", "a1x", "b1", "a2")
 	_ = a1x
 	_ = a2
 }
@@ -554,7 +555,7 @@ func TestListingOrderAndArchived(t *testing.T) {
 
 func TestSetTaskStatus(t *testing.T) {
 	env := newEngineEnv(t)
-	task := env.create(core.CreateTaskInput{Title: "flow"})
+	task := env.create(api.CreateTaskInput{Title: "flow"})
 	for _, st := range []core.Status{core.StatusInProgress, core.StatusReview, core.StatusDone} {
 		got, err := env.eng.Tasks.SetTaskStatus(env.ctx, task.ID, st)
 		if err != nil || got.Status != st {
@@ -592,7 +593,7 @@ func TestSetTaskStatus(t *testing.T) {
 func TestCreatedTaskShape(t *testing.T) {
 	env := newEngineEnv(t)
 	before := time.Now().UTC()
-	task := env.create(core.CreateTaskInput{Title: "shape", Description: "d"})
+	task := env.create(api.CreateTaskInput{Title: "shape", Description: "d"})
 	if len(task.ID) != core.IDLength || task.Status != core.StatusTodo || !task.CreatedBy.IsOperator() ||
 		task.Archived || !task.ArchivedAt.IsZero() || task.ParentID != "" || task.Session != nil || task.Queued != 0 {
 		t.Fatalf("new task: %+v", task)

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/store"
 )
 
-var _ core.ToolHost = (*Tools)(nil)
+var _ api.ToolHost = (*Tools)(nil)
 
 // Authenticate derives the calling agent from its session token. Tokens
 // are stored hashed and die with their session.
@@ -57,14 +58,14 @@ func (tl *Tools) setFor(actor core.Actor) (capability.Set, error) {
 	return capability.Set{}, tl.auth.may(actor, ActUseTools, core.Task{}) // a person's: refused
 }
 
-// ToolSurface implements core.ToolHost.
-func (tl *Tools) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
+// ToolSurface implements api.ToolHost.
+func (tl *Tools) ToolSurface(ctx context.Context) (api.ToolSurface, error) {
 	actor := core.ActorFrom(ctx)
 	set, err := tl.setFor(actor)
 	if err != nil {
-		return core.ToolSurface{}, err
+		return api.ToolSurface{}, err
 	}
-	ts := core.ToolSurface{Surface: string(set.Surface), Groups: []string{}, Question: set.Question, Tools: set.Names(),
+	ts := api.ToolSurface{Surface: string(set.Surface), Groups: []string{}, Question: set.Question, Tools: set.Names(),
 		TaskID: actor.TaskID, SessionID: actor.SessionID}
 	for _, g := range set.Groups {
 		ts.Groups = append(ts.Groups, string(g))
@@ -75,7 +76,7 @@ func (tl *Tools) ToolSurface(ctx context.Context) (core.ToolSurface, error) {
 	return ts, nil
 }
 
-// CallTool implements core.ToolHost: the tool must be in the caller's set,
+// CallTool implements api.ToolHost: the tool must be in the caller's set,
 // its arguments must pass capability.Check (the bridge's own words: an
 // agent may call this route directly), then its handler (toolTable) runs
 // as the caller.
@@ -142,7 +143,7 @@ func (tl *Tools) toolListTasks(ctx context.Context, actor core.Actor, a *capabil
 			(parent == "" || t.ParentID == parent) &&
 			(a.Assignee == "" || assigneeIs(t.Assignee, a.Assignee))
 	}
-	tasks, next, err := tl.tasks.taskPage(ctx, core.ListTasksInput{All: a.IncludeArchived, Root: root}, a.Cursor, limit, match)
+	tasks, next, err := tl.tasks.taskPage(ctx, api.ListTasksInput{All: a.IncludeArchived, Root: root}, a.Cursor, limit, match)
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func assigneeIs(a *core.Ref, want string) bool {
 }
 
 func (tl *Tools) toolCreateTask(ctx context.Context, actor core.Actor, a *capability.CreateTaskArgs) (any, error) {
-	in := core.CreateTaskInput{Title: a.Title, Description: a.Description, Prompt: a.Prompt, ParentID: a.ParentID,
+	in := api.CreateTaskInput{Title: a.Title, Description: a.Description, Prompt: a.Prompt, ParentID: a.ParentID,
 		Profile: a.Profile, Autopilot: a.Autopilot, Sandbox: a.Sandbox, Start: true, CWD: a.CWD, Workspace: a.Workspace, Base: a.Base}
 	if in.Workspace == "" && actor.Kind == core.ActorAgent {
 		// An agent's subtask works beside it unless it asks for its own

@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 )
 
@@ -48,20 +49,20 @@ var toolTable = map[string]toolHandler{
 		return tl.workspaces.toolTaskDiff(ctx, orSelf(a.TaskID, actor), a.StatOnly)
 	}),
 	"get_task_conversation_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.ConversationArgs) (any, error) {
-		return tl.messages.Conversation(ctx, orSelf(a.TaskID, actor), core.ConversationInput{After: a.After, Limit: a.Limit})
+		return tl.messages.Conversation(ctx, orSelf(a.TaskID, actor), api.ConversationInput{After: a.After, Limit: a.Limit})
 	}),
 	"message_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.MessageTaskArgs) (any, error) {
-		in := core.MessageInput{Text: a.Prompt, Delivery: core.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
+		in := api.MessageInput{Text: a.Prompt, Delivery: api.Delivery(a.DeliveryMode), ReplyTo: a.ReplyToQuestionID}
 		for _, c := range a.Comments {
-			in.Comments = append(in.Comments, core.ReviewCommentInput(c))
+			in.Comments = append(in.Comments, api.ReviewCommentInput(c))
 		}
 		return tl.messages.MessageTask(ctx, a.TaskID, in)
 	}),
 	"stop_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.StopTaskArgs) (any, error) {
-		return tl.chain.StopTask(ctx, a.TaskID, core.StopTaskInput{})
+		return tl.chain.StopTask(ctx, a.TaskID, api.StopTaskInput{})
 	}),
 	"handoff_task_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.HandoffArgs) (any, error) {
-		return tl.chain.HandoffTask(ctx, orSelf(a.TaskID, actor), core.HandoffInput{To: a.To, Message: a.Message})
+		return tl.chain.HandoffTask(ctx, orSelf(a.TaskID, actor), api.HandoffInput{To: a.To, Message: a.Message})
 	}),
 	"set_task_status_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.SetStatusArgs) (any, error) {
 		return tl.tasks.SetTaskStatus(ctx, a.TaskID, core.Status(a.Status))
@@ -86,7 +87,7 @@ var toolTable = map[string]toolHandler{
 		return tl.roles.AddProfile(ctx, core.Profile{Name: a.Name, Command: a.Command, Args: a.Args, Env: a.Env, MCP: mcp, StartTimeout: a.StartTimeout})
 	}),
 	"remove_profile_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.NameArgs) (any, error) {
-		return tl.roles.RemoveProfile(ctx, a.Name, core.RemoveProfileInput{})
+		return tl.roles.RemoveProfile(ctx, a.Name, api.RemoveProfileInput{})
 	}),
 	"set_task_title_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.SetTitleArgs) (any, error) {
 		return tl.toolSetTitle(ctx, actor, a.Title)
@@ -98,13 +99,13 @@ var toolTable = map[string]toolHandler{
 		return tl.questions.askParent(ctx, actor, *a)
 	}),
 	"open_pull_request_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
-		return tl.workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)
+		return tl.workspaces.openRequest(ctx, actor.TaskID, api.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitHub)
 	}),
 	"get_pull_request_comments_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
 		return tl.workspaces.requestReview(ctx, actor, capability.HostGitHub)
 	}),
 	"open_merge_request_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, a *capability.OpenRequestArgs) (any, error) {
-		return tl.workspaces.openRequest(ctx, actor.TaskID, core.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitLab)
+		return tl.workspaces.openRequest(ctx, actor.TaskID, api.PullRequestInput{Draft: a.Draft, Base: a.Base}, capability.HostGitLab)
 	}),
 	"get_merge_request_comments_kandev": handle(func(tl *Tools, ctx context.Context, actor core.Actor, _ *noArgs) (any, error) {
 		return tl.workspaces.requestReview(ctx, actor, capability.HostGitLab)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -100,7 +101,7 @@ func optTokens(p *int) int64 {
 // Spend is the engine's spend area (rule 6, ADR 0051, docs/usage.md):
 // the spend reports an agent's recorder makes (recordUsage), summed into
 // the task's and its ancestors' rows; `kandev usage` (Usage) and a
-// person's budget (SetBudget), core.Spender's operations, which the daemon
+// person's budget (SetBudget), api.Spender's operations, which the daemon
 // routes here; the checks after each report (the 80% notice, stopping a
 // tree that reached its budget, the Budget escalation: budget.go), the
 // hold a reached budget puts on a tree (budgetHold), the budget a task
@@ -142,7 +143,7 @@ type Spend struct {
 	describeSender func(sender string) string
 	// handoff is the handoffs' (handoff.go): a reached budget's holder goes
 	// to a person, a raised one back.
-	handoff func(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (core.HandoffResult, error)
+	handoff func(ctx context.Context, t core.Task, target core.Ref, hander, message string, stall *core.Stall) (api.HandoffResult, error)
 }
 
 // spendState is the engine's memory of spend: each live session's last
@@ -255,21 +256,21 @@ func spendOf(u store.Usage) core.Spend {
 		CacheWrite: u.CacheWrite, Cost: float64(u.CostMicros) / microsPerUnit, Currency: u.Currency}
 }
 
-// Usage implements core.Spender: spend since a time, by task, profile or
+// Usage implements api.Spender: spend since a time, by task, profile or
 // day, largest first (days in order).
-func (sp *Spend) Usage(ctx context.Context, in core.UsageInput) (core.UsageReport, error) {
+func (sp *Spend) Usage(ctx context.Context, in api.UsageInput) (api.UsageReport, error) {
 	switch in.By {
 	case "":
 		in.By = "task"
 	case "task", "profile", "day":
 	default:
-		return core.UsageReport{}, core.Errorf(core.CodeValidation, "usage by %q: give task, profile or day", in.By)
+		return api.UsageReport{}, core.Errorf(core.CodeValidation, "usage by %q: give task, profile or day", in.By)
 	}
 	groups, err := sp.k.db.UsageSince(ctx, in.Since, in.By)
 	if err != nil {
-		return core.UsageReport{}, mapStoreErr(err, "usage")
+		return api.UsageReport{}, mapStoreErr(err, "usage")
 	}
-	rep := core.UsageReport{Since: in.Since, By: in.By, Rows: []core.UsageRow{}}
+	rep := api.UsageReport{Since: in.Since, By: in.By, Rows: []api.UsageRow{}}
 	// The total's currency is the first one met with spend; costs in
 	// another are left out of it (rare: agents report USD).
 	for _, g := range groups {
@@ -283,7 +284,7 @@ func (sp *Spend) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 		if g.Usage.CostMicros == 0 {
 			s.Currency = ""
 		}
-		row := core.UsageRow{Key: g.Key, Spend: s, Turns: g.Turns}
+		row := api.UsageRow{Key: g.Key, Spend: s, Turns: g.Turns}
 		if in.By == "task" {
 			if t, ok := sp.k.cached(g.Key); ok {
 				row.Title = t.Title
@@ -305,4 +306,4 @@ func (sp *Spend) Usage(ctx context.Context, in core.UsageInput) (core.UsageRepor
 	return rep, nil
 }
 
-var _ core.Spender = (*Spend)(nil)
+var _ api.Spender = (*Spend)(nil)

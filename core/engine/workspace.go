@@ -17,7 +17,7 @@ import (
 // archived; workspace_prune.go: Prune, for the ones no task owns), and what
 // is done with the work in it: Diff (workspace_diff.go), Review (review.go),
 // Merge (workspace_merge.go), Push and PullRequest (workspace_push.go) —
-// core.Client's workspace operations, which the daemon routes here — the
+// api.Client's workspace operations, which the daemon routes here — the
 // agents' diff, pull request and review tools, the review comments a
 // message carries (planReview), a confined task's commits brought in
 // (importWork) and the worktree's .kandev/setup (setupWorktree). Its
@@ -89,8 +89,8 @@ func (wo *Workspaces) withHosts(ho *Hosts) {
 func (wo *Workspaces) createBegin() { wo.wsMu.RLock() }
 func (wo *Workspaces) createEnd()   { wo.wsMu.RUnlock() }
 
-// Engine's core.Client methods of the workspaces area, forwarded to it
-// until core.Client is split by area (issue 35); the daemon routes their
+// Engine's api.Client methods of the workspaces area, forwarded to it
+// until api.Client is split by area (issue 35); the daemon routes their
 // rows to Workspaces directly.
 
 func worktreeOf(repo, dir, branch, base string) workspace.Worktree {

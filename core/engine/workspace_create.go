@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
@@ -36,7 +37,7 @@ type wsPlan struct {
 // worktree of its own; anything else runs in its directory as it is. The
 // daemon's own directory (no directory given, no parent) never gets a
 // worktree: it is not a place the user chose.
-func (wo *Workspaces) planWorkspace(ctx context.Context, in core.CreateTaskInput, parent core.Task, cwd string) (wsPlan, error) {
+func (wo *Workspaces) planWorkspace(ctx context.Context, in api.CreateTaskInput, parent core.Task, cwd string) (wsPlan, error) {
 	mode := strings.TrimSpace(in.Workspace)
 	if mode == "new" {
 		mode = core.WorkspaceWorktree

@@ -1,6 +1,6 @@
 package engine
 
-// What a task changed in its worktree: Diff (core.Client's TaskDiff) and
+// What a task changed in its worktree: Diff (api.Client's TaskDiff) and
 // get_task_diff_kandev's bounded view of it (toolTaskDiff).
 
 import (
@@ -12,48 +12,49 @@ import (
 	"unicode/utf8"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/workspace"
 )
 
-// Diff serves core.Client's TaskDiff (wire.TaskDiff).
-func (wo *Workspaces) Diff(ctx context.Context, ref string, in core.DiffInput) (core.TaskDiff, error) {
+// Diff serves api.Client's TaskDiff (wire.TaskDiff).
+func (wo *Workspaces) Diff(ctx context.Context, ref string, in api.DiffInput) (api.TaskDiff, error) {
 	t, wt, err := wo.worktreeTask(ctx, ref, ActDiff, false)
 	if err != nil {
-		return core.TaskDiff{}, err
+		return api.TaskDiff{}, err
 	}
 	var d workspace.Diff
 	if t.Workspace.Mode == core.WorkspaceRetired {
 		// Archived done: the worktree is gone, its work committed on the branch.
 		d, err = wo.ws.DiffBranch(ctx, wt, in.Patch)
 		if errors.Is(err, workspace.ErrNoBranch) {
-			return core.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its branch %s no longer exists (merged, or discarded)", t.ID, wt.Branch)
+			return api.TaskDiff{}, core.Errorf(core.CodeValidation, "task %s was archived done and its worktree removed; its branch %s no longer exists (merged, or discarded)", t.ID, wt.Branch)
 		}
 	} else {
 		if _, err := os.Stat(wt.Dir); err != nil {
-			return core.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+			return api.TaskDiff{}, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
 		}
 		d, err = wo.ws.Diff(ctx, wt, in.Patch)
 	}
 	if err != nil {
-		return core.TaskDiff{}, core.Errorf(core.CodeInternal, "%v", err)
+		return api.TaskDiff{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
-	out := core.TaskDiff{TaskID: t.ID, Dir: wt.Dir, Branch: wt.Branch, Base: wt.BaseCommit, Stat: d.Stat, Patch: d.Patch,
-		Files: make([]core.DiffFileStat, 0, len(d.Files))}
+	out := api.TaskDiff{TaskID: t.ID, Dir: wt.Dir, Branch: wt.Branch, Base: wt.BaseCommit, Stat: d.Stat, Patch: d.Patch,
+		Files: make([]api.DiffFileStat, 0, len(d.Files))}
 	for _, f := range d.Files {
-		out.Files = append(out.Files, core.DiffFileStat(f))
+		out.Files = append(out.Files, api.DiffFileStat(f))
 	}
 	out.Added, out.Deleted = d.Totals()
 	out.PatchBytes = len(out.Patch)
 	rv, err := wo.reviewOf(ctx, t)
 	if err != nil {
-		return core.TaskDiff{}, err
+		return api.TaskDiff{}, err
 	}
 	if len(rv.Comments) > 0 {
 		out.Comments = rv.Comments
 	}
-	if len(out.Patch) > core.MaxPatch {
-		out.Patch, out.Truncated = out.Patch[:core.MaxPatch], true
+	if len(out.Patch) > api.MaxPatch {
+		out.Patch, out.Truncated = out.Patch[:api.MaxPatch], true
 	}
 	return out, nil
 }
@@ -70,10 +71,10 @@ const (
 // them: Diff asks may(ActDiff)), bounded for a model's context. A patch
 // over capability.MaxToolPatch is cut at a line boundary and ends with a
 // marker saying so and where the rest is.
-func (wo *Workspaces) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (core.TaskDiff, error) {
-	d, err := wo.Diff(ctx, ref, core.DiffInput{Patch: !statOnly})
+func (wo *Workspaces) toolTaskDiff(ctx context.Context, ref string, statOnly bool) (api.TaskDiff, error) {
+	d, err := wo.Diff(ctx, ref, api.DiffInput{Patch: !statOnly})
 	if err != nil {
-		return core.TaskDiff{}, err
+		return api.TaskDiff{}, err
 	}
 	// The comments' hunks are in the patch already; the latest ones only.
 	if n := len(d.Comments); n > capability.MaxReviewComments {

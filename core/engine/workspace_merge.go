@@ -10,20 +10,21 @@ import (
 	"errors"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/workspace"
 )
 
-// Merge serves core.Client's MergeTask (wire.MergeTask). The task's agent
+// Merge serves api.Client's MergeTask (wire.MergeTask). The task's agent
 // must not be in a turn: what merges is what its worktree holds at this
 // moment.
-func (wo *Workspaces) Merge(ctx context.Context, ref string, in core.MergeInput) (core.MergeResult, error) {
+func (wo *Workspaces) Merge(ctx context.Context, ref string, in api.MergeInput) (api.MergeResult, error) {
 	t, wt, err := wo.worktreeTask(ctx, ref, ActMerge, true)
 	if err != nil {
-		return core.MergeResult{}, err
+		return api.MergeResult{}, err
 	}
 	for _, c := range append([]core.Task{t}, wo.inheritors(t)...) {
 		if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
-			return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+			return api.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
 		}
 	}
 	res, err := wo.ws.Merge(ctx, wt, workspace.MergeOptions{Squash: in.Squash, Message: in.Message})
@@ -32,16 +33,16 @@ func (wo *Workspaces) Merge(ctx context.Context, ref string, in core.MergeInput)
 		// the same work fails with git's own words. Say what happened.
 		if rec, ok := wo.lastMerge(ctx, t.ID); ok && rec.Squash && rec.Branch == wt.Branch {
 			if tip, herr := wo.ws.Head(ctx, wt.Dir); herr == nil && tip == rec.Head {
-				return core.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's branch %s was squash-merged into %s already (%s) and has nothing new since: nothing to merge",
+				return api.MergeResult{}, core.Errorf(core.CodeConflict, "task %s's branch %s was squash-merged into %s already (%s) and has nothing new since: nothing to merge",
 					t.ID, wt.Branch, rec.Into, shortCommit(rec.Commit))
 			}
 		}
 	}
 	switch {
 	case errors.Is(err, workspace.ErrRefused), errors.Is(err, workspace.ErrNothingToMerge):
-		return core.MergeResult{}, core.Errorf(core.CodeConflict, "%v", err)
+		return api.MergeResult{}, core.Errorf(core.CodeConflict, "%v", err)
 	case err != nil:
-		return core.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
+		return api.MergeResult{}, core.Errorf(core.CodeInternal, "%v", err)
 	}
 	wo.hostMerged(ctx, t)
 	actor := core.ActorFrom(ctx)
@@ -58,9 +59,9 @@ func (wo *Workspaces) Merge(ctx context.Context, ref string, in core.MergeInput)
 		how+wt.Branch+" into "+res.Into+" ("+shortCommit(res.Commit)+") by "+actor.String(), map[string]any{"merge": rec})
 	t, err = wo.k.refresh(ctx, t.ID)
 	if err != nil {
-		return core.MergeResult{}, err
+		return api.MergeResult{}, err
 	}
-	return core.MergeResult{Task: t, Branch: wt.Branch, Into: res.Into, Commit: res.Commit}, nil
+	return api.MergeResult{Task: t, Branch: wt.Branch, Into: res.Into, Commit: res.Commit}, nil
 }
 
 // mergeRecord is what a merge note's meta keeps under "merge".

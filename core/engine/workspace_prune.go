@@ -12,10 +12,11 @@ import (
 	"strings"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/workspace"
 )
 
-// Prune serves core.Client's PruneWorktrees (wire.PruneWorktrees): it
+// Prune serves api.Client's PruneWorktrees (wire.PruneWorktrees): it
 // removes the directories under $KANDEV_HOME/worktrees that it can prove no
 // task owns (a create cut between its worktree and its row, a discard
 // interrupted), with their kandev/<id> branches. Other branches are left.
@@ -26,13 +27,13 @@ import (
 // branch with commits no other branch has, and a directory that is not a
 // worktree (ADR 0042). Creates wait while it runs, so a worktree about to
 // get its task is never taken for an orphan.
-func (wo *Workspaces) Prune(ctx context.Context, in core.PruneInput) (core.PruneResult, error) {
+func (wo *Workspaces) Prune(ctx context.Context, in api.PruneInput) (api.PruneResult, error) {
 	if err := wo.may(core.ActorFrom(ctx), ActPrune, core.Task{}); err != nil {
-		return core.PruneResult{}, err
+		return api.PruneResult{}, err
 	}
 	wo.wsMu.Lock()
 	defer wo.wsMu.Unlock()
-	res := core.PruneResult{Removed: []string{}, Branches: []string{}, Entries: []core.PruneEntry{}}
+	res := api.PruneResult{Removed: []string{}, Branches: []string{}, Entries: []api.PruneEntry{}}
 	root, err := core.RealPath(filepath.Join(wo.k.opts.Home.Dir, "worktrees"))
 	if err != nil {
 		return res, core.Errorf(core.CodeInternal, "prune: %v", err)
@@ -150,20 +151,20 @@ func (it pruneItem) decide(forced map[string]bool) (removeDir, deleteBranch bool
 
 // entries are what a prune reports of the item: its directory, then its
 // branch when the branch is ours.
-func (it pruneItem) entries(forced map[string]bool, removeDir, deleteBranch bool) []core.PruneEntry {
+func (it pruneItem) entries(forced map[string]bool, removeDir, deleteBranch bool) []api.PruneEntry {
 	kind := "worktree"
 	if !it.isTree {
 		kind = "directory"
 	}
-	entry := core.PruneEntry{Kind: kind, Name: it.dir, Action: "remove", Why: it.why}
+	entry := api.PruneEntry{Kind: kind, Name: it.dir, Action: "remove", Why: it.why}
 	if !removeDir {
 		entry.Action, entry.Why = "keep", it.keepDir+" (--force "+it.dir+" removes it)"
 	} else if forced[it.dir] {
 		entry.Why = it.why + "; forced: " + it.keepDir
 	}
-	out := []core.PruneEntry{entry}
+	out := []api.PruneEntry{entry}
 	if it.ours {
-		b := core.PruneEntry{Kind: "branch", Name: it.wt.Branch, Action: "remove", Why: "the branch of " + it.dir + ", merged or held by another branch"}
+		b := api.PruneEntry{Kind: "branch", Name: it.wt.Branch, Action: "remove", Why: "the branch of " + it.dir + ", merged or held by another branch"}
 		switch {
 		case !removeDir:
 			b.Action, b.Why = "keep", "checked out in the kept worktree "+it.dir

@@ -16,31 +16,32 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/workspace"
 	"github.com/kandev/kandev/store"
 )
 
-// Push serves core.Client's PushTask (wire.PushTask): the task's branch to
+// Push serves api.Client's PushTask (wire.PushTask): the task's branch to
 // a remote of its repository, its uncommitted work committed first with a
 // message naming the task. Only a person pushes: it reaches past this
 // machine. Like a merge, it waits for no turn: an agent in a turn in the
 // worktree refuses it.
-func (wo *Workspaces) Push(ctx context.Context, ref string, in core.PushInput) (core.PushResult, error) {
+func (wo *Workspaces) Push(ctx context.Context, ref string, in api.PushInput) (api.PushResult, error) {
 	res, _, err := wo.push(ctx, ref, in.Remote)
 	if err != nil {
-		return core.PushResult{}, pushErr(err)
+		return api.PushResult{}, pushErr(err)
 	}
 	return res, nil
 }
 
 // push is Push with workspace's errors as they are (a pull request
 // goes on from a remote that is up to date), and the task's worktree.
-func (wo *Workspaces) push(ctx context.Context, ref, remote string) (core.PushResult, workspace.Worktree, error) {
+func (wo *Workspaces) push(ctx context.Context, ref, remote string) (api.PushResult, workspace.Worktree, error) {
 	actor := core.ActorFrom(ctx)
 	t, wt, err := wo.worktreeTask(ctx, ref, ActPush, true)
 	if err != nil {
-		return core.PushResult{}, wt, err
+		return api.PushResult{}, wt, err
 	}
 	own := agentOf(actor, t.ID) // else a person (worktreeTask asked may(ActPush))
 	gone := t.Workspace.Mode == core.WorkspaceRetired
@@ -50,16 +51,16 @@ func (wo *Workspaces) push(ctx context.Context, ref, remote string) (core.PushRe
 				continue // the agent calling is that turn
 			}
 			if s := c.Session; s != nil && (s.State == core.SessionStarting || s.State == core.SessionRunning) {
-				return core.PushResult{}, wt, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
+				return api.PushResult{}, wt, core.Errorf(core.CodeConflict, "task %s's agent is in a turn in this worktree; wait for it or stop it (kandev task stop %s) first", c.ID, c.ID)
 			}
 		}
 		if _, err := os.Stat(wt.Dir); err != nil {
-			return core.PushResult{}, wt, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
+			return api.PushResult{}, wt, core.Errorf(core.CodeNotFound, "task %s's worktree %s is gone: %v", t.ID, wt.Dir, err)
 		}
 	}
 	res, err := wo.ws.Push(ctx, wt, workspace.PushOptions{Remote: remote, Gone: gone,
 		Message: fmt.Sprintf("kandev: task %s: %s", t.ID, oneLineTitle(t.Title))})
-	out := core.PushResult{Task: t, Branch: wt.Branch, Remote: res.Remote, Commit: res.Commit, Committed: res.Committed}
+	out := api.PushResult{Task: t, Branch: wt.Branch, Remote: res.Remote, Commit: res.Commit, Committed: res.Committed}
 	if err != nil {
 		return out, wt, err
 	}
@@ -89,12 +90,12 @@ func pushErr(err error) error {
 // linkPullRequest is the task_links kind of a task's pull request URL.
 const linkPullRequest = "pull_request"
 
-// PullRequest serves core.Client's PullRequestTask (wire.PullRequestTask):
+// PullRequest serves api.Client's PullRequestTask (wire.PullRequestTask):
 // push the task's branch, then open a pull request for it with gh (title
 // from the task, body from its last handoff and its diff's stat), and
 // record its URL on the task. A repository whose origin is on GitLab gets a
 // merge request (glab).
-func (wo *Workspaces) PullRequest(ctx context.Context, ref string, in core.PullRequestInput) (core.PullRequestResult, error) {
+func (wo *Workspaces) PullRequest(ctx context.Context, ref string, in api.PullRequestInput) (api.PullRequestResult, error) {
 	host := ""
 	if t, err := wo.task(ctx, ref); err == nil && t.Workspace != nil && in.Remote == "" {
 		host = wo.ws.RemoteHost(ctx, t.Workspace.Repo, "")
@@ -104,10 +105,10 @@ func (wo *Workspaces) PullRequest(ctx context.Context, ref string, in core.PullR
 
 // openRequest pushes and opens the pull request (or, for host gitlab,
 // the merge request).
-func (wo *Workspaces) openRequest(ctx context.Context, ref string, in core.PullRequestInput, host string) (core.PullRequestResult, error) {
+func (wo *Workspaces) openRequest(ctx context.Context, ref string, in api.PullRequestInput, host string) (api.PullRequestResult, error) {
 	pushed, wt, err := wo.push(ctx, ref, in.Remote)
 	if err != nil && !errors.Is(err, workspace.ErrUpToDate) {
-		return core.PullRequestResult{}, pushErr(err)
+		return api.PullRequestResult{}, pushErr(err)
 	}
 	t := pushed.Task
 	body := wo.pullRequestBody(ctx, t)
@@ -119,9 +120,9 @@ func (wo *Workspaces) openRequest(ctx context.Context, ref string, in core.PullR
 		Title: oneLineTitle(t.Title), Body: body, Draft: in.Draft})
 	switch {
 	case errors.Is(err, workspace.ErrNoHostCLI):
-		return core.PullRequestResult{}, core.Errorf(core.CodeUnavailable, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
+		return api.PullRequestResult{}, core.Errorf(core.CodeUnavailable, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
 	case err != nil:
-		return core.PullRequestResult{}, core.Errorf(core.CodeConflict, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
+		return api.PullRequestResult{}, core.Errorf(core.CodeConflict, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)
 	}
 	actor := core.ActorFrom(ctx)
 	now := time.Now().UTC()
@@ -133,10 +134,10 @@ func (wo *Workspaces) openRequest(ctx context.Context, ref string, in core.PullR
 		return ch.noteTx(ctx, tx, t.ID, core.MsgStatus, actor.String(), "opened pull request "+u+" for "+wt.Branch+" by "+actor.String(), map[string]any{})
 	})
 	if err != nil {
-		return core.PullRequestResult{}, core.Errorf(core.CodeInternal, "pull request %s opened, but not recorded on task %s: %v", u, t.ID, err)
+		return api.PullRequestResult{}, core.Errorf(core.CodeInternal, "pull request %s opened, but not recorded on task %s: %v", u, t.ID, err)
 	}
 	t, _ = wo.k.cached(t.ID) // refreshed by the commit, its URL in its view
-	return core.PullRequestResult{Task: t, URL: u, Push: pushed}, nil
+	return api.PullRequestResult{Task: t, URL: u, Push: pushed}, nil
 }
 
 // providerHost is the git host the provider group has tools for, of
@@ -210,7 +211,7 @@ func (wo *Workspaces) pullRequestBody(ctx context.Context, t core.Task) string {
 		b.WriteString(d)
 		b.WriteString("\n\n")
 	}
-	if d, err := wo.Diff(ctx, t.ID, core.DiffInput{}); err == nil && d.Stat != "" {
+	if d, err := wo.Diff(ctx, t.ID, api.DiffInput{}); err == nil && d.Stat != "" {
 		b.WriteString("```\n")
 		b.WriteString(cutAtLine(d.Stat, 8<<10))
 		b.WriteString("```\n\n")

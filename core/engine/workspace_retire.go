@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
-// Discard serves core.Client's DiscardTask (wire.DiscardTask): the only way
+// Discard serves api.Client's DiscardTask (wire.DiscardTask): the only way
 // a task's worktree and branch are removed (a stop or an archive keeps
 // them). The task itself stays, its workspace marked discarded.
-func (wo *Workspaces) Discard(ctx context.Context, ref string, _ core.DiscardTaskInput) (core.Task, error) {
+func (wo *Workspaces) Discard(ctx context.Context, ref string, _ api.DiscardTaskInput) (core.Task, error) {
 	t, wt, err := wo.worktreeTask(ctx, ref, ActDiscard, true)
 	if err != nil {
 		return core.Task{}, err

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 )
 
@@ -52,7 +53,7 @@ func TestTaskInRepositoryGetsItsOwnWorktree(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
 	head := gitT(t, repo, "rev-parse", "HEAD")
-	task, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "Fix the login", CWD: filepath.Join(repo, "src")})
+	task, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "Fix the login", CWD: filepath.Join(repo, "src")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,21 +92,21 @@ func TestTaskWorkspaceOptions(t *testing.T) {
 	gitT(t, repo, "add", ".")
 	gitT(t, repo, "commit", "-q", "-m", "later")
 
-	shared, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	shared, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if shared.Workspace.Mode != core.WorkspaceShared || shared.CWD != repo || shared.Workspace.Dir != "" {
 		t.Fatalf("shared: %+v in %s", shared.Workspace, shared.CWD)
 	}
-	outside, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "outside", CWD: env.cwd})
+	outside, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "outside", CWD: env.cwd})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if outside.Workspace.Mode != core.WorkspaceShared || outside.CWD != env.cwd {
 		t.Fatalf("outside a repository: %+v in %s", outside.Workspace, outside.CWD)
 	}
-	named, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "named", CWD: repo, Base: first, Branch: "feature/login"})
+	named, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "named", CWD: repo, Base: first, Branch: "feature/login"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,14 +123,14 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 	repo := newGitRepo(t, env)
 	cases := []struct {
 		name string
-		in   core.CreateTaskInput
+		in   api.CreateTaskInput
 		want string
 	}{
-		{"worktree outside a repository", core.CreateTaskInput{Title: "a", CWD: env.cwd, Workspace: "worktree"}, "not inside a git repository"},
-		{"missing base", core.CreateTaskInput{Title: "b", CWD: repo, Base: "no-such-ref"}, "no-such-ref"},
-		{"existing branch", core.CreateTaskInput{Title: "c", CWD: repo, Branch: "main"}, "already exists"},
-		{"unknown mode", core.CreateTaskInput{Title: "d", CWD: repo, Workspace: "cloud"}, "workspace"},
-		{"base on shared", core.CreateTaskInput{Title: "e", CWD: repo, Workspace: "shared", Base: "main"}, "a base or branch"},
+		{"worktree outside a repository", api.CreateTaskInput{Title: "a", CWD: env.cwd, Workspace: "worktree"}, "not inside a git repository"},
+		{"missing base", api.CreateTaskInput{Title: "b", CWD: repo, Base: "no-such-ref"}, "no-such-ref"},
+		{"existing branch", api.CreateTaskInput{Title: "c", CWD: repo, Branch: "main"}, "already exists"},
+		{"unknown mode", api.CreateTaskInput{Title: "d", CWD: repo, Workspace: "cloud"}, "workspace"},
+		{"base on shared", api.CreateTaskInput{Title: "e", CWD: repo, Workspace: "shared", Base: "main"}, "a base or branch"},
 	}
 	for _, c := range cases {
 		_, err := env.eng.Tasks.CreateTask(env.ctx, c.in)
@@ -137,7 +138,7 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 			t.Errorf("%s: err = %v; want a validation error about %q", c.name, err, c.want)
 		}
 	}
-	tasks, err := env.eng.Tasks.ListTasks(env.ctx, core.ListTasksInput{All: true})
+	tasks, err := env.eng.Tasks.ListTasks(env.ctx, api.ListTasksInput{All: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestTaskWorkspaceRefusalsCreateNothing(t *testing.T) {
 func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 	gitT(t, pw.Dir, "commit", "-q", "-m", "parent work")
 	parentHead := gitT(t, pw.Dir, "rev-parse", "HEAD")
 
-	inherit, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "helper", ParentID: parent.ID})
+	inherit, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "helper", ParentID: parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 		t.Fatalf("inherit: %+v in %s; parent %+v in %s", w, inherit.CWD, pw, parent.CWD)
 	}
 	// A child of the inheriting child inherits the same worktree.
-	grand, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: inherit.ID})
+	grand, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "grand", ParentID: inherit.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 		t.Fatalf("grandchild: %+v", grand.Workspace)
 	}
 
-	own, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "own", ParentID: parent.ID, Workspace: "new"})
+	own, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "own", ParentID: parent.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,15 +201,15 @@ func TestChildInheritsOrBranchesFromParentWorktree(t *testing.T) {
 func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID})
+	child, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "child", ParentID: parent.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
+	shared, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "shared", CWD: repo, Workspace: "shared"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,21 +217,21 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The child sees the work in the worktree it shares.
-	d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, core.DiffInput{})
+	d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, api.DiffInput{})
 	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "child.txt" {
 		t.Fatalf("child diff %+v, %v", d, err)
 	}
-	if _, err := env.eng.Workspaces.Merge(env.ctx, child.ID, core.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+	if _, err := env.eng.Workspaces.Merge(env.ctx, child.ID, api.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("merge of an inheriting child: %v", err)
 	}
-	if _, err := env.eng.Workspaces.Discard(env.ctx, child.ID, core.DiscardTaskInput{}); core.CodeOf(err) != core.CodeValidation {
+	if _, err := env.eng.Workspaces.Discard(env.ctx, child.ID, api.DiscardTaskInput{}); core.CodeOf(err) != core.CodeValidation {
 		t.Fatalf("discard of an inheriting child: %v", err)
 	}
-	if _, err := env.eng.Workspaces.Diff(env.ctx, shared.ID, core.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
+	if _, err := env.eng.Workspaces.Diff(env.ctx, shared.ID, api.DiffInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "shared directory") {
 		t.Fatalf("diff of a shared task: %v", err)
 	}
 	// Discarding the owner removes the worktree the child worked in too.
-	got, err := env.eng.Workspaces.Discard(env.ctx, parent.ID, core.DiscardTaskInput{})
+	got, err := env.eng.Workspaces.Discard(env.ctx, parent.ID, api.DiscardTaskInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 func TestAgentSubtaskWorkspace(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,19 +321,19 @@ func TestAgentSubtaskWorkspace(t *testing.T) {
 func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	parent, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "parent", CWD: repo})
+	parent, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "parent", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
-	child, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
+	child, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "child", ParentID: parent.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	grand, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "grand", ParentID: child.ID, Workspace: "new"})
+	grand, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "grand", ParentID: child.ID, Workspace: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := env.eng.Tasks.CreateTask(env.ctx, core.CreateTaskInput{Title: "stranger", CWD: repo})
+	stranger, err := env.eng.Tasks.CreateTask(env.ctx, api.CreateTaskInput{Title: "stranger", CWD: repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,14 +351,14 @@ func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(grand.Workspace.Dir, "grand.txt"), []byte("g\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	call := func(as core.Task, args string) (core.TaskDiff, error) {
+	call := func(as core.Task, args string) (api.TaskDiff, error) {
 		t.Helper()
 		ctx := core.WithActor(env.ctx, core.Actor{Kind: core.ActorAgent, TaskID: as.ID})
 		res, err := env.eng.Tools.CallTool(ctx, "get_task_diff_kandev", []byte(args))
 		if err != nil {
-			return core.TaskDiff{}, err
+			return api.TaskDiff{}, err
 		}
-		d, ok := res.(core.TaskDiff)
+		d, ok := res.(api.TaskDiff)
 		if !ok {
 			t.Fatalf("get_task_diff_kandev returned %T", res)
 		}
@@ -417,7 +418,7 @@ func TestTaskDiffToolSubtreeAndBound(t *testing.T) {
 func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 	env := newEngineEnv(t)
 	repo := newGitRepo(t, env)
-	mk := func(in core.CreateTaskInput) core.Task {
+	mk := func(in api.CreateTaskInput) core.Task {
 		t.Helper()
 		task, err := env.eng.Tasks.CreateTask(env.ctx, in)
 		if err != nil {
@@ -431,10 +432,10 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 			t.Fatalf("%s -> %s: %v", id, s, err)
 		}
 	}
-	busy := mk(core.CreateTaskInput{Title: "busy parent", CWD: repo})
-	mk(core.CreateTaskInput{Title: "still working", ParentID: busy.ID})
+	busy := mk(api.CreateTaskInput{Title: "busy parent", CWD: repo})
+	mk(api.CreateTaskInput{Title: "still working", ParentID: busy.ID})
 	status(busy.ID, core.StatusDone)
-	got, err := env.eng.Tasks.ArchiveTask(env.ctx, busy.ID, core.ArchiveTaskInput{})
+	got, err := env.eng.Tasks.ArchiveTask(env.ctx, busy.ID, api.ArchiveTaskInput{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,11 +443,11 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 		t.Fatalf("a worktree a subtask still works in was removed: %v, %+v", err, got.Workspace)
 	}
 
-	owner := mk(core.CreateTaskInput{Title: "owner", CWD: repo})
-	helper := mk(core.CreateTaskInput{Title: "helper", ParentID: owner.ID})
+	owner := mk(api.CreateTaskInput{Title: "owner", CWD: repo})
+	helper := mk(api.CreateTaskInput{Title: "helper", ParentID: owner.ID})
 	status(helper.ID, core.StatusDone)
 	status(owner.ID, core.StatusDone)
-	if got, err = env.eng.Tasks.ArchiveTask(env.ctx, owner.ID, core.ArchiveTaskInput{}); err != nil {
+	if got, err = env.eng.Tasks.ArchiveTask(env.ctx, owner.ID, api.ArchiveTaskInput{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(owner.Workspace.Dir); !os.IsNotExist(err) || got.Workspace.Mode != core.WorkspaceRetired {
@@ -457,7 +458,7 @@ func TestArchiveDoneKeepsWorktreeASubtaskStillUses(t *testing.T) {
 		t.Fatalf("inheriting helper after its owner's worktree went: %+v, %v", h.Workspace, err)
 	}
 	// A retired inheritor does not own the branch: discarding it is refused.
-	if _, err := env.eng.Workspaces.Discard(env.ctx, helper.ID, core.DiscardTaskInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
+	if _, err := env.eng.Workspaces.Discard(env.ctx, helper.ID, api.DiscardTaskInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("discard of a retired inheritor: %v", err)
 	}
 	// The branch has no commit of its own: git calls it merged, so it goes too.

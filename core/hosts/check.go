@@ -10,7 +10,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // DirExpr is a shell expression for kandev's directory on the host: dir as
@@ -50,8 +50,8 @@ func FileSHA256(path string) (string, error) {
 // version and hash against localHash), git, each of commands (profile →
 // command) on the host's PATH, bubblewrap, docker and podman. Slots are the
 // caller's to fill in. An unreachable host is a result, not an error.
-func Check(ctx context.Context, p *Pool, t Target, dir string, commands []core.HostCommand, localHash string) core.HostCheck {
-	res := core.HostCheck{Host: t.Name, Agents: []core.HostCommand{}}
+func Check(ctx context.Context, p *Pool, t Target, dir string, commands []api.HostCommand, localHash string) api.HostCheck {
+	res := api.HostCheck{Host: t.Name, Agents: []api.HostCommand{}}
 	var b strings.Builder
 	fmt.Fprintf(&b, "k=%s\n", BinaryPath(dir))
 	b.WriteString(`printf 'kandev.path\t%s\n' "$k"

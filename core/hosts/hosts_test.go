@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/internal/sshtest"
@@ -74,7 +74,7 @@ func TestCheckAndEnsureBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := h.RemoteDir + "/kandev"
-	cmds := []core.HostCommand{{Profile: "mock", Command: "sh"}, {Profile: "gone", Command: "no-such-agent-cli"}}
+	cmds := []api.HostCommand{{Profile: "mock", Command: "sh"}, {Profile: "gone", Command: "no-such-agent-cli"}}
 	c := hosts.Check(ctx, p, tgt, dir, cmds, hash)
 	if !c.Reachable || c.Error != "" {
 		t.Fatalf("check: %+v", c)

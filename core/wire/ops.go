@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // Op is one operation of the daemon's API: a row of the table below.
@@ -24,8 +25,8 @@ import (
 //   - Options[B]: B as the JSON body, only when some option is set;
 //   - anything else: the JSON body.
 type Op[In, Out any] struct {
-	// Name is the client method the operation serves (core.Client's, or
-	// core.Spender's, core.HostClient's).
+	// Name is the client method the operation serves (api.Client's, or
+	// api.Spender's, api.HostClient's).
 	Name   string
 	Method string
 	// Path is a net/http pattern's path, with at most one {wildcard}.
@@ -191,59 +192,59 @@ type AppendsBody struct {
 // ServeMux, which picks the most specific pattern) and the API's reading
 // order. The routes that do not fit a row are listed in Bespoke.
 var (
-	Version        = def(Op[None, core.VersionInfo]{Name: "Version", Method: "GET", Path: "/v1/version"})
+	Version        = def(Op[None, api.VersionInfo]{Name: "Version", Method: "GET", Path: "/v1/version"})
 	IntegrityCheck = def(Op[None, []string]{Name: "IntegrityCheck", Method: "GET", Path: "/v1/integrity"})
 
 	ListTasks     = def(Op[ListQuery, []core.Task]{Name: "ListTasks", Method: "GET", Path: "/v1/tasks"})
-	CreateTask    = def(Op[core.CreateTaskInput, core.Task]{Name: "CreateTask", Method: "POST", Path: "/v1/tasks"})
+	CreateTask    = def(Op[api.CreateTaskInput, core.Task]{Name: "CreateTask", Method: "POST", Path: "/v1/tasks"})
 	GetTask       = def(Op[Keyed[None], core.Task]{Name: "GetTask", Method: "GET", Path: "/v1/tasks/{id}"})
-	EditTask      = def(Op[Keyed[core.EditTaskInput], core.Task]{Name: "EditTask", Method: "PATCH", Path: "/v1/tasks/{id}"})
-	ArchiveTask   = def(Op[Keyed[Options[core.ArchiveTaskInput]], core.Task]{Name: "ArchiveTask", Method: "POST", Path: "/v1/tasks/{id}/archive"})
+	EditTask      = def(Op[Keyed[api.EditTaskInput], core.Task]{Name: "EditTask", Method: "PATCH", Path: "/v1/tasks/{id}"})
+	ArchiveTask   = def(Op[Keyed[Options[api.ArchiveTaskInput]], core.Task]{Name: "ArchiveTask", Method: "POST", Path: "/v1/tasks/{id}/archive"})
 	SetTaskStatus = def(Op[Keyed[StatusBody], core.Task]{Name: "SetTaskStatus", Method: "POST", Path: "/v1/tasks/{id}/status"})
-	TaskStats     = def(Op[ListQuery, core.TaskStats]{Name: "TaskStats", Method: "GET", Path: "/v1/task-stats"})
+	TaskStats     = def(Op[ListQuery, api.TaskStats]{Name: "TaskStats", Method: "GET", Path: "/v1/task-stats"})
 
-	StartTask      = def(Op[Keyed[core.StartTaskInput], core.Task]{Name: "StartTask", Method: "POST", Path: "/v1/tasks/{id}/start"})
-	MessageTask    = def(Op[Keyed[core.MessageInput], core.MessageResult]{Name: "MessageTask", Method: "POST", Path: "/v1/tasks/{id}/message"})
-	StopTask       = def(Op[Keyed[Options[core.StopTaskInput]], core.StopResult]{Name: "StopTask", Method: "POST", Path: "/v1/tasks/{id}/stop"})
-	AnswerQuestion = def(Op[Keyed[core.AnswerInput], core.AnswerResult]{Name: "AnswerQuestion", Method: "POST", Path: "/v1/tasks/{id}/answer"})
-	Conversation   = def(Op[Keyed[ConversationQuery], core.ConversationPage]{Name: "Conversation", Method: "GET", Path: "/v1/tasks/{id}/conversation"})
-	HandoffTask    = def(Op[Keyed[core.HandoffInput], core.HandoffResult]{Name: "HandoffTask", Method: "POST", Path: "/v1/tasks/{id}/handoff"})
-	BlockTask      = def(Op[Keyed[core.BlockInput], core.Task]{Name: "BlockTask", Method: "POST", Path: "/v1/tasks/{id}/block"})
-	TaskQueue      = def(Op[Keyed[None], core.QueueView]{Name: "TaskQueue", Method: "GET", Path: "/v1/tasks/{id}/queue"})
-	DropQueued     = def(Op[Keyed[core.DropQueueInput], core.QueueView]{Name: "DropQueued", Method: "POST", Path: "/v1/tasks/{id}/queue/drop"})
+	StartTask      = def(Op[Keyed[api.StartTaskInput], core.Task]{Name: "StartTask", Method: "POST", Path: "/v1/tasks/{id}/start"})
+	MessageTask    = def(Op[Keyed[api.MessageInput], api.MessageResult]{Name: "MessageTask", Method: "POST", Path: "/v1/tasks/{id}/message"})
+	StopTask       = def(Op[Keyed[Options[api.StopTaskInput]], api.StopResult]{Name: "StopTask", Method: "POST", Path: "/v1/tasks/{id}/stop"})
+	AnswerQuestion = def(Op[Keyed[api.AnswerInput], api.AnswerResult]{Name: "AnswerQuestion", Method: "POST", Path: "/v1/tasks/{id}/answer"})
+	Conversation   = def(Op[Keyed[ConversationQuery], api.ConversationPage]{Name: "Conversation", Method: "GET", Path: "/v1/tasks/{id}/conversation"})
+	HandoffTask    = def(Op[Keyed[api.HandoffInput], api.HandoffResult]{Name: "HandoffTask", Method: "POST", Path: "/v1/tasks/{id}/handoff"})
+	BlockTask      = def(Op[Keyed[api.BlockInput], core.Task]{Name: "BlockTask", Method: "POST", Path: "/v1/tasks/{id}/block"})
+	TaskQueue      = def(Op[Keyed[None], api.QueueView]{Name: "TaskQueue", Method: "GET", Path: "/v1/tasks/{id}/queue"})
+	DropQueued     = def(Op[Keyed[api.DropQueueInput], api.QueueView]{Name: "DropQueued", Method: "POST", Path: "/v1/tasks/{id}/queue/drop"})
 
-	TaskDiff        = def(Op[Keyed[DiffQuery], core.TaskDiff]{Name: "TaskDiff", Method: "GET", Path: "/v1/tasks/{id}/diff"})
-	TaskReview      = def(Op[Keyed[None], core.ReviewView]{Name: "TaskReview", Method: "GET", Path: "/v1/tasks/{id}/review"})
-	PushTask        = def(Op[Keyed[core.PushInput], core.PushResult]{Name: "PushTask", Method: "POST", Path: "/v1/tasks/{id}/push"})
-	PullRequestTask = def(Op[Keyed[core.PullRequestInput], core.PullRequestResult]{Name: "PullRequestTask", Method: "POST", Path: "/v1/tasks/{id}/pull-request"})
-	MergeTask       = def(Op[Keyed[core.MergeInput], core.MergeResult]{Name: "MergeTask", Method: "POST", Path: "/v1/tasks/{id}/merge"})
-	DiscardTask     = def(Op[Keyed[Options[core.DiscardTaskInput]], core.Task]{Name: "DiscardTask", Method: "POST", Path: "/v1/tasks/{id}/discard"})
-	PruneWorktrees  = def(Op[core.PruneInput, core.PruneResult]{Name: "PruneWorktrees", Method: "POST", Path: "/v1/worktrees/prune"})
+	TaskDiff        = def(Op[Keyed[DiffQuery], api.TaskDiff]{Name: "TaskDiff", Method: "GET", Path: "/v1/tasks/{id}/diff"})
+	TaskReview      = def(Op[Keyed[None], api.ReviewView]{Name: "TaskReview", Method: "GET", Path: "/v1/tasks/{id}/review"})
+	PushTask        = def(Op[Keyed[api.PushInput], api.PushResult]{Name: "PushTask", Method: "POST", Path: "/v1/tasks/{id}/push"})
+	PullRequestTask = def(Op[Keyed[api.PullRequestInput], api.PullRequestResult]{Name: "PullRequestTask", Method: "POST", Path: "/v1/tasks/{id}/pull-request"})
+	MergeTask       = def(Op[Keyed[api.MergeInput], api.MergeResult]{Name: "MergeTask", Method: "POST", Path: "/v1/tasks/{id}/merge"})
+	DiscardTask     = def(Op[Keyed[Options[api.DiscardTaskInput]], core.Task]{Name: "DiscardTask", Method: "POST", Path: "/v1/tasks/{id}/discard"})
+	PruneWorktrees  = def(Op[api.PruneInput, api.PruneResult]{Name: "PruneWorktrees", Method: "POST", Path: "/v1/worktrees/prune"})
 
-	SetBudget = def(Op[Keyed[core.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"})
-	Usage     = def(Op[UsageQuery, core.UsageReport]{Name: "Usage", Method: "GET", Path: "/v1/usage"})
+	SetBudget = def(Op[Keyed[api.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"})
+	Usage     = def(Op[UsageQuery, api.UsageReport]{Name: "Usage", Method: "GET", Path: "/v1/usage"})
 
-	ListRoles  = def(Op[None, []core.Role]{Name: "ListRoles", Method: "GET", Path: "/v1/roles"})
-	AddRole    = def(Op[core.RoleInput, core.Role]{Name: "AddRole", Method: "POST", Path: "/v1/roles"})
-	GetRole    = def(Op[Keyed[None], core.Role]{Name: "GetRole", Method: "GET", Path: "/v1/roles/{name}"})
-	EditRole   = def(Op[Keyed[core.RoleInput], core.Role]{Name: "EditRole", Method: "PATCH", Path: "/v1/roles/{name}"})
-	RemoveRole = def(Op[Keyed[Options[core.RemoveRoleInput]], core.Role]{Name: "RemoveRole", Method: "DELETE", Path: "/v1/roles/{name}"})
+	ListRoles  = def(Op[None, []api.Role]{Name: "ListRoles", Method: "GET", Path: "/v1/roles"})
+	AddRole    = def(Op[api.RoleInput, api.Role]{Name: "AddRole", Method: "POST", Path: "/v1/roles"})
+	GetRole    = def(Op[Keyed[None], api.Role]{Name: "GetRole", Method: "GET", Path: "/v1/roles/{name}"})
+	EditRole   = def(Op[Keyed[api.RoleInput], api.Role]{Name: "EditRole", Method: "PATCH", Path: "/v1/roles/{name}"})
+	RemoveRole = def(Op[Keyed[Options[api.RemoveRoleInput]], api.Role]{Name: "RemoveRole", Method: "DELETE", Path: "/v1/roles/{name}"})
 
-	ListPersons = def(Op[None, []core.Person]{Name: "ListPersons", Method: "GET", Path: "/v1/persons"})
-	AddPerson   = def(Op[core.AddPersonInput, core.Person]{Name: "AddPerson", Method: "POST", Path: "/v1/persons"})
+	ListPersons = def(Op[None, []api.Person]{Name: "ListPersons", Method: "GET", Path: "/v1/persons"})
+	AddPerson   = def(Op[api.AddPersonInput, api.Person]{Name: "AddPerson", Method: "POST", Path: "/v1/persons"})
 
 	ListProfiles = def(Op[None, []core.Profile]{Name: "ListProfiles", Method: "GET", Path: "/v1/profiles"})
 	GetProfile   = def(Op[Keyed[None], core.Profile]{Name: "GetProfile", Method: "GET", Path: "/v1/profiles/{name}"})
 	// AddProfile puts the whole profile; the path's name is its name.
 	AddProfile    = def(Op[Keyed[core.Profile], core.Profile]{Name: "AddProfile", Method: "PUT", Path: "/v1/profiles/{name}"})
-	RemoveProfile = def(Op[Keyed[Options[core.RemoveProfileInput]], core.Profile]{Name: "RemoveProfile", Method: "DELETE", Path: "/v1/profiles/{name}"})
+	RemoveProfile = def(Op[Keyed[Options[api.RemoveProfileInput]], core.Profile]{Name: "RemoveProfile", Method: "DELETE", Path: "/v1/profiles/{name}"})
 
 	ListHosts  = def(Op[None, []core.Host]{Name: "ListHosts", Method: "GET", Path: "/v1/hosts"})
-	AddHost    = def(Op[core.HostInput, core.Host]{Name: "AddHost", Method: "POST", Path: "/v1/hosts"})
+	AddHost    = def(Op[api.HostInput, core.Host]{Name: "AddHost", Method: "POST", Path: "/v1/hosts"})
 	GetHost    = def(Op[Keyed[None], core.Host]{Name: "GetHost", Method: "GET", Path: "/v1/hosts/{name}"})
 	RemoveHost = def(Op[Keyed[None], core.Host]{Name: "RemoveHost", Method: "DELETE", Path: "/v1/hosts/{name}"})
-	CheckHost  = def(Op[Keyed[None], core.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"})
-	EditHost   = def(Op[Keyed[core.HostEdit], core.Host]{Name: "EditHost", Method: "PATCH", Path: "/v1/hosts/{name}"})
+	CheckHost  = def(Op[Keyed[None], api.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"})
+	EditHost   = def(Op[Keyed[api.HostEdit], core.Host]{Name: "EditHost", Method: "PATCH", Path: "/v1/hosts/{name}"})
 
 	// FollowAppends moves the appends filter of a live event stream (GET
 	// /v1/events, bespoke, names its subscription in the

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // TestRequestShapes pins how each kind of input travels to the paths and
@@ -27,20 +28,20 @@ func TestRequestShapes(t *testing.T) {
 		{"list", "/v1/tasks", "", func() (string, any) { return ListTasks.Request(ListQuery{}) }},
 		{"list all root", "/v1/tasks?all=1&root=a+b%2F", "", func() (string, any) { return ListTasks.Request(ListQuery{All: true, Root: "a b/"}) }},
 		{"create", "/v1/tasks", `{"title":"t","start":true}`, func() (string, any) {
-			return CreateTask.Request(core.CreateTaskInput{Title: "t", Start: true})
+			return CreateTask.Request(api.CreateTaskInput{Title: "t", Start: true})
 		}},
-		{"key", "/v1/tasks/t-1%2Fx/archive", "", func() (string, any) { return ArchiveTask.Request(WithOptions("t-1/x", core.ArchiveTaskInput{})) }},
-		{"empty key", "/v1/tasks//stop", "", func() (string, any) { return StopTask.Request(WithOptions("", core.StopTaskInput{})) }},
+		{"key", "/v1/tasks/t-1%2Fx/archive", "", func() (string, any) { return ArchiveTask.Request(WithOptions("t-1/x", api.ArchiveTaskInput{})) }},
+		{"empty key", "/v1/tasks//stop", "", func() (string, any) { return StopTask.Request(WithOptions("", api.StopTaskInput{})) }},
 		{"keyed body", "/v1/tasks/t1/start", `{"prompt":"go"}`, func() (string, any) {
-			return StartTask.Request(Keyed[core.StartTaskInput]{Key: "t1", In: core.StartTaskInput{Prompt: "go"}})
+			return StartTask.Request(Keyed[api.StartTaskInput]{Key: "t1", In: api.StartTaskInput{Prompt: "go"}})
 		}},
 		{"keyed empty body", "/v1/tasks/t1/start", `{}`, func() (string, any) {
-			return StartTask.Request(Keyed[core.StartTaskInput]{Key: "t1"})
+			return StartTask.Request(Keyed[api.StartTaskInput]{Key: "t1"})
 		}},
 		{"status", "/v1/tasks/t1/status", `{"status":"done"}`, func() (string, any) {
 			return SetTaskStatus.Request(Keyed[StatusBody]{Key: "t1", In: StatusBody{Status: core.StatusDone}})
 		}},
-		{"person", "/v1/persons", `{"name":"ann"}`, func() (string, any) { return AddPerson.Request(core.AddPersonInput{Name: "ann"}) }},
+		{"person", "/v1/persons", `{"name":"ann"}`, func() (string, any) { return AddPerson.Request(api.AddPersonInput{Name: "ann"}) }},
 		{"conversation", "/v1/tasks/t1/conversation?after=0", "", func() (string, any) {
 			return Conversation.Request(Keyed[ConversationQuery]{Key: "t1"})
 		}},
@@ -109,15 +110,15 @@ func TestParseRoundTrip(t *testing.T) {
 	checkRoundTrip(t, TaskDiff, Keyed[DiffQuery]{Key: "t1", In: DiffQuery{Patch: true}})
 	checkRoundTrip(t, Usage, UsageQuery{By: "profile", Since: since})
 	checkRoundTrip(t, ListTasks, ListQuery{All: true, Root: "r"})
-	checkRoundTrip(t, StartTask, Keyed[core.StartTaskInput]{Key: "t1", In: core.StartTaskInput{Prompt: "p"}})
+	checkRoundTrip(t, StartTask, Keyed[api.StartTaskInput]{Key: "t1", In: api.StartTaskInput{Prompt: "p"}})
 	checkRoundTrip(t, GetRole, Key("dev"))
 	checkRoundTrip(t, Version, None{})
-	checkRoundTrip(t, AddPerson, core.AddPersonInput{Name: "ann"})
-	checkRoundTrip(t, StopTask, WithOptions("t1", core.StopTaskInput{}))
-	checkRoundTrip(t, ArchiveTask, WithOptions("t1", core.ArchiveTaskInput{}))
-	checkRoundTrip(t, DiscardTask, WithOptions("t1", core.DiscardTaskInput{}))
-	checkRoundTrip(t, RemoveRole, WithOptions("dev", core.RemoveRoleInput{}))
-	checkRoundTrip(t, RemoveProfile, WithOptions("p", core.RemoveProfileInput{}))
+	checkRoundTrip(t, AddPerson, api.AddPersonInput{Name: "ann"})
+	checkRoundTrip(t, StopTask, WithOptions("t1", api.StopTaskInput{}))
+	checkRoundTrip(t, ArchiveTask, WithOptions("t1", api.ArchiveTaskInput{}))
+	checkRoundTrip(t, DiscardTask, WithOptions("t1", api.DiscardTaskInput{}))
+	checkRoundTrip(t, RemoveRole, WithOptions("dev", api.RemoveRoleInput{}))
+	checkRoundTrip(t, RemoveProfile, WithOptions("p", api.RemoveProfileInput{}))
 	checkRoundTrip(t, FollowAppends, Keyed[AppendsBody]{Key: "s1", In: AppendsBody{TaskID: "t1"}})
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // The inputs that travel in a GET's query. Each is a core input under
@@ -13,8 +14,8 @@ import (
 // between the two costs nothing. The encodings are the ones the daemon
 // has always read; the refusals keep their words.
 
-// ListQuery is core.ListTasksInput as ?all=1&root=ID.
-type ListQuery core.ListTasksInput
+// ListQuery is api.ListTasksInput as ?all=1&root=ID.
+type ListQuery api.ListTasksInput
 
 func (q *ListQuery) query() url.Values {
 	v := url.Values{}
@@ -32,9 +33,9 @@ func (q *ListQuery) parseQuery(v url.Values) error {
 	return nil
 }
 
-// ConversationQuery is core.ConversationInput as
+// ConversationQuery is api.ConversationInput as
 // ?after=N&before=N&limit=N (after always, the others when set).
-type ConversationQuery core.ConversationInput
+type ConversationQuery api.ConversationInput
 
 func (q *ConversationQuery) query() url.Values {
 	v := url.Values{"after": {strconv.FormatInt(q.After, 10)}}
@@ -73,8 +74,8 @@ func (q *ConversationQuery) parseQuery(v url.Values) error {
 	return nil
 }
 
-// DiffQuery is core.DiffInput as ?patch=1.
-type DiffQuery core.DiffInput
+// DiffQuery is api.DiffInput as ?patch=1.
+type DiffQuery api.DiffInput
 
 func (q *DiffQuery) query() url.Values {
 	v := url.Values{}
@@ -89,8 +90,8 @@ func (q *DiffQuery) parseQuery(v url.Values) error {
 	return nil
 }
 
-// UsageQuery is core.UsageInput as ?by=task|profile|day&since=RFC3339.
-type UsageQuery core.UsageInput
+// UsageQuery is api.UsageInput as ?by=task|profile|day&since=RFC3339.
+type UsageQuery api.UsageInput
 
 func (q *UsageQuery) query() url.Values {
 	v := url.Values{}

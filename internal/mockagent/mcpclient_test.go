@@ -10,7 +10,7 @@ import (
 
 	acp "github.com/coder/acp-go-sdk"
 
-	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/mcpserve"
 )
 
@@ -22,8 +22,8 @@ type blockingHost struct {
 	cancelled chan struct{}
 }
 
-func (h *blockingHost) ToolSurface(context.Context) (core.ToolSurface, error) {
-	return core.ToolSurface{Surface: "kanban_task", TaskID: "t1",
+func (h *blockingHost) ToolSurface(context.Context) (api.ToolSurface, error) {
+	return api.ToolSurface{Surface: "kanban_task", TaskID: "t1",
 		Tools: []string{"get_task_kandev", "list_tasks_kandev"}}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 )
 
@@ -306,7 +307,7 @@ func (d *Daemon) MustRun(args ...string) string {
 // CreateTask creates a task through the daemon's client; a task given no
 // directory works in the system's temp dir (never a repository, so it
 // gets no worktree).
-func (d *Daemon) CreateTask(t testing.TB, in core.CreateTaskInput) core.Task {
+func (d *Daemon) CreateTask(t testing.TB, in api.CreateTaskInput) core.Task {
 	t.Helper()
 	if in.CWD == "" {
 		in.CWD = os.TempDir()
@@ -324,7 +325,7 @@ func (d *Daemon) Conversation(t testing.TB, id string) []core.Message {
 	var all []core.Message
 	var after int64
 	for {
-		page, err := d.Client.Conversation(context.Background(), id, core.ConversationInput{After: after, Limit: 500})
+		page, err := d.Client.Conversation(context.Background(), id, api.ConversationInput{After: after, Limit: 500})
 		if err != nil {
 			t.Fatalf("conversation of %s: %v", id, err)
 		}

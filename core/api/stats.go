@@ -1,4 +1,6 @@
-package core
+package api
+
+import "github.com/kandev/kandev/core"
 
 // TaskStats counts the tasks a listing would show, as the engine's cache
 // holds them now: nothing is read from the database for it.
@@ -6,9 +8,9 @@ type TaskStats struct {
 	Tasks int `json:"tasks"`
 	// ByStatus, BySandbox and ByHost count the tasks by their status, the
 	// sandbox their agent runs in and their host ("local": this machine).
-	ByStatus  map[Status]int `json:"by_status"`
-	BySandbox map[string]int `json:"by_sandbox"`
-	ByHost    map[string]int `json:"by_host"`
+	ByStatus  map[core.Status]int `json:"by_status"`
+	BySandbox map[string]int      `json:"by_sandbox"`
+	ByHost    map[string]int      `json:"by_host"`
 	// Running counts the tasks whose agent runs now (Task.Running).
 	Running int `json:"running"`
 	// PendingQuestions counts the tasks waiting on an unanswered question,
@@ -20,5 +22,5 @@ type TaskStats struct {
 	Queued int `json:"queued"`
 	// Spend is what the tasks' agents reported spending, each task's own
 	// once; costs in a currency other than the first met are left out.
-	Spend Spend `json:"spend"`
+	Spend core.Spend `json:"spend"`
 }

@@ -1,8 +1,10 @@
-package core
+package api
 
 import (
 	"context"
 	"time"
+
+	"github.com/kandev/kandev/core"
 )
 
 // Client is the one interface every front end uses: the CLI and the TUI call
@@ -24,7 +26,7 @@ type Client interface {
 	// stream ends; a resync event means events were missed. Asked for an
 	// appends filter (EventsInput.Appends), its first event is subscribed,
 	// naming the subscription FollowAppends changes.
-	Events(ctx context.Context, in EventsInput) (<-chan Event, error)
+	Events(ctx context.Context, in EventsInput) (<-chan core.Event, error)
 	// FollowAppends changes which task's streamed output (message.appended)
 	// a live event subscription receives: taskID's alone, none when it is
 	// "". Every other event flows as before. Not found once the stream
@@ -37,12 +39,12 @@ type Client interface {
 // TaskClient is the tasks area: a task's life, from its creation to its
 // archive, and who holds it.
 type TaskClient interface {
-	CreateTask(ctx context.Context, in CreateTaskInput) (Task, error)
-	ListTasks(ctx context.Context, in ListTasksInput) ([]Task, error)
-	GetTask(ctx context.Context, id string) (Task, error)
-	EditTask(ctx context.Context, id string, in EditTaskInput) (Task, error)
-	ArchiveTask(ctx context.Context, id string, in ArchiveTaskInput) (Task, error)
-	SetTaskStatus(ctx context.Context, id string, status Status) (Task, error)
+	CreateTask(ctx context.Context, in CreateTaskInput) (core.Task, error)
+	ListTasks(ctx context.Context, in ListTasksInput) ([]core.Task, error)
+	GetTask(ctx context.Context, id string) (core.Task, error)
+	EditTask(ctx context.Context, id string, in EditTaskInput) (core.Task, error)
+	ArchiveTask(ctx context.Context, id string, in ArchiveTaskInput) (core.Task, error)
+	SetTaskStatus(ctx context.Context, id string, status core.Status) (core.Task, error)
 	// TaskStats counts the tasks a listing would show: by status, sandbox
 	// and host, running, waiting on questions, and their spend.
 	TaskStats(ctx context.Context, in ListTasksInput) (TaskStats, error)
@@ -50,7 +52,7 @@ type TaskClient interface {
 	// HandoffTask gives the task to a role (its agent runs) or a person.
 	HandoffTask(ctx context.Context, id string, in HandoffInput) (HandoffResult, error)
 	// BlockTask makes a task wait on others (or, with Remove, stop waiting).
-	BlockTask(ctx context.Context, id string, in BlockInput) (Task, error)
+	BlockTask(ctx context.Context, id string, in BlockInput) (core.Task, error)
 }
 
 // MessageClient is the messages area: what a task's agent is told, and
@@ -58,7 +60,7 @@ type TaskClient interface {
 type MessageClient interface {
 	// StartTask starts (or resumes) the task's agent; a prompt, if given,
 	// is queued first and delivered as the turn.
-	StartTask(ctx context.Context, id string, in StartTaskInput) (Task, error)
+	StartTask(ctx context.Context, id string, in StartTaskInput) (core.Task, error)
 	MessageTask(ctx context.Context, id string, in MessageInput) (MessageResult, error)
 	Conversation(ctx context.Context, id string, in ConversationInput) (ConversationPage, error)
 	// TaskQueue lists what waits for the task's next turns, in order.
@@ -91,7 +93,7 @@ type WorkspaceClient interface {
 	// for it (gh), its URL recorded on the task.
 	PullRequestTask(ctx context.Context, id string, in PullRequestInput) (PullRequestResult, error)
 	// DiscardTask removes the task's worktree and branch.
-	DiscardTask(ctx context.Context, id string, in DiscardTaskInput) (Task, error)
+	DiscardTask(ctx context.Context, id string, in DiscardTaskInput) (core.Task, error)
 	// PruneWorktrees removes worktrees under the home that no task owns.
 	PruneWorktrees(ctx context.Context, in PruneInput) (PruneResult, error)
 }
@@ -107,10 +109,10 @@ type RoleClient interface {
 	ListPersons(ctx context.Context) ([]Person, error)
 	AddPerson(ctx context.Context, in AddPersonInput) (Person, error)
 
-	ListProfiles(ctx context.Context) ([]Profile, error)
-	GetProfile(ctx context.Context, name string) (Profile, error)
-	AddProfile(ctx context.Context, p Profile) (Profile, error)
-	RemoveProfile(ctx context.Context, name string, in RemoveProfileInput) (Profile, error)
+	ListProfiles(ctx context.Context) ([]core.Profile, error)
+	GetProfile(ctx context.Context, name string) (core.Profile, error)
+	AddProfile(ctx context.Context, p core.Profile) (core.Profile, error)
+	RemoveProfile(ctx context.Context, name string, in RemoveProfileInput) (core.Profile, error)
 }
 
 // CreateTaskInput is what a new task needs. Autopilot is decided here, once.
@@ -160,7 +162,7 @@ type CreateTaskInput struct {
 // The TUI and the text list use it when their client has it; a task's own
 // view (GetTask) has everything.
 type TaskSummaries interface {
-	ListTaskSummaries(ctx context.Context, in ListTasksInput) ([]Task, error)
+	ListTaskSummaries(ctx context.Context, in ListTasksInput) ([]core.Task, error)
 }
 
 // TaskSummaryStream is a client that hands over the first summaries of a
@@ -172,7 +174,7 @@ type TaskSummaryStream interface {
 	// of them when there are fewer), then returns the whole listing.
 	// first's slice shares the returned slice's array, whose elements the
 	// stream no longer writes once first has them.
-	StreamTaskSummaries(ctx context.Context, in ListTasksInput, n int, first func([]Task)) ([]Task, error)
+	StreamTaskSummaries(ctx context.Context, in ListTasksInput, n int, first func([]core.Task)) ([]core.Task, error)
 }
 
 // ListTasksInput narrows a listing.
@@ -234,13 +236,13 @@ const (
 
 // ReviewComment is a comment kept on a task.
 type ReviewComment struct {
-	ID      int64  `json:"id"`
-	TaskID  string `json:"task_id"`
-	Author  By     `json:"author"`
-	File    string `json:"file"`
-	Line    int    `json:"line"`
-	EndLine int    `json:"end_line"`
-	Text    string `json:"text"`
+	ID      int64   `json:"id"`
+	TaskID  string  `json:"task_id"`
+	Author  core.By `json:"author"`
+	File    string  `json:"file"`
+	Line    int     `json:"line"`
+	EndLine int     `json:"end_line"`
+	Text    string  `json:"text"`
 	// Lines is the text of the commented lines when the comment was made;
 	// Hunk the diff lines around them, as the agent was shown them.
 	Lines     string    `json:"lines"`
@@ -275,7 +277,7 @@ type QueuedItem struct {
 	// Kind: message, kickoff, answer, handoff, stalled, wake, redelivery...
 	Kind string `json:"kind"`
 	// Sender is who queued it: person:NAME, task:ID, or kandev itself.
-	Sender By `json:"sender"`
+	Sender core.By `json:"sender"`
 	// Interrupt: it goes before the rest (an interrupt, an answer, a
 	// redelivered prompt).
 	Interrupt bool      `json:"interrupt"`
@@ -372,12 +374,12 @@ type ConversationInput struct {
 // read on (After), More says there is more after it; First is the cursor to
 // read back (Before), Older says there is more before it.
 type ConversationPage struct {
-	TaskID   string    `json:"task_id"`
-	Messages []Message `json:"messages"`
-	Next     int64     `json:"next"`
-	More     bool      `json:"more"`
-	First    int64     `json:"first"`
-	Older    bool      `json:"older"`
+	TaskID   string         `json:"task_id"`
+	Messages []core.Message `json:"messages"`
+	Next     int64          `json:"next"`
+	More     bool           `json:"more"`
+	First    int64          `json:"first"`
+	Older    bool           `json:"older"`
 }
 
 // HandoffInput names who gets the task: a role, a person, or "back" (whoever
@@ -389,9 +391,9 @@ type HandoffInput struct {
 
 // HandoffResult says where the task went.
 type HandoffResult struct {
-	TaskID string `json:"task_id"`
-	From   Ref    `json:"from"`
-	To     Ref    `json:"to"`
+	TaskID string   `json:"task_id"`
+	From   core.Ref `json:"from"`
+	To     core.Ref `json:"to"`
 	// Status: "handed_off"; Delivered says how the new assignee hears of it:
 	// "turn" (its agent runs on the task), "waiting" (a person), or
 	// "sign_off" (the delegating task's agent is woken to sign it off).
@@ -407,9 +409,9 @@ type BlockInput struct {
 
 // Role is a named agent identity: a profile and an optional manager.
 type Role struct {
-	Name      string `json:"name"`
-	Profile   string `json:"profile"`
-	ReportsTo *Ref   `json:"reports_to"`
+	Name      string    `json:"name"`
+	Profile   string    `json:"profile"`
+	ReportsTo *core.Ref `json:"reports_to"`
 	// Implicit roles stand for a bare profile (tasks created with --profile).
 	Implicit  bool      `json:"implicit"`
 	CreatedAt time.Time `json:"created_at"`
@@ -527,10 +529,10 @@ type MergeInput struct {
 
 // MergeResult says what a merge did.
 type MergeResult struct {
-	Task   Task   `json:"task"`
-	Branch string `json:"branch"` // the task's branch
-	Into   string `json:"into"`   // the main checkout's branch
-	Commit string `json:"commit"` // its new head
+	Task   core.Task `json:"task"`
+	Branch string    `json:"branch"` // the task's branch
+	Into   string    `json:"into"`   // the main checkout's branch
+	Commit string    `json:"commit"` // its new head
 }
 
 // PushInput says where a task's branch is pushed (default origin).
@@ -540,11 +542,11 @@ type PushInput struct {
 
 // PushResult says what a push did.
 type PushResult struct {
-	Task      Task   `json:"task"`
-	Branch    string `json:"branch"`
-	Remote    string `json:"remote"`
-	Commit    string `json:"commit"`    // the branch's head, as pushed
-	Committed bool   `json:"committed"` // its uncommitted work was committed first
+	Task      core.Task `json:"task"`
+	Branch    string    `json:"branch"`
+	Remote    string    `json:"remote"`
+	Commit    string    `json:"commit"`    // the branch's head, as pushed
+	Committed bool      `json:"committed"` // its uncommitted work was committed first
 }
 
 // PullRequestInput says how a task's pull request is opened: Base ""
@@ -557,7 +559,7 @@ type PullRequestInput struct {
 
 // PullRequestResult is the pull request opened for a task.
 type PullRequestResult struct {
-	Task Task       `json:"task"`
+	Task core.Task  `json:"task"`
 	URL  string     `json:"url"`
 	Push PushResult `json:"push"`
 }
