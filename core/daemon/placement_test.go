@@ -42,6 +42,13 @@ func TestHostPlacementAuto(t *testing.T) {
 			t.Fatalf("task created with --host auto: host %q before its first run", task.Host)
 		}
 		ids = append(ids, task.ID)
+		if name == "first" {
+			// The first holds the slot before the others ask: placements
+			// that race are served in the order their loops reach the
+			// host (the order is kept among those that wait, ADR 0061),
+			// and a loaded machine may run the second's loop first.
+			waitSaid(t, d, task.ID, "up first")
+		}
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -61,8 +68,8 @@ func TestHostPlacementAuto(t *testing.T) {
 			return strings.HasPrefix(got.Waiting, "host slots full: lb (1/1 agents") && got.WaitCause == core.WaitHostSlots
 		})
 	}
-	// Whoever ran first, the one slot is taken by one task at a time, in
-	// creation order: the first, then the second, then the third.
+	// The one slot is taken by one task at a time, in creation order: the
+	// first, then the second, then the third.
 	for i, id := range ids {
 		waitSaid(t, d, id, "up ")
 		got := get(t, d, id)
