@@ -269,51 +269,14 @@ var fastPtr = map[string]struct {
 func daemonFile(fields []field) ([]byte, error) {
 	var body bytes.Buffer
 	p := func(format string, a ...any) { fmt.Fprintf(&body, format, a...) }
-	usesTime, usesErr, usesConv := false, false, false
+	var u uses
 	for i, f := range fields {
 		key := `,"` + f.Key + `":`
 		if i == 0 {
 			key = `{"` + f.Key + `":`
 		}
 		x := "t." + f.Name
-		var value string // the statements that write x, which is not zero where null is
-		switch {
-		case f.Type == "time.Time":
-			usesTime = true
-			value = fmt.Sprintf("if b, ok = appendTime(b, %s); !ok {\n\treturn appendMarshal(b[:start], *t)\n}\n", x)
-			if prev := previousTime(fields, i); prev != "" {
-				// Most tasks were never touched: the same time twice.
-				value = fmt.Sprintf("if %s == t.%s {\n\t// The time just written: reuse its text.\n\tb = append(b, b[%s:len(b)-len(`%s`)]...)\n} else ", x, prev, mark(prev), key) + value
-			}
-			if i+1 < len(fields) && previousTime(fields, i+1) != "" {
-				value = mark(f.Name) + " := len(b)\n" + value
-			}
-		case f.Basic == "string" && f.Type != "string":
-			value = fmt.Sprintf("b = appendString(b, string(%s))\n", x)
-		case f.Basic == "string":
-			value = fmt.Sprintf("b = appendString(b, %s)\n", x)
-		case f.Basic == "bool":
-			usesConv = true
-			value = fmt.Sprintf("b = strconv.AppendBool(b, %s)\n", x)
-		case f.Basic == "int" || f.Basic == "int64":
-			usesConv = true
-			value = fmt.Sprintf("b = strconv.AppendInt(b, int64(%s), 10)\n", x)
-		case f.Type == "By":
-			value = fmt.Sprintf("b = appendBy(b, %s)\n", x)
-		case f.Type == "[]string":
-			value = fmt.Sprintf("b = appendStrings(b, %s)\n", x)
-		default:
-			fn, fallible := "appendMarshal", true
-			if fast, ok := fastPtr[f.Type]; ok {
-				fn, fallible = fast.fn, fast.fallible
-			}
-			if fallible {
-				usesErr = true
-				value = fmt.Sprintf("if b, err = %s(b, %s); err != nil {\n\treturn b, err\n}\n", fn, x)
-			} else {
-				value = fmt.Sprintf("b = %s(b, %s)\n", fn, x)
-			}
-		}
+		value := fieldValue(fields, i, key, &u)
 		nullable := f.Null || (!f.OmitEmpty && !f.Empty && (strings.HasPrefix(f.Type, "*") || strings.HasPrefix(f.Type, "[]")))
 		switch {
 		case f.OmitEmpty:
@@ -328,7 +291,7 @@ func daemonFile(fields []field) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%spackage daemon\n\nimport (\n", header)
-	if usesConv {
+	if u.conv {
 		b.WriteString("\t\"strconv\"\n\n")
 	}
 	b.WriteString("\t\"github.com/kandev/kandev/core\"\n)\n\n")
@@ -339,15 +302,65 @@ func daemonFile(fields []field) ([]byte, error) {
 // with a timestamp encoding/json refuses, so the error is its own.
 func appendTask(b []byte, t *core.Task) ([]byte, error) {
 `)
-	if usesTime {
+	if u.time {
 		b.WriteString("\tstart := len(b)\n\tvar ok bool\n")
 	}
-	if usesErr {
+	if u.err {
 		b.WriteString("\tvar err error\n")
 	}
 	b.Write(body.Bytes())
 	b.WriteString("\treturn append(b, '}'), nil\n}\n")
 	return b.Bytes(), nil
+}
+
+// uses is what the generated appendTask needs declared or imported.
+type uses struct{ time, err, conv bool }
+
+// fieldValue is the statements that write field i's value (its key, key,
+// is written before them), for a value that is not zero where the field
+// is written as null.
+func fieldValue(fields []field, i int, key string, u *uses) string {
+	f := fields[i]
+	x := "t." + f.Name
+	var value string
+	switch {
+	case f.Type == "time.Time":
+		u.time = true
+		value = fmt.Sprintf("if b, ok = appendTime(b, %s); !ok {\n\treturn appendMarshal(b[:start], *t)\n}\n", x)
+		if prev := previousTime(fields, i); prev != "" {
+			// Most tasks were never touched: the same time twice.
+			value = fmt.Sprintf("if %s == t.%s {\n\t// The time just written: reuse its text.\n\tb = append(b, b[%s:len(b)-len(`%s`)]...)\n} else ", x, prev, mark(prev), key) + value
+		}
+		if i+1 < len(fields) && previousTime(fields, i+1) != "" {
+			value = mark(f.Name) + " := len(b)\n" + value
+		}
+	case f.Basic == "string" && f.Type != "string":
+		value = fmt.Sprintf("b = appendString(b, string(%s))\n", x)
+	case f.Basic == "string":
+		value = fmt.Sprintf("b = appendString(b, %s)\n", x)
+	case f.Basic == "bool":
+		u.conv = true
+		value = fmt.Sprintf("b = strconv.AppendBool(b, %s)\n", x)
+	case f.Basic == "int" || f.Basic == "int64":
+		u.conv = true
+		value = fmt.Sprintf("b = strconv.AppendInt(b, int64(%s), 10)\n", x)
+	case f.Type == "By":
+		value = fmt.Sprintf("b = appendBy(b, %s)\n", x)
+	case f.Type == "[]string":
+		value = fmt.Sprintf("b = appendStrings(b, %s)\n", x)
+	default:
+		fn, fallible := "appendMarshal", true
+		if fast, ok := fastPtr[f.Type]; ok {
+			fn, fallible = fast.fn, fast.fallible
+		}
+		if fallible {
+			u.err = true
+			value = fmt.Sprintf("if b, err = %s(b, %s); err != nil {\n\treturn b, err\n}\n", fn, x)
+		} else {
+			value = fmt.Sprintf("b = %s(b, %s)\n", fn, x)
+		}
+	}
+	return value
 }
 
 // isNull is the Go test that x, of f's type, is written as null: a nil
