@@ -24,10 +24,13 @@ type TaskView struct {
 	Usage *TaskUsage
 }
 
+// viewWaitingColumn is waitingColumn on the view's alias t.
+const viewWaitingColumn = `CASE WHEN t.waiting_cause = '' THEN t.waiting ELSE t.waiting_cause || char(31) || t.waiting END`
+
 const viewTaskColumns = `SELECT t.id, t.title, t.description, COALESCE(t.parent_id, ''), t.cwd, t.profile, t.status,
 	t.autopilot, t.created_by, t.created_at, t.updated_at, COALESCE(t.archived_at, 0),
-	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, t.waiting,
-	t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit, t.sandbox, t.host, t.waiting_cause`
+	t.halted, COALESCE(t.session_id, ''), t.title_pending, t.assignee, t.handed_by, t.surface, t.stalled, t.needs_check, ` + viewWaitingColumn + `,
+	t.workspace, t.repo_root, t.worktree_dir, t.branch, t.base_commit, t.sandbox, t.host`
 
 const viewSessionColumns = `COALESCE(s.id, ''), COALESCE(s.role, ''), COALESCE(s.profile, ''), COALESCE(s.state, ''),
 	COALESCE(s.agent_session_id, ''), COALESCE(s.pid, 0), COALESCE(s.error, ''), COALESCE(s.turns, 0),
@@ -137,7 +140,7 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 		dest = append(dest[:0], &v.ID, &v.Title, &v.Description, &v.ParentID, &v.CWD, &v.Profile, &v.Status,
 			&v.Autopilot, &v.CreatedBy, &created, &updated, &archived, &v.Halted, &v.SessionID, &v.TitlePending,
 			&v.Assignee, &v.HandedBy, &v.Surface, &v.Stalled, &v.NeedsCheck, &v.Waiting,
-			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit, &v.Sandbox, &v.Host, &v.WaitingCause,
+			&v.Workspace, &v.RepoRoot, &v.WorktreeDir, &v.Branch, &v.BaseCommit, &v.Sandbox, &v.Host,
 			&s.ID, &s.Role, &s.Profile, &s.State, &s.AgentSessionID, &s.PID, &s.Error, &s.Turns,
 			&sTurn, &sCreated, &sUpdated, &s.Interrupted, &v.Queued, &qseq, &blockers)
 		if err := rows.Scan(dest...); err != nil {
@@ -145,6 +148,7 @@ func (q Queries) TaskViews(ctx context.Context, ids []string) ([]TaskView, error
 			return nil, fmt.Errorf("load tasks: %w", mapErr(err))
 		}
 		v.CreatedAt, v.UpdatedAt, v.ArchivedAt = fromNanos(created), fromNanos(updated), fromNanos(archived)
+		v.WaitingCause, v.Waiting = splitWaiting(v.Waiting)
 		if blockers != "" {
 			v.OpenBlockers = strings.Split(blockers, ",")
 		}
