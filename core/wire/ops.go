@@ -139,7 +139,7 @@ func (k *Keyed[B]) payload() any      { return &k.In }
 func Key(key string) Keyed[None] { return Keyed[None]{Key: key} }
 
 // Options is the input, beside its key, of an operation that took nothing
-// but its key before it had options (core.StopTaskInput and the like):
+// but its key before it had options (api.StopTaskInput and the like):
 // Value travels as the JSON body only when some option is set. A request
 // that sets none is the bodyless one clients always sent, and a daemon
 // reads a missing body as no options; a daemon older than an option
