@@ -78,9 +78,10 @@ func (c *Client) runCLI(ctx context.Context, f cliFault, args ...string) ([]byte
 // classify words a failed CLI call. glab api prints the host's JSON
 // error on stdout, so both streams are read.
 func (f cliFault) classify(err error, stderr, stdout string) error {
-	msg := strings.TrimSpace(clean(stderr, 1<<10))
+	// One line: an error is read in a terminal and in JSON alike.
+	msg := line(stderr, 400)
 	if msg == "" {
-		msg = strings.TrimSpace(clean(stdout, 1<<10))
+		msg = line(stdout, 400)
 	}
 	if msg == "" {
 		msg = err.Error()
