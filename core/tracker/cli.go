@@ -95,17 +95,21 @@ func (f cliFault) classify(err error, stderr, stdout string) error {
 		}
 		return false
 	}
+	// The host's own phrases first: a repository's name in them may hold
+	// the generic words (a "401" in "acme/web401").
 	switch {
 	case has("error connecting to", "dial tcp", "no such host", "connection refused", "i/o timeout",
 		"network is unreachable", "tls handshake timeout", "could not resolve host", "temporary failure in name resolution"):
 		return fmt.Errorf("%w: %s could not reach the host (%s); check your network and try again", ErrNoNetwork, f.bin, msg)
-	case has("auth login", "401", "bad credentials", "unauthorized", "not logged in", "no token", "not authenticated", "authentication required"):
-		return fmt.Errorf("%w: %s is not logged in (%s); run %s and try again", ErrNotLoggedIn, f.bin, msg, f.login)
 	case has("could not resolve to a repository", "project not found", "repository not found"):
 		return fmt.Errorf("%w: the repository does not exist, or it is private and your %s login cannot see it (%s); check the name, or log in with an account that has access (%s)", ErrForbidden, f.bin, msg, f.login)
+	case has("could not resolve to an issue"):
+		return fmt.Errorf("%w: %s", ErrNoIssue, msg)
+	case has("auth login", "401", "bad credentials", "unauthorized", "not logged in", "no token", "not authenticated", "authentication required"):
+		return fmt.Errorf("%w: %s is not logged in (%s); run %s and try again", ErrNotLoggedIn, f.bin, msg, f.login)
 	case has("403", "forbidden", "resource not accessible", "saml"):
 		return fmt.Errorf("%w: your %s login may not read this repository's issues (%s); ask for access or log in with an account that has it (%s)", ErrForbidden, f.bin, msg, f.login)
-	case has("could not resolve to an issue", "404", "not found"):
+	case has("404", "not found"):
 		return fmt.Errorf("%w: %s", ErrNoIssue, msg)
 	}
 	var ee *exec.ExitError

@@ -270,6 +270,7 @@ func TestFaults(t *testing.T) {
 		{"gh offline", "gh", "error connecting to api.github.com\ncheck your internet connection or https://githubstatus.com", "", gh, ErrNoNetwork, "check your network"},
 		{"gh no issue", "gh", "GraphQL: Could not resolve to an issue or pull request with the number of 12. (repository.issue)", "", gh, ErrNoIssue, "number of 12"},
 		{"gh private", "gh", "GraphQL: Could not resolve to a Repository with the name 'acme/web'. (repository)", "", gh, ErrForbidden, "private"},
+		{"gh private, 401 in its name", "gh", "GraphQL: Could not resolve to a Repository with the name 'acme/web401'. (repository)", "", gh, ErrForbidden, "private"},
 		{"gh forbidden", "gh", "HTTP 403: Resource not accessible by integration (https://api.github.com/graphql)", "", gh, ErrForbidden, "ask for access"},
 		{"glab logged out", "glab", "glab: 401 Unauthorized (HTTP 401)", `{"message":"401 Unauthorized"}`, gl, ErrNotLoggedIn, "run glab auth login"},
 		{"glab private", "glab", "glab: 404 Not Found (HTTP 404)", `{"message":"404 Project Not Found"}`, gl, ErrForbidden, "private"},
