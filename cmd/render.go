@@ -429,6 +429,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	} else if t.Host != "" {
 		row("host", t.Host)
 	}
+	if s := t.Source; s != nil {
+		row("source", sourceLine(s))
+	}
 	if w := t.Workspace; w != nil && w.Mode != core.WorkspaceShared {
 		row("workspace", w.Mode+", branch "+w.Branch+" from "+shortID(w.Base)+" of "+w.Repo)
 		if w.PullRequest != "" {
@@ -649,4 +652,13 @@ func (set *idSet) has(id string) bool {
 func (set *idSet) reset() {
 	set.n = resetMap(set.n)
 	set.s = resetMap(set.s)
+}
+
+// sourceLine is a task's tracker source as task show and the TUI give it:
+// its reference and its link.
+func sourceLine(s *core.TaskSource) string {
+	if s.URL == "" {
+		return s.Ref
+	}
+	return s.Ref + " " + s.URL
 }

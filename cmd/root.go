@@ -45,6 +45,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 	})
 	root.AddCommand(
 		NewCmdTask(f),
+		NewCmdIssues(f, nil),
 		NewCmdWorktree(f),
 		NewCmdProfile(f),
 		NewCmdRole(f),
@@ -81,7 +82,7 @@ func groupCommands(root *cobra.Command) {
 	}
 	of := map[string]string{
 		"status": "daily", "wait": "daily", "events": "daily", "usage": "daily", "demo": "setup",
-		"task":     "tasks",
+		"task": "tasks", "issues": "tasks",
 		"worktree": "workspace", "host": "workspace",
 		"profile": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
 		"daemon": "setup", "version": "setup",

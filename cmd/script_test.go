@@ -14,6 +14,8 @@ package cmd_test
 //	jsonfields [-each] FIELD...  the last stdout is a JSON object (with -each: an
 //	                             array whose every element is one) having FIELD...
 //	stopdaemon                   stop the script's daemon now (SIGTERM, wait)
+//	linear DIR                   serve Linear's GraphQL API from recorded answers in
+//	                             DIR (linearServer) and set $KANDEV_LINEAR_URL to it
 //
 // PATH is dot-separated: object keys, array indexes, and "#" for the length
 // of an array or object ("0.id", "#", "session.state"). WANT is compared
@@ -24,6 +26,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,6 +173,14 @@ func scriptCmds() map[string]func(ts *testscript.TestScript, neg bool, args []st
 				}
 			}
 		},
+		"linear": func(ts *testscript.TestScript, neg bool, args []string) {
+			if neg || len(args) != 1 {
+				ts.Fatalf("usage: linear DIR")
+			}
+			srv := httptest.NewServer(linearServer(ts, ts.MkAbs(args[0])))
+			ts.Defer(srv.Close)
+			ts.Setenv("KANDEV_LINEAR_URL", srv.URL)
+		},
 		"stopdaemon": func(ts *testscript.TestScript, neg bool, args []string) {
 			if neg || len(args) != 0 {
 				ts.Fatalf("usage: stopdaemon")
@@ -264,4 +277,49 @@ func stopDaemon(home string) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// linearServer answers as Linear's GraphQL endpoint does, from recorded
+// answers in dir: a key other than lin_api_test is refused as Linear
+// refuses it (unauth.json, HTTP 400); an issue query reads issue-ID.json
+// (notfound.json when there is none); a listing issues.json. Every
+// request's variables are appended to dir/requests.log, one line each.
+func linearServer(ts *testscript.TestScript, dir string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Query     string          `json:"query"`
+			Variables json.RawMessage `json:"variables"`
+		}
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if r.Method != http.MethodPost || json.Unmarshal(b, &req) != nil {
+			http.Error(w, `{"errors":[{"message":"bad request"}]}`, http.StatusBadRequest)
+			return
+		}
+		if f, err := os.OpenFile(filepath.Join(dir, "requests.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintf(f, "%s\n", req.Variables)
+			f.Close()
+		}
+		var vars struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(req.Variables, &vars)
+		status, file := http.StatusOK, "issues.json"
+		switch {
+		case r.Header.Get("Authorization") != "lin_api_test":
+			status, file = http.StatusBadRequest, "unauth.json"
+		case strings.Contains(req.Query, "issue(id:"):
+			file = "issue-" + vars.ID + ".json"
+			if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+				file = "notfound.json"
+			}
+		}
+		out, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			ts.Logf("linear stand-in: %v", err)
+			status = http.StatusInternalServerError
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(out)
+	})
 }

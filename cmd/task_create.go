@@ -3,20 +3,21 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/api"
+	"github.com/kandev/kandev/core/tracker"
 )
 
 // TaskCreateOptions are `task create`'s inputs.
 type TaskCreateOptions struct {
 	F     *Factory
 	Input api.CreateTaskInput
+	// From is a tracker issue (URL or short form) the task is made from.
+	From string
 }
 
 // NewCmdTaskCreate builds `kandev task create`.
@@ -29,13 +30,19 @@ func NewCmdTaskCreate(f *Factory, runF func(*TaskCreateOptions) error) *cobra.Co
 never inherits it. An autopilot agent works without asking the operator and sends its
 questions to its parent task; its profile must accept kandev's MCP server.`,
 		Example: `  kandev task create "Split the auth module" --profile claude --autopilot --start
-  kandev task create "Extract token parsing" --parent k3f9qa -d "keep the API"`,
+  kandev task create "Extract token parsing" --parent k3f9qa -d "keep the API"
+  kandev task create --from https://github.com/acme/web/issues/12 --start`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("task create takes one TITLE (quote it): got %d arguments", len(args))
 			}
-			if len(args) == 0 && opts.Input.Prompt == "" {
-				return usagef("task create needs a TITLE (or --prompt to derive a placeholder title from)")
+			if len(args) == 0 && opts.Input.Prompt == "" && opts.From == "" {
+				return usagef("task create needs a TITLE (or --from an issue, or --prompt to derive a placeholder title from)")
+			}
+			if opts.From != "" {
+				if _, err := tracker.Parse(opts.From); err != nil {
+					return &UsageError{Err: err}
+				}
 			}
 			return nil
 		},
@@ -43,37 +50,8 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 			if len(args) == 1 {
 				opts.Input.Title = args[0]
 			}
-			// A child without --cwd works where its parent works (in its
-			// worktree, if it has one): the daemon fills it in.
-			if opts.Input.CWD == "" && opts.Input.ParentID == "" {
-				wd, err := os.Getwd()
-				if err != nil {
-					return err
-				}
-				opts.Input.CWD = wd
-			} else if opts.Input.CWD != "" {
-				if abs, err := filepath.Abs(opts.Input.CWD); err == nil {
-					opts.Input.CWD = abs
-				}
-			}
-			// A child without --profile takes its parent's (the daemon's
-			// rule); the configured default is for top-level tasks; a task
-			// given an assignee takes the profile its role runs (the
-			// daemon's rule too), so none is filled in for it.
-			if opts.Input.Profile == "" && opts.Input.ParentID == "" && opts.Input.Assignee == "" {
-				p, err := f.configuredProfile()
-				if err != nil {
-					return err
-				}
-				opts.Input.Profile = p
-			}
-			// So is the configured workspace (a child's follows its parent).
-			if opts.Input.Workspace == "" && opts.Input.ParentID == "" {
-				w, err := f.configuredWorkspace()
-				if err != nil {
-					return err
-				}
-				opts.Input.Workspace = w
+			if err := createDefaults(f, &opts.Input); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -83,6 +61,7 @@ questions to its parent task; its profile must accept kandev's MCP server.`,
 	}
 	fl := c.Flags()
 	fl.StringVarP(&opts.Input.Description, "description", "d", "", "what the task is about")
+	fl.StringVar(&opts.From, "from", "", "a tracker issue to make the task from: its URL, gh:owner/repo#12, gl:group/project#7 or linear:ENG-123 (title and description from the issue unless given; docs/trackers.md)")
 	fl.StringVar(&opts.Input.ParentID, "parent", "", "parent task id")
 	fl.StringVar(&opts.Input.Profile, "profile", "", "agent profile (default: the parent's; for a top-level task $KANDEV_PROFILE, else config.toml's profile, else the first built-in agent on PATH, else mock)")
 	fl.BoolVar(&opts.Input.Autopilot, "autopilot", false, "run on autopilot (fixed at creation, never inherited)")
@@ -111,6 +90,11 @@ func taskCreateRun(ctx context.Context, opts *TaskCreateOptions) error {
 	// One key per invocation: a create whose reply was cut is retried
 	// once, and the daemon answers the retry with the task it made.
 	in := opts.Input
+	if opts.From != "" {
+		if in, err = taskFromIssue(ctx, f, in, opts.From); err != nil {
+			return err
+		}
+	}
 	if in.IdempotencyKey == "" {
 		in.IdempotencyKey = "cli-" + core.NewID() + core.NewID() + core.NewID()
 	}
@@ -205,4 +189,22 @@ func describeMode(t core.Task) string {
 		parts = append(parts, "session "+string(t.Session.State))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// taskFromIssue reads the issue ref names, as the user, and fills the
+// create from it.
+func taskFromIssue(ctx context.Context, f *Factory, in api.CreateTaskInput, ref string) (api.CreateTaskInput, error) {
+	r, err := tracker.Parse(ref)
+	if err != nil {
+		return in, &UsageError{Err: err}
+	}
+	tc, err := f.trackerClient(in.CWD)
+	if err != nil {
+		return in, err
+	}
+	is, err := tc.Issue(ctx, r)
+	if err != nil {
+		return in, trackerErr(err)
+	}
+	return fromIssue(in, is), nil
 }

@@ -75,6 +75,18 @@ type Task struct {
 	// Host is the host its agent runs on, fixed at creation ("" = this
 	// machine; docs/hosts.md).
 	Host string `json:"host,omitempty"`
+	// Source is the tracker issue the task was created from (task create
+	// --from, kandev issues import); nil for any other. Fixed at creation.
+	Source *TaskSource `json:"source,omitempty"`
+}
+
+// TaskSource is the tracker issue a task was created from: its kind
+// (github, gitlab, linear), its canonical reference (gh:owner/repo#12,
+// gl:group/project#7, linear:ENG-123) and its web page (docs/trackers.md).
+type TaskSource struct {
+	Kind string `json:"kind"`
+	Ref  string `json:"ref"`
+	URL  string `json:"url"`
 }
 
 // Workspace modes.

@@ -42,6 +42,7 @@ type taskJSON struct {
 	Usage           *TaskUsage    `json:"usage,omitempty"`
 	Budget          *BudgetInfo   `json:"budget,omitempty"`
 	Host            string        `json:"host,omitempty"`
+	Source          *TaskSource   `json:"source,omitempty"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -77,6 +78,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		Usage:           t.Usage,
 		Budget:          t.Budget,
 		Host:            t.Host,
+		Source:          t.Source,
 	}
 	if t.ParentID != "" {
 		j.ParentID = &t.ParentID
@@ -127,6 +129,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		Usage:           j.Usage,
 		Budget:          j.Budget,
 		Host:            j.Host,
+		Source:          j.Source,
 	}
 	if j.ParentID != nil {
 		t.ParentID = *j.ParentID

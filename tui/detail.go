@@ -130,6 +130,14 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	for _, l := range workspaceLines(t, ch) {
 		add(l)
 	}
+	if src := t.Source; src != nil {
+		// The tracker issue it came from, with its link (docs/trackers.md).
+		line := "from " + oneLine(src.Ref)
+		if src.URL != "" {
+			line += " · " + oneLine(src.URL)
+		}
+		addLong(line)
+	}
 	for _, l := range usageDetail(t) {
 		add(l)
 	}

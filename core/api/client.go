@@ -153,6 +153,14 @@ type CreateTaskInput struct {
 	// Host is the host its agent runs on (kandev host list), "local" for
 	// this machine; empty: the parent's (docs/hosts.md).
 	Host string `json:"host,omitempty"`
+	// Source is the tracker issue the task is created from (the CLI
+	// reads the issue: task create --from, kandev issues import). An issue
+	// makes one task at most: a second create is refused (CodeConflict,
+	// details {"task_id": the task that has it}; ADR 0068).
+	Source *core.TaskSource `json:"source,omitempty"`
+	// SourceText is the issue as its tracker gave it (bounded, cleaned);
+	// the agent's first prompt carries it, marked as the tracker's.
+	SourceText string `json:"source_text,omitempty"`
 }
 
 // TaskSummaries is a client that can list tasks as their summaries: each

@@ -35,6 +35,8 @@ type Key struct {
 	Doc     string `json:"doc"`
 	kind    kind
 	values  []string
+	// secret: List shows whether it is set, never its value.
+	secret bool
 }
 
 type kind int
@@ -74,6 +76,12 @@ func Keys() []Key {
 			Doc: "a shell command the daemon runs when a task starts needing you, one JSON object on its stdin (for ntfy, Slack, a phone); unset: none"},
 		{Name: "autopilot_budget", Env: "KANDEV_AUTOPILOT_BUDGET", Default: "", kind: kindBudget,
 			Doc: "budget of a new top-level autopilot task created without --budget, shared by its subtree: 5USD or 2M-tokens (unset: none)"},
+		{Name: "linear_api_key", Env: "LINEAR_API_KEY", Default: "", secret: true,
+			Doc: "Linear personal API key, for task create --from linear:... and kandev issues --team (keep the file private; docs/trackers.md)"},
+		{Name: "linear_team", Env: "KANDEV_LINEAR_TEAM", Default: "",
+			Doc: "Linear team key kandev issues lists without --team, in a repository whose origin is neither GitHub nor GitLab (unset: none)"},
+		{Name: "linear_url", Env: "KANDEV_LINEAR_URL", Default: "https://api.linear.app/graphql",
+			Doc: "Linear's GraphQL endpoint (for a proxy, or a test's local server)"},
 	}
 }
 
@@ -450,6 +458,9 @@ func (c Config) List() ([]Value, error) {
 		v, err := c.Get(k.Name)
 		if err != nil {
 			return nil, err
+		}
+		if k.secret && v.Value != "" {
+			v.Value = "(set)" // a listing is shown and pasted; a key is not
 		}
 		out = append(out, v)
 	}

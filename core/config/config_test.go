@@ -30,7 +30,7 @@ func TestResolvePrecedence(t *testing.T) {
 	if err := os.WriteFile(path, []byte("idle_timeout = \"5m\"\nnotifications = true\nprofile = \"claude\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	vars := map[string]string{PathEnv: path, "KANDEV_PROFILE": "codex"}
+	vars := map[string]string{PathEnv: path, "KANDEV_PROFILE": "codex", "LINEAR_API_KEY": "lin_api_secret"}
 	c, err := Load(env(vars))
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +48,10 @@ func TestResolvePrecedence(t *testing.T) {
 		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
 		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 		"host":                 {Key: "host", Value: "", Source: SourceDefault, Env: "KANDEV_HOST"},
+		// A secret is listed as set, never shown.
+		"linear_api_key": {Key: "linear_api_key", Value: "(set)", Source: SourceEnv, Env: "LINEAR_API_KEY"},
+		"linear_team":    {Key: "linear_team", Value: "", Source: SourceDefault, Env: "KANDEV_LINEAR_TEAM"},
+		"linear_url":     {Key: "linear_url", Value: "https://api.linear.app/graphql", Source: SourceDefault, Env: "KANDEV_LINEAR_URL"},
 	}
 	list, err := c.List()
 	if err != nil {

@@ -131,5 +131,11 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 		b = append(b, `,"host":`...)
 		b = appendString(b, t.Host)
 	}
+	if t.Source != nil {
+		b = append(b, `,"source":`...)
+		if b, err = appendMarshal(b, t.Source); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }

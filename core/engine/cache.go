@@ -171,6 +171,9 @@ func (c *taskCache) load(ctx context.Context, db *store.DB, explicit map[string]
 	if err := c.loadPullRequestsLocked(ctx, db); err != nil {
 		return err
 	}
+	if err := c.loadSourcesLocked(ctx, db); err != nil {
+		return err
+	}
 	c.orderByCreationLocked(loaded, unchecked)
 	return nil
 }
@@ -187,6 +190,21 @@ func (c *taskCache) loadPullRequestsLocked(ctx context.Context, db *store.DB) er
 			w := *t.Workspace
 			w.PullRequest = u
 			t.Workspace = &w
+		}
+	}
+	return nil
+}
+
+// loadSourcesLocked sets the tracker sources, which few tasks have, on
+// their tasks' views in one read. c.mu is held.
+func (c *taskCache) loadSourcesLocked(ctx context.Context, db *store.DB) error {
+	sources, err := db.TaskSources(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: load task sources: %w", err)
+	}
+	for id, s := range sources {
+		if t := c.tasks[id]; t != nil {
+			t.Source = &core.TaskSource{Kind: s.Kind, Ref: s.Ref, URL: s.URL}
 		}
 	}
 	return nil

@@ -35,6 +35,8 @@ type createPlan struct {
 	blockers []string
 	prompt   string
 	start    bool
+	// source is the tracker issue it is created from, nil for none.
+	source *store.TaskSource
 }
 
 // planCreate checks a create and resolves what it will make. It reads the
@@ -43,6 +45,16 @@ func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in api.Create
 	title, titlePending, err := createTitle(in)
 	if err != nil {
 		return createPlan{}, err
+	}
+	source, err := createSource(in)
+	if err != nil {
+		return createPlan{}, err
+	}
+	if source != nil {
+		// Refused before a worktree is made; checked again in the commit.
+		if err := ts.k.sourceTaken(ctx, ts.k.db, source.Ref); err != nil {
+			return createPlan{}, err
+		}
 	}
 	budget, budgetBy, err := ts.spend.createBudget(actor, in)
 	if err != nil {
@@ -108,6 +120,7 @@ func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in api.Create
 	return createPlan{
 		actor: actor, key: in.IdempotencyKey, row: row, cwd: cwd, ws: ws, assignee: assignee,
 		budget: budget, budgetBy: budgetBy, blockers: blockers, prompt: strings.TrimSpace(in.Prompt), start: in.Start,
+		source: source,
 	}, nil
 }
 
@@ -261,7 +274,10 @@ func (ts *Tasks) commitCreate(ctx context.Context, p createPlan) (string, error)
 		}
 		created, err = ts.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 			c.touch(row.ID)
-			return insertCreateTx(ctx, tx, p, row)
+			if err := insertCreateTx(ctx, tx, p, row); err != nil {
+				return err
+			}
+			return ts.k.claimSourceTx(ctx, tx, p.source, row.ID, row.CreatedAt)
 		})
 		if err != nil {
 			ts.workspaces.dropWorktree(ctx, row)

@@ -126,6 +126,9 @@ func (k *kernel) storedTask(ctx context.Context, id string) (core.Task, error) {
 		}
 		w.PullRequest = u
 	}
+	if t.Source, err = k.sourceOf(ctx, id); err != nil {
+		return core.Task{}, mapStoreErr(err, "task "+id)
+	}
 	if t.Waiting == "" {
 		if t.Waiting = k.deferred.reason(id); t.Waiting != "" {
 			t.WaitCause = core.WaitDelivery

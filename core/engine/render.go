@@ -119,5 +119,15 @@ func (tn *Turns) preamble(t core.Task, set capability.Set) (string, error) {
 	if w := t.Workspace; w != nil && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
 		info.Workspace, info.Branch = w.Mode, w.Branch
 	}
+	// A task from a tracker: the issue's text once, in the issue notice
+	// that marks it as the tracker's, even when the description is that text.
+	issue, text, err := tn.k.issueNotice(context.Background(), t)
+	if err != nil {
+		return "", err
+	}
+	info.Issue = issue
+	if issue != "" && strings.TrimSpace(info.Description) == strings.TrimSpace(text) {
+		info.Description = ""
+	}
 	return prompt.Preamble(info, set)
 }

@@ -216,6 +216,13 @@ func (wo *Workspaces) pullRequestBody(ctx context.Context, t core.Task) string {
 		b.WriteString(cutAtLine(d.Stat, 8<<10))
 		b.WriteString("```\n\n")
 	}
+	if t.Source != nil && t.Workspace != nil {
+		// The tracker closes the task's issue when the request merges.
+		if line := closingLine(t, wo.ws.RemoteURL(ctx, t.Workspace.Repo, "")); line != "" {
+			b.WriteString(line)
+			b.WriteString("\n\n")
+		}
+	}
 	fmt.Fprintf(&b, "Opened by kandev from task %s.\n", t.ID)
 	return b.String()
 }

@@ -52,6 +52,9 @@ const (
 	// budget cut (data: Message).
 	NoticeBudgetResume = "budget_resume"
 	NoticeReview       = "review"
+	// NoticeIssue is the tracker issue a task was created from, in its
+	// agent's first prompt (data: Issue).
+	NoticeIssue = "issue"
 )
 
 // Why a stalled role stalled, as its notices word it.
@@ -162,6 +165,16 @@ type ReviewComment struct {
 	Hunk    string `json:"hunk"`
 }
 
+// Issue is the tracker issue a task was created from: the tracker's name
+// (GitHub, GitLab, Linear), its reference and web page, and its text as
+// kandev kept it (bounded, cleaned; untrusted).
+type Issue struct {
+	Tracker string `json:"tracker"`
+	Ref     string `json:"ref"`
+	URL     string `json:"url"`
+	Text    string `json:"text"`
+}
+
 // RenderNotice renders the named notice from its data.
 func RenderNotice(name string, data any) (string, error) {
 	var b bytes.Buffer
@@ -204,6 +217,8 @@ func (d Delivered) Decode() (any, error) {
 		v = &Budget{}
 	case NoticeReview:
 		v = &Review{}
+	case NoticeIssue:
+		v = &Issue{}
 	default:
 		return nil, fmt.Errorf("prompt: unknown notice %q", d.Notice)
 	}

@@ -34,6 +34,9 @@ type TaskInfo struct {
 	// parent's) or "" (the directory as it is); Branch is the worktree's.
 	Workspace string
 	Branch    string
+	// Issue is the tracker issue the task came from, rendered (the issue
+	// notice), "" for none.
+	Issue string
 }
 
 // coordinationSummaries explain each coordination tool in one line. Every

@@ -45,6 +45,12 @@ func HostOf(remoteURL string) string {
 // RemoteHost names the host of the repository's remote (origin when
 // remote is ""), "" when it has no such remote or an unknown host.
 func (m *Manager) RemoteHost(ctx context.Context, repo, remote string) string {
+	return HostOf(m.RemoteURL(ctx, repo, remote))
+}
+
+// RemoteURL is the URL of the repository's remote (origin when remote is
+// ""), "" when it has none.
+func (m *Manager) RemoteURL(ctx context.Context, repo, remote string) string {
 	if remote == "" {
 		remote = "origin"
 	}
@@ -52,7 +58,7 @@ func (m *Manager) RemoteHost(ctx context.Context, repo, remote string) string {
 	if err != nil {
 		return ""
 	}
-	return HostOf(out)
+	return strings.TrimSpace(out)
 }
 
 // ErrNoHostCLI is wrapped when the host's CLI (gh) is missing or not
