@@ -126,7 +126,7 @@ func (k *kernel) storedTask(ctx context.Context, id string) (core.Task, error) {
 		}
 		w.PullRequest = u
 	}
-	if t.Source, err = k.sourceOf(ctx, id); err != nil {
+	if t.Source, err = k.sourceOf(ctx, id, v.HasSource); err != nil {
 		return core.Task{}, mapStoreErr(err, "task "+id)
 	}
 	if t.Waiting == "" {

@@ -90,10 +90,14 @@ func (k *kernel) claimSourceTx(ctx context.Context, tx *store.Tx, s *store.TaskS
 }
 
 // sourceOf is the source of a task's view: fixed at creation, so the
-// cached view's once the task is cached, else the store's.
-func (k *kernel) sourceOf(ctx context.Context, id string) (*core.TaskSource, error) {
+// cached view's once the task is cached, else the store's when the view
+// says it has one (recorded).
+func (k *kernel) sourceOf(ctx context.Context, id string, recorded bool) (*core.TaskSource, error) {
 	if t, ok := k.cached(id); ok {
 		return t.Source, nil
+	}
+	if !recorded {
+		return nil, nil
 	}
 	s, ok, err := k.db.TaskSourceOf(ctx, id)
 	if err != nil || !ok {
