@@ -46,15 +46,9 @@ func (ts *Tasks) planCreate(ctx context.Context, actor core.Actor, in api.Create
 	if err != nil {
 		return createPlan{}, err
 	}
-	source, err := createSource(in)
+	source, err := ts.k.planSource(ctx, in)
 	if err != nil {
 		return createPlan{}, err
-	}
-	if source != nil {
-		// Refused before a worktree is made; checked again in the commit.
-		if err := ts.k.sourceTaken(ctx, ts.k.db, source.Ref); err != nil {
-			return createPlan{}, err
-		}
 	}
 	budget, budgetBy, err := ts.spend.createBudget(actor, in)
 	if err != nil {

@@ -75,6 +75,20 @@ func (k *kernel) sourceTaken(ctx context.Context, q interface {
 		WithDetails(map[string]string{"task_id": id, "source": ref})
 }
 
+// planSource checks a create's source and that no task has its issue
+// yet: refused before a worktree is made, and checked again in the
+// commit (claimSourceTx). nil for a create without one.
+func (k *kernel) planSource(ctx context.Context, in api.CreateTaskInput) (*store.TaskSource, error) {
+	source, err := createSource(in)
+	if err != nil || source == nil {
+		return nil, err
+	}
+	if err := k.sourceTaken(ctx, k.db, source.Ref); err != nil {
+		return nil, err
+	}
+	return source, nil
+}
+
 // claimSourceTx records the source of a task being created, in its
 // transaction: the check again, under the write lock, then the row.
 func (k *kernel) claimSourceTx(ctx context.Context, tx *store.Tx, s *store.TaskSource, taskID string, now time.Time) error {
