@@ -83,16 +83,8 @@ func writeScript(t *testing.T, path, body string) {
 // bare repository here, so nothing leaves the machine.
 func TestPullRequestToolsWithStandInGH(t *testing.T) {
 	env := newEngineEnv(t)
-	repo := newGitRepo(t, env)
-	bare := filepath.Join(env.dir, "remote.git")
-	gitT(t, env.dir, "init", "-q", "--bare", bare)
-	gitT(t, repo, "remote", "add", "origin", "https://github.com/me/app.git")
-	gitT(t, repo, "config", "remote.origin.pushurl", bare)
-	bin := t.TempDir()
-	log := filepath.Join(env.dir, "gh.log")
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("GH_LOG", log)
-	writeScript(t, filepath.Join(bin, "gh"), `#!/bin/sh
+	repo := repoWithHostedOrigin(t, env, "https://github.com/me/app.git")
+	log := standInCLI(t, env, "gh", "GH_LOG", `#!/bin/sh
 printf '%s\n' "$*" >> "$GH_LOG"
 case "$1 $2" in
 "auth status") exit 0 ;;
@@ -118,7 +110,7 @@ esac
 	if pr.URL != "https://github.com/me/app/pull/9" || !pr.Push.Committed {
 		t.Fatalf("result = %+v", pr)
 	}
-	gitT(t, repo, "--git-dir", bare, "rev-parse", "--verify", "refs/heads/"+task.Workspace.Branch)
+	gitT(t, repo, "--git-dir", filepath.Join(env.dir, "remote.git"), "rev-parse", "--verify", "refs/heads/"+task.Workspace.Branch)
 	b, _ := os.ReadFile(log)
 	if !strings.Contains(string(b), "pr create --head "+task.Workspace.Branch+" --title Make main --body ") || !strings.Contains(string(b), "--draft") {
 		t.Fatalf("gh was called with:\n%s", b)
@@ -156,16 +148,8 @@ esac
 // kept; the comments come back as glab prints them.
 func TestMergeRequestToolsWithStandInGlab(t *testing.T) {
 	env := newEngineEnv(t)
-	repo := newGitRepo(t, env)
-	bare := filepath.Join(env.dir, "remote.git")
-	gitT(t, env.dir, "init", "-q", "--bare", bare)
-	gitT(t, repo, "remote", "add", "origin", "git@gitlab.com:me/app.git")
-	gitT(t, repo, "config", "remote.origin.pushurl", bare)
-	bin := t.TempDir()
-	log := filepath.Join(env.dir, "glab.log")
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("GLAB_LOG", log)
-	writeScript(t, filepath.Join(bin, "glab"), `#!/bin/sh
+	repo := repoWithHostedOrigin(t, env, "git@gitlab.com:me/app.git")
+	log := standInCLI(t, env, "glab", "GLAB_LOG", `#!/bin/sh
 printf '%s\n' "$*" >> "$GLAB_LOG"
 case "$1 $2" in
 "auth status") exit 0 ;;
@@ -207,4 +191,29 @@ esac
 	if _, err := env.eng.Tools.CallTool(agent, "open_pull_request_kandev", []byte(`{}`)); err == nil {
 		t.Fatal("a GitLab task was granted the GitHub tool")
 	}
+}
+
+// repoWithHostedOrigin is a git repository whose origin fetches from
+// origin (a GitHub or GitLab URL no test reaches) and pushes to a bare
+// repository here, so nothing leaves the machine.
+func repoWithHostedOrigin(t *testing.T, env *engineEnv, origin string) string {
+	t.Helper()
+	repo := newGitRepo(t, env)
+	bare := filepath.Join(env.dir, "remote.git")
+	gitT(t, env.dir, "init", "-q", "--bare", bare)
+	gitT(t, repo, "remote", "add", "origin", origin)
+	gitT(t, repo, "config", "remote.origin.pushurl", bare)
+	return repo
+}
+
+// standInCLI puts script on PATH as name (gh, glab) and returns the log
+// it is told to write its arguments to, in logVar.
+func standInCLI(t *testing.T, env *engineEnv, name, logVar, script string) string {
+	t.Helper()
+	bin := t.TempDir()
+	log := filepath.Join(env.dir, name+".log")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv(logVar, log)
+	writeScript(t, filepath.Join(bin, name), script)
+	return log
 }

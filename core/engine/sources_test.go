@@ -97,16 +97,8 @@ func TestFirstPromptCarriesTheIssue(t *testing.T) {
 // for another's; Linear's magic word for Linear.
 func TestPullRequestBodyClosesTheIssue(t *testing.T) {
 	env := newEngineEnv(t)
-	repo := newGitRepo(t, env)
-	bare := filepath.Join(env.dir, "remote.git")
-	gitT(t, env.dir, "init", "-q", "--bare", bare)
-	gitT(t, repo, "remote", "add", "origin", "git@github.com:acme/web.git")
-	gitT(t, repo, "config", "remote.origin.pushurl", bare)
-	bin := t.TempDir()
-	log := filepath.Join(env.dir, "gh.log")
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("GH_LOG", log)
-	writeScript(t, filepath.Join(bin, "gh"), `#!/bin/sh
+	repo := repoWithHostedOrigin(t, env, "git@github.com:acme/web.git")
+	log := standInCLI(t, env, "gh", "GH_LOG", `#!/bin/sh
 case "$1 $2" in
 "auth status") exit 0 ;;
 "pr create") for a in "$@"; do printf '[%s]\n' "$a"; done > "$GH_LOG"; echo https://github.com/acme/web/pull/9 ;;
