@@ -7,8 +7,41 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 )
 
-// helpDialog lists every key; any key closes it.
+// helpDialog lists every key and the rows' legend; any key closes it.
+// It takes the whole body: in a box when the box fits, else without one,
+// so at 80×24 the legend is not cut off below the keys.
 type helpDialog struct{ base }
+
+// fullView draws the help in w×h cells.
+func (d *helpDialog) fullView(ui dialogUI, w, h int) []string {
+	blank := strings.Repeat(" ", w)
+	box := strings.Split(ui.st.box.Width(ui.width-2).Render(d.view(ui, ui.width-4)), "\n")
+	lines := make([]string, 0, h)
+	if len(box) <= h {
+		bw := 0
+		for _, ln := range box {
+			bw = max(bw, width(ln))
+		}
+		pad := strings.Repeat(" ", max(0, (w-bw)/2))
+		for range (h - len(box)) / 2 {
+			lines = append(lines, blank)
+		}
+		for _, ln := range box {
+			lines = append(lines, fit(pad+ln, w))
+		}
+	} else {
+		for _, ln := range strings.Split(d.view(ui, w-2), "\n") {
+			lines = append(lines, fit(" "+ln, w))
+		}
+		if len(lines) > h {
+			lines = append(lines[:h-1], ui.st.dim.Render(fit(" … (a taller terminal shows the rest)", w)))
+		}
+	}
+	for len(lines) < h {
+		lines = append(lines, blank)
+	}
+	return lines
+}
 
 func (d *helpDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 	return closeDialog{}, nil
@@ -57,9 +90,19 @@ func (d *helpDialog) view(ui dialogUI, w int) string {
 		}
 	}
 	lines = append(lines, "")
-	lines = append(lines, wrap("AUTO autopilot · ?you waits on your answer · ?parent waits on its parent · FAILED last run failed · STOPPED halted by a stop · ESCALATED stalled, handed up · WAITING cannot start · BLOCKED waits on tasks · @you assigned to you", w)...)
+	lines = append(lines, wrap(badgeLegendText(), w)...)
 	lines = append(lines, wrap("○ todo · ● in progress · ◐ review · ✓ done · ✗ cancelled · spinner: an agent is running", w)...)
 	return strings.Join(lines, "\n")
+}
+
+// badgeLegendText is every badge with its meaning, in badge order, then
+// the assignee marker.
+func badgeLegendText() string {
+	parts := make([]string, 0, len(badgeText)+1)
+	for k, text := range badgeText {
+		parts = append(parts, text+" "+badgeLegend[k])
+	}
+	return strings.Join(append(parts, "@you assigned to you"), " · ")
 }
 
 func (d *helpDialog) help(k keyMap) []key.Binding {

@@ -43,6 +43,22 @@ var badgeText = [...]string{
 	badgeBudget:      "BUDGET",
 }
 
+// badgeLegend says what each badge means, for the help screen; one entry
+// per badge, so a new badge cannot be left out of the legend.
+var badgeLegend = [len(badgeText)]string{
+	badgeAuto:        "autopilot",
+	badgeAskYou:      "waits on your answer",
+	badgeAskParent:   "waits on its parent",
+	badgeFailed:      "last run failed",
+	badgeStopped:     "halted by a stop",
+	badgeEscalated:   "stalled, handed up",
+	badgeWaiting:     "cannot start",
+	badgeBlocked:     "waits on tasks",
+	badgeStuck:       "stalled, nobody to hand it to",
+	badgeInterrupted: "a daemon exit cut its run; r resumes it",
+	badgeBudget:      "its tree spent its budget",
+}
+
 func (k badgeKind) style(st styles) lipgloss.Style {
 	switch k {
 	case badgeAuto:

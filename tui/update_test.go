@@ -1113,3 +1113,22 @@ func TestDetailShowsSandbox(t *testing.T) {
 		}
 	}
 }
+
+// The help screen's legend names every badge a row can show, with what it
+// means, at 80×24 as at 120×40.
+func TestHelpLegendNamesEveryBadge(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		d := newDriver(t, newFake(demoTasks()...), size[0], size[1])
+		d.keys("?")
+		scr := d.view()
+		for k, text := range badgeText {
+			if badgeLegend[k] == "" {
+				t.Fatalf("badge %s has no legend", text)
+			}
+			if !strings.Contains(scr, text+" ") {
+				t.Errorf("at %dx%d the help lacks %s:\n%s", size[0], size[1], text, scr)
+			}
+		}
+		d.mustNotShow("a taller terminal")
+	}
+}

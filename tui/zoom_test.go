@@ -138,10 +138,11 @@ func TestExecDoneSaysHowItEnded(t *testing.T) {
 	}
 }
 
-// TestHelpListsTheNewKeysAndFits: ? names z, S, e and R, and its box
-// still fits 80×24 (its bottom border shows).
+// TestHelpListsTheNewKeysAndFits: ? names z, S, e and R, and at 80×24
+// nothing is cut off, down to the legend's last line.
 func TestHelpListsTheNewKeysAndFits(t *testing.T) {
 	d := newDriver(t, newFake(demoTasks()...), 80, 24)
 	d.keys("?")
-	d.mustShow("z      full-screen log", "S      shell there", "e      editor there", "R      start daemon", "╰")
+	d.mustShow("z      full-screen log", "S      shell there", "e      editor there", "R      start daemon", "@you assigned to you", "spinner: an agent")
+	d.mustNotShow("a taller terminal")
 }
