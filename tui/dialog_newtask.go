@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textarea"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -23,10 +24,18 @@ const (
 	ntFields
 )
 
+// promptRows is the most lines the new-task prompt shows at once; it
+// grows to them as it is written (more scroll).
+const promptRows = 4
+
 // newTaskDialog creates a task, as a child of the selected one or a root.
 type newTaskDialog struct {
 	base
-	inputs   [3]textinput.Model // title, prompt, description
+	title, desc textinput.Model
+	// prompt is the first message: several lines, as a message is (the
+	// newline binding breaks them; enter creates the task).
+	prompt   textarea.Model
+	maxRows  int // the prompt's height the screen leaves room for
 	profiles []core.Profile
 	// profile indexes profiles; -1 is the default: no profile is sent and
 	// the daemon picks (KANDEV_PROFILE, config.toml, the first usable
@@ -50,11 +59,11 @@ type newTaskDialog struct {
 // offered as the parent; cwd is where the UI was started.
 func newNewTaskDialog(ui dialogUI, id int, sel *core.Task, profiles []core.Profile, cwd string) *newTaskDialog {
 	d := &newTaskDialog{base: base{id: id}, start: true, profile: -1, cwd: cwd}
-	iw := ui.width - 21
-	d.inputs[0] = newInput(ui.st, "what the task is", iw)
-	d.inputs[1] = newInput(ui.st, "first message to the agent (optional)", iw)
-	d.inputs[2] = newInput(ui.st, "optional", iw)
-	d.inputs[0].Focus()
+	d.title = newInput(ui.st, "what the task is", 0)
+	d.prompt = newTextArea(ui.st, "first message to the agent (optional)", ui.keys.Newline)
+	d.desc = newInput(ui.st, "optional", 0)
+	d.resize(ui)
+	d.title.Focus()
 	if t := sel; t != nil {
 		d.parentID, d.parentTitle, d.withParent = t.ID, oneLine(t.Title), true
 		d.wantProfile = t.Profile
@@ -77,23 +86,62 @@ func (d *newTaskDialog) setProfiles(ps []core.Profile) {
 	}
 }
 
+// resize fits the inputs to the dialog's width, and the prompt to the
+// rows the screen leaves (the dialog's other lines take about twenty).
+func (d *newTaskDialog) resize(ui dialogUI) {
+	iw := ui.width - 21
+	d.title.Width, d.desc.Width = iw, iw
+	d.prompt.SetWidth(iw + 1)
+	d.maxRows = clamp(ui.height-20, 1, promptRows)
+	d.fitPrompt()
+}
+
+// fitPrompt gives the prompt as many rows as its text takes, wrapped, up
+// to maxRows.
+func (d *newTaskDialog) fitPrompt() {
+	w, rows := max(1, d.prompt.Width()), 0
+	for _, ln := range strings.Split(d.prompt.Value(), "\n") {
+		rows += width(ln)/w + 1
+	}
+	d.prompt.SetHeight(clamp(rows, 1, d.maxRows))
+}
+
 func (d *newTaskDialog) setFocus(i int) {
 	d.focus = (i + ntFields) % ntFields
-	for j := range d.inputs {
-		if j == d.focus {
-			d.inputs[j].Focus()
-		} else {
-			d.inputs[j].Blur()
-		}
+	d.title.Blur()
+	d.prompt.Blur()
+	d.desc.Blur()
+	switch d.focus {
+	case ntTitle:
+		d.title.Focus()
+	case ntPrompt:
+		d.prompt.Focus()
+	case ntDesc:
+		d.desc.Focus()
 	}
+}
+
+// withinPrompt says whether a key belongs to the prompt's text rather
+// than to the dialog: everything but tab, and ↑↓ only between its lines
+// (from its first or last line they move to the next field).
+func (d *newTaskDialog) withinPrompt(msg tea.KeyMsg) bool {
+	switch msg.Type {
+	case tea.KeyTab, tea.KeyShiftTab:
+		return false
+	case tea.KeyUp:
+		return d.prompt.Line() > 0
+	case tea.KeyDown:
+		return d.prompt.Line() < d.prompt.LineCount()-1
+	}
+	return true
 }
 
 // input is the task the dialog would create now.
 func (d *newTaskDialog) input() api.CreateTaskInput {
 	in := api.CreateTaskInput{
-		Title:       strings.TrimSpace(d.inputs[0].Value()),
-		Prompt:      strings.TrimSpace(d.inputs[1].Value()),
-		Description: strings.TrimSpace(d.inputs[2].Value()),
+		Title:       strings.TrimSpace(d.title.Value()),
+		Prompt:      strings.TrimSpace(d.prompt.Value()),
+		Description: strings.TrimSpace(d.desc.Value()),
 		Autopilot:   d.autopilot,
 		Start:       d.start,
 	}
@@ -141,6 +189,11 @@ func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 	case key.Matches(msg, k.Submit):
 		d.busy, d.err = true, ""
 		return createTask{in: d.input()}, nil
+	case d.focus == ntPrompt && d.withinPrompt(msg):
+		var cmd tea.Cmd
+		d.prompt, cmd = d.prompt.Update(msg)
+		d.fitPrompt()
+		return nil, cmd
 	case msg.Type == tea.KeyTab || msg.Type == tea.KeyDown:
 		d.setFocus(d.focus + 1)
 		return nil, nil
@@ -148,9 +201,13 @@ func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		d.setFocus(d.focus - 1)
 		return nil, nil
 	}
-	if d.focus < len(d.inputs) {
-		var cmd tea.Cmd
-		d.inputs[d.focus], cmd = d.inputs[d.focus].Update(msg)
+	var cmd tea.Cmd
+	switch d.focus {
+	case ntTitle:
+		d.title, cmd = d.title.Update(msg)
+		return nil, cmd
+	case ntDesc:
+		d.desc, cmd = d.desc.Update(msg)
 		return nil, cmd
 	}
 	toggle := key.Matches(msg, k.Toggle)
@@ -212,17 +269,25 @@ func (d *newTaskDialog) view(ui dialogUI, w int) string {
 	lines := []string{
 		st.boxTitle.Render("New task"),
 		"",
-		row(ntTitle, "title", d.inputs[0].View()),
-		row(ntPrompt, "prompt", d.inputs[1].View()),
-		row(ntDesc, "description", d.inputs[2].View()),
+		row(ntTitle, "title", d.title.View()),
+	}
+	for i, ln := range strings.Split(d.prompt.View(), "\n") {
+		if i == 0 {
+			lines = append(lines, row(ntPrompt, "prompt", ln))
+		} else {
+			lines = append(lines, strings.Repeat(" ", 15)+truncate(ln, max(1, w-15)))
+		}
+	}
+	lines = append(lines,
+		row(ntDesc, "description", d.desc.View()),
 		row(ntProfile, "profile", prof),
 		row(ntAuto, "autopilot", checkbox(d.autopilot)+" fixed at creation"),
 		row(ntParent, "parent", parent),
 		row(ntStart, "start now", checkbox(d.start)),
 		row(ntWorkspace, "workspace", "‹ "+ws+" › "+st.dim.Render(wsDetail)),
 		"",
-		st.dim.Render(truncate("tab/↑↓ move · space/←→ change · enter create · esc cancel", w)),
-	}
+		st.dim.Render(truncate("tab/↑↓ field · ←→ change · ctrl+j new line · enter create · esc cancel", w)),
+	)
 	if f := d.footer(st, w); f != "" {
 		lines = append(lines, "", f)
 	}
@@ -230,5 +295,5 @@ func (d *newTaskDialog) view(ui dialogUI, w int) string {
 }
 
 func (d *newTaskDialog) help(k keyMap) []key.Binding {
-	return []key.Binding{k.Submit, k.NextField, k.Toggle, k.Cancel}
+	return []key.Binding{k.Submit, k.NextField, k.Toggle, k.Cancel, k.Newline}
 }

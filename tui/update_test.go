@@ -410,6 +410,41 @@ func TestNewTask(t *testing.T) {
 	d.mustShow("created task new001")
 }
 
+// The new task's prompt takes several lines, as a message does: ctrl+j
+// breaks a line, ↑↓ move between its lines, the box grows with the text,
+// and enter creates the task with the lines kept apart.
+func TestNewTaskPromptTakesLines(t *testing.T) {
+	f := newFake(demoTasks()...)
+	d := newDriver(t, f, 80, 24)
+	d.keys("n")
+	d.typeText("Two steps")
+	d.keys("tab")
+	d.typeText("mock: say one")
+	d.keys("ctrl+j")
+	d.typeText("mock: say three")
+	d.keys("up")
+	if d.m.dialog.(*newTaskDialog).focus != ntPrompt {
+		t.Fatal("↑ on the prompt's second line left the prompt")
+	}
+	d.keys("down", "alt+enter")
+	d.typeText("mock: say four")
+	d.mustShow("mock: say one", "mock: say three", "mock: say four", "ctrl+j new line")
+	if h := d.m.dialog.(*newTaskDialog).prompt.Height(); h != 3 {
+		t.Fatalf("the prompt shows %d rows for three lines", h)
+	}
+	d.keys("down")
+	if d.m.dialog.(*newTaskDialog).focus != ntDesc {
+		t.Fatal("↓ on the prompt's last line should move to the description")
+	}
+	d.keys("enter")
+	if len(f.created) != 1 {
+		t.Fatalf("CreateTask calls: %d", len(f.created))
+	}
+	if got, want := f.created[0].Prompt, "mock: say one\nmock: say three\nmock: say four"; got != want {
+		t.Fatalf("prompt %q, want %q", got, want)
+	}
+}
+
 func TestNewTaskRootAndRefusalInline(t *testing.T) {
 	f := newFake(demoTasks()...)
 	f.setErr("CreateTask", &core.Error{Code: core.CodeValidation, Message: `profile "plain" cannot run autopilot tasks: it does not accept an injected MCP server`})
