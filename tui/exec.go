@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 
@@ -30,9 +31,50 @@ func (k execKind) String() string {
 	return "shell"
 }
 
-// execFunc hands the terminal to a process (tea.ExecProcess outside the
-// Update tests, which record the command instead).
-type execFunc func(*exec.Cmd, tea.ExecCallback) tea.Cmd
+// execFunc hands the terminal to a process (tea.Exec outside the Update
+// tests, which record the command instead).
+type execFunc func(tea.ExecCommand, tea.ExecCallback) tea.Cmd
+
+// handover is a process given the terminal, with a line written to it
+// first: a shell clears nothing, so without it a person in the task's
+// directory sees a bare prompt and no way back to kandev.
+type handover struct {
+	*exec.Cmd
+	banner string
+}
+
+func (h *handover) SetStdin(r io.Reader) {
+	if h.Stdin == nil {
+		h.Stdin = r
+	}
+}
+
+func (h *handover) SetStdout(w io.Writer) {
+	if h.Stdout == nil {
+		h.Stdout = w
+	}
+}
+
+func (h *handover) SetStderr(w io.Writer) {
+	if h.Stderr == nil {
+		h.Stderr = w
+	}
+}
+
+// Run writes the banner to the terminal, then runs the process there.
+func (h *handover) Run() error {
+	if h.banner != "" && h.Stderr != nil {
+		fmt.Fprintln(h.Stderr, h.banner)
+	}
+	return h.Cmd.Run()
+}
+
+// shellBanner is what the terminal says as the shell starts.
+func shellBanner(taskID, dir string) string {
+	// Two short lines, so the way back is whole on a narrow terminal
+	// whatever the directory's length.
+	return fmt.Sprintf("kandev: a shell in %s for task %s ($KANDEV_TASK)\nkandev: exit or ctrl+d comes back to kandev", dir, taskID)
+}
 
 // execDoneMsg: the shell or editor exited and the UI has the terminal back.
 type execDoneMsg struct {
@@ -81,7 +123,12 @@ func (m *Model) stepIn(kind execKind) tea.Cmd {
 	}
 	m.setStatus(fmt.Sprintf("%s in %s (exit it to come back)", kind, dir), false)
 	id := t.ID
-	return m.exec(c, func(err error) tea.Msg { return execDoneMsg{kind: kind, taskID: id, dir: dir, err: err} })
+	h := &handover{Cmd: c}
+	if kind == execShell {
+		// An editor draws its own screen at once; the line would only flash.
+		h.banner = shellBanner(id, dir)
+	}
+	return m.exec(h, func(err error) tea.Msg { return execDoneMsg{kind: kind, taskID: id, dir: dir, err: err} })
 }
 
 func (m *Model) onExecDone(msg execDoneMsg) {

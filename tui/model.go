@@ -51,7 +51,7 @@ type Model struct {
 	// replace it so short timers fire at once and long ones wait for the
 	// test, which makes their runs independent of the machine's speed.
 	after timerFunc
-	// exec hands the terminal to a shell or an editor (tea.ExecProcess).
+	// exec hands the terminal to a shell or an editor (tea.Exec).
 	exec execFunc
 
 	// The daemon link. gen counts connections; messages of an older
@@ -110,7 +110,7 @@ func newModel(ctx context.Context, client api.Client, opts Options, st styles) *
 	}
 	m := &Model{
 		ctx: ctx, client: client, opts: opts, st: st, keys: newKeyMap(),
-		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick, exec: tea.ExecProcess,
+		tickEvery: clockEvery, debounce: convoDebounce, backoff: firstBackoff, after: tea.Tick, exec: tea.Exec,
 		tasks: newTaskStore(), tree: newTreePane(), now: opts.Now(),
 		appends: appendsFollow{order: &appendsOrder{}},
 	}

@@ -95,8 +95,12 @@ func TestTmuxOperatorWalk(t *testing.T) {
 
 	// Step into the worktree with a shell, and back.
 	s.keys("S")
-	s.waitFor("the shell's prompt", func(scr string) bool {
-		return strings.HasPrefix(strings.TrimSpace(scr), "$") && !strings.Contains(scr, "● live")
+	// The banner says where the shell is and how to come back, before its prompt.
+	s.waitFor("the shell's banner and prompt", func(scr string) bool {
+		lines := strings.Split(strings.TrimSpace(scr), "\n")
+		return strings.HasPrefix(lines[0], "kandev: a shell in ") &&
+			strings.Contains(scr, "exit or ctrl+d comes back to kandev") &&
+			strings.HasPrefix(strings.TrimSpace(lines[len(lines)-1]), "$") && !strings.Contains(scr, "● live")
 	})
 	s.text("pwd; git status --short; cat NOTES.md; echo task=$KANDEV_TASK")
 	s.keys("Enter")

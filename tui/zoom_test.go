@@ -97,8 +97,10 @@ func TestStepIntoTheTaskDirectory(t *testing.T) {
 	f := newFake(tasks...)
 	d := newDriver(t, f, 80, 24, func(o *Options) { o.Shell, o.Editor = "/bin/zsh", "code -w" })
 	var ran []*exec.Cmd
-	d.m.exec = func(c *exec.Cmd, fn tea.ExecCallback) tea.Cmd {
-		ran = append(ran, c)
+	var banners []string
+	d.m.exec = func(c tea.ExecCommand, fn tea.ExecCallback) tea.Cmd {
+		h := c.(*handover)
+		ran, banners = append(ran, h.Cmd), append(banners, h.banner)
 		return func() tea.Msg { return fn(nil) }
 	}
 	d.selectTask("ask001")
@@ -107,10 +109,16 @@ func TestStepIntoTheTaskDirectory(t *testing.T) {
 		!slices.Contains(ran[0].Env, "KANDEV_TASK=ask001") {
 		t.Fatalf("S ran %+v", ran)
 	}
+	if !strings.Contains(banners[0], "exit or ctrl+d comes back to kandev") || !strings.Contains(banners[0], "/wt/ask001") {
+		t.Fatalf("the shell's banner %q does not say how to come back", banners[0])
+	}
 	d.mustShow("back from the shell in /wt/ask001")
 	d.keys("z", "e") // from the full-screen log too
 	if len(ran) != 2 || !slices.Equal(ran[1].Args, []string{"code", "-w", "."}) || ran[1].Dir != "/wt/ask001" {
 		t.Fatalf("e ran %+v", ran[1:])
+	}
+	if banners[1] != "" {
+		t.Fatalf("the editor got a banner %q", banners[1])
 	}
 	d.mustShow("back from the editor in /wt/ask001")
 	d.keys("z")
@@ -145,4 +153,20 @@ func TestHelpListsTheNewKeysAndFits(t *testing.T) {
 	d.keys("?")
 	d.mustShow("z      full-screen log", "S      shell there", "e      editor there", "R      start daemon", "@you assigned to you", "spinner: an agent")
 	d.mustNotShow("a taller terminal")
+}
+
+// A handover writes its banner to the terminal before the process runs.
+func TestHandoverWritesTheBannerFirst(t *testing.T) {
+	var out strings.Builder
+	h := &handover{Cmd: exec.Command("sh", "-c", "echo ran >&2"), banner: shellBanner("t1", "/d")}
+	h.SetStdin(strings.NewReader(""))
+	h.SetStdout(&out)
+	h.SetStderr(&out)
+	if err := h.Run(); err != nil {
+		t.Fatal(err)
+	}
+	want := "kandev: a shell in /d for task t1 ($KANDEV_TASK)\nkandev: exit or ctrl+d comes back to kandev\nran\n"
+	if out.String() != want {
+		t.Fatalf("the terminal got %q, want %q", out.String(), want)
+	}
 }
