@@ -267,7 +267,11 @@ func (d *finishDialog) view(ui dialogUI, w int) string {
 	field := func(label, value string) { add(st.dim.Render(fmt.Sprintf("%-9s", label)) + value) }
 	if d.op == opMerge {
 		field("branch", branch)
-		field("into", "the branch checked out in "+repo)
+		into := "the branch checked out in " + repo
+		if d.diff != nil && d.diff.Into != "" {
+			into = d.diff.Into + " (checked out in " + repo + ")"
+		}
+		field("into", into)
 	} else {
 		if d.ws.Mode == core.WorkspaceRetired {
 			field("worktree", "none: removed when the task was archived done")

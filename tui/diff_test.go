@@ -45,7 +45,7 @@ func loaderDiff() api.TaskDiff {
 	b.WriteString(" }\n-// old comment\n")
 	b.WriteString("diff --git a/README.md b/README.md\nnew file mode 100644\nindex 0000000..3333333\n--- /dev/null\n+++ b/README.md\n@@ -0,0 +1,2 @@\n+# App\n+Load the config with LoadFile.\n")
 	return api.TaskDiff{TaskID: "wt0001", Dir: "/home/me/.local/share/kandev/worktrees/app/wt0001", Branch: "kandev/wt0001-rename-the-config-loader",
-		Base: "0123456789abcdef0123", Files: []api.DiffFileStat{{Path: "config/load.go", Added: 10, Deleted: 2}, {Path: "README.md", Added: 2, Deleted: 0}},
+		Base: "0123456789abcdef0123", Into: "main", Files: []api.DiffFileStat{{Path: "config/load.go", Added: 10, Deleted: 2}, {Path: "README.md", Added: 2, Deleted: 0}},
 		Added: 12, Deleted: 2, Patch: b.String()}
 }
 

@@ -145,7 +145,7 @@ func TestMergeFromDiffView(t *testing.T) {
 	d.mustShow("▸ config/load.go")
 	d.keys("M")
 	d.mustShow("Merge task wt0001's branch?", "branch   kandev/wt0001-rename-the-config-loader",
-		"into     the branch checked out in /home/me/app", "changes  +12 −2 in 2 files since 0123456789ab", "config/load.go", "README.md",
+		"into     main (checked out in /home/me/app)", "changes  +12 −2 in 2 files since 0123456789ab", "config/load.go", "README.md",
 		"[x] merge commit", "[ ] squash into one commit", "Message Merge branch 'kandev/wt0001-rename-the-config-loader'")
 	if n := f.callCount("TaskDiff wt0001"); n != 2 {
 		t.Fatalf("the confirmation should use the diff view's diff (2 reads: summary and patch), got %d", n)

@@ -79,7 +79,7 @@ func TestTmuxMergeAndDiscard(t *testing.T) {
 	s.waitText("Diff of task "+first.ID, "+from the first")
 	s.keys("M")
 	scr := s.waitText("Merge task "+first.ID+"'s branch?", "branch   "+first.Workspace.Branch,
-		"into     the branch checked out in", "changes  +1 −1 in 1 file since", "f.txt", "[x] merge commit",
+		"into     main (checked out in", "changes  +1 −1 in 1 file since", "f.txt", "[x] merge commit",
 		"Message Merge branch '"+first.Workspace.Branch+"'")
 	if lines := strings.Split(strings.TrimRight(scr, "\n"), "\n"); len(lines) > 24 {
 		t.Fatalf("the confirmation overflows 80×24: %d lines", len(lines))

@@ -501,10 +501,13 @@ const MaxPatch = 4 << 20
 // TaskDiff is what a task changed: commits on its branch and uncommitted
 // work in its worktree, against the commit its branch started from.
 type TaskDiff struct {
-	TaskID    string         `json:"task_id"`
-	Dir       string         `json:"dir"`
-	Branch    string         `json:"branch"`
-	Base      string         `json:"base"`
+	TaskID string `json:"task_id"`
+	Dir    string `json:"dir"`
+	Branch string `json:"branch"`
+	Base   string `json:"base"`
+	// Into is the branch checked out in the main checkout, which a merge
+	// goes into ("" when it is detached, or unknown).
+	Into      string         `json:"into,omitempty"`
 	Files     []DiffFileStat `json:"files"`
 	Added     int            `json:"added"`
 	Deleted   int            `json:"deleted"`

@@ -46,6 +46,12 @@ func (wo *Workspaces) Diff(ctx context.Context, ref string, in api.DiffInput) (a
 	}
 	out.Added, out.Deleted = d.Totals()
 	out.PatchBytes = len(out.Patch)
+	// Said so that a merge names where it goes; a diff does not fail for it.
+	if into, err := wo.ws.CheckedOutBranch(ctx, wt.Repo); err == nil {
+		out.Into = into
+	} else {
+		wo.k.log.Debug("read the main checkout's branch", "task", t.ID, "err", err)
+	}
 	rv, err := wo.reviewOf(ctx, t)
 	if err != nil {
 		return api.TaskDiff{}, err

@@ -221,6 +221,15 @@ func TestMergeAndDiscardBelongToTheWorktreeOwner(t *testing.T) {
 	if err != nil || len(d.Files) != 1 || d.Files[0].Path != "child.txt" {
 		t.Fatalf("child diff %+v, %v", d, err)
 	}
+	// It names the branch a merge would go into.
+	if d.Into != "main" {
+		t.Fatalf("diff into %q, want main", d.Into)
+	}
+	gitT(t, repo, "checkout", "-q", "--detach")
+	if d, err := env.eng.Workspaces.Diff(env.ctx, child.ID, api.DiffInput{}); err != nil || d.Into != "" {
+		t.Fatalf("diff with the main checkout detached: into %q, %v", d.Into, err)
+	}
+	gitT(t, repo, "checkout", "-q", "main")
 	if _, err := env.eng.Workspaces.Merge(env.ctx, child.ID, api.MergeInput{}); core.CodeOf(err) != core.CodeValidation || !strings.Contains(err.Error(), "parent's worktree") {
 		t.Fatalf("merge of an inheriting child: %v", err)
 	}

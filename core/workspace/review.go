@@ -171,16 +171,32 @@ type MergeResult struct {
 // checkout is on no branch, has uncommitted changes to tracked files, or
 // the merge would conflict; a refused or failed merge leaves the main
 // checkout as it was.
+// CheckedOutBranch is the branch checked out in the main checkout repo,
+// which a merge goes into; "" when its HEAD is detached.
+func (m *Manager) CheckedOutBranch(ctx context.Context, repo string) (string, error) {
+	out, err := m.git(ctx, repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err == nil {
+		return strings.TrimSpace(out), nil
+	}
+	// symbolic-ref exits 1 on a detached HEAD; anything else is a fault.
+	if _, rerr := m.git(ctx, repo, "rev-parse", "--verify", "--quiet", "HEAD"); rerr == nil {
+		return "", nil
+	}
+	return "", fmt.Errorf("read the branch checked out in %s: %w", repo, err)
+}
+
 func (m *Manager) Merge(ctx context.Context, wt Worktree, o MergeOptions) (MergeResult, error) {
 	defer m.lock(wt.Repo)()
 	if err := m.importLocked(ctx, wt); err != nil {
 		return MergeResult{}, err
 	}
-	into, err := m.git(ctx, wt.Repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+	into, err := m.CheckedOutBranch(ctx, wt.Repo)
 	if err != nil {
+		return MergeResult{}, err
+	}
+	if into == "" {
 		return MergeResult{}, fmt.Errorf("%w: the main checkout %s is not on a branch; check out the branch to merge into", ErrRefused, wt.Repo)
 	}
-	into = strings.TrimSpace(into)
 	if into == wt.Branch {
 		return MergeResult{}, fmt.Errorf("%w: the main checkout %s is on the task's own branch %s", ErrRefused, wt.Repo, wt.Branch)
 	}
