@@ -262,7 +262,7 @@ func TestGoldenTreeOverflowFiltered(t *testing.T) {
 	g.keys("/")
 	g.typeText("plain task number")
 	g.keys("enter")
-	g.waitScreen(`filter: "plain`, "27 tasks · 1 running · ?you 1 · ?parent 1 · @you 1")
+	g.waitScreen(`filter: "plain`, "27 tasks · 1 running (+1 paused on you) · ?you 1 · ?parent 1")
 	golden.RequireEqual(t, g.finalScreen())
 }
 

@@ -35,6 +35,10 @@ type entry struct {
 // change so nothing scans the whole store to show them.
 type counts struct {
 	total, running, askYou, askParent, yours int
+	// paused: live agents whose turn waits on a person's answer (a
+	// permission, a question). Not running, as kandev status counts, but
+	// shown beside running so a live agent never reads as "0 running".
+	paused int
 }
 
 func (c *counts) add(t *core.Task, d int) {
@@ -42,6 +46,8 @@ func (c *counts) add(t *core.Task, d int) {
 	// Counted as kandev status counts them (core.Task.Running, NeedsYou).
 	if t.Running() {
 		c.running += d
+	} else if agentLive(t) {
+		c.paused += d
 	}
 	if waitsOnYou(t) {
 		c.yours += d
@@ -53,6 +59,12 @@ func (c *counts) add(t *core.Task, d int) {
 			c.askYou += d
 		}
 	}
+}
+
+// agentLive: the task's agent process is up (starting or in a turn),
+// whatever its turn waits on.
+func agentLive(t *core.Task) bool {
+	return t.Session != nil && (t.Session.State == core.SessionRunning || t.Session.State == core.SessionStarting)
 }
 
 func newTaskStore() *taskStore {

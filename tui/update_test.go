@@ -19,7 +19,7 @@ func TestLoadShowsTreeWithBadges(t *testing.T) {
 	if n := d.f.callCount("Events"); n != 1 {
 		t.Fatalf("Events called %d times", n)
 	}
-	d.mustShow("● live", "7 tasks · 1 running · ?you 1 · ?parent 1") // ask001 waits on you, not running
+	d.mustShow("● live", "7 tasks · 1 running (+1 paused on you) · ?you 1 · ?parent 1") // ask001 waits on you: its agent is up, its turn paused, not running
 	for id, want := range map[string][]string{
 		"root01": {"AUTO"},
 		"kid001": {"AUTO", "├─"},

@@ -151,7 +151,11 @@ func (m *Model) statusLines(w int) []string {
 		}
 	}
 	c := m.tasks.counts
-	segs := []string{fmt.Sprintf("%d tasks", c.total), fmt.Sprintf("%d running", c.running),
+	running := fmt.Sprintf("%d running", c.running)
+	if c.paused > 0 {
+		running += fmt.Sprintf(" (+%d paused on you)", c.paused)
+	}
+	segs := []string{fmt.Sprintf("%d tasks", c.total), running,
 		fmt.Sprintf("?you %d", c.askYou), fmt.Sprintf("?parent %d", c.askParent)}
 	if extra := c.yours - c.askYou; extra > 0 {
 		segs = append(segs, fmt.Sprintf("@you %d", extra))
