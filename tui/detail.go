@@ -96,23 +96,27 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	if a := t.Assignee; a != nil {
 		parts = append(parts, "assignee "+assigneeLabel(t))
 	}
-	add(strings.Join(parts, " · "))
+	for _, l := range joinFitting(parts, w) {
+		add(l)
+	}
 	if s := t.Session; s != nil {
-		line := fmt.Sprintf("session %s %s", s.ID, strings.ReplaceAll(string(s.State), "_", " "))
+		seg := []string{fmt.Sprintf("session %s %s", s.ID, strings.ReplaceAll(string(s.State), "_", " "))}
 		if at := turnStart(t); !at.IsZero() {
-			line += " · this turn " + longDuration(now.Sub(at))
+			seg = append(seg, "this turn "+longDuration(now.Sub(at)))
 		}
-		line += fmt.Sprintf(" · turns %d", s.Turns)
+		seg = append(seg, fmt.Sprintf("turns %d", s.Turns))
 		if s.PID > 0 && s.State.Live() {
-			line += fmt.Sprintf(" · pid %d", s.PID)
+			seg = append(seg, fmt.Sprintf("pid %d", s.PID))
 		}
 		if t.Queued > 0 {
-			line += fmt.Sprintf(" · %d queued", t.Queued)
+			seg = append(seg, fmt.Sprintf("%d queued", t.Queued))
 		}
 		if t.Halted {
-			line += " · STOPPED (r resumes)"
+			seg = append(seg, "STOPPED (r resumes)")
 		}
-		add(line)
+		for _, l := range joinFitting(seg, w) {
+			add(l)
+		}
 		// A failed run's error is an error; any other ended run just says
 		// why it ended.
 		if s.Error != "" {
@@ -424,6 +428,30 @@ func usageDetail(t *core.Task) []string {
 	}
 	if len(more) > 0 {
 		lines = append(lines, strings.Join(more, " · "))
+	}
+	return lines
+}
+
+// joinFitting joins parts with " · " into lines of at most w cells,
+// breaking only between parts, so a narrow pane shows "sandbox bwrap" or
+// "pid 4242" whole on the next line rather than cut; a part wider than
+// the pane has a line of its own (cut by the caller).
+func joinFitting(parts []string, w int) []string {
+	var lines []string
+	cur := ""
+	for _, p := range parts {
+		switch {
+		case cur == "":
+			cur = p
+		case width(cur)+3+width(p) <= w:
+			cur += " · " + p
+		default:
+			lines = append(lines, cur)
+			cur = p
+		}
+	}
+	if cur != "" {
+		lines = append(lines, cur)
 	}
 	return lines
 }

@@ -263,6 +263,22 @@ const (
 //
 // The title gives way first; then the profile, the age and the id columns
 // drop, narrowest screen last. Badges always stay.
+// need is the width row r takes whole, its title uncut and every column
+// shown, in a tree narrower than 110 cells (the narrow who column).
+func (r rowModel) need(fr flatRow) int {
+	n := 2 + width(fr.prefix) + width(r.glyph) + 1 + width(r.title)
+	if fr.folded {
+		n += width(fmt.Sprintf(" [+%d]", fr.kids))
+	}
+	for _, b := range r.badges {
+		n += 1 + width(badgeText[b])
+	}
+	if r.cost != "" {
+		n += 1 + width(r.cost)
+	}
+	return n + 1 + idCol + 1 + 8 + 1 + elapsedCol
+}
+
 func (r rowModel) render(st styles, fr flatRow, w int, selected, focused bool) string {
 	marker := "  "
 	if selected {

@@ -16,6 +16,9 @@ type taskStore struct {
 	dead  int                 // removed ids still in order
 
 	counts counts
+	// gen counts changes, so what is derived from the tasks shown (the
+	// tree's width) is computed again only after one.
+	gen uint64
 }
 
 type entry struct {
@@ -77,7 +80,7 @@ func newTaskStore() *taskStore {
 // hands them over.
 func (s *taskStore) reset(tasks []core.Task, partial bool) {
 	*s = taskStore{byID: make(map[string]*entry, len(tasks)), kids: make(map[string][]string, len(tasks)/4+1),
-		order: make([]string, 0, len(tasks))}
+		order: make([]string, 0, len(tasks)), gen: s.gen + 1}
 	// One allocation for every entry: at 100,000 tasks, one each was a
 	// good part of the first frame, in allocation and in GC. Entries point
 	// into tasks, which the store keeps: copying them doubled the TUI's
@@ -111,6 +114,7 @@ func (s *taskStore) insert(t core.Task) { s.add(&entry{t: &t, row: -1}) }
 
 func (s *taskStore) add(e *entry) {
 	id := e.t.ID
+	s.gen++
 	s.byID[id] = e
 	s.order = append(s.order, id)
 	s.kids[e.t.ParentID] = append(s.kids[e.t.ParentID], id)
@@ -132,6 +136,7 @@ func (s *taskStore) upsert(t core.Task) (structural bool) {
 		s.insert(t)
 		return true
 	}
+	s.gen++
 	s.counts.add(e.t, -1)
 	e.partial = false
 	moved := e.t.ParentID != t.ParentID
@@ -149,6 +154,7 @@ func (s *taskStore) remove(id string) {
 	if e == nil {
 		return
 	}
+	s.gen++
 	s.counts.add(e.t, -1)
 	delete(s.byID, id)
 	s.kids[e.t.ParentID] = without(s.kids[e.t.ParentID], id)
@@ -170,6 +176,7 @@ func (s *taskStore) update(id string, fn func(t *core.Task)) bool {
 	if e == nil {
 		return false
 	}
+	s.gen++
 	s.counts.add(e.t, -1)
 	fn(e.t)
 	s.counts.add(e.t, 1)

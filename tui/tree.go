@@ -15,6 +15,11 @@ type treePane struct {
 	offset    int
 	selected  string // the selected task's id; survives rebuilds
 	collapsed map[string]bool
+	// need, as last computed, and what it was computed for: the rows'
+	// layout (flattened), the store's gen, the scroll and the height.
+	needed   int
+	needKey  [4]uint64
+	flattens uint64
 }
 
 // flatRow is one visible line of the tree.
@@ -37,6 +42,7 @@ func (tp *treePane) flatten(s *taskStore, f filter) {
 		tp.rows = make([]flatRow, 0, n)
 	}
 	tp.rows = tp.rows[:0]
+	tp.flattens++
 	filtering := f.active()
 	if filtering {
 		// Children come after their parents in creation order, so one
@@ -152,6 +158,24 @@ func (tp *treePane) scrollTo(h int) {
 		tp.offset = tp.cursor - h + 1
 	}
 	tp.offset = clamp(tp.offset, 0, max(0, len(tp.rows)-h))
+}
+
+// need is the width the rows shown in a pane of h lines take whole (see
+// rowModel.need); 0 with no rows. Only visible rows count, as for view.
+func (tp *treePane) need(s *taskStore, h int, now time.Time) int {
+	key := [4]uint64{tp.flattens, s.gen, uint64(tp.offset), uint64(h)}
+	if key == tp.needKey {
+		return tp.needed
+	}
+	n := 0
+	end := min(len(tp.rows), tp.offset+tp.window(h))
+	for i := tp.offset; i < end; i++ {
+		if e := s.byID[tp.rows[i].id]; e != nil {
+			n = max(n, rowFor(e.t, now, 0).need(tp.rows[i]))
+		}
+	}
+	tp.needed, tp.needKey = n, key
+	return n
 }
 
 // view draws h rows of w cells: only the visible ones are rendered.

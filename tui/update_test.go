@@ -1167,3 +1167,36 @@ func TestHelpLegendNamesEveryBadge(t *testing.T) {
 		d.mustNotShow("a taller terminal")
 	}
 }
+
+// At 120 columns the tree takes what its rows need and the detail pane the
+// rest: a tree of short titles leaves the detail its header whole, and a
+// header wider than the pane breaks between its parts, never inside one.
+func TestWideDetailTakesWhatTheTreeDoesNotNeed(t *testing.T) {
+	tasks := []core.Task{
+		{ID: "hi0001", Title: "Say hi", Status: core.StatusInProgress, Profile: "claude-code", Sandbox: "bwrap", Autopilot: true,
+			Host: "build-box-2", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute),
+			Session: turnFrom(session("hi0001", core.SessionRunning, ago(time.Minute)), ago(time.Minute))},
+		{ID: "hi0002", Title: "Say bye", Status: core.StatusTodo, Profile: "mock", CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)},
+	}
+	tasks[0].Session.PID = 1712345
+	d := newDriver(t, newFake(tasks...), 120, 40)
+	d.selectTask("hi0001")
+	l := d.m.layout()
+	if l.treeW != 40 || l.detailW != 79 {
+		t.Fatalf("tree %d and detail %d columns at 120, want 40 (a third: the rows need less) and 79", l.treeW, l.detailW)
+	}
+	d.mustShow("hi0001 · ● in_progress · profile claude-code · AUTO · sandbox bwrap", "│host build-box-2 · root",
+		"session s-hi0001 running · this turn 1m00s · turns 1 · pid 1712345")
+	d.mustNotShow("sandb…", "pid 17…")
+
+	// A long title takes the tree up to eleven twentieths; the detail's
+	// header then breaks between its parts.
+	tasks[1].Title = strings.Repeat("a long title ", 8)
+	d = newDriver(t, newFake(tasks...), 120, 40)
+	d.selectTask("hi0001")
+	if l := d.m.layout(); l.treeW != 66 {
+		t.Fatalf("a long title gives the tree %d columns at 120, want 66", l.treeW)
+	}
+	d.mustShow("│hi0001 · ● in_progress · profile claude-code · AUTO", "│sandbox bwrap · host build-box-2 · root", "│pid 1712345")
+	d.mustNotShow("sandb…", "pid 17…")
+}

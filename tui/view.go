@@ -29,7 +29,10 @@ func (m *Model) layout() layout {
 	l.bodyH = max(1, m.h-len(l.statusLines)-1)
 	l.wide = m.w >= 120
 	if l.wide {
-		l.treeW = m.w * 11 / 20
+		// The tree takes what its visible rows need, between a third and
+		// eleven twentieths of the width; the detail pane has the rest, so
+		// a tree of short titles leaves the detail its header whole.
+		l.treeW = clamp(m.tree.need(m.tasks, l.bodyH, m.now), m.w/3, m.w*11/20)
 		l.detailW = m.w - l.treeW - 1
 		l.treeH, l.detail = l.bodyH, l.bodyH
 	} else {
