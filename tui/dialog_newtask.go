@@ -190,6 +190,11 @@ func (d *newTaskDialog) update(ui dialogUI, msg tea.KeyMsg) (action, tea.Cmd) {
 		d.busy, d.err = true, ""
 		return createTask{in: d.input()}, nil
 	case d.focus == ntPrompt && d.withinPrompt(msg):
+		// The box is at its tallest while the key lands, so the textarea
+		// scrolls only past promptRows lines; fitPrompt then shrinks it
+		// to the text. Grown after, a new second line showed alone, the
+		// first scrolled out of a box of one row.
+		d.prompt.SetHeight(d.maxRows)
 		var cmd tea.Cmd
 		d.prompt, cmd = d.prompt.Update(msg)
 		d.fitPrompt()

@@ -70,7 +70,7 @@ func TestTmuxDiffView(t *testing.T) {
 	}
 
 	s := startTmux(t, d, 80, 24)
-	s.waitText("● live", "1 tasks")
+	s.waitText("● live", "1 task ·")
 	s.selectRow(task.ID)
 	s.waitText("branch "+task.Workspace.Branch, "+2 −1 in 2 files (v shows them)", "dir "+task.Workspace.Dir[:min(len(task.Workspace.Dir), 70)])
 

@@ -29,7 +29,7 @@ func TestTmuxDiffReview(t *testing.T) {
 	})
 
 	s := startTmux(t, d, 80, 24)
-	s.waitText("● live", "1 tasks")
+	s.waitText("● live", "1 task ·")
 	s.selectRow(task.ID)
 	s.waitText("+1 −0 in 1 file (v shows them)")
 	s.keys("v")

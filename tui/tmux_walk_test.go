@@ -15,26 +15,36 @@ import (
 	"github.com/kandev/kandev/core/daemon/daemontest"
 )
 
-// TestTmuxOperatorWalk is issue 22's walk as a new user, at 80×24 with
-// the real binary, the mock agent, a temp home and repository: create a
-// task in the repository from the UI, watch its agent full screen, refuse
-// its permission request (typing words first, which must choose nothing),
-// open a shell in its worktree, then merge and archive it in one dialog.
-// With KANDEV_WALK_CAPTURES=FILE the screens are written to FILE.
+// TestTmuxOperatorWalk is issue 22's walk as a new user, at 80×24 and
+// 120×40 with the real binary, the mock agent, a temp home and repository:
+// create a task in the repository from the UI with a two-line prompt,
+// watch its agent full screen, refuse its permission request (typing words
+// first, which must choose nothing), open a shell in its worktree, then
+// merge and archive it in one dialog. With KANDEV_WALK_CAPTURES=FILE the
+// screens of both sizes are written to FILE.
 func TestTmuxOperatorWalk(t *testing.T) {
 	needTmux(t)
-	repo := gitRepo(t)
-	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=ask"))
-	s := startTmuxIn(t, d, repo, 80, 24, "SHELL=/bin/sh", "PS1=$ ")
 	var caps strings.Builder
-	capture := func(what string) {
-		fmt.Fprintf(&caps, "──── %s ────\n%s\n", what, strings.TrimRight(s.screen(), "\n"))
-	}
 	t.Cleanup(func() {
 		if out := os.Getenv("KANDEV_WALK_CAPTURES"); out != "" {
 			_ = os.WriteFile(out, []byte(caps.String()), 0o644)
 		}
 	})
+	for _, size := range [][2]int{{80, 24}, {120, 40}} {
+		t.Run(fmt.Sprintf("%dx%d", size[0], size[1]), func(t *testing.T) {
+			fmt.Fprintf(&caps, "════ %d×%d ════\n", size[0], size[1])
+			operatorWalk(t, size[0], size[1], &caps)
+		})
+	}
+}
+
+func operatorWalk(t *testing.T, w, h int, caps *strings.Builder) {
+	repo := gitRepo(t)
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=ask"))
+	s := startTmuxIn(t, d, repo, w, h, "SHELL=/bin/sh", "PS1=$ ")
+	capture := func(what string) {
+		fmt.Fprintf(caps, "──── %s ────\n%s\n", what, strings.TrimRight(s.screen(), "\n"))
+	}
 	s.waitText("● live", "0 tasks")
 	capture("kandev in a fresh home, started in the repository")
 
@@ -43,8 +53,14 @@ func TestTmuxOperatorWalk(t *testing.T) {
 	s.waitText("New task")
 	s.text("Tidy the deploy script")
 	s.keys("Tab")
+	// Two lines, each a directive the mock agent runs in turn.
+	s.text("mock: say reading the deploy script")
+	s.keys("C-j")
 	s.text("mock: permission ./deploy.sh --env staging")
-	capture("n: the new task")
+	if scr := s.waitText("mock: say reading the deploy script", "mock: permission ./deploy.sh"); strings.Contains(scr, "scriptmock") {
+		t.Fatalf("the two lines ran together:\n%s", scr)
+	}
+	capture("n: the new task, its prompt on two lines")
 	s.keys("Enter")
 	s.waitText("created task")
 	tasks, err := d.Client.ListTasks(context.Background(), api.ListTasksInput{})
@@ -60,7 +76,7 @@ func TestTmuxOperatorWalk(t *testing.T) {
 	// Watch it full screen: the permission request arrives.
 	s.waitRow(task.ID, "?you")
 	s.keys("z")
-	s.waitText("conversation · following", "asks permission to run: ./deploy.sh", "?you (a to answer)")
+	s.waitText("conversation · following", "reading the deploy script", "asks permission to run: ./deploy.sh", "?you (a to answer)")
 	capture("z: the agent full screen, asking permission")
 
 	// Refuse it: typed words choose nothing and enter sends nothing; n does.
@@ -137,7 +153,7 @@ func TestTmuxOperatorWalk(t *testing.T) {
 	status := exec.Command(d.Bin, "status", "--short")
 	status.Env = append(os.Environ(), d.Env...)
 	out, err := status.CombinedOutput()
-	fmt.Fprintf(&caps, "──── kandev status --short ────\n%s", out)
+	fmt.Fprintf(caps, "──── kandev status --short ────\n%s", out)
 	if err != nil {
 		t.Fatalf("status --short: %v\n%s", err, out)
 	}

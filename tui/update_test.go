@@ -422,6 +422,8 @@ func TestNewTaskPromptTakesLines(t *testing.T) {
 	d.typeText("mock: say one")
 	d.keys("ctrl+j")
 	d.typeText("mock: say three")
+	// Both lines show as typed, the first not scrolled out of the box.
+	d.mustShow("prompt       mock: say one", "mock: say three")
 	d.keys("up")
 	if d.m.dialog.(*newTaskDialog).focus != ntPrompt {
 		t.Fatal("↑ on the prompt's second line left the prompt")

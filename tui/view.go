@@ -158,7 +158,11 @@ func (m *Model) statusLines(w int) []string {
 	if c.paused > 0 {
 		running += fmt.Sprintf(" (+%d paused on you)", c.paused)
 	}
-	segs := []string{fmt.Sprintf("%d tasks", c.total), running,
+	tasks := fmt.Sprintf("%d tasks", c.total)
+	if c.total == 1 {
+		tasks = "1 task"
+	}
+	segs := []string{tasks, running,
 		fmt.Sprintf("?you %d", c.askYou), fmt.Sprintf("?parent %d", c.askParent)}
 	if extra := c.yours - c.askYou; extra > 0 {
 		segs = append(segs, fmt.Sprintf("@you %d", extra))
