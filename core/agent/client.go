@@ -23,9 +23,14 @@ func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 // ends when kandev cancels the turn (session/cancel), the agent cancels
 // the request, or the connection closes: a handler waiting on a person
 // must then answer cancelled, as ACP asks of a client that cancels.
+//
+// The notifications the agent sent before the request are handled first
+// (Run.awaitEarlier): the request was read after them, so every one of
+// them is counted by the time this runs.
 func (c *client) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	ctx, done := c.run.permissionContext(ctx)
 	defer done()
+	c.run.awaitEarlier(ctx)
 	return c.run.handler.Permission(ctx, req), nil
 }
 

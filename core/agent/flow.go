@@ -10,12 +10,16 @@ import "sync"
 const flowLimit = 256
 
 // flow counts notifications handed to the SDK and not yet handled, and
-// the bytes read from the agent and not yet parsed.
+// the bytes read from the agent and not yet parsed. handed and handled
+// count the same notifications over the run's life, so a request can
+// wait for those that came before it (waitHandled).
 type flow struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	pending  int
 	buffered int
+	handed   uint64
+	handled  uint64
 	closed   bool
 }
 
@@ -53,6 +57,43 @@ func (f *flow) settle(done <-chan struct{}) {
 	}
 }
 
+// handedSoFar is how many notifications the reader has passed on.
+func (f *flow) handedSoFar() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.handed
+}
+
+// waitHandled waits until target notifications have been handled, the
+// run is torn down, or done closes. The SDK queues notifications for one
+// goroutine but hands each request to a goroutine of its own, so a
+// session/request_permission can overtake the session/updates the agent
+// sent before it (its own words, the tool call it asks about); waiting
+// for them keeps the conversation in the order the agent wrote it.
+func (f *flow) waitHandled(target uint64, done <-chan struct{}) {
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-done:
+			f.mu.Lock()
+			f.cond.Broadcast()
+			f.mu.Unlock()
+		case <-stop:
+		}
+	}()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.handled < target && !f.closed {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		f.cond.Wait()
+	}
+}
+
 func newFlow() *flow {
 	f := &flow{}
 	f.cond = sync.NewCond(&f.mu)
@@ -66,6 +107,7 @@ func (f *flow) acquire() {
 		f.cond.Wait()
 	}
 	f.pending++
+	f.handed++
 	f.mu.Unlock()
 }
 
@@ -75,6 +117,7 @@ func (f *flow) release() {
 	if f.pending > 0 {
 		f.pending--
 	}
+	f.handled++
 	f.cond.Broadcast()
 	f.mu.Unlock()
 }

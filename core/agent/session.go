@@ -121,6 +121,27 @@ func (r *Run) Settle(ctx context.Context) {
 	<-done
 }
 
+// awaitEarlier waits until the notifications read before now have been
+// handed to the handler, bounded as Settle is (ctx, the agent's exit,
+// settleWait). Unlike Settle it does not wait for what is still unread:
+// an agent that streams on while it asks must not hold its own request.
+func (r *Run) awaitEarlier(ctx context.Context) {
+	target := r.flow.handedSoFar()
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-r.exited:
+		}
+		close(done)
+	}()
+	r.flow.waitHandled(target, done)
+	cancel()
+	<-done
+}
+
 // settleWait bounds Settle: a handler stuck on the store must not hold
 // the turn back for ever.
 const settleWait = 10 * time.Second
