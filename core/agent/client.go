@@ -25,12 +25,12 @@ func (c *client) SessionUpdate(ctx context.Context, n acp.SessionNotification) e
 // must then answer cancelled, as ACP asks of a client that cancels.
 //
 // The notifications the agent sent before the request are handled first
-// (Run.awaitEarlier): the request was read after them, so every one of
+// (Run.AwaitEarlier): the request was read after them, so every one of
 // them is counted by the time this runs.
 func (c *client) RequestPermission(ctx context.Context, req acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	ctx, done := c.run.permissionContext(ctx)
 	defer done()
-	c.run.awaitEarlier(ctx)
+	c.run.AwaitEarlier(ctx)
 	return c.run.handler.Permission(ctx, req), nil
 }
 

@@ -85,3 +85,40 @@ func TestPermissionWaitsForEarlierUpdates(t *testing.T) {
 		t.Fatalf("handled in the order %v, want %v", h.seen, want)
 	}
 }
+
+// blockedHandler never finishes an update until released.
+type blockedHandler struct {
+	orderHandler
+	release chan struct{}
+}
+
+func (h *blockedHandler) Update(context.Context, acp.SessionNotification) { <-h.release }
+
+// AwaitEarlier is bounded by its context: a handler stuck on an update
+// (a store that does not answer) does not hold a tool call for ever.
+func TestAwaitEarlierEndsWithItsContext(t *testing.T) {
+	toAgentR, toAgentW := io.Pipe()
+	fromAgentR, fromAgentW := io.Pipe()
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, toAgentR) }()
+	h := &blockedHandler{release: make(chan struct{})}
+	r := Attach(Spec{}, h, Peer{Stdin: toAgentW, Stdout: fromAgentR, Done: done, Err: func() error { return nil },
+		Kill: func() { fromAgentW.Close() }})
+	defer func() {
+		close(h.release)
+		r.flow.close()
+		fromAgentW.Close()
+		toAgentW.Close()
+		close(done)
+	}()
+	fmt.Fprintln(fromAgentW, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t1","title":"x","kind":"execute","status":"pending"}}}`)
+	for r.flow.handedSoFar() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r.AwaitEarlier(ctx)
+	if ctx.Err() == nil {
+		t.Fatal("AwaitEarlier returned before the stuck update was handled or its context ended")
+	}
+}

@@ -121,11 +121,11 @@ func (r *Run) Settle(ctx context.Context) {
 	<-done
 }
 
-// awaitEarlier waits until the notifications read before now have been
+// AwaitEarlier waits until the notifications read before now have been
 // handed to the handler, bounded as Settle is (ctx, the agent's exit,
 // settleWait). Unlike Settle it does not wait for what is still unread:
 // an agent that streams on while it asks must not hold its own request.
-func (r *Run) awaitEarlier(ctx context.Context) {
+func (r *Run) AwaitEarlier(ctx context.Context) {
 	target := r.flow.handedSoFar()
 	ctx, cancel := context.WithTimeout(ctx, settleWait)
 	defer cancel()

@@ -101,7 +101,32 @@ func (tl *Tools) CallTool(ctx context.Context, name string, raw []byte) (any, er
 	if !ok {
 		return nil, core.Errorf(core.CodeInternal, "tool %s has no handler", name)
 	}
+	tl.awaitStream(ctx, actor)
 	return h.run(tl, ctx, actor, args)
+}
+
+// toolStreamWait bounds how long a tool call waits for its agent's
+// stream: a recorder stuck on the store must not hold the call for long.
+const toolStreamWait = 2 * time.Second
+
+// awaitStream lets what the calling agent streamed before the call be
+// recorded first. The call comes over the MCP bridge, apart from the
+// agent's ACP stream, and overtook it: "question › Which env?" was logged
+// before the words that led to it (the guard holds a text chunk for up to
+// joinWait to join the next ones). The agent wrote those words before it
+// called, so by now they are read and counted; only their handling is
+// waited for.
+func (tl *Tools) awaitStream(ctx context.Context, actor core.Actor) {
+	if actor.Kind != core.ActorAgent || actor.SessionID == "" {
+		return
+	}
+	run := tl.k.live.session(actor.SessionID)
+	if run == nil || run.proc == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, toolStreamWait)
+	defer cancel()
+	run.proc.AwaitEarlier(ctx)
 }
 
 func orSelf(id string, actor core.Actor) string {
