@@ -358,3 +358,47 @@ func TestBwrapSharedCheckoutKeepsGitConfig(t *testing.T) {
 		t.Fatalf("something the agent wrote ran on the host: %v", err)
 	}
 }
+
+// A task whose --cwd is a subdirectory of a repository runs confined as
+// it would unconfined: it starts in the subdirectory, the whole worktree
+// (or, shared, the whole checkout) is writable, git works, and a shared
+// checkout's .git stays guarded. Before, bwrap looked for <cwd>/.git and
+// the run could not start; shared, only the subdirectory was writable.
+func TestBwrapCwdInsideRepository(t *testing.T) {
+	e := newBoxEnv(t)
+	sub := filepath.Join(e.repo, "sub")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "s.txt"), []byte("s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, e.repo, "add", ".")
+	gitRun(t, e.repo, "commit", "-q", "-m", "sub")
+	for _, ws := range []string{"worktree", "shared"} {
+		t.Run(ws, func(t *testing.T) {
+			task := create(t, e.d, api.CreateTaskInput{Title: "in sub " + ws, CWD: sub, Workspace: ws, Sandbox: core.SandboxBwrap, Start: true,
+				Prompt: "mock: sh pwd && touch ../top-" + ws + ".txt && git status --short && echo wrote\n" +
+					"mock: sh git config core.fsmonitor 'touch " + e.pwned + "'"})
+			logTaskOnFailure(t, e.d, task.ID, nil)
+			out := shSaid(t, e.d, task.ID, 2)
+			top := e.repo
+			if ws == "worktree" {
+				top = get(t, e.d, task.ID).Workspace.Dir
+			}
+			if !strings.Contains(out, filepath.Join(top, "sub")+"\n") || !strings.Contains(out, "?? ../top-"+ws+".txt") || !strings.Contains(out, "wrote") {
+				t.Fatalf("the agent did not start in the subdirectory and write the top of %s:\n%s", top, out)
+			}
+			if _, err := os.Stat(filepath.Join(top, "top-"+ws+".txt")); err != nil {
+				t.Fatalf("the file the agent wrote at the top: %v", err)
+			}
+			if strings.Count(out, "sh exit: 0") != 1 {
+				t.Fatalf("the repository's config was writable from inside:\n%s", out)
+			}
+		})
+	}
+	gitRun(t, e.repo, "status")
+	if _, err := os.Stat(e.pwned); !os.IsNotExist(err) {
+		t.Fatalf("something the agent wrote ran on the host: %v", err)
+	}
+}

@@ -153,11 +153,13 @@ func (rs *Runs) sandboxView(t core.Task, prof core.Profile, command, sessionID s
 		}
 		g.Private = &sandbox.PrivateGit{Objects: p.Objects, Shared: p.Shared, Admin: p.Admin, Refs: p.Refs, Logs: p.Logs}
 		in.Git = g
-		if !strings.HasPrefix(t.CWD+"/", w.Dir+"/") {
-			in.Worktree = w.Dir
-		}
+		// The whole worktree is the task's, as it is unconfined, whatever
+		// subdirectory (--cwd) the agent starts in; its .git file is at
+		// the top.
+		in.Worktree = w.Dir
 	}
 	if in.Git == nil {
+		in.Worktree = sharedTop(t.CWD, opHome)
 		in.ReadOnly = append(in.ReadOnly, sharedRepoGuards(in.Worktree)...)
 	}
 	v, err := sandbox.Describe(in)
@@ -189,6 +191,28 @@ func (rs *Runs) setupConfiner(t core.Task, prof core.Profile, sessionID string) 
 			}
 		}
 		return name, args, env, cleanup, nil
+	}
+}
+
+// sharedTop is what a shared task's sandbox makes writable: the top of
+// the git checkout its directory is in (an agent started in a
+// subdirectory works on the whole repository, as unconfined, and the
+// repository's .git is then guarded), else the directory itself. A
+// checkout at or above the operator's home (a dotfiles repository in ~)
+// does not widen it: that would hand the agent the whole home.
+func sharedTop(cwd, opHome string) string {
+	for dir := cwd; ; {
+		if st, err := os.Stat(filepath.Join(dir, ".git")); err == nil && st.IsDir() {
+			if opHome != "" && (dir == opHome || strings.HasPrefix(opHome+"/", dir+"/")) {
+				return cwd
+			}
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return cwd
+		}
+		dir = parent
 	}
 }
 
