@@ -402,3 +402,65 @@ func TestBwrapCwdInsideRepository(t *testing.T) {
 		t.Fatalf("something the agent wrote ran on the host: %v", err)
 	}
 }
+
+// Claude Code's ACP adapter installed with npm into a project directory
+// (node_modules/.bin/claude-agent-acp, a link into its package, which
+// requires the SDK package beside it) starts under bwrap: the sandbox
+// holds the whole module tree, not only .bin and the link's target
+// ("Cannot find package '@anthropic-ai/claude-agent-sdk'" before). A node
+// launcher stands in for the adapter and runs the mock agent.
+func TestBwrapLocalNodeInstall(t *testing.T) {
+	needBwrap(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not installed")
+		}
+		t.Skip("node is not installed")
+	}
+	root, err := os.MkdirTemp("", "kdnode-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	modules := filepath.Join(root, "tools", "node_modules")
+	adapter := filepath.Join(modules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js")
+	files := map[string]string{
+		adapter: "#!/usr/bin/env node\n" +
+			"const sdk = require('@anthropic-ai/claude-agent-sdk');\n" +
+			"const { spawn } = require('child_process');\n" +
+			"const env = { ...process.env, KANDEV_MOCK_STATE_DIR: process.env.HOME + '/.claude/mock-state' };\n" +
+			"const c = spawn(sdk.agent, ['mock-agent', ...process.argv.slice(2)], { stdio: 'inherit', env });\n" +
+			"c.on('exit', (code) => process.exit(code === null ? 1 : code));\n",
+		filepath.Join(modules, "@anthropic-ai", "claude-agent-sdk", "index.js"): "module.exports = { agent: " + strconv.Quote(daemontest.Binary(t)) + " };\n",
+		filepath.Join(home, ".claude", ".keep"):                                  "",
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(modules, ".bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../@agentclientprotocol/claude-agent-acp/dist/index.js", filepath.Join(bin, "claude-agent-acp")); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "KANDEV_PERMISSION=allow",
+		"PATH="+bin+":"+filepath.Dir(node)+":"+os.Getenv("PATH")))
+	work := filepath.Join(root, "work") // apart from the tools: the worktree is writable, so visible
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	task := create(t, d, api.CreateTaskInput{Title: "local install", Profile: "claude", CWD: work, Sandbox: core.SandboxBwrap, Start: true,
+		Prompt: "mock: sh echo started from node_modules"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	if out := shSaid(t, d, task.ID, 1); !strings.Contains(out, "started from node_modules") {
+		t.Fatalf("the agent's output:\n%s", out)
+	}
+}

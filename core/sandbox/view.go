@@ -228,10 +228,11 @@ func runtimeDirs(fs FS, exe string) []string {
 			return
 		}
 		for _, c := range []string{p, realPath(fs, p)} {
-			d := prefix(filepath.Dir(c))
-			if !IsSystem(d) && !seen[d] && d != "/" {
-				seen[d] = true
-				out = append(out, d)
+			for _, d := range []string{prefix(filepath.Dir(c)), moduleTree(c)} {
+				if d != "" && !IsSystem(d) && !seen[d] && d != "/" {
+					seen[d] = true
+					out = append(out, d)
+				}
 			}
 		}
 		if interp := shebang(fs, realPath(fs, p)); interp != "" {
@@ -256,6 +257,22 @@ func prefix(dir string) string {
 		return filepath.Dir(dir)
 	}
 	return dir
+}
+
+// moduleTree is the outermost node_modules directory path lies in, or "":
+// node resolves a package's requires up through every node_modules above
+// it, so a local install (<project>/node_modules/.bin/agent, a link into
+// a package beside the ones it requires) or pnpm's store under
+// node_modules/.pnpm runs only with the whole tree. Outside node_modules
+// the install prefix (bin's parent) holds a global install's.
+func moduleTree(path string) string {
+	out := ""
+	for dir := filepath.Dir(path); dir != "/" && dir != "."; dir = filepath.Dir(dir) {
+		if filepath.Base(dir) == "node_modules" {
+			out = dir
+		}
+	}
+	return out
 }
 
 // shebang returns the interpreter a script names, found on PATH for

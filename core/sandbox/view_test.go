@@ -309,3 +309,59 @@ func TestDescribeReadOnlyInsideWorktree(t *testing.T) {
 		t.Errorf("the directory itself: %+v %v", m, ok)
 	}
 }
+
+// A node agent installed into a project (node_modules/.bin), with pnpm or
+// under a version manager runs with the whole module tree it resolves
+// from: the packages beside its own (claude-agent-acp requires
+// @anthropic-ai/claude-agent-sdk; codex-acp a platform package), not
+// only the .bin directory and the link's target.
+func TestRuntimeDirsNodeInstalls(t *testing.T) {
+	root := t.TempDir()
+	write := func(p, body string) string {
+		p = filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	link := func(target, at string) string {
+		at = filepath.Join(root, at)
+		if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, at); err != nil {
+			t.Fatal(err)
+		}
+		return at
+	}
+	write("proj/node_modules/@zed/codex-acp/bin/codex-acp.js", "#!/usr/bin/env node\n")
+	write("proj/node_modules/@zed/codex-acp-linux-x64/bin/codex-acp", "")
+	local := link("../@zed/codex-acp/bin/codex-acp.js", "proj/node_modules/.bin/codex-acp")
+	write("pn/node_modules/.pnpm/agent@1.0.0/node_modules/agent/dist/index.js", "#!/usr/bin/env node\n")
+	write("pn/node_modules/.pnpm/sdk@2.0.0/node_modules/sdk/index.js", "")
+	// pnpm's .bin entries are shell shims, not links.
+	shim := write("pn/node_modules/.bin/agent", "#!/bin/sh\nexec node \"$basedir/../.pnpm/agent@1.0.0/node_modules/agent/dist/index.js\" \"$@\"\n")
+	write("home/.nvm/versions/node/v20.1.0/lib/node_modules/agent/cli.js", "#!/usr/bin/env node\n")
+	nvm := link("../lib/node_modules/agent/cli.js", "home/.nvm/versions/node/v20.1.0/bin/agent")
+	for _, c := range []struct {
+		exe  string
+		want string // a directory the view must hold
+	}{
+		{local, filepath.Join(root, "proj/node_modules")},
+		{shim, filepath.Join(root, "pn/node_modules")},
+		{nvm, filepath.Join(root, "home/.nvm/versions/node/v20.1.0")},
+	} {
+		dirs := runtimeDirs(OS{}, c.exe)
+		if !slices.Contains(dirs, c.want) {
+			t.Errorf("%s: runtime %v lacks %s", c.exe, dirs, c.want)
+		}
+		for _, d := range dirs {
+			if d == root || d == filepath.Join(root, "proj") || d == filepath.Join(root, "home") {
+				t.Errorf("%s: runtime %v holds %s, more than the install", c.exe, dirs, d)
+			}
+		}
+	}
+}
