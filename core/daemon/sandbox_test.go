@@ -434,7 +434,7 @@ func TestBwrapLocalNodeInstall(t *testing.T) {
 			"const c = spawn(sdk.agent, ['mock-agent', ...process.argv.slice(2)], { stdio: 'inherit', env });\n" +
 			"c.on('exit', (code) => process.exit(code === null ? 1 : code));\n",
 		filepath.Join(modules, "@anthropic-ai", "claude-agent-sdk", "index.js"): "module.exports = { agent: " + strconv.Quote(daemontest.Binary(t)) + " };\n",
-		filepath.Join(home, ".claude", ".keep"):                                  "",
+		filepath.Join(home, ".claude", ".keep"):                                 "",
 	}
 	for p, body := range files {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
