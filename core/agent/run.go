@@ -300,7 +300,9 @@ func (r *Run) ExitReason() string {
 	} else {
 		b.WriteString("agent exited")
 	}
-	if tail := logTail(r.spec.LogPath, 3); tail != "" {
+	if cause := logCause(r.spec.LogPath); cause != "" {
+		fmt.Fprintf(&b, ": %s (stderr in %s)", cause, r.spec.LogPath)
+	} else if tail := logTail(r.spec.LogPath, 3); tail != "" {
 		fmt.Fprintf(&b, " (stderr: %s)", tail)
 	}
 	return b.String()

@@ -110,3 +110,23 @@ func TestLogTailReadsTheEnd(t *testing.T) {
 		t.Fatalf("tail %q", tail)
 	}
 }
+
+// An agent's failure names its cause, the line above the stack and the
+// runtime's banner, not their tail (" } |  | Node.js v20").
+func TestLogCause(t *testing.T) {
+	for name, c := range map[string]struct{ log, want string }{
+		"node": {"node:internal/modules/cjs/loader:1228\n  throw err;\n  ^\n\nError: Cannot find module '@anthropic-ai/claude-agent-sdk'\nRequire stack:\n- /p/node_modules/x/dist/index.js\n    at Module._resolveFilename (node:internal/modules/cjs/loader:1225:15)\n    at Module._load (node:internal/modules/cjs/loader:1051:27) {\n  code: 'MODULE_NOT_FOUND',\n  requireStack: [ '/p/node_modules/x/dist/index.js' ]\n}\n\nNode.js v20.20.2\n",
+			"Error: Cannot find module '@anthropic-ai/claude-agent-sdk'"},
+		"bwrap":  {"bwrap: Can't find source path /w/sub/.git: No such file or directory\n", "bwrap: Can't find source path /w/sub/.git: No such file or directory"},
+		"python": {"Traceback (most recent call last):\n  File \"/x/agent.py\", line 3, in <module>\n    import acp\nModuleNotFoundError: No module named 'acp'\n", "ModuleNotFoundError: No module named 'acp'"},
+		"none":   {"starting\nlistening on stdio\n", ""},
+	} {
+		path := filepath.Join(t.TempDir(), "s.log")
+		if err := os.WriteFile(path, []byte(c.log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := logCause(path); got != c.want {
+			t.Errorf("%s: cause %q, want %q", name, got, c.want)
+		}
+	}
+}

@@ -92,17 +92,31 @@ const logTailBytes = 16 * 1024
 
 // logTail returns the last lines of a log, reading only its end.
 func logTail(path string, lines int) string {
+	all := logLines(path)
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	// Each line is cut on its own, so one long line cannot push the last
+	// words out of the reason.
+	for i := range all {
+		all[i] = truncate(all[i], 400/lines)
+	}
+	return strings.Join(all, " | ")
+}
+
+// logLines are the lines of a log's last logTailBytes, whole.
+func logLines(path string) []string {
 	if path == "" {
-		return ""
+		return nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return ""
+		return nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return ""
+		return nil
 	}
 	off := st.Size() - logTailBytes
 	if off < 0 {
@@ -117,16 +131,59 @@ func logTail(path string, lines int) string {
 			b = b[i+1:]
 		}
 	}
-	all := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
+	if t := strings.TrimSpace(string(b)); t != "" {
+		return strings.Split(t, "\n")
 	}
-	// Each line is cut on its own, so one long line cannot push the last
-	// words out of the reason.
-	for i := range all {
-		all[i] = truncate(all[i], 400/lines)
+	return nil
+}
+
+// logCause is the first line of a log's end that says what went wrong
+// ("Error: Cannot find module 'x'", "bwrap: Can't find source path …",
+// Python's closing "ModuleNotFoundError: …"), cut to a reason's length;
+// "" when no line does. A crash's tail is mostly stack frames and the
+// runtime's banner (" } |  | Node.js v20"): the cause is above them.
+func logCause(path string) string {
+	lines := logLines(path)
+	if i := pythonCause(lines); i >= 0 {
+		return truncate(strings.TrimSpace(lines[i]), 300)
 	}
-	return strings.Join(all, " | ")
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); causeLine(l) {
+			return truncate(l, 300)
+		}
+	}
+	return ""
+}
+
+// pythonCause is the index of a traceback's last line (the exception),
+// or -1 without a traceback.
+func pythonCause(lines []string) int {
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "Traceback (most recent call last)") {
+			for j := len(lines) - 1; j > i; j-- {
+				if l := strings.TrimSpace(lines[j]); l != "" && !strings.HasPrefix(lines[j], " ") {
+					return j
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// causeWords mark a line that states a failure.
+var causeWords = []string{"error", "fatal", "panic", "cannot", "can't", "not found", "no such", "denied", "refused", "failed", "unable", "missing", "invalid"}
+
+func causeLine(l string) bool {
+	if l == "" || strings.HasPrefix(l, "at ") || strings.HasPrefix(l, "File \"") || strings.HasPrefix(l, "Traceback") {
+		return false
+	}
+	low := strings.ToLower(l)
+	for _, w := range causeWords {
+		if strings.Contains(low, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // stderrPipe is the agent's stderr on its way to its log: the pipe's two
