@@ -183,9 +183,12 @@ func printSandboxes(out io.Writer, r doctor.Report) {
 		}
 	}
 	for _, p := range r.ProfileSandboxes {
-		if p.CanStart {
-			fmt.Fprintf(out, "profile %s: sandbox %s can start\n", p.Profile, p.Mode)
-		} else {
+		switch {
+		case p.CanStart && p.Agent != nil && p.Agent.AgentName != "":
+			fmt.Fprintf(out, "profile %s: the agent starts inside %s (%s %s answered initialize)\n", p.Profile, p.Mode, p.Agent.AgentName, p.Agent.AgentVersion)
+		case p.CanStart:
+			fmt.Fprintf(out, "profile %s: the agent starts inside %s (it answered initialize)\n", p.Profile, p.Mode)
+		default:
 			fmt.Fprintf(out, "profile %s: sandbox %s CANNOT START: %s\n", p.Profile, p.Mode, p.Why)
 		}
 	}

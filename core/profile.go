@@ -1,6 +1,8 @@
 package core
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -86,6 +88,11 @@ func ValidateProfile(p Profile) error {
 	if err := ValidateSandbox("profile "+p.Name, p.Sandbox); err != nil {
 		return err
 	}
+	if p.Sandbox != "" && p.Sandbox != SandboxNone {
+		if err := CheckConfinedHome(p); err != nil {
+			return err
+		}
+	}
 	for _, path := range p.Paths {
 		if q := strings.TrimPrefix(path, "ro:"); !strings.HasPrefix(q, "/") && q != "~" && !strings.HasPrefix(q, "~/") {
 			return Errorf(CodeValidation, "profile %s: path %q must be absolute or start with ~/ (ro: in front for read-only)", p.Name, path)
@@ -96,6 +103,28 @@ func ValidateProfile(p Profile) error {
 		if !ok || !envKeyRE().MatchString(k) {
 			return Errorf(CodeValidation, "profile %s: env %q must be KEY=VALUE with a shell-style KEY", p.Name, kv)
 		}
+	}
+	return nil
+}
+
+// CheckConfinedHome refuses a profile that sets HOME for an agent that
+// runs confined: there HOME is the task's private home, mounted at the
+// operator's home path (docs/sandbox.md, "The environment"), and a HOME of
+// the profile's would be either silently replaced or a path the sandbox
+// does not show. A HOME equal to the operator's own is what the agent
+// gets anyway and passes.
+func CheckConfinedHome(p Profile) error {
+	for _, kv := range p.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if k != "HOME" {
+			continue
+		}
+		if own, err := os.UserHomeDir(); err == nil && filepath.Clean(v) == filepath.Clean(own) {
+			continue
+		}
+		return Errorf(CodeValidation,
+			"profile %s sets HOME=%s, but a confined agent's HOME is its task's private home, at your home's path "+
+				"(docs/sandbox.md, The environment): drop --env HOME, and give the agent the directories it needs with --path", p.Name, v)
 	}
 	return nil
 }

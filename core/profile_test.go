@@ -1,6 +1,7 @@
 package core
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -62,6 +63,10 @@ func TestBuiltinProfiles(t *testing.T) {
 }
 
 func TestValidateProfile(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ok := []Profile{
 		{Name: "a", Command: "x"},
 		{Name: "claude-opus", Command: "claude-agent-acp", Env: []string{"ANTHROPIC_MODEL=opus"}},
@@ -69,6 +74,8 @@ func TestValidateProfile(t *testing.T) {
 		{Name: "0day", Command: "x", Env: []string{"EMPTY=", "K=a=b", "_U=1"}},
 		{Name: strings.Repeat("a", 32), Command: "x"},
 		{Name: "slow", Command: "x", StartTimeout: "3m"},
+		{Name: "ownhome", Command: "x", Env: []string{"HOME=/elsewhere"}},
+		{Name: "boxedhome", Command: "x", Sandbox: SandboxBwrap, Env: []string{"HOME=" + home}},
 	}
 	for _, p := range ok {
 		if err := ValidateProfile(p); err != nil {
@@ -94,6 +101,8 @@ func TestValidateProfile(t *testing.T) {
 		{Profile{Name: "env4", Command: "x", Env: []string{"K-Y=v"}}, "KEY=VALUE"},
 		{Profile{Name: "st1", Command: "x", StartTimeout: "soon"}, "start timeout"},
 		{Profile{Name: "st2", Command: "x", StartTimeout: "-1s"}, "positive duration"},
+		{Profile{Name: "boxed", Command: "x", Sandbox: SandboxBwrap, Env: []string{"HOME=/elsewhere"}}, "a confined agent's HOME is its task's private home"},
+		{Profile{Name: "docked", Command: "x", Sandbox: SandboxDocker, Env: []string{"HOME="}}, "drop --env HOME"},
 	}
 	for _, c := range bad {
 		err := ValidateProfile(c.p)

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/kandev/kandev/core/agent"
 	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/doctor"
 )
 
 // Confined agents in containers (issue 25), through docker and podman
@@ -476,6 +478,7 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"HOME=" + home, "KANDEV_PERMISSION=allow"}, e.env...)...))
 	leaveNoContainer(t, e)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
+	doctorStartsInside(t, d, e, bin, image)
 	ctx := context.Background()
 
 	other := create(t, d, api.CreateTaskInput{Title: "neighbour", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
@@ -622,6 +625,7 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"KANDEV_PERMISSION=allow"}, e.env...)...))
 	leaveNoContainer(t, e)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
+	doctorStartsInside(t, d, e, bin, image)
 	ctx := context.Background()
 	box := func(title, prompt string) core.Task {
 		return create(t, d, api.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
@@ -667,4 +671,38 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 		}
 	}
 	noContainersLeft(t, e, "the stops")
+}
+
+// doctorStartsInside: kandev doctor starts the agent in the profile's
+// container (issue 36) and leaves no container behind; an agent that
+// cannot start there is named with the line that says why.
+func doctorStartsInside(t *testing.T, d *daemontest.Daemon, e engine, bin, image string) {
+	t.Helper()
+	d.MustRun("profile", "add", "broken", "--command", bin, "--arg", "no-such-command", "--sandbox", e.name, "--image", image, "--no-network")
+	defer d.MustRun("profile", "remove", "broken")
+	var r doctor.Report
+	res := d.Run("doctor", "--json")
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+		t.Fatalf("doctor --json: %v\n%s\n%s", err, res.Stdout, res.Stderr)
+	}
+	seen := 0
+	for _, p := range r.ProfileSandboxes {
+		switch p.Profile {
+		case "boxed":
+			seen++
+			if !p.CanStart || p.Agent == nil || p.Agent.AgentName == "" {
+				t.Errorf("boxed in %s: %+v", e.name, p)
+			}
+		case "broken":
+			seen++
+			if p.CanStart || !strings.Contains(p.Why, "unknown command") {
+				t.Errorf("broken in %s: %+v", e.name, p)
+			}
+			os.Remove(p.Log)
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("doctor's profile sandboxes: %+v", r.ProfileSandboxes)
+	}
+	noContainersLeft(t, e, "doctor")
 }

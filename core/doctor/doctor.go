@@ -141,7 +141,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 		}
 	}
 	r.Git = checkGit(ctx)
-	r.Sandboxes, r.ProfileSandboxes = checkSandboxes(ctx, profiles)
+	r.Sandboxes, r.ProfileSandboxes = checkSandboxes(ctx, o, profiles)
 	return r, nil
 }
 

@@ -2,11 +2,16 @@ package doctor
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/sandbox"
 )
 
 // sandboxTimeout bounds each sandbox probe (a container engine that does
@@ -26,13 +31,20 @@ type Sandbox struct {
 	Hint  string `json:"hint,omitempty"`
 }
 
-// ProfileSandbox is whether a profile's own sandbox can start here.
+// ProfileSandbox is whether a profile's agent starts inside the profile's
+// own sandbox here: CanStart means it answered ACP's initialize from
+// inside (the sandbox's program working is not enough: an agent whose
+// install the sandbox does not see cannot start there).
 type ProfileSandbox struct {
 	Profile  string `json:"profile"`
 	Mode     string `json:"mode"`
 	Image    string `json:"image,omitempty"`
 	CanStart bool   `json:"can_start"`
-	Why      string `json:"why,omitempty"`
+	// Agent is the agent's answer to initialize from inside.
+	Agent *agent.Handshake `json:"agent,omitempty"`
+	Why   string           `json:"why,omitempty"`
+	// Log is the agent's stderr from its failed start, kept for reading.
+	Log string `json:"log,omitempty"`
 }
 
 func run(ctx context.Context, name string, args ...string) (string, error) {
@@ -44,7 +56,7 @@ func run(ctx context.Context, name string, args ...string) (string, error) {
 
 // checkSandboxes probes bubblewrap, docker and podman, then each profile
 // that names a sandbox.
-func checkSandboxes(ctx context.Context, profiles []core.Profile) ([]Sandbox, []ProfileSandbox) {
+func checkSandboxes(ctx context.Context, o Options, profiles []core.Profile) ([]Sandbox, []ProfileSandbox) {
 	var out []Sandbox
 	byMode := map[string]Sandbox{}
 	for _, mode := range []string{core.SandboxBwrap, core.SandboxDocker, core.SandboxPodman} {
@@ -98,7 +110,90 @@ func checkSandboxes(ctx context.Context, profiles []core.Profile) ([]Sandbox, []
 		}
 		per = append(per, ps)
 	}
+	// Each start may wait out its timeout on a mute agent: side by side.
+	var wg sync.WaitGroup
+	for i := range per {
+		if per[i].CanStart {
+			wg.Go(func() { startConfined(ctx, o, profiles[profileIndex(profiles, per[i].Profile)], &per[i]) })
+		}
+	}
+	wg.Wait()
 	return out, per
+}
+
+func profileIndex(profiles []core.Profile, name string) int {
+	for i, p := range profiles {
+		if p.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// startConfined starts the profile's agent inside its sandbox as a task's
+// run would start there (its runtime, its declared paths, a private home,
+// the profile's network), in a scratch working directory and home, and
+// sends initialize: no session, no prompt, nothing spent. A failure keeps
+// the agent's stderr and names its first meaningful line.
+func startConfined(ctx context.Context, o Options, p core.Profile, ps *ProfileSandbox) {
+	fail := func(why string) { ps.CanStart, ps.Why = false, why }
+	if err := core.CheckConfinedHome(p); err != nil {
+		fail(err.Error())
+		return
+	}
+	path, err := core.LookCommand(p, o.SelfExe)
+	if err != nil {
+		fail("command not found on PATH: " + p.Command)
+		return
+	}
+	opHome, err := os.UserHomeDir()
+	if err != nil {
+		fail("the operator's home: " + err.Error())
+		return
+	}
+	scratch, err := os.MkdirTemp("", "kandev-doctor-")
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	defer os.RemoveAll(scratch)
+	work := filepath.Join(scratch, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		fail(err.Error())
+		return
+	}
+	sid := "doctor-" + core.NewID()
+	in := sandbox.Input{Mode: p.Sandbox, Image: p.Image, Worktree: work, PrivateHome: filepath.Join(scratch, "home"),
+		OperatorHome: opHome, Paths: p.Paths, SelfExe: o.SelfExe, NoNetwork: p.NoNetwork, SessionID: sid}
+	env := append([]string(nil), p.Env...)
+	if path == o.SelfExe {
+		// The mock agent keeps its state in the home it is given, as in
+		// a task (engine.confine).
+		env = append(env, "KANDEV_MOCK_STATE_DIR="+filepath.Join(opHome, ".local", "state", "kandev-mock"))
+	} else {
+		in.Executables = []string{path}
+	}
+	v, err := sandbox.Describe(in)
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	// The log outlives the scratch directory when the start fails, so
+	// the line doctor shows can be read in full.
+	logf, err := os.CreateTemp("", "kandev-doctor-"+p.Name+"-*.log")
+	if err != nil {
+		fail(err.Error())
+		return
+	}
+	logf.Close()
+	hs, err := agent.Initialize(ctx, agent.Spec{Command: path, Args: p.Args, Env: env, Dir: work, SessionID: sid, LogPath: logf.Name(), Sandbox: &v}, o.Timeout)
+	if err != nil {
+		fail("the agent does not start inside: " + err.Error())
+		ps.Log = logf.Name()
+		return
+	}
+	os.Remove(logf.Name())
+	ps.Agent = &hs
 }
 
 func firstNonEmpty(a, b string) string {

@@ -107,6 +107,11 @@ func (rs *Runs) confine(spec *agent.Spec, t core.Task, prof core.Profile) error 
 	if core.SandboxRank(t.Sandbox) <= 0 {
 		return nil
 	}
+	// The profile may run unconfined elsewhere (autopilot confines by
+	// default), so its HOME is checked where it would be replaced.
+	if err := core.CheckConfinedHome(prof); err != nil {
+		return err
+	}
 	v, err := rs.sandboxView(t, prof, spec.Command, spec.SessionID, nil)
 	if err != nil {
 		return err

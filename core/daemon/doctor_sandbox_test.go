@@ -1,0 +1,122 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/doctor"
+)
+
+// kandev doctor starts each confined profile's agent inside its sandbox
+// (issue 36): the sandbox's program working says nothing of whether the
+// agent's install is in view. One profile's agent starts inside; the
+// other's needs a file the sandbox does not show, starts unconfined, and
+// doctor names the line that says why.
+func TestDoctorStartsTheAgentInsideItsSandbox(t *testing.T) {
+	needBwrap(t)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not installed")
+		}
+		t.Skip("node is not installed")
+	}
+	root, err := os.MkdirTemp("", "kddoc-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	// The launcher requires a library linked from outside its tree, which
+	// no rule puts in the view.
+	elsewhere := filepath.Join(root, "elsewhere", "lib.js")
+	launcher := filepath.Join(root, "tools", "node_modules", "linked-acp", "index.js")
+	files := map[string]string{
+		elsewhere: "module.exports = { agent: " + strconv.Quote(daemontest.Binary(t)) + " };\n",
+		launcher: "#!/usr/bin/env node\n" +
+			"const lib = require(" + strconv.Quote(elsewhere) + ");\n" +
+			"const { spawn } = require('child_process');\n" +
+			"const c = spawn(lib.agent, ['mock-agent'], { stdio: 'inherit' });\n" +
+			"c.on('exit', (code) => process.exit(code === null ? 1 : code));\n",
+		filepath.Join(home, ".keep"): "",
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "PATH="+filepath.Dir(node)+":"+os.Getenv("PATH")))
+	d.MustRun("profile", "add", "boxed", "--command", d.Bin, "--arg", "mock-agent", "--sandbox", "bwrap")
+	d.MustRun("profile", "add", "linked", "--command", launcher, "--sandbox", "bwrap")
+
+	var r doctor.Report
+	res := d.Run("doctor", "--json")
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+		t.Fatalf("doctor --json: %v\n%s\n%s", err, res.Stdout, res.Stderr)
+	}
+	byName := map[string]doctor.ProfileSandbox{}
+	for _, p := range r.ProfileSandboxes {
+		byName[p.Profile] = p
+	}
+	for _, p := range r.Profiles {
+		if p.Name == "linked" && !p.Usable {
+			t.Fatalf("unconfined, the linked agent should start: %+v", p)
+		}
+	}
+	if b := byName["boxed"]; !b.CanStart || b.Agent == nil || b.Agent.AgentName == "" {
+		t.Fatalf("boxed: %+v", b)
+	}
+	l := byName["linked"]
+	if l.CanStart || !strings.Contains(l.Why, "Cannot find module '"+elsewhere+"'") || l.Log == "" {
+		t.Fatalf("linked: %+v", l)
+	}
+	t.Cleanup(func() { os.Remove(l.Log) })
+	if b, err := os.ReadFile(l.Log); err != nil || !strings.Contains(string(b), "Cannot find module") {
+		t.Fatalf("the kept log %s: %v\n%s", l.Log, err, b)
+	}
+	text := d.MustRun("doctor")
+	for _, want := range []string{"profile boxed: the agent starts inside bwrap (", "profile linked: sandbox bwrap CANNOT START: the agent does not start inside: initialize: agent exited", "Cannot find module"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// A profile's HOME is refused, never silently replaced, where its agent
+// would run confined (issue 36): at profile add with a sandbox, and at
+// the start of a confined task whose profile has none of its own (an
+// autopilot task confined by default). The refused start loses nothing:
+// the prompt stays queued and the failed run climbs to a person.
+func TestConfinedAgentRefusesAProfileHome(t *testing.T) {
+	needBwrap(t)
+	d := daemontest.Start(t)
+	r := d.Run("profile", "add", "boxed", "--command", d.Bin, "--arg", "mock-agent", "--sandbox", "bwrap", "--env", "HOME=/elsewhere")
+	if r.Code == 0 || !strings.Contains(r.Stderr, "a confined agent's HOME is its task's private home") {
+		t.Fatalf("profile add: exit %d\n%s", r.Code, r.Stderr)
+	}
+	d.MustRun("profile", "add", "homed", "--command", d.Bin, "--arg", "mock-agent", "--env", "HOME=/elsewhere")
+	task := create(t, d, api.CreateTaskInput{Title: "homed", Profile: "homed", CWD: t.TempDir(), Sandbox: core.SandboxBwrap, Start: true,
+		Prompt: "mock: say never"})
+	daemontest.Eventually(t, wait, "the refused start noted", func() bool {
+		return countNotes(t, d, task.ID, "sets HOME=/elsewhere, but a confined agent's HOME") == 1
+	})
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgAgent {
+			t.Fatalf("the agent ran: %+v", m)
+		}
+	}
+	if got := get(t, d, task.ID); got.Queued != 1 || !got.Assignee.IsPerson() {
+		t.Fatalf("the prompt must wait with a person: queued %d, assignee %s", got.Queued, got.Assignee)
+	}
+}
