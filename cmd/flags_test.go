@@ -122,6 +122,11 @@ func TestNewCmdProfileFlags(t *testing.T) {
 		"--path", "~/.claude", "--path", "ro:/etc/x", "--no-network")
 	same(t, "profile add --sandbox", []any{add.Profile.Sandbox, add.Profile.Image, add.Profile.Paths, add.Profile.NoNetwork},
 		[]any{"docker", "img:1", []string{"~/.claude", "ro:/etc/x"}, true})
+	add = mustParse(t, f, NewCmdProfileAdd, "local", "--command", "opencode", "--network", "default", "--forward", "11434", "--forward", "8080")
+	same(t, "profile add --network --forward", []any{add.Profile.Network, add.Profile.Forwards}, []any{"", []int{11434, 8080}})
+	same(t, "profile add --network host", mustParse(t, f, NewCmdProfileAdd, "h", "--command", "x", "--network", "host").Profile.Network, "host")
+	refused(t, f, NewCmdProfileAdd, "want none, default or host", "n", "--command", "x", "--network", "bridge")
+	refused(t, f, NewCmdProfileAdd, "", "n", "--command", "x", "--forward", "http")
 
 	show := mustParse(t, f, NewCmdProfileShow, "opus", "--reveal")
 	same(t, "profile show", [2]any{show.Name, show.Reveal}, [2]any{"opus", true})
@@ -169,5 +174,8 @@ func TestNewCmdTopLevelFlags(t *testing.T) {
 	mustParse(t, f, NewCmdVersion)
 	mustParse(t, f, NewCmdMCP)
 	mustParse(t, f, NewCmdMockAgent)
+	fwd := mustParse(t, f, NewCmdSandboxForward, "--signals", "--port", "8080=/s", "--", "agent", "--acp")
+	same(t, "sandbox-forward", [3]any{fwd.Signals, fwd.Ports, fwd.Command}, [3]any{true, []string{"8080=/s"}, []string{"agent", "--acp"}})
+	refused(t, f, NewCmdSandboxForward, "after --", "--port", "1=/s", "agent")
 	refused(t, f, NewCmdVersion, "", "extra")
 }

@@ -31,7 +31,7 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 	p := &opts.Profile
 	var noMCP bool
 	c := &cobra.Command{
-		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network] [--host NAME|auto|local]",
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network] [--network MODE] [--forward PORT]... [--host NAME|auto|local]",
 		Short: "Add (or replace) an agent profile",
 		Long: `Add (or replace) an agent profile.
 
@@ -45,7 +45,11 @@ $KANDEV_AUTOPILOT_PERMISSION, else config.toml, else ask and allow.
 none, bwrap, docker or podman (docs/sandbox.md); --image is the container image of
 docker and podman; --path a file or directory a confined agent may reach besides its
 worktree (~/ is your home; ro: in front for read-only); --no-network cuts a confined
-agent off the network.
+agent off the network. --network sets it: none, default (bwrap shares this machine's;
+a container gets its engine's default) or host (a container on this machine's
+network). --forward PORT lets a confined agent reach this machine's 127.0.0.1:PORT
+(a local model server, a proxy) at its own 127.0.0.1:PORT, whatever its network,
+and nothing else of the host's network.
 
 --host sets where a new top-level task of the profile runs when its create names
 none: a host (kandev host list), auto (any host with a free slot) or local (this
@@ -54,13 +58,21 @@ machine); unset, the config's host. A subtask runs where its parent does.`,
   kandev profile add plain --command my-agent --no-mcp
   kandev profile add opencode --command opencode --arg acp --start-timeout 3m
   kandev profile add careful --command codex-acp --permission ask --autopilot-permission deny
-  kandev profile add boxed --command claude-agent-acp --sandbox docker --image kandev-claude --path ~/.claude --path ~/.claude.json`,
+  kandev profile add boxed --command claude-agent-acp --sandbox docker --image kandev-claude --path ~/.claude --path ~/.claude.json
+  kandev profile add local-model --command opencode --arg acp --sandbox docker --image kandev-opencode --network none --forward 11434`,
 		Args: exactArgs(1, "the profile NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			p.Name = args[0]
 			p.MCP = !noMCP
 			if strings.TrimSpace(p.Command) == "" {
 				return usagef("--command is required")
+			}
+			switch p.Network {
+			case "default":
+				p.Network = ""
+			case "", "none", "host":
+			default:
+				return usagef("--network %q: want none, default or host", p.Network)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -79,8 +91,11 @@ machine); unset, the config's host. A subtask runs where its parent does.`,
 	c.Flags().StringVar(&p.Image, "image", "", "the container image of docker and podman")
 	c.Flags().StringArrayVar(&p.Paths, "path", nil, "a path a confined agent may reach: ~/.x or /abs, ro:PATH for read-only (repeat)")
 	c.Flags().BoolVar(&p.NoNetwork, "no-network", false, "a confined agent of this profile has no network")
+	c.Flags().StringVar(&p.Network, "network", "", "a confined agent's network: none, default or host")
+	c.Flags().IntSliceVar(&p.Forwards, "forward", nil, "a port of this machine's 127.0.0.1 a confined agent reaches at its own (repeat)")
 	c.Flags().StringVar(&p.Host, "host", "", "where its new top-level tasks run: a host, auto or local; default: the config's host")
 	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("network", cobra.FixedCompletions([]string{"none", "default", "host"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("permission", cobra.FixedCompletions([]string{"allow", "deny", "ask"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("autopilot-permission", cobra.FixedCompletions([]string{"allow", "deny"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -212,8 +227,14 @@ func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	for _, path := range p.Paths {
 		fmt.Fprintf(f.IO.Out, "path:     %s\n", path)
 	}
-	if p.NoNetwork {
+	switch {
+	case p.NoNetwork || p.Network == "none":
 		fmt.Fprintf(f.IO.Out, "network:  off\n")
+	case p.Network == "host":
+		fmt.Fprintf(f.IO.Out, "network:  the host's\n")
+	}
+	for _, port := range p.Forwards {
+		fmt.Fprintf(f.IO.Out, "forward:  127.0.0.1:%d (this machine's, inside at the same port)\n", port)
 	}
 	if p.Host != "" {
 		fmt.Fprintf(f.IO.Out, "host:     %s\n", p.Host)

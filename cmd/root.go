@@ -62,6 +62,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdVersion(f, nil),
 		NewCmdMCP(f, nil),
 		NewCmdMockAgent(f, nil),
+		NewCmdSandboxForward(f, nil),
 		NewCmdDemo(f, nil),
 	)
 	groupCommands(root)
@@ -86,7 +87,7 @@ func groupCommands(root *cobra.Command) {
 		"worktree": "workspace", "host": "workspace",
 		"profile": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
 		"daemon": "setup", "version": "setup",
-		"mcp": "plumbing", "serve": "plumbing", "mock-agent": "plumbing",
+		"mcp": "plumbing", "serve": "plumbing", "mock-agent": "plumbing", "sandbox-forward": "plumbing",
 	}
 	for _, c := range root.Commands() {
 		if id, ok := of[c.Name()]; ok {

@@ -93,6 +93,24 @@ func ValidateProfile(p Profile) error {
 			return err
 		}
 	}
+	switch p.Network {
+	case "", "none", "host":
+	default:
+		return Errorf(CodeValidation, "profile %s: network %q must be none, default or host", p.Name, p.Network)
+	}
+	if p.NoNetwork && p.Network == "host" {
+		return Errorf(CodeValidation, "profile %s: --no-network and --network host contradict each other", p.Name)
+	}
+	seen := map[int]bool{}
+	for _, port := range p.Forwards {
+		if port < 1 || port > 65535 {
+			return Errorf(CodeValidation, "profile %s: forward %d must be a port from 1 to 65535", p.Name, port)
+		}
+		if seen[port] {
+			return Errorf(CodeValidation, "profile %s: port %d is forwarded twice", p.Name, port)
+		}
+		seen[port] = true
+	}
 	for _, path := range p.Paths {
 		if q := strings.TrimPrefix(path, "ro:"); !strings.HasPrefix(q, "/") && q != "~" && !strings.HasPrefix(q, "~/") {
 			return Errorf(CodeValidation, "profile %s: path %q must be absolute or start with ~/ (ro: in front for read-only)", p.Name, path)

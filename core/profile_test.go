@@ -75,6 +75,7 @@ func TestValidateProfile(t *testing.T) {
 		{Name: strings.Repeat("a", 32), Command: "x"},
 		{Name: "slow", Command: "x", StartTimeout: "3m"},
 		{Name: "ownhome", Command: "x", Env: []string{"HOME=/elsewhere"}},
+		{Name: "local", Command: "x", Sandbox: SandboxDocker, Network: "none", Forwards: []int{11434, 1}},
 		{Name: "boxedhome", Command: "x", Sandbox: SandboxBwrap, Env: []string{"HOME=" + home}},
 	}
 	for _, p := range ok {
@@ -102,6 +103,11 @@ func TestValidateProfile(t *testing.T) {
 		{Profile{Name: "st1", Command: "x", StartTimeout: "soon"}, "start timeout"},
 		{Profile{Name: "st2", Command: "x", StartTimeout: "-1s"}, "positive duration"},
 		{Profile{Name: "boxed", Command: "x", Sandbox: SandboxBwrap, Env: []string{"HOME=/elsewhere"}}, "a confined agent's HOME is its task's private home"},
+		{Profile{Name: "net1", Command: "x", Network: "bridge"}, "must be none, default or host"},
+		{Profile{Name: "net2", Command: "x", Network: "host", NoNetwork: true}, "contradict"},
+		{Profile{Name: "fwd1", Command: "x", Forwards: []int{0}}, "from 1 to 65535"},
+		{Profile{Name: "fwd2", Command: "x", Forwards: []int{70000}}, "from 1 to 65535"},
+		{Profile{Name: "fwd3", Command: "x", Forwards: []int{80, 80}}, "forwarded twice"},
 		{Profile{Name: "docked", Command: "x", Sandbox: SandboxDocker, Env: []string{"HOME="}}, "drop --env HOME"},
 	}
 	for _, c := range bad {

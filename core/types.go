@@ -221,6 +221,14 @@ type Profile struct {
 	Paths []string `json:"paths,omitempty"`
 	// NoNetwork cuts a confined agent off the network.
 	NoNetwork bool `json:"no_network,omitempty"`
+	// Network is a confined agent's network: "" the sandbox's default
+	// (bwrap shares the host's; a container gets its engine's default),
+	// "none" (as NoNetwork), or "host" (a container on the host's).
+	Network string `json:"network,omitempty"`
+	// Forwards are ports of the host's loopback that a confined agent
+	// reaches at the same ports of its own, whatever its network
+	// (docs/sandbox.md, Network; ADR 0074).
+	Forwards []int `json:"forwards,omitempty"`
 	// Host is where a new top-level task of this profile runs when its
 	// create names none: a host's name, "auto" or "local" (empty: the
 	// configuration's host). A subtask inherits its parent's instead.

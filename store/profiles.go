@@ -27,6 +27,9 @@ type Profile struct {
 	Image     string
 	Paths     []string
 	NoNetwork bool
+	// Network is '', 'none' or 'host'; Forwards are host loopback ports.
+	Network  string
+	Forwards []int
 	// Host is the default host of its new top-level tasks ('' = none).
 	Host      string
 	CreatedAt time.Time
@@ -46,16 +49,20 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 	if err != nil {
 		return err
 	}
+	forwards, err := json.Marshal(nonNil(p.Forwards))
+	if err != nil {
+		return err
+	}
 	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, permission, autopilot_permission,
-			sandbox, image, paths, no_network, host, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			sandbox, image, paths, no_network, network, forwards, host, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
 			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout,
 			permission = excluded.permission, autopilot_permission = excluded.autopilot_permission,
 			sandbox = excluded.sandbox, image = excluded.image, paths = excluded.paths, no_network = excluded.no_network,
-			host = excluded.host`,
+			network = excluded.network, forwards = excluded.forwards, host = excluded.host`,
 		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, p.Permission, p.AutopilotPermission,
-		p.Sandbox, p.Image, string(paths), p.NoNetwork, p.Host, nanos(p.CreatedAt))
+		p.Sandbox, p.Image, string(paths), p.NoNetwork, p.Network, string(forwards), p.Host, nanos(p.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
 	}
@@ -65,7 +72,7 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 // GetProfile reads one user profile.
 func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(q.q.QueryRowContext(ctx,
-		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, host, created_at FROM profiles WHERE name = ?`, name))
+		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, network, forwards, host, created_at FROM profiles WHERE name = ?`, name))
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
 	}
@@ -74,7 +81,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, host, created_at FROM profiles ORDER BY name`)
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, network, forwards, host, created_at FROM profiles ORDER BY name`)
 	return collect(rows, err, "list profiles", scanProfile)
 }
 
@@ -85,10 +92,10 @@ func (q Queries) DeleteProfile(ctx context.Context, name string) error {
 
 func scanProfile(s scanner) (Profile, error) {
 	var p Profile
-	var args, env, paths string
+	var args, env, paths, forwards string
 	var created int64
 	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &p.Permission, &p.AutopilotPermission,
-		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &p.Host, &created); err != nil {
+		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &p.Network, &forwards, &p.Host, &created); err != nil {
 		return Profile{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {
@@ -97,6 +104,9 @@ func scanProfile(s scanner) (Profile, error) {
 	if err := json.Unmarshal([]byte(env), &p.Env); err != nil {
 		return Profile{}, fmt.Errorf("profile %s env: %w", p.Name, err)
 	}
+	if err := json.Unmarshal([]byte(forwards), &p.Forwards); err != nil {
+		return Profile{}, fmt.Errorf("profile %s forwards: %w", p.Name, err)
+	}
 	if err := json.Unmarshal([]byte(paths), &p.Paths); err != nil {
 		return Profile{}, fmt.Errorf("profile %s paths: %w", p.Name, err)
 	}
@@ -104,9 +114,9 @@ func scanProfile(s scanner) (Profile, error) {
 	return p, nil
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -91,6 +91,8 @@ type Run struct {
 
 	exited  chan struct{}
 	exitErr error
+	// closeForwards ends the host side of the sandbox's forwarded ports.
+	closeForwards func()
 
 	// flow holds back the agent's notifications while the SDK's queue
 	// of them is nearly full.
@@ -147,7 +149,19 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The host side of a confined agent's forwarded ports lives as long
+	// as its process.
+	closeForwards := func() {}
+	if spec.Sandbox != nil {
+		if closeForwards, err = sandbox.OpenForwards(*spec.Sandbox); err != nil {
+			stdoutR.Close()
+			stdoutW.Close()
+			stderr.abandon()
+			return nil, err
+		}
+	}
 	if err := cmd.Start(); err != nil {
+		closeForwards()
 		stdoutR.Close()
 		stdoutW.Close()
 		stderr.abandon()
@@ -155,7 +169,7 @@ func Start(spec Spec, h Handler) (*Run, error) {
 	}
 	stdoutW.Close() // the child holds its own copy
 	r := &Run{spec: spec, handler: h, cmd: cmd, stdin: stdin, exited: make(chan struct{}),
-		flow: newFlow(), stderrDone: make(chan struct{})}
+		flow: newFlow(), stderrDone: make(chan struct{}), closeForwards: closeForwards}
 	stdout := r.connect(stdin, stdoutR)
 	r.copyStderr(stderr)
 	go r.awaitExit(stdout)
@@ -188,6 +202,7 @@ func agentCommand(spec Spec) *exec.Cmd {
 func (r *Run) awaitExit(stdout *eofReader) {
 	r.exitErr = r.cmd.Wait()
 	removeContainer(r.spec)
+	r.closeForwards()
 	// The last words on stdout and stderr belong to the run; helpers
 	// the agent left holding a pipe must not hold the exit up for long.
 	settle := time.After(stderrSettle)

@@ -479,6 +479,7 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	leaveNoContainer(t, e)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	doctorStartsInside(t, d, e, bin, image)
+	forwardReachesTheHost(t, d, e, bin, image)
 	ctx := context.Background()
 
 	other := create(t, d, api.CreateTaskInput{Title: "neighbour", CWD: work, Start: true, Prompt: "mock: say up\nmock: hang"})
@@ -626,6 +627,7 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 	leaveNoContainer(t, e)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
 	doctorStartsInside(t, d, e, bin, image)
+	forwardReachesTheHost(t, d, e, bin, image)
 	ctx := context.Background()
 	box := func(title, prompt string) core.Task {
 		return create(t, d, api.CreateTaskInput{Title: title, Profile: "boxed", CWD: repo, Start: true, Prompt: prompt})
@@ -705,4 +707,35 @@ func doctorStartsInside(t *testing.T, d *daemontest.Daemon, e engine, bin, image
 		t.Fatalf("doctor's profile sandboxes: %+v", r.ProfileSandboxes)
 	}
 	noContainersLeft(t, e, "doctor")
+}
+
+// forwardReachesTheHost: a container with no network reaches the host
+// loopback port its profile forwards, and no other (issue 36, ADR 0074);
+// the forward's socket goes with the run.
+func forwardReachesTheHost(t *testing.T, d *daemontest.Daemon, e engine, bin, image string) {
+	t.Helper()
+	model, other := loopbackServer(t, "model here"), loopbackServer(t, "not for you")
+	d.MustRun("profile", "add", "local", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image,
+		"--network", "none", "--forward", strconv.Itoa(model.port))
+	defer d.MustRun("profile", "remove", "local")
+	task := create(t, d, api.CreateTaskInput{Title: "local model", Profile: "local", CWD: t.TempDir(), Start: true,
+		Prompt: "mock: fetch " + model.url + "/v1/models\nmock: fetch " + other.url + "/\nmock: say done"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	waitSaid(t, d, task.ID, "done")
+	words := strings.Join(said(t, d, task.ID), "\n")
+	if !strings.Contains(words, "fetched "+model.url+"/v1/models: 200 model here /v1/models") {
+		t.Fatalf("%s: the forwarded port did not answer:\n%s", e.name, words)
+	}
+	if !strings.Contains(words, "error fetch "+other.url+"/") || strings.Contains(words, "not for you") {
+		t.Fatalf("%s: a port not forwarded answered:\n%s", e.name, words)
+	}
+	socks, _ := filepath.Glob(filepath.Join(d.Home.Dir, "fwd-*.sock"))
+	if len(socks) != 1 {
+		t.Fatalf("%s: the live run's forward sockets: %v", e.name, socks)
+	}
+	d.MustRun("task", "stop", task.ID)
+	daemontest.Eventually(t, wait, "the forward's socket removed", func() bool {
+		socks, _ = filepath.Glob(filepath.Join(d.Home.Dir, "fwd-*.sock"))
+		return len(socks) == 0
+	})
 }

@@ -2,6 +2,10 @@ package daemon_test
 
 import (
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,4 +123,47 @@ func TestConfinedAgentRefusesAProfileHome(t *testing.T) {
 	if got := get(t, d, task.ID); got.Queued != 1 || !got.Assignee.IsPerson() {
 		t.Fatalf("the prompt must wait with a person: queued %d, assignee %s", got.Queued, got.Assignee)
 	}
+}
+
+// A confined agent whose network is cut reaches exactly the host loopback
+// ports its profile forwards (issue 36, ADR 0074): a model server on
+// 127.0.0.1 answers through the forward; another port of the host's
+// loopback, not forwarded, does not.
+func TestBwrapForwardsAHostPort(t *testing.T) {
+	needBwrap(t)
+	model, other := loopbackServer(t, "model here"), loopbackServer(t, "not for you")
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=allow"))
+	d.MustRun("profile", "add", "local", "--command", d.Bin, "--arg", "mock-agent", "--sandbox", "bwrap", "--no-network",
+		"--forward", strconv.Itoa(model.port))
+	if out := d.MustRun("profile", "show", "local"); !strings.Contains(out, "forward:  127.0.0.1:"+strconv.Itoa(model.port)) {
+		t.Fatalf("profile show:\n%s", out)
+	}
+	task := create(t, d, api.CreateTaskInput{Title: "local model", Profile: "local", CWD: t.TempDir(), Start: true,
+		Prompt: "mock: fetch " + model.url + "/v1/models\nmock: fetch " + other.url + "/\nmock: say done"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	waitSaid(t, d, task.ID, "done")
+	words := strings.Join(said(t, d, task.ID), "\n")
+	if !strings.Contains(words, "fetched "+model.url+"/v1/models: 200 model here /v1/models") {
+		t.Fatalf("the forwarded port did not answer:\n%s", words)
+	}
+	if !strings.Contains(words, "error fetch "+other.url+"/") || strings.Contains(words, "not for you") {
+		t.Fatalf("a port not forwarded answered:\n%s", words)
+	}
+}
+
+type served struct {
+	url  string
+	port int
+}
+
+// loopbackServer answers every request with body and the path asked.
+func loopbackServer(t *testing.T, body string) served {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, body+" "+r.URL.Path)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	p, _ := strconv.Atoi(port)
+	return served{url: srv.URL, port: p}
 }

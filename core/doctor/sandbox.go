@@ -164,7 +164,8 @@ func startConfined(ctx context.Context, o Options, p core.Profile, ps *ProfileSa
 	}
 	sid := "doctor-" + core.NewID()
 	in := sandbox.Input{Mode: p.Sandbox, Image: p.Image, Worktree: work, PrivateHome: filepath.Join(scratch, "home"),
-		OperatorHome: opHome, Paths: p.Paths, SelfExe: o.SelfExe, NoNetwork: p.NoNetwork, SessionID: sid}
+		OperatorHome: opHome, Paths: p.Paths, SelfExe: o.SelfExe, NoNetwork: p.NoNetwork, Network: p.Network,
+		Forwards: p.Forwards, ForwardDir: scratch, SessionID: sid}
 	env := append([]string(nil), p.Env...)
 	if path == o.SelfExe {
 		// The mock agent keeps its state in the home it is given, as in

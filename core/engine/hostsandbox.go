@@ -47,5 +47,5 @@ func confineOnHost(t core.Task, prof core.Profile, command string, r *hosts.Remo
 	if core.SandboxRank(t.Sandbox) <= 0 {
 		return
 	}
-	r.Sandbox = &hosts.Sandbox{Mode: t.Sandbox, TaskID: t.ID, Paths: prof.Paths, NoNetwork: prof.NoNetwork, Image: prof.Image}
+	r.Sandbox = &hosts.Sandbox{Mode: t.Sandbox, TaskID: t.ID, Paths: prof.Paths, NoNetwork: prof.NoNetwork, Network: prof.Network, Image: prof.Image}
 }

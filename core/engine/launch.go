@@ -98,6 +98,11 @@ func (rs *Runs) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, t
 		p.command = path
 	}
 	if p.remote != nil {
+		if len(prof.Forwards) > 0 && core.SandboxRank(t.Sandbox) > 0 {
+			// A forward reaches this machine's loopback; from a host it
+			// would be a tunnel nobody asked for.
+			return launchPlan{}, fmt.Errorf("profile %s forwards ports of this machine's loopback (%v), which a task on host %s cannot reach: run it here, or use a profile without --forward", prof.Name, prof.Forwards, t.Host)
+		}
 		confineOnHost(t, prof, p.command, p.remote)
 	}
 	rs.k.clearUnserved(rt.id)

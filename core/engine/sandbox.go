@@ -141,7 +141,8 @@ func (rs *Runs) sandboxView(t core.Task, prof core.Profile, command, sessionID s
 	}
 	in := sandbox.Input{Mode: t.Sandbox, Image: prof.Image, Worktree: t.CWD, PrivateHome: rs.sandboxHome(t.ID),
 		OperatorHome: opHome, Paths: prof.Paths, SelfExe: rs.k.opts.SelfExe, MCPSocket: rs.k.opts.Socket,
-		NoNetwork: prof.NoNetwork, SessionID: sessionID, ReadOnly: readOnly}
+		NoNetwork: prof.NoNetwork, Network: prof.Network, Forwards: prof.Forwards, ForwardDir: filepath.Dir(rs.k.opts.Socket),
+		SessionID: sessionID, ReadOnly: readOnly}
 	if command != rs.k.opts.SelfExe {
 		in.Executables = []string{command}
 	}

@@ -20,6 +20,8 @@ type Sandbox struct {
 	// at the remote account's home.
 	Paths     []string
 	NoNetwork bool
+	// Network is the profile's network mode (sandbox.NetworkNone, …).
+	Network string
 	// Image is a container's image (docker, podman), which must already
 	// be on the host: kandev never pulls.
 	Image string
@@ -157,7 +159,7 @@ func (r *Remote) askSandbox(fs *probeFS, dir, command string) sandboxAnswers {
 func (r *Remote) sandboxInput(fs *probeFS, a sandboxAnswers, dir, cwd, user string) (sandbox.Input, error) {
 	sb := r.Sandbox
 	in := sandbox.Input{Mode: sb.Mode, Worktree: cwd, PrivateHome: dir + "/sandboxes/" + sb.TaskID + "/home",
-		OperatorHome: a.home, Paths: sb.Paths, SelfExe: dir + "/bin/kandev", NoNetwork: sb.NoNetwork, FS: fs,
+		OperatorHome: a.home, Paths: sb.Paths, SelfExe: dir + "/bin/kandev", NoNetwork: sb.NoNetwork, Network: sb.Network, FS: fs,
 		Image: sb.Image, User: user}
 	if a.exeErr == nil && a.exe != dir+"/bin/kandev" {
 		in.Executables = []string{a.exe}

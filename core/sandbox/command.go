@@ -11,6 +11,7 @@ import (
 // reaches the agent by name through the container engine's own.
 func (v View) Command(cmd string, args, env []string) (string, []string, []string) {
 	env = append(env, "HOME="+v.Home, "TMPDIR=/tmp")
+	cmd, args = v.forwardArgs(cmd, args)
 	switch v.Mode {
 	case "docker", "podman":
 		return v.Mode, append(append(v.ContainerArgs(EnvNames(env)), cmd), args...), env

@@ -38,8 +38,11 @@ func (v View) ContainerArgs(envNames []string) []string {
 		// SIGKILL ends the client only, so teardown also removes the
 		// container by its label.
 		"--sig-proxy=true"}
-	if !v.Network {
+	switch {
+	case !v.Network:
 		args = append(args, "--network", "none")
+	case v.NetworkMode == NetworkHost:
+		args = append(args, "--network", "host")
 	}
 	for _, n := range envNames {
 		args = append(args, "--env", n)

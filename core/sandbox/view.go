@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -48,7 +49,21 @@ type View struct {
 	// User is the container's UID:GID; "" is this process's (a host's
 	// container runs as the remote account).
 	User string
+	// NetworkMode is a container's network when it has one: "" the
+	// engine's default, NetworkHost the host's.
+	NetworkMode string
+	// Forwards are the host's loopback ports the agent reaches at its
+	// own, through Forwarder (the kandev binary) run around its command.
+	Forwards  []Forward
+	Forwarder string
 }
+
+// Network modes of a profile (docs/sandbox.md, Network).
+const (
+	NetworkDefault = ""
+	NetworkNone    = "none"
+	NetworkHost    = "host"
+)
 
 // Input is what Describe builds a View from. Every path is the host's and
 // comes from kandev's own records, never from a file the agent could write.
@@ -75,7 +90,14 @@ type Input struct {
 	// MCPSocket is kandev's agents' socket, the one socket mounted.
 	MCPSocket string
 	NoNetwork bool
-	SessionID string
+	// Network is the profile's network mode (NetworkDefault, NetworkNone,
+	// NetworkHost); NoNetwork is NetworkNone.
+	Network string
+	// Forwards are host loopback ports the agent reaches at its own, each
+	// through a socket in ForwardDir.
+	Forwards   []int
+	ForwardDir string
+	SessionID  string
 	// User is a container's UID:GID, "" for this process's.
 	User string
 	// ReadOnly are paths inside the worktree mounted read-only over it: a
@@ -109,7 +131,15 @@ func Describe(in Input) (View, error) {
 	if fs == nil {
 		fs = OS{}
 	}
-	v := View{Mode: in.Mode, Home: in.OperatorHome, Dir: in.Worktree, Network: !in.NoNetwork, Image: in.Image, SessionID: in.SessionID, User: in.User}
+	v := View{Mode: in.Mode, Home: in.OperatorHome, Dir: in.Worktree, Image: in.Image, SessionID: in.SessionID, User: in.User}
+	switch {
+	case in.NoNetwork || in.Network == NetworkNone:
+		v.NetworkMode = NetworkNone
+	case in.Network == NetworkDefault || in.Network == NetworkHost:
+		v.NetworkMode, v.Network = in.Network, true
+	default:
+		return View{}, fmt.Errorf("sandbox: network %q: want none, default or host", in.Network)
+	}
 	add := func(m Mount) { v.Mounts = append(v.Mounts, m) }
 	for _, d := range systemDirs {
 		if real, err := fs.EvalSymlinks(d); err == nil && real == d {
@@ -163,6 +193,19 @@ func Describe(in Input) (View, error) {
 	}
 	if in.MCPSocket != "" {
 		add(Mount{Path: in.MCPSocket, RW: true, Why: "mcp.sock"})
+	}
+	if len(in.Forwards) > 0 {
+		if in.ForwardDir == "" || in.SelfExe == "" || in.SessionID == "" {
+			return View{}, fmt.Errorf("sandbox: forwarded ports need the kandev binary, a session and a socket directory")
+		}
+		v.Forwarder = in.SelfExe
+		for _, port := range in.Forwards {
+			f := Forward{Port: port, Socket: forwardSocket(in.ForwardDir, in.SessionID, port)}
+			v.Forwards = append(v.Forwards, f)
+			if v.ownLoopback() {
+				add(Mount{Path: f.Socket, RW: true, Why: "forward of port " + strconv.Itoa(port)})
+			}
+		}
 	}
 	v.Mounts = normalize(v.Mounts)
 	return v, nil

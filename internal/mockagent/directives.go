@@ -47,6 +47,8 @@ func (t *turn) exec(d string) error {
 		t.env(arg)
 	case "http":
 		t.http(arg)
+	case "fetch":
+		t.fetch(arg)
 	case "sleep":
 		return t.sleep(arg)
 	case "chatter":

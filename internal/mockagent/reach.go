@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // env says one variable of the agent process's own environment:
@@ -75,4 +76,30 @@ func (t *turn) http(arg string) {
 		code = body.Error.Code
 	}
 	t.say(fmt.Sprintf("http %s %s: %d %s", method, path, resp.StatusCode, code))
+}
+
+// fetch GETs a URL over TCP, as an agent calls its model's API, and says
+// `fetched URL: STATUS BODY` (the body's first line, at most 200 bytes), or
+// `error fetch URL: ...`. Tests use it to see what network a confined
+// agent has (a model server on the host's loopback, a forwarded port).
+func (t *turn) fetch(url string) {
+	url = strings.TrimSpace(url)
+	ctx, cancel := context.WithTimeout(t.ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.sayf("error fetch %s: %v", url, err)
+		return
+	}
+	c := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.sayf("error fetch %s: %v", url, err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+	line, _, _ := strings.Cut(string(b), "\n")
+	t.sayf("fetched %s: %d %s", url, resp.StatusCode, line)
 }
