@@ -167,3 +167,39 @@ func loopbackServer(t *testing.T, body string) served {
 	p, _ := strconv.Atoi(port)
 	return served{url: srv.URL, port: p}
 }
+
+// An agent installed in ~/bin runs confined without the operator's home
+// (issue 36): its install prefix was the home itself, mounted read-only
+// over the private one, so the agent read ~/.ssh.
+func TestBwrapAgentInHomeBin(t *testing.T) {
+	needBwrap(t)
+	root, err := os.MkdirTemp("", "kdbin-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	agent := filepath.Join(home, "bin", "agent")
+	secret := filepath.Join(home, ".ssh", "id_ed25519")
+	for p, body := range map[string]string{agent: "#!/bin/sh\nexec " + daemontest.Binary(t) + " mock-agent\n", secret: "operator's key\n"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "KANDEV_PERMISSION=allow"))
+	d.MustRun("profile", "add", "homebin", "--command", agent, "--sandbox", "bwrap")
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	task := create(t, d, api.CreateTaskInput{Title: "home bin", Profile: "homebin", CWD: work, Start: true,
+		Prompt: "mock: sh cat " + secret + "; echo read-done"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	out := shSaid(t, d, task.ID, 1)
+	if strings.Contains(out, "operator's key") || !strings.Contains(out, "No such file") {
+		t.Fatalf("the agent's shell:\n%s", out)
+	}
+}

@@ -169,7 +169,7 @@ func Describe(in Input) (View, error) {
 		add(Mount{Path: p, RW: !ro, Why: "profile"})
 	}
 	for _, exe := range in.Executables {
-		for _, d := range runtimeDirs(fs, exe) {
+		for _, d := range runtimeDirs(fs, exe, in.OperatorHome) {
 			add(Mount{Path: d, Why: "runtime of " + filepath.Base(exe)})
 		}
 	}
@@ -261,8 +261,10 @@ func depth(p string) int { return strings.Count(p, "/") }
 // runtimeDirs is what an executable needs to run: the directory it was
 // found in (its install prefix when that is a bin directory), the same for
 // the file a symlink leads to, and for its #! interpreter. System
-// directories are mounted anyway and are left out.
-func runtimeDirs(fs FS, exe string) []string {
+// directories are mounted anyway and are left out. A prefix that is the
+// operator's home, holds it, or is the home's shared ~/.local gives only
+// its bin and library directories: an agent in ~/bin must not see ~/.ssh.
+func runtimeDirs(fs FS, exe, home string) []string {
 	var out []string
 	seen := map[string]bool{}
 	var visit func(p string, depth int)
@@ -271,7 +273,7 @@ func runtimeDirs(fs FS, exe string) []string {
 			return
 		}
 		for _, c := range []string{p, realPath(fs, p)} {
-			for _, d := range []string{prefix(filepath.Dir(c)), moduleTree(c)} {
+			for _, d := range append(prefixDirs(fs, filepath.Dir(c), home), moduleTree(c)) {
 				if d != "" && !IsSystem(d) && !seen[d] && d != "/" {
 					seen[d] = true
 					out = append(out, d)
@@ -284,6 +286,69 @@ func runtimeDirs(fs FS, exe string) []string {
 	}
 	visit(exe, 0)
 	return out
+}
+
+// prefixDirs are the directories of dir's install prefix a runtime gets:
+// the prefix itself, or, where the prefix is shared with everything else
+// the operator keeps (the home, a directory above it, ~/.local), only its
+// bin, lib, lib64 and libexec.
+func prefixDirs(fs FS, dir, home string) []string {
+	p := prefix(dir)
+	if p == dir || !sharedPrefix(p, home) {
+		return []string{p}
+	}
+	out := []string{dir}
+	for _, sub := range []string{"lib", "lib64", "libexec"} {
+		if d := filepath.Join(p, sub); fs.Exists(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func sharedPrefix(p, home string) bool {
+	if home == "" {
+		return false
+	}
+	home = filepath.Clean(home)
+	return p == home || p == "/" || strings.HasPrefix(home, p+"/") || p == filepath.Join(home, ".local")
+}
+
+// Runtime is what an executable needs to run anywhere, for an image
+// that has nothing else (kandev image build): the files on its way (the
+// command, what its symlinks lead to, its #! interpreters, found as
+// runtimeDirs finds them) and the directories it runs from: the whole
+// node_modules tree it lies in, and its install prefix unless that is a
+// system directory (whose other files it does not need; the libraries it
+// links are the caller's to add).
+func Runtime(fs FS, exe, home string) (files, dirs []string) {
+	seen := map[string]bool{}
+	var visit func(p string, depth int)
+	visit = func(p string, depth int) {
+		if depth > 3 || p == "" {
+			return
+		}
+		for _, c := range []string{p, realPath(fs, p)} {
+			files = append(files, c)
+			ds := []string{moduleTree(c)}
+			for _, d := range prefixDirs(fs, filepath.Dir(c), home) {
+				if !IsSystem(d) {
+					ds = append(ds, d)
+				}
+			}
+			for _, d := range ds {
+				if d != "" && d != "/" && !seen[d] {
+					seen[d] = true
+					dirs = append(dirs, d)
+				}
+			}
+		}
+		if interp := shebang(fs, realPath(fs, p)); interp != "" {
+			visit(interp, depth+1)
+		}
+	}
+	visit(exe, 0)
+	return files, dirs
 }
 
 func realPath(fs FS, p string) string {

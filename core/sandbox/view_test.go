@@ -81,7 +81,7 @@ func TestDescribe(t *testing.T) {
 		{j("home/.claude"), "", true},
 		{j("home/.rt"), "", false},           // the interpreter's prefix
 		{j("home/.rt/lib/agent"), "", false}, // where the link leads
-		{j("home/.local"), "", false},        // where it was found (bin's parent)
+		{j("home/.local/bin"), "", false},    // where it was found (~/.local is shared: bin, not all)
 		{j("kbin/kandev"), "", false},
 		{in.Worktree, "", true},
 		{j("repo/.git"), "", false},
@@ -354,7 +354,7 @@ func TestRuntimeDirsNodeInstalls(t *testing.T) {
 		{shim, filepath.Join(root, "pn/node_modules")},
 		{nvm, filepath.Join(root, "home/.nvm/versions/node/v20.1.0")},
 	} {
-		dirs := runtimeDirs(OS{}, c.exe)
+		dirs := runtimeDirs(OS{}, c.exe, "")
 		if !slices.Contains(dirs, c.want) {
 			t.Errorf("%s: runtime %v lacks %s", c.exe, dirs, c.want)
 		}
@@ -363,5 +363,48 @@ func TestRuntimeDirsNodeInstalls(t *testing.T) {
 				t.Errorf("%s: runtime %v holds %s, more than the install", c.exe, dirs, d)
 			}
 		}
+	}
+}
+
+// A runtime never opens the operator's home (issue 36, found writing the
+// image builder): an agent found in ~/bin once made the home its install
+// prefix, and that read-only mount replaced the private home, ~/.ssh and
+// all; one in ~/.local/bin made all of ~/.local readable. Now a shared
+// prefix gives its bin and library directories only.
+func TestRuntimeNeverTheHome(t *testing.T) {
+	root := t.TempDir()
+	home := filepath.Join(root, "home")
+	for _, p := range []string{"bin/agent", ".local/bin/other", ".local/lib/python3/site.py", ".local/share/keyrings/login", ".ssh/id_ed25519", "tools/bin/third", "tools/lib/x.js"} {
+		full := filepath.Join(home, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v, err := Describe(Input{Mode: "bwrap", Worktree: filepath.Join(root, "work"), PrivateHome: filepath.Join(root, "private"), OperatorHome: home,
+		Executables: []string{filepath.Join(home, "bin/agent"), filepath.Join(home, ".local/bin/other"), filepath.Join(home, "tools/bin/third")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := mountAt(v, home); !ok || m.Src != filepath.Join(root, "private") || !m.RW {
+		t.Fatalf("the home is not the private one: %+v (mounts %+v)", m, v.Mounts)
+	}
+	for _, want := range []string{"bin", ".local/bin", ".local/lib", "tools"} {
+		if _, ok := mountAt(v, filepath.Join(home, want)); !ok {
+			t.Errorf("%s is not mounted: %+v", want, v.Mounts)
+		}
+	}
+	for _, hidden := range []string{".local", ".local/share", ".ssh"} {
+		for _, m := range v.Mounts {
+			if p := filepath.Join(home, hidden); (m.Path == p || strings.HasPrefix(p, m.Path+"/")) && m.Src == "" && !m.Tmpfs {
+				t.Errorf("%s reachable through %+v", hidden, m)
+			}
+		}
+	}
+	files, dirs := Runtime(OS{}, filepath.Join(home, "bin/agent"), home)
+	if slices.Contains(dirs, home) || !slices.Contains(files, filepath.Join(home, "bin/agent")) {
+		t.Fatalf("image runtime: files %v dirs %v", files, dirs)
 	}
 }
