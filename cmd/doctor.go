@@ -30,7 +30,9 @@ func NewCmdDoctor(f *Factory, runF func(*DoctorOptions) error) *cobra.Command {
 (and where), its version, whether it answers ACP initialize within --timeout (the agent is
 started in its own process group, asked, and stopped; no session, no model call), and which
 of the credentials variables it reads are set (names only); then the daemon (never
-started), the home, the socket, the database's integrity (read-only) and git.
+started), the home, the socket, the database's integrity (read-only) and git; then the
+sandboxes this machine has and, for each profile with one, whether its agent answers
+initialize from inside it (the first line of its stderr that says why, when it does not).
 Exits 1 when the default profile cannot run.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {

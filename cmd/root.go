@@ -63,6 +63,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdMCP(f, nil),
 		NewCmdMockAgent(f, nil),
 		NewCmdSandboxForward(f, nil),
+		NewCmdImage(f),
 		NewCmdDemo(f, nil),
 	)
 	groupCommands(root)
@@ -85,7 +86,7 @@ func groupCommands(root *cobra.Command) {
 		"status": "daily", "wait": "daily", "events": "daily", "usage": "daily", "demo": "setup",
 		"task": "tasks", "issues": "tasks",
 		"worktree": "workspace", "host": "workspace",
-		"profile": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
+		"profile": "setup", "image": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
 		"daemon": "setup", "version": "setup",
 		"mcp": "plumbing", "serve": "plumbing", "mock-agent": "plumbing", "sandbox-forward": "plumbing",
 	}

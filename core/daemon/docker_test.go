@@ -739,3 +739,93 @@ func forwardReachesTheHost(t *testing.T, d *daemontest.Daemon, e engine, bin, im
 		return len(socks) == 0
 	})
 }
+
+// kandev image build (issue 36) makes an image offline from the agent as
+// installed here, and the profile runs in it: a node launcher installed
+// into a project's node_modules, running the mock agent, with its node,
+// the libraries node and kandev link, a shell and git from the image.
+func TestImageBuildRunsTheAgent(t *testing.T) {
+	for _, name := range engines {
+		t.Run(name, func(t *testing.T) { testImageBuildRunsTheAgent(t, name) })
+	}
+}
+
+func testImageBuildRunsTheAgent(t *testing.T, name string) {
+	e := startEngine(t, name, false)
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed")
+	}
+	root, err := os.MkdirTemp("", "kdimg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	home := filepath.Join(root, "home")
+	secret := filepath.Join(home, ".ssh", "id_ed25519")
+	modules := filepath.Join(root, "project", "node_modules")
+	sdk := filepath.Join(modules, "@anthropic-ai", "claude-agent-sdk", "index.js")
+	bin := daemontest.Binary(t)
+	files := map[string]string{
+		filepath.Join(modules, "@agentclientprotocol", "claude-agent-acp", "dist", "index.js"): "#!/usr/bin/env node\n" +
+			"const sdk = require('@anthropic-ai/claude-agent-sdk');\n" +
+			"const { spawn } = require('child_process');\n" +
+			"const env = { ...process.env, KANDEV_MOCK_STATE_DIR: process.env.HOME + '/.mock-state' };\n" +
+			"const c = spawn(sdk.agent, ['mock-agent'], { stdio: 'inherit', env });\n" +
+			"c.on('exit', (code) => process.exit(code === null ? 1 : code));\n",
+		sdk:    "module.exports = { agent: " + strconv.Quote(bin) + " };\n",
+		secret: "operator's key\n",
+	}
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	launcher := filepath.Join(modules, ".bin", "claude-agent-acp")
+	if err := os.MkdirAll(filepath.Dir(launcher), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../@agentclientprotocol/claude-agent-acp/dist/index.js", launcher); err != nil {
+		t.Fatal(err)
+	}
+	d := daemontest.Start(t, daemontest.WithEnv(append([]string{"HOME=" + home, "KANDEV_PERMISSION=allow",
+		"PATH=" + filepath.Dir(launcher) + ":" + filepath.Dir(node) + ":" + os.Getenv("PATH")}, e.env...)...))
+	leaveNoContainer(t, e)
+	d.MustRun("profile", "add", "local", "--command", "claude-agent-acp", "--sandbox", name)
+	tag := fmt.Sprintf("kandev-test-built:%d", time.Now().UnixNano())
+	res := d.Run("image", "build", "local", "--engine", name, "--tag", tag)
+	if res.Code != 0 {
+		t.Fatalf("image build: exit %d\n%s\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	t.Cleanup(func() { _ = e.command("rmi", "--force", tag).Run() })
+	if strings.TrimSpace(res.Stdout) != tag || !strings.Contains(res.Stderr, "profile local now uses image "+tag) {
+		t.Fatalf("image build said:\n%s\n%s", res.Stdout, res.Stderr)
+	}
+	// The closure is in the image itself, and nothing else of the home.
+	probe := e.must(t, "run", "--rm", "--network", "none", tag, "/bin/sh", "-c",
+		"test -f "+sdk+" && echo has-sdk; test -e "+secret+" || echo no-key; git --version; node --version")
+	for _, want := range []string{"has-sdk", "no-key", "git version", "v"} {
+		if !strings.Contains(probe, want) {
+			t.Fatalf("inside the image, %q is missing:\n%s", want, probe)
+		}
+	}
+	work := filepath.Join(root, "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	task := create(t, d, api.CreateTaskInput{Title: "built", Profile: "local", CWD: work, Start: true,
+		Prompt: "mock: sh git init -q . && git --version && cat " + secret + "; echo in-image"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	if task.Sandbox != name {
+		t.Fatalf("sandbox %q", task.Sandbox)
+	}
+	out := shSaid(t, d, task.ID, 1)
+	if !strings.Contains(out, "git version") || !strings.Contains(out, "in-image") || strings.Contains(out, "operator's key") {
+		t.Fatalf("the agent's shell in the built image:\n%s", out)
+	}
+	d.MustRun("task", "stop", task.ID)
+	noContainersLeft(t, e, "stop")
+}
