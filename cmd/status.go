@@ -38,10 +38,13 @@ type Glance struct {
 	SpentToday *core.Spend `json:"spent_today,omitempty"`
 }
 
-// GlanceTask is one task that needs the operator, and why.
+// GlanceTask is one task that needs the operator, and why; Stage is its
+// status as shown (core.StageOf: "back" once its agent ran and it came
+// back to you).
 type GlanceTask struct {
 	ID      string       `json:"id"`
 	Title   string       `json:"title"`
+	Stage   core.Stage   `json:"stage"`
 	Why     string       `json:"why"`
 	Urgency core.Urgency `json:"urgency"`
 }
@@ -60,7 +63,7 @@ func (g *Glance) add(t *core.Task) {
 		} else {
 			g.Review++
 		}
-		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: a.Why, Urgency: a.Urgency})
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Stage: core.StageOf(t), Why: a.Why, Urgency: a.Urgency})
 	}
 	if t.Running() {
 		g.Running++
@@ -165,7 +168,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	for _, t := range g.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\n", t.ID, t.Stage.Glyph(), t.Stage, t.Why, truncate(t.Title, 60))
 	}
 	return tw.Flush()
 }
