@@ -97,7 +97,8 @@ func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 		Long: `Count the open tasks that need you and those whose agent is running, and list the
 ones that need you, most urgent first: a permission or a question an agent waits on,
 then questions, stuck tasks, escalations and runs a daemon exit cut short ("waiting
-on you"), then work handed back to you to look at ("to review"). Finished work (done,
+on you"), then work handed back to you to look at ("to review"), each with its stage
+(◑ back once its agent ran and it came back to you). Finished work (done,
 cancelled, archived, its worktree discarded) needs nobody. A task whose agent waits
 on your answer counts as waiting on you, not as running. It never starts the daemon:
 without one it says so (--short prints nothing) and exits 0.
