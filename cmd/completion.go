@@ -150,8 +150,9 @@ func completeTasks(ctx context.Context, c *daemonclient.Client) []string {
 		return nil
 	}
 	out := make([]string, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, described(t.ID, truncate(t.Title, 60)+" ("+string(t.Status)+")"))
+	for i, t := range ts {
+		// The stage, as task list shows it (core.StageOf).
+		out = append(out, described(t.ID, truncate(t.Title, 60)+" ("+string(core.StageOf(&ts[i]))+")"))
 	}
 	return out
 }

@@ -13,23 +13,6 @@ import (
 	"github.com/kandev/kandev/core/textsafe"
 )
 
-// statusGlyph gives each status a mark that reads without color.
-func statusGlyph(s core.Status) string {
-	switch s {
-	case core.StatusTodo:
-		return "○"
-	case core.StatusInProgress:
-		return "●"
-	case core.StatusReview:
-		return "◐"
-	case core.StatusDone:
-		return "✓"
-	case core.StatusCancelled:
-		return "✗"
-	}
-	return "?"
-}
-
 // badges are the plain-text markers of a task row.
 func badges(t core.Task) []string {
 	var b []string
@@ -242,11 +225,13 @@ func appendSpend(b []byte, t *core.Task) []byte {
 }
 
 // appendRow appends a task's row without the tree's prefix: glyph,
-// status, id, title, then the assignee and the badges in brackets.
+// stage (the status as shown, core.StageOf), id, title, then the assignee
+// and the badges in brackets.
 func appendRow(b []byte, t *core.Task) []byte {
-	b = append(b, statusGlyph(t.Status)...)
+	stage := core.StageOf(t)
+	b = append(b, stage.Glyph()...)
 	b = append(b, ' ')
-	st := oneLine(string(t.Status))
+	st := oneLine(string(stage))
 	b = append(b, st...)
 	for n := utf8.RuneCountInString(st); n < 11; n++ {
 		b = append(b, ' ')
@@ -371,11 +356,22 @@ func (tr *taskTree) writeTo(bw *bufio.Writer, limit int) int {
 	return printed
 }
 
+// stageLine is the status as shown (core.StageOf), and the stored status
+// when they differ: "◑ back (status todo)".
+func stageLine(t *core.Task) string {
+	stage := core.StageOf(t)
+	line := stage.Glyph() + " " + string(stage)
+	if string(stage) != string(t.Status) {
+		line += " (status " + string(t.Status) + ")"
+	}
+	return line
+}
+
 func writeTaskDetail(w io.Writer, t core.Task) {
 	row := func(k, v string) { fmt.Fprintf(w, "%-17s %s\n", k+":", v) }
 	row("id", t.ID)
 	row("title", textsafe.Line(t.Title))
-	row("status", statusGlyph(t.Status)+" "+string(t.Status))
+	row("status", stageLine(&t))
 	row("autopilot", fmt.Sprintf("%v", t.Autopilot))
 	row("sandbox", orNone(t.Sandbox))
 	row("profile", t.Profile)

@@ -38,10 +38,13 @@ type Glance struct {
 	SpentToday *core.Spend `json:"spent_today,omitempty"`
 }
 
-// GlanceTask is one task that needs the operator, and why.
+// GlanceTask is one task that needs the operator, and why; Stage is its
+// status as shown (core.StageOf: "back" once its agent ran and it came
+// back to you).
 type GlanceTask struct {
 	ID      string       `json:"id"`
 	Title   string       `json:"title"`
+	Stage   core.Stage   `json:"stage"`
 	Why     string       `json:"why"`
 	Urgency core.Urgency `json:"urgency"`
 }
@@ -60,7 +63,7 @@ func (g *Glance) add(t *core.Task) {
 		} else {
 			g.Review++
 		}
-		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: a.Why, Urgency: a.Urgency})
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Stage: core.StageOf(t), Why: a.Why, Urgency: a.Urgency})
 	}
 	if t.Running() {
 		g.Running++
@@ -94,7 +97,8 @@ func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 		Long: `Count the open tasks that need you and those whose agent is running, and list the
 ones that need you, most urgent first: a permission or a question an agent waits on,
 then questions, stuck tasks, escalations and runs a daemon exit cut short ("waiting
-on you"), then work handed back to you to look at ("to review"). Finished work (done,
+on you"), then work handed back to you to look at ("to review"), each with its stage
+(◑ back once its agent ran and it came back to you). Finished work (done,
 cancelled, archived, its worktree discarded) needs nobody. A task whose agent waits
 on your answer counts as waiting on you, not as running. It never starts the daemon:
 without one it says so (--short prints nothing) and exits 0.
@@ -165,7 +169,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	for _, t := range g.Tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Why, truncate(t.Title, 60))
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\n", t.ID, t.Stage.Glyph(), t.Stage, t.Why, truncate(t.Title, 60))
 	}
 	return tw.Flush()
 }

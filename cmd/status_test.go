@@ -15,7 +15,8 @@ func TestGlanceRanksByUrgency(t *testing.T) {
 	role := core.RoleRef("eng")
 	live := &core.SessionInfo{State: core.SessionRunning}
 	tasks := []core.Task{
-		{ID: "r1", Status: core.StatusTodo, Assignee: &op, YourTurn: true, Stalled: &core.Stall{Reason: core.StallReturned}},
+		{ID: "r1", Status: core.StatusTodo, Assignee: &op, YourTurn: true, Stalled: &core.Stall{Reason: core.StallReturned},
+			Session: &core.SessionInfo{State: core.SessionCompleted}},
 		{ID: "m1", Status: core.StatusTodo, Assignee: &op, YourTurn: true, Workspace: &core.Workspace{Mode: core.WorkspaceDiscarded}},
 		{ID: "d1", Status: core.StatusDone, Assignee: &op, YourTurn: true},
 		{ID: "s1", Status: core.StatusInProgress, Assignee: &role, YourTurn: true, Stalled: &core.Stall{Reason: core.StallStuck}},
@@ -34,9 +35,11 @@ func TestGlanceRanksByUrgency(t *testing.T) {
 	}
 	var ids []string
 	for _, x := range g.Tasks {
-		ids = append(ids, x.ID+":"+x.Why)
+		ids = append(ids, x.ID+":"+string(x.Stage)+":"+x.Why)
 	}
-	want := []string{"p1:permission", "s1:stuck", "r1:back to you", "r2:your turn"}
+	// The stage is the status as shown (core.StageOf): r1 came back after
+	// its agent ran, r2 was handed over for review.
+	want := []string{"p1:in_progress:permission", "s1:in_progress:stuck", "r1:back:back to you", "r2:review:your turn"}
 	if len(ids) != len(want) {
 		t.Fatalf("listed %v, want %v", ids, want)
 	}

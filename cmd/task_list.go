@@ -33,8 +33,15 @@ func NewCmdTaskList(f *Factory, runF func(*TaskListOptions) error) *cobra.Comman
 archived) and says on standard error how many it hid; --all shows every task. A task whose
 parent is hidden prints as a root. --limit N prints the first N rows of the tree.
 
+Each row starts with the task's stage, its status as shown: ○ todo (nothing ran on it
+yet), ● in_progress (a question keeps it), ◑ back (its agent ran and it is with a person
+again: back to you, or escalated to a person), ◐ review (handed over, or stopped),
+✓ done, ✗ cancelled. Its stored status, which task status moves, can differ only for
+back, stored as todo.
+
 --json prints every task but the archived ones (with --all, those too), in creation order,
-the daemon's bytes as they come: a script filters them itself.`,
+the daemon's bytes as they come: a script filters them itself. Each has "status" and
+"stage".`,
 		Example: `  kandev task list
   kandev task list --all --limit 50
   kandev task list --root k3f9qa`,

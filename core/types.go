@@ -21,7 +21,11 @@ type Task struct {
 	Description string `json:"description"`
 	ParentID    string `json:"parent_id" wire:"null"`
 	Status      Status `json:"status"`
-	Autopilot   bool   `json:"autopilot"`
+	// Stage is how the status is shown (StageOf, ADR 0070), written by
+	// the daemon for scripts; Go code asks StageOf, which needs only the
+	// fields a summary carries.
+	Stage     Stage `json:"stage"`
+	Autopilot bool  `json:"autopilot"`
 	// Sandbox is where its agent runs (none, bwrap, docker, podman):
 	// fixed at creation, never less confined than the parent's.
 	Sandbox    string    `json:"sandbox"`

@@ -15,6 +15,7 @@ type taskJSON struct {
 	Description     string        `json:"description"`
 	ParentID        *string       `json:"parent_id"`
 	Status          Status        `json:"status"`
+	Stage           Stage         `json:"stage"`
 	Autopilot       bool          `json:"autopilot"`
 	Sandbox         string        `json:"sandbox"`
 	Profile         string        `json:"profile"`
@@ -52,6 +53,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		Title:           t.Title,
 		Description:     t.Description,
 		Status:          t.Status,
+		Stage:           t.Stage,
 		Autopilot:       t.Autopilot,
 		Sandbox:         t.Sandbox,
 		Profile:         t.Profile,
@@ -103,6 +105,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		Title:           j.Title,
 		Description:     j.Description,
 		Status:          j.Status,
+		Stage:           j.Stage,
 		Autopilot:       j.Autopilot,
 		Sandbox:         j.Sandbox,
 		Profile:         j.Profile,

@@ -92,3 +92,51 @@ func TestFilterReopensWithItsText(t *testing.T) {
 	d.keys("enter")
 	d.mustNotShow("filter:")
 }
+
+// The tree shows each task by its stage (core.StageOf, ADR 0070): work
+// whose agent ran and came back to you reads ◑, never ○ todo as if it had
+// not started, whether it came back after its turn, escalated after a
+// failed run or was halted by its budget; a question keeps in progress;
+// a stop is to review; only a task nothing ran on is ○. The detail pane
+// and the zoomed header name the stage.
+func TestTreeShowsWhetherWorkRan(t *testing.T) {
+	op := &core.Ref{Kind: "person", Name: core.Operator}
+	role := &core.Ref{Kind: "role", Name: "mock"}
+	ended := func(id string, st core.SessionState) *core.SessionInfo {
+		return &core.SessionInfo{ID: "s-" + id, TaskID: id, Role: "mock", State: st, Turns: 1, CreatedAt: ago(time.Minute), UpdatedAt: ago(time.Minute)}
+	}
+	task := func(id, title string, st core.Status, who *core.Ref) core.Task {
+		return core.Task{ID: id, Title: title, Status: st, Profile: "mock", Assignee: who, CreatedAt: ago(time.Hour), UpdatedAt: ago(time.Minute)}
+	}
+	created := task("new001", "Never started", core.StatusTodo, role)
+	asked := task("ask001", "Asked you", core.StatusInProgress, role)
+	asked.Session, asked.YourTurn = ended("ask001", core.SessionCompleted), true
+	asked.PendingQuestion = &core.QuestionInfo{ID: "q1", Kind: core.QuestionUser, Status: core.QuestionPending, Questions: []core.QuestionItem{{Prompt: "Which DB?"}}}
+	hi := sayHi()
+	failed := task("esc001", "Failed and escalated", core.StatusTodo, op)
+	failed.Session, failed.YourTurn = ended("esc001", core.SessionFailed), true
+	failed.Stalled = &core.Stall{Reason: "Stalled", From: core.ParseBy("role:mock"), Detail: "run failed: exit 3", At: ago(time.Minute), Failed: true}
+	budget := task("bud001", "Spent its budget", core.StatusTodo, op)
+	budget.Session, budget.YourTurn = ended("bud001", core.SessionCancelled), true
+	budget.Stalled = &core.Stall{Reason: core.StallBudget, From: core.ParseBy("role:mock"), Detail: "$1.00 of $1.00", At: ago(time.Minute)}
+	stopped := task("stp001", "Stopped", core.StatusReview, role)
+	stopped.Session, stopped.Halted = ended("stp001", core.SessionCancelled), true
+	review := task("rev001", "Handed to you", core.StatusReview, op)
+	review.Session, review.YourTurn = ended("rev001", core.SessionCompleted), true
+
+	d := newDriver(t, newFake(created, asked, hi, failed, budget, stopped, review), 120, 30)
+	for id, glyph := range map[string]string{"new001": "○", "ask001": "●", "hi0001": "◑", "esc001": "◑", "bud001": "◑", "stp001": "◐", "rev001": "◐"} {
+		row, _, _ := strings.Cut(d.rowOf(id), "│") // the tree's side
+		if !strings.Contains(row, glyph) {
+			t.Errorf("row of %s %q, want %s", id, row, glyph)
+		}
+		if id != "new001" && strings.Contains(row, "○") {
+			t.Errorf("row of %s %q reads todo although its agent ran", id, row)
+		}
+	}
+	for d.m.tree.selected != "hi0001" {
+		d.keys("j")
+	}
+	d.mustShow("hi0001 · ◑ back")
+	d.mustNotShow("◑ todo", "○ todo")
+}

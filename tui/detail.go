@@ -76,8 +76,9 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	// wrap at word boundaries, up to a few lines each so the log keeps room.
 	most := clamp(h/4, 1, 4)
 	addLong := func(s string) { fields = append(fields, clipLines(wrap(s, w), most, w)...) }
-	glyph, _ := statusGlyph(t.Status)
-	parts := []string{t.ID, glyph + " " + string(t.Status), "profile " + t.Profile}
+	stage := core.StageOf(t)
+	glyph, _ := stageGlyph(stage)
+	parts := []string{t.ID, glyph + " " + string(stage), "profile " + t.Profile}
 	if t.Autopilot {
 		parts = append(parts, "AUTO")
 	}

@@ -91,7 +91,7 @@ func (d *helpDialog) view(ui dialogUI, w int) string {
 	}
 	lines = append(lines, "")
 	lines = append(lines, wrap(badgeLegendText(), w)...)
-	lines = append(lines, wrap("○ todo · ● in progress · ◐ review · ✓ done · ✗ cancelled · spinner: an agent is running", w)...)
+	lines = append(lines, wrap("○ todo · ● in progress · ◑ back to you (its agent ran) · ◐ review · ✓ done · ✗ cancelled · spinner: an agent is running", w)...)
 	return strings.Join(lines, "\n")
 }
 

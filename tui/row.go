@@ -117,7 +117,7 @@ func rowFor(t *core.Task, now time.Time, frame int) rowModel {
 	case isRunning(t):
 		r.glyph, r.glyphKind = spinnerFrames[frame%len(spinnerFrames)], glyphSpin
 	default:
-		r.glyph, r.glyphKind = statusGlyph(t.Status)
+		r.glyph, r.glyphKind = stageGlyph(core.StageOf(t))
 	}
 	if t.Autopilot {
 		r.badges = append(r.badges, badgeAuto)
@@ -193,6 +193,27 @@ func assigneeLabel(t *core.Task) string {
 	return a.Name
 }
 
+// stageGlyph is a stage's mark (core.Stage.Glyph, as the CLI prints it)
+// and its style: the tree, the detail pane and the zoomed header show a
+// task by its stage (ADR 0070); a task back with you after its agent ran
+// is styled as one to review.
+func stageGlyph(s core.Stage) (string, glyphKind) {
+	kind := glyphTodo
+	switch s {
+	case core.StageInProgress:
+		kind = glyphBusy
+	case core.StageBack, core.StageReview:
+		kind = glyphReview
+	case core.StageDone:
+		kind = glyphDone
+	case core.StageCancelled:
+		kind = glyphFail
+	}
+	return s.Glyph(), kind
+}
+
+// statusGlyph is a stored status's mark, for the status dialog, which
+// moves the status itself.
 func statusGlyph(s core.Status) (string, glyphKind) {
 	switch s {
 	case core.StatusTodo:

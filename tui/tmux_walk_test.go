@@ -108,6 +108,11 @@ func operatorWalk(t *testing.T, w, h int, caps *strings.Builder) {
 	capture("m: a message; the full-screen log follows the agent's edit")
 	s.keys("z")
 	s.waitText("+1 −0 in 1 file")
+	// Its turn ended without handing it on: it reads ◑ back to you, not
+	// ○ todo as if it never ran (ADR 0070).
+	if r := s.waitRow(task.ID, "◑", "@you"); strings.Contains(r, "○") {
+		t.Fatalf("the task back to you reads todo: %q", r)
+	}
 
 	// Step into the worktree with a shell, and back.
 	s.keys("S")

@@ -35,8 +35,9 @@ func zoomHeader(st styles, t *core.Task, w int) []string {
 	if t == nil {
 		return []string{st.dim.Render(fit("no task selected", w))}
 	}
-	glyph, _ := statusGlyph(t.Status)
-	parts := []string{t.ID, glyph + " " + string(t.Status)}
+	stage := core.StageOf(t)
+	glyph, _ := stageGlyph(stage)
+	parts := []string{t.ID, glyph + " " + string(stage)}
 	if a := t.Assignee; a != nil {
 		parts = append(parts, assigneeLabel(t))
 	}

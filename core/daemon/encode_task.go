@@ -31,6 +31,8 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	}
 	b = append(b, `,"status":`...)
 	b = appendString(b, string(t.Status))
+	b = append(b, `,"stage":`...)
+	b = appendString(b, string(t.Stage))
 	b = append(b, `,"autopilot":`...)
 	b = strconv.AppendBool(b, t.Autopilot)
 	b = append(b, `,"sandbox":`...)

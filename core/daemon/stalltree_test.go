@@ -41,7 +41,7 @@ func TestStalledSubtaskDoesNotHoldItsParent(t *testing.T) {
 	if !strings.Contains(got.Stalled.Detail, child.ID) || !child.Escalated() {
 		t.Fatalf("child %+v, root detail %q", child.Stalled, got.Stalled.Detail)
 	}
-	if out := d.MustRun("status"); !strings.Contains(out, root.ID+"  escalated") {
+	if out := d.MustRun("status"); !strings.Contains(out, root.ID+"  ◑ back  escalated") {
 		t.Fatalf("status does not list the root:\n%s", out)
 	}
 }

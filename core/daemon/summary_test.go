@@ -38,6 +38,12 @@ func summaryOf(t testing.TB, in core.Task) core.Task {
 	out := core.Task{ID: in.ID, ParentID: in.ParentID, Title: in.Title, Status: in.Status, Autopilot: in.Autopilot,
 		Profile: in.Profile, UpdatedAt: utc(in.UpdatedAt), Archived: in.Archived, Halted: in.Halted,
 		TitlePending: in.TitlePending, Queued: in.Queued, Waiting: in.Waiting, YourTurn: in.YourTurn, Interrupted: in.Interrupted}
+	// The summary has no stage column: its reader derives the stage,
+	// which must be the daemon's (a task made in a test has none yet).
+	out.Stage = in.Stage
+	if out.Stage == "" {
+		out.Stage = core.StageOf(&in)
+	}
 	if in.Assignee != nil {
 		a := *in.Assignee
 		out.Assignee = &a

@@ -372,6 +372,7 @@ func setTaskFromView(t *core.Task, v *store.TaskView, explicitRole bool) {
 	// exit ended is the latest, and something is queued for its next turn.
 	t.Interrupted = active && !t.Halted && t.Queued > 0 && t.Session != nil &&
 		t.Session.State == core.SessionCancelled && v.Session.Interrupted
+	t.Stage = core.StageOf(t)
 }
 
 func sessionInfo(s store.Session) core.SessionInfo {

@@ -246,6 +246,8 @@ func (d *summaryReader) summaryTask(t *core.Task, cols []string) error {
 			return err
 		}
 	}
+	// The stage is not a column: the columns hold all StageOf reads.
+	t.Stage = core.StageOf(t)
 	return d.bad
 }
 
