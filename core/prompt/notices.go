@@ -85,9 +85,9 @@ type Answer struct {
 	ParentTaskID string `json:"parent_task_id,omitempty"`
 	// Holder is the person the parent task is with, who answered in its
 	// place (ADR 0069); "" when the parent's agent did.
-	Holder string `json:"holder,omitempty"`
-	QuestionID   string `json:"question_id"`
-	Text         string `json:"text"`
+	Holder     string `json:"holder,omitempty"`
+	QuestionID string `json:"question_id"`
+	Text       string `json:"text"`
 }
 
 // StallReport tells the task that created a subtask that the subtask's
