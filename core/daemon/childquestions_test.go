@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
+	"github.com/kandev/kandev/core/notify"
 )
 
 // escalatedTwoChildren is issue 38's tree: two autopilot children ask
@@ -89,9 +91,24 @@ func startEscalatedTwoChildren(t *testing.T, d *daemontest.Daemon) escalatedTwoC
 // given on the parent answers them in that order, each reaching its child
 // as its answer, and nothing is left waiting (ADR 0069).
 func TestEscalatedParentListsEveryChildQuestion(t *testing.T) {
-	d := daemontest.Start(t)
+	hook := filepath.Join(t.TempDir(), "hook.log")
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_NOTIFY_COMMAND=cat >> "+hook))
 	ctx := context.Background()
 	w := startEscalatedTwoChildren(t, d)
+
+	// a's second question is the operator's at once: a notification says
+	// so, naming it.
+	daemontest.Eventually(t, wait, "the notification of a's second question", func() bool {
+		b, _ := os.ReadFile(hook)
+		for _, l := range strings.Split(string(b), "\n") {
+			var ev notify.Event
+			if json.Unmarshal([]byte(l), &ev) == nil && ev.TaskID == w.parent.ID && ev.Text == "subtask "+w.a.ID+" asks: Which size?" &&
+				ev.Summary == "task "+w.parent.ID+" has a question from subtask "+w.a.ID+" for you: parent" {
+				return true
+			}
+		}
+		return false
+	})
 
 	p := get(t, d, w.parent.ID)
 	if len(p.ChildQuestions) != 2 || p.ChildQuestions[0].Question.ID != w.qb || !p.ChildQuestions[0].Named ||

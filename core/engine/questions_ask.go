@@ -294,9 +294,26 @@ func (qs *Questions) askParent(ctx context.Context, actor core.Actor, args capab
 			"message": "You already have a pending question; end your turn now and wait for the answer."}, nil
 	}
 	qs.k.announce(c)
+	qs.tellHolder(parentID)
 	qs.endTurnForQuestion(actor.SessionID)
 	return map[string]any{"question_id": q.QuestionID, "status": "waiting_for_parent", "parent_task_id": parentID,
 		"message": "Question recorded and sent to your parent task. End your turn now: the answer arrives as your next message."}, nil
+}
+
+// tellHolder: a question that arrives while its parent is with a person
+// is that person's at once, not a notice in a queue nobody runs (ADR
+// 0069). The parent is announced as needing them, with its subtasks'
+// questions, so the daemon's notification and the TUI's bell say so.
+func (qs *Questions) tellHolder(parentID string) {
+	p, ok := qs.k.cached(parentID)
+	if !ok || !p.WithPerson() || p.Archived || p.Status.Terminal() {
+		return
+	}
+	p.ChildQuestions = qs.k.childQuestions(&p)
+	if len(p.ChildQuestions) == 0 {
+		return
+	}
+	qs.k.bus.Publish(core.Event{Type: core.EventNeedsYou, TaskID: p.ID, Task: &p})
 }
 
 // endTurnForQuestion ends the asking turn shortly after the tool result is
