@@ -478,8 +478,37 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 			fmt.Fprintf(w, "%-17s %s\n", "", l)
 		}
 	}
+	writeChildQuestions(w, t)
 	if t.Description != "" {
 		fmt.Fprintf(w, "\n%s\n", t.Description)
+	}
+}
+
+// writeChildQuestions lists the pending questions t's subtasks asked it,
+// in the order they are answered (ADR 0069): the one its escalation names
+// first. While a person holds t they are that person's to answer, one by
+// one, on t.
+func writeChildQuestions(w io.Writer, t core.Task) {
+	if len(t.ChildQuestions) == 0 {
+		return
+	}
+	who := "its agent answers them"
+	switch {
+	case t.Assignee != nil && t.Assignee.IsOperator():
+		who = "yours to answer while it is with you: kandev task answer " + t.ID + " TEXT answers the first"
+	case t.WithPerson():
+		who = t.Assignee.Name + "'s to answer while it is with them"
+	}
+	fmt.Fprintf(w, "%-17s %d from subtasks, %s\n", "questions to it:", len(t.ChildQuestions), who)
+	for i, cq := range t.ChildQuestions {
+		line := fmt.Sprintf("%d. %s from subtask %s (%s)", i+1, cq.Question.ID, cq.TaskID, textsafe.Line(cq.TaskTitle))
+		if cq.Named {
+			line += ", the one its escalation names"
+		}
+		fmt.Fprintf(w, "%-17s %s\n", "", line)
+		for _, l := range strings.Split(cq.Question.Text, "\n") {
+			fmt.Fprintf(w, "%-17s    %s\n", "", l)
+		}
 	}
 }
 

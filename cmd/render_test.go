@@ -53,3 +53,36 @@ func TestTaskTree(t *testing.T) {
 		t.Fatalf("limit 3:\n%s", b.String())
 	}
 }
+
+// TestTaskDetailChildQuestions: task show lists the questions waiting on a
+// parent, the one its escalation names first, and says whose they are.
+func TestTaskDetailChildQuestions(t *testing.T) {
+	op := core.OperatorRef()
+	task := core.Task{ID: "p1aaaa", Title: "parent", Status: core.StatusInProgress, Assignee: &op,
+		ChildQuestions: []core.ChildQuestion{
+			{TaskID: "bbbbbb", TaskTitle: "pick the database", Named: true,
+				Question: core.QuestionInfo{ID: "qb", Kind: core.QuestionParent, Text: "Which database?"}},
+			{TaskID: "aaaaaa", TaskTitle: "pick the size",
+				Question: core.QuestionInfo{ID: "qa", Kind: core.QuestionParent, Text: "Which size?"}},
+		}}
+	var b strings.Builder
+	writeTaskDetail(&b, task)
+	out := b.String()
+	want := strings.Join([]string{
+		"questions to it:  2 from subtasks, yours to answer while it is with you: kandev task answer p1aaaa TEXT answers the first",
+		"                  1. qb from subtask bbbbbb (pick the database), the one its escalation names",
+		"                     Which database?",
+		"                  2. qa from subtask aaaaaa (pick the size)",
+		"                     Which size?",
+	}, "\n")
+	if !strings.Contains(out, want) {
+		t.Fatalf("task show:\n%s\nwant in it:\n%s", out, want)
+	}
+	role := core.RoleRef("eng")
+	task.Assignee = &role
+	b.Reset()
+	writeTaskDetail(&b, task)
+	if !strings.Contains(b.String(), "2 from subtasks, its agent answers them") {
+		t.Fatalf("with its role:\n%s", b.String())
+	}
+}

@@ -173,9 +173,16 @@ func NewCmdTaskAnswer(f *Factory, runF func(*TaskAnswerOptions) error) *cobra.Co
 A permission question (an agent asking to run a tool while the permission policy is
 ask) takes one of the agent's own options, by number or name: allow once, allow
 always (remembered for this task and that tool kind), reject. The agent's request
-waits for it and gets the option you pick.`,
+waits for it and gets the option you pick.
+
+A subtask's question to its parent is the parent's to answer, or yours while the
+parent is with you (escalated to you, or handed to you): answer it on the subtask,
+or on the parent, which takes its subtasks' questions in the order task show lists
+them, the one its escalation names first (--question picks another). The subtask
+reads the answer as its next turn.`,
 		Example: `  kandev task answer k3f9qa --option 2
   kandev task answer k3f9qa "use the existing session store"
+  kandev task answer p1parent "use postgres"           # a parent with you: its subtasks' first question
   kandev task answer k3f9qa --option 3                  # a permission question: reject
   kandev task answer k3f9qa --answer 1 --answer "free text"   # a question with two parts`,
 		Args: func(c *cobra.Command, args []string) error {

@@ -47,6 +47,11 @@ type Task struct {
 	Session *SessionInfo `json:"session"`
 	// PendingQuestion is the question the task waits on, if any.
 	PendingQuestion *QuestionInfo `json:"pending_question"`
+	// ChildQuestions are the pending questions its subtasks asked it, in
+	// the order a person holding it answers them (ChildQuestionsOf): set
+	// by task show (GetTask), nil in lists and events, where a front end
+	// orders its subtasks' own PendingQuestion the same way.
+	ChildQuestions []ChildQuestion `json:"child_questions,omitempty"`
 
 	// Assignee moves the task forward: a role (its agent runs) or a person.
 	Assignee *Ref `json:"assignee"`
@@ -155,6 +160,10 @@ type Stall struct {
 	// handing the task on). A failed run stays an alarm wherever it goes,
 	// never "back to you". Detail still reads "run failed: ..." for people.
 	Failed bool `json:"failed,omitempty"`
+	// QuestionID is the subtask's question the stall names: a turn that
+	// ended leaving it unanswered (CauseUnansweredQuestion). The person
+	// the task climbs to answers it first (ChildQuestionsOf, ADR 0069).
+	QuestionID string `json:"question_id,omitempty"`
 	// Cause is why the role stalled. The stored form carries it
 	// (StoredJSON, ParseStoredStall); the wire does not, so a client
 	// reading a stall from the daemon has none.

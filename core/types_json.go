@@ -10,40 +10,41 @@ import (
 // taskJSON is Task's wire shape: a field tagged wire:"null" is a pointer here,
 // nil (null) for its zero value.
 type taskJSON struct {
-	ID              string        `json:"id"`
-	Title           string        `json:"title"`
-	Description     string        `json:"description"`
-	ParentID        *string       `json:"parent_id"`
-	Status          Status        `json:"status"`
-	Stage           Stage         `json:"stage"`
-	Autopilot       bool          `json:"autopilot"`
-	Sandbox         string        `json:"sandbox"`
-	Profile         string        `json:"profile"`
-	CWD             string        `json:"cwd"`
-	CreatedBy       By            `json:"created_by"`
-	CreatedAt       time.Time     `json:"created_at"`
-	UpdatedAt       time.Time     `json:"updated_at"`
-	Archived        bool          `json:"archived"`
-	ArchivedAt      *time.Time    `json:"archived_at"`
-	Halted          bool          `json:"halted"`
-	TitlePending    bool          `json:"title_pending"`
-	Queued          int           `json:"queued"`
-	Session         *SessionInfo  `json:"session"`
-	PendingQuestion *QuestionInfo `json:"pending_question"`
-	Assignee        *Ref          `json:"assignee"`
-	HandedBy        *Ref          `json:"handed_by"`
-	Surface         string        `json:"surface"`
-	Stalled         *Stall        `json:"stalled"`
-	Waiting         string        `json:"waiting"`
-	WaitCause       WaitCause     `json:"wait_cause,omitempty"`
-	YourTurn        bool          `json:"your_turn"`
-	Interrupted     bool          `json:"interrupted"`
-	BlockedBy       []string      `json:"blocked_by"`
-	Workspace       *Workspace    `json:"workspace,omitempty"`
-	Usage           *TaskUsage    `json:"usage,omitempty"`
-	Budget          *BudgetInfo   `json:"budget,omitempty"`
-	Host            string        `json:"host,omitempty"`
-	Source          *TaskSource   `json:"source,omitempty"`
+	ID              string          `json:"id"`
+	Title           string          `json:"title"`
+	Description     string          `json:"description"`
+	ParentID        *string         `json:"parent_id"`
+	Status          Status          `json:"status"`
+	Stage           Stage           `json:"stage"`
+	Autopilot       bool            `json:"autopilot"`
+	Sandbox         string          `json:"sandbox"`
+	Profile         string          `json:"profile"`
+	CWD             string          `json:"cwd"`
+	CreatedBy       By              `json:"created_by"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
+	Archived        bool            `json:"archived"`
+	ArchivedAt      *time.Time      `json:"archived_at"`
+	Halted          bool            `json:"halted"`
+	TitlePending    bool            `json:"title_pending"`
+	Queued          int             `json:"queued"`
+	Session         *SessionInfo    `json:"session"`
+	PendingQuestion *QuestionInfo   `json:"pending_question"`
+	ChildQuestions  []ChildQuestion `json:"child_questions,omitempty"`
+	Assignee        *Ref            `json:"assignee"`
+	HandedBy        *Ref            `json:"handed_by"`
+	Surface         string          `json:"surface"`
+	Stalled         *Stall          `json:"stalled"`
+	Waiting         string          `json:"waiting"`
+	WaitCause       WaitCause       `json:"wait_cause,omitempty"`
+	YourTurn        bool            `json:"your_turn"`
+	Interrupted     bool            `json:"interrupted"`
+	BlockedBy       []string        `json:"blocked_by"`
+	Workspace       *Workspace      `json:"workspace,omitempty"`
+	Usage           *TaskUsage      `json:"usage,omitempty"`
+	Budget          *BudgetInfo     `json:"budget,omitempty"`
+	Host            string          `json:"host,omitempty"`
+	Source          *TaskSource     `json:"source,omitempty"`
 }
 
 // MarshalJSON writes the wire shape.
@@ -67,6 +68,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		Queued:          t.Queued,
 		Session:         t.Session,
 		PendingQuestion: t.PendingQuestion,
+		ChildQuestions:  t.ChildQuestions,
 		Assignee:        t.Assignee,
 		HandedBy:        t.HandedBy,
 		Surface:         t.Surface,
@@ -119,6 +121,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		Queued:          j.Queued,
 		Session:         j.Session,
 		PendingQuestion: j.PendingQuestion,
+		ChildQuestions:  j.ChildQuestions,
 		Assignee:        j.Assignee,
 		HandedBy:        j.HandedBy,
 		Surface:         j.Surface,

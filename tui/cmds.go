@@ -129,7 +129,9 @@ type opDoneMsg struct {
 	taskID string
 	text   string
 	task   *core.Task // a created task, to select it
-	err    error
+	// question: the question an answer answered.
+	question string
+	err      error
 }
 
 // changesMsg: a task's change summary (its diff without the patch), for
@@ -349,7 +351,7 @@ func answerCmd(ctx context.Context, c api.QuestionClient, dialog int, id string,
 		case r.Delivered == "next_turn":
 			text += "; it is the task's next turn"
 		}
-		return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, text: text}
+		return opDoneMsg{op: opAnswer, dialog: dialog, taskID: id, text: text, question: r.QuestionID}
 	}
 }
 

@@ -180,6 +180,22 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 			addLong(st.badgeYou.Render("?you") + " asks you (a to answer): " + ask)
 		}
 	}
+	// The questions its subtasks asked it, while a person holds it: the
+	// one its escalation names first (ADR 0069).
+	if n := len(t.ChildQuestions); n > 0 {
+		head := st.badgeYou.Render("?you") + fmt.Sprintf(" %d from subtasks, a answers each in turn:", n)
+		if t.Assignee == nil || !t.Assignee.IsOperator() {
+			head = st.badgePar.Render("?subtasks") + fmt.Sprintf(" %d from its subtasks wait on %s:", n, assigneeLabel(t))
+		}
+		addLong(head)
+		for i, cq := range t.ChildQuestions {
+			line := fmt.Sprintf("%d. %s %s: %s", i+1, cq.TaskID, cq.Question.ID, firstPrompt(&cq.Question))
+			if cq.Named {
+				line += " (escalated)"
+			}
+			addLong(line)
+		}
+	}
 
 	title := wrap(oneLine(t.Title), w)
 	desc := paragraphs(t.Description, w)

@@ -64,45 +64,28 @@ type answerDialog struct {
 	parts  []answerPart
 	cur    int
 	hint   string // why the last key did nothing
-	// relayFor is the parent whose child's question (kind parent) was
-	// escalated to the operator: the answer goes to the child as the
-	// operator's message, the one way a person's word reaches it.
-	relayFor string
+	// holderFor is the parent, with the operator, whose subtask's question
+	// (kind parent) this answers in its place: the answer goes to the
+	// subtask as its parent's would (ADR 0069).
+	holderFor string
 }
 
-// newRelayDialog answers, from the parent, a child's question to it that
-// was escalated to the operator (issue 22: a on the parent said it had no
-// pending question). The engine lets only the parent's agent reply to the
-// question; a person's answer goes to the child as a message, which the
-// child reads as its next turn and which supersedes the question.
-func newRelayDialog(ui dialogUI, id int, parent, child *core.Task) *answerDialog {
-	d := newAnswerDialog(ui, id, child)
-	d.relayFor = parent.ID
+// newHolderDialog answers, for parent, which is with the operator, the
+// question q its subtask child asked it (issue 22: a on the parent said it
+// had no pending question; issue 38: it opened the wrong one). The answer
+// is the question's answer, as the parent's agent would give it.
+func newHolderDialog(ui dialogUI, id int, parent, child *core.Task, q core.QuestionInfo) *answerDialog {
+	d := newAnswerDialogFor(ui, id, child.ID, q)
+	d.holderFor = parent.ID
 	return d
 }
 
-// relayText is the message that carries the operator's answer to the
-// child: what it asked, and the answer to each part.
-func (d *answerDialog) relayText() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Your question %s to task %s was escalated to the operator, who answers:", d.q.ID, d.relayFor)
-	for i, p := range d.parts {
-		ans := strings.TrimSpace(p.input.Value())
-		if !p.typing() {
-			ans = p.item.Options[p.choice].Label
-		}
-		if len(d.parts) > 1 {
-			fmt.Fprintf(&b, "\n%d. %s: %s", i+1, oneLine(p.item.Prompt), ans)
-		} else {
-			fmt.Fprintf(&b, "\n%s: %s", oneLine(p.item.Prompt), ans)
-		}
-	}
-	return b.String()
+func newAnswerDialog(ui dialogUI, id int, t *core.Task) *answerDialog {
+	return newAnswerDialogFor(ui, id, t.ID, *t.PendingQuestion)
 }
 
-func newAnswerDialog(ui dialogUI, id int, t *core.Task) *answerDialog {
-	q := *t.PendingQuestion
-	d := &answerDialog{base: base{id: id}, taskID: t.ID, q: q}
+func newAnswerDialogFor(ui dialogUI, id int, taskID string, q core.QuestionInfo) *answerDialog {
+	d := &answerDialog{base: base{id: id}, taskID: taskID, q: q}
 	items := q.Questions
 	if len(items) == 0 {
 		items = []core.QuestionItem{{Prompt: q.Text}}
@@ -293,9 +276,6 @@ func (d *answerDialog) submit() action {
 		}
 	}
 	d.busy, d.err = true, ""
-	if d.relayFor != "" {
-		return messageTask{taskID: d.taskID, in: api.MessageInput{Text: d.relayText()}}
-	}
 	return answerTask{taskID: d.taskID, in: api.AnswerInput{QuestionID: d.q.ID, Answers: d.answers()}}
 }
 
@@ -306,9 +286,9 @@ func (d *answerDialog) view(ui dialogUI, w int) string {
 		title = fmt.Sprintf("Permission for task %s · question %s", d.taskID, d.q.ID)
 	}
 	lines := []string{st.boxTitle.Render(truncate(title, w)), ""}
-	if d.relayFor != "" {
-		lines[0] = st.boxTitle.Render(truncate(fmt.Sprintf("Answer task %s's question to task %s", d.taskID, d.relayFor), w))
-		lines = append(lines[:1], wrap(fmt.Sprintf("Escalated to you. Your answer goes to task %s as your message, which it reads next and which supersedes the question.", d.taskID), w)...)
+	if d.holderFor != "" {
+		lines[0] = st.boxTitle.Render(truncate(fmt.Sprintf("Answer task %s's question to task %s", d.taskID, d.holderFor), w))
+		lines = append(lines[:1], wrap(fmt.Sprintf("Task %s is with you: you answer question %s in its place, and task %s reads the answer next.", d.holderFor, d.q.ID, d.taskID), w)...)
 		lines = append(lines, "")
 	}
 	for i, p := range d.parts {

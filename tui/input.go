@@ -181,37 +181,50 @@ func (m *Model) answer() {
 		return
 	}
 	q := t.PendingQuestion
+	pending := q != nil && q.Status == core.QuestionPending && !m.answered[q.ID]
 	switch {
-	case (q == nil || q.Status != core.QuestionPending) && m.escalatedChildQuestion(t) != nil:
+	case !pending && t.Assignee != nil && t.Assignee.IsOperator() && len(m.childQuestions(t)) > 0:
+		// The parent is with you: its subtasks' questions are yours, the
+		// one its escalation names first, then the next (ADR 0069).
+		cq := m.childQuestions(t)[0]
 		m.setStatus("", false)
-		m.openDialog(newRelayDialog(m.dialogUI(), m.nextDialogID(), t, m.escalatedChildQuestion(t)))
-	case q == nil || q.Status != core.QuestionPending:
+		m.openDialog(newHolderDialog(m.dialogUI(), m.nextDialogID(), t, m.tasks.get(cq.TaskID), cq.Question))
+	case !pending:
 		m.setStatus(fmt.Sprintf("task %s has no pending question (w jumps to the next task waiting on you)", t.ID), true)
+	case q.Kind == core.QuestionParent && m.holdsParent(q):
+		m.setStatus("", false)
+		m.openDialog(newHolderDialog(m.dialogUI(), m.nextDialogID(), m.tasks.get(q.ParentTaskID), t, *q))
 	case q.Kind == core.QuestionParent:
-		m.setStatus(fmt.Sprintf("question %s is for task %s, the parent of %s: only it answers. m sends new input instead, which supersedes the question", q.ID, q.ParentTaskID, t.ID), true)
+		m.setStatus(fmt.Sprintf("question %s is for task %s, the parent of %s: only it answers, or you once it is with you. m sends new input instead, which supersedes the question", q.ID, q.ParentTaskID, t.ID), true)
 	default:
 		m.setStatus("", false)
 		m.openDialog(newAnswerDialog(m.dialogUI(), m.nextDialogID(), t))
 	}
 }
 
-// escalatedChildQuestion is the child of t whose question to t waits
-// while t is the operator's (its turn left the question unanswered and the
-// stall brought it to them), or nil.
-func (m *Model) escalatedChildQuestion(t *core.Task) *core.Task {
-	if !t.YourTurn {
+// holdsParent: the parent a parent question q was asked of is with you,
+// so you answer it in its place (ADR 0069).
+func (m *Model) holdsParent(q *core.QuestionInfo) bool {
+	p := m.tasks.get(q.ParentTaskID)
+	return p != nil && p.Assignee != nil && p.Assignee.IsOperator()
+}
+
+// childQuestions are the questions t's subtasks asked it that wait on the
+// person t is with (you, when it is yours), in the order they are answered
+// (core.ChildQuestionsOf: the one its escalation names first), less those
+// answered here already; nil for a task no person holds, whose agent
+// answers them.
+func (m *Model) childQuestions(t *core.Task) []core.ChildQuestion {
+	if !t.WithPerson() || t.Archived || t.Status.Terminal() {
 		return nil
 	}
+	var kids []*core.Task
 	for _, id := range m.tasks.kids[t.ID] {
-		c := m.tasks.get(id)
-		if c == nil || c.Archived {
-			continue
-		}
-		if q := c.PendingQuestion; q != nil && q.Status == core.QuestionPending && q.Kind == core.QuestionParent && q.ParentTaskID == t.ID {
-			return c
+		if c := m.tasks.get(id); c != nil && c.PendingQuestion != nil && !m.answered[c.PendingQuestion.ID] {
+			kids = append(kids, c)
 		}
 	}
-	return nil
+	return core.ChildQuestionsOf(t, kids)
 }
 
 func (m *Model) onFilterKey(msg tea.KeyMsg) tea.Cmd {

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/charmbracelet/bubbles/textinput"
@@ -99,6 +100,10 @@ type Model struct {
 	flash      string
 	flashTask  string
 	needLayout bool
+	// answered: the questions answered from this UI, so a, pressed again
+	// before the daemon's update of the subtask arrives, opens the next
+	// one rather than the one just answered.
+	answered map[string]bool
 }
 
 func newModel(ctx context.Context, client api.Client, opts Options, st styles) *Model {
@@ -697,6 +702,18 @@ func (m *Model) onOpDone(msg opDoneMsg) {
 	}
 	m.setStatus(msg.text, false)
 	switch {
+	case msg.op == opAnswer && msg.question != "":
+		if m.answered == nil {
+			m.answered = map[string]bool{}
+		}
+		m.answered[msg.question] = true
+		// More questions from subtasks waiting on the selected parent:
+		// say that a opens the next (ADR 0069).
+		if t := m.selectedTask(); t != nil && t.Assignee != nil && t.Assignee.IsOperator() {
+			if n := len(m.childQuestions(t)); n > 0 {
+				m.setStatus(fmt.Sprintf("%s · %d more from subtasks: a opens the next", msg.text, n), false)
+			}
+		}
 	case msg.op == opCreate && msg.task != nil:
 		t := *msg.task
 		if m.tasks.get(t.ID) == nil {

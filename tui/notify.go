@@ -28,6 +28,9 @@ func (m *Model) notifyYou(t *core.Task) tea.Cmd {
 	why := "needs you"
 	if asksYou(t) {
 		why = "asks you a question"
+	} else if len(t.ChildQuestions) > 0 {
+		// A subtask asked it while it is with you (ADR 0069).
+		why = "has a question from a subtask for you"
 	}
 	text := "task " + t.ID + " " + why + ": " + oneLine(t.Title)
 	m.flash, m.flashTask = text, t.ID

@@ -274,10 +274,13 @@ func TestTmuxDemoScenario(t *testing.T) {
 		t.Fatalf("engine state after stop: %+v %v", tk, err)
 	}
 
-	// An engine refusal is shown, not swallowed: answering a parent question.
+	// The root's agent left its child's question unanswered, so the root
+	// came to you: the child's question is yours to answer in its place,
+	// from the child's row too (ADR 0069).
+	s.waitRow(root.ID, "ESCALATED")
 	s.selectRow(asker.ID)
 	s.keys("a")
-	s.waitText("only it answers")
+	s.waitText("Answer task "+asker.ID+"'s question to task "+root.ID, "Which colour?")
 	s.keys("Escape")
 
 	// A bigger terminal: panes side by side, everything still in place.

@@ -544,36 +544,66 @@ func TestAnswerRefusals(t *testing.T) {
 }
 
 // TestAnswerEscalatedChildQuestionFromParent is issue 22's "a on the
-// parent": a child's question to its parent that the parent left
-// unanswered was escalated to the operator, and a on the parent said it
-// had no pending question. Now it opens the child's question, and the
-// answer goes to the child as the operator's message.
+// parent" and issue 38's "the wrong question": a parent escalated to the
+// operator for one subtask's question (q-par, kid002) while another
+// subtask's question (q-new, kid001) waits on it too. The detail pane
+// lists both, the named one first; a opens it, the answer goes to kid002
+// as the answer to its question; a then opens the next; the operator
+// answers in the parent's place (ADR 0069).
 func TestAnswerEscalatedChildQuestionFromParent(t *testing.T) {
 	tasks := demoTasks()
 	root := &tasks[0]
 	root.Assignee, root.YourTurn = &core.Ref{Kind: "person", Name: core.Operator}, true
-	root.Stalled = &core.Stall{Reason: "Stalled", From: core.ParseBy("role:claude"), Detail: "unanswered question q-par from subtask kid002", At: ago(time.Minute)}
+	root.Stalled = &core.Stall{Reason: "Stalled", From: core.ParseBy("role:claude"), Detail: "unanswered question q-par from subtask kid002",
+		QuestionID: "q-par", At: ago(time.Minute)}
 	tasks[2].PendingQuestion.Questions = []core.QuestionItem{{Prompt: "Which colour?", Options: []core.QuestionOption{{Label: "blue"}, {Label: "green"}}}}
+	// kid001's question is older than kid002's: without the escalation's
+	// name it would come first, which is issue 38's bug.
+	tasks[1].PendingQuestion = parentQuestion("q-new", "root01")
+	tasks[1].PendingQuestion.Questions = []core.QuestionItem{{Prompt: "Which size?"}}
+	tasks[1].PendingQuestion.AskedAt = ago(time.Hour)
 	f := newFake(tasks...)
-	d := newDriver(t, f, 80, 24)
+	d := newDriver(t, f, 120, 40)
 	d.selectTask("root01")
+	d.mustShow("?you 2 from subtasks, a answers each in turn:", "1. kid002 q-par: Which colour? (escalated)", "2. kid001 q-new: Which size?")
 	d.keys("a")
-	d.mustShow("Answer task kid002's question to task root01", "Escalated to you", "Which colour?", "1) blue", "3) other:")
+	d.mustShow("Answer task kid002's question to task root01", "Task root01 is with you: you answer question q-par in its place", "Which colour?", "1) blue", "3) other:")
 	d.keys("enter") // nothing chosen, nothing sent
-	if len(f.messages) != 0 {
-		t.Fatalf("enter with nothing chosen sent %+v", f.messages)
+	if len(f.answers) != 0 || len(f.messages) != 0 {
+		t.Fatalf("enter with nothing chosen sent %+v %+v", f.answers, f.messages)
 	}
 	d.keys("2", "enter")
-	if len(f.messages) != 1 || f.callCount("MessageTask kid002") != 1 {
-		t.Fatalf("messages %+v", f.messages)
+	if len(f.answers) != 1 || f.callCount("AnswerQuestion kid002") != 1 || len(f.messages) != 0 {
+		t.Fatalf("answers %+v messages %+v calls %v", f.answers, f.messages, f.calls)
 	}
-	want := "Your question q-par to task root01 was escalated to the operator, who answers:\nWhich colour?: green"
-	if got := f.messages[0]; got.Text != want || got.ReplyTo != "" {
-		t.Fatalf("message %+v, want text %q", got, want)
+	if got := f.answers[0]; got.QuestionID != "q-par" || len(got.Answers) != 1 || got.Answers[0] != "2" {
+		t.Fatalf("answer %+v", got)
 	}
 	if d.m.dialog != nil {
 		t.Fatal("the dialog should close")
 	}
+	d.mustShow("answered question q-par of task kid002", "1 more from subtasks: a opens the next")
+	// The daemon's update of kid002 has not come: a opens the next all
+	// the same, never the one just answered.
+	d.keys("a")
+	d.mustShow("Answer task kid001's question to task root01", "Which size?")
+	d.typeText("large")
+	d.keys("enter")
+	if len(f.answers) != 2 || f.callCount("AnswerQuestion kid001") != 1 || f.answers[1].QuestionID != "q-new" || f.answers[1].Answers[0] != "large" {
+		t.Fatalf("answers %+v calls %v", f.answers, f.calls)
+	}
+	d.keys("a")
+	d.mustShow("task root01 has no pending question")
+
+	// a on the subtask itself, while its parent is with you, opens its
+	// question too.
+	tasks = demoTasks()
+	tasks[0].Assignee = &core.Ref{Kind: "person", Name: core.Operator}
+	f = newFake(tasks...)
+	d = newDriver(t, f, 80, 24)
+	d.selectTask("kid002")
+	d.keys("a")
+	d.mustShow("Answer task kid002's question to task root01")
 
 	// A parent that is not the operator's: its child's question is its
 	// agent's to answer, as before.
@@ -585,6 +615,12 @@ func TestAnswerEscalatedChildQuestionFromParent(t *testing.T) {
 		t.Fatal("a parent that is not yours opens no dialog")
 	}
 	d.mustShow("has no pending question")
+	d.selectTask("kid002")
+	d.keys("a")
+	if d.m.dialog != nil {
+		t.Fatal("a subtask whose parent is not yours opens no dialog")
+	}
+	d.mustShow("only it answers")
 }
 
 func TestMessageWithInterrupt(t *testing.T) {

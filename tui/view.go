@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/kandev/kandev/core"
 )
 
 // Layout and drawing. View does work only for what is visible.
@@ -52,7 +54,25 @@ func (m *Model) logHeightIn(l layout) int {
 	if m.zoom {
 		return logHeight(len(zoomHeader(m.st, m.selectedTask(), l.detailW)), l.detail)
 	}
-	return logHeight(len(detailHeaderWith(m.st, m.selectedTask(), &m.changes, l.detailW, l.detail, m.now)), l.detail)
+	return logHeight(len(detailHeaderWith(m.st, m.detailTask(), &m.changes, l.detailW, l.detail, m.now)), l.detail)
+}
+
+// detailTask is the selected task as the detail pane shows it: with the
+// questions its subtasks asked it that wait on the person it is with
+// (ADR 0069), which the tasks the UI holds (summaries, events) do not
+// carry.
+func (m *Model) detailTask() *core.Task {
+	t := m.selectedTask()
+	if t == nil {
+		return nil
+	}
+	cqs := m.childQuestions(t)
+	if len(cqs) == 0 && len(t.ChildQuestions) == 0 {
+		return t
+	}
+	tc := *t
+	tc.ChildQuestions = cqs
+	return &tc
 }
 
 func (m *Model) dialogWidth() int { return clamp(m.w-6, 30, 76) }
@@ -90,7 +110,7 @@ func (m *Model) View() string {
 }
 
 func (m *Model) viewBody(l layout) []string {
-	task := m.selectedTask()
+	task := m.detailTask()
 	tree := m.tree.view(m.st, m.tasks, l.treeW, l.treeH, m.now, m.frame, !m.focusLog)
 	det := m.detail.view(m.st, task, &m.changes, l.detailW, l.detail, m.focusLog, m.now)
 	if l.wide {

@@ -81,6 +81,12 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 	} else if b, err = appendMarshal(b, t.PendingQuestion); err != nil {
 		return b, err
 	}
+	if len(t.ChildQuestions) != 0 {
+		b = append(b, `,"child_questions":`...)
+		if b, err = appendMarshal(b, t.ChildQuestions); err != nil {
+			return b, err
+		}
+	}
 	b = append(b, `,"assignee":`...)
 	if t.Assignee == nil {
 		b = append(b, "null"...)

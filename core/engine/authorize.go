@@ -264,9 +264,11 @@ func (az *authorizer) mayAnswer(a core.Actor, act Action, t core.Task, q questio
 		if err := az.may(a, act, t); err != nil {
 			return err
 		}
-		if q.Kind == core.QuestionParent {
+		// A parent question is the recorded parent's to answer, or, while
+		// a person holds the parent, that person's (ADR 0069).
+		if q.Kind == core.QuestionParent && !az.holdsParent(a, q) {
 			return core.Errorf(core.CodeForbidden,
-				"question %s is for task %s, the parent of task %s; only it may answer. To give task %s new input instead, send a message (kandev task message %s TEXT), which supersedes the question",
+				"question %s is for task %s, the parent of task %s; only it, or a person holding it, may answer. To give task %s new input instead, send a message (kandev task message %s TEXT), which supersedes the question",
 				q.QuestionID, q.ParentTaskID, t.ID, t.ID, t.ID)
 		}
 	case ActReply:
@@ -274,10 +276,10 @@ func (az *authorizer) mayAnswer(a core.Actor, act Action, t core.Task, q questio
 			return core.Errorf(core.CodeForbidden, "question %s is for the operator (kandev task answer %s); agents cannot answer it", q.QuestionID, t.ID)
 		}
 		// The parent that was asked, as recorded: only it knows what it
-		// was asked.
-		if !agentOf(a, q.ParentTaskID) {
+		// was asked; or the person it is with, who holds its work.
+		if !agentOf(a, q.ParentTaskID) && !az.holdsParent(a, q) {
 			return core.Errorf(core.CodeForbidden,
-				"only task %s, the direct parent that was asked, may answer question %s; to give task %s new input instead, send a message without reply_to_question_id",
+				"only task %s, the direct parent that was asked, or a person holding it, may answer question %s; to give task %s new input instead, send a message without reply_to_question_id",
 				q.ParentTaskID, q.QuestionID, t.ID)
 		}
 	default:
@@ -351,6 +353,16 @@ func (az *authorizer) above(a core.Actor, taskID string) bool {
 // ancestors.
 func (az *authorizer) inSubtree(a core.Actor, taskID string) bool {
 	return agentOf(a, taskID) || az.above(a, taskID)
+}
+
+// holdsParent: a is a person, and the parent a parent question q was
+// asked of is with them (ADR 0069).
+func (az *authorizer) holdsParent(a core.Actor, q questionMeta) bool {
+	if !personActs(a) || q.ParentTaskID == "" {
+		return false
+	}
+	p, ok := az.k.cached(q.ParentTaskID)
+	return ok && p.WithPerson() && az.holder(a, p)
 }
 
 // holder: t is with a: a person it was handed to, or an agent whose

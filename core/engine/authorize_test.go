@@ -344,8 +344,8 @@ func TestAuthorizeAnswer(t *testing.T) {
 	userQ := questionMeta{QuestionID: "q2", Kind: core.QuestionUser}
 	permQ := questionMeta{QuestionID: "q3", Kind: core.QuestionPermission}
 	const (
-		notAsked  = "only task p, the direct parent that was asked, may answer question q1; to give task c new input instead, send a message without reply_to_question_id"
-		forParent = "question q1 is for task p, the parent of task c; only it may answer. To give task c new input instead, send a message (kandev task message c TEXT), which supersedes the question"
+		notAsked  = "only task p, the direct parent that was asked, or a person holding it, may answer question q1; to give task c new input instead, send a message without reply_to_question_id"
+		forParent = "question q1 is for task p, the parent of task c; only it, or a person holding it, may answer. To give task c new input instead, send a message (kandev task message c TEXT), which supersedes the question"
 	)
 	forOperator := func(q string) string {
 		return "question " + q + " is for the operator (kandev task answer c); agents cannot answer it"
@@ -370,6 +370,29 @@ func TestAuthorizeAnswer(t *testing.T) {
 	}
 	// Any other action goes to may.
 	checkRefusal(t, "mayAnswer of a stop", e.auth.mayAnswer(agentActor("s"), ActStop, authC, userQ), stopC)
+
+	// While p is with the operator (escalated to them), the operator
+	// answers its child's question in its place, by either path; p's agent
+	// still may; nobody else, not another person (ADR 0069).
+	held := authP
+	held.Assignee = &core.Ref{Kind: core.RefPerson, Name: core.Operator}
+	e.k.cache.tasks["p"] = &held
+	for _, c := range []struct {
+		act  Action
+		want [relCount]string
+	}{
+		{ActReply, [relCount]string{notAsked, allowed, notAsked, notAsked, allowed, notAsked}},
+		{ActAnswer, [relCount]string{personAnswer, personAnswer, personAnswer, personAnswer, allowed, personAnswer}},
+	} {
+		for rel := 0; rel < relCount; rel++ {
+			err := e.auth.mayAnswer(relActors[rel], c.act, authC, parentQ)
+			checkRefusal(t, fmt.Sprintf("%s of a held parent's question, by c's %s", c.act, relNames[rel]), err, c.want[rel])
+		}
+	}
+	checkRefusal(t, "another person answers for a parent the operator holds", e.auth.mayAnswer(alice, ActAnswer, authC, parentQ), forParent)
+	held.Assignee = &core.Ref{Kind: core.RefPerson, Name: "alice"}
+	checkRefusal(t, "alice answers for a parent she holds", e.auth.mayAnswer(alice, ActAnswer, authC, parentQ), allowed)
+	checkRefusal(t, "the operator answers for a parent alice holds", e.auth.mayAnswer(operator, ActAnswer, authC, parentQ), forParent)
 }
 
 // A sandboxed agent cannot widen its own or its children's reach by

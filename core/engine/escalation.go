@@ -26,7 +26,7 @@ func (ch *Chain) stallCheck(ctx context.Context, taskID, role string, failed boo
 	// this read shows in the task read below as a queued turn (its notice),
 	// which holds the task. Read the other way round, a question asked
 	// between the reads was taken for one this task's turn ignored.
-	unanswered := ch.unansweredChildQuestion(ctx, taskID)
+	unanswered, qid := ch.unansweredChildQuestion(ctx, taskID)
 	// The store, not the cache: a handoff that committed a moment ago (and
 	// whose refresh has not run yet) must hold the task.
 	t, err := ch.k.storedTask(ctx, taskID)
@@ -53,26 +53,26 @@ func (ch *Chain) stallCheck(ctx context.Context, taskID, role string, failed boo
 	if unanswered == "" && (len(t.BlockedBy) > 0 || holding > 0) {
 		return // waits on subtasks or blockers; their finishing wakes it
 	}
-	cause := core.CauseTurnEnded
+	cause, named := core.CauseTurnEnded, ""
 	switch {
 	case failed:
 		detail, cause = core.StallFailedPrefix+detail, core.CauseRunFailed
 	case unanswered != "":
-		detail, cause = unanswered, core.CauseUnansweredQuestion
+		detail, cause, named = unanswered, core.CauseUnansweredQuestion, qid
 	case stalledKid != "":
 		detail, cause = stalledKid, core.CauseStalledSubtask
 	}
-	ch.escalate(ctx, t, role, detail, cause)
+	ch.escalate(ctx, t, role, detail, cause, named)
 }
 
 // unansweredChildQuestion describes the oldest pending question a child
-// addressed to taskID, or "". Questions live in message meta, their single
-// source of truth, so the store is asked, not the cache.
-func (ch *Chain) unansweredChildQuestion(ctx context.Context, taskID string) string {
+// addressed to taskID, and gives its id, or "". Questions live in message
+// meta, their single source of truth, so the store is asked, not the cache.
+func (ch *Chain) unansweredChildQuestion(ctx context.Context, taskID string) (string, string) {
 	pending, err := ch.k.db.PendingQuestions(ctx)
 	if err != nil {
 		ch.k.log.Error("read pending questions", "task", taskID, "err", err)
-		return ""
+		return "", ""
 	}
 	for _, m := range pending {
 		q, err := parseQuestion(m)
@@ -84,9 +84,9 @@ func (ch *Chain) unansweredChildQuestion(ctx context.Context, taskID string) str
 			title = " (" + c.Title + ")"
 		}
 		return fmt.Sprintf("%s%s from subtask %s%s: the turn ended without answering it (message_task_kandev with reply_to_question_id) or relaying it, and the subtask waits on it.\n\n%s",
-			core.StallUnansweredPrefix, q.QuestionID, m.TaskID, title, truncateRunes(m.Text, 1500))
+			core.StallUnansweredPrefix, q.QuestionID, m.TaskID, title, truncateRunes(m.Text, 1500)), q.QuestionID
 	}
-	return ""
+	return "", ""
 }
 
 // holdingSubtasks counts the open subtasks that hold taskID (their
@@ -140,8 +140,9 @@ func (ch *Chain) openSubtasks(taskID string) int {
 // the person who last handed it over, else its creator when a person; for a
 // task an agent created, the creating task's assignee is woken with the
 // report (see docs/decisions/0003-escalation-targets.md). With none of
-// these the task stays where it is and the daemon logs it.
-func (ch *Chain) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
+// these the task stays where it is and the daemon logs it. named is the
+// subtask's question the stall names (Stall.QuestionID), or "".
+func (ch *Chain) escalate(ctx context.Context, t core.Task, role, detail string, cause core.StallCause, named string) {
 	var target *core.Ref
 	if r, err := ch.roles.roleOf(ctx, role); err == nil {
 		target = roleFromStore(r).ReportsTo
@@ -165,28 +166,28 @@ func (ch *Chain) escalate(ctx context.Context, t core.Task, role, detail string,
 		}
 	}
 	if target != nil {
-		if _, err := ch.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: cause == core.CauseRunFailed, Cause: cause}); err != nil {
+		if _, err := ch.handoff(ctx, t, *target, roleRef(role), detail, &core.Stall{Reason: reason, Failed: cause == core.CauseRunFailed, Cause: cause, QuestionID: named}); err != nil {
 			ch.k.log.Error("escalate stalled task", "task", t.ID, "from", role, "to", target.String(), "err", err)
 		}
 		return
 	}
 	if t.CreatedBy.IsTask() {
 		if p, ok := ch.k.cached(t.CreatedBy.Name); ok && !p.Archived && !p.Status.Terminal() {
-			ch.reportStallToCreator(ctx, t, p, role, detail, cause)
+			ch.reportStallToCreator(ctx, t, p, role, detail, cause, named)
 			return
 		}
 	}
-	ch.markStuck(ctx, t, role, detail, cause)
+	ch.markStuck(ctx, t, role, detail, cause, named)
 }
 
 // markStuck records a stall that has nowhere to go (ADR 0007): the task
 // stays with its role, marked Stuck, and its queue waits for explicit
 // input from the operator (or its parent), which clears the mark.
-func (ch *Chain) markStuck(ctx context.Context, t core.Task, role, detail string, cause core.StallCause) {
+func (ch *Chain) markStuck(ctx context.Context, t core.Task, role, detail string, cause core.StallCause, named string) {
 	ch.k.log.Warn("stalled task has nowhere to go; it stays where it is, marked stuck", "task", t.ID, "role", role)
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: core.StallStuck, From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
-		Failed: cause == core.CauseRunFailed, Cause: cause})
+		Failed: cause == core.CauseRunFailed, Cause: cause, QuestionID: named})
 	err := ch.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(t.ID)
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
@@ -203,10 +204,10 @@ func (ch *Chain) markStuck(ctx context.Context, t core.Task, role, detail string
 
 // reportStallToCreator marks a stalled agent-created task and wakes the
 // creating task's assignee with the report. The task stays with its role.
-func (ch *Chain) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, cause core.StallCause) {
+func (ch *Chain) reportStallToCreator(ctx context.Context, t, creator core.Task, role, detail string, cause core.StallCause, named string) {
 	now := time.Now().UTC()
 	stalled := stallJSON(core.Stall{Reason: "Stalled", From: core.ByRef(core.RoleRef(role)), Detail: truncateRunes(detail, 2000), At: now,
-		Failed: cause == core.CauseRunFailed, Cause: cause})
+		Failed: cause == core.CauseRunFailed, Cause: cause, QuestionID: named})
 	report := prompt.StallReport{ChildID: t.ID, ChildTitle: t.Title, Role: role, Why: stallWhy(cause), Detail: detail}
 	err := ch.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {

@@ -285,7 +285,8 @@ func (ch *Chain) handoffTx(ctx context.Context, tx *store.Tx, c *changes, t core
 	}
 	stalled := ""
 	if reason != "" {
-		stalled = stallJSON(core.Stall{Reason: reason, From: core.ByRef(from), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed, Cause: stall.Cause})
+		stalled = stallJSON(core.Stall{Reason: reason, From: core.ByRef(from), Detail: truncateRunes(message, 2000), At: now, Failed: stall.Failed, Cause: stall.Cause,
+			QuestionID: stall.QuestionID})
 	}
 	if err := tx.SetStalled(ctx, t.ID, stalled, now); err != nil {
 		return "", err

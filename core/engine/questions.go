@@ -194,14 +194,15 @@ func (qs *Questions) resolveQuestion(ctx context.Context, tx *store.Tx, m store.
 	return tx.CompareAndSetMeta(ctx, m.Seq, "$.status", string(core.QuestionPending), string(b), now)
 }
 
-// afterResolve tells a waiting call and withdraws an undelivered question
-// prompt from the parent's queue.
+// afterResolve withdraws an undelivered question prompt from the parent's
+// queue: whatever resolved the question (an answer from the person holding
+// the parent, new input, a stop), the parent's agent must not be asked it.
 func (qs *Questions) afterResolve(ctx context.Context, tx *store.Tx, m store.Message, d answerDelivery) error {
 	q, err := parseQuestion(m)
 	if err != nil {
 		return err
 	}
-	if q.Kind == core.QuestionParent && q.ParentTaskID != "" && d.status != core.QuestionAnswered {
+	if q.Kind == core.QuestionParent && q.ParentTaskID != "" {
 		items, err := tx.Queue(ctx, q.ParentTaskID)
 		if err != nil {
 			return err

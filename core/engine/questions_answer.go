@@ -31,6 +31,9 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in api.Answ
 	}
 	m, err := qs.k.db.PendingQuestion(ctx, t.ID)
 	if errors.Is(err, store.ErrNotFound) {
+		if cq, ok := qs.childQuestion(t, in.QuestionID); ok {
+			return qs.answerOfChild(ctx, cq, in)
+		}
 		return qs.noPendingQuestion(ctx, t, in)
 	}
 	if err != nil {
@@ -41,6 +44,9 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in api.Answ
 		return api.AnswerResult{}, mapStoreErr(err, "question of "+t.ID)
 	}
 	if in.QuestionID != "" && in.QuestionID != q.QuestionID {
+		if cq, ok := qs.childQuestion(t, in.QuestionID); ok {
+			return qs.answerOfChild(ctx, cq, in)
+		}
 		return api.AnswerResult{}, core.Errorf(core.CodeConflict, "task %s's pending question is %s, not %s", t.ID, q.QuestionID, in.QuestionID)
 	}
 	if err := qs.mayAnswer(actor, ActAnswer, t, q); err != nil {
@@ -48,6 +54,19 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in api.Answ
 	}
 	if q.Kind == core.QuestionPermission {
 		return qs.answerPermission(ctx, t, m, q, in)
+	}
+	if q.Kind == core.QuestionParent {
+		// The person holding the parent answers in its place (mayAnswer):
+		// an answer as the parent's would be, to the child.
+		answers, err := answerTexts(q.Questions, in)
+		if err != nil {
+			return api.AnswerResult{}, err
+		}
+		status, err := qs.answerChildQuestion(ctx, t, m, q, answerText(answers))
+		if err != nil {
+			return api.AnswerResult{}, err
+		}
+		return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: status, Delivered: "next_turn"}, nil
 	}
 	answers, err := answerTexts(q.Questions, in)
 	if err != nil {
@@ -97,6 +116,29 @@ func (qs *Questions) AnswerQuestion(ctx context.Context, ref string, in api.Answ
 		qs.k.announce(handed)
 	}
 	return api.AnswerResult{TaskID: t.ID, QuestionID: q.QuestionID, Status: "answered", Delivered: delivered}, nil
+}
+
+// childQuestion is the question one of parent's subtasks asked it that an
+// answer given on parent takes (ADR 0069): while a person holds parent,
+// the one named qid, or with none named the first of ChildQuestionsOf's
+// order, the one parent's escalation names.
+func (qs *Questions) childQuestion(parent core.Task, qid string) (core.ChildQuestion, bool) {
+	if !parent.WithPerson() {
+		return core.ChildQuestion{}, false
+	}
+	for _, cq := range qs.k.childQuestions(&parent) {
+		if qid == "" || cq.Question.ID == qid {
+			return cq, true
+		}
+	}
+	return core.ChildQuestion{}, false
+}
+
+// answerOfChild answers, given on its parent, a subtask's question: as
+// AnswerQuestion on the subtask, for that question alone.
+func (qs *Questions) answerOfChild(ctx context.Context, cq core.ChildQuestion, in api.AnswerInput) (api.AnswerResult, error) {
+	in.QuestionID = cq.Question.ID
+	return qs.AnswerQuestion(ctx, cq.TaskID, in)
 }
 
 // userAnswer is the operator's answer to a user question as

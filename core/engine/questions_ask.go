@@ -43,7 +43,31 @@ func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, 
 		return api.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s (%s); it can no longer be answered", qid, q.Status, q.Resolution).
 			WithDetails(map[string]any{"question_id": qid, "status": q.Status, "resolution": q.Resolution})
 	}
+	status, err := qs.answerChildQuestion(ctx, child, m, q, text)
+	if err != nil {
+		return api.MessageResult{}, err
+	}
+	return api.MessageResult{TaskID: child.ID, Status: status, QuestionID: qid}, nil
+}
+
+// answerChildQuestion answers child's parent question m (q) exactly once,
+// for the actor in ctx (the parent's agent, or the person holding the
+// parent): the claim, the answer queued at the front of the child's queue,
+// the parent's undelivered notice of it withdrawn and the answer noted, in
+// one transaction. It reports "answered", or "already_answered" when an
+// answer won the race.
+func (qs *Questions) answerChildQuestion(ctx context.Context, child core.Task, m store.Message, q questionMeta, text string) (string, error) {
+	actor := core.ActorFrom(ctx)
+	qid := q.QuestionID
 	now := time.Now().UTC()
+	a := prompt.Answer{ParentTaskID: q.ParentTaskID, QuestionID: qid, Text: text}
+	if personActs(actor) {
+		// The person the parent is with answers: the child is told who.
+		a.Holder = "person " + actor.Name
+		if r, ok := actor.Ref(); ok && r.IsOperator() {
+			a.Holder = "the operator"
+		}
+	}
 	claimed := false
 	c, err := qs.k.tx(ctx, func(tx *store.Tx, c *changes) error {
 		ok, err := qs.resolveQuestion(ctx, tx, m, core.QuestionAnswered, "", &answerMeta{Text: text, By: actor.String(), At: now})
@@ -51,8 +75,13 @@ func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, 
 			return err
 		}
 		claimed = true
-		if _, err = tx.Enqueue(ctx, answerItem(child.ID, actor.String(), prompt.Answer{ParentTaskID: q.ParentTaskID, QuestionID: qid, Text: text},
+		if _, err = tx.Enqueue(ctx, answerItem(child.ID, actor.String(), a,
 			map[string]any{"session_id": q.AskedSession}, now)); err != nil {
+			return err
+		}
+		// A notice still queued on the parent (it arrived while the parent
+		// was with a person) must not ask its agent later.
+		if err := qs.afterResolve(ctx, tx, m, answerDelivery{status: core.QuestionAnswered}); err != nil {
 			return err
 		}
 		note, err := tx.InsertMessage(ctx, store.Message{TaskID: child.ID, Kind: string(core.MsgAnswer), Author: actor.String(), Text: text,
@@ -63,25 +92,28 @@ func (qs *Questions) replyToQuestion(ctx context.Context, child core.Task, qid, 
 		c.addMessage(note)
 		c.question(m.Seq)
 		c.wake(child.ID)
+		if q.ParentTaskID != "" {
+			c.touch(q.ParentTaskID)
+		}
 		return nil
 	})
 	if err != nil {
-		return api.MessageResult{}, mapStoreErr(err, "answer to "+qid)
+		return "", mapStoreErr(err, "answer to "+qid)
 	}
 	if !claimed {
 		// Lost the race to another resolution; report what won.
 		cur, err := qs.k.db.GetMessage(ctx, m.Seq)
 		if err == nil {
 			if cq, err := parseQuestion(cur); err == nil && cq.Status == core.QuestionAnswered {
-				return api.MessageResult{TaskID: child.ID, Status: "already_answered", QuestionID: qid}, nil
+				return "already_answered", nil
 			} else if err == nil {
-				return api.MessageResult{}, core.Errorf(core.CodeConflict, "question %s is %s; it can no longer be answered", qid, cq.Status)
+				return "", core.Errorf(core.CodeConflict, "question %s is %s; it can no longer be answered", qid, cq.Status)
 			}
 		}
-		return api.MessageResult{}, core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
+		return "", core.Errorf(core.CodeConflict, "question %s changed while answering; read it again", qid)
 	}
 	qs.k.announce(c)
-	return api.MessageResult{TaskID: child.ID, Status: "answered", QuestionID: qid}, nil
+	return "answered", nil
 }
 
 // askUser records (or re-attaches to) the task's user question and waits
@@ -262,9 +294,26 @@ func (qs *Questions) askParent(ctx context.Context, actor core.Actor, args capab
 			"message": "You already have a pending question; end your turn now and wait for the answer."}, nil
 	}
 	qs.k.announce(c)
+	qs.tellHolder(parentID)
 	qs.endTurnForQuestion(actor.SessionID)
 	return map[string]any{"question_id": q.QuestionID, "status": "waiting_for_parent", "parent_task_id": parentID,
 		"message": "Question recorded and sent to your parent task. End your turn now: the answer arrives as your next message."}, nil
+}
+
+// tellHolder: a question that arrives while its parent is with a person
+// is that person's at once, not a notice in a queue nobody runs (ADR
+// 0069). The parent is announced as needing them, with its subtasks'
+// questions, so the daemon's notification and the TUI's bell say so.
+func (qs *Questions) tellHolder(parentID string) {
+	p, ok := qs.k.cached(parentID)
+	if !ok || !p.WithPerson() || p.Archived || p.Status.Terminal() {
+		return
+	}
+	p.ChildQuestions = qs.k.childQuestions(&p)
+	if len(p.ChildQuestions) == 0 {
+		return
+	}
+	qs.k.bus.Publish(core.Event{Type: core.EventNeedsYou, TaskID: p.ID, Task: &p})
 }
 
 // endTurnForQuestion ends the asking turn shortly after the tool result is

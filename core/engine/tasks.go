@@ -248,8 +248,25 @@ func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 	if err == nil {
 		// A subtree shares its root's budget: the one that binds is shown.
 		t.Budget = ts.spend.governingBudget(t)
+		t.ChildQuestions = ts.k.childQuestions(&t)
 	}
 	return t, err
+}
+
+// childQuestions lists the pending questions t's subtasks asked it, in the
+// order a person holding t answers them (core.ChildQuestionsOf, ADR 0069),
+// from the cache: a question and its task's refresh commit together.
+func (k *kernel) childQuestions(t *core.Task) []core.ChildQuestion {
+	cv := k.cache.rlock()
+	kids := make([]*core.Task, 0, len(cv.children[t.ID]))
+	for _, id := range cv.children[t.ID] {
+		if c := cv.tasks[id]; c != nil && c.PendingQuestion != nil {
+			cc := *c
+			kids = append(kids, &cc)
+		}
+	}
+	cv.runlock()
+	return core.ChildQuestionsOf(t, kids)
 }
 
 // EditTask serves api.Client's operation of that name. Naming autopilot at all is refused.

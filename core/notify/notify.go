@@ -81,6 +81,22 @@ func FromTask(t *core.Task, at time.Time) Event {
 			text = q.Tool.Title
 		}
 		ev.Text = bound(textsafe.Line(text), textMax)
+	case len(t.ChildQuestions) > 0:
+		// A subtask asked it while a person holds it (ADR 0069): the
+		// newest question is the news.
+		cq := t.ChildQuestions[0]
+		for _, c := range t.ChildQuestions[1:] {
+			if c.Question.AskedAt.After(cq.Question.AskedAt) {
+				cq = c
+			}
+		}
+		ev.Text = bound(textsafe.Line("subtask "+cq.TaskID+" asks: "+cq.Question.Text), textMax)
+		whom := "you"
+		if t.Assignee != nil && !t.Assignee.IsOperator() {
+			whom = textsafe.Line(t.Assignee.Name)
+		}
+		ev.Summary = "task " + ev.TaskID + " has a question from subtask " + textsafe.Line(cq.TaskID) + " for " + whom + ": " + ev.Title
+		return ev
 	case t.Stalled != nil:
 		ev.Text = bound(textsafe.Line(t.Stalled.Detail), textMax)
 	}

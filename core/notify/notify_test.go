@@ -175,3 +175,25 @@ func TestEscape(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+// A parent with a person that a subtask asks (ADR 0069): the notification
+// names the subtask and its newest question, cleaned, and whom it is for.
+func TestFromTaskChildQuestion(t *testing.T) {
+	op := core.OperatorRef()
+	at := time.Unix(1700000000, 0)
+	p := &core.Task{ID: "p1", Title: "plan", Status: core.StatusInProgress, Assignee: &op, YourTurn: true,
+		Stalled: &core.Stall{Reason: "Stalled", Detail: "unanswered question qb from subtask b", QuestionID: "qb"},
+		ChildQuestions: []core.ChildQuestion{
+			{TaskID: "b", Named: true, Question: core.QuestionInfo{ID: "qb", Text: "Which database?", AskedAt: at}},
+			{TaskID: "a", Question: core.QuestionInfo{ID: "qa", Text: "Which size?\x1b[31m", AskedAt: at.Add(time.Minute)}},
+		}}
+	ev := FromTask(p, at)
+	if ev.Summary != "task p1 has a question from subtask a for you: plan" || ev.Text != "subtask a asks: Which size?" || ev.TaskID != "p1" {
+		t.Fatalf("event %+v", ev)
+	}
+	alice := core.Ref{Kind: core.RefPerson, Name: "alice"}
+	p.Assignee = &alice
+	if ev := FromTask(p, at); ev.Summary != "task p1 has a question from subtask a for alice: plan" {
+		t.Fatalf("for alice: %+v", ev)
+	}
+}

@@ -83,8 +83,11 @@ type Question struct {
 // (ParentTaskID) or from the operator.
 type Answer struct {
 	ParentTaskID string `json:"parent_task_id,omitempty"`
-	QuestionID   string `json:"question_id"`
-	Text         string `json:"text"`
+	// Holder is the person the parent task is with, who answered in its
+	// place (ADR 0069); "" when the parent's agent did.
+	Holder     string `json:"holder,omitempty"`
+	QuestionID string `json:"question_id"`
+	Text       string `json:"text"`
 }
 
 // StallReport tells the task that created a subtask that the subtask's

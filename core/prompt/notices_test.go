@@ -24,6 +24,8 @@ func TestNotices(t *testing.T) {
 				"Only you can answer; the child waits until you do."},
 		{NoticeAnswer, Answer{ParentTaskID: "p1", QuestionID: "q1", Text: "right"},
 			"[kandev:answer] Your parent task p1 answered your question q1:\n\nright\n\nquestion_id: q1"},
+		{NoticeAnswer, Answer{ParentTaskID: "p1", Holder: "the operator", QuestionID: "q3", Text: "up"},
+			"[kandev:answer] Your parent task p1 is with the operator, who answered your question q3 in its place:\n\nup\n\nquestion_id: q3"},
 		{NoticeAnswer, Answer{QuestionID: "q2", Text: "left"},
 			"[kandev:answer] The operator answered your question q2:\n\nleft\n\nquestion_id: q2"},
 		{NoticeStallReport, StallReport{ChildID: "c1", ChildTitle: "child", Role: "dev", Why: WhyFailed, Detail: "run failed: boom"},
