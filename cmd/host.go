@@ -26,9 +26,14 @@ per host (its control socket under the kandev home) and its own directory there
 	return c
 }
 
-// hostClient is the daemon's host surface.
-func hostClient(ctx context.Context, f *Factory) (api.HostClient, error) {
-	client, err := f.Client(ctx)
+// hostClient is the daemon's host surface; a command that only reads
+// (list, show, check) never starts the daemon.
+func hostClient(ctx context.Context, f *Factory, read bool) (api.HostClient, error) {
+	connect := f.Client
+	if read {
+		connect = f.ReadClient
+	}
+	client, err := connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func NewCmdHostAdd(f *Factory, runF func(*HostAddOptions) error) *cobra.Command 
 
 func hostAddRun(ctx context.Context, opts *HostAddOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, false)
 	if err != nil {
 		return err
 	}
@@ -118,7 +123,7 @@ func NewCmdHostList(f *Factory, runF func(*HostListOptions) error) *cobra.Comman
 
 func hostListRun(ctx context.Context, opts *HostListOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, true)
 	if err != nil {
 		return err
 	}
@@ -179,7 +184,7 @@ func NewCmdHostShow(f *Factory, runF func(*HostShowOptions) error) *cobra.Comman
 
 func hostShowRun(ctx context.Context, opts *HostShowOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, true)
 	if err != nil {
 		return err
 	}
@@ -228,7 +233,7 @@ the host cannot be reached, with ssh's own error.`,
 
 func hostCheckRun(ctx context.Context, opts *HostCheckOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, true)
 	if err != nil {
 		return err
 	}
@@ -317,7 +322,7 @@ func NewCmdHostEdit(f *Factory, runF func(*HostEditOptions) error) *cobra.Comman
 
 func hostEditRun(ctx context.Context, opts *HostEditOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, false)
 	if err != nil {
 		return err
 	}
@@ -364,7 +369,7 @@ func NewCmdHostRemove(f *Factory, runF func(*HostRemoveOptions) error) *cobra.Co
 
 func hostRemoveRun(ctx context.Context, opts *HostRemoveOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, false)
 	if err != nil {
 		return err
 	}

@@ -126,7 +126,7 @@ func NewCmdProfileList(f *Factory, runF func(*ProfileListOptions) error) *cobra.
 
 func profileListRun(ctx context.Context, opts *ProfileListOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -176,7 +176,7 @@ TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH or PRIVATE, in any case) print
 
 func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,9 @@ func runTUI(ctx context.Context, f *Factory) error {
 	if !isTerminal(f.IO.In) || !isTerminal(f.IO.Out) {
 		return usagef("kandev's UI needs a terminal; for scripts use the commands (kandev task list --json, kandev --help)")
 	}
+	// Which runs a daemon started here resumed is said on the UI's status
+	// line: stderr would be under its screen.
+	f.quietResumed = true
 	client, err := f.Client(ctx)
 	if err != nil {
 		return err
@@ -27,9 +30,10 @@ func runTUI(ctx context.Context, f *Factory) error {
 	}
 	cwd, _ := os.Getwd()
 	return tui.Run(ctx, client, tui.Options{
-		CWD: cwd,
-		In:  f.IO.In,
-		Out: f.IO.Out,
+		CWD:    cwd,
+		Notice: f.resumedNotice,
+		In:     f.IO.In,
+		Out:    f.IO.Out,
 		Reconnect: func(ctx context.Context) (api.Client, error) {
 			return daemonclient.Connect(ctx, home, f.Executable)
 		},

@@ -130,7 +130,7 @@ func waitRun(parent context.Context, opts *WaitOptions) (err error) {
 		defer cancel()
 	}
 	defer func() { err = f.waitCut(parent, ctx, id, timeout, err) }()
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

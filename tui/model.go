@@ -127,6 +127,10 @@ func (m *Model) Init() tea.Cmd {
 	if m.tickEvery > 0 {
 		cmds = append(cmds, tickCmd(m.after, m.tickEvery))
 	}
+	if text := m.opts.Notice; text != "" {
+		m.flash = text
+		cmds = append(cmds, m.after(noticeFor, func(time.Time) tea.Msg { return flashEndMsg{text: text} }))
+	}
 	return tea.Batch(cmds...)
 }
 

@@ -31,6 +31,9 @@ type Options struct {
 	// stays stopped: the UI says so and Reconnect runs only when the
 	// operator asks for it (R).
 	Attach func(context.Context) (api.Client, error)
+	// Notice is said once on the status line at start, for noticeFor:
+	// which interrupted runs the daemon the UI started resumed.
+	Notice string
 	// CWD is the working directory of tasks created from the UI.
 	CWD string
 	// In and Out default to the process's stdin and stdout.

@@ -467,6 +467,15 @@ type VersionInfo struct {
 	// Running counts the tasks running as kandev status and the TUI count
 	// them (core.Task.Running).
 	Running int `json:"running"`
+	// Resumed are the interrupted runs the daemon resumed by itself when
+	// it started (none with --no-resume).
+	Resumed []ResumedRun `json:"resumed,omitempty"`
+}
+
+// ResumedRun is an interrupted run a daemon resumed at its start.
+type ResumedRun struct {
+	TaskID string `json:"task_id"`
+	Title  string `json:"title,omitempty"`
 }
 
 // ToolHost serves the MCP tools of kandev's sessions. The daemon puts the
