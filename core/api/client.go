@@ -575,6 +575,11 @@ type PullRequestInput struct {
 	Remote string `json:"remote,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Draft  bool   `json:"draft,omitempty"`
+	// Path is the PATH of the command that asked (the CLI's, the UI's):
+	// the daemon looks gh (glab) up there and runs it with it, so a CLI
+	// installed after the daemon started is found. "" is the daemon's own
+	// PATH; an agent's tool call always gets that one (ADR 0071).
+	Path string `json:"path,omitempty"`
 }
 
 // PullRequestResult is the pull request opened for a task.
