@@ -218,8 +218,9 @@ func NewCmdHostCheck(f *Factory, runF func(*HostCheckOptions) error) *cobra.Comm
 		Short: "Connect to a host and report what it has",
 		Long: `Connect to a host and report what it has: kandev's own binary there (its version, and
 whether it is this one, by hash: it is copied when a task starts otherwise), git, the agent
-CLI of each profile, bubblewrap, docker and podman, and its free agent slots. Exits non-zero when
-the host cannot be reached, with ssh's own error.`,
+CLI of each profile, bubblewrap, docker (and whether its daemon answers docker info) and
+podman, and its free agent slots. Exits non-zero when the host cannot be reached, with ssh's
+own error and, for a host key ssh does not know or that changed, how to check and add it.`,
 		Args: exactArgs(1, "the host NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -270,8 +271,15 @@ func printHostCheck(f *Factory, r api.HostCheck) {
 			k += ", another binary (replaced when a task starts)"
 		}
 	}
+	docker := found(r.Docker)
+	switch {
+	case r.DockerDown != "":
+		docker += " (its daemon does not answer: " + r.DockerDown + "; docker tasks cannot run there until it does)"
+	case r.DockerServer != "":
+		docker += " (daemon " + r.DockerServer + ")"
+	}
 	fmt.Fprintf(f.IO.Out, "host:    %s (reachable)\nkandev:  %s\n         %s\ngit:     %s\nbwrap:   %s\ndocker:  %s\npodman:  %s\n",
-		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), found(r.Docker), found(r.Podman))
+		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), docker, found(r.Podman))
 	slots := "no bound"
 	if r.FreeSlots >= 0 {
 		slots = fmt.Sprintf("%d of %d free", r.FreeSlots, r.MaxAgents)
