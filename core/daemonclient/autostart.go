@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -110,9 +112,12 @@ func ConnectRunning(ctx context.Context, home core.Home) (*Client, error) {
 	deadline := time.Now().Add(StartTimeout)
 	c := Dial(home.Socket())
 	for wait := 5 * time.Millisecond; ; {
-		if _, held, err := lockHolder(home); err != nil || !held {
+		if !serving(home) {
 			c.Close()
 			return nil, NotRunning(home)
+		}
+		if waitingForStart != nil {
+			waitingForStart()
 		}
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		err := c.Ping(pctx)
@@ -134,6 +139,32 @@ func ConnectRunning(ctx context.Context, home core.Home) (*Client, error) {
 			wait *= 2
 		}
 	}
+}
+
+// waitingForStart, when set (tests), is called each time ConnectRunning
+// finds a daemon starting that does not answer yet.
+var waitingForStart func()
+
+// serving reports whether the pid the home's lock file names is a live
+// kandev serve: a daemon that holds the home and is still recovering. It
+// never takes the lock (lockHolder does, for an instant, and a daemon
+// starting in that instant would lose it), so a read racing a write's
+// start cannot make that start fail.
+func serving(home core.Home) bool {
+	b, err := os.ReadFile(home.Lock())
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 1 && slices.Contains(args[1:], "serve")
 }
 
 // maxSocketPath is the longest unix socket path Linux accepts.
