@@ -3,22 +3,79 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemonclient"
 )
 
 // NewCmdDaemon groups the daemon's lifecycle verbs. None of them starts a
-// daemon except restart.
+// daemon except start and restart.
 func NewCmdDaemon(f *Factory) *cobra.Command {
-	c := group("daemon", "Show, stop or restart the kandev daemon",
-		`The daemon (kandev serve) holds the task tree and runs the agents. Any command that needs it
-starts it in the background; these commands look at it without starting it, stop it, or
-restart it.`)
-	c.AddCommand(NewCmdDaemonStatus(f, nil), NewCmdDaemonStop(f, nil), NewCmdDaemonRestart(f, nil))
+	c := group("daemon", "Show, start, stop or restart the kandev daemon",
+		`The daemon (kandev serve) holds the task tree and runs the agents. A command that changes
+work (task create, start, message, answer, …) and the UI start it in the background when none
+runs; a command that only reads (task list, task show, task log, wait, status, …) never does,
+so a daemon stopped with kandev daemon stop stays stopped until one of those or
+kandev daemon start. A daemon that starts resumes the runs the last one's exit cut short,
+and the command that started it names them on stderr (the UI on its status line).`)
+	c.AddCommand(NewCmdDaemonStatus(f, nil), NewCmdDaemonStart(f, nil), NewCmdDaemonStop(f, nil), NewCmdDaemonRestart(f, nil))
 	return c
+}
+
+// DaemonStartOptions are `daemon start`'s inputs.
+type DaemonStartOptions struct {
+	F *Factory
+}
+
+// NewCmdDaemonStart builds `kandev daemon start`.
+func NewCmdDaemonStart(f *Factory, runF func(*DaemonStartOptions) error) *cobra.Command {
+	opts := &DaemonStartOptions{F: f}
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start the daemon in the background, unless one runs",
+		Long: `Start the home's daemon in the background (kandev serve --background), unless one runs already,
+and say its pid. The runs the last daemon's exit cut short are resumed, and named on stderr
+(kandev serve --no-resume, or KANDEV_NO_RESUME=1, leaves them for an explicit start).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
+			return daemonStartRun(c.Context(), opts)
+		},
+	}
+}
+
+func daemonStartRun(ctx context.Context, opts *DaemonStartOptions) error {
+	f := opts.F
+	home, err := f.ResolveHome()
+	if err != nil {
+		return err
+	}
+	before, err := daemonclient.Probe(ctx, home)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Client(ctx); err != nil {
+		return err
+	}
+	st, err := daemonclient.Probe(ctx, home)
+	if err != nil {
+		return err
+	}
+	if f.JSON {
+		return f.printJSON(st)
+	}
+	if before.Running {
+		fmt.Fprintf(f.IO.ErrOut, "The kandev daemon already runs (pid %d)\n", st.PID)
+	} else if f.resumedNotice == "" {
+		fmt.Fprintf(f.IO.ErrOut, "Started the kandev daemon (pid %d)\n", st.PID)
+	}
+	return nil
 }
 
 // DaemonStatusOptions are `daemon status`'s inputs.
@@ -63,6 +120,15 @@ func daemonStatusRun(ctx context.Context, opts *DaemonStatusOptions) error {
 	return nil
 }
 
+// resumedList names the runs a daemon resumed at its start.
+func resumedList(rs []api.ResumedRun) string {
+	var parts []string
+	for _, r := range rs {
+		parts = append(parts, r.TaskID)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func printDaemonStatus(f *Factory, st daemonclient.Status) {
 	switch {
 	case !st.Running:
@@ -77,6 +143,9 @@ func printDaemonStatus(f *Factory, st daemonclient.Status) {
 		// "running" means what kandev status and the TUI count; the
 		// processes include agents idle between turns.
 		fmt.Fprintf(f.IO.Out, "tasks:    %d running\nagents:   %d processes\n", st.RunningTasks, st.LiveRuns)
+		if len(st.Resumed) > 0 {
+			fmt.Fprintf(f.IO.Out, "resumed:  %s (interrupted runs it resumed at its start)\n", resumedList(st.Resumed))
+		}
 	}
 	fmt.Fprintf(f.IO.Out, "home:     %s\nsocket:   %s\n", st.Home, st.Socket)
 }
@@ -163,11 +232,10 @@ func daemonRestartRun(ctx context.Context, opts *DaemonRestartOptions) error {
 	if err != nil {
 		return err
 	}
-	client, err := daemonclient.Connect(ctx, home, f.Executable)
-	if err != nil {
+	// Through the factory: the runs the new daemon resumed are named.
+	if _, err := f.Client(ctx); err != nil {
 		return err
 	}
-	client.Close()
 	st, err := daemonclient.Probe(ctx, home)
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ func NewCmdEvents(f *Factory, runF func(*EventsOptions) error) *cobra.Command {
 
 func eventsRun(ctx context.Context, opts *EventsOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

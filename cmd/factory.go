@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,28 @@ type Factory struct {
 	// rawOut is stdout before cleaning: a command that cleans its text
 	// itself writes its own colours there (task diff on a terminal).
 	rawOut io.Writer
+	// resumedNotice says which runs the daemon this process started
+	// resumed ("" when it started none, or none resumed); quietResumed
+	// keeps it off stderr for a front end that shows it itself (the TUI).
+	resumedNotice string
+	quietResumed  bool
+}
+
+// resumedNotice names the runs a daemon resumed by itself at its start.
+func resumedNotice(v api.VersionInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "started the kandev daemon (pid %d); it resumed %d interrupted %s:", v.PID, len(v.Resumed), plural(len(v.Resumed), "run", "runs"))
+	for i, r := range v.Resumed {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(" " + r.TaskID)
+		if r.Title != "" {
+			fmt.Fprintf(&b, " %q", truncate(r.Title, 40))
+		}
+	}
+	b.WriteString(" (kandev daemon stop halts them)")
+	return b.String()
 }
 
 // rawStreams is the annotation of a command whose streams carry a
@@ -98,9 +121,22 @@ func (f *Factory) ResolveHome() (core.Home, error) {
 	return core.ResolveHome(f.Home)
 }
 
-// Client connects to the home's daemon, starting it if needed. Commands
+// Client connects to the home's daemon, starting it if needed: the
+// connection of a command that changes work. A daemon it starts that
+// resumes interrupted runs is said on stderr, once, naming them. Commands
 // see only api.Client: what they need beyond it they ask for by interface.
 func (f *Factory) Client(ctx context.Context) (api.Client, error) {
+	return f.connect(ctx, true)
+}
+
+// ReadClient connects to the home's daemon and never starts one: the
+// connection of every command that only reads (ADR 0072). With no daemon
+// the error says so and how to start it.
+func (f *Factory) ReadClient(ctx context.Context) (api.Client, error) {
+	return f.connect(ctx, false)
+}
+
+func (f *Factory) connect(ctx context.Context, start bool) (api.Client, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.client != nil {
@@ -110,9 +146,22 @@ func (f *Factory) Client(ctx context.Context) (api.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := daemonclient.Connect(ctx, home, f.Executable)
+	var c *daemonclient.Client
+	if start {
+		c, err = daemonclient.Connect(ctx, home, f.Executable)
+	} else {
+		c, err = daemonclient.ConnectRunning(ctx, home)
+	}
 	if err != nil {
 		return nil, err
+	}
+	if c.StartedHere() {
+		if v, err := c.Version(ctx); err == nil && len(v.Resumed) > 0 {
+			f.resumedNotice = resumedNotice(v)
+			if !f.quietResumed {
+				fmt.Fprintln(f.IO.ErrOut, "kandev: "+f.resumedNotice)
+			}
+		}
 	}
 	errOut := f.IO.ErrOut
 	c.OnSlow(f.slowDaemon(), func(waited time.Duration) {

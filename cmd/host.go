@@ -26,9 +26,14 @@ per host (its control socket under the kandev home) and its own directory there
 	return c
 }
 
-// hostClient is the daemon's host surface.
-func hostClient(ctx context.Context, f *Factory) (api.HostClient, error) {
-	client, err := f.Client(ctx)
+// hostClient is the daemon's host surface; a command that only reads
+// (list, show, check) never starts the daemon.
+func hostClient(ctx context.Context, f *Factory, read bool) (api.HostClient, error) {
+	connect := f.Client
+	if read {
+		connect = f.ReadClient
+	}
+	client, err := connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func NewCmdHostAdd(f *Factory, runF func(*HostAddOptions) error) *cobra.Command 
 
 func hostAddRun(ctx context.Context, opts *HostAddOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, false)
 	if err != nil {
 		return err
 	}
@@ -118,7 +123,7 @@ func NewCmdHostList(f *Factory, runF func(*HostListOptions) error) *cobra.Comman
 
 func hostListRun(ctx context.Context, opts *HostListOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, true)
 	if err != nil {
 		return err
 	}
@@ -179,7 +184,7 @@ func NewCmdHostShow(f *Factory, runF func(*HostShowOptions) error) *cobra.Comman
 
 func hostShowRun(ctx context.Context, opts *HostShowOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, true)
 	if err != nil {
 		return err
 	}
@@ -213,8 +218,9 @@ func NewCmdHostCheck(f *Factory, runF func(*HostCheckOptions) error) *cobra.Comm
 		Short: "Connect to a host and report what it has",
 		Long: `Connect to a host and report what it has: kandev's own binary there (its version, and
 whether it is this one, by hash: it is copied when a task starts otherwise), git, the agent
-CLI of each profile, bubblewrap, docker and podman, and its free agent slots. Exits non-zero when
-the host cannot be reached, with ssh's own error.`,
+CLI of each profile, bubblewrap, docker (and whether its daemon answers docker info) and
+podman, and its free agent slots. Exits non-zero when the host cannot be reached, with ssh's
+own error and, for a host key ssh does not know or that changed, how to check and add it.`,
 		Args: exactArgs(1, "the host NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.Name = args[0]
@@ -228,7 +234,7 @@ the host cannot be reached, with ssh's own error.`,
 
 func hostCheckRun(ctx context.Context, opts *HostCheckOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, true)
 	if err != nil {
 		return err
 	}
@@ -265,8 +271,15 @@ func printHostCheck(f *Factory, r api.HostCheck) {
 			k += ", another binary (replaced when a task starts)"
 		}
 	}
+	docker := found(r.Docker)
+	switch {
+	case r.DockerDown != "":
+		docker += " (its daemon does not answer: " + r.DockerDown + "; docker tasks cannot run there until it does)"
+	case r.DockerServer != "":
+		docker += " (daemon " + r.DockerServer + ")"
+	}
 	fmt.Fprintf(f.IO.Out, "host:    %s (reachable)\nkandev:  %s\n         %s\ngit:     %s\nbwrap:   %s\ndocker:  %s\npodman:  %s\n",
-		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), found(r.Docker), found(r.Podman))
+		r.Host, k, r.Kandev.Path, found(r.Git), found(r.Bwrap), docker, found(r.Podman))
 	slots := "no bound"
 	if r.FreeSlots >= 0 {
 		slots = fmt.Sprintf("%d of %d free", r.FreeSlots, r.MaxAgents)
@@ -317,7 +330,7 @@ func NewCmdHostEdit(f *Factory, runF func(*HostEditOptions) error) *cobra.Comman
 
 func hostEditRun(ctx context.Context, opts *HostEditOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, false)
 	if err != nil {
 		return err
 	}
@@ -364,7 +377,7 @@ func NewCmdHostRemove(f *Factory, runF func(*HostRemoveOptions) error) *cobra.Co
 
 func hostRemoveRun(ctx context.Context, opts *HostRemoveOptions) error {
 	f := opts.F
-	hc, err := hostClient(ctx, f)
+	hc, err := hostClient(ctx, f, false)
 	if err != nil {
 		return err
 	}

@@ -235,7 +235,7 @@ func issuesRun(ctx context.Context, opts *IssuesOptions) error {
 	if err != nil {
 		return trackerErr(err)
 	}
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func NewCmdPersonList(f *Factory, runF func(*PersonListOptions) error) *cobra.Co
 
 func personListRun(ctx context.Context, opts *PersonListOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

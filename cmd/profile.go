@@ -141,7 +141,7 @@ func NewCmdProfileList(f *Factory, runF func(*ProfileListOptions) error) *cobra.
 
 func profileListRun(ctx context.Context, opts *ProfileListOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -191,7 +191,7 @@ TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, AUTH or PRIVATE, in any case) print
 
 func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func NewCmdRoleList(f *Factory, runF func(*RoleListOptions) error) *cobra.Comman
 
 func roleListRun(ctx context.Context, opts *RoleListOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func NewCmdRoleShow(f *Factory, runF func(*RoleShowOptions) error) *cobra.Comman
 
 func roleShowRun(ctx context.Context, opts *RoleShowOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		case f.JSON:
 			return f.printJSON(Glance{Tasks: []GlanceTask{}})
 		case !short:
-			fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir)
+			fmt.Fprintln(f.IO.ErrOut, "No kandev daemon is running for "+home.Dir+" (start it with: kandev daemon start)")
 		}
 		return nil
 	}

@@ -185,6 +185,13 @@ func describeMode(t core.Task) string {
 	if t.ParentID != "" {
 		parts = append(parts, "parent "+t.ParentID)
 	}
+	switch t.Host {
+	case "":
+	case "auto":
+		parts = append(parts, "host auto: placed at its first run")
+	default:
+		parts = append(parts, "on host "+t.Host)
+	}
 	if t.Session != nil {
 		parts = append(parts, "session "+string(t.Session.State))
 	}

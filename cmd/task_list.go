@@ -106,7 +106,7 @@ func scanTasks(ctx context.Context, client api.Client, in api.ListTasksInput, co
 
 func taskListRun(ctx context.Context, opts *TaskListOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func NewCmdTaskLog(f *Factory, runF func(*TaskLogOptions) error) *cobra.Command 
 
 func taskLogRun(ctx context.Context, opts *TaskLogOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,11 @@ Dropping is the operator's: it is noted in the task's conversation.`,
 
 func taskQueueRun(ctx context.Context, opts *TaskQueueOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	connect := f.ReadClient // listing the queue only reads
+	if opts.Drop != 0 || opts.Clear {
+		connect = f.Client
+	}
+	client, err := connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -105,7 +105,11 @@ func taskReviewRun(ctx context.Context, opts *TaskReviewOptions) error {
 			in.Delivery = api.DeliveryInterrupt
 		}
 	}
-	client, err := f.Client(ctx)
+	connect := f.Client
+	if opts.List {
+		connect = f.ReadClient // listing the comments only reads
+	}
+	client, err := connect(ctx)
 	if err != nil {
 		return err
 	}

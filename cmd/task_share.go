@@ -79,9 +79,11 @@ func NewCmdTaskPR(f *Factory, runF func(*TaskPROptions) error) *cobra.Command {
 with GitHub's gh CLI, which must be installed and logged in (gh auth login): its
 title is the task's, its body the task's last handoff message and the stat of its
 diff. A repository whose origin is on GitLab gets a merge request with glab
-instead. The URL is recorded on the task (kandev task show, and get_task_kandev
-for agents). Without gh (or glab) the branch is still pushed and the error says
-what to do.`,
+instead. The daemon looks gh (glab) up on this command's PATH and runs it with it,
+so one installed after the daemon started is found. The URL is recorded on the task
+(kandev task show, and get_task_kandev for agents). When gh fails the branch is
+still pushed and the error says why: not installed (and the PATH searched), not
+logged in, no network, no such repository, or refused by the host.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
@@ -103,7 +105,9 @@ func taskPRRun(ctx context.Context, opts *TaskPROptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := client.PullRequestTask(ctx, opts.ID, opts.Input)
+	in := opts.Input
+	in.Path = f.Getenv("PATH") // gh is looked up where this command would find it
+	res, err := client.PullRequestTask(ctx, opts.ID, in)
 	if err != nil {
 		return err
 	}

@@ -68,7 +68,7 @@ func taskPathRun(ctx context.Context, opts *TaskPathOptions) error {
 }
 
 func lookupTaskPath(ctx context.Context, f *Factory, id string) (taskPath, error) {
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return taskPath{}, err
 	}

@@ -37,7 +37,7 @@ type rawTaskGetter interface {
 
 func taskShowRun(ctx context.Context, opts *TaskShowOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

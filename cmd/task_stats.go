@@ -49,7 +49,7 @@ from what it holds in memory, so this is cheap however many tasks there are.`,
 
 func taskStatsRun(ctx context.Context, opts *TaskStatsOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ running in a shared directory has no diff.`,
 
 func taskDiffRun(ctx context.Context, opts *TaskDiffOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 func usageRun(ctx context.Context, opts *UsageOptions) error {
 	f := opts.F
 	since, _ := parseSince(opts.Since, time.Now())
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -182,7 +182,11 @@ sets a budget; no agent tool can.`,
 
 func taskBudgetRun(ctx context.Context, opts *TaskBudgetOptions) error {
 	f := opts.F
-	client, err := f.Client(ctx)
+	connect := f.ReadClient // showing the budget only reads
+	if opts.Input.Set != "" || opts.Input.Add != "" {
+		connect = f.Client
+	}
+	client, err := connect(ctx)
 	if err != nil {
 		return err
 	}

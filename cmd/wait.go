@@ -64,7 +64,7 @@ func waitOutcome(t core.Task) (string, string) {
 	case t.Halted && (t.Session == nil || !t.Session.State.Live()):
 		// A stop ends the run and holds the queue: nothing moves until
 		// someone starts the task again.
-		return "stopped", "stopped: nothing runs until kandev task start " + t.ID
+		return "stopped", "nothing runs until kandev task start " + t.ID
 	case t.PendingQuestion != nil && t.PendingQuestion.Kind.ForPerson():
 		return "question", "question " + t.PendingQuestion.ID + " for you: " + t.PendingQuestion.Text
 	case t.Stuck():
@@ -130,7 +130,7 @@ func waitRun(parent context.Context, opts *WaitOptions) (err error) {
 		defer cancel()
 	}
 	defer func() { err = f.waitCut(parent, ctx, id, timeout, err) }()
-	client, err := f.Client(ctx)
+	client, err := f.ReadClient(ctx)
 	if err != nil {
 		return err
 	}
@@ -238,6 +238,9 @@ func oneLineWait(s string) string {
 }
 
 func (f *Factory) waitResult(t core.Task, outcome, why string) error {
+	// The line is "ID OUTCOME: WHY": a reason that begins with its outcome
+	// would say it twice ("stopped: stopped: …").
+	why = strings.TrimPrefix(why, outcome+": ")
 	if f.JSON {
 		_ = f.printJSON(map[string]any{"task_id": t.ID, "outcome": outcome, "reason": why, "exit_code": waitCode(outcome), "task": t})
 	} else {

@@ -62,21 +62,21 @@ var toolErrors = map[string][]toolError{
 	},
 	"open_pull_request_kandev": {
 		{"FORBIDDEN", "the task is not your own"},
-		{"UNAVAILABLE", "gh is not on PATH or not logged in (the branch is pushed all the same; the message says what to do)"},
-		{"CONFLICT", "the repository has no remote origin; the branch has nothing to push; the remote refused the push; gh refused the pull request"},
+		{"UNAVAILABLE", "gh is not installed on the daemon's PATH (the message names it), not logged in, or cannot reach the host (the branch is pushed all the same; the message says which, and what to do)"},
+		{"CONFLICT", "the repository has no remote origin; the branch has nothing to push; the remote refused the push; the host has no such repository (or the remote is not on it); the host refused the pull request"},
 	},
 	"get_pull_request_comments_kandev": {
 		{"NOT_FOUND", "your task's branch has no pull request"},
-		{"UNAVAILABLE", "gh is not on PATH or not logged in"},
+		{"UNAVAILABLE", "gh is not installed on the daemon's PATH, not logged in, or cannot reach the host"},
 	},
 	"open_merge_request_kandev": {
 		{"FORBIDDEN", "the task is not your own"},
-		{"UNAVAILABLE", "glab is not on PATH or not logged in (the branch is pushed all the same)"},
-		{"CONFLICT", "the repository has no remote origin; the branch has nothing to push; the remote refused the push; glab refused the merge request"},
+		{"UNAVAILABLE", "glab is not installed on the daemon's PATH (the message names it), not logged in, or cannot reach the host (the branch is pushed all the same; the message says which)"},
+		{"CONFLICT", "the repository has no remote origin; the branch has nothing to push; the remote refused the push; the host has no such repository (or the remote is not on it); the host refused the merge request"},
 	},
 	"get_merge_request_comments_kandev": {
 		{"NOT_FOUND", "your task's branch has no merge request"},
-		{"UNAVAILABLE", "glab is not on PATH or not logged in"},
+		{"UNAVAILABLE", "glab is not installed on the daemon's PATH, not logged in, or cannot reach the host"},
 	},
 	"stop_task_kandev": {
 		{"NOT_FOUND", "`task_id` names no task"},

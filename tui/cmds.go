@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -373,7 +374,8 @@ func pushCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string) 
 // prCmd pushes a task's branch and opens a pull request for it.
 func prCmd(ctx context.Context, c api.WorkspaceClient, dialog int, id string) tea.Cmd {
 	return func() tea.Msg {
-		r, err := c.PullRequestTask(ctx, id, api.PullRequestInput{})
+		// gh is looked up on the UI's PATH, as the CLI's task pr does.
+		r, err := c.PullRequestTask(ctx, id, api.PullRequestInput{Path: os.Getenv("PATH")})
 		if err != nil {
 			return opDoneMsg{op: opPR, dialog: dialog, taskID: id, err: err}
 		}

@@ -132,6 +132,10 @@ func (m *Model) Init() tea.Cmd {
 	if m.tickEvery > 0 {
 		cmds = append(cmds, tickCmd(m.after, m.tickEvery))
 	}
+	if text := m.opts.Notice; text != "" {
+		m.flash = text
+		cmds = append(cmds, m.after(noticeFor, func(time.Time) tea.Msg { return flashEndMsg{text: text} }))
+	}
 	return tea.Batch(cmds...)
 }
 
@@ -363,6 +367,11 @@ func (m *Model) onStreamOpen(msg streamOpenMsg) tea.Cmd {
 	m.onStreamAppends(msg.appends)
 	if m.connected && m.conn != connLive {
 		m.setStatus("reconnected to the daemon; reloaded", false)
+		if m.opts.TakeNotice != nil {
+			if n := m.opts.TakeNotice(); n != "" {
+				m.setStatus("reconnected to the daemon; reloaded; "+n, false)
+			}
+		}
 	}
 	m.conn, m.connErr, m.attempt, m.connected, m.daemonDown = connLive, "", 0, true, false
 	return tea.Batch(waitEventsCmd(m.gen, msg.events), m.reload(), loadProfilesCmd(m.ctx, m.client))

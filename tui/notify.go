@@ -11,6 +11,10 @@ import (
 // flashFor is how long the status line says a task needs you.
 const flashFor = 6 * time.Second
 
+// noticeFor is how long the status line says what the daemon the UI
+// started resumed (Options.Notice).
+const noticeFor = 20 * time.Second
+
 // flashEndMsg ends a status-line flash, unless a newer one replaced it.
 type flashEndMsg struct{ text string }
 

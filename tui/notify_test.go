@@ -99,3 +99,13 @@ func TestNoBellKeepsTheFlash(t *testing.T) {
 		t.Fatalf("with no bell: %d bells; want none", bells)
 	}
 }
+
+// Options.Notice (the runs the daemon the UI started resumed) is said on
+// the status line at start, once, and ends by itself.
+func TestStartNoticeShowsOnce(t *testing.T) {
+	notice := `started the kandev daemon (pid 7); it resumed 1 interrupted run: work01 "Refactor"`
+	d := newDriver(t, newFake(), 120, 30, func(o *Options) { o.Notice = notice })
+	d.mustShow("» started the kandev daemon (pid 7); it resumed 1 interrupted run: work01")
+	d.send(flashEndMsg{text: notice})
+	d.mustNotShow("it resumed")
+}

@@ -31,6 +31,12 @@ type Options struct {
 	// stays stopped: the UI says so and Reconnect runs only when the
 	// operator asks for it (R).
 	Attach func(context.Context) (api.Client, error)
+	// Notice is said once on the status line at start, for noticeFor:
+	// which interrupted runs the daemon the UI started resumed.
+	Notice string
+	// TakeNotice, when set, is asked after a reconnect for what the daemon
+	// Reconnect started resumed ("" for nothing); it is said once.
+	TakeNotice func() string
 	// CWD is the working directory of tasks created from the UI.
 	CWD string
 	// In and Out default to the process's stdin and stdout.

@@ -1238,3 +1238,28 @@ func TestWideDetailTakesWhatTheTreeDoesNotNeed(t *testing.T) {
 	d.mustShow("│hi0001 · ● in_progress · profile claude-code · AUTO", "│sandbox bwrap · host build-box-2 · root", "│pid 1712345")
 	d.mustNotShow("sandb…", "pid 17…")
 }
+
+// R starts a daemon that resumes interrupted runs: the status line names
+// them, once (issue 38): the notice is taken when said.
+func TestRStartSaysWhichRunsResumed(t *testing.T) {
+	f := newFake(demoTasks()...)
+	notice := ""
+	d := newDriver(t, f, 160, 24, func(o *Options) {
+		o.Reconnect = func(ctx context.Context) (api.Client, error) {
+			notice = `started the kandev daemon (pid 9); it resumed 1 interrupted run: work01 "Refactor"`
+			return f, nil
+		}
+		o.Attach = func(ctx context.Context) (api.Client, error) { return nil, ErrNoDaemon }
+		o.TakeNotice = func() string { n := notice; notice = ""; return n }
+	})
+	d.m.backoff = time.Hour
+	f.endStream()
+	d.settle()
+	d.send(reconnectMsg{gen: d.m.gen})
+	d.settle()
+	d.keys("R")
+	d.mustShow("reconnected to the daemon; reloaded; started the kandev daemon (pid 9); it resumed 1 interrupted run: work01")
+	if notice != "" {
+		t.Fatal("the notice was not taken")
+	}
+}

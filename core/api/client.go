@@ -467,6 +467,15 @@ type VersionInfo struct {
 	// Running counts the tasks running as kandev status and the TUI count
 	// them (core.Task.Running).
 	Running int `json:"running"`
+	// Resumed are the interrupted runs the daemon resumed by itself when
+	// it started (none with --no-resume).
+	Resumed []ResumedRun `json:"resumed,omitempty"`
+}
+
+// ResumedRun is an interrupted run a daemon resumed at its start.
+type ResumedRun struct {
+	TaskID string `json:"task_id"`
+	Title  string `json:"title,omitempty"`
 }
 
 // ToolHost serves the MCP tools of kandev's sessions. The daemon puts the
@@ -566,6 +575,11 @@ type PullRequestInput struct {
 	Remote string `json:"remote,omitempty"`
 	Base   string `json:"base,omitempty"`
 	Draft  bool   `json:"draft,omitempty"`
+	// Path is the PATH of the command that asked (the CLI's, the UI's):
+	// the daemon looks gh (glab) up there and runs it with it, so a CLI
+	// installed after the daemon started is found. "" is the daemon's own
+	// PATH; an agent's tool call always gets that one (ADR 0071).
+	Path string `json:"path,omitempty"`
 }
 
 // PullRequestResult is the pull request opened for a task.

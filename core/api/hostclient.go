@@ -53,6 +53,11 @@ type HostCheck struct {
 	Bwrap  string `json:"bwrap"`
 	Docker string `json:"docker"`
 	Podman string `json:"podman"`
+	// DockerServer is the version of the docker daemon that answered
+	// docker info there; DockerDown, when docker is installed but its
+	// daemon did not answer, is what docker said.
+	DockerServer string `json:"docker_server,omitempty"`
+	DockerDown   string `json:"docker_down,omitempty"`
 	// MaxAgents, Running and FreeSlots: FreeSlots is -1 when unbounded.
 	MaxAgents int `json:"max_agents"`
 	Running   int `json:"running"`

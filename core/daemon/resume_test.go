@@ -34,18 +34,22 @@ func stopBackground(t *testing.T, d *daemontest.Daemon) {
 	})
 }
 
-// A run cut by `kandev daemon stop` resumes by itself once any command
-// starts the daemon again: the agent's session is resumed, the cut prompt
-// is delivered a second time, and only then, and the turn completes.
+// A run cut by `kandev daemon stop` resumes by itself once a command
+// starts the daemon again (a read starts none), which names the run: the
+// agent's session is resumed, the cut prompt is delivered a second time,
+// and only then, and the turn completes.
 func TestInterruptedRunResumesOnStart(t *testing.T) {
 	d := daemontest.Start(t)
 	before := cutByStop(t, d)
 	task := before
-	// Any command starts a daemon in the background.
-	if r := d.Run("task", "list"); r.Code != 0 {
-		t.Fatalf("task list: exit %d %q", r.Code, r.Stderr)
+	if r := d.Run("task", "list"); r.Code != 1 || !strings.Contains(r.Stderr, "no kandev daemon is running") {
+		t.Fatalf("task list with the daemon stopped: exit %d %q", r.Code, r.Stderr)
 	}
+	r := d.Run("daemon", "start")
 	stopBackground(t, d)
+	if want := "it resumed 1 interrupted run: " + task.ID + ` "cut"`; r.Code != 0 || !strings.Contains(r.Stderr, want) {
+		t.Fatalf("daemon start: exit %d %q, want %q", r.Code, r.Stderr, want)
+	}
 	waitSaid(t, d, task.ID, "two")
 	final := waitSettled(t, d, task.ID)
 	if final.Interrupted {
@@ -70,8 +74,11 @@ func TestNoResumeMarksInterrupted(t *testing.T) {
 	d := daemontest.Start(t)
 	task := cutByStop(t, d)
 	d.SetEnv("KANDEV_NO_RESUME", "1")
-	r := d.Run("task", "list")
+	if r := d.Run("daemon", "start"); r.Code != 0 || strings.Contains(r.Stderr, "resumed") {
+		t.Fatalf("daemon start: exit %d %q, want no run resumed", r.Code, r.Stderr)
+	}
 	stopBackground(t, d)
+	r := d.Run("task", "list")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "interrupted") {
 		t.Fatalf("task list: exit %d %q", r.Code, r.Stdout)
 	}

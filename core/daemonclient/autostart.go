@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +56,7 @@ func Connect(ctx context.Context, home core.Home, exe string) (*Client, error) {
 		err := c.Ping(pctx)
 		cancel()
 		if err == nil {
+			c.started = true
 			return c, nil
 		}
 		if ctx.Err() != nil {
@@ -78,6 +81,90 @@ func Connect(ctx context.Context, home core.Home, exe string) (*Client, error) {
 	}
 	return nil, &core.Error{Code: core.CodeUnavailable, Message: fmt.Sprintf(
 		"the kandev daemon did not start within %s; its log %s says: %s", StartTimeout, home.DaemonLog(), logTail(home.DaemonLog()))}
+}
+
+// NotRunning is the error of a command that only reads when no daemon
+// runs: it names the home and how to start one, as kandev status does.
+func NotRunning(home core.Home) *core.Error {
+	return &core.Error{Code: core.CodeUnavailable, Message: fmt.Sprintf(
+		"no kandev daemon is running for %s; a command that only reads does not start one, so a stopped daemon stays stopped (start it with: kandev daemon start)", home.Dir)}
+}
+
+// ConnectRunning returns a client of the home's daemon, never starting
+// one: the connection of every command that only reads (ADR 0072), so
+// that after kandev daemon stop nothing a person reads resumes an agent.
+// A daemon that holds the home but does not answer yet (recovering its
+// runs) is waited for; with none, the error is NotRunning's.
+func ConnectRunning(ctx context.Context, home core.Home) (*Client, error) {
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	var d net.Dialer
+	conn, err := d.DialContext(pctx, "unix", home.Socket())
+	cancel()
+	if err == nil {
+		return dial(home.Socket(), conn), nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	if err := CheckSocketPath(home.Socket()); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(StartTimeout)
+	c := Dial(home.Socket())
+	for wait := 5 * time.Millisecond; ; {
+		if !serving(home) {
+			c.Close()
+			return nil, NotRunning(home)
+		}
+		if waitingForStart != nil {
+			waitingForStart()
+		}
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := c.Ping(pctx)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			c.Close()
+			return nil, ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			c.Close()
+			return nil, &core.Error{Code: core.CodeUnavailable, Message: fmt.Sprintf(
+				"the kandev daemon of %s holds its lock but has not answered within %s; its log %s says: %s", home.Dir, StartTimeout, home.DaemonLog(), logTail(home.DaemonLog()))}
+		}
+		time.Sleep(wait)
+		if wait < 100*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// waitingForStart, when set (tests), is called each time ConnectRunning
+// finds a daemon starting that does not answer yet.
+var waitingForStart func()
+
+// serving reports whether the pid the home's lock file names is a live
+// kandev serve: a daemon that holds the home and is still recovering. It
+// never takes the lock (lockHolder does, for an instant, and a daemon
+// starting in that instant would lose it), so a read racing a write's
+// start cannot make that start fail.
+func serving(home core.Home) bool {
+	b, err := os.ReadFile(home.Lock())
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return false
+	}
+	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return false
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 1 && slices.Contains(args[1:], "serve")
 }
 
 // maxSocketPath is the longest unix socket path Linux accepts.

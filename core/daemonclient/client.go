@@ -32,6 +32,8 @@ import (
 // and the connection's own life.
 type Client struct {
 	c *caller
+	// started: Connect started this daemon (StartedHere).
+	started bool
 	Tasks
 	Messages
 	Questions
@@ -124,6 +126,10 @@ func (c *Client) WithToken(token string) *Client {
 func (c *Client) OnSlow(d time.Duration, fn func(waited time.Duration)) {
 	c.c.slow, c.c.slowAfter = fn, d
 }
+
+// StartedHere reports whether Connect started this client's daemon (none
+// answered before): its caller then says which runs that daemon resumed.
+func (c *Client) StartedHere() bool { return c.started }
 
 // Close releases idle connections.
 func (c *Client) Close() {

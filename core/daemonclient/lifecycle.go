@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
 )
 
 // Status is what a client can learn about the home's daemon without
@@ -32,6 +33,9 @@ type Status struct {
 	// Running counts the running tasks (core.Task.Running), as kandev
 	// status does.
 	RunningTasks int `json:"running_tasks"`
+	// Resumed are the interrupted runs the daemon resumed by itself when
+	// it started.
+	Resumed []api.ResumedRun `json:"resumed,omitempty"`
 }
 
 // probeTimeout bounds one question to a daemon that may be wedged.
@@ -67,7 +71,7 @@ func Probe(ctx context.Context, home core.Home) (Status, error) {
 		if err == nil {
 			st.Running, st.Answering = true, true
 			st.PID, st.Version, st.SchemaVersion, st.LiveRuns, st.RunningTasks = v.PID, v.Version, v.SchemaVersion, v.LiveRuns, v.Running
-			st.StartedAt = v.StartedAt
+			st.StartedAt, st.Resumed = v.StartedAt, v.Resumed
 			if !v.StartedAt.IsZero() {
 				st.UptimeSeconds = int64(time.Since(v.StartedAt) / time.Second)
 			}

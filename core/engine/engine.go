@@ -429,7 +429,7 @@ func (e *Engine) Version(ctx context.Context) (api.VersionInfo, error) {
 	}
 	cv.runlock()
 	return api.VersionInfo{Version: e.k.opts.Version, SchemaVersion: store.SchemaVersion(), PID: os.Getpid(), Home: e.k.opts.Home.Dir,
-		StartedAt: e.started, LiveRuns: runs, Running: running}, nil
+		StartedAt: e.started, LiveRuns: runs, Running: running, Resumed: e.Runs.Resumed()}, nil
 }
 
 // Events serves api.Client's operation of that name.

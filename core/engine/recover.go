@@ -7,6 +7,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/store"
 )
 
@@ -105,15 +106,33 @@ func (rs *Runs) resumeInterrupted(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("resume interrupted runs: %w", err)
 	}
+	var resumed []api.ResumedRun
 	for _, id := range ids {
 		if rs.k.opts.NoResume {
 			rs.k.log.Info("interrupted run left for an explicit start (--no-resume)", "task", id)
 			continue
 		}
 		rs.k.log.Info("resuming an interrupted run", "task", id)
+		r := api.ResumedRun{TaskID: id}
+		if t, ok := rs.k.cached(id); ok {
+			r.Title = t.Title
+		}
+		resumed = append(resumed, r)
 		rs.turns.kick(id)
 	}
+	rs.resumedMu.Lock()
+	rs.resumed = resumed
+	rs.resumedMu.Unlock()
 	return nil
+}
+
+// Resumed lists the interrupted runs this daemon resumed when it started
+// (Recover): Version reports them, so the command that started the daemon
+// and daemon status can say which runs went on by themselves.
+func (rs *Runs) Resumed() []api.ResumedRun {
+	rs.resumedMu.Lock()
+	defer rs.resumedMu.Unlock()
+	return append([]api.ResumedRun(nil), rs.resumed...)
 }
 
 // sweepOrphans ends, before anything of this daemon runs, every process an

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/capability"
 	"github.com/kandev/kandev/core/hosts"
 	"github.com/kandev/kandev/store"
@@ -406,4 +407,8 @@ type Runs struct {
 	roles      *Roles      // a task's profile
 	turns      *Turns      // the turn loop a run's end wakes
 	workspaces *Workspaces // a run's worktree
+
+	// resumed are the runs Recover resumed at the daemon's start.
+	resumedMu sync.Mutex
+	resumed   []api.ResumedRun
 }

@@ -116,8 +116,15 @@ func (wo *Workspaces) openRequest(ctx context.Context, ref string, in api.PullRe
 	if host == workspace.HostGitLab {
 		open = workspace.OpenMergeRequest
 	}
+	// The caller's PATH only from a person (the CLI, the UI): an agent
+	// must not choose which program the daemon runs unconfined.
+	tools := workspace.ToolPath{}
+	if core.ActorFrom(ctx).IsPerson() {
+		tools.Path = in.Path
+	}
 	u, err := open(ctx, wt.Repo, workspace.PullRequestOptions{Head: wt.Branch, Base: strings.TrimSpace(in.Base),
-		Title: oneLineTitle(t.Title), Body: body, Draft: in.Draft})
+		Title: oneLineTitle(t.Title), Body: body, Draft: in.Draft, Tools: tools,
+		Remote: wo.ws.RemoteURL(ctx, wt.Repo, pushed.Remote)})
 	switch {
 	case errors.Is(err, workspace.ErrNoHostCLI):
 		return api.PullRequestResult{}, core.Errorf(core.CodeUnavailable, "%v (the branch %s was pushed to %s)", err, wt.Branch, pushed.Remote)

@@ -61,7 +61,16 @@ if [ -x "$k" ]; then
 fi
 if command -v git >/dev/null 2>&1; then printf 'git\t%s\n' "$(git --version)"; fi
 printf 'bwrap\t%s\n' "$(command -v bwrap 2>/dev/null)"
-printf 'docker\t%s\n' "$(command -v docker 2>/dev/null)"
+d="$(command -v docker 2>/dev/null)"
+printf 'docker\t%s\n' "$d"
+if [ -n "$d" ]; then
+  to=; if command -v timeout >/dev/null 2>&1; then to="timeout 10"; fi
+  if out="$($to docker info --format '{{.ServerVersion}}' 2>&1 </dev/null)"; then
+    printf 'docker.server\t%s\n' "$(printf '%s' "$out" | head -n 1)"
+  else
+    printf 'docker.down\t%s\n' "$(printf '%s' "$out" | tr '\n' ' ' | cut -c1-300)"
+  fi
+fi
 printf 'podman\t%s\n' "$(command -v podman 2>/dev/null)"
 `)
 	for i, c := range commands {
@@ -89,6 +98,15 @@ printf 'podman\t%s\n' "$(command -v podman 2>/dev/null)"
 	res.Git = found["git"]
 	res.Bwrap = found["bwrap"]
 	res.Docker = found["docker"]
+	res.DockerServer = found["docker.server"]
+	if res.Docker != "" && res.DockerServer == "" {
+		// Its daemon did not answer docker info (down, no permission on
+		// its socket, or no answer in 10 s): containers cannot run there.
+		res.DockerDown = found["docker.down"]
+		if res.DockerDown == "" {
+			res.DockerDown = "docker info said nothing"
+		}
+	}
 	res.Podman = found["podman"]
 	for i, c := range commands {
 		c.Path = found[fmt.Sprintf("agent.%d", i)]

@@ -157,7 +157,12 @@ func (p *Pool) Connect(ctx context.Context, t Target) error {
 	// status is the login's result, without waiting on the socket.
 	if err := cmd.Run(); err != nil {
 		msg, _ := os.ReadFile(errFile.Name())
-		return sshError(t.Name, err, string(msg))
+		err := sshError(t.Name, err, string(msg))
+		var ue *UnreachableError
+		if errors.As(err, &ue) {
+			ue.Hint = loginHint(t, ue.Msg)
+		}
+		return err
 	}
 	p.mu.Lock()
 	if p.started == nil {
@@ -345,9 +350,38 @@ func sshError(name string, err error, stderr string) error {
 type UnreachableError struct {
 	Host string
 	Msg  string
+	// Hint is the next step, when ssh's message has a known one.
+	Hint string
 }
 
-func (e *UnreachableError) Error() string { return "host " + e.Host + " unreachable: " + e.Msg }
+func (e *UnreachableError) Error() string {
+	s := "host " + e.Host + " unreachable: " + e.Msg
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// loginHint is the next step after a failed login whose cause ssh named:
+// a host key it does not know, or one that changed. kandev never turns host
+// key checking off; the person checks and adds the key.
+func loginHint(t Target, msg string) string {
+	if !strings.Contains(msg, "Host key verification failed") {
+		return ""
+	}
+	port, known := "", t.Dest.Host
+	if t.Dest.Port != 0 && t.Dest.Port != 22 {
+		port = "-p " + strconv.Itoa(t.Dest.Port) + " "
+		known = "[" + t.Dest.Host + "]:" + strconv.Itoa(t.Dest.Port)
+	}
+	hint := fmt.Sprintf("ssh does not know this host's key, or it changed: check its fingerprint with whoever runs the host, then accept it by connecting once with ssh %s%s, or add it with ssh-keyscan %s%s >> ~/.ssh/known_hosts",
+		port, t.Dest.String(), port, t.Dest.Host)
+	if strings.Contains(msg, "IDENTIFICATION HAS CHANGED") || strings.Contains(msg, "Offending") {
+		hint = fmt.Sprintf("the host's key changed since ssh last saw it: check the new fingerprint with whoever runs the host, remove the old key with ssh-keygen -R %s, then connect once with ssh %s%s to accept the new one",
+			known, port, t.Dest.String())
+	}
+	return hint + "; then run kandev host check " + t.Name + " again"
+}
 
 // Quote quotes s for a POSIX shell.
 func Quote(s string) string {

@@ -1,13 +1,11 @@
 package workspace
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"os/exec"
 	"strings"
 	"time"
 )
@@ -70,21 +68,27 @@ type PullRequestOptions struct {
 	Head, Base  string // Base "" = the repository's default branch
 	Title, Body string
 	Draft       bool
+	// Tools is where the host's CLI is looked up (ADR 0071).
+	Tools ToolPath
+	// Remote is the URL of the remote the branch was pushed to, for the
+	// messages: they name GitHub or GitLab only for a remote on it.
+	Remote string
 }
 
 // hostTimeout bounds each call of the host's CLI: it talks to the host.
 const hostTimeout = 2 * time.Minute
 
 // OpenPullRequest opens a pull request with GitHub's gh CLI, run in the
-// repository, and returns its URL. gh must be on PATH and logged in
-// (gh auth status); it is never left to prompt.
+// repository, and returns its URL. gh must be on the ToolPath and logged
+// in (gh auth status); it is never left to prompt. A failure is a
+// classified *HostCLIError.
 func OpenPullRequest(ctx context.Context, repo string, o PullRequestOptions) (string, error) {
-	gh, err := exec.LookPath("gh")
+	gh, err := findHostCLI(o.Tools, "gh", o.Remote, o.Head)
 	if err != nil {
-		return "", fmt.Errorf("%w: gh (GitHub's CLI) is not on PATH; install it (https://cli.github.com), run gh auth login, and try again; or open the pull request of the pushed branch %s on GitHub", ErrNoHostCLI, o.Head)
+		return "", err
 	}
-	if _, err := runHost(ctx, repo, gh, "auth", "status"); err != nil {
-		return "", fmt.Errorf("%w: gh is not logged in (%v); run gh auth login and try again", ErrNoHostCLI, err)
+	if _, err := gh.run(ctx, repo, "auth", "status"); err != nil {
+		return "", err
 	}
 	args := []string{"pr", "create", "--head", o.Head, "--title", o.Title, "--body", o.Body}
 	if o.Base != "" {
@@ -93,47 +97,23 @@ func OpenPullRequest(ctx context.Context, repo string, o PullRequestOptions) (st
 	if o.Draft {
 		args = append(args, "--draft")
 	}
-	out, err := runHost(ctx, repo, gh, args...)
+	out, err := gh.run(ctx, repo, args...)
 	if err != nil {
-		return "", fmt.Errorf("gh pr create: %w", err)
+		return "", err
 	}
 	// gh prints the new pull request's URL last.
 	return lastURL(out, "gh pr create")
 }
 
-// runHost runs the host's CLI, bounded, never prompting, and returns its
-// stdout; a failure carries its stderr.
-func runHost(ctx context.Context, dir, bin string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, hostTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(cmd.Environ(), "GH_PROMPT_DISABLED=1", "GH_NO_UPDATE_NOTIFIER=1", "NO_COLOR=1", "GIT_TERMINAL_PROMPT=0")
-	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 4096 {
-			msg = msg[:4096]
-		}
-		if msg == "" {
-			return stdout.String(), err
-		}
-		return stdout.String(), fmt.Errorf("%v: %s", err, msg)
-	}
-	return stdout.String(), nil
-}
-
 // OpenMergeRequest opens a merge request with GitLab's glab CLI, run in
 // the repository, and returns its URL.
 func OpenMergeRequest(ctx context.Context, repo string, o PullRequestOptions) (string, error) {
-	glab, err := exec.LookPath("glab")
+	glab, err := findHostCLI(o.Tools, "glab", o.Remote, o.Head)
 	if err != nil {
-		return "", fmt.Errorf("%w: glab (GitLab's CLI) is not on PATH; install it (https://gitlab.com/gitlab-org/cli), run glab auth login, and try again", ErrNoHostCLI)
+		return "", err
 	}
-	if _, err := runHost(ctx, repo, glab, "auth", "status"); err != nil {
-		return "", fmt.Errorf("%w: glab is not logged in (%v); run glab auth login and try again", ErrNoHostCLI, err)
+	if _, err := glab.run(ctx, repo, "auth", "status"); err != nil {
+		return "", err
 	}
 	args := []string{"mr", "create", "--source-branch", o.Head, "--title", o.Title, "--description", o.Body, "--yes"}
 	if o.Base != "" {
@@ -142,9 +122,9 @@ func OpenMergeRequest(ctx context.Context, repo string, o PullRequestOptions) (s
 	if o.Draft {
 		args = append(args, "--draft")
 	}
-	out, err := runHost(ctx, repo, glab, args...)
+	out, err := glab.run(ctx, repo, args...)
 	if err != nil {
-		return "", fmt.Errorf("glab mr create: %w", err)
+		return "", err
 	}
 	return lastURL(out, "glab mr create")
 }
@@ -169,16 +149,16 @@ const maxReviewOut = 256 << 10
 // gh: `gh pr view` (state, reviews, conversation) and the comments on
 // lines of its diff (`gh api .../pulls/N/comments`), as JSON.
 func PullRequestReview(ctx context.Context, repo, branch string) (view, inline []byte, err error) {
-	gh, err := exec.LookPath("gh")
+	gh, err := findHostCLI(ToolPath{}, "gh", "", "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: gh (GitHub's CLI) is not on PATH; install it (https://cli.github.com) and run gh auth login", ErrNoHostCLI)
+		return nil, nil, err
 	}
-	out, err := runHost(ctx, repo, gh, "pr", "view", branch, "--json", "number,url,state,reviewDecision,reviews,comments")
+	out, err := gh.run(ctx, repo, "pr", "view", branch, "--json", "number,url,state,reviewDecision,reviews,comments")
 	if err != nil {
 		if strings.Contains(err.Error(), "no pull requests found") {
 			return nil, nil, fmt.Errorf("%w: branch %s has no pull request", ErrNoRequest, branch)
 		}
-		return nil, nil, fmt.Errorf("gh pr view: %w", err)
+		return nil, nil, err
 	}
 	if len(out) > maxReviewOut {
 		return nil, nil, fmt.Errorf("gh pr view: %d bytes, over %d", len(out), maxReviewOut)
@@ -189,9 +169,9 @@ func PullRequestReview(ctx context.Context, repo, branch string) (view, inline [
 	if err := json.Unmarshal([]byte(out), &head); err != nil || head.Number <= 0 {
 		return nil, nil, fmt.Errorf("gh pr view: no pull request number in %q", truncateOut(out))
 	}
-	lines, err := runHost(ctx, repo, gh, "api", fmt.Sprintf("repos/{owner}/{repo}/pulls/%d/comments?per_page=100", head.Number))
+	lines, err := gh.run(ctx, repo, "api", fmt.Sprintf("repos/{owner}/{repo}/pulls/%d/comments?per_page=100", head.Number))
 	if err != nil {
-		return nil, nil, fmt.Errorf("gh api: %w", err)
+		return nil, nil, err
 	}
 	if len(lines) > maxReviewOut {
 		lines = "[]"
@@ -202,16 +182,16 @@ func PullRequestReview(ctx context.Context, repo, branch string) (view, inline [
 // MergeRequestReview reads the merge request of the branch and its
 // comments with glab, as glab prints them.
 func MergeRequestReview(ctx context.Context, repo, branch string) (string, error) {
-	glab, err := exec.LookPath("glab")
+	glab, err := findHostCLI(ToolPath{}, "glab", "", "")
 	if err != nil {
-		return "", fmt.Errorf("%w: glab (GitLab's CLI) is not on PATH; install it and run glab auth login", ErrNoHostCLI)
+		return "", err
 	}
-	out, err := runHost(ctx, repo, glab, "mr", "view", branch, "--comments")
+	out, err := glab.run(ctx, repo, "mr", "view", branch, "--comments")
 	if err != nil {
 		if strings.Contains(strings.ToLower(err.Error()), "no open merge request") || strings.Contains(strings.ToLower(err.Error()), "not found") {
 			return "", fmt.Errorf("%w: branch %s has no merge request", ErrNoRequest, branch)
 		}
-		return "", fmt.Errorf("glab mr view: %w", err)
+		return "", err
 	}
 	if len(out) > maxReviewOut {
 		out = out[:maxReviewOut] + "\n[kandev: cut]"
