@@ -84,10 +84,14 @@ func moduleRoot() (string, error) {
 
 // Daemon is a running `kandev serve` in its own home.
 type Daemon struct {
-	t      testing.TB
-	Bin    string
-	Home   core.Home
-	Env    []string
+	t    testing.TB
+	Bin  string
+	Home core.Home
+	Env  []string
+	// Dir is where the CLI runs: a directory of the test's own, never the
+	// test's working directory, which is inside kandev's own repository
+	// (a task created without --cwd there made worktrees of it).
+	Dir    string
 	Client *daemonclient.Client
 	cmd    *exec.Cmd
 	log    *bytes.Buffer
@@ -118,6 +122,9 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 	}
 	if d.Home.Dir == "" {
 		d.Home = core.Home{Dir: shortTempDir(t)}
+	}
+	if d.Dir == "" {
+		d.Dir = t.TempDir()
 	}
 	d.Env = append([]string{
 		"KANDEV_HOME=" + d.Home.Dir,
@@ -279,6 +286,7 @@ func (d *Daemon) RunEnv(env []string, stdin string, args ...string) Result {
 	d.t.Helper()
 	cmd := exec.Command(d.Bin, args...)
 	cmd.Env = env
+	cmd.Dir = d.Dir
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
