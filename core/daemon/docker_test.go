@@ -752,10 +752,7 @@ func TestImageBuildRunsTheAgent(t *testing.T) {
 
 func testImageBuildRunsTheAgent(t *testing.T, name string) {
 	e := startEngine(t, name, false)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed")
-	}
+	node := needNode(t)
 	root, err := os.MkdirTemp("", "kdimg-")
 	if err != nil {
 		t.Fatal(err)
@@ -776,14 +773,7 @@ func testImageBuildRunsTheAgent(t *testing.T, name string) {
 		sdk:    "module.exports = { agent: " + strconv.Quote(bin) + " };\n",
 		secret: "operator's key\n",
 	}
-	for p, body := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, 0o755, files)
 	launcher := filepath.Join(modules, ".bin", "claude-agent-acp")
 	if err := os.MkdirAll(filepath.Dir(launcher), 0o755); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -26,13 +25,7 @@ import (
 // doctor names the line that says why.
 func TestDoctorStartsTheAgentInsideItsSandbox(t *testing.T) {
 	needBwrap(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not installed")
-		}
-		t.Skip("node is not installed")
-	}
+	node := needNode(t)
 	root, err := os.MkdirTemp("", "kddoc-")
 	if err != nil {
 		t.Fatal(err)
@@ -52,14 +45,7 @@ func TestDoctorStartsTheAgentInsideItsSandbox(t *testing.T) {
 			"c.on('exit', (code) => process.exit(code === null ? 1 : code));\n",
 		filepath.Join(home, ".keep"): "",
 	}
-	for p, body := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, 0o755, files)
 	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "PATH="+filepath.Dir(node)+":"+os.Getenv("PATH")))
 	d.MustRun("profile", "add", "boxed", "--command", d.Bin, "--arg", "mock-agent", "--sandbox", "bwrap")
 	d.MustRun("profile", "add", "linked", "--command", launcher, "--sandbox", "bwrap")
@@ -181,14 +167,7 @@ func TestBwrapAgentInHomeBin(t *testing.T) {
 	home := filepath.Join(root, "home")
 	agent := filepath.Join(home, "bin", "agent")
 	secret := filepath.Join(home, ".ssh", "id_ed25519")
-	for p, body := range map[string]string{agent: "#!/bin/sh\nexec " + daemontest.Binary(t) + " mock-agent\n", secret: "operator's key\n"} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, 0o700, map[string]string{agent: "#!/bin/sh\nexec " + daemontest.Binary(t) + " mock-agent\n", secret: "operator's key\n"})
 	d := daemontest.Start(t, daemontest.WithEnv("HOME="+home, "KANDEV_PERMISSION=allow"))
 	d.MustRun("profile", "add", "homebin", "--command", agent, "--sandbox", "bwrap")
 	work := filepath.Join(root, "work")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -167,4 +169,31 @@ func logTaskOnFailure(t *testing.T, d *daemontest.Daemon, id string, more func()
 			more()
 		}
 	})
+}
+
+// writeFiles lays out files (path to body) with their parent directories,
+// each file with mode.
+func writeFiles(t *testing.T, mode os.FileMode, files map[string]string) {
+	t.Helper()
+	for p, body := range files {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// needNode is node's path; CI installs it, elsewhere its absence skips.
+func needNode(t *testing.T) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not installed")
+		}
+		t.Skip("node is not installed")
+	}
+	return node
 }

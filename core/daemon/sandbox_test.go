@@ -411,13 +411,7 @@ func TestBwrapCwdInsideRepository(t *testing.T) {
 // launcher stands in for the adapter and runs the mock agent.
 func TestBwrapLocalNodeInstall(t *testing.T) {
 	needBwrap(t)
-	node, err := exec.LookPath("node")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not installed")
-		}
-		t.Skip("node is not installed")
-	}
+	node := needNode(t)
 	root, err := os.MkdirTemp("", "kdnode-")
 	if err != nil {
 		t.Fatal(err)
@@ -436,14 +430,7 @@ func TestBwrapLocalNodeInstall(t *testing.T) {
 		filepath.Join(modules, "@anthropic-ai", "claude-agent-sdk", "index.js"): "module.exports = { agent: " + strconv.Quote(daemontest.Binary(t)) + " };\n",
 		filepath.Join(home, ".claude", ".keep"):                                 "",
 	}
-	for p, body := range files {
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, 0o755, files)
 	bin := filepath.Join(modules, ".bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
