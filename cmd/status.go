@@ -156,10 +156,10 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if short {
 		return nil
 	}
-	if s := g.SpentToday; s != nil && (s.Tokens > 0 || s.Cost > 0) {
+	if s := g.SpentToday; s != nil && (s.Tokens > 0 || len(s.Costs()) > 0) {
 		spent := core.FormatTokens(s.Tokens) + " tokens"
-		if s.Currency != "" {
-			spent = core.FormatCost(s.Cost, s.Currency) + ", " + spent
+		if c := s.CostText(); c != "" {
+			spent = c + ", " + spent
 		}
 		fmt.Fprintf(f.IO.Out, "spent today: %s\n", spent)
 	}

@@ -134,11 +134,12 @@ func sinceNote(since time.Time) string {
 	return " since " + since.Local().Format(time.DateTime)
 }
 
+// costOrDash is a spend's costs, each currency apart, or "-".
 func costOrDash(s core.Spend) string {
-	if s.Currency == "" {
-		return "-"
+	if c := s.CostText(); c != "" {
+		return c
 	}
-	return core.FormatCost(s.Cost, s.Currency)
+	return "-"
 }
 
 // TaskBudgetOptions are `task budget`'s inputs.
@@ -217,8 +218,17 @@ func budgetLine(t core.Task) string {
 	if b.Holder != t.ID {
 		s += " (the budget of task " + b.Holder + ", shared by its subtree)"
 	}
-	if b.Reached {
+	for _, c := range b.Unpriced {
+		s += "; and " + core.FormatCost(c.Amount, c.Currency) + " with no rate to " + b.Amount.Currency
+	}
+	switch {
+	case b.Fault != "":
+		s += "; held: " + b.Fault
+	case b.Reached:
 		s += "; reached: the tree is stopped until it is raised"
+	}
+	if b.Amount.Kind == "" {
+		s = "none; held: " + b.Fault + " (give the tree a budget to go on: kandev task budget " + b.Holder + " --set AMOUNT)"
 	}
 	return s
 }

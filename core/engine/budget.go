@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/kandev/kandev/core"
@@ -39,29 +40,58 @@ func (sp *Spend) checkBudgetsAsync(taskID string) {
 }
 
 // checkBudgets compares every budget on the task or above it with its
-// subtree's spend, from the store, under the budget lock.
+// subtree's spend, from the store, under the budget lock. A cost in
+// another currency than a budget's counts converted with the rates a
+// person set; without a rate nothing says how much of the budget it is,
+// and the tree is held for a person (fail closed, ADR 0075).
 func (sp *Spend) checkBudgets(taskID string) {
 	ctx := sp.k.baseCtx
 	sp.state.budgetMu.Lock()
 	defer sp.state.budgetMu.Unlock()
+	var rates core.Rates
+	ratesRead := false
 	for _, id := range append([]string{taskID}, sp.ancestors(taskID)...) {
 		row, ok, err := sp.k.db.TaskUsage(ctx, id)
 		if err != nil {
 			sp.k.log.Error("read budget", "task", id, "err", err)
 			continue
 		}
-		if !ok || row.BudgetKind == "" || row.BudgetReached {
+		if !ok || row.BudgetKind == "" || row.BudgetReached || row.SpendFault != "" {
 			continue
 		}
-		_, b := usageFromStore(&row)
+		usage, b := usageFromStore(&row)
+		if len(b.Unpriced) > 0 {
+			if !ratesRead {
+				rates, ratesRead = sp.rates(), true
+			}
+			b.Spent, b.Unpriced = b.Amount.Spent(usage.Tree, rates)
+		}
+		if len(b.Unpriced) > 0 {
+			sp.budgetReached(ctx, id, b, unpricedFault(id, b))
+			continue
+		}
 		frac := b.Spent / b.Amount.Value
 		switch {
 		case frac >= 1:
-			sp.budgetReached(ctx, id, b)
+			sp.budgetReached(ctx, id, b, "")
 		case frac >= noticeAt && !row.BudgetNoticed:
 			sp.budgetNotice(ctx, id, b)
 		}
 	}
+}
+
+// unpricedFault says why a budget cannot count its tree's spend: costs in
+// a currency with no rate to its own, and how a person sets one.
+func unpricedFault(holder string, b *core.BudgetInfo) string {
+	var costs, hints []string
+	for _, c := range b.Unpriced {
+		costs = append(costs, core.FormatCost(c.Amount, c.Currency))
+		hints = append(hints, core.RateHint(c.Currency, b.Amount.Currency))
+	}
+	return fmt.Sprintf("the tree of task %s reported a cost of %s, but its budget is in %s and no rate from %s to %s is set: "+
+		"set one with `%s`, then `kandev task budget %s --set %s` to go on (spent so far in %s: %s)",
+		holder, strings.Join(costs, " and "), b.Amount.Currency, b.Unpriced[0].Currency, b.Amount.Currency,
+		strings.Join(hints, "` and `"), holder, b.Amount.String(), b.Amount.Currency, b.Amount.Format(b.Spent))
 }
 
 // budgetNotice warns every running agent in the holder's subtree, once.
@@ -109,11 +139,24 @@ func (sp *Spend) hasRun(id string) bool {
 	return rt.run != nil
 }
 
-// budgetReached stops the holder's tree and hands the holder to a person.
-func (sp *Spend) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo) {
-	figures := fmt.Sprintf("the tree of task %s spent %s of its %s budget", holder, b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value))
+// budgetReached stops the holder's tree and hands the holder to a person:
+// its budget was spent, or (fault not "") the tree holds for a person for
+// what the fault says, kept on the holder.
+func (sp *Spend) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo, fault string) {
+	figures := fault
+	if fault == "" {
+		figures = fmt.Sprintf("the tree of task %s spent %s of its %s budget", holder, b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value))
+	}
 	if err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
+		if fault != "" {
+			if err := tx.SetSpendFault(ctx, holder, truncateRunes(fault, 2000)); err != nil {
+				return err
+			}
+		}
+		if b == nil || b.Amount.Kind == "" {
+			return nil
+		}
 		return tx.SetBudgetMarks(ctx, holder, true, true)
 	}); err != nil {
 		sp.k.log.Error("mark budget reached", "task", holder, "err", err)
@@ -271,10 +314,18 @@ func (sp *Spend) budgetHold(t core.Task) string {
 // or above it, else the one with the least left in its own terms.
 func (sp *Spend) governingBudget(t core.Task) *core.BudgetInfo {
 	best := t.Budget
+	var bestTree *core.Spend
+	if t.Usage != nil {
+		bestTree = &t.Usage.Tree
+	}
 	cv := sp.k.cache.rlock()
-	defer cv.runlock()
 	seen := map[string]bool{t.ID: true}
-	left := func(b *core.BudgetInfo) float64 { return b.Remaining / b.Amount.Value }
+	left := func(b *core.BudgetInfo) float64 {
+		if b.Amount.Value <= 0 {
+			return 0
+		}
+		return b.Remaining / b.Amount.Value
+	}
 	for p := t.ParentID; p != "" && !seen[p]; {
 		seen[p] = true
 		a := cv.tasks[p]
@@ -284,11 +335,17 @@ func (sp *Spend) governingBudget(t core.Task) *core.BudgetInfo {
 		if b := a.Budget; b != nil {
 			if best == nil || (b.Reached && !best.Reached) || (!best.Reached && left(b) < left(best)) {
 				best = b
+				bestTree = nil
+				if a.Usage != nil {
+					tree := a.Usage.Tree
+					bestTree = &tree
+				}
 			}
 		}
 		p = a.ParentID
 	}
-	return best
+	cv.runlock()
+	return sp.priced(best, bestTree)
 }
 
 // SetBudget implements api.Spender: a person fixes or raises a task's own
@@ -310,9 +367,9 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
 	}
-	_, cur := usageFromStore(&row)
+	usage, cur := usageFromStore(&row)
 	var curAmount *core.Amount
-	if cur != nil {
+	if cur != nil && cur.Amount.Kind != "" {
 		curAmount = &cur.Amount
 	}
 	a, err := api.CheckBudgetChange(curAmount, in)
@@ -323,6 +380,13 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 	row.BudgetKind, row.BudgetCurrency = a.Kind, a.Currency
 	row.BudgetValue = storedAmount(a)
 	_, next := usageFromStore(&row)
+	if usage != nil {
+		next = sp.priced(next, &usage.Tree)
+	}
+	if len(next.Unpriced) > 0 {
+		sp.state.budgetMu.Unlock()
+		return core.Task{}, core.Errorf(core.CodeValidation, "%s", unpricedFault(t.ID, next))
+	}
 	if cur != nil && cur.Reached && next.Spent >= a.Value {
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that",

@@ -10,10 +10,12 @@ import (
 // mockContextSize is the context window `mock: usage` reports.
 const mockContextSize = 200000
 
-// reportUsage is `mock: usage IN OUT [COST]`: the turn's token counts go in
-// its prompt response (usage), and a usage_update follows at once with the
-// context window's use and the session's cumulative cost in USD, as Claude
-// Code's ACP adapter reports them. COST is this turn's; "-" or nothing
+// reportUsage is `mock: usage IN OUT [COST[CUR]]`: the turn's token counts
+// go in its prompt response (usage), and a usage_update follows at once
+// with the context window's use and the session's cumulative cost in CUR
+// (USD when not given; any text, as a hostile agent may send), as Claude
+// Code's ACP adapter reports them. COST is this turn's, added to the
+// session's count in its currency (one count a currency); "-" or nothing
 // reports no cost. Repeated in a turn, the counts add up.
 func (t *turn) reportUsage(arg string) {
 	f := strings.Fields(arg)
@@ -29,13 +31,21 @@ func (t *turn) reportUsage(arg string) {
 	}
 	var cost *acp.Cost
 	if len(f) == 3 && f[2] != "-" {
-		c, err := strconv.ParseFloat(f[2], 64)
+		num := strings.TrimRightFunc(f[2], func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' })
+		cur := f[2][len(num):]
+		if cur == "" {
+			cur = "USD"
+		}
+		c, err := strconv.ParseFloat(num, 64)
 		if err != nil || c < 0 {
 			t.sayf("error mock: usage: cost must be a number, got %q", f[2])
 			return
 		}
-		t.s.cost += c
-		cost = &acp.Cost{Amount: t.s.cost, Currency: "USD"}
+		if t.s.cost == nil {
+			t.s.cost = map[string]float64{}
+		}
+		t.s.cost[cur] += c
+		cost = &acp.Cost{Amount: t.s.cost[cur], Currency: cur}
 	}
 	if t.usage == nil {
 		t.usage = &acp.Usage{}

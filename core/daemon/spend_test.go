@@ -1,0 +1,109 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/api"
+	"github.com/kandev/kandev/core/daemon/daemontest"
+)
+
+// Tests of issue 37: spend an agent cannot dodge.
+
+// A budget's currency is the budget's (ADR 0075). An agent that reports
+// 0.01 EUR under a 1USD budget with no rate set halts the tree at once,
+// the reason naming both currencies and how to set a rate; a change of
+// the budget is refused until a rate is set; with one, the EUR counts
+// converted and the 500 USD that follows stops the tree. Every total
+// keeps each currency apart: never $500.01.
+func TestBudgetCurrencyIsTheBudgets(t *testing.T) {
+	d := daemontest.Start(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Budget: "1USD",
+		Prompt: "mock: usage 10 10 0.01EUR\nmock: waitfile " + gate + "\nmock: usage 10 10 500\nmock: say done"})
+
+	daemontest.Eventually(t, wait, "the root held for its EUR cost", func() bool { return get(t, d, root.ID).OverBudget() })
+	r := get(t, d, root.ID)
+	for _, want := range []string{"0.01 EUR", "its budget is in USD", "no rate from EUR to USD", "kandev config set currency_rates EUR/USD=RATE",
+		"kandev task budget " + root.ID + " --set 1USD"} {
+		if !strings.Contains(r.Stalled.Detail, want) {
+			t.Errorf("the hold's reason lacks %q: %q", want, r.Stalled.Detail)
+		}
+	}
+	if r.Budget == nil || !r.Budget.Reached || len(r.Budget.Unpriced) != 1 || r.Budget.Unpriced[0].Currency != "EUR" || r.Budget.Spent != 0 {
+		t.Fatalf("root budget %+v", r.Budget)
+	}
+	waitState(t, d, root.ID, core.SessionCancelled)
+	if w := d.Run("wait", root.ID); w.Code != 17 || !strings.Contains(w.Stdout+w.Stderr, "budget") {
+		t.Fatalf("wait: exit %d %q %q", w.Code, w.Stdout, w.Stderr)
+	}
+	show := d.MustRun("task", "show", root.ID)
+	if !strings.Contains(show, "0.01 EUR with no rate to USD") || !strings.Contains(show, "no rate from EUR to USD") {
+		t.Errorf("task show:\n%s", show)
+	}
+	// Without a rate, no change of the budget lets it go on.
+	if bad := d.Run("task", "budget", root.ID, "--set", "1USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "currency_rates EUR/USD=RATE") {
+		t.Fatalf("a budget change with no rate: exit %d %q", bad.Code, bad.Stderr)
+	}
+	if bad := d.Run("config", "set", "currency_rates", "EUR=1.08"); bad.Code == 0 || !strings.Contains(bad.Stderr, "EUR/USD=1.08") {
+		t.Fatalf("a bad rate: exit %d %q", bad.Code, bad.Stderr)
+	}
+	d.MustRun("config", "set", "currency_rates", "eur/usd=1.08")
+	raised := d.MustRun("task", "budget", root.ID, "--set", "1USD")
+	if !strings.Contains(raised, "$0.01 of $1.00 spent") {
+		t.Fatalf("task budget --set with a rate: %q", raised)
+	}
+	if b := get(t, d, root.ID).Budget; b == nil || !near(b.Spent, 0.0108) || len(b.Unpriced) != 0 || b.Reached {
+		t.Fatalf("the budget with a rate: %+v, want 0.01 EUR counted as $0.0108", b)
+	}
+	// The tree goes on; the 500 USD after the gate stops it, counted with
+	// the EUR converted.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	daemontest.Eventually(t, wait, "the root held for its budget again", func() bool {
+		r := get(t, d, root.ID)
+		return r.OverBudget() && r.Budget != nil && r.Budget.Reached && r.Budget.Spent > 500
+	})
+	r = get(t, d, root.ID)
+	if r.Budget.Fault != "" || len(r.Budget.Unpriced) != 0 || !strings.Contains(r.Stalled.Detail, "of its $1.00 budget") {
+		t.Fatalf("root after 500 USD: budget %+v stalled %+v", r.Budget, r.Stalled)
+	}
+	u := usageOf(t, d, root.ID)
+	costs := u.Own.Costs()
+	if len(costs) != 2 || costs[0].Currency != "EUR" || costs[1].Currency != "USD" || !near(costs[1].Amount, 500) {
+		t.Fatalf("root's own costs %+v, want EUR and USD apart", costs)
+	}
+	// kandev usage: each currency apart, in the rows and the total.
+	out := d.MustRun("usage")
+	if strings.Contains(out, "500.01") || strings.Contains(out, "500.02") || !strings.Contains(out, "$500.00 and 0.0") && !strings.Contains(out, "EUR and $500.00") {
+		t.Fatalf("kandev usage sums across currencies:\n%s", out)
+	}
+	var rep api.UsageReport
+	if err := json.Unmarshal([]byte(d.MustRun("usage", "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	tc := rep.Total.Costs()
+	if len(rep.Rows) != 1 || len(tc) != 2 || !near(costOf(tc, "USD"), 500) || costOf(tc, "EUR") <= 0 || costOf(tc, "EUR") > 0.03 {
+		t.Fatalf("usage --json total %+v rows %+v", rep.Total, rep.Rows)
+	}
+	if st := d.MustRun("status"); strings.Contains(st, "500.0") && !strings.Contains(st, " and ") {
+		t.Errorf("status sums across currencies:\n%s", st)
+	}
+	if wide := d.MustRun("task", "list", "--wide"); !strings.Contains(wide, "EUR and $500.00") {
+		t.Errorf("task list --wide:\n%s", wide)
+	}
+}
+
+func costOf(cs []core.Cost, cur string) float64 {
+	for _, c := range cs {
+		if c.Currency == cur {
+			return c.Amount
+		}
+	}
+	return 0
+}
