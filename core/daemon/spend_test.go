@@ -107,3 +107,79 @@ func costOf(cs []core.Cost, cur string) float64 {
 	}
 	return 0
 }
+
+// Implausible reports fail closed (ADR 0075): a cumulative cost that is
+// negative or past the bound, a cost in no three-letter currency, a
+// negative or huge token count each hold the whole tree for a person with
+// the raw figures in the reason, rather than counting as 0; a budget set
+// on the tree's top task lets it go on.
+func TestImplausibleReportsHoldTheTree(t *testing.T) {
+	d := daemontest.Start(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	// A cost comes in a usage_update at once, and the turn is cut; a
+	// turn's tokens come in its prompt response, at its end.
+	cases := []struct {
+		usage, raw string
+		cut        bool
+	}{
+		{"10 10 =1e308", "a cumulative cost of 1e+308 USD", true},
+		{"10 10 =-5EUR", "a cumulative cost of -5 EUR", true},
+		{"10 10 1500", "1500 more in one report (more than 1000 USD)", true},
+		{"10 10 2:US$", `a cost of 2 in "US$", not a three-letter currency`, true},
+		{"-5 10", "a turn's inputTokens of -5", false},
+		{"200000000 1", "a turn's inputTokens of 200000000", false},
+	}
+	roots := make([]core.Task, len(cases))
+	for i, c := range cases {
+		p := "mock: usage " + c.usage
+		if c.cut {
+			p += "\nmock: waitfile " + gate + "\nmock: say after"
+		}
+		roots[i] = create(t, d, api.CreateTaskInput{Title: "hostile " + c.usage, Start: true, Prompt: p})
+	}
+	// Under a budget, a kid's report holds its root's tree.
+	kidPrompt := `mock: usage 1 1 =1e308\nmock: waitfile ` + gate + `\nmock: say kid-after`
+	budgeted := create(t, d, api.CreateTaskInput{Title: "budgeted", Start: true, Budget: "5USD",
+		Prompt: `mock: call create_task_kandev {"title":"kid","prompt":"` + kidPrompt + `"}`})
+	kid := child(t, d, budgeted.ID)
+
+	for i, c := range cases {
+		id := roots[i].ID
+		daemontest.Eventually(t, wait, "the tree of "+c.usage+" held", func() bool { return get(t, d, id).OverBudget() })
+		r := get(t, d, id)
+		if !strings.Contains(r.Stalled.Detail, c.raw) || !strings.Contains(r.Stalled.Detail, "implausible") ||
+			r.Budget == nil || !r.Budget.Reached || !strings.Contains(r.Budget.Fault, c.raw) {
+			t.Errorf("%s: stalled %+v budget %+v, want the raw %q", c.usage, r.Stalled, r.Budget, c.raw)
+		}
+		if u := r.Usage; u != nil && (len(u.Own.Costs()) != 0 || u.Own.Tokens > 100) {
+			t.Errorf("%s: counted %+v", c.usage, u.Own)
+		}
+		if c.cut {
+			waitState(t, d, id, core.SessionCancelled)
+		}
+	}
+	daemontest.Eventually(t, wait, "the budgeted tree held for its kid's report", func() bool { return get(t, d, budgeted.ID).OverBudget() })
+	b := get(t, d, budgeted.ID)
+	if !strings.Contains(b.Stalled.Detail, "task "+kid.ID+"'s agent reported a cumulative cost of 1e+308 USD") || b.Budget.Spent != 0 {
+		t.Fatalf("budgeted root: stalled %+v budget %+v", b.Stalled, b.Budget)
+	}
+	waitState(t, d, kid.ID, core.SessionCancelled)
+	if w := d.Run("wait", roots[0].ID); w.Code != 17 {
+		t.Fatalf("wait: exit %d %q %q", w.Code, w.Stdout, w.Stderr)
+	}
+	if show := d.MustRun("task", "show", roots[0].ID); !strings.Contains(show, "1e+308") {
+		t.Errorf("task show lacks the raw figure:\n%s", show)
+	}
+	// A person's budget lets the tree go on.
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.MustRun("task", "budget", roots[0].ID, "--set", "1USD")
+	daemontest.Eventually(t, wait, "the first tree to go on", func() bool {
+		r := get(t, d, roots[0].ID)
+		return !r.OverBudget() && r.Budget != nil && r.Budget.Fault == "" && !r.Budget.Reached
+	})
+	if r := get(t, d, roots[1].ID); !r.OverBudget() {
+		t.Fatalf("another tree went on: %+v", r.Stalled)
+	}
+}

@@ -80,6 +80,41 @@ func (sp *Spend) checkBudgets(taskID string) {
 	}
 }
 
+// implausibleAsync holds a task's whole tree for a person for a report
+// kandev will not count (what says it, raw), off the caller's goroutine
+// (an agent's notification handler: stopping its turn must not wait on
+// it). The hold is on the tree's top task: with a budget, as a reached
+// one; without, by the fault alone. A person's budget change (task budget
+// ROOT --set AMOUNT) clears it.
+func (sp *Spend) implausibleAsync(taskID, raw string) {
+	if !sp.k.live.unlessClosing(func() { sp.procWG.Add(1) }) {
+		return
+	}
+	go func() {
+		defer sp.procWG.Done()
+		ctx := sp.k.baseCtx
+		sp.state.budgetMu.Lock()
+		defer sp.state.budgetMu.Unlock()
+		top := taskID
+		if anc := sp.ancestors(taskID); len(anc) > 0 {
+			top = anc[len(anc)-1]
+		}
+		row, _, err := sp.k.db.TaskUsage(ctx, top)
+		if err != nil {
+			sp.k.log.Error("read budget", "task", top, "err", err)
+		}
+		if row.SpendFault != "" {
+			return // held already: the first fault is the one a person reads
+		}
+		row.TaskID = top
+		_, b := usageFromStore(&row)
+		why := fmt.Sprintf("task %s's agent reported %s: implausible, not counted; the tree of task %s is held for a person "+
+			"(kandev task budget %s --set AMOUNT to go on)", taskID, raw, top, top)
+		sp.k.log.Warn("implausible usage report", "task", taskID, "raw", raw)
+		sp.budgetReached(ctx, top, b, why)
+	}()
+}
+
 // unpricedFault says why a budget cannot count its tree's spend: costs in
 // a currency with no rate to its own, and how a person sets one.
 func unpricedFault(holder string, b *core.BudgetInfo) string {

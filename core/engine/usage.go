@@ -8,8 +8,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,6 +27,21 @@ import (
 // are exact.
 const microsPerUnit = 1e6
 
+// The bounds of a plausible report (docs/usage.md, ADR 0075): a report
+// past one holds the tree for a person with its raw figures, rather than
+// counting as 0.
+const (
+	// maxReportCost: what one usage_update may add, in its currency.
+	maxReportCost = 1000
+	// maxCumulativeCost: a session's cumulative cost, in its currency.
+	maxCumulativeCost = 1_000_000
+	// maxReportTokens: any one token count of a turn's report.
+	maxReportTokens = 100_000_000
+)
+
+// rawNumber writes a reported number as it came, for the operator.
+func rawNumber(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
 var _ agent.UsageHandler = (*recorder)(nil)
 
 // usageUpdate records a usage_update: the context window's figures, and
@@ -34,12 +51,25 @@ var _ agent.UsageHandler = (*recorder)(nil)
 // r.mu is held (Update).
 func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 	var spend store.Usage
-	if c := u.Cost; c != nil && c.Amount >= 0 && !math.IsNaN(c.Amount) && !math.IsInf(c.Amount, 0) && c.Amount < 1e9 {
-		// An agent is untrusted input: a cost is kept only in an ISO 4217
-		// code's shape, three letters.
-		if cur, ok := currencyCode(c.Currency); ok {
-			spend.CostMicros = r.runs.spend.state.costDelta(r.sessionID, c.Amount, cur)
-			spend.Currency = cur
+	if c := u.Cost; c != nil {
+		// An agent is untrusted input: a cost is counted only in an ISO
+		// 4217 code's shape, three letters, and only when plausible;
+		// anything else holds the tree for a person, never counts as 0.
+		cur, ok := currencyCode(c.Currency)
+		switch {
+		case !ok:
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a cost of %s in %q, not a three-letter currency", rawNumber(c.Amount), truncateRunes(c.Currency, 40)))
+			return
+		case math.IsNaN(c.Amount) || math.IsInf(c.Amount, 0) || c.Amount < 0 || c.Amount > maxCumulativeCost:
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a cumulative cost of %s %s", rawNumber(c.Amount), cur))
+			return
+		}
+		spend.CostMicros = r.runs.spend.state.costDelta(r.sessionID, c.Amount, cur)
+		spend.Currency = cur
+		if spend.CostMicros > maxReportCost*microsPerUnit {
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a cumulative cost of %s %s, %s more in one report (more than %d %s)",
+				rawNumber(c.Amount), cur, rawNumber(float64(spend.CostMicros)/microsPerUnit), maxReportCost, cur))
+			return
 		}
 	}
 	used, size := int64(max(u.Used, 0)), int64(max(u.Size, 0))
@@ -53,6 +83,16 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 // prompt response. It is recorded even for a run a stop released: what
 // was spent was spent.
 func (r *recorder) TurnUsage(u acp.Usage) {
+	for _, f := range []struct {
+		name string
+		n    *int
+	}{{"inputTokens", &u.InputTokens}, {"outputTokens", &u.OutputTokens}, {"totalTokens", &u.TotalTokens},
+		{"thoughtTokens", u.ThoughtTokens}, {"cachedReadTokens", u.CachedReadTokens}, {"cachedWriteTokens", u.CachedWriteTokens}} {
+		if f.n != nil && (*f.n < 0 || int64(*f.n) > maxReportTokens) {
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a turn's %s of %d (a report counts 0 to %d tokens)", f.name, *f.n, int64(maxReportTokens)))
+			return
+		}
+	}
 	in, out := int64(max(u.InputTokens, 0)), int64(max(u.OutputTokens, 0))
 	spend := store.Usage{Input: in, Output: out, Thought: optTokens(u.ThoughtTokens),
 		CacheRead: optTokens(u.CachedReadTokens), CacheWrite: optTokens(u.CachedWriteTokens)}
