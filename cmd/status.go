@@ -60,7 +60,13 @@ func (g *Glance) add(t *core.Task) {
 		} else {
 			g.Review++
 		}
-		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: a.Why, Urgency: a.Urgency})
+		why := a.Why
+		if t.OverBudget() {
+			// Its tree spent its budget (or holds for spend kandev could
+			// not count): one story with wait, task list and the TUI.
+			why = "budget"
+		}
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Why: why, Urgency: a.Urgency})
 	}
 	if t.Running() {
 		g.Running++

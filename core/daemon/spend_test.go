@@ -183,3 +183,60 @@ func TestImplausibleReportsHoldTheTree(t *testing.T) {
 		t.Fatalf("another tree went on: %+v", r.Stalled)
 	}
 }
+
+// One story for a budget halt: kandev status says budget (not
+// escalated), wait exits 17; a budget that leaves nothing to spend is
+// refused, reached or not, and so is one under an ancestor's reached
+// budget.
+func TestBudgetHaltOneStory(t *testing.T) {
+	d := daemontest.Start(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Budget: "1USD", Prompt: "mock: usage 10 10 0.9"})
+	waitSettled(t, d, root.ID)
+	daemontest.Eventually(t, wait, "90% spent", func() bool { b := get(t, d, root.ID).Budget; return b != nil && near(b.Spent, 0.9) })
+	// Not reached: a budget below what was spent is refused all the same.
+	if bad := d.Run("task", "budget", root.ID, "--set", "0.5USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "leaves nothing to spend") {
+		t.Fatalf("--set below the spend: exit %d %q", bad.Code, bad.Stderr)
+	}
+	if b := get(t, d, root.ID).Budget; b.Amount.Value != 1 || b.Reached {
+		t.Fatalf("a refused change changed the budget: %+v", b)
+	}
+	message(t, d, root.ID, "mock: usage 1 1 0.2\nmock: waitfile "+gate)
+	daemontest.Eventually(t, wait, "the root held for its budget", func() bool { return get(t, d, root.ID).OverBudget() })
+	// A raise to what was spent leaves nothing: refused.
+	if bad := d.Run("task", "budget", root.ID, "--add", "0.1USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "spent $1.10; a budget of $1.10 leaves nothing to spend") {
+		t.Fatalf("--add to the spend: exit %d %q", bad.Code, bad.Stderr)
+	}
+	// A budget of a task under the reached one frees nothing: refused.
+	kid := create(t, d, api.CreateTaskInput{Title: "kid", ParentID: root.ID})
+	if bad := d.Run("task", "budget", kid.ID, "--set", "5USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "whose budget is reached") ||
+		!strings.Contains(bad.Stderr, "kandev task budget "+root.ID+" --add") {
+		t.Fatalf("a kid's budget under a reached root: exit %d %q", bad.Code, bad.Stderr)
+	}
+	if b := get(t, d, kid.ID).Budget; b == nil || b.Holder != root.ID {
+		t.Fatalf("the kid's budget %+v, want its root's, unchanged", b)
+	}
+	// kandev status: budget, as wait, task list and the TUI say.
+	st := d.MustRun("status")
+	var line string
+	for _, l := range strings.Split(st, "\n") {
+		if strings.HasPrefix(l, root.ID) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "budget") || strings.Contains(line, "escalated") {
+		t.Fatalf("kandev status lists the root as %q:\n%s", line, st)
+	}
+	if w := d.Run("wait", root.ID); w.Code != 17 {
+		t.Fatalf("wait: exit %d %q %q", w.Code, w.Stdout, w.Stderr)
+	}
+	if list := d.MustRun("task", "list"); !strings.Contains(list, "budget") {
+		t.Errorf("task list:\n%s", list)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := d.MustRun("task", "budget", root.ID, "--add", "1USD"); !strings.Contains(out, "$1.10 of $2.00 spent") {
+		t.Fatalf("a raise past the spend: %q", out)
+	}
+}

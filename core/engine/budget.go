@@ -422,10 +422,17 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, core.Errorf(core.CodeValidation, "%s", unpricedFault(t.ID, next))
 	}
-	if cur != nil && cur.Reached && next.Spent >= a.Value {
+	// A budget that leaves nothing to spend is refused, reached or not
+	// (docs/usage.md): to stop a tree now is task stop's.
+	if next.Spent >= a.Value {
 		sp.state.budgetMu.Unlock()
-		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that",
-			t.ID, a.Format(next.Spent), a.Format(a.Value))
+		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that "+
+			"(to stop the tree now: kandev task stop)", t.ID, a.Format(next.Spent), a.Format(a.Value))
+	}
+	if hold := sp.budgetHold(t); hold != "" && hold != t.ID {
+		sp.state.budgetMu.Unlock()
+		return core.Task{}, core.Errorf(core.CodeValidation, "task %s is in the tree of task %s, whose budget is reached: a budget of %s on %s leaves nothing to spend "+
+			"while that one holds it; raise that one: kandev task budget %s --add AMOUNT", t.ID, hold, a.Format(a.Value), t.ID, hold)
 	}
 	wasReached := cur != nil && cur.Reached
 	err = sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
