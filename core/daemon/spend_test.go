@@ -53,7 +53,7 @@ func TestBudgetCurrencyIsTheBudgets(t *testing.T) {
 		t.Fatalf("a bad rate: exit %d %q", bad.Code, bad.Stderr)
 	}
 	d.MustRun("config", "set", "currency_rates", "eur/usd=1.08")
-	raised := d.MustRun("task", "budget", root.ID, "--set", "1USD")
+	raised := d.MustRun("task", "budget", root.ID, "--set", "1USD", "--cut-turn", "redeliver")
 	if !strings.Contains(raised, "$0.01 of $1.00 spent") {
 		t.Fatalf("task budget --set with a rate: %q", raised)
 	}
@@ -191,9 +191,10 @@ func TestImplausibleReportsHoldTheTree(t *testing.T) {
 func TestBudgetHaltOneStory(t *testing.T) {
 	d := daemontest.Start(t)
 	gate := filepath.Join(t.TempDir(), "gate")
-	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Budget: "1USD", Prompt: "mock: usage 10 10 0.9"})
+	root := create(t, d, api.CreateTaskInput{Title: "root", Start: true, Budget: "1USD", Prompt: "mock: usage 10 10 0.5"})
+	// Below 80%: no notice queued to race the turn's end.
 	waitSettled(t, d, root.ID)
-	daemontest.Eventually(t, wait, "90% spent", func() bool { b := get(t, d, root.ID).Budget; return b != nil && near(b.Spent, 0.9) })
+	daemontest.Eventually(t, wait, "50% spent", func() bool { b := get(t, d, root.ID).Budget; return b != nil && near(b.Spent, 0.5) })
 	// Not reached: a budget below what was spent is refused all the same.
 	if bad := d.Run("task", "budget", root.ID, "--set", "0.5USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "leaves nothing to spend") {
 		t.Fatalf("--set below the spend: exit %d %q", bad.Code, bad.Stderr)
@@ -201,7 +202,7 @@ func TestBudgetHaltOneStory(t *testing.T) {
 	if b := get(t, d, root.ID).Budget; b.Amount.Value != 1 || b.Reached {
 		t.Fatalf("a refused change changed the budget: %+v", b)
 	}
-	message(t, d, root.ID, "mock: usage 1 1 0.2\nmock: waitfile "+gate)
+	message(t, d, root.ID, "mock: usage 1 1 0.6\nmock: waitfile "+gate)
 	daemontest.Eventually(t, wait, "the root held for its budget", func() bool { return get(t, d, root.ID).OverBudget() })
 	// A raise to what was spent leaves nothing: refused.
 	if bad := d.Run("task", "budget", root.ID, "--add", "0.1USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "spent $1.10; a budget of $1.10 leaves nothing to spend") {
@@ -238,5 +239,77 @@ func TestBudgetHaltOneStory(t *testing.T) {
 	}
 	if out := d.MustRun("task", "budget", root.ID, "--add", "1USD"); !strings.Contains(out, "$1.10 of $2.00 spent") {
 		t.Fatalf("a raise past the spend: %q", out)
+	}
+}
+
+// Raising a budget says what becomes of the turn it cut (ADR 0076):
+// dropped unless the person says otherwise (nothing is spent again
+// silently), delivered again from the start, or continued with a short
+// note and not the message again.
+func TestRaisingABudgetSaysWhatTheCutTurnDoes(t *testing.T) {
+	d := daemontest.Start(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	prompt := "mock: usage 1 1 1.05\nmock: waitfile " + gate + "\nmock: say cut-done"
+	modes := []string{"", "redeliver", "continue"}
+	roots := map[string]core.Task{}
+	for _, m := range modes {
+		roots[m] = create(t, d, api.CreateTaskInput{Title: "cut " + m, Start: true, Budget: "1USD", Prompt: prompt})
+	}
+	for _, m := range modes {
+		id := roots[m].ID
+		daemontest.Eventually(t, wait, "the tree of "+m+" held", func() bool { return get(t, d, id).OverBudget() })
+		waitState(t, d, id, core.SessionCancelled)
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if bad := d.Run("task", "budget", roots[""].ID, "--add", "5USD", "--cut-turn", "maybe"); bad.Code == 0 || !strings.Contains(bad.Stderr, "give redeliver") {
+		t.Fatalf("a bad --cut-turn: exit %d %q", bad.Code, bad.Stderr)
+	}
+	if bad := d.Run("task", "budget", roots[""].ID, "--cut-turn", "drop"); bad.Code == 0 || !strings.Contains(bad.Stderr, "goes with --set or --add") {
+		t.Fatalf("--cut-turn alone: exit %d %q", bad.Code, bad.Stderr)
+	}
+	for _, m := range modes {
+		args := []string{"task", "budget", roots[m].ID, "--add", "5USD"}
+		if m != "" {
+			args = append(args, "--cut-turn", m)
+		}
+		r := d.Run(args...)
+		want := map[string]string{"": "were dropped", "redeliver": "delivered again", "continue": "go on where they stopped"}[m]
+		if r.Code != 0 || !strings.Contains(r.Stderr, want) {
+			t.Fatalf("raise %q: exit %d %q %q, want %q", m, r.Code, r.Stdout, r.Stderr, want)
+		}
+	}
+	// Redelivered: the message from the start, spending again.
+	waitSaid(t, d, roots["redeliver"].ID, "cut-done")
+	if u := usageOf(t, d, roots["redeliver"].ID); !near(u.Own.Cost, 2.10) {
+		t.Fatalf("redelivered: cost %v, want 2.10", u.Own.Cost)
+	}
+	// Continued: a short note, not the message again.
+	cont := roots["continue"].ID
+	daemontest.Eventually(t, wait, "the continue note", func() bool {
+		return countPrompts(t, d, cont, "[kandev:budget] Your last turn (on a message from") == 1
+	})
+	waitSettled(t, d, cont)
+	// Dropped (the default): nothing is delivered; the next message is.
+	drop := roots[""].ID
+	message(t, d, drop, "mock: say after-raise")
+	waitSaid(t, d, drop, "after-raise")
+	for _, id := range []string{cont, drop} {
+		if n := countPrompts(t, d, id, "mock: usage 1 1 1.05"); n != 1 {
+			t.Errorf("task %s: its message delivered %d times, want once", id, n)
+		}
+		if n := countPrompts(t, d, id, "[kandev:budget] Your turn on this message was stopped"); n != 0 {
+			t.Errorf("task %s: its cut turn redelivered", id)
+		}
+		if saidContains(t, d, id, "cut-done") {
+			t.Errorf("task %s: the cut turn went on from the start", id)
+		}
+		if u := usageOf(t, d, id); !near(u.Own.Cost, 1.05) {
+			t.Errorf("task %s: cost %v, want 1.05 (nothing spent again)", id, u.Own.Cost)
+		}
+	}
+	if q := get(t, d, drop); q.Queued != 0 {
+		t.Errorf("the dropped tree still queues %d", q.Queued)
 	}
 }

@@ -9,6 +9,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -412,6 +413,11 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, err
 	}
+	cutTurn, err := api.CheckCutTurn(in.CutTurn)
+	if err != nil {
+		sp.state.budgetMu.Unlock()
+		return core.Task{}, err
+	}
 	row.BudgetKind, row.BudgetCurrency = a.Kind, a.Currency
 	row.BudgetValue = storedAmount(a)
 	_, next := usageFromStore(&row)
@@ -448,7 +454,7 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
 	}
 	if wasReached {
-		sp.budgetResume(ctx, t.ID, a)
+		sp.budgetResume(ctx, t.ID, a, cutTurn)
 	}
 	// The new budget may be spent most of already, or all of it.
 	sp.checkBudgets(t.ID)
@@ -456,9 +462,10 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 }
 
 // budgetResume lets a tree go on after its budget was raised: the holder
-// goes back to whoever it was escalated from, and every task in the tree
-// with work queued (a cut turn's prompt among it) is kicked.
-func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount) {
+// goes back to whoever it was escalated from, the turns the budget cut
+// become what cutTurn says (ADR 0076), and every task in the tree with
+// work queued is kicked.
+func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount, cutTurn string) {
 	t, err := sp.k.storedTask(ctx, holder)
 	if err == nil && t.OverBudget() {
 		var from *core.Ref
@@ -482,7 +489,58 @@ func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount)
 		}
 	}
 	for _, id := range sp.subtree(holder) {
+		sp.settleCutTurn(ctx, id, cutTurn)
 		sp.k.kickLoop(id)
+	}
+}
+
+// settleCutTurn makes a task's queued cut turn (the prompt a reached
+// budget queued again) what a person chose when raising it: delivered
+// again as it is (redeliver), replaced by a short note to go on
+// (continue), or withdrawn (drop), with a note in the conversation.
+func (sp *Spend) settleCutTurn(ctx context.Context, id, cutTurn string) {
+	if cutTurn == api.CutTurnRedeliver {
+		return
+	}
+	err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
+		items, err := tx.Queue(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			d, ok := queuedNotice(it)
+			if !ok || d.Notice != prompt.NoticeBudgetResume {
+				continue
+			}
+			if err := tx.DeleteQueueItem(ctx, it.ID); err != nil {
+				return err
+			}
+			c.touch(id)
+			why := "the turn the budget cut was dropped (task budget --cut-turn drop): its message is not delivered again"
+			if cutTurn == api.CutTurnContinue {
+				var msg prompt.Message
+				_ = json.Unmarshal(d.Data, &msg)
+				var meta map[string]any
+				_ = json.Unmarshal([]byte(it.Meta), &meta)
+				delete(meta, "notice")
+				delete(meta, "data")
+				next := it
+				next.ID, next.Text = 0, "go on where you stopped (the budget was raised)"
+				if _, err := tx.Enqueue(ctx, noticeItem(next, prompt.NoticeBudgetContinue, prompt.Message{From: msg.From}, meta)); err != nil {
+					return err
+				}
+				c.wake(id)
+				why = "the turn the budget cut goes on (task budget --cut-turn continue): its agent is told to go on where it stopped, without its message again"
+			}
+			if err := c.noteTx(ctx, tx, id, core.MsgStatus, core.ActorFrom(ctx).String(), why,
+				map[string]any{"reason": core.StallBudget, "cut_turn": cutTurn}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		sp.k.log.Error("settle cut turn", "task", id, "err", err)
 	}
 }
 
