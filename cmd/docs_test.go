@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"text/template"
@@ -118,6 +119,33 @@ func TestAgentsDocAgrees(t *testing.T) {
 		for _, v := range a.Credentials {
 			if !strings.Contains(section, "`"+v+"`") && !strings.Contains(section, "`"+v+"=") {
 				t.Errorf("docs/agents.md's %s section does not name %s", a.Profile, v)
+			}
+		}
+	}
+}
+
+// The docs say the exit code kandev wait gives a budget halt that the code
+// gives (issue 37: they said 16, a stop's, while wait exits 17).
+func TestBudgetWaitCodeDocsAgree(t *testing.T) {
+	want := fmt.Sprint(waitCode("budget"))
+	if want == fmt.Sprint(waitCode("stopped")) {
+		t.Fatalf("a budget halt and a stop exit alike (%s)", want)
+	}
+	for file, re := range map[string]string{
+		"usage.md":                            "`kandev wait`\\s+exits \\*\\*(\\d+)\\*\\*",
+		"decisions/0051-usage-and-budgets.md": "`kandev wait` exits (\\d+)",
+	} {
+		b, err := os.ReadFile(filepath.Join("..", "docs", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(re).FindAllStringSubmatch(string(b), -1)
+		if len(m) == 0 {
+			t.Errorf("docs/%s says no exit code of kandev wait for a budget", file)
+		}
+		for _, x := range m {
+			if x[1] != want {
+				t.Errorf("docs/%s says kandev wait exits %s on a budget halt; it exits %s", file, x[1], want)
 			}
 		}
 	}

@@ -211,13 +211,13 @@ func appendSpend(b []byte, t *core.Task) []byte {
 		return b
 	}
 	s, tree := u.Own, ""
-	if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+	if u.Tree.Tokens != u.Own.Tokens || u.Tree.CostText() != u.Own.CostText() {
 		s, tree = u.Tree, "Σ"
 	}
 	b = append(b, "  "...)
 	b = append(b, tree...)
-	if s.Currency != "" {
-		b = append(b, core.FormatCost(s.Cost, s.Currency)...)
+	if c := s.CostText(); c != "" {
+		b = append(b, c...)
 		b = append(b, ' ')
 	}
 	b = append(b, core.FormatTokens(s.Tokens)...)
@@ -395,10 +395,10 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 	}
 	if u := t.Usage; u != nil {
 		row("tokens", usageTokens(u.Own))
-		if u.Own.Currency != "" {
-			row("cost", core.FormatCost(u.Own.Cost, u.Own.Currency))
+		if c := u.Own.CostText(); c != "" {
+			row("cost", c)
 		}
-		if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+		if u.Tree.Tokens != u.Own.Tokens || u.Tree.CostText() != u.Own.CostText() {
 			row("subtree", u.UsageLine(true))
 		}
 		if c := u.ContextLine(); c != "" {

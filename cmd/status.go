@@ -63,7 +63,13 @@ func (g *Glance) add(t *core.Task) {
 		} else {
 			g.Review++
 		}
-		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Stage: core.StageOf(t), Why: a.Why, Urgency: a.Urgency})
+		why := a.Why
+		if t.OverBudget() {
+			// Its tree spent its budget (or holds for spend kandev could
+			// not count): one story with wait, task list and the TUI.
+			why = "budget"
+		}
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Stage: core.StageOf(t), Why: why, Urgency: a.Urgency})
 	}
 	if t.Running() {
 		g.Running++
@@ -160,10 +166,10 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if short {
 		return nil
 	}
-	if s := g.SpentToday; s != nil && (s.Tokens > 0 || s.Cost > 0) {
+	if s := g.SpentToday; s != nil && (s.Tokens > 0 || len(s.Costs()) > 0) {
 		spent := core.FormatTokens(s.Tokens) + " tokens"
-		if s.Currency != "" {
-			spent = core.FormatCost(s.Cost, s.Currency) + ", " + spent
+		if c := s.CostText(); c != "" {
+			spent = c + ", " + spent
 		}
 		fmt.Fprintf(f.IO.Out, "spent today: %s\n", spent)
 	}

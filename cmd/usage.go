@@ -134,11 +134,12 @@ func sinceNote(since time.Time) string {
 	return " since " + since.Local().Format(time.DateTime)
 }
 
+// costOrDash is a spend's costs, each currency apart, or "-".
 func costOrDash(s core.Spend) string {
-	if s.Currency == "" {
-		return "-"
+	if c := s.CostText(); c != "" {
+		return c
 	}
-	return core.FormatCost(s.Cost, s.Currency)
+	return "-"
 }
 
 // TaskBudgetOptions are `task budget`'s inputs.
@@ -152,22 +153,32 @@ type TaskBudgetOptions struct {
 func NewCmdTaskBudget(f *Factory, runF func(*TaskBudgetOptions) error) *cobra.Command {
 	opts := &TaskBudgetOptions{F: f}
 	c := &cobra.Command{
-		Use:   "budget ID [--set AMOUNT | --add AMOUNT]",
+		Use:   "budget ID [--set AMOUNT | --add AMOUNT] [--cut-turn drop|redeliver|continue]",
 		Short: "Show, fix or raise a task's budget",
 		Long: `Show, fix or raise a task's budget: a currency amount (5USD, 2.50EUR) or tokens
 (2M-tokens, 500k-tokens). The task's subtree shares it; a child may have a smaller one
 of its own. At 80% the tree's running agents are told once; at 100% every running turn
 in the tree is stopped, none starts, and the task goes to a person (reason Budget).
-Raising it past what was spent lets the tree go on where it stopped. Only a person
-sets a budget; no agent tool can.`,
+Raising it past what was spent lets the tree go on; a budget that leaves nothing to
+spend is refused. What becomes of each turn the budget cut is --cut-turn's: drop (the
+default: its message is not delivered again, nothing is spent unless you say so),
+redeliver (its message again, from the start) or continue (a short note telling its
+agent to go on where it stopped). Only a person sets a budget; no agent tool can.`,
 		Example: `  kandev task budget k3f9qa
   kandev task budget k3f9qa --set 5USD
-  kandev task budget k3f9qa --add 2USD`,
+  kandev task budget k3f9qa --add 2USD
+  kandev task budget k3f9qa --add 2USD --cut-turn continue`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if opts.Input.Set != "" && opts.Input.Add != "" {
 				return usagef("give --set or --add, not both")
+			}
+			if opts.Input.CutTurn != "" && opts.Input.Set == "" && opts.Input.Add == "" {
+				return usagef("--cut-turn goes with --set or --add")
+			}
+			if _, err := api.CheckCutTurn(opts.Input.CutTurn); err != nil {
+				return usagef("--cut-turn: %s", strings.TrimPrefix(err.Error(), "VALIDATION_ERROR: "))
 			}
 			if runF != nil {
 				return runF(opts)
@@ -177,6 +188,8 @@ sets a budget; no agent tool can.`,
 	}
 	c.Flags().StringVar(&opts.Input.Set, "set", "", "fix the task's own budget to `AMOUNT` (5USD, 2M-tokens)")
 	c.Flags().StringVar(&opts.Input.Add, "add", "", "raise the task's own budget by `AMOUNT` of the same kind")
+	c.Flags().StringVar(&opts.Input.CutTurn, "cut-turn", "", "what becomes of the turns a reached budget cut, when this lets the tree go on: `drop` (default), redeliver or continue")
+	_ = c.RegisterFlagCompletionFunc("cut-turn", cobra.FixedCompletions([]string{api.CutTurnDrop, api.CutTurnRedeliver, api.CutTurnContinue}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -198,7 +211,15 @@ func taskBudgetRun(ctx context.Context, opts *TaskBudgetOptions) error {
 		if serr != nil {
 			return serr
 		}
+		// Held before: the change may let the tree go on, and what
+		// becomes of its cut turns is said.
+		before, berr := client.GetTask(ctx, opts.ID)
+		held := berr == nil && before.Budget != nil && before.Budget.Reached
 		t, err = sp.SetBudget(ctx, opts.ID, opts.Input)
+		if err == nil && held && !f.JSON {
+			cut, _ := api.CheckCutTurn(opts.Input.CutTurn)
+			fmt.Fprintln(f.IO.ErrOut, cutTurnNote(cut))
+		}
 	}
 	if err != nil {
 		return err
@@ -214,6 +235,17 @@ func taskBudgetRun(ctx context.Context, opts *TaskBudgetOptions) error {
 	return nil
 }
 
+// cutTurnNote says what became of the turns a reached budget cut.
+func cutTurnNote(cut string) string {
+	switch cut {
+	case api.CutTurnRedeliver:
+		return "The turns the budget cut are delivered again, from the start (--cut-turn redeliver)."
+	case api.CutTurnContinue:
+		return "The agents whose turns the budget cut are told to go on where they stopped (--cut-turn continue)."
+	}
+	return "The turns the budget cut were dropped: their messages are not delivered again (--cut-turn redeliver or continue to have them go on)."
+}
+
 // budgetLine says a task's budget in one line.
 func budgetLine(t core.Task) string {
 	b := t.Budget
@@ -221,8 +253,17 @@ func budgetLine(t core.Task) string {
 	if b.Holder != t.ID {
 		s += " (the budget of task " + b.Holder + ", shared by its subtree)"
 	}
-	if b.Reached {
+	for _, c := range b.Unpriced {
+		s += "; and " + core.FormatCost(c.Amount, c.Currency) + " with no rate to " + b.Amount.Currency
+	}
+	switch {
+	case b.Fault != "":
+		s += "; held: " + b.Fault
+	case b.Reached:
 		s += "; reached: the tree is stopped until it is raised"
+	}
+	if b.Amount.Kind == "" {
+		s = "none; held: " + b.Fault + " (give the tree a budget to go on: kandev task budget " + b.Holder + " --set AMOUNT)"
 	}
 	return s
 }

@@ -3,13 +3,16 @@ package core
 import (
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
 
 // Spend is what agents reported spending: token counts and a cost. Cost is
-// in Currency (ISO 4217, "USD"); a task whose agents never reported a cost
-// has Currency "".
+// in Currency (ISO 4217, "USD": the first one reported); a task whose
+// agents never reported a cost has Currency "". Costs reported in any
+// other currency are in Others, one a currency, never added to Cost
+// (ADR 0075).
 type Spend struct {
 	Tokens     int64   `json:"tokens"`
 	Input      int64   `json:"input_tokens"`
@@ -19,6 +22,143 @@ type Spend struct {
 	CacheWrite int64   `json:"cache_write_tokens"`
 	Cost       float64 `json:"cost"`
 	Currency   string  `json:"currency"`
+	Others     []Cost  `json:"other_costs,omitempty"`
+}
+
+// Cost is an amount in one currency.
+type Cost struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// Costs lists a spend's costs, one a currency, its first currency first;
+// nil when it reported none.
+func (s Spend) Costs() []Cost {
+	var out []Cost
+	if s.Currency != "" {
+		out = append(out, Cost{s.Cost, s.Currency})
+	}
+	for _, c := range s.Others {
+		if c.Amount != 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// AddCost adds a cost to the spend in its own currency: to Cost when it
+// is the spend's (or the spend has none yet), else to Others; never
+// across currencies.
+func (s *Spend) AddCost(c Cost) {
+	if c.Currency == "" {
+		return
+	}
+	if s.Currency == "" || s.Currency == c.Currency {
+		s.Currency = c.Currency
+		s.Cost += c.Amount
+		return
+	}
+	for i := range s.Others {
+		if s.Others[i].Currency == c.Currency {
+			s.Others[i].Amount += c.Amount
+			return
+		}
+	}
+	s.Others = append(s.Others, c)
+}
+
+// CostText writes a spend's costs for people, each currency apart:
+// "$1.24", "$1.24 and 0.40 EUR"; "" when it reported none.
+func (s Spend) CostText() string {
+	var parts []string
+	for _, c := range s.Costs() {
+		parts = append(parts, FormatCost(c.Amount, c.Currency))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// Rates are exchange rates a person configured (currency_rates):
+// Rates["EUR/USD"] = 1.08 says one EUR is 1.08 USD. The inverse is
+// implied; rates are never chained.
+type Rates map[string]float64
+
+// ParseRates reads currency_rates: "EUR/USD=1.08,GBP/USD=1.27".
+func ParseRates(s string) (Rates, error) {
+	out := Rates{}
+	bad := func(f, why string) (Rates, error) {
+		return nil, Errorf(CodeValidation, "currency rate %q: %s; give rates such as EUR/USD=1.08,GBP/USD=1.27 (one EUR is 1.08 USD)", f, why)
+	}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		pair, num, ok := strings.Cut(f, "=")
+		if !ok {
+			return bad(f, "no \"=\"")
+		}
+		from, to, ok := strings.Cut(strings.ToUpper(strings.TrimSpace(pair)), "/")
+		if !ok || !isCode(from) || !isCode(to) || from == to {
+			return bad(f, "not two different three-letter currencies FROM/TO")
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > 1e6 || v < 1e-6 {
+			return bad(f, "the rate must be a number between 0.000001 and 1000000")
+		}
+		if _, dup := out[from+"/"+to]; dup {
+			return bad(f, "given twice")
+		}
+		if _, dup := out[to+"/"+from]; dup {
+			return bad(f, "its inverse is given too")
+		}
+		out[from+"/"+to] = v
+	}
+	return out, nil
+}
+
+func isCode(c string) bool {
+	if len(c) != 3 {
+		return false
+	}
+	for i := range 3 {
+		if c[i] < 'A' || c[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// String writes rates as ParseRates reads them, in order.
+func (r Rates) String() string {
+	keys := make([]string, 0, len(r))
+	for k := range r {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		keys[i] = k + "=" + strconv.FormatFloat(r[k], 'f', -1, 64)
+	}
+	return strings.Join(keys, ",")
+}
+
+// Convert turns an amount in one currency into another with a configured
+// rate (or its inverse); ok is false when none is set.
+func (r Rates) Convert(amount float64, from, to string) (float64, bool) {
+	if from == to {
+		return amount, true
+	}
+	if v, ok := r[from+"/"+to]; ok {
+		return amount * v, true
+	}
+	if v, ok := r[to+"/"+from]; ok {
+		return amount / v, true
+	}
+	return 0, false
+}
+
+// RateHint says how a person sets a rate from one currency to another.
+func RateHint(from, to string) string {
+	return fmt.Sprintf("kandev config set currency_rates %s/%s=RATE (one %s is RATE %s)", from, to, from, to)
 }
 
 // TaskUsage is a task's spend: its own agents', and its subtree's (its own
@@ -145,19 +285,22 @@ func FormatCost(v float64, currency string) string {
 	return n + " " + currency
 }
 
-// Spent says how much of an amount a spend is, in the amount's kind; ok is
-// false when the spend is in another currency (nothing comparable).
-func (a Amount) Spent(s Spend) (float64, bool) {
+// Spent says how much of an amount a spend is, in the amount's kind: for
+// a cost, what it spent in the amount's currency, and what it spent in
+// others converted with rates. Unpriced are the costs in a currency with
+// no rate to the amount's: nothing says how much of the budget they are.
+func (a Amount) Spent(s Spend, r Rates) (spent float64, unpriced []Cost) {
 	if a.Kind == BudgetTokens {
-		return float64(s.Tokens), true
+		return float64(s.Tokens), nil
 	}
-	if s.Currency == "" {
-		return 0, true
+	for _, c := range s.Costs() {
+		if v, ok := r.Convert(c.Amount, c.Currency, a.Currency); ok {
+			spent += v
+		} else {
+			unpriced = append(unpriced, c)
+		}
 	}
-	if s.Currency != a.Currency {
-		return 0, false
-	}
-	return s.Cost, true
+	return spent, unpriced
 }
 
 // Format writes a quantity in the amount's kind.
@@ -183,6 +326,14 @@ type BudgetInfo struct {
 	// Noticed: the subtree's agents were told at 80%.
 	Noticed bool `json:"noticed,omitempty"`
 	SetBy   By   `json:"set_by,omitzero"`
+	// Unpriced: what the subtree spent in currencies with no configured
+	// rate to the budget's; not in Spent (and a budget check halts the
+	// tree for it: ADR 0075).
+	Unpriced []Cost `json:"unpriced,omitempty"`
+	// Fault: why the tree is held for a person although its budget was
+	// not spent (an implausible report, with its raw figures; a cost
+	// without a rate). A person's budget change clears it.
+	Fault string `json:"fault,omitempty"`
 }
 
 // StallBudget is the Stall reason of a task whose subtree spent its
@@ -204,8 +355,8 @@ func (u *TaskUsage) UsageLine(tree bool) string {
 		s = u.Tree
 	}
 	out := FormatTokens(s.Tokens) + " tokens"
-	if s.Currency != "" {
-		out += " " + FormatCost(s.Cost, s.Currency)
+	if c := s.CostText(); c != "" {
+		out += " " + c
 	}
 	return out
 }

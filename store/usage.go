@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -39,18 +40,66 @@ type TaskUsage struct {
 	BudgetBy       string
 	BudgetNoticed  bool
 	BudgetReached  bool
+	// OtherCosts and TreeOtherCosts are the costs reported in another
+	// currency than Own.Currency and TreeCurrency: "EUR=10000;GBP=5"
+	// (millionths by code; ParseCosts), never added to those sums.
+	OtherCosts     string
+	TreeOtherCosts string
+	// SpendFault is why the task's tree is held for a person although its
+	// budget was not spent ("" for none): an implausible report, a cost
+	// in a currency without a rate.
+	SpendFault string
+}
+
+// ParseCosts reads an OtherCosts value: millionths by currency.
+func ParseCosts(s string) map[string]int64 {
+	if s == "" {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, f := range strings.Split(s, ";") {
+		cur, n, ok := strings.Cut(f, "=")
+		if !ok {
+			continue
+		}
+		if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+			out[cur] += v
+		}
+	}
+	return out
+}
+
+// FormatCosts writes costs by currency as ParseCosts reads them, in
+// currency order.
+func FormatCosts(m map[string]int64) string {
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if v != 0 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		b.WriteString(k + "=" + strconv.FormatInt(m[k], 10))
+	}
+	return b.String()
 }
 
 const taskUsageColumns = `task_id, input, output, thought, cache_read, cache_write, tokens, cost_micros, currency, turns,
 	tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
-	budget_kind, budget_value, budget_currency, budget_by, budget_noticed, budget_reached`
+	budget_kind, budget_value, budget_currency, budget_by, budget_noticed, budget_reached,
+	other_costs, tree_other_costs, spend_fault`
 
 func scanTaskUsage(s scanner) (TaskUsage, error) {
 	var u TaskUsage
 	err := s.Scan(&u.TaskID, &u.Own.Input, &u.Own.Output, &u.Own.Thought, &u.Own.CacheRead, &u.Own.CacheWrite,
 		&u.Own.Tokens, &u.Own.CostMicros, &u.Own.Currency, &u.Turns, &u.TreeTokens, &u.TreeCost, &u.TreeCurrency,
 		&u.ContextUsed, &u.ContextSize, &u.BudgetKind, &u.BudgetValue, &u.BudgetCurrency, &u.BudgetBy,
-		&u.BudgetNoticed, &u.BudgetReached)
+		&u.BudgetNoticed, &u.BudgetReached, &u.OtherCosts, &u.TreeOtherCosts, &u.SpendFault)
 	return u, err
 }
 
@@ -71,8 +120,8 @@ type UsageReport struct {
 // AddUsage records a report and adds it to the task's own sums and to the
 // subtree sums of the task and of each of its ancestors (given, nearest
 // first): a parent's figure is kept, never computed when read. A cost in
-// another currency than a sum's own is not added to it (it stays in
-// usage_turns, where the report by currency finds it).
+// another currency than a sum's own is kept apart in its other costs,
+// never added to it (ADR 0075).
 func (q Queries) AddUsage(ctx context.Context, r UsageReport, ancestors []string) error {
 	u := r.Usage
 	if !u.Zero() {
@@ -101,15 +150,16 @@ func (q Queries) AddUsage(ctx context.Context, r UsageReport, ancestors []string
 	ctxSet := r.ContextSize > 0
 	if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET input = input + ?, output = output + ?, thought = thought + ?,
 		cache_read = cache_read + ?, cache_write = cache_write + ?, tokens = tokens + ?,
-		cost_micros = cost_micros + CASE WHEN ? = '' OR currency IN ('', ?) THEN ? ELSE 0 END,
-		currency = CASE WHEN currency = '' THEN ? ELSE currency END,
 		turns = turns + ?,
 		context_used = CASE WHEN ? THEN ? ELSE context_used END,
 		context_size = CASE WHEN ? THEN ? ELSE context_size END
 		WHERE task_id = ?`,
-		u.Input, u.Output, u.Thought, u.CacheRead, u.CacheWrite, u.Tokens, cur, cur, cost, cur, turns,
+		u.Input, u.Output, u.Thought, u.CacheRead, u.CacheWrite, u.Tokens, turns,
 		ctxSet, r.ContextUsed, ctxSet, r.ContextSize, r.TaskID); err != nil {
 		return fmt.Errorf("record usage: %w", mapErr(err))
+	}
+	if err := q.addCost(ctx, r.TaskID, "currency", "cost_micros", "other_costs", cost, cur); err != nil {
+		return fmt.Errorf("record usage: %w", err)
 	}
 	if u.Tokens == 0 && cost == 0 {
 		return nil
@@ -118,14 +168,42 @@ func (q Queries) AddUsage(ctx context.Context, r UsageReport, ancestors []string
 		if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, id); err != nil {
 			return fmt.Errorf("record subtree usage: %w", mapErr(err))
 		}
-		if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET tree_tokens = tree_tokens + ?,
-			tree_cost_micros = tree_cost_micros + CASE WHEN ? = '' OR tree_currency IN ('', ?) THEN ? ELSE 0 END,
-			tree_currency = CASE WHEN tree_currency = '' THEN ? ELSE tree_currency END
-			WHERE task_id = ?`, u.Tokens, cur, cur, cost, cur, id); err != nil {
+		if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET tree_tokens = tree_tokens + ? WHERE task_id = ?`, u.Tokens, id); err != nil {
 			return fmt.Errorf("record subtree usage: %w", mapErr(err))
+		}
+		if err := q.addCost(ctx, id, "tree_currency", "tree_cost_micros", "tree_other_costs", cost, cur); err != nil {
+			return fmt.Errorf("record subtree usage: %w", err)
 		}
 	}
 	return nil
+}
+
+// addCost adds a cost to a row's sum in its currency (the first one
+// reported) or, in another currency, to its other costs: never across
+// currencies. The columns are given by the caller, never by input.
+func (q Queries) addCost(ctx context.Context, id, curCol, sumCol, otherCol string, cost int64, cur string) error {
+	if cost == 0 || cur == "" {
+		return nil
+	}
+	res, err := q.q.ExecContext(ctx, `UPDATE task_usage SET `+sumCol+` = `+sumCol+` + ?, `+curCol+` = ?
+		WHERE task_id = ? AND `+curCol+` IN ('', ?)`, cost, cur, id, cur)
+	if err != nil {
+		return mapErr(err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n > 0 {
+		return mapErr(err)
+	}
+	var other string
+	if err := q.q.QueryRowContext(ctx, `SELECT `+otherCol+` FROM task_usage WHERE task_id = ?`, id).Scan(&other); err != nil {
+		return mapErr(err)
+	}
+	m := ParseCosts(other)
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m[cur] += cost
+	_, err = q.q.ExecContext(ctx, `UPDATE task_usage SET `+otherCol+` = ? WHERE task_id = ?`, FormatCosts(m), id)
+	return mapErr(err)
 }
 
 // TaskUsage reads one task's row; ok is false when it has none.
@@ -146,9 +224,10 @@ func (q Queries) TaskUsage(ctx context.Context, id string) (TaskUsage, bool, err
 // the one free text, comes last, so a separator in it is seen.
 const allTaskUsageQuery = `SELECT concat_ws(char(31), task_id, input, output, thought, cache_read, cache_write, tokens,
 	cost_micros, currency, turns, tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
-	budget_kind, budget_value, budget_currency, budget_noticed, budget_reached, budget_by) FROM task_usage`
+	budget_kind, budget_value, budget_currency, budget_noticed, budget_reached, other_costs, tree_other_costs, spend_fault,
+	budget_by) FROM task_usage`
 
-const taskUsageFields = 21
+const taskUsageFields = 24
 
 // parseTaskUsage cuts one allTaskUsageQuery value; ok is false when it
 // does not cut cleanly (then the row is read column by column).
@@ -188,7 +267,7 @@ func parseTaskUsage(row string, u *TaskUsage, intern map[string]string) (id stri
 		CacheWrite: num(f[5]), Tokens: num(f[6]), CostMicros: num(f[7]), Currency: word(f[8])}, Turns: int(num(f[9])),
 		TreeTokens: num(f[10]), TreeCost: num(f[11]), TreeCurrency: word(f[12]), ContextUsed: num(f[13]), ContextSize: num(f[14]),
 		BudgetKind: word(f[15]), BudgetValue: num(f[16]), BudgetCurrency: word(f[17]), BudgetNoticed: num(f[18]) != 0,
-		BudgetReached: num(f[19]) != 0, BudgetBy: word(f[20])}
+		BudgetReached: num(f[19]) != 0, OtherCosts: f[20], TreeOtherCosts: f[21], SpendFault: f[22], BudgetBy: word(f[23])}
 	return f[0], ok
 }
 
@@ -274,13 +353,23 @@ func (q Queries) TaskUsages(ctx context.Context, ids []string) (map[string]*Task
 }
 
 // SetBudget fixes a task's own budget (kind "" removes it) and its notice
-// and reached marks.
+// and reached marks, and clears its spend fault.
 func (q Queries) SetBudget(ctx context.Context, id, kind string, value int64, currency, by string, noticed, reached bool) error {
 	if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, id); err != nil {
 		return fmt.Errorf("set budget of %s: %w", id, mapErr(err))
 	}
 	return q.execOne(ctx, "set budget of "+id, `UPDATE task_usage SET budget_kind = ?, budget_value = ?, budget_currency = ?,
-		budget_by = ?, budget_noticed = ?, budget_reached = ? WHERE task_id = ?`, kind, value, currency, by, noticed, reached, id)
+		budget_by = ?, budget_noticed = ?, budget_reached = ?, spend_fault = '' WHERE task_id = ?`, kind, value, currency, by, noticed, reached, id)
+}
+
+// SetSpendFault holds a task's tree for a person: why (an implausible
+// report, a cost without a rate), kept for the operator. The row is made
+// when the task has none.
+func (q Queries) SetSpendFault(ctx context.Context, id, why string) error {
+	if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, id); err != nil {
+		return fmt.Errorf("hold spend of %s: %w", id, mapErr(err))
+	}
+	return q.execOne(ctx, "hold spend of "+id, `UPDATE task_usage SET spend_fault = ? WHERE task_id = ?`, why, id)
 }
 
 // SetBudgetMarks records that a task's budget was noticed at 80% or reached.
@@ -297,10 +386,9 @@ type UsageGroup struct {
 }
 
 // UsageSince sums the reports since a time by "task", "profile" or "day"
-// (local days of the daemon's time zone), largest token count first. A
-// group's cost is in its one currency: agents report USD, and a group
-// that mixed currencies (never seen) is summed as reported, under the
-// last currency in sort order.
+// (local days of the daemon's time zone) and by currency, largest token
+// count first: one group for each key and currency (reports without a
+// cost have currency ""), never a sum across currencies.
 func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]UsageGroup, error) {
 	key := "task_id"
 	switch by {
@@ -316,9 +404,9 @@ func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]
 	if by == "day" {
 		order = "k"
 	}
-	rows, err := q.q.QueryContext(ctx, `SELECT `+key+` AS k, max(currency), sum(input), sum(output), sum(thought), sum(cache_read),
+	rows, err := q.q.QueryContext(ctx, `SELECT `+key+` AS k, currency, sum(input), sum(output), sum(thought), sum(cache_read),
 		sum(cache_write), sum(tokens), sum(cost_micros), sum(turn) FROM usage_turns WHERE at >= ?
-		GROUP BY k ORDER BY `+order, nanos(since))
+		GROUP BY k, currency ORDER BY `+order+`, currency`, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("usage report: %w", mapErr(err))
 	}

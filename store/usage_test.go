@@ -8,7 +8,8 @@ import (
 
 // A report adds to its task's own sums and to the subtree sums of the task
 // and every ancestor given; a cost in another currency than a sum's is
-// kept in the report, not added to the sum; a task's view carries its row.
+// kept apart in the row's other costs, not added to the sum; a task's
+// view carries its row.
 func TestAddUsageSumsUpTheTree(t *testing.T) {
 	ctx := context.Background()
 	db := openFreshDB(t)
@@ -39,9 +40,19 @@ func TestAddUsageSumsUpTheTree(t *testing.T) {
 	if r.Own.Tokens != 0 || r.TreeTokens != 17 || r.TreeCost != 400 || r.TreeCurrency != "USD" || r.Turns != 0 {
 		t.Fatalf("r %+v", r)
 	}
+	// The EUR cost is kept apart, in c's and r's other costs.
+	if c.OtherCosts != "EUR=999" || c.TreeOtherCosts != "EUR=999" || r.TreeOtherCosts != "EUR=999" || r.OtherCosts != "" || g.TreeOtherCosts != "" {
+		t.Fatalf("other costs: c %q %q r %q %q g %q", c.OtherCosts, c.TreeOtherCosts, r.OtherCosts, r.TreeOtherCosts, g.TreeOtherCosts)
+	}
+	// One group a key and a currency: never a sum across currencies.
 	groups, err := db.UsageSince(ctx, time.Time{}, "task")
-	if err != nil || len(groups) != 2 || groups[0].Key != "g" || groups[0].Turns != 1 {
+	if err != nil || len(groups) != 4 || groups[0].Key != "g" || groups[0].Turns != 1 {
 		t.Fatalf("by task %+v %v", groups, err)
+	}
+	for _, g := range groups {
+		if g.Key == "c" && g.Usage.Currency == "EUR" && g.Usage.CostMicros != 999 {
+			t.Fatalf("c's EUR group %+v", g)
+		}
 	}
 	if v, err := db.TaskView(ctx, "c"); err != nil || v.Usage == nil || v.Usage.TreeTokens != 17 {
 		t.Fatalf("view %+v %v", v.Usage, err)

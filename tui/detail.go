@@ -432,7 +432,7 @@ func usageDetail(t *core.Task) []string {
 	var lines, more []string
 	if u := t.Usage; u != nil {
 		line := "spent " + u.UsageLine(false)
-		if u.Tree.Tokens != u.Own.Tokens || u.Tree.Cost != u.Own.Cost {
+		if u.Tree.Tokens != u.Own.Tokens || u.Tree.CostText() != u.Own.CostText() {
 			line += " · subtree " + u.UsageLine(true)
 		}
 		lines = append(lines, line)
@@ -440,8 +440,12 @@ func usageDetail(t *core.Task) []string {
 			more = append(more, "context "+c)
 		}
 	}
-	if b := t.Budget; b != nil {
-		more = append(more, "budget "+b.Amount.Format(b.Spent)+" of "+b.Amount.Format(b.Amount.Value))
+	if b := t.Budget; b != nil && b.Amount.Kind != "" {
+		line := "budget " + b.Amount.Format(b.Spent) + " of " + b.Amount.Format(b.Amount.Value)
+		for _, c := range b.Unpriced {
+			line += " and " + core.FormatCost(c.Amount, c.Currency) + " unpriced"
+		}
+		more = append(more, line)
 	}
 	if len(more) > 0 {
 		lines = append(lines, strings.Join(more, " · "))

@@ -163,13 +163,10 @@ func rowCost(t *core.Task) string {
 	if u == nil {
 		return ""
 	}
-	if u.Tree.Currency != "" && (u.Tree.Cost != u.Own.Cost || u.Tree.Tokens != u.Own.Tokens) {
-		return "Σ" + core.FormatCost(u.Tree.Cost, u.Tree.Currency)
+	if tree := u.Tree.CostText(); tree != "" && (tree != u.Own.CostText() || u.Tree.Tokens != u.Own.Tokens) {
+		return "Σ" + tree
 	}
-	if u.Own.Currency != "" {
-		return core.FormatCost(u.Own.Cost, u.Own.Currency)
-	}
-	return ""
+	return u.Own.CostText()
 }
 
 // assigneeLabel names who holds the task, short: "@you" for the

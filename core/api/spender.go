@@ -12,6 +12,33 @@ import (
 type BudgetInput struct {
 	Set string `json:"set,omitempty"`
 	Add string `json:"add,omitempty"`
+	// CutTurn says what becomes of the turns a reached budget cut when
+	// this change lets the tree go on: CutTurnDrop ("" too: nothing is
+	// spent unless a person says so, ADR 0076), CutTurnRedeliver or
+	// CutTurnContinue.
+	CutTurn string `json:"cut_turn,omitempty"`
+}
+
+// What becomes of a turn a reached budget cut, when a person raises it.
+const (
+	// CutTurnDrop: its message is not delivered again (the default).
+	CutTurnDrop = "drop"
+	// CutTurnRedeliver: its message is delivered again from the start.
+	CutTurnRedeliver = "redeliver"
+	// CutTurnContinue: the agent gets a short note to go on where it
+	// stopped, not the message again.
+	CutTurnContinue = "continue"
+)
+
+// CheckCutTurn checks a CutTurn value and gives the default for "".
+func CheckCutTurn(v string) (string, error) {
+	switch v {
+	case "":
+		return CutTurnDrop, nil
+	case CutTurnDrop, CutTurnRedeliver, CutTurnContinue:
+		return v, nil
+	}
+	return "", core.Errorf(core.CodeValidation, "cut turn %q: give redeliver (its message again, from the start), continue (a short note to go on where it stopped) or drop (nothing; the default)", v)
 }
 
 // UsageInput selects spend to report: since a time, grouped by task,

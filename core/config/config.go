@@ -47,6 +47,7 @@ const (
 	kindDuration
 	kindBool
 	kindBudget
+	kindRates
 )
 
 // Keys lists every setting, in the order the documentation gives them.
@@ -76,6 +77,8 @@ func Keys() []Key {
 			Doc: "a shell command the daemon runs when a task starts needing you, one JSON object on its stdin (for ntfy, Slack, a phone); unset: none"},
 		{Name: "autopilot_budget", Env: "KANDEV_AUTOPILOT_BUDGET", Default: "", kind: kindBudget,
 			Doc: "budget of a new top-level autopilot task created without --budget, shared by its subtree: 5USD or 2M-tokens (unset: none)"},
+		{Name: "currency_rates", Env: "KANDEV_CURRENCY_RATES", Default: "", kind: kindRates,
+			Doc: "exchange rates a budget counts a cost in another currency with: EUR/USD=1.08,GBP/USD=1.27 (one EUR is 1.08 USD; inverses implied, never chained). Without one, a cost in another currency than its budget's halts the tree (unset: none)"},
 		{Name: "linear_api_key", Env: "LINEAR_API_KEY", Default: "", secret: true,
 			Doc: "Linear personal API key, for task create --from linear:... and kandev issues --team (keep the file private; docs/trackers.md)"},
 		{Name: "linear_team", Env: "KANDEV_LINEAR_TEAM", Default: "",
@@ -146,6 +149,15 @@ func (k Key) Validate(v string) (string, error) {
 			return "", fmt.Errorf("%s: %s", k.Name, err.Error())
 		}
 		return a.String(), nil
+	case kindRates:
+		r, err := core.ParseRates(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s", k.Name, err.Error())
+		}
+		if len(r) == 0 {
+			return "", fmt.Errorf("%s: empty value", k.Name)
+		}
+		return r.String(), nil
 	default:
 		if strings.TrimSpace(v) == "" {
 			return "", fmt.Errorf("%s: empty value", k.Name)

@@ -45,6 +45,7 @@ func TestResolvePrecedence(t *testing.T) {
 		"workspace":            {Key: "workspace", Value: "auto", Source: SourceDefault, Env: "KANDEV_WORKSPACE"},
 		"notify_command":       {Key: "notify_command", Value: "", Source: SourceDefault, Env: "KANDEV_NOTIFY_COMMAND"},
 		"autopilot_budget":     {Key: "autopilot_budget", Value: "", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_BUDGET"},
+		"currency_rates":       {Key: "currency_rates", Value: "", Source: SourceDefault, Env: "KANDEV_CURRENCY_RATES"},
 		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
 		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 		"host":                 {Key: "host", Value: "", Source: SourceDefault, Env: "KANDEV_HOST"},
@@ -94,7 +95,7 @@ func TestUnknownKeyNamesKeyAndFile(t *testing.T) {
 }
 
 func TestBadValueInFile(t *testing.T) {
-	for _, body := range []string{"permission = \"maybe\"\n", "idle_timeout = 5\n", "workspace = true\n", "autopilot_budget = \"5\"\n", "notifications = \"loud\"\n"} {
+	for _, body := range []string{"permission = \"maybe\"\n", "idle_timeout = 5\n", "workspace = true\n", "autopilot_budget = \"5\"\n", "currency_rates = \"EUR=1.08\"\n", "notifications = \"loud\"\n"} {
 		path := filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)

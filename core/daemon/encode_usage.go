@@ -47,7 +47,31 @@ func appendSpend(b []byte, s *core.Spend) ([]byte, error) {
 	}
 	b = append(b, `,"currency":`...)
 	b = appendString(b, s.Currency)
+	if len(s.Others) > 0 {
+		b = append(b, `,"other_costs":`...)
+		if b, err = appendCosts(b, s.Others); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
+}
+
+func appendCosts(b []byte, cs []core.Cost) ([]byte, error) {
+	var err error
+	b = append(b, '[')
+	for i, c := range cs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"amount":`...)
+		if b, err = appendFloat(b, c.Amount); err != nil {
+			return b, err
+		}
+		b = append(b, `,"currency":`...)
+		b = appendString(b, c.Currency)
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
 }
 
 func appendBudget(b []byte, x *core.BudgetInfo) ([]byte, error) {
@@ -80,6 +104,16 @@ func appendBudget(b []byte, x *core.BudgetInfo) ([]byte, error) {
 	if x.SetBy != (core.By{}) {
 		b = append(b, `,"set_by":`...)
 		b = appendBy(b, x.SetBy)
+	}
+	if len(x.Unpriced) > 0 {
+		b = append(b, `,"unpriced":`...)
+		if b, err = appendCosts(b, x.Unpriced); err != nil {
+			return b, err
+		}
+	}
+	if x.Fault != "" {
+		b = append(b, `,"fault":`...)
+		b = appendString(b, x.Fault)
 	}
 	return append(b, '}'), nil
 }

@@ -222,7 +222,7 @@ func TestBudgetStopsTreeAndRaisingResumes(t *testing.T) {
 	if err := os.WriteFile(g2, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	raised := d.MustRun("task", "budget", root.ID, "--add", "5USD")
+	raised := d.MustRun("task", "budget", root.ID, "--add", "5USD", "--cut-turn", "redeliver")
 	if !strings.Contains(raised, "$1.05 of $6.00 spent") {
 		t.Fatalf("task budget --add: %q", raised)
 	}

@@ -9,8 +9,10 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/kandev/kandev/core"
@@ -39,29 +41,93 @@ func (sp *Spend) checkBudgetsAsync(taskID string) {
 }
 
 // checkBudgets compares every budget on the task or above it with its
-// subtree's spend, from the store, under the budget lock.
+// subtree's spend, from the store, under the budget lock. A cost in
+// another currency than a budget's counts converted with the rates a
+// person set; without a rate nothing says how much of the budget it is,
+// and the tree is held for a person (fail closed, ADR 0075).
 func (sp *Spend) checkBudgets(taskID string) {
 	ctx := sp.k.baseCtx
 	sp.state.budgetMu.Lock()
 	defer sp.state.budgetMu.Unlock()
+	var rates core.Rates
+	ratesRead := false
 	for _, id := range append([]string{taskID}, sp.ancestors(taskID)...) {
 		row, ok, err := sp.k.db.TaskUsage(ctx, id)
 		if err != nil {
 			sp.k.log.Error("read budget", "task", id, "err", err)
 			continue
 		}
-		if !ok || row.BudgetKind == "" || row.BudgetReached {
+		if !ok || row.BudgetKind == "" || row.BudgetReached || row.SpendFault != "" {
 			continue
 		}
-		_, b := usageFromStore(&row)
+		usage, b := usageFromStore(&row)
+		if len(b.Unpriced) > 0 {
+			if !ratesRead {
+				rates, ratesRead = sp.rates(), true
+			}
+			b.Spent, b.Unpriced = b.Amount.Spent(usage.Tree, rates)
+		}
+		if len(b.Unpriced) > 0 {
+			sp.budgetReached(ctx, id, b, unpricedFault(id, b))
+			continue
+		}
 		frac := b.Spent / b.Amount.Value
 		switch {
 		case frac >= 1:
-			sp.budgetReached(ctx, id, b)
+			sp.budgetReached(ctx, id, b, "")
 		case frac >= noticeAt && !row.BudgetNoticed:
 			sp.budgetNotice(ctx, id, b)
 		}
 	}
+}
+
+// implausibleAsync holds a task's whole tree for a person for a report
+// kandev will not count (what says it, raw), off the caller's goroutine
+// (an agent's notification handler: stopping its turn must not wait on
+// it). The hold is on the tree's top task: with a budget, as a reached
+// one; without, by the fault alone. A person's budget change (task budget
+// ROOT --set AMOUNT) clears it.
+func (sp *Spend) implausibleAsync(taskID, raw string) {
+	if !sp.k.live.unlessClosing(func() { sp.procWG.Add(1) }) {
+		return
+	}
+	go func() {
+		defer sp.procWG.Done()
+		ctx := sp.k.baseCtx
+		sp.state.budgetMu.Lock()
+		defer sp.state.budgetMu.Unlock()
+		top := taskID
+		if anc := sp.ancestors(taskID); len(anc) > 0 {
+			top = anc[len(anc)-1]
+		}
+		row, _, err := sp.k.db.TaskUsage(ctx, top)
+		if err != nil {
+			sp.k.log.Error("read budget", "task", top, "err", err)
+		}
+		if row.SpendFault != "" {
+			return // held already: the first fault is the one a person reads
+		}
+		row.TaskID = top
+		_, b := usageFromStore(&row)
+		why := fmt.Sprintf("task %s's agent reported %s: implausible, not counted; the tree of task %s is held for a person "+
+			"(kandev task budget %s --set AMOUNT to go on)", taskID, raw, top, top)
+		sp.k.log.Warn("implausible usage report", "task", taskID, "raw", raw)
+		sp.budgetReached(ctx, top, b, why)
+	}()
+}
+
+// unpricedFault says why a budget cannot count its tree's spend: costs in
+// a currency with no rate to its own, and how a person sets one.
+func unpricedFault(holder string, b *core.BudgetInfo) string {
+	var costs, hints []string
+	for _, c := range b.Unpriced {
+		costs = append(costs, core.FormatCost(c.Amount, c.Currency))
+		hints = append(hints, core.RateHint(c.Currency, b.Amount.Currency))
+	}
+	return fmt.Sprintf("the tree of task %s reported a cost of %s, but its budget is in %s and no rate from %s to %s is set: "+
+		"set one with `%s`, then `kandev task budget %s --set %s` to go on (spent so far in %s: %s)",
+		holder, strings.Join(costs, " and "), b.Amount.Currency, b.Unpriced[0].Currency, b.Amount.Currency,
+		strings.Join(hints, "` and `"), holder, b.Amount.String(), b.Amount.Currency, b.Amount.Format(b.Spent))
 }
 
 // budgetNotice warns every running agent in the holder's subtree, once.
@@ -109,11 +175,24 @@ func (sp *Spend) hasRun(id string) bool {
 	return rt.run != nil
 }
 
-// budgetReached stops the holder's tree and hands the holder to a person.
-func (sp *Spend) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo) {
-	figures := fmt.Sprintf("the tree of task %s spent %s of its %s budget", holder, b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value))
+// budgetReached stops the holder's tree and hands the holder to a person:
+// its budget was spent, or (fault not "") the tree holds for a person for
+// what the fault says, kept on the holder.
+func (sp *Spend) budgetReached(ctx context.Context, holder string, b *core.BudgetInfo, fault string) {
+	figures := fault
+	if fault == "" {
+		figures = fmt.Sprintf("the tree of task %s spent %s of its %s budget", holder, b.Amount.Format(b.Spent), b.Amount.Format(b.Amount.Value))
+	}
 	if err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
 		c.touch(holder)
+		if fault != "" {
+			if err := tx.SetSpendFault(ctx, holder, truncateRunes(fault, 2000)); err != nil {
+				return err
+			}
+		}
+		if b == nil || b.Amount.Kind == "" {
+			return nil
+		}
 		return tx.SetBudgetMarks(ctx, holder, true, true)
 	}); err != nil {
 		sp.k.log.Error("mark budget reached", "task", holder, "err", err)
@@ -271,10 +350,18 @@ func (sp *Spend) budgetHold(t core.Task) string {
 // or above it, else the one with the least left in its own terms.
 func (sp *Spend) governingBudget(t core.Task) *core.BudgetInfo {
 	best := t.Budget
+	var bestTree *core.Spend
+	if t.Usage != nil {
+		bestTree = &t.Usage.Tree
+	}
 	cv := sp.k.cache.rlock()
-	defer cv.runlock()
 	seen := map[string]bool{t.ID: true}
-	left := func(b *core.BudgetInfo) float64 { return b.Remaining / b.Amount.Value }
+	left := func(b *core.BudgetInfo) float64 {
+		if b.Amount.Value <= 0 {
+			return 0
+		}
+		return b.Remaining / b.Amount.Value
+	}
 	for p := t.ParentID; p != "" && !seen[p]; {
 		seen[p] = true
 		a := cv.tasks[p]
@@ -284,11 +371,17 @@ func (sp *Spend) governingBudget(t core.Task) *core.BudgetInfo {
 		if b := a.Budget; b != nil {
 			if best == nil || (b.Reached && !best.Reached) || (!best.Reached && left(b) < left(best)) {
 				best = b
+				bestTree = nil
+				if a.Usage != nil {
+					tree := a.Usage.Tree
+					bestTree = &tree
+				}
 			}
 		}
 		p = a.ParentID
 	}
-	return best
+	cv.runlock()
+	return sp.priced(best, bestTree)
 }
 
 // SetBudget implements api.Spender: a person fixes or raises a task's own
@@ -310,9 +403,9 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
 	}
-	_, cur := usageFromStore(&row)
+	usage, cur := usageFromStore(&row)
 	var curAmount *core.Amount
-	if cur != nil {
+	if cur != nil && cur.Amount.Kind != "" {
 		curAmount = &cur.Amount
 	}
 	a, err := api.CheckBudgetChange(curAmount, in)
@@ -320,13 +413,32 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		sp.state.budgetMu.Unlock()
 		return core.Task{}, err
 	}
+	cutTurn, err := api.CheckCutTurn(in.CutTurn)
+	if err != nil {
+		sp.state.budgetMu.Unlock()
+		return core.Task{}, err
+	}
 	row.BudgetKind, row.BudgetCurrency = a.Kind, a.Currency
 	row.BudgetValue = storedAmount(a)
 	_, next := usageFromStore(&row)
-	if cur != nil && cur.Reached && next.Spent >= a.Value {
+	if usage != nil {
+		next = sp.priced(next, &usage.Tree)
+	}
+	if len(next.Unpriced) > 0 {
 		sp.state.budgetMu.Unlock()
-		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that",
-			t.ID, a.Format(next.Spent), a.Format(a.Value))
+		return core.Task{}, core.Errorf(core.CodeValidation, "%s", unpricedFault(t.ID, next))
+	}
+	// A budget that leaves nothing to spend is refused, reached or not
+	// (docs/usage.md): to stop a tree now is task stop's.
+	if next.Spent >= a.Value {
+		sp.state.budgetMu.Unlock()
+		return core.Task{}, core.Errorf(core.CodeValidation, "the tree of task %s has spent %s; a budget of %s leaves nothing to spend: give more than that "+
+			"(to stop the tree now: kandev task stop)", t.ID, a.Format(next.Spent), a.Format(a.Value))
+	}
+	if hold := sp.budgetHold(t); hold != "" && hold != t.ID {
+		sp.state.budgetMu.Unlock()
+		return core.Task{}, core.Errorf(core.CodeValidation, "task %s is in the tree of task %s, whose budget is reached: a budget of %s on %s leaves nothing to spend "+
+			"while that one holds it; raise that one: kandev task budget %s --add AMOUNT", t.ID, hold, a.Format(a.Value), t.ID, hold)
 	}
 	wasReached := cur != nil && cur.Reached
 	err = sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
@@ -342,7 +454,7 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 		return core.Task{}, mapStoreErr(err, "budget of "+t.ID)
 	}
 	if wasReached {
-		sp.budgetResume(ctx, t.ID, a)
+		sp.budgetResume(ctx, t.ID, a, cutTurn)
 	}
 	// The new budget may be spent most of already, or all of it.
 	sp.checkBudgets(t.ID)
@@ -350,9 +462,10 @@ func (sp *Spend) SetBudget(ctx context.Context, ref string, in api.BudgetInput) 
 }
 
 // budgetResume lets a tree go on after its budget was raised: the holder
-// goes back to whoever it was escalated from, and every task in the tree
-// with work queued (a cut turn's prompt among it) is kicked.
-func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount) {
+// goes back to whoever it was escalated from, the turns the budget cut
+// become what cutTurn says (ADR 0076), and every task in the tree with
+// work queued is kicked.
+func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount, cutTurn string) {
 	t, err := sp.k.storedTask(ctx, holder)
 	if err == nil && t.OverBudget() {
 		var from *core.Ref
@@ -376,7 +489,58 @@ func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount)
 		}
 	}
 	for _, id := range sp.subtree(holder) {
+		sp.settleCutTurn(ctx, id, cutTurn)
 		sp.k.kickLoop(id)
+	}
+}
+
+// settleCutTurn makes a task's queued cut turn (the prompt a reached
+// budget queued again) what a person chose when raising it: delivered
+// again as it is (redeliver), replaced by a short note to go on
+// (continue), or withdrawn (drop), with a note in the conversation.
+func (sp *Spend) settleCutTurn(ctx context.Context, id, cutTurn string) {
+	if cutTurn == api.CutTurnRedeliver {
+		return
+	}
+	err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
+		items, err := tx.Queue(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			d, ok := queuedNotice(it)
+			if !ok || d.Notice != prompt.NoticeBudgetResume {
+				continue
+			}
+			if err := tx.DeleteQueueItem(ctx, it.ID); err != nil {
+				return err
+			}
+			c.touch(id)
+			why := "the turn the budget cut was dropped (task budget --cut-turn drop): its message is not delivered again"
+			if cutTurn == api.CutTurnContinue {
+				var msg prompt.Message
+				_ = json.Unmarshal(d.Data, &msg)
+				var meta map[string]any
+				_ = json.Unmarshal([]byte(it.Meta), &meta)
+				delete(meta, "notice")
+				delete(meta, "data")
+				next := it
+				next.ID, next.Text = 0, "go on where you stopped (the budget was raised)"
+				if _, err := tx.Enqueue(ctx, noticeItem(next, prompt.NoticeBudgetContinue, prompt.Message{From: msg.From}, meta)); err != nil {
+					return err
+				}
+				c.wake(id)
+				why = "the turn the budget cut goes on (task budget --cut-turn continue): its agent is told to go on where it stopped, without its message again"
+			}
+			if err := c.noteTx(ctx, tx, id, core.MsgStatus, core.ActorFrom(ctx).String(), why,
+				map[string]any{"reason": core.StallBudget, "cut_turn": cutTurn}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		sp.k.log.Error("settle cut turn", "task", id, "err", err)
 	}
 }
 

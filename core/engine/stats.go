@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/api"
@@ -48,8 +49,8 @@ func (ts *Tasks) TaskStats(ctx context.Context, in api.ListTasksInput) (api.Task
 	return st, nil
 }
 
-// addSpend adds s to total; a cost in another currency than the total's
-// (the first met with a cost) is left out, as Usage's total does.
+// addSpend adds s to total, each currency apart (ADR 0075): the total's
+// own currency is the first met with a cost, the others are its Others.
 func addSpend(total *core.Spend, s core.Spend) {
 	total.Tokens += s.Tokens
 	total.Input += s.Input
@@ -57,13 +58,9 @@ func addSpend(total *core.Spend, s core.Spend) {
 	total.Thought += s.Thought
 	total.CacheRead += s.CacheRead
 	total.CacheWrite += s.CacheWrite
-	if s.Cost == 0 {
-		return
-	}
-	if total.Currency == "" {
-		total.Currency = s.Currency
-	}
-	if s.Currency == total.Currency {
-		total.Cost += s.Cost
+	for _, c := range s.Costs() {
+		if c.Amount != 0 {
+			addMicros(total, c.Currency, int64(math.Round(c.Amount*microsPerUnit)))
+		}
 	}
 }

@@ -1,14 +1,15 @@
 package engine
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/kandev/kandev/core"
 )
 
 // The stats' spend is every task's own once; a cost in a currency other
-// than the first met with a cost is left out of the total, as Usage's
-// total leaves it, and a report without a cost fixes no currency.
+// than the first met with a cost is kept apart in the total's Others,
+// never added, and a report without a cost fixes no currency.
 func TestAddSpend(t *testing.T) {
 	var total core.Spend
 	for _, s := range []core.Spend{
@@ -19,8 +20,9 @@ func TestAddSpend(t *testing.T) {
 	} {
 		addSpend(&total, s)
 	}
-	want := core.Spend{Tokens: 36, Input: 10, Output: 5, Thought: 1, CacheRead: 3, CacheWrite: 2, Cost: 0.75, Currency: "USD"}
-	if total != want {
+	want := core.Spend{Tokens: 36, Input: 10, Output: 5, Thought: 1, CacheRead: 3, CacheWrite: 2, Cost: 0.75, Currency: "USD",
+		Others: []core.Cost{{Amount: 2, Currency: "EUR"}}}
+	if !reflect.DeepEqual(total, want) {
 		t.Fatalf("total %+v, want %+v", total, want)
 	}
 }

@@ -8,7 +8,10 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -24,6 +27,21 @@ import (
 // are exact.
 const microsPerUnit = 1e6
 
+// The bounds of a plausible report (docs/usage.md, ADR 0075): a report
+// past one holds the tree for a person with its raw figures, rather than
+// counting as 0.
+const (
+	// maxReportCost: what one usage_update may add, in its currency.
+	maxReportCost = 1000
+	// maxCumulativeCost: a session's cumulative cost, in its currency.
+	maxCumulativeCost = 1_000_000
+	// maxReportTokens: any one token count of a turn's report.
+	maxReportTokens = 100_000_000
+)
+
+// rawNumber writes a reported number as it came, for the operator.
+func rawNumber(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
 var _ agent.UsageHandler = (*recorder)(nil)
 
 // usageUpdate records a usage_update: the context window's figures, and
@@ -33,12 +51,25 @@ var _ agent.UsageHandler = (*recorder)(nil)
 // r.mu is held (Update).
 func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 	var spend store.Usage
-	if c := u.Cost; c != nil && c.Amount >= 0 && !math.IsNaN(c.Amount) && !math.IsInf(c.Amount, 0) && c.Amount < 1e9 {
-		// An agent is untrusted input: a cost is kept only in an ISO 4217
-		// code's shape, three letters.
-		if cur, ok := currencyCode(c.Currency); ok {
-			spend.CostMicros = r.runs.spend.state.costDelta(r.sessionID, c.Amount, cur)
-			spend.Currency = cur
+	if c := u.Cost; c != nil {
+		// An agent is untrusted input: a cost is counted only in an ISO
+		// 4217 code's shape, three letters, and only when plausible;
+		// anything else holds the tree for a person, never counts as 0.
+		cur, ok := currencyCode(c.Currency)
+		switch {
+		case !ok:
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a cost of %s in %q, not a three-letter currency", rawNumber(c.Amount), truncateRunes(c.Currency, 40)))
+			return
+		case math.IsNaN(c.Amount) || math.IsInf(c.Amount, 0) || c.Amount < 0 || c.Amount > maxCumulativeCost:
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a cumulative cost of %s %s", rawNumber(c.Amount), cur))
+			return
+		}
+		spend.CostMicros = r.runs.spend.state.costDelta(r.sessionID, c.Amount, cur)
+		spend.Currency = cur
+		if spend.CostMicros > maxReportCost*microsPerUnit {
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a cumulative cost of %s %s, %s more in one report (more than %d %s)",
+				rawNumber(c.Amount), cur, rawNumber(float64(spend.CostMicros)/microsPerUnit), maxReportCost, cur))
+			return
 		}
 	}
 	used, size := int64(max(u.Used, 0)), int64(max(u.Size, 0))
@@ -52,6 +83,16 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 // prompt response. It is recorded even for a run a stop released: what
 // was spent was spent.
 func (r *recorder) TurnUsage(u acp.Usage) {
+	for _, f := range []struct {
+		name string
+		n    *int
+	}{{"inputTokens", &u.InputTokens}, {"outputTokens", &u.OutputTokens}, {"totalTokens", &u.TotalTokens},
+		{"thoughtTokens", u.ThoughtTokens}, {"cachedReadTokens", u.CachedReadTokens}, {"cachedWriteTokens", u.CachedWriteTokens}} {
+		if f.n != nil && (*f.n < 0 || int64(*f.n) > maxReportTokens) {
+			r.runs.spend.implausibleAsync(r.taskID, fmt.Sprintf("a turn's %s of %d (a report counts 0 to %d tokens)", f.name, *f.n, int64(maxReportTokens)))
+			return
+		}
+	}
 	in, out := int64(max(u.InputTokens, 0)), int64(max(u.OutputTokens, 0))
 	spend := store.Usage{Input: in, Output: out, Thought: optTokens(u.ThoughtTokens),
 		CacheRead: optTokens(u.CachedReadTokens), CacheWrite: optTokens(u.CachedWriteTokens)}
@@ -150,30 +191,26 @@ type Spend struct {
 // cumulative cost, and the lock budget checks take.
 type spendState struct {
 	mu   sync.Mutex
-	last map[string]sessionCost // by kandev session id (one agent process)
+	last map[string]float64 // by kandev session id (one agent process) and currency
 	// budgetMu serialises budget checks and changes, so a notice goes out
 	// once and a tree is stopped once.
 	budgetMu sync.Mutex
 }
 
-type sessionCost struct {
-	amount   float64
-	currency string
-}
-
-// costDelta is what a session's cumulative cost grew by, in millionths.
+// costDelta is what a session's cumulative cost in a currency grew by, in
+// millionths: each currency is its own count (ADR 0075).
 func (s *spendState) costDelta(sessionID string, amount float64, currency string) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
-		s.last = map[string]sessionCost{}
+		s.last = map[string]float64{}
 	}
-	prev := s.last[sessionID]
-	delta := amount - prev.amount
-	if delta < 0 || (prev.currency != "" && currency != prev.currency) {
+	key := sessionID + "\x00" + currency
+	delta := amount - s.last[key]
+	if delta < 0 {
 		delta = amount
 	}
-	s.last[sessionID] = sessionCost{amount, currency}
+	s.last[key] = amount
 	return int64(math.Round(delta * microsPerUnit))
 }
 
@@ -226,34 +263,92 @@ func (sp *Spend) subtree(id string) []string {
 }
 
 // usageFromStore is a task_usage row as the task shows it: its spend and
-// its own budget (an ancestor's is found by GetTask).
+// its own budget (an ancestor's is found by GetTask). A budget's Spent is
+// what was spent in its currency; costs in others are Unpriced here
+// (governingBudget and the checks convert them with the rates set).
 func usageFromStore(u *store.TaskUsage) (*core.TaskUsage, *core.BudgetInfo) {
 	if u == nil {
 		return nil, nil
 	}
 	var usage *core.TaskUsage
-	if u.Turns > 0 || !u.Own.Zero() || u.TreeTokens != 0 || u.TreeCost != 0 || u.ContextSize > 0 {
+	if u.Turns > 0 || !u.Own.Zero() || u.TreeTokens != 0 || u.TreeCost != 0 || u.ContextSize > 0 || u.OtherCosts != "" || u.TreeOtherCosts != "" {
 		usage = &core.TaskUsage{Own: spendOf(u.Own), Turns: u.Turns, ContextUsed: u.ContextUsed, ContextSize: u.ContextSize,
 			Tree: core.Spend{Tokens: u.TreeTokens, Cost: float64(u.TreeCost) / microsPerUnit, Currency: u.TreeCurrency}}
+		usage.Own.Others = otherCosts(u.OtherCosts)
+		usage.Tree.Others = otherCosts(u.TreeOtherCosts)
 	}
 	if u.BudgetKind == "" {
-		return usage, nil
+		if u.SpendFault == "" {
+			return usage, nil
+		}
+		// Held for a report kandev would not count, with no budget: the
+		// fault alone holds the tree.
+		return usage, &core.BudgetInfo{Holder: u.TaskID, Reached: true, Fault: u.SpendFault}
 	}
 	a := core.Amount{Kind: u.BudgetKind, Value: float64(u.BudgetValue), Currency: u.BudgetCurrency}
 	if a.Kind == core.BudgetCost {
 		a.Value /= microsPerUnit
 	}
-	b := &core.BudgetInfo{Holder: u.TaskID, Amount: a, Reached: u.BudgetReached, Noticed: u.BudgetNoticed, SetBy: core.ParseBy(u.BudgetBy)}
+	b := &core.BudgetInfo{Holder: u.TaskID, Amount: a, Reached: u.BudgetReached || u.SpendFault != "", Noticed: u.BudgetNoticed,
+		SetBy: core.ParseBy(u.BudgetBy), Fault: u.SpendFault}
 	if usage != nil {
-		b.Spent, _ = a.Spent(usage.Tree)
+		b.Spent, b.Unpriced = a.Spent(usage.Tree, nil)
 	}
 	b.Remaining = math.Max(0, a.Value-b.Spent)
 	return usage, b
 }
 
+// otherCosts reads a row's costs in other currencies, in currency order.
+func otherCosts(s string) []core.Cost {
+	m := store.ParseCosts(s)
+	if len(m) == 0 {
+		return nil
+	}
+	out := make([]core.Cost, 0, len(m))
+	for cur, v := range m {
+		out = append(out, core.Cost{Amount: float64(v) / microsPerUnit, Currency: cur})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Currency < out[j].Currency })
+	return out
+}
+
 func spendOf(u store.Usage) core.Spend {
 	return core.Spend{Tokens: u.Tokens, Input: u.Input, Output: u.Output, Thought: u.Thought, CacheRead: u.CacheRead,
 		CacheWrite: u.CacheWrite, Cost: float64(u.CostMicros) / microsPerUnit, Currency: u.Currency}
+}
+
+// rates are the exchange rates a person configured (currency_rates),
+// read at each use: nil when none is set or the file is broken (then
+// every other currency is unpriced: fail closed).
+func (sp *Spend) rates() core.Rates {
+	if sp.k.opts.Config == nil {
+		return nil
+	}
+	cfg, err := sp.k.opts.Config()
+	if err != nil {
+		return nil
+	}
+	v, err := cfg.Get("currency_rates")
+	if err != nil || v.Value == "" {
+		return nil
+	}
+	r, err := core.ParseRates(v.Value)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// priced is a budget as a person reads it: what was spent in other
+// currencies converted with the rates set. b is not changed.
+func (sp *Spend) priced(b *core.BudgetInfo, tree *core.Spend) *core.BudgetInfo {
+	if b == nil || len(b.Unpriced) == 0 || tree == nil {
+		return b
+	}
+	c := *b
+	c.Spent, c.Unpriced = c.Amount.Spent(*tree, sp.rates())
+	c.Remaining = math.Max(0, c.Amount.Value-c.Spent)
+	return &c
 }
 
 // Usage implements api.Spender: spend since a time, by task, profile or
@@ -271,39 +366,64 @@ func (sp *Spend) Usage(ctx context.Context, in api.UsageInput) (api.UsageReport,
 		return api.UsageReport{}, mapStoreErr(err, "usage")
 	}
 	rep := api.UsageReport{Since: in.Since, By: in.By, Rows: []api.UsageRow{}}
-	// The total's currency is the first one met with spend; costs in
-	// another are left out of it (rare: agents report USD).
+	// A group is one key in one currency: rows of a key are merged, each
+	// currency kept apart, and so is the total (ADR 0075).
+	at := map[string]int{}
 	for _, g := range groups {
-		if g.Usage.CostMicros != 0 && rep.Total.Currency == "" {
-			rep.Total.Currency = g.Usage.Currency
-		}
-	}
-	var totalMicros int64
-	for _, g := range groups {
-		s := spendOf(g.Usage)
-		if g.Usage.CostMicros == 0 {
-			s.Currency = ""
-		}
-		row := api.UsageRow{Key: g.Key, Spend: s, Turns: g.Turns}
-		if in.By == "task" {
-			if t, ok := sp.k.cached(g.Key); ok {
-				row.Title = t.Title
+		i, ok := at[g.Key]
+		if !ok {
+			i = len(rep.Rows)
+			at[g.Key] = i
+			row := api.UsageRow{Key: g.Key}
+			if in.By == "task" {
+				if t, ok := sp.k.cached(g.Key); ok {
+					row.Title = t.Title
+				}
 			}
+			rep.Rows = append(rep.Rows, row)
 		}
-		rep.Rows = append(rep.Rows, row)
-		rep.Total.Tokens += s.Tokens
-		rep.Total.Input += s.Input
-		rep.Total.Output += s.Output
-		rep.Total.Thought += s.Thought
-		rep.Total.CacheRead += s.CacheRead
-		rep.Total.CacheWrite += s.CacheWrite
+		row := &rep.Rows[i]
+		for _, s := range []*core.Spend{&row.Spend, &rep.Total} {
+			s.Tokens += g.Usage.Tokens
+			s.Input += g.Usage.Input
+			s.Output += g.Usage.Output
+			s.Thought += g.Usage.Thought
+			s.CacheRead += g.Usage.CacheRead
+			s.CacheWrite += g.Usage.CacheWrite
+		}
+		row.Turns += g.Turns
 		rep.Turns += g.Turns
-		if s.Currency == rep.Total.Currency {
-			totalMicros += g.Usage.CostMicros
+		if g.Usage.CostMicros != 0 && g.Usage.Currency != "" {
+			addMicros(&row.Spend, g.Usage.Currency, g.Usage.CostMicros)
+			addMicros(&rep.Total, g.Usage.Currency, g.Usage.CostMicros)
 		}
 	}
-	rep.Total.Cost = float64(totalMicros) / microsPerUnit
+	if in.By != "day" {
+		sort.SliceStable(rep.Rows, func(i, j int) bool {
+			if rep.Rows[i].Tokens != rep.Rows[j].Tokens {
+				return rep.Rows[i].Tokens > rep.Rows[j].Tokens
+			}
+			return rep.Rows[i].Key < rep.Rows[j].Key
+		})
+	}
 	return rep, nil
+}
+
+// addMicros adds millionths of a currency to a spend, in that currency.
+func addMicros(s *core.Spend, cur string, micros int64) {
+	// Summed as millionths, converted once: sums stay exact.
+	if s.Currency == "" || s.Currency == cur {
+		s.Currency = cur
+		s.Cost = float64(int64(math.Round(s.Cost*microsPerUnit))+micros) / microsPerUnit
+		return
+	}
+	for i := range s.Others {
+		if s.Others[i].Currency == cur {
+			s.Others[i].Amount = float64(int64(math.Round(s.Others[i].Amount*microsPerUnit))+micros) / microsPerUnit
+			return
+		}
+	}
+	s.Others = append(s.Others, core.Cost{Amount: float64(micros) / microsPerUnit, Currency: cur})
 }
 
 var _ api.Spender = (*Spend)(nil)

@@ -51,7 +51,11 @@ const (
 	// NoticeBudgetResume redelivers a turn's message that a reached
 	// budget cut (data: Message).
 	NoticeBudgetResume = "budget_resume"
-	NoticeReview       = "review"
+	// NoticeBudgetContinue tells an agent whose turn a reached budget cut
+	// to go on where it stopped, without its message again (data:
+	// Message; its text is not repeated).
+	NoticeBudgetContinue = "budget_continue"
+	NoticeReview         = "review"
 	// NoticeIssue is the tracker issue a task was created from, in its
 	// agent's first prompt (data: Issue).
 	NoticeIssue = "issue"
@@ -200,7 +204,7 @@ func (d Delivered) Decode() (any, error) {
 	switch d.Notice {
 	case NoticeKickoff:
 		return struct{}{}, nil
-	case NoticeMessage, NoticeRedeliver, NoticeBudgetResume:
+	case NoticeMessage, NoticeRedeliver, NoticeBudgetResume, NoticeBudgetContinue:
 		v = &Message{}
 	case NoticeQuestion:
 		v = &Question{}

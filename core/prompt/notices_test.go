@@ -54,6 +54,8 @@ func TestNotices(t *testing.T) {
 		{NoticeBudgetResume, Message{From: "the operator", Text: "go"},
 			"[kandev:budget] Your turn on this message was stopped when your task's tree reached its budget; a person has raised it. " +
 				"Go on where you stopped. The message again:\n\nthe operator:\n\ngo"},
+		{NoticeBudgetContinue, Message{From: "the operator", Text: "go"},
+			"[kandev:budget] Your last turn (on a message from the operator) was stopped when your task's tree reached its budget; a person has raised it and asks you to go on where you stopped. The message is not repeated: do not start it over."},
 		{NoticeBudget, Budget{HolderID: "r1", HolderTitle: "root", Spent: "$4.10", Amount: "$5.00", Percent: 82},
 			"[kandev:budget] The tree of task r1 (root), which your task is part of, has spent $4.10 of its $5.00 budget (82%). " +
 				"When it reaches the budget, every running turn in the tree is stopped until a person raises it. " +

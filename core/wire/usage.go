@@ -16,8 +16,9 @@ import (
 //	OWN;TREE;TURNS,CONTEXT_USED,CONTEXT_SIZE[ BUDGET-JSON]
 //
 // where OWN and TREE are TOKENS,INPUT,OUTPUT,THOUGHT,CACHE_READ,CACHE_WRITE,
-// COST,CURRENCY (the cost in Go's shortest round-trip form; the currency
-// three letters, as the engine records it) and "-" stands for no usage.
+// COST,CURRENCY[,OTHERS] (the cost in Go's shortest round-trip form; the
+// currency three letters, as the engine records it; OTHERS, when it spent
+// in other currencies, CUR=COST joined by "|") and "-" stands for no usage.
 
 func appendSummaryUsage(b []byte, t *core.Task) ([]byte, error) {
 	if u := t.Usage; u != nil {
@@ -51,7 +52,18 @@ func appendSummarySpend(b []byte, s *core.Spend) []byte {
 	}
 	b = strconv.AppendFloat(b, s.Cost, 'g', -1, 64)
 	b = append(b, ',')
-	return append(b, summaryCurrency(s.Currency)...)
+	b = append(b, summaryCurrency(s.Currency)...)
+	sep := byte(',')
+	for _, c := range s.Others {
+		if cur := summaryCurrency(c.Currency); cur != "" && !strings.ContainsAny(cur, "=|") {
+			b = append(b, sep)
+			sep = '|'
+			b = append(b, cur...)
+			b = append(b, '=')
+			b = strconv.AppendFloat(b, c.Amount, 'g', -1, 64)
+		}
+	}
+	return b
 }
 
 // summaryCurrency keeps the column's separators out of a currency (the
@@ -105,8 +117,8 @@ func readSummaryUsage(t *core.Task, s string) error {
 
 func readSummarySpend(s string, sp *core.Spend) error {
 	f := strings.Split(s, ",")
-	if len(f) != 8 {
-		return fmt.Errorf("%q is not a spend of 8 fields", s)
+	if len(f) != 8 && len(f) != 9 {
+		return fmt.Errorf("%q is not a spend of 8 or 9 fields", s)
 	}
 	var n [6]int64
 	for i := range n {
@@ -121,5 +133,15 @@ func readSummarySpend(s string, sp *core.Spend) error {
 		return err
 	}
 	*sp = core.Spend{Tokens: n[0], Input: n[1], Output: n[2], Thought: n[3], CacheRead: n[4], CacheWrite: n[5], Cost: cost, Currency: f[7]}
+	if len(f) == 9 {
+		for _, o := range strings.Split(f[8], "|") {
+			cur, num, ok := strings.Cut(o, "=")
+			v, err := strconv.ParseFloat(num, 64)
+			if !ok || err != nil {
+				return fmt.Errorf("%q is not CUR=COST", o)
+			}
+			sp.Others = append(sp.Others, core.Cost{Amount: v, Currency: cur})
+		}
+	}
 	return nil
 }

@@ -18,11 +18,11 @@ type session struct {
 
 	mu  sync.Mutex
 	mcp *mcpConn
-	// cost is the session's cumulative cost in this process, as `mock:
-	// usage` reports it: like Claude Code's adapter, a process that
-	// resumes a session counts from zero again. Touched only by the
+	// cost is the session's cumulative cost in this process by currency,
+	// as `mock: usage` reports it: like Claude Code's adapter, a process
+	// that resumes a session counts from zero again. Touched only by the
 	// goroutine holding turn.
-	cost float64
+	cost map[string]float64
 }
 
 func (s *session) acquire(ctx context.Context) error {
