@@ -153,7 +153,7 @@ func hostsOnce(work string, b binary, rig *sshtest.Host, runs, calls int) (hosts
 			return res, fmt.Errorf("add the loopback host: %w", err)
 		}
 		// The first session on the host copies kandev there: timed apart.
-		s, _, err := sessionOnce(ctx, c, dir, "lb", "", 2)
+		s, _, err := sessionOnce(ctx, c, api.CreateTaskInput{CWD: dir, Host: "lb"}, 2)
 		if err != nil {
 			return res, fmt.Errorf("first session on the host: %w", err)
 		}
@@ -170,7 +170,7 @@ func hostsOnce(work string, b binary, rig *sshtest.Host, runs, calls int) (hosts
 			if box {
 				sb = core.SandboxBwrap
 			}
-			s, m, err := sessionOnce(ctx, c, dir, h, sb, calls)
+			s, m, err := sessionOnce(ctx, c, api.CreateTaskInput{CWD: dir, Host: h, Sandbox: sb}, calls)
 			if err != nil {
 				return res, fmt.Errorf("session %s (sandbox %q): %w", hostOrHere(h), sb, err)
 			}
@@ -193,10 +193,12 @@ func hostOrHere(h string) string {
 	return "on host " + h
 }
 
-// sessionOnce starts a task (on host, "" for here) and times its start to
-// the agent's first reply, then reads the agent's own MCP call times.
-func sessionOnce(ctx context.Context, c *daemonclient.Client, cwd, host, sandbox string, calls int) (time.Duration, []time.Duration, error) {
-	t, err := c.CreateTask(ctx, api.CreateTaskInput{Title: "bench " + hostOrHere(host), CWD: cwd, Host: host, Sandbox: sandbox})
+// sessionOnce starts a task made of in (its host "" for here) and times
+// its start to the agent's first reply, then reads the agent's own MCP
+// call times.
+func sessionOnce(ctx context.Context, c *daemonclient.Client, in api.CreateTaskInput, calls int) (time.Duration, []time.Duration, error) {
+	in.Title = "bench " + hostOrHere(in.Host)
+	t, err := c.CreateTask(ctx, in)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -108,6 +108,7 @@ func run() error {
 	loadRate := flag.Int("load-rate", 200, "chunks a second each agent of the streaming load sends")
 	hostRuns := flag.Int("host-runs", 10, "sessions each of a task here and one on the loopback SSH host (0: skip them)")
 	hostCalls := flag.Int("host-calls", 21, "MCP calls each of those sessions' agent times (the first apart)")
+	sbRuns := flag.Int("sandbox-runs", 10, "sessions each of a task with no sandbox, under bubblewrap and in docker (0: skip them)")
 	wsFiles := flag.Int("workspace-files", 1000, "files the agent of each workspace task changes and commits, for task diff and merge (0: skip them)")
 	wsRuns := flag.Int("workspace-runs", 5, "rounds of the workspace figures (each: two fresh tasks per sandbox and binary)")
 	wsAgain := flag.Int("workspace-again", 3, "repeats each round of task diff and task diff --stat after the first")
@@ -201,6 +202,11 @@ func run() error {
 	}
 	if *hostRuns > 0 && wanted("host") {
 		if err := benchHosts(work, binaries, *hostRuns, *hostCalls); err != nil {
+			return err
+		}
+	}
+	if *sbRuns > 0 && wanted(sbName) {
+		if err := benchSandboxes(work, binaries, *sbRuns, *hostCalls); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/daemon/daemontest"
 	"github.com/kandev/kandev/core/doctor"
+	"github.com/kandev/kandev/internal/dockertest"
 )
 
 // Confined agents in containers (issue 25), through docker and podman
@@ -109,69 +111,21 @@ func startDocker(t testing.TB, own bool) (string, func()) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		unavailable(t, core.SandboxDocker, "docker is not installed")
 	}
-	answers := func(host string) bool {
-		cmd := exec.Command("docker", "version", "--format", "{{.Server.Version}}")
-		cmd.Env = append(os.Environ(), "DOCKER_HOST="+host)
-		return cmd.Run() == nil
-	}
-	if h := os.Getenv("DOCKER_HOST"); !own && h != "" && answers(h) {
+	if h := os.Getenv("DOCKER_HOST"); !own && h != "" && dockertest.Answers(h) {
 		return h, nil
 	}
-	if !own && answers("unix:///var/run/docker.sock") {
+	if !own && dockertest.Answers("unix:///var/run/docker.sock") {
 		return "unix:///var/run/docker.sock", nil
 	}
-	if _, err := exec.LookPath("dockerd"); err != nil || os.Geteuid() != 0 {
-		unavailable(t, core.SandboxDocker, "no docker daemon answers, and none can be started here (dockerd missing or not root)")
+	d, err := dockertest.Start("")
+	if errors.Is(err, dockertest.ErrUnavailable) {
+		unavailable(t, core.SandboxDocker, err.Error())
 	}
-	dir, err := os.MkdirTemp("", "kddk-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := "unix://" + filepath.Join(dir, "sock")
-	log, err := os.Create(filepath.Join(dir, "log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false",
-		"--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "x"),
-		"--pidfile", filepath.Join(dir, "pid"), "-H", host)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		unavailable(t, core.SandboxDocker, "dockerd: "+err.Error())
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		log.Close()
-		killUnder(dir)
-		// Its data root and, of a dockerd killed mid-turn, a network
-		// namespace under the exec root stay mounted.
-		unmountUnder(dir)
-		os.RemoveAll(dir)
-	})
-	deadline := time.Now().Add(60 * time.Second)
-	for !answers(host) {
-		select {
-		case <-exited:
-			b, _ := os.ReadFile(filepath.Join(dir, "log"))
-			unavailable(t, core.SandboxDocker, "dockerd exited: "+tail(string(b), 2000))
-		default:
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(filepath.Join(dir, "log"))
-			t.Fatalf("dockerd did not answer in 60s: %s", tail(string(b), 2000))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return host, func() { _ = cmd.Process.Kill(); <-exited }
+	t.Cleanup(d.Stop)
+	return d.Host, d.Kill
 }
 
 // rlimitNproc is RLIMIT_NPROC on Linux (syscall names only some limits).
@@ -233,8 +187,8 @@ func startPodman(t testing.TB) engine {
 	t.Cleanup(func() {
 		_ = e.command("rm", "--all", "--force").Run()
 		_ = e.command("rmi", "--all", "--force").Run()
-		killUnder(dir)
-		unmountUnder(dir)
+		dockertest.KillUnder(dir)
+		dockertest.UnmountUnder(dir)
 		os.RemoveAll(dir)
 	})
 	if out, err := e.command("info", "--format", "{{.Store.GraphRoot}}").CombinedOutput(); err != nil {
@@ -270,36 +224,7 @@ func procsOf(dir string, names ...string) []int {
 	return pids
 }
 
-// unmountUnder unmounts what is mounted under dir, deepest first
-// (podman's overlay storage and dockerd's data root mount their own
-// directories; dockerd leaves network namespaces mounted).
-func unmountUnder(dir string) {
-	b, _ := os.ReadFile("/proc/self/mountinfo")
-	var points []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
-			points = append(points, f[4])
-		}
-	}
-	for i := len(points) - 1; i >= 0; i-- {
-		_ = syscall.Unmount(points[i], syscall.MNT_DETACH)
-	}
-}
 
-// killUnder kills what dockerd left running from its directories (a
-// containerd shim outlives a dockerd killed mid-turn).
-func killUnder(dir string) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, []byte(dir)) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
 
 func tail(s string, n int) string {
 	if len(s) > n {
