@@ -85,7 +85,9 @@ func Build(ctx context.Context, o Options) (Result, error) {
 		if err := c.executable(exe); err != nil {
 			return Result{}, err
 		}
-		bins = append(bins, exe)
+		// The interpreters its #! lines find on PATH must be found on
+		// the image's PATH too (a node of nvm's, not /usr/bin's).
+		bins = append(append(bins, exe), sandbox.Interpreters(sandbox.OS{}, exe)...)
 	}
 	var missing []string
 	for _, tool := range o.Tools {

@@ -11,9 +11,11 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Mount is one path of the confined view, at the same path inside as
@@ -280,7 +282,7 @@ func runtimeDirs(fs FS, exe, home string) []string {
 				}
 			}
 		}
-		if interp := shebang(fs, realPath(fs, p)); interp != "" {
+		for _, interp := range runsWith(fs, realPath(fs, p)) {
 			visit(interp, depth+1)
 		}
 	}
@@ -343,12 +345,79 @@ func Runtime(fs FS, exe, home string) (files, dirs []string) {
 				}
 			}
 		}
-		if interp := shebang(fs, realPath(fs, p)); interp != "" {
+		for _, interp := range runsWith(fs, realPath(fs, p)) {
 			visit(interp, depth+1)
 		}
 	}
 	visit(exe, 0)
 	return files, dirs
+}
+
+// Interpreters are the programs exe's #! lines name, in order (a script's
+// node, a shell shim's sh), as found here: for `#!/usr/bin/env NAME` the
+// NAME on PATH, which an image's PATH must find again.
+func Interpreters(fs FS, exe string) []string {
+	var out []string
+	var visit func(p string, depth int)
+	visit = func(p string, depth int) {
+		if depth > 3 {
+			return
+		}
+		for _, interp := range runsWith(fs, realPath(fs, p)) {
+			out = append(out, interp)
+			visit(interp, depth+1)
+		}
+	}
+	visit(exe, 0)
+	return out
+}
+
+// runsWith are the programs a script runs with: its #! interpreter and,
+// for a shell shim (pnpm's and npm's cmd-shim, `exec node "$basedir/…"`),
+// the program it execs.
+func runsWith(fs FS, path string) []string {
+	interp := shebang(fs, path)
+	if interp == "" {
+		return nil
+	}
+	out := []string{interp}
+	switch filepath.Base(interp) {
+	case "sh", "bash", "dash":
+		if p := shimExec(fs, path); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// shimExecRE is an exec line of a shim: the program, bare or beside the
+// shim ($basedir/NAME), then its arguments.
+var shimExecRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\s*exec\s+"?(\$basedir/)?([A-Za-z0-9_.+-]+)"?\s`)
+})
+
+// shimExec is the program a shell shim execs, found as the shim finds it:
+// beside the shim first, else on PATH. Only small scripts are read: a
+// shim is a few lines, and the agent's own shell scripts are not guessed
+// at beyond their first exec.
+func shimExec(fs FS, path string) string {
+	b, err := fs.ReadFile(path)
+	if err != nil || len(b) > 16<<10 {
+		return ""
+	}
+	for _, m := range shimExecRE().FindAllSubmatch(b, -1) {
+		name := string(m[2])
+		if len(m[1]) > 0 {
+			if p := filepath.Join(filepath.Dir(path), name); fs.Exists(p) {
+				return p
+			}
+			continue
+		}
+		if p, err := fs.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
 }
 
 func realPath(fs FS, p string) string {

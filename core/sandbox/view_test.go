@@ -408,3 +408,62 @@ func TestRuntimeNeverTheHome(t *testing.T) {
 		t.Fatalf("image runtime: files %v dirs %v", files, dirs)
 	}
 }
+
+// A script's interpreters are found as its #! lines find them: env's NAME
+// on PATH (a version manager's node, not the system's), then that
+// interpreter's own #!.
+func TestInterpreters(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "nvm", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(bin, "node")
+	script := filepath.Join(dir, "agent.js")
+	for p, body := range map[string]string{node: "#!/bin/sh\nexit 0\n", script: "#!/usr/bin/env -S node --no-warnings\n"} {
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	got := Interpreters(OS{}, script)
+	if want := []string{node, "/bin/sh"}; !slices.Equal(got, want) {
+		t.Fatalf("Interpreters = %q, want %q", got, want)
+	}
+	if got := Interpreters(OS{}, "/bin/sh"); len(got) != 0 {
+		t.Fatalf("a native program has no interpreter: %q", got)
+	}
+}
+
+// A shell shim's program is what it execs (pnpm's cmd-shim: node beside
+// it, else node on PATH), so an image holds node and finds it.
+func TestInterpretersOfAShim(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	node := filepath.Join(bin, "node")
+	shim := filepath.Join(dir, "pnpm", "agent")
+	if err := os.MkdirAll(filepath.Dir(shim), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "#!/bin/sh\nbasedir=$(dirname \"$0\")\nif [ -x \"$basedir/node\" ]; then\n  exec \"$basedir/node\"  \"$basedir/global/5/node_modules/agent/cli.js\" \"$@\"\nelse\n  exec node  \"$basedir/global/5/node_modules/agent/cli.js\" \"$@\"\nfi\n"
+	for p, b := range map[string]string{node: "", shim: body} {
+		if err := os.WriteFile(p, []byte(b), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	if got, want := Interpreters(OS{}, shim), []string{"/bin/sh", node}; !slices.Equal(got, want) {
+		t.Fatalf("Interpreters = %q, want %q", got, want)
+	}
+	// node beside the shim wins, as the shim's own test says.
+	beside := filepath.Join(filepath.Dir(shim), "node")
+	if err := os.WriteFile(beside, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := Interpreters(OS{}, shim), []string{"/bin/sh", beside}; !slices.Equal(got, want) {
+		t.Fatalf("Interpreters = %q, want %q", got, want)
+	}
+}
