@@ -101,7 +101,7 @@ var installs = []install{
 		native := filepath.Join(pkg, "node_modules", "@zed-industries", "codex-acp-linux-x64", "bin", "codex-acp")
 		linkOrCopy(t, kandev, native)
 		writeFiles(t, 0o755, map[string]string{
-			filepath.Join(pkg, "bin", "codex-acp.js"): nodeLauncher("@zed-industries/codex-acp-linux-x64"),
+			filepath.Join(pkg, "bin", "codex-acp.js"):                     nodeLauncher("@zed-industries/codex-acp-linux-x64"),
 			filepath.Join(filepath.Dir(filepath.Dir(native)), "index.js"): "module.exports = { agent: __dirname + '/bin/codex-acp' };\n",
 		})
 		symlink(t, "../lib/node_modules/@zed-industries/codex-acp/bin/codex-acp.js", filepath.Join(prefix, "bin", "codex-acp"))
@@ -112,7 +112,7 @@ var installs = []install{
 		linkOrCopy(t, node, filepath.Join(prefix, "bin", "node"))
 		cli := filepath.Join(prefix, "lib", "node_modules", "@google", "gemini-cli")
 		writeFiles(t, 0o755, map[string]string{
-			filepath.Join(cli, "dist", "index.js"): nodeLauncher("@google/gemini-cli-core"),
+			filepath.Join(cli, "dist", "index.js"):                                       nodeLauncher("@google/gemini-cli-core"),
 			filepath.Join(cli, "node_modules", "@google", "gemini-cli-core", "index.js"): "module.exports = { agent: " + strconv.Quote(kandev) + " };\n",
 		})
 		symlink(t, "../lib/node_modules/@google/gemini-cli/dist/index.js", filepath.Join(prefix, "bin", "gemini"))
@@ -122,7 +122,7 @@ var installs = []install{
 		pnpm := filepath.Join(home, ".local", "share", "pnpm")
 		store := filepath.Join(pnpm, "global", "5", ".pnpm", "@qwen-code+qwen-code@0.4.0", "node_modules")
 		writeFiles(t, 0o755, map[string]string{
-			filepath.Join(store, "@qwen-code", "qwen-code", "cli.js"): nodeLauncher("@qwen-code/qwen-code-core"),
+			filepath.Join(store, "@qwen-code", "qwen-code", "cli.js"):        nodeLauncher("@qwen-code/qwen-code-core"),
 			filepath.Join(store, "@qwen-code", "qwen-code-core", "index.js"): "module.exports = { agent: " + strconv.Quote(kandev) + " };\n",
 			// pnpm's shim, as `pnpm add -g` writes it (cmd-shim).
 			filepath.Join(pnpm, "qwen"): pnpmShim("global/5/node_modules/@qwen-code/qwen-code/cli.js"),
@@ -137,7 +137,7 @@ var installs = []install{
 		native := filepath.Join(pkg, "node_modules", "opencode-linux-x64", "bin", "opencode")
 		linkOrCopy(t, kandev, native)
 		writeFiles(t, 0o755, map[string]string{
-			filepath.Join(pkg, "bin", "opencode"): nodeLauncher("opencode-linux-x64"),
+			filepath.Join(pkg, "bin", "opencode"):                         nodeLauncher("opencode-linux-x64"),
 			filepath.Join(filepath.Dir(filepath.Dir(native)), "index.js"): "module.exports = { agent: __dirname + '/bin/opencode' };\n",
 		})
 		symlink(t, "../lib/node_modules/opencode-ai/bin/opencode", filepath.Join(prefix, "bin", "opencode"))

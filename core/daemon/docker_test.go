@@ -224,8 +224,6 @@ func procsOf(dir string, names ...string) []int {
 	return pids
 }
 
-
-
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
