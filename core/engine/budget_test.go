@@ -11,7 +11,8 @@ import (
 // In process (so the race detector sees the recorder, the budget check and
 // the stop meet): a task's own budget crossed mid-turn warns it at 80%,
 // stops its running turn at 100% and hands it to the operator; a raise
-// hands it back and the cut turn runs again, after the notice.
+// hands it back and, the operator saying so (--cut-turn redeliver), the
+// cut turn runs again, after the notice.
 func TestBudgetInProcess(t *testing.T) {
 	p := newInProc(t)
 	gate, open := p.gateFile("budget")
@@ -35,7 +36,7 @@ func TestBudgetInProcess(t *testing.T) {
 		t.Fatalf("an agent's raise: %v, want forbidden", err)
 	}
 	open()
-	if _, err := sp.SetBudget(p.op(), task.ID, api.BudgetInput{Add: "5USD"}); err != nil {
+	if _, err := sp.SetBudget(p.op(), task.ID, api.BudgetInput{Add: "5USD", CutTurn: api.CutTurnRedeliver}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("the cut turn to run again", func() bool { return p.hasSaid(task.ID, "after") })
@@ -61,7 +62,8 @@ func TestBudgetInProcess(t *testing.T) {
 
 // A tree whose budget a subtask's turn crosses: the cut turn is a stop,
 // not a stall (the kid is not reported to the root), the tree climbs once
-// as the root with the reason Budget, and the raise hands the root back
+// as the root with the reason Budget, and the raise (--cut-turn redeliver)
+// hands the root back
 // and runs the kid's cut turn again. The kid's turn that then ends with no
 // handoff stalls (rule 4) and is reported to the root, whose turn that
 // only acknowledges it climbs to a person (ADR 0046): the reason Stalled,
@@ -107,7 +109,7 @@ func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {
 	}
 
 	go2()
-	if _, err := api.Spender(p.eng.Spend).SetBudget(p.op(), root.ID, api.BudgetInput{Add: "5USD"}); err != nil {
+	if _, err := api.Spender(p.eng.Spend).SetBudget(p.op(), root.ID, api.BudgetInput{Add: "5USD", CutTurn: api.CutTurnRedeliver}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor("the kid's stall to climb from the root", func() bool {
