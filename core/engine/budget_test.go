@@ -63,9 +63,8 @@ func TestBudgetInProcess(t *testing.T) {
 // A tree whose budget a subtask's turn crosses: the cut turn is a stop,
 // not a stall (the kid is not reported to the root), the tree climbs once
 // as the root with the reason Budget, and the raise (--cut-turn redeliver)
-// hands the root back
-// and runs the kid's cut turn again. The kid's turn that then ends with no
-// handoff stalls (rule 4) and is reported to the root, whose turn that
+// hands the root back and runs the kid's cut turn again. The kid's turn
+// that then ends with no handoff stalls (rule 4) and is reported to the root, whose turn that
 // only acknowledges it climbs to a person (ADR 0046): the reason Stalled,
 // not a second Budget.
 func TestBudgetTreeCutTurnIsNoStall(t *testing.T) {

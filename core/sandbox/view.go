@@ -275,7 +275,12 @@ func runtimeDirs(fs FS, exe, home string) []string {
 			return
 		}
 		for _, c := range []string{p, realPath(fs, p)} {
-			for _, d := range append(prefixDirs(fs, filepath.Dir(c), home), moduleTree(c)) {
+			ds := prefixDirs(fs, filepath.Dir(c), home)
+			if len(ds) == 0 {
+				// Found in a shared directory: the file alone.
+				ds = []string{c}
+			}
+			for _, d := range append(ds, moduleTree(c)) {
 				if d != "" && !IsSystem(d) && !seen[d] && d != "/" {
 					seen[d] = true
 					out = append(out, d)
@@ -292,11 +297,17 @@ func runtimeDirs(fs FS, exe, home string) []string {
 
 // prefixDirs are the directories of dir's install prefix a runtime gets:
 // the prefix itself, or, where the prefix is shared with everything else
-// the operator keeps (the home, a directory above it, ~/.local), only its
-// bin, lib, lib64 and libexec.
+// the operator keeps (the home, a directory above it, ~/.local, a
+// temporary directory), only its bin, lib, lib64 and libexec; nothing
+// when dir itself is shared (an agent in ~ or /tmp brings only itself,
+// never its neighbours: ~/.ssh, other users' files in /tmp, an engine's
+// data root).
 func prefixDirs(fs FS, dir, home string) []string {
+	if sharedDir(dir, home) {
+		return nil
+	}
 	p := prefix(dir)
-	if p == dir || !sharedPrefix(p, home) {
+	if p == dir || !sharedDir(p, home) {
 		return []string{p}
 	}
 	out := []string{dir}
@@ -306,6 +317,16 @@ func prefixDirs(fs FS, dir, home string) []string {
 		}
 	}
 	return out
+}
+
+// sharedDir reports whether dir holds much besides any install: the home,
+// a directory above it, ~/.local, or a temporary directory.
+func sharedDir(dir, home string) bool {
+	switch filepath.Clean(dir) {
+	case "/", "/tmp", "/var/tmp", "/dev/shm":
+		return true
+	}
+	return sharedPrefix(dir, home)
 }
 
 func sharedPrefix(p, home string) bool {

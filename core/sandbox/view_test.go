@@ -467,3 +467,34 @@ func TestInterpretersOfAShim(t *testing.T) {
 		t.Fatalf("Interpreters = %q, want %q", got, want)
 	}
 }
+
+// An executable found directly in a shared directory brings only itself
+// (issue 36, found building an image of an agent beside kandev in /tmp: the
+// image took all of /tmp, the docker engine's data root in it, and grew
+// with every build). Nor does one directly in the home open the home.
+func TestSharedDirectoryBringsOnlyTheFile(t *testing.T) {
+	home := t.TempDir()
+	inHome := filepath.Join(home, "agent")
+	f, err := os.CreateTemp("", "kandev-agent-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	inTmp := f.Name()
+	t.Cleanup(func() { os.Remove(inTmp) })
+	if filepath.Dir(inTmp) != "/tmp" {
+		t.Skipf("the temporary directory is %s, not /tmp", filepath.Dir(inTmp))
+	}
+	if err := os.WriteFile(inHome, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, exe := range []string{inHome, inTmp} {
+		if got := runtimeDirs(OS{}, exe, home); !slices.Equal(got, []string{exe}) {
+			t.Errorf("runtimeDirs(%s) = %q, want the file alone", exe, got)
+		}
+		files, dirs := Runtime(OS{}, exe, home)
+		if len(dirs) != 0 || !slices.Contains(files, exe) {
+			t.Errorf("Runtime(%s) = files %q dirs %q, want the file and no directory", exe, files, dirs)
+		}
+	}
+}
