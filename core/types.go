@@ -52,6 +52,10 @@ type Task struct {
 	// by task show (GetTask), nil in lists and events, where a front end
 	// orders its subtasks' own PendingQuestion the same way.
 	ChildQuestions []ChildQuestion `json:"child_questions,omitempty"`
+	// MCPServers are the MCP servers its agent is given at each start:
+	// kandev's own, then its role's profile's (ADR 0078); empty for a task
+	// a person holds. Set by GetTask (task show) only.
+	MCPServers []string `json:"mcp_servers,omitempty"`
 
 	// Assignee moves the task forward: a role (its agent runs) or a person.
 	Assignee *Ref `json:"assignee"`

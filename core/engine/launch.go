@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -282,7 +283,13 @@ func (rs *Runs) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run *
 		how = "could not resume agent session " + p.resumeID + "; started a new one"
 	}
 	pid := proc.PID()
-	rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", p.role.Name, p.prof.Name, pid, how),
-		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
+	meta := map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID}
+	if len(p.servers) > 0 {
+		// Said where the run is told, so each run's log keeps what it got.
+		names := serverNames(p.prof)
+		how += "; MCP servers: " + strings.Join(names, ", ")
+		meta["mcp_servers"] = names
+	}
+	rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", p.role.Name, p.prof.Name, pid, how), meta)
 	return run, nil
 }

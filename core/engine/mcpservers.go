@@ -75,3 +75,13 @@ func aboveOrAt(dir, home string) bool {
 	home = filepath.Clean(home)
 	return dir == home || dir == "/" || strings.HasPrefix(home, dir+"/")
 }
+
+// serverNames are the names of the servers a profile's agent is given:
+// kandev's own first, then the profile's.
+func serverNames(prof core.Profile) []string {
+	out := []string{core.KandevMCPServer}
+	for _, s := range prof.MCPServers {
+		out = append(out, s.Name)
+	}
+	return out
+}

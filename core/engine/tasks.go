@@ -249,8 +249,27 @@ func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 		// A subtree shares its root's budget: the one that binds is shown.
 		t.Budget = ts.spend.governingBudget(t)
 		t.ChildQuestions = ts.k.childQuestions(&t)
+		t.MCPServers = ts.mcpServersOf(ctx, t)
 	}
 	return t, err
+}
+
+// mcpServersOf names the MCP servers t's agent is given when it starts:
+// kandev's, then its role's profile's; none when a person holds t or its
+// role or profile is gone (the task waits for them).
+func (ts *Tasks) mcpServersOf(ctx context.Context, t core.Task) []string {
+	if t.Assignee == nil || !t.Assignee.IsRole() {
+		return nil
+	}
+	role, err := ts.roles.roleOf(ctx, t.Assignee.Name)
+	if err != nil {
+		return nil
+	}
+	prof, err := ts.roles.profile(ctx, role.Profile)
+	if err != nil {
+		return nil
+	}
+	return serverNames(prof)
 }
 
 // childQuestions lists the pending questions t's subtasks asked it, in the
