@@ -53,8 +53,9 @@ type Task struct {
 	// orders its subtasks' own PendingQuestion the same way.
 	ChildQuestions []ChildQuestion `json:"child_questions,omitempty"`
 	// MCPServers are the MCP servers its agent is given at each start:
-	// kandev's own, then its role's profile's (ADR 0078); empty for a task
-	// a person holds. Set by GetTask (task show) only.
+	// kandev's own, then its profile's (its last run's profile, else its
+	// role's; ADR 0078); empty when no agent ran or would run it. Set by
+	// GetTask (task show) only.
 	MCPServers []string `json:"mcp_servers,omitempty"`
 
 	// Assignee moves the task forward: a role (its agent runs) or a person.

@@ -255,17 +255,24 @@ func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 }
 
 // mcpServersOf names the MCP servers t's agent is given when it starts:
-// kandev's, then its role's profile's; none when a person holds t or its
-// role or profile is gone (the task waits for them).
+// kandev's, then the profile's of its last run, else of the role that
+// holds it; none when no agent ran or would run it, or that profile is
+// gone.
 func (ts *Tasks) mcpServersOf(ctx context.Context, t core.Task) []string {
-	if t.Assignee == nil || !t.Assignee.IsRole() {
+	name := ""
+	switch {
+	case t.Session != nil && t.Session.Profile != "":
+		name = t.Session.Profile
+	case t.Assignee != nil && t.Assignee.IsRole():
+		role, err := ts.roles.roleOf(ctx, t.Assignee.Name)
+		if err != nil {
+			return nil
+		}
+		name = role.Profile
+	default:
 		return nil
 	}
-	role, err := ts.roles.roleOf(ctx, t.Assignee.Name)
-	if err != nil {
-		return nil
-	}
-	prof, err := ts.roles.profile(ctx, role.Profile)
+	prof, err := ts.roles.profile(ctx, name)
 	if err != nil {
 		return nil
 	}
