@@ -123,6 +123,15 @@ func printDoctor(f *Factory, r doctor.Report) error {
 			fmt.Fprintf(out, "  %s: %s: %s\n", p.Name, p.Path, p.ACPError)
 		}
 	}
+	for _, p := range r.Profiles {
+		for _, s := range p.MCPServers {
+			if s.Found {
+				fmt.Fprintf(out, "profile %s: MCP server %s: %s (%s; started by the agent, inside its sandbox)\n", p.Name, s.Name, s.Command, s.Path)
+			} else {
+				fmt.Fprintf(out, "profile %s: MCP server %s: %s: %s\n", p.Name, s.Name, s.Command, s.Error)
+			}
+		}
+	}
 	var reports, silent []string
 	for _, p := range r.Profiles {
 		if p.Usage != "" {

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -30,8 +31,9 @@ func NewCmdProfileAdd(f *Factory, runF func(*ProfileAddOptions) error) *cobra.Co
 	opts := &ProfileAddOptions{F: f}
 	p := &opts.Profile
 	var noMCP bool
+	var servers, serverEnv []string
 	c := &cobra.Command{
-		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network] [--network MODE] [--forward PORT]... [--host NAME|auto|local]",
+		Use:   "add NAME --command CMD [--arg A]... [--env K=V]... [--no-mcp] [--start-timeout D] [--permission P] [--autopilot-permission P] [--sandbox MODE] [--image IMAGE] [--path P]... [--no-network] [--network MODE] [--forward PORT]... [--host NAME|auto|local] [--mcp-server 'NAME=CMD ARG...']... [--mcp-server-env NAME:K=V]...",
 		Short: "Add (or replace) an agent profile",
 		Long: `Add (or replace) an agent profile.
 
@@ -53,13 +55,23 @@ and nothing else of the host's network.
 
 --host sets where a new top-level task of the profile runs when its create names
 none: a host (kandev host list), auto (any host with a free slot) or local (this
-machine); unset, the config's host. A subtask runs where its parent does.`,
+machine); unset, the config's host. A subtask runs where its parent does.
+
+--mcp-server 'NAME=COMMAND ARG...' gives the agent a stdio MCP server of its own (a
+browser, a database), passed in session/new after kandev's own: the agent starts
+it, so it runs where the agent does, inside its sandbox, with the agent's view of
+the files (docs/sandbox.md). The command and arguments split at spaces. NAME is
+1-32 lowercase letters, digits, '_' or '-', unique in the profile, never "kandev";
+the profile must take MCP servers (no --no-mcp). --mcp-server-env NAME:KEY=VALUE
+adds an environment entry to server NAME.`,
 		Example: `  kandev profile add claude-opus --command claude-agent-acp --env ANTHROPIC_MODEL=opus
   kandev profile add plain --command my-agent --no-mcp
   kandev profile add opencode --command opencode --arg acp --start-timeout 3m
   kandev profile add careful --command codex-acp --permission ask --autopilot-permission deny
   kandev profile add boxed --command claude-agent-acp --sandbox docker --image kandev-claude --path ~/.claude --path ~/.claude.json
-  kandev profile add local-model --command opencode --arg acp --sandbox docker --image kandev-opencode --network none --forward 11434`,
+  kandev profile add local-model --command opencode --arg acp --sandbox docker --image kandev-opencode --network none --forward 11434
+  kandev profile add web --command claude-agent-acp --sandbox bwrap --mcp-server 'browser=mcp-server-playwright --headless'
+  kandev profile add db --command codex-acp --mcp-server 'pg=postgres-mcp' --mcp-server-env pg:DATABASE_URL=postgres:///app`,
 		Args: exactArgs(1, "the profile NAME"),
 		RunE: func(c *cobra.Command, args []string) error {
 			p.Name = args[0]
@@ -73,6 +85,10 @@ machine); unset, the config's host. A subtask runs where its parent does.`,
 			case "", "none", "host":
 			default:
 				return usagef("--network %q: want none, default or host", p.Network)
+			}
+			var err error
+			if p.MCPServers, err = parseMCPServerFlags(servers, serverEnv); err != nil {
+				return err
 			}
 			if runF != nil {
 				return runF(opts)
@@ -94,11 +110,38 @@ machine); unset, the config's host. A subtask runs where its parent does.`,
 	c.Flags().StringVar(&p.Network, "network", "", "a confined agent's network: none, default or host")
 	c.Flags().IntSliceVar(&p.Forwards, "forward", nil, "a port of this machine's 127.0.0.1 a confined agent reaches at its own (repeat)")
 	c.Flags().StringVar(&p.Host, "host", "", "where its new top-level tasks run: a host, auto or local; default: the config's host")
+	c.Flags().StringArrayVar(&servers, "mcp-server", nil, "an MCP server of the agent's own, NAME=COMMAND ARG..., run inside its sandbox (repeat)")
+	c.Flags().StringArrayVar(&serverEnv, "mcp-server-env", nil, "an environment entry of one of its MCP servers, NAME:KEY=VALUE (repeat)")
 	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions(core.SandboxModes(), cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("network", cobra.FixedCompletions([]string{"none", "default", "host"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("permission", cobra.FixedCompletions([]string{"allow", "deny", "ask"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("autopilot-permission", cobra.FixedCompletions([]string{"allow", "deny"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
+}
+
+// parseMCPServerFlags reads --mcp-server and --mcp-server-env; the names
+// and commands are the daemon's to check (core.ValidateProfile).
+func parseMCPServerFlags(servers, env []string) ([]core.MCPServer, error) {
+	var out []core.MCPServer
+	for _, v := range servers {
+		s, err := core.ParseMCPServer(v)
+		if err != nil {
+			return nil, usagef("%s", err.Error())
+		}
+		out = append(out, s)
+	}
+	for _, v := range env {
+		name, kv, err := core.ParseMCPServerEnv(v)
+		if err != nil {
+			return nil, usagef("%s", err.Error())
+		}
+		i := slices.IndexFunc(out, func(s core.MCPServer) bool { return s.Name == name })
+		if i < 0 {
+			return nil, usagef("--mcp-server-env %q: no --mcp-server named %s", v, name)
+		}
+		out[i].Env = append(out[i].Env, kv)
+	}
+	return out, nil
 }
 
 func profileAddRun(ctx context.Context, opts *ProfileAddOptions) error {
@@ -201,6 +244,9 @@ func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	}
 	if !opts.Reveal {
 		p.Env = maskEnv(p.Env)
+		for i := range p.MCPServers {
+			p.MCPServers[i].Env = maskEnv(p.MCPServers[i].Env)
+		}
 	}
 	if f.JSON {
 		return f.printJSON(p)
@@ -239,7 +285,20 @@ func profileShowRun(ctx context.Context, opts *ProfileShowOptions) error {
 	if p.Host != "" {
 		fmt.Fprintf(f.IO.Out, "host:     %s\n", p.Host)
 	}
+	for _, s := range p.MCPServers {
+		fmt.Fprintf(f.IO.Out, "mcp server: %s\n", mcpServerLine(s))
+	}
 	return nil
+}
+
+// mcpServerLine renders one of a profile's MCP servers: its name, command
+// line and env entries (as given; mask them first).
+func mcpServerLine(s core.MCPServer) string {
+	line := s.Name + " = " + strings.Join(append([]string{s.Command}, s.Args...), " ")
+	if len(s.Env) > 0 {
+		line += " (env " + strings.Join(s.Env, " ") + ")"
+	}
+	return line
 }
 
 // secretWords mark an env name whose value should not reach a screen or a

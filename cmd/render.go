@@ -420,6 +420,9 @@ func writeTaskDetail(w io.Writer, t core.Task) {
 		row("parent", "(root)")
 	}
 	row("cwd", t.CWD)
+	if len(t.MCPServers) > 0 {
+		row("mcp servers", strings.Join(t.MCPServers, ", "))
+	}
 	if t.Host == "auto" {
 		row("host", "auto (placed on a host with a free slot at its first run)")
 	} else if t.Host != "" {

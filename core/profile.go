@@ -60,7 +60,62 @@ func BuiltinProfile(name string) (Profile, bool) {
 var (
 	profileNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,31}$`) })
 	envKeyRE      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
+	mcpNameRE     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,31}$`) })
 )
+
+// KandevMCPServer is the name of kandev's own MCP server in every
+// session/new; no profile's server may take it.
+const KandevMCPServer = "kandev"
+
+// ParseMCPServer reads a --mcp-server value, NAME=COMMAND ARG...: the
+// command and its arguments split at spaces (no quoting; an argument with
+// a space needs a wrapper script).
+func ParseMCPServer(s string) (MCPServer, error) {
+	name, rest, ok := strings.Cut(s, "=")
+	fields := strings.Fields(rest)
+	if !ok || strings.TrimSpace(name) == "" || len(fields) == 0 {
+		return MCPServer{}, Errorf(CodeValidation, "--mcp-server %q: want NAME=COMMAND [ARG...], e.g. browser=/usr/local/bin/mcp-browser --headless", s)
+	}
+	return MCPServer{Name: name, Command: fields[0], Args: fields[1:]}, nil
+}
+
+// ParseMCPServerEnv reads a --mcp-server-env value, NAME:KEY=VALUE, into
+// its server's name and the entry.
+func ParseMCPServerEnv(s string) (name, kv string, err error) {
+	name, kv, ok := strings.Cut(s, ":")
+	if !ok || name == "" || !strings.Contains(kv, "=") {
+		return "", "", Errorf(CodeValidation, "--mcp-server-env %q: want NAME:KEY=VALUE, NAME one of the profile's --mcp-server", s)
+	}
+	return name, kv, nil
+}
+
+// validateMCPServers checks a profile's own MCP servers.
+func validateMCPServers(p Profile) error {
+	if len(p.MCPServers) > 0 && !p.MCP {
+		return Errorf(CodeValidation, "profile %s has MCP servers but does not accept injected MCP servers (--no-mcp, mcp: false): drop --no-mcp or the --mcp-server flags", p.Name)
+	}
+	seen := map[string]bool{}
+	for _, s := range p.MCPServers {
+		switch {
+		case s.Name == KandevMCPServer:
+			return Errorf(CodeValidation, "profile %s: MCP server name %q is kandev's own server, always given to the agent: pick another name", p.Name, s.Name)
+		case !mcpNameRE().MatchString(s.Name):
+			return Errorf(CodeValidation, "profile %s: MCP server name %q: use 1-32 lowercase letters, digits, '_' or '-', starting with a letter or digit", p.Name, s.Name)
+		case seen[s.Name]:
+			return Errorf(CodeValidation, "profile %s: MCP server %q is named twice", p.Name, s.Name)
+		case strings.TrimSpace(s.Command) == "":
+			return Errorf(CodeValidation, "profile %s: MCP server %q has no command", p.Name, s.Name)
+		}
+		seen[s.Name] = true
+		for _, kv := range s.Env {
+			k, _, ok := strings.Cut(kv, "=")
+			if !ok || !envKeyRE().MatchString(k) {
+				return Errorf(CodeValidation, "profile %s: MCP server %s env %q must be KEY=VALUE with a shell-style KEY", p.Name, s.Name, kv)
+			}
+		}
+	}
+	return nil
+}
 
 // ValidateProfile checks a profile a user wants to add.
 func ValidateProfile(p Profile) error {
@@ -122,7 +177,7 @@ func ValidateProfile(p Profile) error {
 			return Errorf(CodeValidation, "profile %s: env %q must be KEY=VALUE with a shell-style KEY", p.Name, kv)
 		}
 	}
-	return nil
+	return validateMCPServers(p)
 }
 
 // CheckConfinedHome refuses a profile that sets HOME for an agent that

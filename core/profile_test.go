@@ -190,3 +190,60 @@ func TestMergeProfiles(t *testing.T) {
 		t.Errorf("built-in claude changed: %+v", b)
 	}
 }
+
+func TestProfileMCPServers(t *testing.T) {
+	srv := func(name string) MCPServer { return MCPServer{Name: name, Command: "mcp-x", Args: []string{}} }
+	base := Profile{Name: "p", Command: "agent", MCP: true}
+	good := base
+	good.MCPServers = []MCPServer{srv("browser"), srv("pg_1"), srv("0-db")}
+	if err := ValidateProfile(good); err != nil {
+		t.Fatalf("good servers: %v", err)
+	}
+	for _, c := range []struct {
+		name    string
+		mcp     bool
+		servers []MCPServer
+		want    string
+	}{
+		{"kandev's own name", true, []MCPServer{srv("kandev")}, "kandev's own server"},
+		{"upper case", true, []MCPServer{srv("Browser")}, `name "Browser": use 1-32 lowercase`},
+		{"a dot", true, []MCPServer{srv("a.b")}, `name "a.b"`},
+		{"leading dash", true, []MCPServer{srv("-a")}, `name "-a"`},
+		{"too long", true, []MCPServer{srv(strings.Repeat("a", 33))}, "use 1-32"},
+		{"twice", true, []MCPServer{srv("db"), srv("db")}, `"db" is named twice`},
+		{"no command", true, []MCPServer{{Name: "db"}}, `"db" has no command`},
+		{"bad env", true, []MCPServer{{Name: "db", Command: "x", Env: []string{"NOEQUALS"}}}, `env "NOEQUALS"`},
+		{"no mcp", false, []MCPServer{srv("db")}, "does not accept injected MCP servers"},
+	} {
+		p := base
+		p.MCP = c.mcp
+		p.MCPServers = c.servers
+		err := ValidateProfile(p)
+		if err == nil || !strings.Contains(err.Error(), c.want) || CodeOf(err) != CodeValidation {
+			t.Errorf("%s: got %v, want a validation error with %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestParseMCPServer(t *testing.T) {
+	s, err := ParseMCPServer("db=/opt/pg/bin/pg-mcp --read-only  --port 5")
+	if err != nil || s.Name != "db" || s.Command != "/opt/pg/bin/pg-mcp" || !slices.Equal(s.Args, []string{"--read-only", "--port", "5"}) {
+		t.Fatalf("got %+v, %v", s, err)
+	}
+	if s, err := ParseMCPServer("x=cmd"); err != nil || s.Args == nil || len(s.Args) != 0 {
+		t.Errorf("no args: got %#v, %v (want empty, not nil)", s.Args, err)
+	}
+	for _, bad := range []string{"", "db", "db=", "db=   ", "=cmd"} {
+		if _, err := ParseMCPServer(bad); err == nil || !strings.Contains(err.Error(), "want NAME=COMMAND") {
+			t.Errorf("%q: got %v", bad, err)
+		}
+	}
+	if n, kv, err := ParseMCPServerEnv("db:URL=a:b=c"); err != nil || n != "db" || kv != "URL=a:b=c" {
+		t.Errorf("env: %q %q %v", n, kv, err)
+	}
+	for _, bad := range []string{"db", "db:URL", ":K=V"} {
+		if _, _, err := ParseMCPServerEnv(bad); err == nil {
+			t.Errorf("env %q: no error", bad)
+		}
+	}
+}

@@ -52,6 +52,11 @@ type Task struct {
 	// by task show (GetTask), nil in lists and events, where a front end
 	// orders its subtasks' own PendingQuestion the same way.
 	ChildQuestions []ChildQuestion `json:"child_questions,omitempty"`
+	// MCPServers are the MCP servers its agent is given at each start:
+	// kandev's own, then its profile's (its last run's profile, else its
+	// role's; ADR 0078); empty when no agent ran or would run it. Set by
+	// GetTask (task show) only.
+	MCPServers []string `json:"mcp_servers,omitempty"`
 
 	// Assignee moves the task forward: a role (its agent runs) or a person.
 	Assignee *Ref `json:"assignee"`
@@ -246,9 +251,23 @@ type Profile struct {
 	// create names none: a host's name, "auto" or "local" (empty: the
 	// configuration's host). A subtask inherits its parent's instead.
 	Host string `json:"host,omitempty"`
+	// MCPServers are the agent's own stdio MCP servers, passed in
+	// session/new after kandev's and started by the agent, so inside its
+	// sandbox (ADR 0078). Only a profile with MCP takes them.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 	// Source is "builtin", "user", or "override" (a user profile that
 	// replaces a built-in of the same name).
 	Source string `json:"source"`
+}
+
+// MCPServer is a stdio MCP server of a profile's agent: its name in
+// session/new, the command the agent starts, its arguments and its
+// environment entries (KEY=VALUE).
+type MCPServer struct {
+	Name    string   `json:"name"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env,omitempty"`
 }
 
 // SessionState is where one agent run stands.

@@ -31,6 +31,7 @@ type taskJSON struct {
 	Session         *SessionInfo    `json:"session"`
 	PendingQuestion *QuestionInfo   `json:"pending_question"`
 	ChildQuestions  []ChildQuestion `json:"child_questions,omitempty"`
+	MCPServers      []string        `json:"mcp_servers,omitempty"`
 	Assignee        *Ref            `json:"assignee"`
 	HandedBy        *Ref            `json:"handed_by"`
 	Surface         string          `json:"surface"`
@@ -69,6 +70,7 @@ func (t Task) MarshalJSON() ([]byte, error) {
 		Session:         t.Session,
 		PendingQuestion: t.PendingQuestion,
 		ChildQuestions:  t.ChildQuestions,
+		MCPServers:      t.MCPServers,
 		Assignee:        t.Assignee,
 		HandedBy:        t.HandedBy,
 		Surface:         t.Surface,
@@ -122,6 +124,7 @@ func (t *Task) UnmarshalJSON(b []byte) error {
 		Session:         j.Session,
 		PendingQuestion: j.PendingQuestion,
 		ChildQuestions:  j.ChildQuestions,
+		MCPServers:      j.MCPServers,
 		Assignee:        j.Assignee,
 		HandedBy:        j.HandedBy,
 		Surface:         j.Surface,

@@ -31,8 +31,18 @@ type Profile struct {
 	Network  string
 	Forwards []int
 	// Host is the default host of its new top-level tasks ('' = none).
-	Host      string
-	CreatedAt time.Time
+	Host string
+	// MCPServers are the agent's own stdio MCP servers.
+	MCPServers []MCPServer
+	CreatedAt  time.Time
+}
+
+// MCPServer is one of a profile's MCP servers, stored as JSON.
+type MCPServer struct {
+	Name    string   `json:"name"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env"`
 }
 
 // UpsertProfile adds a profile or replaces the one of that name.
@@ -53,16 +63,20 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 	if err != nil {
 		return err
 	}
+	servers, err := json.Marshal(nonNil(p.MCPServers))
+	if err != nil {
+		return err
+	}
 	_, err = q.q.ExecContext(ctx, `INSERT INTO profiles (name, command, args, env, mcp, start_timeout, permission, autopilot_permission,
-			sandbox, image, paths, no_network, network, forwards, host, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			sandbox, image, paths, no_network, network, forwards, host, mcp_servers, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT(name) DO UPDATE SET command = excluded.command, args = excluded.args,
 			env = excluded.env, mcp = excluded.mcp, start_timeout = excluded.start_timeout,
 			permission = excluded.permission, autopilot_permission = excluded.autopilot_permission,
 			sandbox = excluded.sandbox, image = excluded.image, paths = excluded.paths, no_network = excluded.no_network,
-			network = excluded.network, forwards = excluded.forwards, host = excluded.host`,
+			network = excluded.network, forwards = excluded.forwards, host = excluded.host, mcp_servers = excluded.mcp_servers`,
 		p.Name, p.Command, string(args), string(env), p.MCP, p.StartTimeout, p.Permission, p.AutopilotPermission,
-		p.Sandbox, p.Image, string(paths), p.NoNetwork, p.Network, string(forwards), p.Host, nanos(p.CreatedAt))
+		p.Sandbox, p.Image, string(paths), p.NoNetwork, p.Network, string(forwards), p.Host, string(servers), nanos(p.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("save profile %s: %w", p.Name, mapErr(err))
 	}
@@ -72,7 +86,7 @@ func (q Queries) UpsertProfile(ctx context.Context, p Profile) error {
 // GetProfile reads one user profile.
 func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 	p, err := scanProfile(q.q.QueryRowContext(ctx,
-		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, network, forwards, host, created_at FROM profiles WHERE name = ?`, name))
+		`SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, network, forwards, host, mcp_servers, created_at FROM profiles WHERE name = ?`, name))
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", name, mapErr(err))
 	}
@@ -81,7 +95,7 @@ func (q Queries) GetProfile(ctx context.Context, name string) (Profile, error) {
 
 // ListProfiles returns the user profiles by name.
 func (q Queries) ListProfiles(ctx context.Context) ([]Profile, error) {
-	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, network, forwards, host, created_at FROM profiles ORDER BY name`)
+	rows, err := q.q.QueryContext(ctx, `SELECT name, command, args, env, mcp, start_timeout, permission, autopilot_permission, sandbox, image, paths, no_network, network, forwards, host, mcp_servers, created_at FROM profiles ORDER BY name`)
 	return collect(rows, err, "list profiles", scanProfile)
 }
 
@@ -92,10 +106,10 @@ func (q Queries) DeleteProfile(ctx context.Context, name string) error {
 
 func scanProfile(s scanner) (Profile, error) {
 	var p Profile
-	var args, env, paths, forwards string
+	var args, env, paths, forwards, servers string
 	var created int64
 	if err := s.Scan(&p.Name, &p.Command, &args, &env, &p.MCP, &p.StartTimeout, &p.Permission, &p.AutopilotPermission,
-		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &p.Network, &forwards, &p.Host, &created); err != nil {
+		&p.Sandbox, &p.Image, &paths, &p.NoNetwork, &p.Network, &forwards, &p.Host, &servers, &created); err != nil {
 		return Profile{}, err
 	}
 	if err := json.Unmarshal([]byte(args), &p.Args); err != nil {
@@ -109,6 +123,9 @@ func scanProfile(s scanner) (Profile, error) {
 	}
 	if err := json.Unmarshal([]byte(paths), &p.Paths); err != nil {
 		return Profile{}, fmt.Errorf("profile %s paths: %w", p.Name, err)
+	}
+	if err := json.Unmarshal([]byte(servers), &p.MCPServers); err != nil {
+		return Profile{}, fmt.Errorf("profile %s mcp servers: %w", p.Name, err)
 	}
 	p.CreatedAt = fromNanos(created)
 	return p, nil

@@ -704,10 +704,24 @@ func testImageBuildRunsTheAgent(t *testing.T, name string) {
 	if err := os.Symlink("../@agentclientprotocol/claude-agent-acp/dist/index.js", launcher); err != nil {
 		t.Fatal(err)
 	}
+	// An MCP server of the profile's, installed elsewhere (npm's global
+	// layout): the agent starts it inside the container, which shows its
+	// install at the same path, run by the image's node.
+	tools := filepath.Join(root, "tools")
+	writeFiles(t, 0o755, map[string]string{
+		filepath.Join(tools, "lib", "node_modules", "probe-mcp", "index.js"): probeServer,
+		filepath.Join(tools, "lib", "node_modules", "probe-lib", "index.js"): "module.exports = { name: 'probe-lib' };\n",
+	})
+	if err := os.MkdirAll(filepath.Join(tools, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../lib/node_modules/probe-mcp/index.js", filepath.Join(tools, "bin", "probe-mcp")); err != nil {
+		t.Fatal(err)
+	}
 	d := daemontest.Start(t, daemontest.WithEnv(append([]string{"HOME=" + home, "KANDEV_PERMISSION=allow",
-		"PATH=" + filepath.Dir(launcher) + ":" + filepath.Dir(node) + ":" + os.Getenv("PATH")}, e.env...)...))
+		"PATH=" + filepath.Dir(launcher) + ":" + filepath.Join(tools, "bin") + ":" + filepath.Dir(node) + ":" + os.Getenv("PATH")}, e.env...)...))
 	leaveNoContainer(t, e)
-	d.MustRun("profile", "add", "local", "--command", "claude-agent-acp", "--sandbox", name)
+	d.MustRun("profile", "add", "local", "--command", "claude-agent-acp", "--sandbox", name, "--mcp-server", "probe=probe-mcp")
 	tag := fmt.Sprintf("kandev-test-built:%d", time.Now().UnixNano())
 	res := d.Run("image", "build", "local", "--engine", name, "--tag", tag)
 	if res.Code != 0 {
@@ -729,8 +743,11 @@ func testImageBuildRunsTheAgent(t *testing.T, name string) {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	inside, escape := filepath.Join(work, "from-probe"), filepath.Join(root, "escape")
+	probeArgs, _ := json.Marshal(map[string][]string{"look": {secret}, "write": {inside, escape}})
 	task := create(t, d, api.CreateTaskInput{Title: "built", Profile: "local", CWD: work, Start: true,
-		Prompt: "mock: sh git init -q . && git --version && cat " + secret + "; echo in-image"})
+		Prompt: "mock: sh git init -q . && git --version && cat " + secret + "; echo in-image\n" +
+			"mock: servers\nmock: servercall probe probe " + string(probeArgs) + "\nmock: say probed"})
 	logTaskOnFailure(t, d, task.ID, nil)
 	if task.Sandbox != name {
 		t.Fatalf("sandbox %q", task.Sandbox)
@@ -738,6 +755,23 @@ func testImageBuildRunsTheAgent(t *testing.T, name string) {
 	out := shSaid(t, d, task.ID, 1)
 	if !strings.Contains(out, "git version") || !strings.Contains(out, "in-image") || strings.Contains(out, "operator's key") {
 		t.Fatalf("the agent's shell in the built image:\n%s", out)
+	}
+	// The profile's MCP server ran in the container: its package found,
+	// the home's secret not, its writes on the host only in the worktree.
+	waitSaid(t, d, task.ID, "probed")
+	words := said(t, d, task.ID)
+	if all := strings.Join(words, "\n"); !strings.Contains(all, "; probe (probe)") {
+		t.Fatalf("the servers the agent lists in the container:\n%s", all)
+	}
+	r := probeSaid(t, words, "probe")
+	if r.Lib != "probe-lib" || r.Seen[secret] || r.Wrote[inside] != "ok" {
+		t.Errorf("the MCP server in the container: %+v", r)
+	}
+	if b, err := os.ReadFile(inside); err != nil || string(b) != "probe\n" {
+		t.Errorf("the worktree's file on the host: %q %v", b, err)
+	}
+	if _, err := os.Stat(escape); err == nil {
+		t.Errorf("the MCP server in the container wrote %s on the host", escape)
 	}
 	d.MustRun("task", "stop", task.ID)
 	noContainersLeft(t, e, "stop")

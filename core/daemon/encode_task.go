@@ -87,6 +87,10 @@ func appendTask(b []byte, t *core.Task) ([]byte, error) {
 			return b, err
 		}
 	}
+	if len(t.MCPServers) != 0 {
+		b = append(b, `,"mcp_servers":`...)
+		b = appendStrings(b, t.MCPServers)
+	}
 	b = append(b, `,"assignee":`...)
 	if t.Assignee == nil {
 		b = append(b, "null"...)

@@ -64,6 +64,35 @@ type Profile struct {
 	// Usage says what the agent reports of its spend ("tokens and cost",
 	// "context and cost"); "" when nothing is known (docs/usage.md).
 	Usage string `json:"usage"`
+	// MCPServers are the profile's own MCP servers and whether each
+	// command is found (ADR 0078).
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+}
+
+// MCPServer is one of a profile's MCP servers: its command, found on PATH
+// here (Path) or not (Error). The agent starts it, confined with it.
+type MCPServer struct {
+	Name    string `json:"name"`
+	Command string `json:"command"`
+	Found   bool   `json:"found"`
+	Path    string `json:"path,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// checkServers says whether each of p's MCP servers' commands resolves
+// as the launch resolves it (on PATH, or an absolute path that runs).
+func checkServers(p core.Profile) []MCPServer {
+	var out []MCPServer
+	for _, s := range p.MCPServers {
+		c := MCPServer{Name: s.Name, Command: strings.Join(append([]string{s.Command}, s.Args...), " ")}
+		if path, err := exec.LookPath(s.Command); err != nil {
+			c.Error = "command not found on PATH: " + s.Command
+		} else {
+			c.Found, c.Path = true, path
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // Database is the database's diagnosis.
@@ -200,7 +229,8 @@ func join(a, b string) string {
 }
 
 func checkProfile(ctx context.Context, o Options, p core.Profile) Profile {
-	pr := Profile{Name: p.Name, Source: p.Source, Command: p.CommandLine(), Credentials: []string{}, CredentialsKnown: []string{}}
+	pr := Profile{Name: p.Name, Source: p.Source, Command: p.CommandLine(), Credentials: []string{}, CredentialsKnown: []string{},
+		MCPServers: checkServers(p)}
 	if a, ok := core.AgentInfoFor(p.Name); ok && p.Source == "builtin" {
 		pr.Install = a.Install
 	}

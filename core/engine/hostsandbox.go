@@ -48,4 +48,7 @@ func confineOnHost(t core.Task, prof core.Profile, command string, r *hosts.Remo
 		return
 	}
 	r.Sandbox = &hosts.Sandbox{Mode: t.Sandbox, TaskID: t.ID, Paths: prof.Paths, NoNetwork: prof.NoNetwork, Network: prof.Network, Image: prof.Image}
+	for _, s := range prof.MCPServers {
+		r.Sandbox.Servers = append(r.Sandbox.Servers, s.Command)
+	}
 }

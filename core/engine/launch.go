@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -38,6 +39,9 @@ type launchPlan struct {
 	tokenHash  string
 	setupOut   string
 	setupError error
+	// servers are the profile's own MCP servers, their commands found on
+	// this machine's PATH for a run here (mcpservers.go).
+	servers []acp.McpServer
 }
 
 // planLaunch resolves what a task's run will be. An error means no run:
@@ -110,6 +114,7 @@ func (rs *Runs) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, t
 		p.resumeID = prev.AgentSessionID
 	}
 	p.set = rs.capabilitySet(t)
+	p.servers = profileServers(prof, t.Host == "")
 	if p.token, p.tokenHash, err = newToken(); err != nil {
 		return launchPlan{}, err
 	}
@@ -132,7 +137,7 @@ func (rs *Runs) prepareLaunch(ctx context.Context, t core.Task, p *launchPlan) {
 
 // launchSpec is the agent process a plan runs: its profile's command,
 // arguments and environment in the task's directory, with kandev's MCP
-// server, which carries the session's token.
+// server, which carries the session's token, and then the profile's own.
 func (rs *Runs) launchSpec(t core.Task, p launchPlan) agent.Spec {
 	var env []string
 	if p.prof.Command == core.SelfCommand && os.Getenv("KANDEV_MOCK_STATE_DIR") == "" {
@@ -147,10 +152,10 @@ func (rs *Runs) launchSpec(t core.Task, p launchPlan) agent.Spec {
 		HomeID:  agent.HomeID(rs.k.opts.Home.Dir),
 		LogPath: rs.k.opts.Home.SessionLog(p.sessionID), ResumeID: p.resumeID,
 		StartTimeout: startTimeout(p.prof, rs.k.opts.StartTimeout), Logger: rs.k.log.With("session", p.sessionID),
-		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{
-			Name: "kandev", Command: rs.k.opts.SelfExe, Args: []string{"mcp"},
+		MCPServers: append([]acp.McpServer{{Stdio: &acp.McpServerStdio{
+			Name: core.KandevMCPServer, Command: rs.k.opts.SelfExe, Args: []string{"mcp"},
 			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: rs.k.opts.Socket}, {Name: "KANDEV_TOKEN", Value: p.token}},
-		}}},
+		}}}, p.servers...),
 	}
 }
 
@@ -278,7 +283,13 @@ func (rs *Runs) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run *
 		how = "could not resume agent session " + p.resumeID + "; started a new one"
 	}
 	pid := proc.PID()
-	rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", p.role.Name, p.prof.Name, pid, how),
-		map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID})
+	meta := map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID}
+	if len(p.servers) > 0 {
+		// Said where the run is told, so each run's log keeps what it got.
+		names := serverNames(p.prof)
+		how += "; MCP servers: " + strings.Join(names, ", ")
+		meta["mcp_servers"] = names
+	}
+	rs.k.note(ctx, t.ID, p.sessionID, core.MsgStatus, "kandev", fmt.Sprintf("role %s (profile %s, pid %d): %s", p.role.Name, p.prof.Name, pid, how), meta)
 	return run, nil
 }

@@ -32,7 +32,24 @@ func (ro *Roles) profile(ctx context.Context, name string) (core.Profile, error)
 func profileFromStore(p store.Profile) core.Profile {
 	return core.Profile{Name: p.Name, Command: p.Command, Args: nonNil(p.Args), Env: nonNil(p.Env), MCP: p.MCP,
 		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
-		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Network: p.Network, Forwards: p.Forwards, Host: p.Host, Source: "user"}
+		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Network: p.Network, Forwards: p.Forwards, Host: p.Host,
+		MCPServers: mcpServersFromStore(p.MCPServers), Source: "user"}
+}
+
+func mcpServersFromStore(ss []store.MCPServer) []core.MCPServer {
+	var out []core.MCPServer
+	for _, s := range ss {
+		out = append(out, core.MCPServer{Name: s.Name, Command: s.Command, Args: nonNil(s.Args), Env: s.Env})
+	}
+	return out
+}
+
+func mcpServersToStore(ss []core.MCPServer) []store.MCPServer {
+	var out []store.MCPServer
+	for _, s := range ss {
+		out = append(out, store.MCPServer{Name: s.Name, Command: s.Command, Args: nonNil(s.Args), Env: nonNil(s.Env)})
+	}
+	return out
 }
 
 func nonNil(s []string) []string {
@@ -89,7 +106,8 @@ func (ro *Roles) AddProfile(ctx context.Context, p core.Profile) (core.Profile, 
 	}
 	err := ro.k.db.UpsertProfile(ctx, store.Profile{Name: p.Name, Command: p.Command, Args: p.Args, Env: p.Env, MCP: p.MCP,
 		StartTimeout: p.StartTimeout, Permission: p.Permission, AutopilotPermission: p.AutopilotPermission,
-		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Network: p.Network, Forwards: p.Forwards, Host: p.Host, CreatedAt: time.Now()})
+		Sandbox: p.Sandbox, Image: p.Image, Paths: p.Paths, NoNetwork: p.NoNetwork, Network: p.Network, Forwards: p.Forwards, Host: p.Host,
+		MCPServers: mcpServersToStore(p.MCPServers), CreatedAt: time.Now()})
 	if err != nil {
 		return core.Profile{}, mapStoreErr(err, "profile "+p.Name)
 	}

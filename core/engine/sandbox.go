@@ -112,7 +112,7 @@ func (rs *Runs) confine(spec *agent.Spec, t core.Task, prof core.Profile) error 
 	if err := core.CheckConfinedHome(prof); err != nil {
 		return err
 	}
-	v, err := rs.sandboxView(t, prof, spec.Command, spec.SessionID, nil)
+	v, err := rs.sandboxView(t, prof, spec.Command, spec.SessionID, nil, serverExecutables(spec.MCPServers, rs.k.opts.SelfExe)...)
 	if err != nil {
 		return err
 	}
@@ -127,8 +127,9 @@ func (rs *Runs) confine(spec *agent.Spec, t core.Task, prof core.Profile) error 
 
 // sandboxView is what a confined task's command sees: its worktree with
 // the worktree's own git state (ADR 0065), its private home, its
-// profile's paths, and readOnly besides.
-func (rs *Runs) sandboxView(t core.Task, prof core.Profile, command, sessionID string, readOnly []string) (sandbox.View, error) {
+// profile's paths, and readOnly besides; with the runtime of the command
+// and of the executables the command starts (its MCP servers').
+func (rs *Runs) sandboxView(t core.Task, prof core.Profile, command, sessionID string, readOnly []string, started ...string) (sandbox.View, error) {
 	if err := core.SandboxAvailable(t.Sandbox); err != nil {
 		return sandbox.View{}, err
 	}
@@ -146,6 +147,7 @@ func (rs *Runs) sandboxView(t core.Task, prof core.Profile, command, sessionID s
 	if command != rs.k.opts.SelfExe {
 		in.Executables = []string{command}
 	}
+	in.Executables = append(in.Executables, started...)
 	if w := t.Workspace; w != nil && w.Dir != "" && (w.Mode == core.WorkspaceWorktree || w.Mode == core.WorkspaceInherit) {
 		g, err := sandbox.FindGitDirs(filepath.Join(w.Repo, ".git"), w.Dir, w.Branch)
 		if err != nil {

@@ -249,8 +249,34 @@ func (ts *Tasks) GetTask(ctx context.Context, id string) (core.Task, error) {
 		// A subtree shares its root's budget: the one that binds is shown.
 		t.Budget = ts.spend.governingBudget(t)
 		t.ChildQuestions = ts.k.childQuestions(&t)
+		t.MCPServers = ts.mcpServersOf(ctx, t)
 	}
 	return t, err
+}
+
+// mcpServersOf names the MCP servers t's agent is given when it starts:
+// kandev's, then the profile's of its last run, else of the role that
+// holds it; none when no agent ran or would run it, or that profile is
+// gone.
+func (ts *Tasks) mcpServersOf(ctx context.Context, t core.Task) []string {
+	name := ""
+	switch {
+	case t.Session != nil && t.Session.Profile != "":
+		name = t.Session.Profile
+	case t.Assignee != nil && t.Assignee.IsRole():
+		role, err := ts.roles.roleOf(ctx, t.Assignee.Name)
+		if err != nil {
+			return nil
+		}
+		name = role.Profile
+	default:
+		return nil
+	}
+	prof, err := ts.roles.profile(ctx, name)
+	if err != nil {
+		return nil
+	}
+	return serverNames(prof)
 }
 
 // childQuestions lists the pending questions t's subtasks asked it, in the

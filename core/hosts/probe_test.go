@@ -202,3 +202,54 @@ func TestPrepareSandboxRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestHostSandboxShowsMCPServers: a profile's MCP servers found on the
+// host's PATH have their runtime in the host's view, as the agent's has
+// (ADR 0078); one not found adds nothing.
+func TestHostSandboxShowsMCPServers(t *testing.T) {
+	root := t.TempDir()
+	prefix := filepath.Join(root, "tools")
+	script := filepath.Join(prefix, "lib", "node_modules", "probe-mcp", "index.js")
+	if err := os.MkdirAll(filepath.Dir(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(prefix, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(script, filepath.Join(prefix, "bin", "probe-mcp")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Join(prefix, "bin")+":"+os.Getenv("PATH"))
+	t.Setenv("HOME", filepath.Join(root, "home"))
+	r := &Remote{Sandbox: &Sandbox{Mode: "docker", TaskID: "t1", Image: "img", Servers: []string{"probe-mcp", "not-installed-mcp"}}}
+	fs := newProbeFS()
+	var in sandbox.Input
+	err := fs.settle(context.Background(), localSh, func() error {
+		a := r.askSandbox(fs, filepath.Join(root, "kd"), "sh")
+		var err error
+		in, err = r.sandboxInput(fs, a, filepath.Join(root, "kd"), filepath.Join(root, "work"), "")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Executables) != 2 || in.Executables[1] != filepath.Join(prefix, "bin", "probe-mcp") {
+		t.Fatalf("executables %v: want the agent's, then the server found", in.Executables)
+	}
+	v, err := sandbox.Describe(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown bool
+	for _, m := range v.Mounts {
+		if m.Path == prefix {
+			shown = true
+		}
+	}
+	if !shown {
+		t.Errorf("the server's install prefix %s is not in the view: %+v", prefix, v.Mounts)
+	}
+}

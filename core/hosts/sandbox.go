@@ -25,6 +25,10 @@ type Sandbox struct {
 	// Image is a container's image (docker, podman), which must already
 	// be on the host: kandev never pulls.
 	Image string
+	// Servers are the commands of the profile's own MCP servers, which
+	// the agent starts inside the sandbox: each one found on the host's
+	// PATH has its runtime shown, as the agent's command has (ADR 0078).
+	Servers []string
 }
 
 // container says whether the sandbox is a container on the host.
@@ -124,6 +128,9 @@ type sandboxAnswers struct {
 	// exe is the agent's command as found on the PATH.
 	exe    string
 	exeErr error
+	// servers are the MCP servers' commands found on the PATH; one not
+	// found is the agent's to fail on, as unconfined.
+	servers []string
 	// git is the git directories the task's worktree needs (nil for a
 	// task without one).
 	git    *sandbox.GitDirs
@@ -147,6 +154,11 @@ func (r *Remote) askSandbox(fs *probeFS, dir, command string) sandboxAnswers {
 	if !strings.HasPrefix(a.exe, "/") {
 		a.exe, a.exeErr = fs.LookPath(command)
 	}
+	for _, c := range r.Sandbox.Servers {
+		if p, err := fs.LookPath(c); err == nil {
+			a.servers = append(a.servers, p)
+		}
+	}
 	if r.Worktree.Dir != "" {
 		a.git, a.gitErr = sandbox.FindGitDirsFS(fs, RepoPath(dir, r.Worktree.Repo), WorktreePath(dir, r.Worktree.Dir), r.Worktree.Branch)
 	}
@@ -164,6 +176,7 @@ func (r *Remote) sandboxInput(fs *probeFS, a sandboxAnswers, dir, cwd, user stri
 	if a.exeErr == nil && a.exe != dir+"/bin/kandev" {
 		in.Executables = []string{a.exe}
 	}
+	in.Executables = append(in.Executables, a.servers...)
 	if a.git != nil {
 		in.Git, in.Worktree = a.git, WorktreePath(dir, r.Worktree.Dir)
 	}

@@ -41,6 +41,10 @@ func (t *turn) exec(d string) error {
 		return t.calltime(arg)
 	case "tools":
 		return t.tools()
+	case "servers":
+		return t.servers()
+	case "servercall":
+		return t.servercall(arg)
 	case "mcpenv":
 		t.mcpenv(arg)
 	case "env":

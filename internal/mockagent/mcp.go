@@ -32,13 +32,20 @@ type mcpConn struct {
 	logger *slog.Logger
 	dial   MCPDialer // nil: start the server's command
 
+	// all are the session's servers, kandev's and the profile's own
+	// (servers.go), in session/new's order.
+	all []acp.McpServer
+
 	mu     sync.Mutex
 	client *client.Client
+	// others are the clients of the servers besides kandev's, started on
+	// first use.
+	others map[string]*client.Client
 	closed bool
 }
 
 func newMCPConn(servers []acp.McpServer, stderr io.Writer, logger *slog.Logger, dial MCPDialer) *mcpConn {
-	return &mcpConn{server: findKandevServer(servers), stderr: stderr, logger: logger, dial: dial}
+	return &mcpConn{server: findKandevServer(servers), all: servers, stderr: stderr, logger: logger, dial: dial}
 }
 
 // MCPDialer reaches the kandev MCP server a session was given without
@@ -130,11 +137,17 @@ func (m *mcpConn) listTools(ctx context.Context) ([]string, error) {
 // close stops the server process, if one was started. Later calls fail.
 func (m *mcpConn) close() {
 	m.mu.Lock()
-	c := m.client
-	m.client = nil
+	cs := []*client.Client{m.client}
+	for _, o := range m.others {
+		cs = append(cs, o)
+	}
+	m.client, m.others = nil, nil
 	m.closed = true
 	m.mu.Unlock()
-	if c != nil {
+	for _, c := range cs {
+		if c == nil {
+			continue
+		}
 		if err := c.Close(); err != nil {
 			m.logger.Debug("close MCP client", "err", err)
 		}
