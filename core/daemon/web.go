@@ -102,13 +102,16 @@ func (ws webSettings) check() (tlsOn bool, warning string, err error) {
 	return false, plainHTTPWarning, nil
 }
 
-// baseURL is where a phone opens the inbox: web_url, else the listen
-// address.
-func (ws webSettings) baseURL(tlsOn bool) string {
+// baseURL is where a phone opens the inbox: web_url, else the address
+// listened on (its port the one picked for port 0).
+func (ws webSettings) baseURL(tlsOn bool, bound string) string {
 	if ws.url != "" {
 		return strings.TrimRight(ws.url, "/")
 	}
 	host, port, _ := net.SplitHostPort(ws.listen)
+	if _, p, err := net.SplitHostPort(bound); err == nil {
+		port = p
+	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		if h, err := os.Hostname(); err == nil {
 			host = h
@@ -188,7 +191,7 @@ func startWeb(ctx context.Context, o ServeOptions, db *store.DB, log *slog.Logge
 	if err != nil {
 		return nil, nil, fmt.Errorf("web inbox: listen on %s: %w", ws.listen, err)
 	}
-	st.on, st.url, st.warning = true, ws.baseURL(tlsOn), warning
+	st.on, st.url, st.warning = true, ws.baseURL(tlsOn, ln.Addr().String()), warning
 	srv := &http.Server{Handler: inbox, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	if tlsOn {

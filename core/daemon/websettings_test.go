@@ -42,11 +42,11 @@ func TestWebListenBeyondLoopbackNeedsTLSOrConsent(t *testing.T) {
 }
 
 func TestWebLinks(t *testing.T) {
-	w := &webState{on: true, url: webSettings{listen: "127.0.0.1:8421"}.baseURL(false)}
+	w := &webState{on: true, url: webSettings{listen: "127.0.0.1:0"}.baseURL(false, "127.0.0.1:8421")}
 	if got := w.link("k3f9qa"); got != "http://127.0.0.1:8421/task/k3f9qa" {
 		t.Errorf("link %q", got)
 	}
-	if got := (webSettings{listen: "127.0.0.1:8421", url: "https://box.tail.ts.net/"}).baseURL(false); got != "https://box.tail.ts.net" {
+	if got := (webSettings{listen: "127.0.0.1:8421", url: "https://box.tail.ts.net/"}).baseURL(false, "127.0.0.1:8421"); got != "https://box.tail.ts.net" {
 		t.Errorf("web_url %q", got)
 	}
 	if got := (&webState{}).link("k3f9qa"); got != "" {

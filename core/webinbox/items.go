@@ -191,6 +191,14 @@ func questionOf(q *core.QuestionInfo) *Question {
 	if tl := q.Tool; tl != nil {
 		out.Tool = &Tool{Title: line(tl.Title), Kind: line(tl.Kind), Input: clean(tl.Input)}
 	}
+	// The question's text repeats its parts' prompts and options (for a
+	// terminal); a page shows the parts, and the text only when they say
+	// nothing themselves.
+	for _, p := range out.Parts {
+		if p.Prompt != "" || out.Tool != nil {
+			out.Text = ""
+		}
+	}
 	return out
 }
 
