@@ -127,8 +127,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-type deviceKey struct{}
-
 type session struct {
 	Device     Device
 	credential string
