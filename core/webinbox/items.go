@@ -162,7 +162,7 @@ func itemOf(t *core.Task, place []string) Item {
 		it.LastWords = clean(st.Detail)
 	}
 	if b := t.Budget; b != nil && (b.Reached || t.OverBudget()) {
-		it.Budget = &Budget{Amount: b.Amount.String(), Spent: amount(b.Amount, b.Spent),
+		it.Budget = &Budget{Amount: amount(b.Amount, b.Amount.Value), Spent: amount(b.Amount, b.Spent),
 			Remaining: amount(b.Amount, b.Remaining), Fault: clean(b.Fault)}
 	}
 	return it
