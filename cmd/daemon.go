@@ -3,12 +3,14 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kandev/kandev/core/api"
+	"github.com/kandev/kandev/core/daemon"
 	"github.com/kandev/kandev/core/daemonclient"
 )
 
@@ -28,18 +30,22 @@ and the command that started it names them on stderr (the UI on its status line)
 
 // DaemonStartOptions are `daemon start`'s inputs.
 type DaemonStartOptions struct {
-	F *Factory
+	F   *Factory
+	Web string
 }
 
 // NewCmdDaemonStart builds `kandev daemon start`.
 func NewCmdDaemonStart(f *Factory, runF func(*DaemonStartOptions) error) *cobra.Command {
 	opts := &DaemonStartOptions{F: f}
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "start",
 		Short: "Start the daemon in the background, unless one runs",
 		Long: `Start the home's daemon in the background (kandev serve --background), unless one runs already,
 and say its pid. The runs the last daemon's exit cut short are resumed, and named on stderr
-(kandev serve --no-resume, or KANDEV_NO_RESUME=1, leaves them for an explicit start).`,
+(kandev serve --no-resume, or KANDEV_NO_RESUME=1, leaves them for an explicit start).
+
+--web ADDR serves the web inbox on ADDR (as web_listen does; docs/web.md). A daemon
+already running keeps what it was started with: restart it to change that.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, args []string) error {
 			if runF != nil {
@@ -48,6 +54,8 @@ and say its pid. The runs the last daemon's exit cut short are resumed, and name
 			return daemonStartRun(c.Context(), opts)
 		},
 	}
+	c.Flags().StringVar(&opts.Web, "web", "", "serve the web inbox on ADDR, such as 127.0.0.1:8421")
+	return c
 }
 
 func daemonStartRun(ctx context.Context, opts *DaemonStartOptions) error {
@@ -59,6 +67,19 @@ func daemonStartRun(ctx context.Context, opts *DaemonStartOptions) error {
 	before, err := daemonclient.Probe(ctx, home)
 	if err != nil {
 		return err
+	}
+	if opts.Web != "" {
+		if _, err := daemon.Loopback(opts.Web); err != nil {
+			return usagef("--web: %v", err)
+		}
+		if before.Running {
+			fmt.Fprintln(f.IO.ErrOut, "The kandev daemon already runs, as it was started: --web applies to a daemon this starts (kandev daemon stop first, or set web_listen and restart it)")
+		}
+		// The daemon a client starts inherits the environment, and
+		// KANDEV_WEB_LISTEN is web_listen's variable.
+		if err := os.Setenv("KANDEV_WEB_LISTEN", opts.Web); err != nil {
+			return err
+		}
 	}
 	if _, err := f.Client(ctx); err != nil {
 		return err

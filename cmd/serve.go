@@ -20,6 +20,7 @@ type ServeOptions struct {
 	F          *Factory
 	Background bool
 	NoResume   bool
+	Web        string
 }
 
 // NewCmdServe builds `kandev serve`.
@@ -48,6 +49,7 @@ message.`,
 	c.Flags().BoolVar(&opts.Background, "background", false, "started by a client (logs go to the home's daemon.log)")
 	_ = c.Flags().MarkHidden("background")
 	c.Flags().BoolVar(&opts.NoResume, "no-resume", false, "leave runs the last daemon's exit cut short for an explicit start (env KANDEV_NO_RESUME=1)")
+	c.Flags().StringVar(&opts.Web, "web", "", "serve the web inbox on ADDR, such as 127.0.0.1:8421 (over web_listen; docs/web.md)")
 	return c
 }
 
@@ -74,7 +76,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	defer collect()
 	defer startProfiles()()
 	return daemon.Serve(ctx, daemon.ServeOptions{Home: home, Version: Version, Logger: log, SelfExe: f.Executable,
-		NoResume: noResume, Ready: collect})
+		NoResume: noResume, Ready: collect, Web: opts.Web})
 }
 
 // envFlagOn reads a boolean switch from the environment: set and not "0" or

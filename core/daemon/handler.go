@@ -28,6 +28,10 @@ type Handler struct {
 	// cutCreate is the failpoint KANDEV_FAILPOINT=cut-after-create: the
 	// first create is committed, then its connection dropped unanswered.
 	cutCreate atomic.Bool
+	// web is the web inbox's pairing and devices (web.go); nil in a
+	// handler built without a database (tests), which answers that the
+	// inbox is off.
+	web *webState
 }
 
 // NewHandler routes every client call to the engine.
@@ -86,6 +90,24 @@ func NewHandler(eng *engine.Engine, log *slog.Logger) *Handler {
 	})
 	route(m, wire.RemoveProfile, keyedOptions(h.eng.Roles.RemoveProfile))
 	hostRoutes(m, h.eng)
+	route(m, wire.WebPair, func(ctx context.Context, in api.WebPairInput) (api.WebPairing, error) {
+		if h.web == nil {
+			return api.WebPairing{}, core.Errorf(core.CodeUnavailable, "the web inbox is off")
+		}
+		return h.web.pair(ctx, in)
+	})
+	route(m, wire.WebDevices, func(ctx context.Context, _ wire.None) ([]api.WebDevice, error) {
+		if h.web == nil {
+			return []api.WebDevice{}, nil
+		}
+		return h.web.list(ctx)
+	})
+	route(m, wire.WebRevoke, func(ctx context.Context, in wire.Keyed[wire.None]) (api.WebDevice, error) {
+		if h.web == nil {
+			return api.WebDevice{}, core.Errorf(core.CodeNotFound, "no paired device %q", in.Key)
+		}
+		return h.web.revoke(ctx, in.Key)
+	})
 	route(m, wire.FollowAppends, func(ctx context.Context, in wire.Keyed[wire.AppendsBody]) (wire.None, error) {
 		return wire.None{}, h.eng.Tasks.FollowAppends(ctx, in.Key, in.In.TaskID)
 	})

@@ -40,7 +40,9 @@ type eventSource interface {
 // startNotifier tells a person, through the configured channels, about
 // every task the engine marks as starting to need one. The returned stop
 // ends the delivery (a command running is killed) and waits for it.
-func startNotifier(ctx context.Context, c eventSource, log *slog.Logger) (stop func(), err error) {
+// link is a task's page on the web inbox ("" when it is off), carried
+// in each notification.
+func startNotifier(ctx context.Context, c eventSource, log *slog.Logger, link func(taskID string) string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	events, err := c.Events(ctx, api.EventsInput{})
 	if err != nil {
@@ -58,7 +60,11 @@ func startNotifier(ctx context.Context, c eventSource, log *slog.Logger) (stop f
 		defer wg.Done()
 		for ev := range events {
 			if ev.Type == core.EventNeedsYou && ev.Task != nil {
-				n.Notify(notify.FromTask(ev.Task, ev.At))
+				e := notify.FromTask(ev.Task, ev.At)
+				if link != nil {
+					e.URL = link(ev.Task.ID)
+				}
+				n.Notify(e)
 			}
 		}
 	}()

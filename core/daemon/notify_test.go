@@ -55,8 +55,8 @@ func TestDaemonNotifiesWithoutTheTUI(t *testing.T) {
 		t.Fatalf("notify_command stdin %q: %v", lines, err)
 	}
 	if ev.Type != "needs_you" || ev.TaskID != task.ID || ev.Title != title || ev.Why != "question" || !ev.Urgent ||
-		!strings.Contains(ev.Text, "file:///etc/passwd") {
-		t.Fatalf("event %+v", ev)
+		!strings.Contains(ev.Text, "file:///etc/passwd") || ev.URL != "" {
+		t.Fatalf("event %+v (no web inbox: no url)", ev)
 	}
 	for _, l := range lines {
 		if strings.Contains(l, busy.ID) {

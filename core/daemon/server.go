@@ -40,6 +40,8 @@ type ServeOptions struct {
 	// NoResume leaves runs the last daemon's exit cut short for an
 	// explicit start instead of resuming them at once (ADR 0026).
 	NoResume bool
+	// Web is the web inbox's address (serve --web), over web_listen.
+	Web string
 }
 
 // Serve runs the daemon until ctx ends, then shuts down: stop taking work,
@@ -77,7 +79,15 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		eng.Close()
 		return err
 	}
-	stopNotifier, err := startNotifier(ctx, eng, o.Logger)
+	web, stopWeb, err := startWeb(ctx, o, db, o.Logger)
+	if err != nil {
+		ln.Close()
+		mcpLn.Close()
+		eng.Close()
+		return err
+	}
+	defer stopWeb()
+	stopNotifier, err := startNotifier(ctx, eng, o.Logger, web.link)
 	if err != nil {
 		ln.Close()
 		mcpLn.Close()
@@ -85,7 +95,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	defer stopNotifier()
-	serve(ctx, o, eng, ln, mcpLn)
+	serve(ctx, o, eng, ln, mcpLn, web)
 	return nil
 }
 
@@ -151,9 +161,10 @@ func listenAndRecover(ctx context.Context, home core.Home, eng *engine.Engine) (
 
 // serve answers both sockets until ctx ends or a server fails, then shuts
 // down in order.
-func serve(ctx context.Context, o ServeOptions, eng *engine.Engine, ln, mcpLn net.Listener) {
+func serve(ctx context.Context, o ServeOptions, eng *engine.Engine, ln, mcpLn net.Listener, web *webState) {
 	log := o.Logger
 	h := NewHandler(eng, log)
+	h.web = web
 	srv := &http.Server{Handler: guardHome(o.Home, log, h), ReadHeaderTimeout: 10 * time.Second}
 	mcpSrv := &http.Server{Handler: guardHome(o.Home, log, h.MCPOnly()), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)

@@ -41,6 +41,7 @@ type Client struct {
 	Roles
 	Hosts
 	Spend
+	Web
 }
 
 // newClient is a client whose areas all call through c.
@@ -54,6 +55,7 @@ func newClient(c *caller) *Client {
 		Roles:      Roles{c},
 		Hosts:      Hosts{c},
 		Spend:      Spend{c},
+		Web:        Web{c},
 	}
 }
 
@@ -81,6 +83,7 @@ var (
 	_ api.ToolHost   = (*Client)(nil)
 	_ api.HostClient = (*Client)(nil)
 	_ api.Spender    = (*Client)(nil)
+	_ api.WebClient  = (*Client)(nil)
 
 	_ api.TaskSummaries     = (*Client)(nil)
 	_ api.TaskSummaryStream = (*Client)(nil)

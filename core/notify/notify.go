@@ -57,6 +57,9 @@ type Event struct {
 	// Folded counts the events the rate limit folded into this one since
 	// the last delivery (their tasks needed you too).
 	Folded int `json:"folded"`
+	// URL is the task's page on the web inbox, when the daemon serves
+	// one (docs/web.md); "" otherwise.
+	URL string `json:"url,omitempty"`
 }
 
 // EventNeedsYou is Event.Type for a task that started needing a person.

@@ -246,6 +246,11 @@ var (
 	CheckHost  = def(Op[Keyed[None], api.HostCheck]{Name: "CheckHost", Method: "POST", Path: "/v1/hosts/{name}/check"})
 	EditHost   = def(Op[Keyed[api.HostEdit], core.Host]{Name: "EditHost", Method: "PATCH", Path: "/v1/hosts/{name}"})
 
+	// The web inbox's pairing and devices (docs/web.md, ADR 0079).
+	WebPair    = def(Op[api.WebPairInput, api.WebPairing]{Name: "WebPair", Method: "POST", Path: "/v1/web/pair"})
+	WebDevices = def(Op[None, []api.WebDevice]{Name: "WebDevices", Method: "GET", Path: "/v1/web/devices"})
+	WebRevoke  = def(Op[Keyed[None], api.WebDevice]{Name: "WebRevoke", Method: "POST", Path: "/v1/web/devices/{id}/revoke"})
+
 	// FollowAppends moves the appends filter of a live event stream (GET
 	// /v1/events, bespoke, names its subscription in the
 	// Kandev-Subscription header); it answers {}.
