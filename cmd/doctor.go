@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/config"
 	"github.com/kandev/kandev/core/doctor"
 )
@@ -63,6 +64,11 @@ func doctorRun(ctx context.Context, opts *DoctorOptions) error {
 	}
 	if v.Value != "" {
 		o.DefaultProfile, o.DefaultSource = v.Value, string(v.Source)
+	}
+	if v, err := cfg.Get("mcp_servers"); err == nil && v.Value != "" {
+		if o.MCPServers, err = core.ParseMCPServerList(v.Value); err != nil {
+			return err
+		}
 	}
 	r, err := doctor.Run(ctx, o)
 	if err != nil {

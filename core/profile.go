@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -94,27 +95,79 @@ func validateMCPServers(p Profile) error {
 	if len(p.MCPServers) > 0 && !p.MCP {
 		return Errorf(CodeValidation, "profile %s has MCP servers but does not accept injected MCP servers (--no-mcp, mcp: false): drop --no-mcp or the --mcp-server flags", p.Name)
 	}
+	return validateMCPServerList("profile "+p.Name, p.MCPServers)
+}
+
+// validateMCPServerList checks servers named in one place (a profile, the
+// configuration), where names the errors.
+func validateMCPServerList(where string, servers []MCPServer) error {
 	seen := map[string]bool{}
-	for _, s := range p.MCPServers {
+	for _, s := range servers {
 		switch {
 		case s.Name == KandevMCPServer:
-			return Errorf(CodeValidation, "profile %s: MCP server name %q is kandev's own server, always given to the agent: pick another name", p.Name, s.Name)
+			return Errorf(CodeValidation, "%s: MCP server name %q is kandev's own server, always given to the agent: pick another name", where, s.Name)
 		case !mcpNameRE().MatchString(s.Name):
-			return Errorf(CodeValidation, "profile %s: MCP server name %q: use 1-32 lowercase letters, digits, '_' or '-', starting with a letter or digit", p.Name, s.Name)
+			return Errorf(CodeValidation, "%s: MCP server name %q: use 1-32 lowercase letters, digits, '_' or '-', starting with a letter or digit", where, s.Name)
 		case seen[s.Name]:
-			return Errorf(CodeValidation, "profile %s: MCP server %q is named twice", p.Name, s.Name)
+			return Errorf(CodeValidation, "%s: MCP server %q is named twice", where, s.Name)
 		case strings.TrimSpace(s.Command) == "":
-			return Errorf(CodeValidation, "profile %s: MCP server %q has no command", p.Name, s.Name)
+			return Errorf(CodeValidation, "%s: MCP server %q has no command", where, s.Name)
 		}
 		seen[s.Name] = true
 		for _, kv := range s.Env {
 			k, _, ok := strings.Cut(kv, "=")
 			if !ok || !envKeyRE().MatchString(k) {
-				return Errorf(CodeValidation, "profile %s: MCP server %s env %q must be KEY=VALUE with a shell-style KEY", p.Name, s.Name, kv)
+				return Errorf(CodeValidation, "%s: MCP server %s env %q must be KEY=VALUE with a shell-style KEY", where, s.Name, kv)
 			}
 		}
 	}
 	return nil
+}
+
+// ParseMCPServerList reads the mcp_servers setting: NAME=COMMAND ARG...
+// entries separated by ';', checked as a profile's are.
+func ParseMCPServerList(s string) ([]MCPServer, error) {
+	var out []MCPServer
+	for _, entry := range strings.Split(s, ";") {
+		if strings.TrimSpace(entry) == "" {
+			continue
+		}
+		srv, err := ParseMCPServer(strings.TrimSpace(entry))
+		if err != nil {
+			return nil, Errorf(CodeValidation, "mcp_servers entry %q: want NAME=COMMAND [ARG...], entries separated by ';'", strings.TrimSpace(entry))
+		}
+		out = append(out, srv)
+	}
+	if err := validateMCPServerList("mcp_servers", out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FormatMCPServerList is the mcp_servers setting's canonical text.
+func FormatMCPServerList(servers []MCPServer) string {
+	parts := make([]string, len(servers))
+	for i, s := range servers {
+		parts[i] = s.Name + "=" + strings.Join(append([]string{s.Command}, s.Args...), " ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// WithServers is the profile with the configuration's MCP servers after
+// its own: only where it takes injected MCP servers, and a server the
+// profile names itself is the profile's (ADR 0078).
+func (p Profile) WithServers(configured []MCPServer) Profile {
+	if !p.MCP || len(configured) == 0 {
+		return p
+	}
+	servers := append([]MCPServer{}, p.MCPServers...)
+	for _, c := range configured {
+		if !slices.ContainsFunc(servers, func(s MCPServer) bool { return s.Name == c.Name }) {
+			servers = append(servers, c)
+		}
+	}
+	p.MCPServers = servers
+	return p
 }
 
 // ValidateProfile checks a profile a user wants to add.

@@ -247,3 +247,32 @@ func TestParseMCPServer(t *testing.T) {
 		}
 	}
 }
+
+// The mcp_servers setting: entries separated by ';', each checked as a
+// profile's server is; a profile's server of the same name wins, and a
+// profile that takes no injected servers gets none.
+func TestMCPServerList(t *testing.T) {
+	list, err := ParseMCPServerList(" browser=mcp-browser --headless ; db=/opt/db/mcp ;")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := FormatMCPServerList(list); got != "browser=mcp-browser --headless; db=/opt/db/mcp" {
+		t.Fatalf("canonical form %q", got)
+	}
+	for _, bad := range []string{"kandev=x", "Browser=x", "a=x; a=y", "noequals", "a="} {
+		if _, err := ParseMCPServerList(bad); err == nil || CodeOf(err) != CodeValidation {
+			t.Errorf("%q: %v, want a validation error", bad, err)
+		}
+	}
+	own := Profile{Name: "p", MCP: true, MCPServers: []MCPServer{{Name: "db", Command: "mine"}}}
+	got := own.WithServers(list)
+	if len(got.MCPServers) != 2 || got.MCPServers[0].Command != "mine" || got.MCPServers[1].Name != "browser" {
+		t.Fatalf("merged servers %+v", got.MCPServers)
+	}
+	if len(own.MCPServers) != 1 {
+		t.Fatal("WithServers changed the profile it was given")
+	}
+	if got := (Profile{Name: "q", MCP: false}).WithServers(list); len(got.MCPServers) != 0 {
+		t.Fatalf("a profile without injected MCP got %+v", got.MCPServers)
+	}
+}

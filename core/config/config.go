@@ -48,6 +48,7 @@ const (
 	kindBool
 	kindBudget
 	kindRates
+	kindMCPServers
 )
 
 // Keys lists every setting, in the order the documentation gives them.
@@ -89,6 +90,8 @@ func Keys() []Key {
 			Doc: "budget of a new top-level autopilot task created without --budget, shared by its subtree: 5USD or 2M-tokens (unset: none)"},
 		{Name: "currency_rates", Env: "KANDEV_CURRENCY_RATES", Default: "", kind: kindRates,
 			Doc: "exchange rates a budget counts a cost in another currency with: EUR/USD=1.08,GBP/USD=1.27 (one EUR is 1.08 USD; inverses implied, never chained). Without one, a cost in another currency than its budget's halts the tree (unset: none)"},
+		{Name: "mcp_servers", Env: "KANDEV_MCP_SERVERS", Default: "", kind: kindMCPServers,
+			Doc: "MCP servers every agent that takes injected servers is given after kandev's and its profile's own, run inside its sandbox: NAME=COMMAND ARG... entries separated by ';' (a profile's --mcp-server of the same name wins; unset: none; docs/sandbox.md)"},
 		{Name: "linear_api_key", Env: "LINEAR_API_KEY", Default: "", secret: true,
 			Doc: "Linear personal API key, for task create --from linear:... and kandev issues --team (keep the file private; docs/trackers.md)"},
 		{Name: "linear_team", Env: "KANDEV_LINEAR_TEAM", Default: "",
@@ -159,6 +162,15 @@ func (k Key) Validate(v string) (string, error) {
 			return "", fmt.Errorf("%s: %s", k.Name, err.Error())
 		}
 		return a.String(), nil
+	case kindMCPServers:
+		list, err := core.ParseMCPServerList(v)
+		if err != nil {
+			return "", err
+		}
+		if len(list) == 0 {
+			return "", fmt.Errorf("%s: empty value", k.Name)
+		}
+		return core.FormatMCPServerList(list), nil
 	case kindRates:
 		r, err := core.ParseRates(v)
 		if err != nil {

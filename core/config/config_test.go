@@ -54,6 +54,7 @@ func TestResolvePrecedence(t *testing.T) {
 		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
 		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 		"host":                 {Key: "host", Value: "", Source: SourceDefault, Env: "KANDEV_HOST"},
+		"mcp_servers":          {Key: "mcp_servers", Value: "", Source: SourceDefault, Env: "KANDEV_MCP_SERVERS"},
 		// A secret is listed as set, never shown.
 		"linear_api_key": {Key: "linear_api_key", Value: "(set)", Source: SourceEnv, Env: "LINEAR_API_KEY"},
 		"linear_team":    {Key: "linear_team", Value: "", Source: SourceDefault, Env: "KANDEV_LINEAR_TEAM"},

@@ -171,3 +171,51 @@ func probeSaid(t *testing.T, words []string, server string) probeResult {
 	t.Fatalf("no result of %s's probe in:\n%s", server, strings.Join(words, "\n"))
 	return probeResult{}
 }
+
+// The mcp_servers setting's servers (ADR 0078) go to every agent that
+// takes injected servers, after kandev's and its profile's own; a
+// profile's server of the same name is the profile's, and task show names
+// what each agent was given. A setting that does not parse holds the start
+// that would use it, saying why, rather than starting the agent without.
+func TestConfiguredMCPServers(t *testing.T) {
+	node := needNode(t)
+	root := t.TempDir()
+	script := filepath.Join(root, "servers", "probe.js")
+	writeFiles(t, 0o755, map[string]string{script: probeServer})
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_PERMISSION=allow",
+		"KANDEV_MCP_SERVERS=shared="+node+" "+script+" from-config; other="+node+" "+script,
+		"PATH="+filepath.Dir(node)+":"+os.Getenv("PATH")))
+	d.MustRun("profile", "add", "own", "--command", d.Bin, "--arg", "mock-agent",
+		"--mcp-server", "shared="+node+" "+script+" from-profile")
+	for _, c := range []struct{ profile, servers, args string }{
+		{core.DefaultProfile, "kandev, shared, other", "from-config"},
+		{"own", "kandev, shared, other", "from-profile"},
+	} {
+		task := create(t, d, api.CreateTaskInput{Title: "configured " + c.profile, Profile: c.profile, CWD: root, Start: true,
+			Prompt: "mock: servers\nmock: servercall shared probe {}\nmock: say done"})
+		logTaskOnFailure(t, d, task.ID, nil)
+		waitSaid(t, d, task.ID, "done")
+		words := said(t, d, task.ID)
+		if all := strings.Join(words, "\n"); !strings.Contains(all, "; shared (probe); other (probe)") {
+			t.Fatalf("%s: the servers the agent lists:\n%s", c.profile, all)
+		}
+		if r := probeSaid(t, words, "shared"); r.Args != c.args {
+			t.Errorf("%s: the server named shared ran with %q, want %q's", c.profile, r.Args, c.args)
+		}
+		show := d.MustRun("task", "show", task.ID)
+		if !regexp.MustCompile(`(?m)^mcp servers: +` + regexp.QuoteMeta(c.servers) + `$`).MatchString(show) {
+			t.Errorf("%s: task show:\n%s", c.profile, show)
+		}
+	}
+
+	bad := daemontest.Start(t, daemontest.WithEnv("KANDEV_MCP_SERVERS=kandev="+node+" "+script))
+	task := create(t, bad, api.CreateTaskInput{Title: "bad setting", CWD: root, Start: true, Prompt: "mock: say never"})
+	logTaskOnFailure(t, bad, task.ID, nil)
+	daemontest.Eventually(t, wait, "the start to wait on the setting", func() bool {
+		w := get(t, bad, task.ID).Waiting
+		return strings.Contains(w, "$KANDEV_MCP_SERVERS: mcp_servers") && strings.Contains(w, "kandev's own server")
+	})
+	if saidContains(t, bad, task.ID, "never") {
+		t.Fatal("the agent started without the servers the setting names")
+	}
+}

@@ -32,6 +32,9 @@ type Options struct {
 	DefaultSource  string
 	// Timeout bounds each agent's initialize answer.
 	Timeout time.Duration
+	// MCPServers are the mcp_servers setting's, given to every profile
+	// that takes injected servers after its own.
+	MCPServers []core.MCPServer
 }
 
 // DefaultTimeout bounds the ACP handshake of one profile.
@@ -64,8 +67,8 @@ type Profile struct {
 	// Usage says what the agent reports of its spend ("tokens and cost",
 	// "context and cost"); "" when nothing is known (docs/usage.md).
 	Usage string `json:"usage"`
-	// MCPServers are the profile's own MCP servers and whether each
-	// command is found (ADR 0078).
+	// MCPServers are the profile's own MCP servers, then the mcp_servers
+	// setting's, and whether each command is found (ADR 0078).
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 }
 
@@ -160,7 +163,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	r.Profiles = make([]Profile, len(profiles))
 	var wg sync.WaitGroup
 	for i, p := range profiles {
-		wg.Go(func() { r.Profiles[i] = checkProfile(ctx, o, p) })
+		wg.Go(func() { r.Profiles[i] = checkProfile(ctx, o, p.WithServers(o.MCPServers)) })
 	}
 	wg.Wait()
 	for i := range r.Profiles {

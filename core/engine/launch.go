@@ -60,6 +60,9 @@ func (rs *Runs) planLaunch(ctx context.Context, rt *taskRuntime, fence uint64, t
 		return launchPlan{}, &unservedError{cause: core.WaitCannotStart, reason: fmt.Sprintf("role %s cannot start: %v", t.Assignee.Name, err)}
 	}
 	prof, err := rs.roles.profile(ctx, role.Profile)
+	if err == nil {
+		prof, err = rs.k.withConfigServers(prof)
+	}
 	if err != nil {
 		return launchPlan{}, &unservedError{cause: core.WaitCannotStart, reason: fmt.Sprintf("profile %s cannot start: %s", role.Profile, err.Error())}
 	}

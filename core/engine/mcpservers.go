@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core"
+	"github.com/kandev/kandev/core/config"
 )
 
 // profileServers are a profile's own MCP servers as session/new carries
@@ -84,4 +86,32 @@ func serverNames(prof core.Profile) []string {
 		out = append(out, s.Name)
 	}
 	return out
+}
+
+// withConfigServers is prof with the mcp_servers setting's servers after
+// its own (core.Profile.WithServers). Unlike most settings, one that does
+// not parse (or a configuration file that does not load) fails the start
+// that would have used it, naming it: the agent is never started quietly
+// without the servers the operator named.
+func (k *kernel) withConfigServers(prof core.Profile) (core.Profile, error) {
+	var cfg config.Config
+	if k.opts.Config != nil {
+		c, err := k.opts.Config()
+		if err != nil {
+			return prof, fmt.Errorf("the configuration, for mcp_servers: %w", err)
+		}
+		cfg = c
+	}
+	v, err := cfg.Get("mcp_servers") // its error names the variable or key
+	if err != nil {
+		return prof, err
+	}
+	if strings.TrimSpace(v.Value) == "" {
+		return prof, nil
+	}
+	list, err := core.ParseMCPServerList(v.Value)
+	if err != nil {
+		return prof, fmt.Errorf("the mcp_servers setting: %w", err)
+	}
+	return prof.WithServers(list), nil
 }

@@ -273,6 +273,9 @@ func (ts *Tasks) mcpServersOf(ctx context.Context, t core.Task) []string {
 		return nil
 	}
 	prof, err := ts.roles.profile(ctx, name)
+	if err == nil {
+		prof, err = ts.k.withConfigServers(prof)
+	}
 	if err != nil {
 		return nil
 	}
