@@ -122,6 +122,8 @@ type Run struct {
 	// fallbacks are the session-opening steps that failed before one
 	// worked, for the caller to record.
 	fallbacks []string
+	// authMethod is the ACP authentication method Open used (AuthMethod).
+	authMethod string
 	// permissions are the cancels of the permission requests in flight;
 	// Cancel ends them all.
 	permissions map[uint64]context.CancelFunc

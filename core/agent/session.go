@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -69,6 +71,24 @@ func (r *Run) Open(ctx context.Context) error {
 		}
 	}
 	sess, err := r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: r.spec.Dir, McpServers: servers})
+	if err != nil && authRequired(err) && ctx.Err() == nil && !r.disconnected() {
+		// Codex (codex-acp) answers session/new "Authentication required"
+		// until the client authenticates, even with its key in the
+		// environment; it names the variables each method reads. Where
+		// those are set in the agent's environment, authenticate with that
+		// method and ask once more. Only after the refusal: an agent that
+		// opens sessions without authenticate keeps its own choice (a
+		// ChatGPT login is not swapped for an API key that is also set).
+		if id := envAuthMethod(init.AuthMethods, r.agentEnv()); id != "" {
+			if _, aerr := r.conn.Authenticate(ctx, acp.AuthenticateRequest{MethodId: id}); aerr != nil {
+				return r.wrap(ctx, "authenticate "+id, aerr)
+			}
+			r.mu.Lock()
+			r.authMethod = id
+			r.mu.Unlock()
+			sess, err = r.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: r.spec.Dir, McpServers: servers})
+		}
+	}
 	if err != nil {
 		return r.wrap(ctx, "session/new", err)
 	}
@@ -93,6 +113,54 @@ func (r *Run) initialize(ctx context.Context) (acp.InitializeResponse, error) {
 		return init, r.wrap(ctx, "initialize", err)
 	}
 	return init, nil
+}
+
+// AuthMethod is the ACP authentication method Open used because the
+// agent refused a session without one ("" when none was needed).
+func (r *Run) AuthMethod() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.authMethod
+}
+
+// authRequired reports whether err is ACP's "Authentication required"
+// (-32000).
+func authRequired(err error) bool {
+	var re *acp.RequestError
+	return errors.As(err, &re) && re.Code == -32000
+}
+
+// envAuthMethod is the first of the agent's env_var authentication methods
+// whose required variables are all set (non-empty) in env, or "".
+func envAuthMethod(methods []acp.AuthMethod, env map[string]string) string {
+	for _, m := range methods {
+		ev := m.EnvVar
+		if ev == nil || len(ev.Vars) == 0 {
+			continue
+		}
+		ok := true
+		for _, v := range ev.Vars {
+			if !v.Optional && env[v.Name] == "" {
+				ok = false
+			}
+		}
+		if ok {
+			return ev.Id
+		}
+	}
+	return ""
+}
+
+// agentEnv is the environment the agent was started with: the daemon's,
+// then the spec's (as agentCommand builds it; a sandbox passes it on).
+func (r *Run) agentEnv() map[string]string {
+	env := map[string]string{}
+	for _, kv := range append(os.Environ(), r.spec.Env...) {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // Fallbacks lists the ways of continuing the earlier session that Open

@@ -333,3 +333,32 @@ func TestAnswerAfterAgentReportedQuestionCallFailed(t *testing.T) {
 		t.Fatalf("the answer arrived %d times: %q", n, said(t, d, task.ID))
 	}
 }
+
+// An agent that refuses session/new until the client authenticates, even
+// with its key in the environment (Codex's codex-acp: "Authentication
+// required", env_var methods naming CODEX_API_KEY and OPENAI_API_KEY):
+// where the key is set kandev authenticates with that method and the
+// session opens, saying so in the run's start note; where it is not, the
+// start fails with the agent's own refusal.
+func TestAgentThatNeedsAuthenticateWithItsKey(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_AUTH=env:MOCK_API_KEY", "MOCK_API_KEY=sk-offline"))
+	task := create(t, d, api.CreateTaskInput{Title: "keyed", Start: true, Prompt: "mock: say opened"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	waitSaid(t, d, task.ID, "opened")
+	noted := false
+	for _, m := range conversation(t, d, task.ID) {
+		if m.Kind == core.MsgStatus && strings.Contains(m.Text, "authenticated with mock-api-key") {
+			noted = true
+		}
+	}
+	if !noted {
+		t.Fatal("the start note does not say the run authenticated")
+	}
+
+	keyless := daemontest.Start(t, daemontest.WithEnv("KANDEV_MOCK_AUTH=env:MOCK_API_KEY"))
+	task = create(t, keyless, api.CreateTaskInput{Title: "keyless", Start: true, Prompt: "mock: say never"})
+	daemontest.Eventually(t, wait, "the start to fail on authentication", func() bool {
+		got := get(t, keyless, task.ID)
+		return got.Session != nil && got.Session.State == core.SessionFailed && strings.Contains(got.Session.Error, "session/new") && strings.Contains(got.Session.Error, "Authentication required")
+	})
+}

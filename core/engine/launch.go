@@ -287,6 +287,10 @@ func (rs *Runs) openRun(ctx context.Context, rt *taskRuntime, t core.Task, run *
 	}
 	pid := proc.PID()
 	meta := map[string]any{"resumed": proc.Resumed(), "agent_session_id": agentSID}
+	if m := proc.AuthMethod(); m != "" {
+		how += "; authenticated with " + m + " (the agent refused a session without)"
+		meta["auth_method"] = m
+	}
 	if len(p.servers) > 0 {
 		// Said where the run is told, so each run's log keeps what it got.
 		names := serverNames(p.prof)

@@ -46,6 +46,13 @@ type agent struct {
 	// (KANDEV_MOCK_LATE_REPLAY, Gemini CLI).
 	lateReplay bool
 
+	// authVar, when set (KANDEV_MOCK_AUTH=env:VAR, Codex's codex-acp),
+	// makes the agent advertise an env_var authentication method reading
+	// VAR and refuse session/new with "Authentication required" until the
+	// client authenticates with it while VAR is set.
+	authVar       string
+	authenticated bool
+
 	handlers *tracker
 	// replayN is how many updates session/load replays (KANDEV_MOCK_REPLAY).
 	replayN int
@@ -104,6 +111,13 @@ func newAgent(ctx context.Context, cfg config, out *guardedWriter, errOut io.Wri
 		a.mcpPermission = mode
 	default:
 		return nil, fmt.Errorf("KANDEV_MOCK_MCP_PERMISSION=%q: want qwen", mode)
+	}
+	if mode := cfg.getenv("KANDEV_MOCK_AUTH"); mode != "" {
+		v, ok := strings.CutPrefix(mode, "env:")
+		if !ok || v == "" {
+			return nil, fmt.Errorf("KANDEV_MOCK_AUTH=%q: want env:VAR", mode)
+		}
+		a.authVar = v
 	}
 	a.lateReplay = cfg.getenv("KANDEV_MOCK_LATE_REPLAY") != ""
 	if d := cfg.getenv("KANDEV_MOCK_INIT_DELAY"); d != "" {
@@ -166,16 +180,49 @@ func (a *agent) Initialize(ctx context.Context, _ acp.InitializeRequest) (acp.In
 	if a.resume {
 		caps.SessionCapabilities.Resume = &acp.SessionResumeCapabilities{}
 	}
+	methods := []acp.AuthMethod{}
+	if a.authVar != "" {
+		// As codex-acp lists its methods: a login first, then the keys.
+		methods = append(methods,
+			acp.AuthMethod{Agent: &acp.AuthMethodAgent{Id: "login", Name: "Log in"}},
+			acp.AuthMethod{EnvVar: &acp.AuthMethodEnvVarInline{Type: "env_var", Id: mockAuthMethod, Name: "Use " + a.authVar,
+				Vars: []acp.AuthEnvVar{{Name: a.authVar}}}})
+	}
 	return acp.InitializeResponse{
 		ProtocolVersion:   acp.ProtocolVersionNumber,
 		AgentCapabilities: caps,
 		AgentInfo:         &acp.Implementation{Name: "kandev-mock-agent", Title: acp.Ptr("kandev mock agent"), Version: "1"},
-		AuthMethods:       []acp.AuthMethod{},
+		AuthMethods:       methods,
 	}, nil
 }
 
-func (a *agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+// mockAuthMethod is the env_var method KANDEV_MOCK_AUTH advertises.
+const mockAuthMethod = "mock-api-key"
+
+func (a *agent) Authenticate(_ context.Context, req acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	if a.authVar == "" {
+		return acp.AuthenticateResponse{}, nil
+	}
+	if req.MethodId != mockAuthMethod || a.getenv(a.authVar) == "" {
+		return acp.AuthenticateResponse{}, acp.NewAuthRequired(map[string]any{"method": req.MethodId})
+	}
+	a.mu.Lock()
+	a.authenticated = true
+	a.mu.Unlock()
 	return acp.AuthenticateResponse{}, nil
+}
+
+// needsAuth is Codex's refusal of a session before authenticate.
+func (a *agent) needsAuth() error {
+	if a.authVar == "" {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.authenticated {
+		return nil
+	}
+	return acp.NewAuthRequired(nil)
 }
 
 func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.NewSessionResponse, error) {
@@ -184,6 +231,9 @@ func (a *agent) NewSession(_ context.Context, req acp.NewSessionRequest) (acp.Ne
 		return acp.NewSessionResponse{}, err
 	}
 	defer done()
+	if err := a.needsAuth(); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
 	id, err := newSessionID()
 	if err != nil {
 		return acp.NewSessionResponse{}, err
