@@ -26,6 +26,9 @@ import (
 // Every area holds the kernel as a named field (Hosts.k), never the
 // Engine; the kernel's own helpers read only its state (resolve a task,
 // its ancestry, who hands it on).
+// now is the engine's clock's time (Options.Clock), in UTC.
+func (k *kernel) now() time.Time { return k.opts.Clock.Now().UTC() }
+
 type kernel struct {
 	// opts: the engine's options, their defaults filled in (New).
 	opts Options

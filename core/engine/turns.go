@@ -193,6 +193,8 @@ func (tn *Turns) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	// Every update of the turn came before its response: what waits of
 	// the streamed output is written before the turn's end.
 	run.rec.flush()
+	// No token counts of the agent's own: its estimate stands, all of it.
+	run.rec.settleEstimate()
 	tn.turnEnded(ctx, rt, run, t, stopReason, promptErr)
 }
 
