@@ -35,7 +35,7 @@ func NewCmdUsage(f *Factory, runF func(*UsageOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "usage [--since D] [--by task|profile|day]",
 		Short: "What agents reported spending: tokens and cost",
-		Long: `What the agents reported spending, summed by task, profile or day (days in local time),
+		Long: `What the agents reported spending, summed by task, profile or day (UTC days, as per-day limits count them),
 largest first. Only what an agent reports is counted: an agent that reports nothing
 (docs/usage.md) spends without a trace here.
 

@@ -60,6 +60,10 @@ func waitOutcome(t core.Task) (string, string) {
 	case t.OverBudget():
 		// Before "stopped": a budget stops the tree's turns, and the budget
 		// is what must change before anything moves.
+		if core.ByLimit(t.Stalled.Detail) {
+			// A spend limit's: the detail says when it rolls and how to raise it.
+			return "budget", "spend limit reached: " + oneLineWait(t.Stalled.Detail)
+		}
 		return "budget", "budget reached: " + oneLineWait(t.Stalled.Detail) + "; raise it with kandev task budget " + t.ID + " --add AMOUNT"
 	case t.Halted && (t.Session == nil || !t.Session.State.Live()):
 		// A stop ends the run and holds the queue: nothing moves until

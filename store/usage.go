@@ -471,7 +471,7 @@ type UsageGroup struct {
 }
 
 // UsageSince sums the reports since a time by "task", "profile" or "day"
-// (local days of the daemon's time zone) and by currency, largest token
+// (UTC days, the windows of per-day limits: ADR 0077) and by currency, largest token
 // count first: one group for each key and currency (reports without a
 // cost have currency ""), never a sum across currencies.
 func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]UsageGroup, error) {
@@ -481,7 +481,7 @@ func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]
 	case "profile":
 		key = "profile"
 	case "day":
-		key = `strftime('%Y-%m-%d', at / 1000000000, 'unixepoch', 'localtime')`
+		key = `strftime('%Y-%m-%d', at / 1000000000, 'unixepoch')`
 	default:
 		return nil, fmt.Errorf("usage by %q: not task, profile or day", by)
 	}

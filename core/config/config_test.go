@@ -46,6 +46,7 @@ func TestResolvePrecedence(t *testing.T) {
 		"notify_command":       {Key: "notify_command", Value: "", Source: SourceDefault, Env: "KANDEV_NOTIFY_COMMAND"},
 		"autopilot_budget":     {Key: "autopilot_budget", Value: "", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_BUDGET"},
 		"currency_rates":       {Key: "currency_rates", Value: "", Source: SourceDefault, Env: "KANDEV_CURRENCY_RATES"},
+		"spend_limits":         {Key: "spend_limits", Value: "", Source: SourceDefault, Env: "KANDEV_SPEND_LIMITS"},
 		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
 		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 		"host":                 {Key: "host", Value: "", Source: SourceDefault, Env: "KANDEV_HOST"},

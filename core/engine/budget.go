@@ -37,6 +37,9 @@ func (sp *Spend) checkBudgetsAsync(taskID string) {
 	go func() {
 		defer sp.procWG.Done()
 		sp.checkBudgets(taskID)
+		sp.state.budgetMu.Lock()
+		defer sp.state.budgetMu.Unlock()
+		sp.checkLimits(taskID)
 	}()
 }
 

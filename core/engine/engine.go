@@ -190,6 +190,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cancel()
 		return nil, err
 	}
+	if err := e.Spend.loadLimits(ctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("engine: load limits: %w", err)
+	}
 	return e, nil
 }
 
@@ -268,6 +272,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.Hosts.close()
+	e.Spend.closeLimits()
 	return nil
 }
 

@@ -27,7 +27,12 @@ import (
 // Engine; the kernel's own helpers read only its state (resolve a task,
 // its ancestry, who hands it on).
 // now is the engine's clock's time (Options.Clock), in UTC.
-func (k *kernel) now() time.Time { return k.opts.Clock.Now().UTC() }
+func (k *kernel) now() time.Time {
+	if k.opts.Clock == nil {
+		return time.Now().UTC()
+	}
+	return k.opts.Clock.Now().UTC()
+}
 
 type kernel struct {
 	// opts: the engine's options, their defaults filled in (New).

@@ -77,6 +77,8 @@ func (tn *Turns) held(t core.Task) string {
 		return "waiting on question " + t.PendingQuestion.ID
 	case tn.spend.budgetHold(t) != "":
 		return "budget of task " + tn.spend.budgetHold(t) + " reached"
+	case tn.spend.limitHold(t) != "":
+		return tn.spend.limitHold(t)
 	case t.Stuck():
 		// A run that failed again would only fail again: explicit input
 		// (the operator's, or its parent's) clears the mark first.

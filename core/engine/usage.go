@@ -253,6 +253,9 @@ type spendState struct {
 	// budgetMu serialises budget checks and changes, so a notice goes out
 	// once and a tree is stopped once.
 	budgetMu sync.Mutex
+	// limits are the spend limits reached in their window, by key
+	// (limits.go), under mu.
+	limits map[string]*limitMark
 }
 
 // costDelta is what a session's cumulative cost in a currency grew by, in

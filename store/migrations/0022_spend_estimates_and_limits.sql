@@ -38,5 +38,7 @@ CREATE TABLE spend_limit_reached (
     window_start INTEGER NOT NULL,
     at           INTEGER NOT NULL,
     detail       TEXT NOT NULL DEFAULT '',
+    -- the task whose report reached it: the one that climbed to a person
+    task_id      TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (limit_key, window_start)
 ) WITHOUT ROWID;
