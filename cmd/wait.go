@@ -64,6 +64,10 @@ func waitOutcome(t core.Task) (string, string) {
 			// A spend limit's: the detail says when it rolls and how to raise it.
 			return "budget", "spend limit reached: " + oneLineWait(t.Stalled.Detail)
 		}
+		if strings.Contains(t.Stalled.Detail, "kandev task budget ") {
+			// A hold for a fault (ADR 0075) says its own way on.
+			return "budget", "budget held: " + oneLineWait(t.Stalled.Detail)
+		}
 		return "budget", "budget reached: " + oneLineWait(t.Stalled.Detail) + "; raise it with kandev task budget " + t.ID + " --add AMOUNT"
 	case t.Halted && (t.Session == nil || !t.Session.State.Live()):
 		// A stop ends the run and holds the queue: nothing moves until
