@@ -95,6 +95,10 @@ func TestPerDayLimitWithAnInjectedClock(t *testing.T) {
 	setClock("2026-03-03T00:00:05Z")
 	waitSaid(t, d, a.ID, "a-again")
 	daemontest.Eventually(t, wait, "b handed back", func() bool { return !get(t, d, b.ID).OverBudget() })
+	// Its cut turn is dropped, said so, never delivered again.
+	daemontest.Eventually(t, wait, "the dropped turn's note", func() bool {
+		return saidOrNoted(t, d, busy.ID, "the turn the home's day limit cut was dropped (the day rolled over)")
+	})
 	if err := json.Unmarshal([]byte(d.MustRun("limit", "list", "--json")), &ls); err != nil {
 		t.Fatal(err)
 	}
@@ -128,4 +132,10 @@ func TestPerDayLimitWithAnInjectedClock(t *testing.T) {
 	t.Logf("notification: %s", read()[0])
 	t.Logf("kandev usage --since 2026-03-01 --by day:\n%s", d.MustRun("usage", "--since", "2026-03-01", "--by", "day"))
 	t.Logf("limit list on the next day:\n%s", d.MustRun("limit", "list"))
+}
+
+// saidOrNoted says whether any entry of a task's conversation holds sub.
+func saidOrNoted(t *testing.T, d *daemontest.Daemon, id, sub string) bool {
+	t.Helper()
+	return strings.Contains(d.MustRun("task", "log", id), sub)
 }

@@ -248,7 +248,8 @@ func (sp *Spend) limitResume(l core.Limit, why string) {
 			if t.OverBudget() && core.ByLimit(t.Stalled.Detail) {
 				sp.handBack(ctx, t, fmt.Sprintf("%s's %s limit lets turns start again (%s); go on where you stopped", l.Subject(), l.Period, why))
 			}
-			sp.settleCutTurn(ctx, id, api.CutTurnDrop)
+			sp.settleCutTurn(ctx, id, api.CutTurnDrop, fmt.Sprintf("the turn %s's %s limit cut was dropped (%s): its message is not delivered again; send it again to go on",
+				l.Subject(), l.Period, why))
 		}
 		sp.k.kickLoop(id)
 	}
