@@ -139,3 +139,41 @@ func saidOrNoted(t *testing.T, d *daemontest.Daemon, id, sub string) bool {
 	t.Helper()
 	return strings.Contains(d.MustRun("task", "log", id), sub)
 }
+
+// A limit from the configuration (spend_limits), for a role: the role's
+// reports reach it, another role's do not count; kandev limit rm leaves
+// the file's limit to the file.
+func TestRoleLimitFromConfig(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithEnv("KANDEV_SPEND_LIMITS=role:mock/day=0.5USD"))
+	d.MustRun("profile", "add", "other", "--command", d.Bin, "--arg", "mock-agent")
+	free := create(t, d, api.CreateTaskInput{Title: "other role", Profile: "other", Start: true, Prompt: "mock: usage 1 1 0.6"})
+	waitSettled(t, d, free.ID)
+	if get(t, d, free.ID).OverBudget() {
+		t.Fatal("another role's report reached role mock's limit")
+	}
+	capped := create(t, d, api.CreateTaskInput{Title: "role mock", Start: true, Prompt: "mock: usage 1 1 0.6\nmock: hang"})
+	daemontest.Eventually(t, wait, "role mock's limit reached", func() bool { return get(t, d, capped.ID).OverBudget() })
+	waitState(t, d, capped.ID, core.SessionCancelled)
+	if detail := get(t, d, capped.ID).Stalled.Detail; !strings.Contains(detail, "role mock's day limit is reached: $0.60 of $0.50 spent this day") ||
+		!strings.Contains(detail, "--role mock") {
+		t.Fatalf("detail %q", detail)
+	}
+	list := d.MustRun("limit", "list")
+	if !strings.Contains(list, "role mock") || !strings.Contains(list, "config") || !strings.Contains(list, "reached") {
+		t.Fatalf("limit list:\n%s", list)
+	}
+	if bad := d.Run("limit", "rm", "--per", "day", "--role", "mock"); bad.Code == 0 || !strings.Contains(bad.Stderr, "kandev config set spend_limits") {
+		t.Fatalf("limit rm of the config's limit: exit %d %q", bad.Code, bad.Stderr)
+	}
+	// One set on the CLI for the same scope and period wins; raised past
+	// the day's spend, the task goes back and turns start again.
+	raised := d.MustRun("limit", "set", "--per", "day", "--amount", "5USD", "--role", "mock")
+	if !strings.Contains(raised, "role mock's day limit: $0.60 of $5.00 spent this day") || strings.Contains(raised, "reached") {
+		t.Fatalf("limit set: %q", raised)
+	}
+	daemontest.Eventually(t, wait, "the capped task handed back", func() bool { return !get(t, d, capped.ID).OverBudget() })
+	message(t, d, capped.ID, "mock: say going-again")
+	waitSaid(t, d, capped.ID, "going-again")
+	t.Logf("limit list:\n%s", list)
+	t.Logf("kandev limit set --per day --amount 5USD --role mock: %s", raised)
+}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -28,7 +29,10 @@ type limitMark struct {
 	limit  core.Limit
 	end    time.Time
 	detail string
-	stop   func() // the roll's timer
+	// trigger is the task whose report reached it, the one with a person
+	// (no longer under a role's limit by its assignee: it is a person's).
+	trigger string
+	stop    func() // the roll's timer
 }
 
 // limits lists every limit: the ones kandev limit set (the store), then
@@ -162,7 +166,7 @@ func (sp *Spend) limitReached(ctx context.Context, l core.Limit, start, end time
 		sp.k.log.Error("mark limit", "limit", l.Key(), "err", err)
 		return
 	}
-	sp.holdLimit(l, end, why)
+	sp.holdLimit(l, end, why, trigger)
 	if !first {
 		return
 	}
@@ -198,7 +202,7 @@ func (sp *Spend) covered(l core.Limit) []string {
 
 // holdLimit holds turns under a limit until end, when the window rolls by
 // itself (the clock's At).
-func (sp *Spend) holdLimit(l core.Limit, end time.Time, why string) {
+func (sp *Spend) holdLimit(l core.Limit, end time.Time, why, trigger string) {
 	sp.state.mu.Lock()
 	defer sp.state.mu.Unlock()
 	if sp.state.limits == nil {
@@ -211,7 +215,7 @@ func (sp *Spend) holdLimit(l core.Limit, end time.Time, why string) {
 		m.stop()
 	}
 	key := l.Key()
-	m := &limitMark{limit: l, end: end, detail: why}
+	m := &limitMark{limit: l, end: end, detail: why, trigger: trigger}
 	m.stop = sp.k.opts.Clock.At(end, func() { sp.limitRolled(key, end) })
 	sp.state.limits[key] = m
 }
@@ -231,15 +235,19 @@ func (sp *Spend) limitRolled(key string, end time.Time) {
 	}
 	delete(sp.state.limits, key)
 	sp.state.mu.Unlock()
-	sp.limitResume(m.limit, "the "+m.limit.Period+" rolled over")
+	sp.limitResume(m.limit, m.trigger, "the "+m.limit.Period+" rolled over")
 }
 
 // limitResume hands back the task a limit climbed on and kicks every task
 // under it; the turns it cut are dropped (ADR 0076's default: nothing is
 // spent again unless a person says so).
-func (sp *Spend) limitResume(l core.Limit, why string) {
+func (sp *Spend) limitResume(l core.Limit, trigger, why string) {
 	ctx := sp.k.baseCtx
-	for _, id := range sp.covered(l) {
+	ids := sp.covered(l)
+	if trigger != "" && !slices.Contains(ids, trigger) {
+		ids = append([]string{trigger}, ids...)
+	}
+	for _, id := range ids {
 		t, err := sp.k.storedTask(ctx, id)
 		if err != nil {
 			continue
@@ -310,12 +318,12 @@ func (sp *Spend) loadLimits(ctx context.Context) error {
 	now := sp.now()
 	for _, l := range ls {
 		start, end := core.Window(l.Period, now)
-		ok, detail, _, err := sp.k.db.LimitReached(ctx, l.Key(), start)
+		ok, detail, trigger, err := sp.k.db.LimitReached(ctx, l.Key(), start)
 		if err != nil {
 			return err
 		}
 		if ok {
-			sp.holdLimit(l, end, detail)
+			sp.holdLimit(l, end, detail, trigger)
 		}
 	}
 	return nil
@@ -433,7 +441,7 @@ func (sp *Spend) liftLimit(l core.Limit, why string) {
 	}
 	sp.state.mu.Unlock()
 	if ok {
-		sp.limitResume(m.limit, why)
+		sp.limitResume(m.limit, m.trigger, why)
 	}
 }
 
