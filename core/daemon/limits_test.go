@@ -68,6 +68,15 @@ func TestPerDayLimitWithAnInjectedClock(t *testing.T) {
 	if !strings.Contains(list, "$1.20") || !strings.Contains(list, "reached: turns wait until 2026-03-03 00:00") {
 		t.Fatalf("limit list:\n%s", list)
 	}
+	// The other task it stopped waits on it, and says so; wait exits 17
+	// on it too.
+	daemontest.Eventually(t, wait, "the busy task waiting on the limit", func() bool { return get(t, d, busy.ID).WaitCause == core.WaitLimit })
+	wb := d.Run("wait", busy.ID)
+	if wb.Code != 17 || !strings.Contains(wb.Stdout+wb.Stderr, "spend limit reached: the home's day limit is reached") {
+		t.Fatalf("wait on the busy task: exit %d %q %q", wb.Code, wb.Stdout, wb.Stderr)
+	}
+	t.Logf("wait %s: exit %d: %s%s", busy.ID, wb.Code, wb.Stdout, wb.Stderr)
+	t.Logf("task show %s:\n%s", busy.ID, d.MustRun("task", "show", busy.ID))
 	t.Logf("wait %s: exit %d: %s%s", b.ID, w.Code, w.Stdout, w.Stderr)
 	t.Logf("limit list:\n%s", list)
 	t.Logf("task show %s:\n%s", b.ID, d.MustRun("task", "show", b.ID))
@@ -84,8 +93,8 @@ func TestPerDayLimitWithAnInjectedClock(t *testing.T) {
 	if len(ls) != 1 || !ls[0].Reached || !near(ls[0].Spent, 1.2) || ls[0].Scope != core.LimitHome {
 		t.Fatalf("limit list --json after the restart: %+v", ls)
 	}
-	if at := get(t, d, a.ID); at.Queued != 1 || saidContains(t, d, a.ID, "a-again") {
-		t.Fatalf("a turn started under the reached limit: queued %d", at.Queued)
+	if at := get(t, d, a.ID); at.Queued != 1 || saidContains(t, d, a.ID, "a-again") || at.WaitCause != core.WaitLimit {
+		t.Fatalf("a turn started under the reached limit: queued %d, waiting %q", at.Queued, at.Waiting)
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -95,6 +104,7 @@ func TestPerDayLimitWithAnInjectedClock(t *testing.T) {
 	setClock("2026-03-03T00:00:05Z")
 	waitSaid(t, d, a.ID, "a-again")
 	daemontest.Eventually(t, wait, "b handed back", func() bool { return !get(t, d, b.ID).OverBudget() })
+	daemontest.Eventually(t, wait, "busy no longer waiting", func() bool { return get(t, d, busy.ID).WaitCause == "" })
 	// Its cut turn is dropped, said so, never delivered again.
 	daemontest.Eventually(t, wait, "the dropped turn's note", func() bool {
 		return saidOrNoted(t, d, busy.ID, "the turn the home's day limit cut was dropped (the day rolled over)")

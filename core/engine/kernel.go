@@ -64,6 +64,10 @@ type kernel struct {
 	// blocking: the turns area's kick (turns.go), set by compose. It is
 	// announce's last step and how a run waiting for a host slot is woken.
 	kickLoop func(id string)
+	// limitWait says why a reached spend limit holds a task's queued work,
+	// or "": the spend area's (limits.go), set by compose; storedTask
+	// shows it as the task's waiting reason.
+	limitWait func(t core.Task) string
 }
 
 func (k *kernel) isClosing() bool {
@@ -140,6 +144,11 @@ func (k *kernel) storedTask(ctx context.Context, id string) (core.Task, error) {
 	if t.Waiting == "" {
 		if t.Waiting = k.deferred.reason(id); t.Waiting != "" {
 			t.WaitCause = core.WaitDelivery
+		}
+	}
+	if t.Waiting == "" && k.limitWait != nil {
+		if t.Waiting = k.limitWait(t); t.Waiting != "" {
+			t.WaitCause = core.WaitLimit
 		}
 	}
 	return t, nil

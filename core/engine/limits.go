@@ -173,6 +173,10 @@ func (sp *Spend) limitReached(ctx context.Context, l core.Limit, start, end time
 	sp.k.log.Warn("spend limit reached", "limit", l.Key(), "why", why)
 	for _, id := range sp.covered(l) {
 		sp.budgetStop(ctx, id, "stopped: "+why)
+		// A task with work queued shows the limit as why it waits.
+		if t, ok := sp.k.cached(id); ok && t.Queued > 0 {
+			sp.k.refreshQuiet(id)
+		}
 	}
 	if trigger != "" {
 		sp.escalateBudget(ctx, trigger, why)
@@ -259,6 +263,10 @@ func (sp *Spend) limitResume(l core.Limit, trigger, why string) {
 			sp.settleCutTurn(ctx, id, api.CutTurnDrop, fmt.Sprintf("the turn %s's %s limit cut was dropped (%s): its message is not delivered again; send it again to go on",
 				l.Subject(), l.Period, why))
 		}
+		// Its waiting reason goes with the hold.
+		if t.WaitCause == core.WaitLimit {
+			sp.k.refreshQuiet(id)
+		}
 		sp.k.kickLoop(id)
 	}
 }
@@ -308,6 +316,15 @@ func (sp *Spend) limitHold(t core.Task) string {
 	return ""
 }
 
+// limitWait is a task's waiting reason while a reached limit holds its
+// queued work: a role's task, not with a person, with work queued.
+func (sp *Spend) limitWait(t core.Task) string {
+	if t.Queued == 0 || t.Stalled != nil || t.Assignee == nil || !t.Assignee.IsRole() || t.Archived || t.Status.Terminal() {
+		return ""
+	}
+	return sp.limitHold(t)
+}
+
 // loadLimits holds again, at the engine's start, the limits reached in
 // their window now: a restart inside the window changes nothing.
 func (sp *Spend) loadLimits(ctx context.Context) error {
@@ -324,6 +341,13 @@ func (sp *Spend) loadLimits(ctx context.Context) error {
 		}
 		if ok {
 			sp.holdLimit(l, end, detail, trigger)
+			// The cache was loaded before the hold: a task with work
+			// queued shows it as why it waits.
+			for _, id := range sp.covered(l) {
+				if t, ok := sp.k.cached(id); ok && t.Queued > 0 {
+					sp.k.refreshQuiet(id)
+				}
+			}
 		}
 	}
 	return nil
