@@ -200,7 +200,13 @@ func usageTokens(s core.Spend) string {
 	if s.CacheRead > 0 || s.CacheWrite > 0 {
 		out += ", cache read " + core.FormatTokens(s.CacheRead) + ", cache write " + core.FormatTokens(s.CacheWrite)
 	}
-	return out + ")"
+	out += ")"
+	if s.EstimatedTokens > 0 {
+		// kandev's count of what the agent streamed, not yet its own
+		// figure (ADR 0077).
+		out = "~" + out + ", " + core.FormatTokens(s.EstimatedTokens) + " estimated from streamed text"
+	}
+	return out
 }
 
 // appendSpend appends a row's spend for --wide: the subtree's on a task
@@ -219,6 +225,9 @@ func appendSpend(b []byte, t *core.Task) []byte {
 	if c := s.CostText(); c != "" {
 		b = append(b, c...)
 		b = append(b, ' ')
+	}
+	if s.EstimatedTokens > 0 {
+		b = append(b, '~')
 	}
 	b = append(b, core.FormatTokens(s.Tokens)...)
 	return append(b, " tok"...)

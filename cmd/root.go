@@ -57,6 +57,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdStatus(f, nil),
 		NewCmdWeb(f),
 		NewCmdUsage(f, nil),
+		NewCmdLimit(f),
 		NewCmdDoctor(f, nil),
 		NewCmdConfig(f),
 		NewCmdEvents(f, nil),
@@ -84,7 +85,7 @@ func groupCommands(root *cobra.Command) {
 		root.AddGroup(&cobra.Group{ID: g.id, Title: g.title})
 	}
 	of := map[string]string{
-		"status": "daily", "wait": "daily", "events": "daily", "usage": "daily", "web": "daily", "demo": "setup",
+		"status": "daily", "wait": "daily", "events": "daily", "usage": "daily", "web": "daily", "limit": "daily", "demo": "setup",
 		"task": "tasks", "issues": "tasks",
 		"worktree": "workspace", "host": "workspace",
 		"profile": "setup", "image": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",

@@ -167,7 +167,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		return nil
 	}
 	if s := g.SpentToday; s != nil && (s.Tokens > 0 || len(s.Costs()) > 0) {
-		spent := core.FormatTokens(s.Tokens) + " tokens"
+		spent := s.TokensText()
 		if c := s.CostText(); c != "" {
 			spent = c + ", " + spent
 		}

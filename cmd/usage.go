@@ -35,7 +35,7 @@ func NewCmdUsage(f *Factory, runF func(*UsageOptions) error) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "usage [--since D] [--by task|profile|day]",
 		Short: "What agents reported spending: tokens and cost",
-		Long: `What the agents reported spending, summed by task, profile or day (days in local time),
+		Long: `What the agents reported spending, summed by task, profile or day (UTC days, as per-day limits count them),
 largest first. Only what an agent reports is counted: an agent that reports nothing
 (docs/usage.md) spends without a trace here.
 
@@ -119,12 +119,28 @@ func usageRun(ctx context.Context, opts *UsageOptions) error {
 		if r.Title != "" {
 			key += " " + truncate(r.Title, 40)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", oneLine(key), core.FormatTokens(r.Tokens), core.FormatTokens(r.Input),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", oneLine(key), usageTokensCell(r.Spend), core.FormatTokens(r.Input),
 			core.FormatTokens(r.Output), costOrDash(r.Spend), r.Turns)
 	}
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%d\t\n", core.FormatTokens(rep.Total.Tokens), core.FormatTokens(rep.Total.Input),
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%s\t%d\t\n", usageTokensCell(rep.Total), core.FormatTokens(rep.Total.Input),
 		core.FormatTokens(rep.Total.Output), costOrDash(rep.Total), rep.Turns)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rep.Total.EstimatedTokens > 0 {
+		fmt.Fprintf(f.IO.Out, "~ %s tokens are kandev's estimate from streamed text (4 bytes a token), until the agent reports its own\n",
+			core.FormatTokens(rep.Total.EstimatedTokens))
+	}
+	return nil
+}
+
+// usageTokensCell is a row's tokens, "~" marking a count with an estimate
+// in it.
+func usageTokensCell(s core.Spend) string {
+	if s.EstimatedTokens > 0 {
+		return "~" + core.FormatTokens(s.Tokens)
+	}
+	return core.FormatTokens(s.Tokens)
 }
 
 func sinceNote(since time.Time) string {

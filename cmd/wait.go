@@ -60,7 +60,19 @@ func waitOutcome(t core.Task) (string, string) {
 	case t.OverBudget():
 		// Before "stopped": a budget stops the tree's turns, and the budget
 		// is what must change before anything moves.
+		if core.ByLimit(t.Stalled.Detail) {
+			// A spend limit's: the detail says when it rolls and how to raise it.
+			return "budget", "spend limit reached: " + oneLineWait(t.Stalled.Detail)
+		}
+		if strings.Contains(t.Stalled.Detail, "kandev task budget ") {
+			// A hold for a fault (ADR 0075) says its own way on.
+			return "budget", "budget held: " + oneLineWait(t.Stalled.Detail)
+		}
 		return "budget", "budget reached: " + oneLineWait(t.Stalled.Detail) + "; raise it with kandev task budget " + t.ID + " --add AMOUNT"
+	case t.WaitCause == core.WaitLimit:
+		// Held by a reached spend limit (ADR 0077): no turn starts until
+		// its window rolls or a person raises it, as a budget's halt.
+		return "budget", "spend limit reached: " + oneLineWait(t.Waiting)
 	case t.Halted && (t.Session == nil || !t.Session.State.Live()):
 		// A stop ends the run and holds the queue: nothing moves until
 		// someone starts the task again.
@@ -106,7 +118,8 @@ An agent that handed the task on and is still finishing its turn is waited for, 
 the next command sees the run settled.
 Exit codes:
   0 done, 10 handed to a person (or back to you), 11 a question for you, 12 escalated,
-  13 failed, 14 cancelled, 15 stuck, 16 stopped, 17 budget reached, 124 timeout, 130 interrupted (a signal),
+  13 failed, 14 cancelled, 15 stuck, 16 stopped, 17 budget or spend limit reached, 124 timeout,
+  130 interrupted (a signal),
   1 error, 2 usage.`,
 		Args: exactArgs(1, "one task ID"),
 		RunE: func(c *cobra.Command, args []string) error {

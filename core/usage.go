@@ -23,6 +23,26 @@ type Spend struct {
 	Cost       float64 `json:"cost"`
 	Currency   string  `json:"currency"`
 	Others     []Cost  `json:"other_costs,omitempty"`
+	// Estimated: EstimatedTokens of Tokens are kandev's estimate from the
+	// text an agent streamed in a turn it had not reported yet (4 bytes a
+	// token; ADR 0077), until the agent's own figure replaces it.
+	Estimated       bool  `json:"estimated,omitempty"`
+	EstimatedTokens int64 `json:"estimated_tokens,omitempty"`
+}
+
+// TokensText writes a spend's tokens for people, an estimate marked:
+// "12.3k tokens", "~10.2k tokens (10.2k estimated)".
+func (s Spend) TokensText() string {
+	if s.EstimatedTokens <= 0 {
+		return FormatTokens(s.Tokens) + " tokens"
+	}
+	return "~" + FormatTokens(s.Tokens) + " tokens (" + FormatTokens(s.EstimatedTokens) + " estimated)"
+}
+
+// SetEstimate marks n of a spend's tokens as an estimate (0: none).
+func (s *Spend) SetEstimate(n int64) {
+	s.EstimatedTokens = max(n, 0)
+	s.Estimated = s.EstimatedTokens > 0
 }
 
 // Cost is an amount in one currency.
@@ -354,7 +374,7 @@ func (u *TaskUsage) UsageLine(tree bool) string {
 	if tree {
 		s = u.Tree
 	}
-	out := FormatTokens(s.Tokens) + " tokens"
+	out := s.TokensText()
 	if c := s.CostText(); c != "" {
 		out += " " + c
 	}

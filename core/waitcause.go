@@ -26,6 +26,11 @@ const (
 	// WaitDelivery: its next message could not be written (a full
 	// disk, say); kandev tries again. Kept in memory only.
 	WaitDelivery WaitCause = "delivery"
+	// WaitLimit: a spend limit per day or week over it is reached (ADR
+	// 0077); the window's roll, or a person raising or removing the
+	// limit, starts it. Not stored: the engine holds it in memory from the
+	// store's marks.
+	WaitLimit WaitCause = "spend_limit"
 )
 
 // ForHostSlot reports whether a slot on a host is all the task waits

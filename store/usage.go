@@ -49,6 +49,10 @@ type TaskUsage struct {
 	// budget was not spent ("" for none): an implausible report, a cost
 	// in a currency without a rate.
 	SpendFault string
+	// EstTokens and TreeEstTokens are how much of Own.Tokens and
+	// TreeTokens is an estimate from streamed text (ADR 0077), not yet
+	// replaced by the agent's own figure.
+	EstTokens, TreeEstTokens int64
 }
 
 // ParseCosts reads an OtherCosts value: millionths by currency.
@@ -92,14 +96,14 @@ func FormatCosts(m map[string]int64) string {
 const taskUsageColumns = `task_id, input, output, thought, cache_read, cache_write, tokens, cost_micros, currency, turns,
 	tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
 	budget_kind, budget_value, budget_currency, budget_by, budget_noticed, budget_reached,
-	other_costs, tree_other_costs, spend_fault`
+	other_costs, tree_other_costs, spend_fault, est_tokens, tree_est_tokens`
 
 func scanTaskUsage(s scanner) (TaskUsage, error) {
 	var u TaskUsage
 	err := s.Scan(&u.TaskID, &u.Own.Input, &u.Own.Output, &u.Own.Thought, &u.Own.CacheRead, &u.Own.CacheWrite,
 		&u.Own.Tokens, &u.Own.CostMicros, &u.Own.Currency, &u.Turns, &u.TreeTokens, &u.TreeCost, &u.TreeCurrency,
 		&u.ContextUsed, &u.ContextSize, &u.BudgetKind, &u.BudgetValue, &u.BudgetCurrency, &u.BudgetBy,
-		&u.BudgetNoticed, &u.BudgetReached, &u.OtherCosts, &u.TreeOtherCosts, &u.SpendFault)
+		&u.BudgetNoticed, &u.BudgetReached, &u.OtherCosts, &u.TreeOtherCosts, &u.SpendFault, &u.EstTokens, &u.TreeEstTokens)
 	return u, err
 }
 
@@ -115,6 +119,15 @@ type UsageReport struct {
 	// ContextUsed and ContextSize, when ContextSize > 0, replace the task's
 	// latest context figures.
 	ContextUsed, ContextSize int64
+	// Role is the role the task is assigned to ("" for none): a role's
+	// limit counts its reports.
+	Role string
+	// EstimateKey names one turn's estimate from streamed text (its
+	// session and turn). With Estimated the report adds Usage.Tokens to
+	// that estimate; without, the report is the agent's own figure for
+	// the turn and the estimate is taken back first, wholly.
+	EstimateKey string
+	Estimated   bool
 }
 
 // AddUsage records a report and adds it to the task's own sums and to the
@@ -123,15 +136,23 @@ type UsageReport struct {
 // another currency than a sum's own is kept apart in its other costs,
 // never added to it (ADR 0075).
 func (q Queries) AddUsage(ctx context.Context, r UsageReport, ancestors []string) error {
+	if r.EstimateKey != "" {
+		if r.Estimated {
+			return q.addEstimate(ctx, r, ancestors)
+		}
+		if err := q.dropEstimate(ctx, r.TaskID, r.EstimateKey, ancestors); err != nil {
+			return err
+		}
+	}
 	u := r.Usage
 	if !u.Zero() {
 		turn := 0
 		if r.Turn {
 			turn = 1
 		}
-		if _, err := q.q.ExecContext(ctx, `INSERT INTO usage_turns (task_id, session_id, profile, at, input, output, thought,
-			cache_read, cache_write, tokens, cost_micros, currency, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.TaskID, r.SessionID, r.Profile, nanos(r.At), u.Input, u.Output, u.Thought, u.CacheRead, u.CacheWrite,
+		if _, err := q.q.ExecContext(ctx, `INSERT INTO usage_turns (task_id, session_id, profile, role, at, input, output, thought,
+			cache_read, cache_write, tokens, cost_micros, currency, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.TaskID, r.SessionID, r.Profile, r.Role, nanos(r.At), u.Input, u.Output, u.Thought, u.CacheRead, u.CacheWrite,
 			u.Tokens, u.CostMicros, u.Currency, turn); err != nil {
 			return fmt.Errorf("record usage: %w", mapErr(err))
 		}
@@ -176,6 +197,66 @@ func (q Queries) AddUsage(ctx context.Context, r UsageReport, ancestors []string
 		}
 	}
 	return nil
+}
+
+// addEstimate grows a turn's estimate by r.Usage.Tokens: its usage_turns
+// row (made at the first), the task's tokens and est_tokens, and the
+// subtree sums of the task and its ancestors.
+func (q Queries) addEstimate(ctx context.Context, r UsageReport, ancestors []string) error {
+	n := r.Usage.Tokens
+	if n <= 0 {
+		return nil
+	}
+	res, err := q.q.ExecContext(ctx, `UPDATE usage_turns SET tokens = tokens + ? WHERE estimate_key = ?`, n, r.EstimateKey)
+	if err != nil {
+		return fmt.Errorf("record estimate: %w", mapErr(err))
+	}
+	if k, err := res.RowsAffected(); err != nil || k == 0 {
+		if _, err := q.q.ExecContext(ctx, `INSERT INTO usage_turns (task_id, session_id, profile, role, at, tokens, estimate_key)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, r.TaskID, r.SessionID, r.Profile, r.Role, nanos(r.At), n, r.EstimateKey); err != nil {
+			return fmt.Errorf("record estimate: %w", mapErr(err))
+		}
+	}
+	return q.addEstimateSums(ctx, r.TaskID, ancestors, n)
+}
+
+// addEstimateSums adds n estimated tokens (negative: takes them back) to
+// a task's own sums and to the subtree sums of it and its ancestors.
+func (q Queries) addEstimateSums(ctx context.Context, taskID string, ancestors []string, n int64) error {
+	if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, taskID); err != nil {
+		return fmt.Errorf("record estimate: %w", mapErr(err))
+	}
+	if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET tokens = tokens + ?, est_tokens = est_tokens + ? WHERE task_id = ?`,
+		n, n, taskID); err != nil {
+		return fmt.Errorf("record estimate: %w", mapErr(err))
+	}
+	for _, id := range append([]string{taskID}, ancestors...) {
+		if _, err := q.q.ExecContext(ctx, `INSERT INTO task_usage (task_id) VALUES (?) ON CONFLICT (task_id) DO NOTHING`, id); err != nil {
+			return fmt.Errorf("record estimate: %w", mapErr(err))
+		}
+		if _, err := q.q.ExecContext(ctx, `UPDATE task_usage SET tree_tokens = tree_tokens + ?, tree_est_tokens = tree_est_tokens + ?
+			WHERE task_id = ?`, n, n, id); err != nil {
+			return fmt.Errorf("record estimate: %w", mapErr(err))
+		}
+	}
+	return nil
+}
+
+// dropEstimate takes a turn's estimate back, wholly, from every sum it
+// was added to: the agent's own figure replaces it.
+func (q Queries) dropEstimate(ctx context.Context, taskID, key string, ancestors []string) error {
+	var n int64
+	err := q.q.QueryRowContext(ctx, `SELECT coalesce(sum(tokens), 0) FROM usage_turns WHERE estimate_key = ?`, key).Scan(&n)
+	if err != nil {
+		return fmt.Errorf("replace estimate: %w", mapErr(err))
+	}
+	if _, err := q.q.ExecContext(ctx, `DELETE FROM usage_turns WHERE estimate_key = ?`, key); err != nil {
+		return fmt.Errorf("replace estimate: %w", mapErr(err))
+	}
+	if n == 0 {
+		return nil
+	}
+	return q.addEstimateSums(ctx, taskID, ancestors, -n)
 }
 
 // addCost adds a cost to a row's sum in its currency (the first one
@@ -225,9 +306,9 @@ func (q Queries) TaskUsage(ctx context.Context, id string) (TaskUsage, bool, err
 const allTaskUsageQuery = `SELECT concat_ws(char(31), task_id, input, output, thought, cache_read, cache_write, tokens,
 	cost_micros, currency, turns, tree_tokens, tree_cost_micros, tree_currency, context_used, context_size,
 	budget_kind, budget_value, budget_currency, budget_noticed, budget_reached, other_costs, tree_other_costs, spend_fault,
-	budget_by) FROM task_usage`
+	est_tokens, tree_est_tokens, budget_by) FROM task_usage`
 
-const taskUsageFields = 24
+const taskUsageFields = 26
 
 // parseTaskUsage cuts one allTaskUsageQuery value; ok is false when it
 // does not cut cleanly (then the row is read column by column).
@@ -267,7 +348,8 @@ func parseTaskUsage(row string, u *TaskUsage, intern map[string]string) (id stri
 		CacheWrite: num(f[5]), Tokens: num(f[6]), CostMicros: num(f[7]), Currency: word(f[8])}, Turns: int(num(f[9])),
 		TreeTokens: num(f[10]), TreeCost: num(f[11]), TreeCurrency: word(f[12]), ContextUsed: num(f[13]), ContextSize: num(f[14]),
 		BudgetKind: word(f[15]), BudgetValue: num(f[16]), BudgetCurrency: word(f[17]), BudgetNoticed: num(f[18]) != 0,
-		BudgetReached: num(f[19]) != 0, OtherCosts: f[20], TreeOtherCosts: f[21], SpendFault: f[22], BudgetBy: word(f[23])}
+		BudgetReached: num(f[19]) != 0, OtherCosts: f[20], TreeOtherCosts: f[21], SpendFault: f[22],
+		EstTokens: num(f[23]), TreeEstTokens: num(f[24]), BudgetBy: word(f[25])}
 	return f[0], ok
 }
 
@@ -383,10 +465,13 @@ type UsageGroup struct {
 	Key   string
 	Usage Usage
 	Turns int
+	// EstTokens is how much of Usage.Tokens is an estimate from streamed
+	// text (ADR 0077).
+	EstTokens int64
 }
 
 // UsageSince sums the reports since a time by "task", "profile" or "day"
-// (local days of the daemon's time zone) and by currency, largest token
+// (UTC days, the windows of per-day limits: ADR 0077) and by currency, largest token
 // count first: one group for each key and currency (reports without a
 // cost have currency ""), never a sum across currencies.
 func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]UsageGroup, error) {
@@ -396,7 +481,7 @@ func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]
 	case "profile":
 		key = "profile"
 	case "day":
-		key = `strftime('%Y-%m-%d', at / 1000000000, 'unixepoch', 'localtime')`
+		key = `strftime('%Y-%m-%d', at / 1000000000, 'unixepoch')`
 	default:
 		return nil, fmt.Errorf("usage by %q: not task, profile or day", by)
 	}
@@ -405,7 +490,8 @@ func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]
 		order = "k"
 	}
 	rows, err := q.q.QueryContext(ctx, `SELECT `+key+` AS k, currency, sum(input), sum(output), sum(thought), sum(cache_read),
-		sum(cache_write), sum(tokens), sum(cost_micros), sum(turn) FROM usage_turns WHERE at >= ?
+		sum(cache_write), sum(tokens), sum(cost_micros), sum(turn),
+		sum(CASE WHEN estimate_key != '' THEN tokens ELSE 0 END) FROM usage_turns WHERE at >= ?
 		GROUP BY k, currency ORDER BY `+order+`, currency`, nanos(since))
 	if err != nil {
 		return nil, fmt.Errorf("usage report: %w", mapErr(err))
@@ -415,7 +501,7 @@ func (q Queries) UsageSince(ctx context.Context, since time.Time, by string) ([]
 	for rows.Next() {
 		var g UsageGroup
 		if err := rows.Scan(&g.Key, &g.Usage.Currency, &g.Usage.Input, &g.Usage.Output, &g.Usage.Thought, &g.Usage.CacheRead,
-			&g.Usage.CacheWrite, &g.Usage.Tokens, &g.Usage.CostMicros, &g.Turns); err != nil {
+			&g.Usage.CacheWrite, &g.Usage.Tokens, &g.Usage.CostMicros, &g.Turns, &g.EstTokens); err != nil {
 			return nil, fmt.Errorf("usage report: %w", mapErr(err))
 		}
 		out = append(out, g)

@@ -38,3 +38,19 @@ func TestBudgetRowAndDetail(t *testing.T) {
 	d.mustShow("spent 120 tokens $0.40 · subtree 300 tokens $1.05", "context 50k of 200k (25%) · budget $1.05 of $1.00",
 		"BUDGET the tree of task bud001 spent $1.05 of its $1.00 budget; raise it", "budget bud001 --add AMOUNT")
 }
+
+// An estimate from streamed text is marked in the detail pane (ADR 0077),
+// and a spend limit's halt says the limit's own way out, not a budget's.
+func TestEstimateAndLimitInTheDetail(t *testing.T) {
+	own := core.Spend{Tokens: 10240}
+	own.SetEstimate(10240)
+	detail := "the home's day limit is reached: $1.20 of $1.00 spent this day; turns under it wait until 2026-03-03 00:00 UTC, when the next day begins (or raise it: kandev limit set --per day --amount AMOUNT)"
+	task := core.Task{ID: "lim001", Title: "Limited", Status: core.StatusTodo, Profile: "mock",
+		CreatedAt: testNow, UpdatedAt: testNow, YourTurn: true, Assignee: &core.Ref{Kind: "person", Name: "operator"},
+		Session: session("lim001", core.SessionCancelled, ago(time.Minute)),
+		Stalled: &core.Stall{Reason: core.StallBudget, From: core.ParseBy("role:mock"), Detail: detail, At: testNow},
+		Usage:   &core.TaskUsage{Own: own, Tree: own}}
+	d := newDriver(t, newFake(task), 240, 30)
+	d.mustShow("BUDGET", "spent ~10k tokens (10k estimated)", "kandev limit set --per day")
+	d.mustNotShow("budget lim001 --add")
+}

@@ -155,7 +155,12 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 	} else if s != nil && t.BackToYou() {
 		addLong(st.badgeYou.Render("your turn") + " ended without handing on: " + orNothing(oneLine(s.Detail)))
 	} else if s != nil && t.OverBudget() {
-		addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: kandev task budget " + t.ID + " --add AMOUNT")
+		if core.ByLimit(s.Detail) {
+			// A spend limit's: the detail says when it rolls and how to raise it.
+			addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail))
+		} else {
+			addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: kandev task budget " + t.ID + " --add AMOUNT")
+		}
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From.String()
 		if s.Detail != "" {

@@ -26,7 +26,7 @@ const (
 	badgeBlocked                      // it waits on unfinished tasks
 	badgeStuck                        // it stalled with nobody to escalate to
 	badgeInterrupted                  // a daemon exit cut its run short; it waits for a start
-	badgeBudget                       // its tree spent its budget; it is with a person
+	badgeBudget                       // its tree spent its budget, or a spend limit was reached; it is with a person
 )
 
 var badgeText = [...]string{
@@ -56,7 +56,7 @@ var badgeLegend = [len(badgeText)]string{
 	badgeBlocked:     "waits on tasks",
 	badgeStuck:       "stalled, nobody to hand it to",
 	badgeInterrupted: "a daemon exit cut its run; r resumes it",
-	badgeBudget:      "its tree spent its budget",
+	badgeBudget:      "its tree spent its budget, or a spend limit was reached",
 }
 
 func (k badgeKind) style(st styles) lipgloss.Style {

@@ -325,7 +325,7 @@ func TestTmuxNewTaskAndMessage(t *testing.T) {
 	d.MustRun("profile", "add", "plain", "--command", "true", "--no-mcp")
 	// Tall enough that the three-line reply stays in view above the notes
 	// that follow the turn.
-	s := startTmux(t, d, 80, 30)
+	s := startTmux(t, d, 80, 34) // room for the spend line a turn's estimate adds (ADR 0077)
 	s.waitText("● live", "0 tasks")
 
 	s.keys("n")

@@ -49,6 +49,7 @@ const (
 	kindBudget
 	kindRates
 	kindMCPServers
+	kindLimits
 )
 
 // Keys lists every setting, in the order the documentation gives them.
@@ -92,6 +93,8 @@ func Keys() []Key {
 			Doc: "exchange rates a budget counts a cost in another currency with: EUR/USD=1.08,GBP/USD=1.27 (one EUR is 1.08 USD; inverses implied, never chained). Without one, a cost in another currency than its budget's halts the tree (unset: none)"},
 		{Name: "mcp_servers", Env: "KANDEV_MCP_SERVERS", Default: "", kind: kindMCPServers,
 			Doc: "MCP servers every agent that takes injected servers is given after kandev's and its profile's own, run inside its sandbox: NAME=COMMAND ARG... entries separated by ';' (a profile's --mcp-server of the same name wins; unset: none; docs/sandbox.md)"},
+		{Name: "spend_limits", Env: "KANDEV_SPEND_LIMITS", Default: "", kind: kindLimits,
+			Doc: "spend limits per UTC day or week for the whole home, a profile or a role: day=5USD,profile:claude/week=2M-tokens,role:coder/day=1USD; a limit set with kandev limit set for the same scope and period wins (unset: none; docs/usage.md)"},
 		{Name: "linear_api_key", Env: "LINEAR_API_KEY", Default: "", secret: true,
 			Doc: "Linear personal API key, for task create --from linear:... and kandev issues --team (keep the file private; docs/trackers.md)"},
 		{Name: "linear_team", Env: "KANDEV_LINEAR_TEAM", Default: "",
@@ -171,6 +174,15 @@ func (k Key) Validate(v string) (string, error) {
 			return "", fmt.Errorf("%s: empty value", k.Name)
 		}
 		return core.FormatMCPServerList(list), nil
+	case kindLimits:
+		ls, err := core.ParseLimits(v)
+		if err != nil {
+			return "", fmt.Errorf("%s: %s", k.Name, err.Error())
+		}
+		if len(ls) == 0 {
+			return "", fmt.Errorf("%s: empty value", k.Name)
+		}
+		return strings.TrimSpace(v), nil
 	case kindRates:
 		r, err := core.ParseRates(v)
 		if err != nil {

@@ -51,6 +51,7 @@ func TestResolvePrecedence(t *testing.T) {
 		"web_tls_cert":         {Key: "web_tls_cert", Value: "", Source: SourceDefault, Env: "KANDEV_WEB_TLS_CERT"},
 		"web_tls_key":          {Key: "web_tls_key", Value: "", Source: SourceDefault, Env: "KANDEV_WEB_TLS_KEY"},
 		"web_allow_plain_http": {Key: "web_allow_plain_http", Value: "false", Source: SourceDefault, Env: "KANDEV_WEB_ALLOW_PLAIN_HTTP"},
+		"spend_limits":         {Key: "spend_limits", Value: "", Source: SourceDefault, Env: "KANDEV_SPEND_LIMITS"},
 		"sandbox":              {Key: "sandbox", Value: "none", Source: SourceDefault, Env: "KANDEV_SANDBOX"},
 		"autopilot_sandbox":    {Key: "autopilot_sandbox", Value: "auto", Source: SourceDefault, Env: "KANDEV_AUTOPILOT_SANDBOX"},
 		"host":                 {Key: "host", Value: "", Source: SourceDefault, Env: "KANDEV_HOST"},

@@ -53,6 +53,13 @@ func appendSpend(b []byte, s *core.Spend) ([]byte, error) {
 			return b, err
 		}
 	}
+	if s.Estimated {
+		b = append(b, `,"estimated":true`...)
+	}
+	if s.EstimatedTokens != 0 {
+		b = append(b, `,"estimated_tokens":`...)
+		b = strconv.AppendInt(b, s.EstimatedTokens, 10)
+	}
 	return append(b, '}'), nil
 }
 

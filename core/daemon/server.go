@@ -131,7 +131,16 @@ func newEngine(ctx context.Context, o ServeOptions, db *store.DB, t timeouts) (*
 		DuringRecovery: recoveryFailpoint(log), BeforeStart: startFailpoint(log), IdleTimeout: t.idle,
 		BeforeTeardown: teardownFailpoint(log),
 		NoResume:       o.NoResume, Config: func() (config.Config, error) { return config.Load(os.Getenv) },
-		SSHConfig: os.Getenv("KANDEV_SSH_CONFIG")})
+		SSHConfig: os.Getenv("KANDEV_SSH_CONFIG"), Clock: testClock()})
+}
+
+// testClock is the clock spend limits count windows by: test only, the
+// file KANDEV_TEST_CLOCK names (its RFC 3339 time), else the wall clock.
+func testClock() engine.Clock {
+	if p := os.Getenv(engine.ClockFileEnv); p != "" {
+		return &engine.FileClock{Path: p}
+	}
+	return nil
 }
 
 // listenAndRecover opens the agents' socket, recovers the runs the last

@@ -38,13 +38,16 @@ func TestBudgetCurrencyIsTheBudgets(t *testing.T) {
 		t.Fatalf("root budget %+v", r.Budget)
 	}
 	waitState(t, d, root.ID, core.SessionCancelled)
-	if w := d.Run("wait", root.ID); w.Code != 17 || !strings.Contains(w.Stdout+w.Stderr, "budget") {
+	w := d.Run("wait", root.ID)
+	if w.Code != 17 || !strings.Contains(w.Stdout+w.Stderr, "budget") {
 		t.Fatalf("wait: exit %d %q %q", w.Code, w.Stdout, w.Stderr)
 	}
 	show := d.MustRun("task", "show", root.ID)
 	if !strings.Contains(show, "0.01 EUR with no rate to USD") || !strings.Contains(show, "no rate from EUR to USD") {
 		t.Errorf("task show:\n%s", show)
 	}
+	t.Logf("wait %s: exit %d: %s%s", root.ID, w.Code, w.Stdout, w.Stderr)
+	t.Logf("task show %s:\n%s", root.ID, show)
 	// Without a rate, no change of the budget lets it go on.
 	if bad := d.Run("task", "budget", root.ID, "--set", "1USD"); bad.Code == 0 || !strings.Contains(bad.Stderr, "currency_rates EUR/USD=RATE") {
 		t.Fatalf("a budget change with no rate: exit %d %q", bad.Code, bad.Stderr)
@@ -97,6 +100,17 @@ func TestBudgetCurrencyIsTheBudgets(t *testing.T) {
 	if wide := d.MustRun("task", "list", "--wide"); !strings.Contains(wide, "EUR and $500.00") {
 		t.Errorf("task list --wide:\n%s", wide)
 	}
+	t.Logf("raise with a rate: %s", raised)
+	t.Logf("after 500 USD: budget %s; detail %s", budgetText(get(t, d, root.ID)), get(t, d, root.ID).Stalled.Detail)
+	t.Logf("kandev usage:\n%s", out)
+}
+
+func budgetText(t core.Task) string {
+	if t.Budget == nil {
+		return "none"
+	}
+	b, _ := json.Marshal(t.Budget)
+	return string(b)
 }
 
 func costOf(cs []core.Cost, cur string) float64 {
@@ -167,9 +181,13 @@ func TestImplausibleReportsHoldTheTree(t *testing.T) {
 	if w := d.Run("wait", roots[0].ID); w.Code != 17 {
 		t.Fatalf("wait: exit %d %q %q", w.Code, w.Stdout, w.Stderr)
 	}
-	if show := d.MustRun("task", "show", roots[0].ID); !strings.Contains(show, "1e+308") {
+	show := d.MustRun("task", "show", roots[0].ID)
+	if !strings.Contains(show, "1e+308") {
 		t.Errorf("task show lacks the raw figure:\n%s", show)
 	}
+	w0 := d.Run("wait", roots[0].ID)
+	t.Logf("wait %s: exit %d: %s%s", roots[0].ID, w0.Code, w0.Stdout, w0.Stderr)
+	t.Logf("task show %s:\n%s", roots[0].ID, show)
 	// A person's budget lets the tree go on.
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -279,6 +297,7 @@ func TestRaisingABudgetSaysWhatTheCutTurnDoes(t *testing.T) {
 		if r.Code != 0 || !strings.Contains(r.Stderr, want) {
 			t.Fatalf("raise %q: exit %d %q %q, want %q", m, r.Code, r.Stdout, r.Stderr, want)
 		}
+		t.Logf("kandev %s: %s%s", strings.Join(args, " "), r.Stdout, r.Stderr)
 	}
 	// Redelivered: the message from the start, spending again.
 	waitSaid(t, d, roots["redeliver"].ID, "cut-done")
@@ -311,5 +330,9 @@ func TestRaisingABudgetSaysWhatTheCutTurnDoes(t *testing.T) {
 	}
 	if q := get(t, d, drop); q.Queued != 0 {
 		t.Errorf("the dropped tree still queues %d", q.Queued)
+	}
+	for _, m := range modes {
+		u := usageOf(t, d, roots[m].ID)
+		t.Logf("cut-turn %q: spent %s", m, u.UsageLine(false))
 	}
 }

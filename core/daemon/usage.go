@@ -17,4 +17,7 @@ func usageRoutes(m *http.ServeMux, eng *engine.Engine) {
 	route(m, wire.Usage, func(ctx context.Context, in wire.UsageQuery) (api.UsageReport, error) {
 		return eng.Spend.Usage(ctx, api.UsageInput(in))
 	})
+	route(m, wire.ListLimits, func(ctx context.Context, _ wire.None) ([]api.LimitStatus, error) { return eng.Spend.Limits(ctx) })
+	route(m, wire.SetLimit, eng.Spend.SetLimit)
+	route(m, wire.RemoveLimit, eng.Spend.RemoveLimit)
 }

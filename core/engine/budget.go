@@ -37,6 +37,9 @@ func (sp *Spend) checkBudgetsAsync(taskID string) {
 	go func() {
 		defer sp.procWG.Done()
 		sp.checkBudgets(taskID)
+		sp.state.budgetMu.Lock()
+		defer sp.state.budgetMu.Unlock()
+		sp.checkLimits(taskID)
 	}()
 }
 
@@ -489,7 +492,7 @@ func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount,
 		}
 	}
 	for _, id := range sp.subtree(holder) {
-		sp.settleCutTurn(ctx, id, cutTurn)
+		sp.settleCutTurn(ctx, id, cutTurn, "")
 		sp.k.kickLoop(id)
 	}
 }
@@ -498,7 +501,9 @@ func (sp *Spend) budgetResume(ctx context.Context, holder string, a core.Amount,
 // budget queued again) what a person chose when raising it: delivered
 // again as it is (redeliver), replaced by a short note to go on
 // (continue), or withdrawn (drop), with a note in the conversation.
-func (sp *Spend) settleCutTurn(ctx context.Context, id, cutTurn string) {
+// dropped, when not "", is that note for a drop (a limit's roll says its
+// own).
+func (sp *Spend) settleCutTurn(ctx context.Context, id, cutTurn, dropped string) {
 	if cutTurn == api.CutTurnRedeliver {
 		return
 	}
@@ -517,6 +522,9 @@ func (sp *Spend) settleCutTurn(ctx context.Context, id, cutTurn string) {
 			}
 			c.touch(id)
 			why := "the turn the budget cut was dropped (task budget --cut-turn drop): its message is not delivered again"
+			if dropped != "" {
+				why = dropped
+			}
 			if cutTurn == api.CutTurnContinue {
 				var msg prompt.Message
 				_ = json.Unmarshal(d.Data, &msg)

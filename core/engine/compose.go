@@ -45,6 +45,7 @@ func (e *Engine) compose() {
 	e.Hosts.profiles = e.Roles.ListProfiles
 	// What the other areas give the spend area (usage.go).
 	e.Spend.may = e.auth.may
+	k.limitWait = e.Spend.limitWait
 	e.Spend.task = k.task
 	e.Spend.getTask = e.Tasks.GetTask
 	e.Spend.releaseRunLocked = e.Runs.releaseRunLocked

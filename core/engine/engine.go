@@ -84,6 +84,9 @@ type Options struct {
 	// SSHConfig, when set, is the ssh_config every ssh to a host uses
 	// (`ssh -F`) instead of the user's own: tests (KANDEV_SSH_CONFIG).
 	SSHConfig string
+	// Clock is the time spend limits count their windows by (ADR 0077):
+	// default the wall clock; tests inject one (FileClock).
+	Clock Clock
 }
 
 // Launcher starts one agent run: the process (or, in tests, the in-process
@@ -187,6 +190,10 @@ func New(ctx context.Context, opts Options) (*Engine, error) {
 		cancel()
 		return nil, err
 	}
+	if err := e.Spend.loadLimits(ctx); err != nil {
+		cancel()
+		return nil, fmt.Errorf("engine: load limits: %w", err)
+	}
 	return e, nil
 }
 
@@ -197,6 +204,9 @@ func (opts *Options) fillDefaults() error {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Clock == nil {
+		opts.Clock = wallClock{}
 	}
 	if opts.QueueCap <= 0 {
 		opts.QueueCap = api.QueueCap
@@ -262,6 +272,7 @@ func (e *Engine) Close() error {
 		}
 	}
 	e.Hosts.close()
+	e.Spend.closeLimits()
 	return nil
 }
 

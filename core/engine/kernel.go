@@ -26,6 +26,14 @@ import (
 // Every area holds the kernel as a named field (Hosts.k), never the
 // Engine; the kernel's own helpers read only its state (resolve a task,
 // its ancestry, who hands it on).
+// now is the engine's clock's time (Options.Clock), in UTC.
+func (k *kernel) now() time.Time {
+	if k.opts.Clock == nil {
+		return time.Now().UTC()
+	}
+	return k.opts.Clock.Now().UTC()
+}
+
 type kernel struct {
 	// opts: the engine's options, their defaults filled in (New).
 	opts Options
@@ -56,6 +64,10 @@ type kernel struct {
 	// blocking: the turns area's kick (turns.go), set by compose. It is
 	// announce's last step and how a run waiting for a host slot is woken.
 	kickLoop func(id string)
+	// limitWait says why a reached spend limit holds a task's queued work,
+	// or "": the spend area's (limits.go), set by compose; storedTask
+	// shows it as the task's waiting reason.
+	limitWait func(t core.Task) string
 }
 
 func (k *kernel) isClosing() bool {
@@ -132,6 +144,11 @@ func (k *kernel) storedTask(ctx context.Context, id string) (core.Task, error) {
 	if t.Waiting == "" {
 		if t.Waiting = k.deferred.reason(id); t.Waiting != "" {
 			t.WaitCause = core.WaitDelivery
+		}
+	}
+	if t.Waiting == "" && k.limitWait != nil {
+		if t.Waiting = k.limitWait(t); t.Waiting != "" {
+			t.WaitCause = core.WaitLimit
 		}
 	}
 	return t, nil

@@ -58,6 +58,11 @@ type recorder struct {
 	pendKind  core.MessageKind
 	pendField string
 	pendOff   int
+	// The turn's estimate from streamed text (usage.go): the bytes
+	// streamed, the tokens recorded, and whether the agent's own figure
+	// replaced it (then no more is estimated).
+	estBytes, estTokens int64
+	estDone             bool
 	// inflight is closed when the stream flusher's tick that took this
 	// recorder's pending output has written and published it; nil when
 	// none is in flight (settleWrites).
@@ -88,6 +93,7 @@ func (r *recorder) resetTurn() {
 	defer r.mu.Unlock()
 	r.endStream()
 	r.turn++
+	r.estBytes, r.estTokens, r.estDone = 0, 0, false
 }
 
 func (r *recorder) setReplaying(on bool) {
@@ -313,6 +319,7 @@ func (r *recorder) stream(kind core.MessageKind, text string) {
 	if text == "" {
 		return
 	}
+	r.countStreamed(len(text))
 	if r.streamSeq != 0 && r.streamKind == kind {
 		r.appendPending(r.streamSeq, kind, "", r.streamLen, text)
 		r.streamLen += len(text)

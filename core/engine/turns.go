@@ -77,6 +77,8 @@ func (tn *Turns) held(t core.Task) string {
 		return "waiting on question " + t.PendingQuestion.ID
 	case tn.spend.budgetHold(t) != "":
 		return "budget of task " + tn.spend.budgetHold(t) + " reached"
+	case tn.spend.limitHold(t) != "":
+		return tn.spend.limitHold(t)
 	case t.Stuck():
 		// A run that failed again would only fail again: explicit input
 		// (the operator's, or its parent's) clears the mark first.
@@ -193,6 +195,8 @@ func (tn *Turns) runTurn(rt *taskRuntime, run *liveRun, item store.QueueItem, fe
 	// Every update of the turn came before its response: what waits of
 	// the streamed output is written before the turn's end.
 	run.rec.flush()
+	// No token counts of the agent's own: its estimate stands, all of it.
+	run.rec.settleEstimate()
 	tn.turnEnded(ctx, rt, run, t, stopReason, promptErr)
 }
 

@@ -79,9 +79,56 @@ func (r *recorder) usageUpdate(u *acp.SessionUsageUpdate) {
 	r.runs.spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, false, used, size)
 }
 
+// An agent that reports no token counts until its turn ends (most do:
+// they come in the prompt response) is counted mid-turn by an estimate
+// from the text it streams, messages and thoughts: bytesPerToken bytes a
+// token, recorded each estimateStep tokens and at the turn's end, and
+// marked as an estimate wherever it is shown; the agent's own figure for
+// the turn, when it comes, replaces it wholly (ADR 0077). So a token
+// budget or limit stops a turn that runs past it.
+const (
+	bytesPerToken = 4
+	estimateStep  = 1024
+)
+
+// countStreamed adds n streamed bytes to the turn's estimate, recording
+// it each estimateStep tokens. r.mu is held.
+func (r *recorder) countStreamed(n int) {
+	if r.estDone {
+		return
+	}
+	r.estBytes += int64(n)
+	if r.estBytes/bytesPerToken-r.estTokens >= estimateStep {
+		r.recordEstimateLocked()
+	}
+}
+
+// recordEstimateLocked records what the turn's estimate grew by since it
+// was last recorded. r.mu is held.
+func (r *recorder) recordEstimateLocked() {
+	d := r.estBytes/bytesPerToken - r.estTokens
+	if d <= 0 || r.estDone {
+		return
+	}
+	r.estTokens += d
+	r.runs.spend.recordSpend(store.UsageReport{TaskID: r.taskID, SessionID: r.sessionID, Profile: r.profile(),
+		Usage: store.Usage{Tokens: d}, EstimateKey: r.estimateKey(), Estimated: true})
+}
+
+// settleEstimate records the rest of the turn's estimate when its turn
+// ended with no token counts of the agent's own.
+func (r *recorder) settleEstimate() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recordEstimateLocked()
+}
+
+// estimateKey names this turn's estimate: the session and the turn.
+func (r *recorder) estimateKey() string { return r.sessionID + "/" + strconv.Itoa(r.turn) }
+
 // TurnUsage implements agent.UsageHandler: a turn's token counts from its
-// prompt response. It is recorded even for a run a stop released: what
-// was spent was spent.
+// prompt response, which replace the turn's estimate. It is recorded even
+// for a run a stop released: what was spent was spent.
 func (r *recorder) TurnUsage(u acp.Usage) {
 	for _, f := range []struct {
 		name string
@@ -100,10 +147,21 @@ func (r *recorder) TurnUsage(u acp.Usage) {
 	if spend.Tokens == 0 {
 		spend.Tokens = spend.Input + spend.Output + spend.Thought + spend.CacheRead + spend.CacheWrite
 	}
-	if spend.Zero() {
+	if spend.Tokens == 0 {
+		// No figure of the agent's own: the estimate stands.
+		if !spend.Zero() {
+			r.runs.spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
+		}
 		return
 	}
-	r.runs.spend.recordUsage(r.taskID, r.sessionID, r.profile(), spend, true, 0, 0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rep := store.UsageReport{TaskID: r.taskID, SessionID: r.sessionID, Profile: r.profile(), Usage: spend, Turn: true}
+	if r.estTokens > 0 {
+		rep.EstimateKey = r.estimateKey()
+	}
+	r.estDone = true
+	r.runs.spend.recordSpend(rep)
 }
 
 func (r *recorder) profile() string {
@@ -195,6 +253,9 @@ type spendState struct {
 	// budgetMu serialises budget checks and changes, so a notice goes out
 	// once and a tree is stopped once.
 	budgetMu sync.Mutex
+	// limits are the spend limits reached in their window, by key
+	// (limits.go), under mu.
+	limits map[string]*limitMark
 }
 
 // costDelta is what a session's cumulative cost in a currency grew by, in
@@ -218,24 +279,45 @@ func (s *spendState) costDelta(sessionID string, amount float64, currency string
 // and every ancestor's subtree sums, in one transaction; then the
 // budgets above the task are checked.
 func (sp *Spend) recordUsage(taskID, sessionID, profile string, u store.Usage, turn bool, used, size int64) {
+	sp.recordSpend(store.UsageReport{TaskID: taskID, SessionID: sessionID, Profile: profile,
+		Usage: u, Turn: turn, ContextUsed: used, ContextSize: size})
+}
+
+// recordSpend writes one report (recordUsage), an estimate's too.
+func (sp *Spend) recordSpend(r store.UsageReport) {
 	ctx := context.Background()
-	ancestors := sp.ancestors(taskID)
+	ancestors := sp.ancestors(r.TaskID)
+	r.At = sp.now()
+	r.Role = sp.roleOf(r.TaskID)
+	u := r.Usage
+	moved := u.Tokens != 0 || u.CostMicros != 0 || r.EstimateKey != ""
 	err := sp.k.commit(ctx, func(tx *store.Tx, c *changes) error {
-		c.touch(taskID)
-		if u.Tokens != 0 || u.CostMicros != 0 {
+		c.touch(r.TaskID)
+		if moved {
 			c.touch(ancestors...)
 		}
-		return tx.AddUsage(ctx, store.UsageReport{TaskID: taskID, SessionID: sessionID, Profile: profile,
-			At: time.Now().UTC(), Usage: u, Turn: turn, ContextUsed: used, ContextSize: size}, ancestors)
+		return tx.AddUsage(ctx, r, ancestors)
 	})
 	if err != nil {
-		sp.k.log.Error("record usage", "task", taskID, "err", err)
+		sp.k.log.Error("record usage", "task", r.TaskID, "err", err)
 		return
 	}
-	if u.Tokens != 0 || u.CostMicros != 0 {
-		sp.checkBudgetsAsync(taskID)
+	if moved {
+		sp.checkBudgetsAsync(r.TaskID)
 	}
 }
+
+// roleOf is the role a task is assigned to, "" for none.
+func (sp *Spend) roleOf(id string) string {
+	t, ok := sp.k.cached(id)
+	if !ok || t.Assignee == nil || !t.Assignee.IsRole() {
+		return ""
+	}
+	return t.Assignee.Name
+}
+
+// now is the engine's clock's time, in UTC.
+func (sp *Spend) now() time.Time { return sp.k.now() }
 
 // ancestors lists a task's ancestors, nearest first (parents are fixed at
 // creation, so the cache's chain is the store's).
@@ -274,6 +356,8 @@ func usageFromStore(u *store.TaskUsage) (*core.TaskUsage, *core.BudgetInfo) {
 	if u.Turns > 0 || !u.Own.Zero() || u.TreeTokens != 0 || u.TreeCost != 0 || u.ContextSize > 0 || u.OtherCosts != "" || u.TreeOtherCosts != "" {
 		usage = &core.TaskUsage{Own: spendOf(u.Own), Turns: u.Turns, ContextUsed: u.ContextUsed, ContextSize: u.ContextSize,
 			Tree: core.Spend{Tokens: u.TreeTokens, Cost: float64(u.TreeCost) / microsPerUnit, Currency: u.TreeCurrency}}
+		usage.Own.SetEstimate(u.EstTokens)
+		usage.Tree.SetEstimate(u.TreeEstTokens)
 		usage.Own.Others = otherCosts(u.OtherCosts)
 		usage.Tree.Others = otherCosts(u.TreeOtherCosts)
 	}
@@ -390,6 +474,7 @@ func (sp *Spend) Usage(ctx context.Context, in api.UsageInput) (api.UsageReport,
 			s.Thought += g.Usage.Thought
 			s.CacheRead += g.Usage.CacheRead
 			s.CacheWrite += g.Usage.CacheWrite
+			s.SetEstimate(s.EstimatedTokens + g.EstTokens)
 		}
 		row.Turns += g.Turns
 		rep.Turns += g.Turns

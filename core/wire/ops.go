@@ -224,6 +224,10 @@ var (
 	SetBudget = def(Op[Keyed[api.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"})
 	Usage     = def(Op[UsageQuery, api.UsageReport]{Name: "Usage", Method: "GET", Path: "/v1/usage"})
 
+	ListLimits  = def(Op[None, []api.LimitStatus]{Name: "ListLimits", Method: "GET", Path: "/v1/limits"})
+	SetLimit    = def(Op[api.LimitInput, api.LimitStatus]{Name: "SetLimit", Method: "POST", Path: "/v1/limits"})
+	RemoveLimit = def(Op[api.LimitInput, api.LimitStatus]{Name: "RemoveLimit", Method: "POST", Path: "/v1/limits/remove"})
+
 	ListRoles  = def(Op[None, []api.Role]{Name: "ListRoles", Method: "GET", Path: "/v1/roles"})
 	AddRole    = def(Op[api.RoleInput, api.Role]{Name: "AddRole", Method: "POST", Path: "/v1/roles"})
 	GetRole    = def(Op[Keyed[None], api.Role]{Name: "GetRole", Method: "GET", Path: "/v1/roles/{name}"})

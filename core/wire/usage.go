@@ -13,12 +13,14 @@ import (
 // has a budget of its own, a space and the budget's JSON. At 100,000 tasks
 // that all spent, JSON for every one doubled the TUI's whole-tree load.
 //
-//	OWN;TREE;TURNS,CONTEXT_USED,CONTEXT_SIZE[ BUDGET-JSON]
+//	OWN;TREE;TURNS,CONTEXT_USED,CONTEXT_SIZE[,OWN_EST,TREE_EST][ BUDGET-JSON]
 //
 // where OWN and TREE are TOKENS,INPUT,OUTPUT,THOUGHT,CACHE_READ,CACHE_WRITE,
 // COST,CURRENCY[,OTHERS] (the cost in Go's shortest round-trip form; the
 // currency three letters, as the engine records it; OTHERS, when it spent
-// in other currencies, CUR=COST joined by "|") and "-" stands for no usage.
+// in other currencies, CUR=COST joined by "|"), OWN_EST and TREE_EST the
+// tokens of OWN and TREE that are an estimate (only when one is), and "-"
+// stands for no usage.
 
 func appendSummaryUsage(b []byte, t *core.Task) ([]byte, error) {
 	if u := t.Usage; u != nil {
@@ -31,6 +33,12 @@ func appendSummaryUsage(b []byte, t *core.Task) ([]byte, error) {
 		b = strconv.AppendInt(b, u.ContextUsed, 10)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, u.ContextSize, 10)
+		if u.Own.EstimatedTokens != 0 || u.Tree.EstimatedTokens != 0 {
+			b = append(b, ',')
+			b = strconv.AppendInt(b, u.Own.EstimatedTokens, 10)
+			b = append(b, ',')
+			b = strconv.AppendInt(b, u.Tree.EstimatedTokens, 10)
+		}
 	} else {
 		b = append(b, '-')
 	}
@@ -99,10 +107,10 @@ func readSummaryUsage(t *core.Task, s string) error {
 		return err
 	}
 	rest := strings.Split(parts[2], ",")
-	if len(rest) != 3 {
-		return fmt.Errorf("%q is not TURNS,USED,SIZE", parts[2])
+	if len(rest) != 3 && len(rest) != 5 {
+		return fmt.Errorf("%q is not TURNS,USED,SIZE[,OWN_EST,TREE_EST]", parts[2])
 	}
-	var n [3]int64
+	var n [5]int64
 	for i, f := range rest {
 		v, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
@@ -111,6 +119,8 @@ func readSummaryUsage(t *core.Task, s string) error {
 		n[i] = v
 	}
 	u.Turns, u.ContextUsed, u.ContextSize = int(n[0]), n[1], n[2]
+	u.Own.SetEstimate(n[3])
+	u.Tree.SetEstimate(n[4])
 	t.Usage = &u
 	return nil
 }

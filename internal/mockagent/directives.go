@@ -116,6 +116,11 @@ func (t *turn) exec(d string) error {
 		t.plan(arg)
 	case "usage":
 		t.reportUsage(arg)
+	case "usage-at-end":
+		// Checked now, sent when the turn ends (Gemini CLI, Codex).
+		t.atEnd = append(t.atEnd, arg)
+	case "flood":
+		t.flood(arg)
 	case "on":
 		t.on(arg)
 	case "if":

@@ -128,6 +128,34 @@ func (t *turn) burst(arg string) {
 	t.sayf("\nburst: sent %d", n)
 }
 
+// floodChunk is the text `mock: flood` streams, a chunk at a time.
+var floodChunk = strings.Repeat("flood text ", 93) + "\n" // 1 KiB
+
+// flood is `mock: flood SIZE`: SIZE bytes of agent text (K, M, G: powers
+// of 1024), streamed as fast as the client reads, in 1 KiB message
+// chunks, until sent or the turn is cancelled; then `flood: sent N
+// bytes`. A runaway turn that reports no usage while it runs.
+func (t *turn) flood(arg string) {
+	size, err := parseSize(strings.TrimSpace(arg))
+	if err != nil || size <= 0 {
+		t.sayf("error mock: flood: invalid size %q", arg)
+		return
+	}
+	var n int64
+	for n < size {
+		if t.ctx.Err() != nil {
+			return
+		}
+		c := floodChunk
+		if left := size - n; left < int64(len(c)) {
+			c = c[:left]
+		}
+		t.update(acp.UpdateAgentMessageText(c))
+		n += int64(len(c))
+	}
+	t.sayf("flood: sent %d bytes", n)
+}
+
 // burstThink is burst for thought chunks ("t0 ", "t1 ", ...).
 func (t *turn) burstThink(arg string) {
 	n, err := strconv.Atoi(strings.TrimSpace(arg))

@@ -30,6 +30,9 @@ type turn struct {
 	earlier []string // first lines of the session's earlier prompts
 	toolSeq int
 	usage   *acp.Usage // what `mock: usage` reported, for the prompt response
+	// atEnd are `mock: usage-at-end` reports, sent when the turn ends
+	// (not when it is cancelled): nothing of them comes mid-turn.
+	atEnd []string
 }
 
 func (a *agent) runTurn(ctx context.Context, s *session, text string) (acp.PromptResponse, error) {
@@ -60,6 +63,11 @@ func (a *agent) runTurn(ctx context.Context, s *session, text string) (acp.Promp
 	st.Prompts = append(st.Prompts, sc.first)
 
 	err := t.run(reactions)
+	if err == nil && ctx.Err() == nil {
+		for _, arg := range t.atEnd {
+			t.reportUsage(arg)
+		}
+	}
 	if errors.Is(err, errCrashed) {
 		// A crashed process persists nothing.
 		return acp.PromptResponse{}, err
