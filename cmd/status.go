@@ -34,7 +34,8 @@ type Glance struct {
 	// Tasks lists the tasks that need you, most urgent first (in listing
 	// order within an urgency).
 	Tasks []GlanceTask `json:"need_you_tasks"`
-	// SpentToday is what agents reported spending since local midnight.
+	// SpentToday is what agents reported spending since UTC midnight: the
+	// day a per-day spend limit counts (ADR 0077).
 	SpentToday *core.Spend `json:"spent_today,omitempty"`
 }
 
@@ -154,8 +155,8 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	}
 	g.rank()
 	if !short {
-		y, m, d := time.Now().Date()
-		if rep, err := client.Usage(ctx, api.UsageInput{Since: time.Date(y, m, d, 0, 0, 0, 0, time.Local), By: "day"}); err == nil {
+		y, m, d := time.Now().UTC().Date()
+		if rep, err := client.Usage(ctx, api.UsageInput{Since: time.Date(y, m, d, 0, 0, 0, 0, time.UTC), By: "day"}); err == nil {
 			g.SpentToday = &rep.Total
 		}
 	}
@@ -171,7 +172,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		if c := s.CostText(); c != "" {
 			spent = c + ", " + spent
 		}
-		fmt.Fprintf(f.IO.Out, "spent today: %s\n", spent)
+		fmt.Fprintf(f.IO.Out, "spent today (UTC): %s\n", spent)
 	}
 	tw := tabwriter.NewWriter(f.IO.Out, 0, 4, 2, ' ', 0)
 	for _, t := range g.Tasks {

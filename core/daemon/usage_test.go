@@ -122,7 +122,7 @@ func TestUsageSummedPerTaskAndTree(t *testing.T) {
 	if byProfile := d.MustRun("usage", "--by", "profile"); !strings.Contains(byProfile, "mock") || !strings.Contains(byProfile, "$0.58") {
 		t.Errorf("usage --by profile:\n%s", byProfile)
 	}
-	if status := d.MustRun("status"); !strings.Contains(status, "spent today: $0.58, "+rep.Total.TokensText()) {
+	if status := d.MustRun("status"); !strings.Contains(status, "spent today (UTC): $0.58, "+rep.Total.TokensText()) {
 		t.Errorf("status:\n%s", status)
 	}
 }
