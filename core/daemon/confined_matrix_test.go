@@ -22,7 +22,9 @@ import (
 // each cell the agent starts, lists kandev's MCP tools through its kandev
 // mcp (confined with it), asks the operator a question that the operator
 // answers, and is stopped, leaving no process or container of its
-// session. The table is logged (and written to $KANDEV_MATRIX_OUT).
+// session. A task whose --cwd is a subdirectory of a repository starts
+// there under each, its whole worktree writable. The table is logged (and
+// written to $KANDEV_MATRIX_OUT).
 
 // install is one way an agent is installed, under root with home as the
 // operator's home; it returns the directory to put on PATH.
@@ -179,6 +181,7 @@ func TestBuiltinProfilesConfinedAsInstalled(t *testing.T) {
 
 	boxes := []string{core.SandboxNone, core.SandboxBwrap, core.SandboxDocker}
 	cells := map[string]map[string]*matrixCell{}
+	subdir := map[string]bool{}
 	for _, box := range boxes {
 		t.Run(box, func(t *testing.T) {
 			env := []string{"HOME=" + home, "KANDEV_PERMISSION=allow", "PATH=" + strings.Join(path, ":")}
@@ -195,6 +198,7 @@ func TestBuiltinProfilesConfinedAsInstalled(t *testing.T) {
 				leaveNoContainer(t, e)
 			}
 			cells[box] = map[string]*matrixCell{}
+			bt := t // the images outlive each profile's subtest: the last one uses claude's
 			for _, in := range installs {
 				t.Run(in.profile, func(t *testing.T) {
 					if box == core.SandboxDocker {
@@ -203,13 +207,17 @@ func TestBuiltinProfilesConfinedAsInstalled(t *testing.T) {
 						if res.Code != 0 {
 							t.Fatalf("image build %s: exit %d\n%s\n%s", in.profile, res.Code, res.Stdout, res.Stderr)
 						}
-						t.Cleanup(func() { _ = e.command("rmi", "--force", tag).Run() })
+						bt.Cleanup(func() { _ = e.command("rmi", "--force", tag).Run() })
 					}
 					c := &matrixCell{}
 					cells[box][in.profile] = c
 					confinedCell(t, d, e, c, in.profile, box, filepath.Join(root, "work", box, in.profile))
 				})
 			}
+			t.Run("cwd in a repository", func(t *testing.T) {
+				cwdInRepository(t, d, e, box)
+				subdir[box] = true
+			})
 		})
 	}
 
@@ -229,6 +237,11 @@ func TestBuiltinProfilesConfinedAsInstalled(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", in.profile, in.how, strings.Join(row, " | "))
 	}
+	row := []string{}
+	for _, box := range boxes {
+		row = append(row, map[bool]string{true: "yes", false: "NO"}[subdir[box]])
+	}
+	fmt.Fprintf(&b, "| claude | --cwd a subdirectory of a repository: starts there, its whole worktree writable | %s |\n", strings.Join(row, " | "))
 	t.Logf("built-in profiles confined as installed:\n%s", b.String())
 	if out := os.Getenv("KANDEV_MATRIX_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
@@ -280,4 +293,33 @@ func confinedCell(t *testing.T, d *daemontest.Daemon, e engine, c *matrixCell, p
 		daemontest.Eventually(t, wait, "no container of session "+sid+" left", func() bool { return len(kandevContainers(t, e, sid)) == 0 })
 	}
 	c.nothingLeft = true
+}
+
+// cwdInRepository: a task whose --cwd is a subdirectory of a repository
+// starts there, confined as unconfined, with its whole worktree writable
+// (the file it writes at the top is in the worktree on the host).
+func cwdInRepository(t *testing.T, d *daemontest.Daemon, e engine, box string) {
+	t.Helper()
+	repo := gitRepo(t)
+	task := create(t, d, api.CreateTaskInput{Title: "sub " + box, Profile: "claude", CWD: filepath.Join(repo, "sub"), Workspace: "worktree", Sandbox: box, Start: true,
+		Prompt: "mock: sh pwd && touch ../top.txt && git status --short && echo wrote"})
+	logTaskOnFailure(t, d, task.ID, nil)
+	out := shSaid(t, d, task.ID, 1)
+	got := get(t, d, task.ID)
+	if got.Workspace == nil {
+		t.Fatalf("no worktree: %+v", got)
+	}
+	top := got.Workspace.Dir
+	if !strings.Contains(out, filepath.Join(top, "sub")+"\n") || !strings.Contains(out, "?? ../top.txt") || !strings.Contains(out, "wrote") {
+		t.Fatalf("the agent did not start in the subdirectory and write the top of %s:\n%s", top, out)
+	}
+	if _, err := os.Stat(filepath.Join(top, "top.txt")); err != nil {
+		t.Fatalf("the file the agent wrote at the top: %v", err)
+	}
+	sid := got.Session.ID
+	d.MustRun("task", "stop", task.ID)
+	daemontest.Eventually(t, wait, "no process of session "+sid+" left", func() bool { return len(agent.SessionProcs(sid)) == 0 })
+	if box == core.SandboxDocker {
+		daemontest.Eventually(t, wait, "no container of session "+sid+" left", func() bool { return len(kandevContainers(t, e, sid)) == 0 })
+	}
 }
