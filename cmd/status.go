@@ -64,13 +64,7 @@ func (g *Glance) add(t *core.Task) {
 		} else {
 			g.Review++
 		}
-		why := a.Why
-		if t.OverBudget() {
-			// Its tree spent its budget (or holds for spend kandev could
-			// not count): one story with wait, task list and the TUI.
-			why = "budget"
-		}
-		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Stage: core.StageOf(t), Why: why, Urgency: a.Urgency})
+		g.Tasks = append(g.Tasks, GlanceTask{ID: strings.Clone(t.ID), Title: strings.Clone(t.Title), Stage: core.StageOf(t), Why: a.Why, Urgency: a.Urgency})
 	}
 	if t.Running() {
 		g.Running++

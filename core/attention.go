@@ -41,8 +41,19 @@ type Attention struct {
 }
 
 // NeedsYou ranks t. A person other than the operator who holds an
-// escalated task is a person waited on too, so it counts.
+// escalated task is a person waited on too, so it counts. A task whose
+// tree spent its budget (or holds for spend kandev could not count) says
+// "budget" whatever else holds it: one story for status, the web inbox,
+// wait and the TUI (issue 37).
 func (t *Task) NeedsYou() Attention {
+	a := t.needsYou()
+	if a.Urgency != UrgencyNone && t.OverBudget() {
+		a.Why = "budget"
+	}
+	return a
+}
+
+func (t *Task) needsYou() Attention {
 	if t == nil || t.Archived || t.Status.Terminal() || (t.Workspace != nil && t.Workspace.Mode == WorkspaceDiscarded) {
 		return Attention{}
 	}

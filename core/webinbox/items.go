@@ -98,7 +98,7 @@ type Budget struct {
 
 // Items lists the tasks that need you, ranked as kandev status ranks
 // them: most urgent first (core.Task.NeedsYou), in listing order within
-// an urgency; a tree that spent its budget says "budget".
+// an urgency (a tree that spent its budget says "budget", as NeedsYou does).
 func Items(tasks []core.Task) []Item {
 	idx := byID(tasks)
 	type ranked struct {
@@ -152,9 +152,6 @@ func itemOf(t *core.Task, place []string) Item {
 	it := Item{ID: t.ID, Title: line(t.Title), Place: place, Why: a.Why, Urgency: a.Urgency.String(),
 		Urgent: a.Urgency.Urgent(), Stage: string(core.StageOf(t)), CanHandBack: t.HandedBy != nil,
 		Live: t.Session != nil && t.Session.State.Live()}
-	if t.OverBudget() {
-		it.Why = "budget"
-	}
 	if q := t.PendingQuestion; q != nil && q.Status == core.QuestionPending && q.Kind.ForPerson() {
 		it.Question = questionOf(q)
 	}
