@@ -1,0 +1,214 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"github.com/kandev/kandev/core/agent"
+)
+
+// These tests run against a real cluster: the one .ci/kube-up builds and
+// starts (KANDEV_TEST_KUBECONFIG=its kubeconfig), else they skip, as the
+// docker tests do without docker. KANDEV_TEST_KUBE_IMAGE names the image
+// (default: kube-up's busybox, imported there, never pulled).
+func testCluster(t *testing.T) *Client {
+	t.Helper()
+	kc := os.Getenv("KANDEV_TEST_KUBECONFIG")
+	if kc == "" {
+		t.Skip("no cluster: set KANDEV_TEST_KUBECONFIG (.ci/kube-up prints one)")
+	}
+	c, err := Connect(Target{Kubeconfig: kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func testImage() string {
+	if i := os.Getenv("KANDEV_TEST_KUBE_IMAGE"); i != "" {
+		return i
+	}
+	return "kandev.local/busybox:1"
+}
+
+func TestClusterCheck(t *testing.T) {
+	c := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rep, err := c.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Server == "" || rep.Namespace != "default" {
+		t.Fatalf("report %+v (%s)", rep, rep.Problem())
+	}
+	bad, err := Connect(Target{Kubeconfig: os.Getenv("KANDEV_TEST_KUBECONFIG"), Namespace: "no-such-namespace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Check(ctx); err == nil || !strings.Contains(err.Error(), `namespace "no-such-namespace" does not exist`) {
+		t.Fatalf("a missing namespace: %v", err)
+	}
+	if _, err := Connect(Target{Kubeconfig: os.Getenv("KANDEV_TEST_KUBECONFIG"), Context: "nope"}); err == nil ||
+		!strings.Contains(err.Error(), `no context "nope"`) {
+		t.Fatalf("a missing context: %v", err)
+	}
+}
+
+var (
+	staticOnce sync.Once
+	staticBin  string
+	staticErr  error
+)
+
+// staticKandev builds kandev without cgo, so it runs in an image with no
+// libc: its mock agent is what runs in the pod.
+func staticKandev(t *testing.T) string {
+	t.Helper()
+	staticOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kandev-kube-bin-")
+		if err != nil {
+			staticErr = err
+			return
+		}
+		staticBin = filepath.Join(dir, "kandev")
+		cmd := exec.Command("go", "build", "-o", staticBin, "./cmd/kandev")
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			staticErr = fmt.Errorf("static build: %v\n%s", err, out)
+		}
+	})
+	if staticErr != nil {
+		t.Fatal(staticErr)
+	}
+	return staticBin
+}
+
+// said collects the agent's messages.
+type said struct {
+	mu   sync.Mutex
+	text strings.Builder
+}
+
+func (h *said) Update(_ context.Context, n acp.SessionNotification) {
+	if m := n.Update.AgentMessageChunk; m != nil && m.Content.Text != nil {
+		h.mu.Lock()
+		h.text.WriteString(m.Content.Text.Text)
+		h.mu.Unlock()
+	}
+}
+func (h *said) Permission(context.Context, acp.RequestPermissionRequest) acp.RequestPermissionResponse {
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
+}
+func (h *said) Garbage(string) {}
+func (h *said) Fault(string)   {}
+func (h *said) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.text.String()
+}
+
+// The mock agent runs in a pod of its own: kandev's binary carried in, ACP
+// over the attach stream, a prompt and its answer, the session's id in
+// its environment; stop deletes the pod and nothing of the session is
+// left.
+func TestClusterPodRunsAgent(t *testing.T) {
+	c := testCluster(t)
+	bin := staticKandev(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	session := fmt.Sprintf("kt%d", time.Now().UnixNano())
+	home := "kubetest"
+	sess, peer, err := c.Start(ctx, PodSpec{
+		SessionID: session, TaskID: "t1", HomeID: home, Image: testImage(), PullNever: true,
+		Command: BinaryPath, Args: []string{"mock-agent"}, Grace: 1,
+		Env: []string{"KANDEV_SESSION_ID=" + session},
+	}, bin, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), sess.Name, 0) })
+	if pods, err := c.Pods(ctx, SessionSelector(home, session)); err != nil || len(pods) != 1 {
+		t.Fatalf("pods of the session: %d, %v", len(pods), err)
+	}
+	h := &said{}
+	run := agent.Attach(agent.Spec{Command: BinaryPath, Dir: WorkDir, SessionID: session}, h, peer)
+	if err := run.Open(ctx); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := run.Prompt(ctx, "mock: say hello from the pod"); err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	if _, err := run.Prompt(ctx, "mock: env KANDEV_SESSION_ID"); err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	if got := h.String(); !strings.Contains(got, "hello from the pod") || !strings.Contains(got, session) {
+		t.Fatalf("the agent said %q", got)
+	}
+	// Stop: the agent's EOF, then the pod deleted.
+	run.Terminate(agent.Grace{Cancel: time.Second, Interrupt: time.Second, Terminate: time.Second})
+	<-sess.Done()
+	if err := sess.Delete(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if pods, err := c.Pods(ctx, HomeSelector(home)); err != nil || len(pods) != 0 {
+		t.Fatalf("left in the namespace: %d pods, %v", len(pods), err)
+	}
+}
+
+// A pod whose image is not on the node (and may not be pulled) fails the
+// start with the kubelet's reason, and is deleted.
+func TestClusterPodCannotStart(t *testing.T) {
+	c := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	session := fmt.Sprintf("kt%d", time.Now().UnixNano())
+	_, _, err := c.Start(ctx, PodSpec{SessionID: session, HomeID: "kubetest", Image: "kandev.local/absent:1",
+		PullNever: true, Command: "/bin/true", Grace: 1}, "", nil)
+	if err == nil || !strings.Contains(err.Error(), "ErrImageNeverPull") {
+		t.Fatalf("start with an absent image: %v", err)
+	}
+	if pods, err := c.Pods(ctx, SessionSelector("kubetest", session)); err != nil || len(pods) != 0 {
+		t.Fatalf("left in the namespace: %d pods, %v", len(pods), err)
+	}
+}
+
+// The sweep deletes a home's pods whose session is not live, and only
+// those.
+func TestClusterSweep(t *testing.T) {
+	c := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	home := fmt.Sprintf("sweep%d", time.Now().UnixNano())
+	var names []string
+	for _, s := range []string{"live", "dead"} {
+		sess, _, err := c.Start(ctx, PodSpec{SessionID: s + home, HomeID: home, Image: testImage(), PullNever: true,
+			Command: "/bin/sleep", Args: []string{"600"}, Grace: 1}, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, sess.Name)
+		t.Cleanup(func() { _ = c.DeletePod(context.Background(), sess.Name, 0) })
+	}
+	swept, err := c.Sweep(ctx, home, func(s string) bool { return s == "live"+home })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(swept) != 1 || swept[0] != names[1] {
+		t.Fatalf("swept %q, want [%s]", swept, names[1])
+	}
+	pods, err := c.Pods(ctx, HomeSelector(home))
+	if err != nil || len(pods) != 1 || pods[0].Name != names[0] {
+		t.Fatalf("left: %d pods, %v", len(pods), err)
+	}
+}
