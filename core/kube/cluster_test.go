@@ -2,7 +2,10 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	acp "github.com/coder/acp-go-sdk"
 
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/api"
 )
 
 // These tests run against a real cluster: the one .ci/kube-up builds and
@@ -210,5 +214,77 @@ func TestClusterSweep(t *testing.T) {
 	pods, err := c.Pods(ctx, HomeSelector(home))
 	if err != nil || len(pods) != 1 || pods[0].Name != names[0] {
 		t.Fatalf("left: %d pods, %v", len(pods), err)
+	}
+}
+
+// The agent's `kandev mcp` in the pod reaches the daemon's socket through
+// the relay and spare exec streams (no port open anywhere), with the
+// session's token: a stand-in daemon serves the tool surface and sees the
+// token.
+func TestClusterPodMCP(t *testing.T) {
+	c := testCluster(t)
+	bin := staticKandev(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "kmcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "mcp.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var auth []string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.URL.Path != "/v1/mcp/surface" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(api.ToolSurface{Surface: "agent", Tools: []string{"get_task_diff_kandev"}})
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+
+	session := fmt.Sprintf("kt%d", time.Now().UnixNano())
+	sess, peer, err := c.Start(ctx, PodSpec{
+		SessionID: session, HomeID: "kubetest", Image: testImage(), PullNever: true, MCP: true,
+		Command: BinaryPath, Args: []string{"mock-agent"}, Grace: 1,
+	}, bin, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), sess.Name, 0) })
+	sess.ForwardMCP(ctx, sock, t.Logf)
+	h := &said{}
+	run := agent.Attach(agent.Spec{Command: BinaryPath, Dir: WorkDir, SessionID: session,
+		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "kandev", Command: BinaryPath, Args: []string{"mcp"},
+			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: MCPSocket}, {Name: "KANDEV_TOKEN", Value: "tok-" + session}}}}},
+	}, h, peer)
+	if err := run.Open(ctx); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := run.Prompt(ctx, "mock: tools"); err != nil {
+		t.Fatalf("prompt: %v", err)
+	}
+	if got := h.String(); !strings.Contains(got, "tools: get_task_diff_kandev") {
+		t.Fatalf("the agent said %q", got)
+	}
+	mu.Lock()
+	seen := strings.Join(auth, "\n")
+	mu.Unlock()
+	if !strings.Contains(seen, "GET /v1/mcp/surface Bearer tok-"+session) {
+		t.Fatalf("the daemon saw %q", seen)
+	}
+	run.Terminate(agent.Grace{Cancel: time.Second, Interrupt: time.Second, Terminate: time.Second})
+	<-sess.Done()
+	if err := sess.Delete(ctx, 1); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -37,6 +37,11 @@ const (
 	// BinaryPath is where kandev's binary lands in the pod.
 	BinaryPath = KandevDir + "/bin/kandev"
 	readyPath  = KandevDir + "/ready"
+	// MCPSocket is where the agent's `kandev mcp` dials (KANDEV_SOCKET)
+	// when the pod carries MCP; kube-relay listens there.
+	MCPSocket = KandevDir + "/run/mcp.sock"
+	// relaySocket is kube-relay's control socket, where spares wait.
+	relaySocket = KandevDir + "/run/relay.sock"
 	// WorkDir is the agent's working directory (its worktree).
 	WorkDir = "/work"
 	tmpDir  = "/tmp"
@@ -71,6 +76,11 @@ type PodSpec struct {
 	// Grace is the pod's termination grace in seconds (the agent's time
 	// between SIGTERM and SIGKILL on a delete).
 	Grace int64
+	// MCP says the agent's `kandev mcp` reaches the daemon: the pod runs
+	// kube-relay at MCPSocket (KANDEV_SOCKET in its environment), and the
+	// daemon carries its connections with Session.ForwardMCP. Needs
+	// kandev's binary carried in.
+	MCP bool
 	// PullNever says the image is on the node already (imported, never
 	// pulled): imagePullPolicy Never. Otherwise IfNotPresent.
 	PullNever bool
@@ -107,10 +117,18 @@ func HomeSelector(home string) string {
 }
 
 // waitScript is the agent container's shell: it waits until kandev has
-// put its binary in place (the ready mark), then becomes the agent, in
-// the work directory, so the agent is the container's main process and
-// its stdin is the attach stream.
-const waitScript = `while [ ! -e ` + readyPath + ` ]; do sleep 0.1; done; cd ` + WorkDir + ` && exec "$@"`
+// put its binary in place (the ready mark), starts the MCP relay when the
+// pod carries MCP (and waits until it listens), then becomes the agent,
+// in the work directory, so the agent is the container's main process and
+// its stdin is the attach stream. (A background job of a non-interactive
+// shell reads /dev/null, so the relay never takes the agent's stdin.)
+const waitScript = `while [ ! -e ` + readyPath + ` ]; do sleep 0.1; done
+if [ -n "$KANDEV_KUBE_RELAY" ]; then
+  mkdir -p ` + KandevDir + `/run
+  ` + BinaryPath + ` kube-relay serve ` + MCPSocket + ` ` + relaySocket + ` &
+  while [ ! -S ` + MCPSocket + ` ]; do kill -0 $! || exit 111; sleep 0.05; done
+fi
+cd ` + WorkDir + ` && exec "$@"`
 
 // BuildPod makes the pod for s, or says what in s is wrong.
 func BuildPod(s PodSpec) (*corev1.Pod, error) {
@@ -153,6 +171,9 @@ func BuildPod(s PodSpec) (*corev1.Pod, error) {
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
 	env = append(env, corev1.EnvVar{Name: "HOME", Value: WorkDir}, corev1.EnvVar{Name: "TMPDIR", Value: tmpDir})
+	if s.MCP {
+		env = append(env, corev1.EnvVar{Name: "KANDEV_KUBE_RELAY", Value: "1"}, corev1.EnvVar{Name: "KANDEV_SOCKET", Value: MCPSocket})
+	}
 	res := corev1.ResourceRequirements{}
 	for _, q := range []struct {
 		name corev1.ResourceName

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/kandev/kandev/core/agent"
+	"github.com/kandev/kandev/core/kube/relay"
 )
 
 // Session is one session's pod.
@@ -91,7 +92,9 @@ func (c *Client) Start(ctx context.Context, s PodSpec, binary string, stderr io.
 	go func() {
 		serr := exec.StreamWithContext(actx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdoutW, Stderr: stderr})
 		stdoutW.Close()
-		stdinR.Close()
+		// The writer's end: client-go's stdin copier sees EOF, and the
+		// agent's next write fails (its input is gone).
+		stdinW.Close()
 		err := c.exitOf(created.Name, serr)
 		sess.mu.Lock()
 		sess.err = err
@@ -142,6 +145,68 @@ func (c *Client) exitOf(name string, streamErr error) error {
 	default:
 		return fmt.Errorf("pod %s: %v", name, err)
 	}
+}
+
+// ForwardMCP carries the pod's MCP connections (its kube-relay, PodSpec.MCP)
+// to daemonSock, the daemon's mcp.sock: it keeps one spare exec stream
+// open into the pod and opens the next as soon as one is taken, until
+// ctx ends or the session does. Errors go to logf (nil: dropped).
+func (s *Session) ForwardMCP(ctx context.Context, daemonSock string, logf func(string, ...any)) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	go func() {
+		for ctx.Err() == nil {
+			taken := make(chan struct{})
+			ended := make(chan struct{})
+			toPodR, toPodW := io.Pipe()
+			fromPodR, fromPodW := io.Pipe()
+			go func() {
+				defer close(ended)
+				exec, err := s.c.executor("exec", s.Name, &corev1.PodExecOptions{
+					Container: container, Command: []string{BinaryPath, "kube-relay", "spare", relaySocket},
+					Stdin: true, Stdout: true, Stderr: true,
+				})
+				if err == nil {
+					err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: toPodR, Stdout: fromPodW, Stderr: io.Discard})
+				}
+				if err != nil && ctx.Err() == nil {
+					logf("kube: MCP spare in pod %s: %v", s.Name, err)
+				}
+				fromPodW.Close()
+				// The writer's end, so client-go's stdin copier sees EOF
+				// (not an error it would log) and a write still pending
+				// from the daemon's socket returns.
+				toPodW.Close()
+			}()
+			go func() {
+				err := relay.Daemon(fromPodR, toPodW, daemonSock, taken)
+				// A spare that ended untaken ends here with EOF: no news.
+				if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+					logf("kube: MCP connection from pod %s: %v", s.Name, err)
+				}
+			}()
+			select {
+			case <-taken:
+			case <-ended:
+				// A spare that ended untaken (the relay not up yet, a
+				// stream cut): the next one after a pause, not at once.
+				select {
+				case <-time.After(500 * time.Millisecond):
+				case <-ctx.Done():
+				}
+			case <-ctx.Done():
+			}
+		}
+	}()
 }
 
 // Done closes once the attach stream has ended and the agent's end is known.
