@@ -288,3 +288,68 @@ func TestClusterPodMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The worktree goes into the pod by git and comes back with what the agent
+// committed there and what it left uncommitted, as from an SSH host.
+func TestClusterWorktreeTravels(t *testing.T) {
+	c := testCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	wt := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = wt
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("init", "-q", "-b", "main")
+	os.WriteFile(filepath.Join(wt, "a.txt"), []byte("one\n"), 0o644)
+	git("add", "a.txt")
+	git("commit", "-qm", "first")
+
+	session := fmt.Sprintf("kt%d", time.Now().UnixNano())
+	sess, _, err := c.Start(ctx, PodSpec{SessionID: session, HomeID: "kubetest", Image: testImage(), PullNever: true,
+		Command: "/bin/sleep", Args: []string{"600"}, Grace: 1}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.DeletePod(context.Background(), sess.Name, 0) })
+	base, err := sess.CopyIn(ctx, wt, "kandev/t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if base != git("rev-parse", "HEAD") {
+		t.Fatalf("base %s", base)
+	}
+	// The agent's work: a commit, and a file left uncommitted.
+	if out, err := c.Exec(ctx, sess.Name, nil, "/bin/sh", "-c", `set -e; cd /work
+test "$(cat a.txt)" = one
+test "$(git rev-parse --abbrev-ref HEAD)" = kandev/t1
+echo two > a.txt
+git -c user.name=agent -c user.email=a@a commit -qam second
+echo new > b.txt`); err != nil {
+		t.Fatalf("in the pod: %v: %s", err, out)
+	}
+	if err := sess.FetchBack(ctx, wt, base); err != nil {
+		t.Fatal(err)
+	}
+	if got := git("log", "--format=%s", "-1"); got != "second" {
+		t.Errorf("local head is %q, want the pod's commit", got)
+	}
+	a, _ := os.ReadFile(filepath.Join(wt, "a.txt"))
+	b, _ := os.ReadFile(filepath.Join(wt, "b.txt"))
+	if string(a) != "two\n" || string(b) != "new\n" {
+		t.Errorf("a.txt %q, b.txt %q", a, b)
+	}
+	if st := git("status", "--porcelain"); st != "?? b.txt" {
+		t.Errorf("status %q, want b.txt uncommitted", st)
+	}
+	if _, err := sess.CopyIn(ctx, wt, "bad branch"); err == nil {
+		t.Error("a branch with a space was carried in")
+	}
+}

@@ -44,6 +44,9 @@ const (
 	relaySocket = KandevDir + "/run/relay.sock"
 	// WorkDir is the agent's working directory (its worktree).
 	WorkDir = "/work"
+	// homeDir is the agent's HOME: apart from the worktree, so nothing
+	// the agent keeps there is part of its diff.
+	homeDir = KandevDir + "/home"
 	tmpDir  = "/tmp"
 	// container is the agent's container's name.
 	container = "agent"
@@ -170,7 +173,7 @@ func BuildPod(s PodSpec) (*corev1.Pod, error) {
 		}
 		env = append(env, corev1.EnvVar{Name: k, Value: v})
 	}
-	env = append(env, corev1.EnvVar{Name: "HOME", Value: WorkDir}, corev1.EnvVar{Name: "TMPDIR", Value: tmpDir})
+	env = append(env, corev1.EnvVar{Name: "HOME", Value: homeDir}, corev1.EnvVar{Name: "TMPDIR", Value: tmpDir})
 	if s.MCP {
 		env = append(env, corev1.EnvVar{Name: "KANDEV_KUBE_RELAY", Value: "1"}, corev1.EnvVar{Name: "KANDEV_SOCKET", Value: MCPSocket})
 	}

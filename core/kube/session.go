@@ -60,7 +60,7 @@ func (c *Client) Start(ctx context.Context, s PodSpec, binary string, stderr io.
 		return fail(err)
 	}
 	var in io.Reader = nil
-	script := ": > " + readyPath
+	script := "mkdir -p " + homeDir + " && : > " + readyPath
 	if binary != "" {
 		f, err := os.Open(binary)
 		if err != nil {
