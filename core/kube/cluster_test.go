@@ -68,6 +68,15 @@ func TestClusterCheck(t *testing.T) {
 	}
 }
 
+// TestMain removes the static kandev the cluster tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if staticBin != "" {
+		os.RemoveAll(filepath.Dir(staticBin))
+	}
+	os.Exit(code)
+}
+
 var (
 	staticOnce sync.Once
 	staticBin  string
@@ -226,32 +235,7 @@ func TestClusterPodMCP(t *testing.T) {
 	bin := staticKandev(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "kmcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "mcp.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var auth []string
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		auth = append(auth, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
-		mu.Unlock()
-		if r.URL.Path != "/v1/mcp/surface" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(api.ToolSurface{Surface: "agent", Tools: []string{"get_task_diff_kandev"}})
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-
+	sock, seen := standInDaemon(t)
 	session := fmt.Sprintf("kt%d", time.Now().UnixNano())
 	sess, peer, err := c.Start(ctx, PodSpec{
 		SessionID: session, HomeID: "kubetest", Image: testImage(), PullNever: true, MCP: true,
@@ -276,11 +260,8 @@ func TestClusterPodMCP(t *testing.T) {
 	if got := h.String(); !strings.Contains(got, "tools: get_task_diff_kandev") {
 		t.Fatalf("the agent said %q", got)
 	}
-	mu.Lock()
-	seen := strings.Join(auth, "\n")
-	mu.Unlock()
-	if !strings.Contains(seen, "GET /v1/mcp/surface Bearer tok-"+session) {
-		t.Fatalf("the daemon saw %q", seen)
+	if got := seen(); !strings.Contains(got, "GET /v1/mcp/surface Bearer tok-"+session) {
+		t.Fatalf("the daemon saw %q", got)
 	}
 	run.Terminate(agent.Grace{Cancel: time.Second, Interrupt: time.Second, Terminate: time.Second})
 	<-sess.Done()
@@ -351,5 +332,103 @@ echo new > b.txt`); err != nil {
 	}
 	if _, err := sess.CopyIn(ctx, wt, "bad branch"); err == nil {
 		t.Error("a branch with a space was carried in")
+	}
+}
+
+// standInDaemon serves the tool surface on a unix socket, as the daemon's
+// mcp.sock does, and tells what requests it saw (method, path, token).
+func standInDaemon(t *testing.T) (string, func() string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kmcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "mcp.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var auth []string
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		auth = append(auth, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		if r.URL.Path != "/v1/mcp/surface" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(api.ToolSurface{Surface: "agent", Tools: []string{"get_task_diff_kandev"}})
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return sock, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(auth, "\n")
+	}
+}
+
+// The engine's seam: the Launcher runs the mock agent in a pod with the
+// task's worktree carried in, its kandev mcp reaching the daemon, its
+// stderr in the session's log; at stop what it wrote comes back into the
+// local worktree and the pod is gone.
+func TestClusterLauncher(t *testing.T) {
+	c := testCluster(t)
+	bin := staticKandev(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	sock, seen := standInDaemon(t)
+	wt := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", "kandev/t1"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = wt
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	home := fmt.Sprintf("launch%d", time.Now().UnixNano())
+	session := "s" + home
+	l := &Launcher{Client: c, Image: testImage(), PullNever: true, Grace: 1, SelfExe: bin, DaemonSocket: sock, Logf: t.Logf}
+	h := &said{}
+	logPath := filepath.Join(t.TempDir(), "agent.log")
+	run, err := l.Launch(agent.Spec{Command: bin, Args: []string{"mock-agent"}, Dir: wt, SessionID: session, HomeID: home,
+		Env: []string{"KANDEV_TASK_ID=t1"}, LogPath: logPath,
+		MCPServers: []acp.McpServer{{Stdio: &acp.McpServerStdio{Name: "kandev", Command: bin, Args: []string{"mcp"},
+			Env: []acp.EnvVariable{{Name: "KANDEV_SOCKET", Value: sock}, {Name: "KANDEV_TOKEN", Value: "tok"}}}}},
+	}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods, err := c.Pods(ctx, HomeSelector(home)); err != nil || len(pods) != 1 || pods[0].Labels[LabelTask] != "t1" {
+		t.Fatalf("pods of the home: %v, %v", pods, err)
+	}
+	if err := run.Open(ctx); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	for _, p := range []string{"mock: tools", "mock: write notes.txt written in the pod", "mock: stderr to the log"} {
+		if _, err := run.Prompt(ctx, p); err != nil {
+			t.Fatalf("prompt %q: %v", p, err)
+		}
+	}
+	if got := h.String(); !strings.Contains(got, "tools: get_task_diff_kandev") {
+		t.Fatalf("the agent said %q", got)
+	}
+	if !strings.Contains(seen(), "Bearer tok") {
+		t.Fatalf("the daemon saw %q", seen())
+	}
+	run.Terminate(agent.Grace{Cancel: time.Second, Interrupt: time.Second, Terminate: time.Second})
+	b, err := os.ReadFile(filepath.Join(wt, "notes.txt"))
+	if err != nil || !strings.Contains(string(b), "written in the pod") {
+		t.Fatalf("notes.txt back here: %q, %v", b, err)
+	}
+	if pods, err := c.Pods(ctx, HomeSelector(home)); err != nil || len(pods) != 0 {
+		t.Fatalf("left in the namespace: %d pods, %v", len(pods), err)
+	}
+	if lg, _ := os.ReadFile(logPath); !strings.Contains(string(lg), "to the log") {
+		t.Errorf("the session's log: %q", lg)
 	}
 }

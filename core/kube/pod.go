@@ -50,6 +50,10 @@ const (
 	tmpDir  = "/tmp"
 	// container is the agent's container's name.
 	container = "agent"
+	// keeper is the container that keeps the worktree reachable: it runs
+	// nothing but a wait, so the worktree can be fetched back after the
+	// agent has ended (a terminated container takes no exec).
+	keeper = "worktree"
 )
 
 // DefaultUID is the user the agent runs as when the profile names none:
@@ -132,6 +136,10 @@ if [ -n "$KANDEV_KUBE_RELAY" ]; then
   while [ ! -S ` + MCPSocket + ` ]; do kill -0 $! || exit 111; sleep 0.05; done
 fi
 cd ` + WorkDir + ` && exec "$@"`
+
+// keeperScript waits, ending at once on SIGTERM (a shell that is PID 1
+// ignores it otherwise).
+const keeperScript = `trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done`
 
 // BuildPod makes the pod for s, or says what in s is wrong.
 func BuildPod(s PodSpec) (*corev1.Pod, error) {
@@ -249,5 +257,11 @@ func BuildPod(s PodSpec) (*corev1.Pod, error) {
 			}},
 		},
 	}
+	k := pod.Spec.Containers[0]
+	k.Name, k.Stdin, k.StdinOnce = keeper, false, false
+	k.Command = []string{"/bin/sh", "-c", keeperScript}
+	k.Env = []corev1.EnvVar{{Name: "HOME", Value: homeDir}, {Name: "TMPDIR", Value: tmpDir}}
+	k.Resources = corev1.ResourceRequirements{}
+	pod.Spec.Containers = append(pod.Spec.Containers, k)
 	return pod, nil
 }

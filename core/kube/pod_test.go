@@ -53,6 +53,10 @@ func TestBuildPodConfines(t *testing.T) {
 	if c.Env[0].Name != "A" || c.Env[0].Value != "b=c" {
 		t.Errorf("env %+v", c.Env)
 	}
+	if len(s.Containers) != 2 || s.Containers[1].Name != keeper || s.Containers[1].Stdin ||
+		!*s.Containers[1].SecurityContext.ReadOnlyRootFilesystem || s.Containers[1].SecurityContext.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("the worktree's container: %+v", s.Containers[1:])
+	}
 	mounts := map[string]bool{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.MountPath] = true

@@ -71,7 +71,7 @@ func (c *Client) Start(ctx context.Context, s PodSpec, binary string, stderr io.
 		script = "mkdir -p " + KandevDir + "/bin && cat > " + BinaryPath + ".part && chmod 0755 " + BinaryPath +
 			".part && mv " + BinaryPath + ".part " + BinaryPath + " && " + script
 	}
-	if out, err := c.Exec(ctx, created.Name, in, "/bin/sh", "-c", script); err != nil {
+	if out, err := c.execIn(ctx, created.Name, container, in, "/bin/sh", "-c", script); err != nil {
 		return fail(fmt.Errorf("kube: carrying kandev into pod %s: %w: %s", created.Name, err, out))
 	}
 
@@ -264,11 +264,16 @@ func (c *Client) Sweep(ctx context.Context, home string, live func(session strin
 	return swept, nil
 }
 
-// Exec runs argv in the agent's container of pod name, stdin from in (nil:
-// none), and returns its combined output.
+// Exec runs argv in the worktree's container of pod name (its files are
+// the agent's; it runs as long as the pod), stdin from in (nil: none), and
+// returns its combined output.
 func (c *Client) Exec(ctx context.Context, name string, in io.Reader, argv ...string) (string, error) {
+	return c.execIn(ctx, name, keeper, in, argv...)
+}
+
+func (c *Client) execIn(ctx context.Context, name, ctr string, in io.Reader, argv ...string) (string, error) {
 	exec, err := c.executor("exec", name, &corev1.PodExecOptions{
-		Container: container, Command: argv, Stdin: in != nil, Stdout: true, Stderr: true,
+		Container: ctr, Command: argv, Stdin: in != nil, Stdout: true, Stderr: true,
 	})
 	if err != nil {
 		return "", err
@@ -363,32 +368,37 @@ func (c *Client) waitPod(ctx context.Context, name string, cond func(*corev1.Pod
 var errDone = errors.New("done")
 
 // agentState is the agent container's state in p.
-func agentState(p *corev1.Pod) corev1.ContainerState {
+func agentState(p *corev1.Pod) corev1.ContainerState { return stateOf(p, container) }
+
+func stateOf(p *corev1.Pod, name string) corev1.ContainerState {
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == container {
+		if s.Name == name {
 			return s.State
 		}
 	}
 	return corev1.ContainerState{}
 }
 
-// running holds once the agent's container runs; a pod that cannot get
-// there is an error saying why.
+// running holds once the agent's container and the worktree's run; a pod
+// that cannot get there is an error saying why.
 func running(p *corev1.Pod) (bool, error) {
-	st := agentState(p)
-	switch {
-	case st.Running != nil:
-		return true, nil
-	case st.Terminated != nil:
-		return false, fmt.Errorf("kube: pod %s ended before its agent started: %s (status %d) %s",
-			p.Name, st.Terminated.Reason, st.Terminated.ExitCode, st.Terminated.Message)
-	case st.Waiting != nil && fatalWaiting[st.Waiting.Reason]:
-		return false, fmt.Errorf("kube: pod %s cannot start: %s: %s", p.Name, st.Waiting.Reason, st.Waiting.Message)
+	up := 0
+	for _, name := range []string{container, keeper} {
+		st := stateOf(p, name)
+		switch {
+		case st.Running != nil:
+			up++
+		case st.Terminated != nil:
+			return false, fmt.Errorf("kube: pod %s ended before its agent started: %s (status %d) %s",
+				p.Name, st.Terminated.Reason, st.Terminated.ExitCode, st.Terminated.Message)
+		case st.Waiting != nil && fatalWaiting[st.Waiting.Reason]:
+			return false, fmt.Errorf("kube: pod %s cannot start: %s: %s", p.Name, st.Waiting.Reason, st.Waiting.Message)
+		}
 	}
 	if p.Status.Phase == corev1.PodFailed {
 		return false, fmt.Errorf("kube: pod %s failed: %s %s", p.Name, p.Status.Reason, p.Status.Message)
 	}
-	return false, nil
+	return up == 2, nil
 }
 
 // fatalWaiting are the reasons a container waits that no wait will end.

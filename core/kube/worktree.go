@@ -140,7 +140,7 @@ func isHex(s string) bool {
 // stderr.
 func (c *Client) stream(ctx context.Context, name string, in io.Reader, out, errOut io.Writer, argv ...string) error {
 	exec, err := c.executor("exec", name, &corev1.PodExecOptions{
-		Container: container, Command: argv, Stdin: in != nil, Stdout: true, Stderr: true,
+		Container: keeper, Command: argv, Stdin: in != nil, Stdout: true, Stderr: true,
 	})
 	if err != nil {
 		return err
