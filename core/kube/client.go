@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 
 	authv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,9 +36,16 @@ type Client struct {
 	context   string
 }
 
+// quietOnce sends client-go's own logging (klog: "Copying stdout failed"
+// when kandev ends a stream on purpose, and the like) nowhere: kandev
+// reports what fails through its errors, and the daemon's stderr is not
+// klog's to write on.
+var quietOnce sync.Once
+
 // Connect reads t's kubeconfig and makes a client for its namespace. It
 // does not reach the cluster; Check does.
 func Connect(t Target) (*Client, error) {
+	quietOnce.Do(func() { klog.SetLogger(logr.Discard()) })
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if t.Kubeconfig != "" {
 		rules.ExplicitPath = t.Kubeconfig

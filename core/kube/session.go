@@ -29,6 +29,9 @@ type Session struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+	// streamEnded closes when the attach stream has ended (before done,
+	// which waits for the kubelet's word on the agent's end).
+	streamEnded chan struct{}
 	mu     sync.Mutex
 	err    error
 }
@@ -49,7 +52,7 @@ func (c *Client) Start(ctx context.Context, s PodSpec, binary string, stderr io.
 	if err != nil {
 		return nil, agent.Peer{}, fmt.Errorf("kube: create pod %s in %s: %w", pod.Name, c.namespace, err)
 	}
-	sess := &Session{c: c, Name: created.Name, done: make(chan struct{})}
+	sess := &Session{c: c, Name: created.Name, done: make(chan struct{}), streamEnded: make(chan struct{})}
 	fail := func(err error) (*Session, agent.Peer, error) {
 		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -91,6 +94,7 @@ func (c *Client) Start(ctx context.Context, s PodSpec, binary string, stderr io.
 	}
 	go func() {
 		serr := exec.StreamWithContext(actx, remotecommand.StreamOptions{Stdin: stdinR, Stdout: stdoutW, Stderr: stderr})
+		close(sess.streamEnded)
 		stdoutW.Close()
 		// The writer's end: client-go's stdin copier sees EOF, and the
 		// agent's next write fails (its input is gone).
@@ -157,8 +161,9 @@ func (s *Session) ForwardMCP(ctx context.Context, daemonSock string, logf func(s
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
+		// The agent's stream ended: no connection of its is to come.
 		select {
-		case <-s.done:
+		case <-s.streamEnded:
 		case <-ctx.Done():
 		}
 		cancel()
