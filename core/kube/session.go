@@ -32,8 +32,8 @@ type Session struct {
 	// streamEnded closes when the attach stream has ended (before done,
 	// which waits for the kubelet's word on the agent's end).
 	streamEnded chan struct{}
-	mu     sync.Mutex
-	err    error
+	mu          sync.Mutex
+	err         error
 }
 
 // Start creates s's pod, waits until its container runs, carries kandev's
