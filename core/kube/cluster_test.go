@@ -335,6 +335,21 @@ echo new > b.txt`); err != nil {
 	}
 }
 
+// gitWorktree makes a git repository with one commit on branch.
+func gitWorktree(t *testing.T, branch string) string {
+	t.Helper()
+	wt := t.TempDir()
+	for _, args := range [][]string{{"init", "-q", "-b", branch}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = wt
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return wt
+}
+
 // standInDaemon serves the tool surface on a unix socket, as the daemon's
 // mcp.sock does, and tells what requests it saw (method, path, token).
 func standInDaemon(t *testing.T) (string, func() string) {
@@ -381,15 +396,7 @@ func TestClusterLauncher(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sock, seen := standInDaemon(t)
-	wt := t.TempDir()
-	for _, args := range [][]string{{"init", "-q", "-b", "kandev/t1"}, {"commit", "-q", "--allow-empty", "-m", "base"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = wt
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	wt := gitWorktree(t, "kandev/t1")
 	home := fmt.Sprintf("launch%d", time.Now().UnixNano())
 	session := "s" + home
 	l := &Launcher{Client: c, Image: testImage(), PullNever: true, Grace: 1, SelfExe: bin, DaemonSocket: sock, Logf: t.Logf}
@@ -421,6 +428,9 @@ func TestClusterLauncher(t *testing.T) {
 		t.Fatalf("the daemon saw %q", seen())
 	}
 	run.Terminate(agent.Grace{Cancel: time.Second, Interrupt: time.Second, Terminate: time.Second})
+	if l.Lost(session) {
+		t.Error("a stop was taken for a lost stream")
+	}
 	b, err := os.ReadFile(filepath.Join(wt, "notes.txt"))
 	if err != nil || !strings.Contains(string(b), "written in the pod") {
 		t.Fatalf("notes.txt back here: %q, %v", b, err)

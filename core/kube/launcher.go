@@ -41,6 +41,40 @@ type Launcher struct {
 	DaemonSocket string
 	// Logf is told what goes wrong after the start (nil: nothing).
 	Logf func(string, ...any)
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+}
+
+// Lost says the session's stream was cut by a fault (Session.Lost), for
+// the engine to tell an outage from the agent's exit, as hosts.Remote.Lost
+// does for SSH hosts.
+func (l *Launcher) Lost(session string) bool {
+	l.mu.Lock()
+	s := l.sessions[session]
+	l.mu.Unlock()
+	return s != nil && s.Lost()
+}
+
+// retry calls f until it succeeds or ctx ends (then its last error),
+// waiting 0.5 s doubling to 5 s between tries: through an API server's
+// outage.
+func retry(ctx context.Context, f func(context.Context) error) error {
+	delay := 500 * time.Millisecond
+	for {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		if delay *= 2; delay > 5*time.Second {
+			delay = 5 * time.Second
+		}
+	}
 }
 
 // Launch implements core/engine.Launcher.
@@ -123,6 +157,12 @@ func (l *Launcher) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) 
 			}
 		}
 	}
+	l.mu.Lock()
+	if l.sessions == nil {
+		l.sessions = map[string]*Session{}
+	}
+	l.sessions[spec.SessionID] = sess
+	l.mu.Unlock()
 	fwdCtx, stopFwd := context.WithCancel(context.Background())
 	if mcp {
 		sess.ForwardMCP(fwdCtx, l.DaemonSocket, logf)
@@ -137,11 +177,11 @@ func (l *Launcher) Launch(spec agent.Spec, h agent.Handler) (*agent.Run, error) 
 			fctx, c := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer c()
 			if base != "" {
-				if err := sess.FetchBack(fctx, localDir, base); err != nil {
+				if err := retry(fctx, func(ctx context.Context) error { return sess.FetchBack(ctx, localDir, base) }); err != nil {
 					logf("kube: %v", err)
 				}
 			}
-			if err := sess.Delete(fctx, 0); err != nil {
+			if err := retry(fctx, func(ctx context.Context) error { return sess.Delete(ctx, 0) }); err != nil {
 				logf("kube: %v", err)
 			}
 			closeLog()

@@ -34,6 +34,7 @@ type Session struct {
 	streamEnded chan struct{}
 	mu          sync.Mutex
 	err         error
+	lost        bool
 }
 
 // Start creates s's pod, waits until its container runs, carries kandev's
@@ -102,6 +103,10 @@ func (c *Client) Start(ctx context.Context, s PodSpec, binary string, stderr io.
 		err := c.exitOf(created.Name, serr)
 		sess.mu.Lock()
 		sess.err = err
+		// A stream cut that kandev did not ask for: the API server or the
+		// connection to it went. The agent then reads EOF (stdinOnce), so
+		// its session can only resume in a new pod.
+		sess.lost = serr != nil && actx.Err() == nil
 		sess.mu.Unlock()
 		close(sess.done)
 	}()
@@ -212,6 +217,15 @@ func (s *Session) ForwardMCP(ctx context.Context, daemonSock string, logf func(s
 			}
 		}
 	}()
+}
+
+// Lost says the session's attach stream was cut by a fault (an API server
+// outage, a lost connection), not ended by the agent or by kandev; known
+// once Done has closed.
+func (s *Session) Lost() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lost
 }
 
 // Done closes once the attach stream has ended and the agent's end is known.
