@@ -350,6 +350,54 @@ func gitWorktree(t *testing.T, branch string) string {
 	return wt
 }
 
+// The API server killed and started again mid-session
+// (KANDEV_TEST_KUBE_RESTART names .ci/kube-restart; else skipped): the
+// attach stream is cut, which the launcher tells from the agent's exit
+// (Lost); the agent, reading EOF, ends; once the API server is back its
+// worktree comes back and the pod is deleted.
+func TestClusterAPIServerRestart(t *testing.T) {
+	c := testCluster(t)
+	restart := os.Getenv("KANDEV_TEST_KUBE_RESTART")
+	if restart == "" {
+		t.Skip("set KANDEV_TEST_KUBE_RESTART to .ci/kube-restart to restart the API server mid-session")
+	}
+	bin := staticKandev(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	wt := gitWorktree(t, "kandev/t2")
+	home := fmt.Sprintf("restart%d", time.Now().UnixNano())
+	session := "s" + home
+	l := &Launcher{Client: c, Image: testImage(), PullNever: true, Grace: 1, SelfExe: bin, Logf: t.Logf}
+	h := &said{}
+	run, err := l.Launch(agent.Spec{Command: bin, Args: []string{"mock-agent"}, Dir: wt, SessionID: session, HomeID: home}, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Open(ctx); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := run.Prompt(ctx, "mock: write before.txt before the outage"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(restart, "kube-apiserver").CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", restart, err, out)
+	}
+	select {
+	case <-run.Exited():
+	case <-ctx.Done():
+		t.Fatal("the run outlived its cut stream")
+	}
+	if !l.Lost(session) {
+		t.Fatalf("a cut stream was taken for the agent's exit (%s)", run.ExitReason())
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "before.txt")); err != nil || !strings.Contains(string(b), "before the outage") {
+		t.Fatalf("before.txt back here: %q, %v", b, err)
+	}
+	if pods, err := c.Pods(ctx, HomeSelector(home)); err != nil || len(pods) != 0 {
+		t.Fatalf("left in the namespace: %d pods, %v", len(pods), err)
+	}
+}
+
 // standInDaemon serves the tool surface on a unix socket, as the daemon's
 // mcp.sock does, and tells what requests it saw (method, path, token).
 func standInDaemon(t *testing.T) (string, func() string) {
