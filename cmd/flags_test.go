@@ -181,5 +181,10 @@ func TestNewCmdTopLevelFlags(t *testing.T) {
 	fwd := mustParse(t, f, NewCmdSandboxForward, "--signals", "--port", "8080=/s", "--", "agent", "--acp")
 	same(t, "sandbox-forward", [3]any{fwd.Signals, fwd.Ports, fwd.Command}, [3]any{true, []string{"8080=/s"}, []string{"agent", "--acp"}})
 	refused(t, f, NewCmdSandboxForward, "after --", "--port", "1=/s", "agent")
+	kr := mustParse(t, f, NewCmdKubeRelay, "serve", "/k/mcp.sock", "/k/relay.sock")
+	same(t, "kube-relay", []any{kr.Mode, kr.Args}, []any{"serve", []string{"/k/mcp.sock", "/k/relay.sock"}})
+	same(t, "kube-relay spare", mustParse(t, f, NewCmdKubeRelay, "spare", "/k/relay.sock").Mode, "spare")
+	refused(t, f, NewCmdKubeRelay, "want serve", "spare")
+	refused(t, f, NewCmdKubeRelay, "want serve", "listen", "/a", "/b")
 	refused(t, f, NewCmdVersion, "", "extra")
 }

@@ -65,6 +65,7 @@ live tree in a terminal UI. Run kandev with no arguments for the UI.`,
 		NewCmdMCP(f, nil),
 		NewCmdMockAgent(f, nil),
 		NewCmdSandboxForward(f, nil),
+		NewCmdKubeRelay(f, nil),
 		NewCmdImage(f),
 		NewCmdDemo(f, nil),
 	)
@@ -91,6 +92,7 @@ func groupCommands(root *cobra.Command) {
 		"profile": "setup", "image": "setup", "role": "setup", "person": "setup", "config": "setup", "doctor": "setup",
 		"daemon": "setup", "version": "setup",
 		"mcp": "plumbing", "serve": "plumbing", "mock-agent": "plumbing", "sandbox-forward": "plumbing",
+		"kube-relay": "plumbing",
 	}
 	for _, c := range root.Commands() {
 		if id, ok := of[c.Name()]; ok {
