@@ -89,18 +89,17 @@ func serverNames(prof core.Profile) []string {
 }
 
 // withConfigServers is prof with the mcp_servers setting's servers after
-// its own (core.Profile.WithServers). Unlike most settings, one that does
-// not parse (or a configuration file that does not load) fails the start
-// that would have used it, naming it: the agent is never started quietly
-// without the servers the operator named.
+// its own (core.Profile.WithServers). Unlike most settings, a value that
+// does not parse fails the start that would have used it, naming it: the
+// agent is never started quietly without the servers the operator named.
 func (k *kernel) withConfigServers(prof core.Profile) (core.Profile, error) {
 	var cfg config.Config
 	if k.opts.Config != nil {
-		c, err := k.opts.Config()
-		if err != nil {
-			return prof, fmt.Errorf("the configuration, for mcp_servers: %w", err)
+		// A file that does not load gives every setting its default (the
+		// permission keys fail closed on it, ADR 0024), none here.
+		if c, err := k.opts.Config(); err == nil {
+			cfg = c
 		}
-		cfg = c
 	}
 	v, err := cfg.Get("mcp_servers") // its error names the variable or key
 	if err != nil {
