@@ -151,4 +151,6 @@ func TestBudgetKeyRaisesWithTheChosenCutTurn(t *testing.T) {
 		t.Fatal("the dialog closes once the budget is set")
 	}
 	d.mustShow("budget of task bud001: $1.05 of $3.00 spent; its agent is told to go on")
+	d.keys("?")
+	d.mustShow("raise its budget")
 }
