@@ -117,10 +117,11 @@ const (
 	opReview
 	opPush
 	opPR
+	opBudget
 )
 
 func (o opKind) String() string {
-	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review", "push", "open pull request"}[o]
+	return [...]string{"create", "answer", "message", "stop", "start", "archive", "set status", "hand on", "drop", "merge", "discard", "review", "push", "open pull request", "set the budget of"}[o]
 }
 
 // opDoneMsg is an action's outcome: text to show, or the engine's refusal.
@@ -420,6 +421,34 @@ func messageCmd(ctx context.Context, c api.MessageClient, dialog int, id string,
 			text = fmt.Sprintf("message to %s: %s", id, r.Status)
 		}
 		return opDoneMsg{op: opMessage, dialog: dialog, taskID: id, text: text}
+	}
+}
+
+// budgetCmd fixes or raises a task's budget, saying what became of the
+// turns it cut (the daemon's client is an api.Spender).
+func budgetCmd(ctx context.Context, c api.Client, dialog int, id string, in api.BudgetInput) tea.Cmd {
+	return func() tea.Msg {
+		sp, ok := c.(api.Spender)
+		if !ok {
+			return opDoneMsg{op: opBudget, dialog: dialog, taskID: id, err: core.Errorf(core.CodeUnavailable, "this client does not set budgets")}
+		}
+		t, err := sp.SetBudget(ctx, id, in)
+		if err != nil {
+			return opDoneMsg{op: opBudget, dialog: dialog, taskID: id, err: err}
+		}
+		text := "budget of task " + id + " set"
+		if b := t.Budget; b != nil && b.Amount.Kind != "" {
+			text = "budget of task " + id + ": " + b.Amount.Format(b.Spent) + " of " + b.Amount.Format(b.Amount.Value) + " spent"
+		}
+		switch in.CutTurn {
+		case api.CutTurnDrop:
+			text += "; the cut turn was dropped"
+		case api.CutTurnRedeliver:
+			text += "; the cut turn is delivered again"
+		case api.CutTurnContinue:
+			text += "; its agent is told to go on"
+		}
+		return opDoneMsg{op: opBudget, dialog: dialog, taskID: id, text: text}
 	}
 }
 

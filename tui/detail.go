@@ -159,7 +159,7 @@ func detailHeaderWith(st styles, t *core.Task, ch *changeState, w, h int, now ti
 			// A spend limit's: the detail says when it rolls and how to raise it.
 			addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail))
 		} else {
-			addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: kandev task budget " + t.ID + " --add AMOUNT")
+			addLong(st.badgeBad.Render("BUDGET") + " " + oneLine(s.Detail) + "; raise it: $ (or kandev task budget " + t.ID + " --add AMOUNT)")
 		}
 	} else if s != nil {
 		line := st.badgeWarn.Render("ESCALATED") + " " + oneLine(s.Reason) + " from " + s.From.String()

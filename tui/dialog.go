@@ -75,6 +75,11 @@ type (
 		taskID string
 		in     api.MessageInput
 	}
+	// setBudget fixes or raises a task's budget (api.Spender).
+	setBudget struct {
+		taskID string
+		in     api.BudgetInput
+	}
 	// stopTask stops a task's run.
 	stopTask struct{ taskID string }
 	// archiveTask archives a task.
@@ -129,6 +134,7 @@ func (answerTask) isAction()    {}
 func (messageTask) isAction()   {}
 func (reviewTask) isAction()    {}
 func (pushTask) isAction()      {}
+func (setBudget) isAction()     {}
 func (stopTask) isAction()      {}
 func (archiveTask) isAction()   {}
 func (setTaskStatus) isAction() {}
@@ -169,6 +175,8 @@ func (m *Model) act(d dialog, a action) tea.Cmd {
 		return pushCmd(m.ctx, m.client, id, a.taskID)
 	case reviewTask:
 		return reviewCmd(m.ctx, m.client, id, a.taskID, a.in)
+	case setBudget:
+		return budgetCmd(m.ctx, m.client, id, a.taskID, a.in)
 	case stopTask:
 		m.setStatus("", false)
 		return stopCmd(m.ctx, m.client, id, a.taskID)

@@ -44,6 +44,7 @@ type fakeClient struct {
 	created  []api.CreateTaskInput
 	answers  []api.AnswerInput
 	messages []api.MessageInput
+	budgets  []api.BudgetInput
 	stopRes  string
 	roles    []api.Role
 	persons  []api.Person
@@ -346,6 +347,44 @@ func (f *fakeClient) MessageTask(ctx context.Context, id string, in api.MessageI
 		res.Comments = append(res.Comments, api.ReviewComment{TaskID: id, File: c.File, Line: c.Line, EndLine: c.EndLine, Text: c.Text, State: api.ReviewOpen})
 	}
 	return res, nil
+}
+
+// SetBudget records the change and raises a cost budget by Add (or
+// fixes it to Set), clearing its halt.
+func (f *fakeClient) SetBudget(ctx context.Context, id string, in api.BudgetInput) (core.Task, error) {
+	f.mu.Lock()
+	f.budgets = append(f.budgets, in)
+	f.mu.Unlock()
+	if err := f.record("SetBudget " + id); err != nil {
+		return core.Task{}, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.task(id)
+	if t == nil {
+		return core.Task{}, core.Errorf(core.CodeNotFound, "task %s not found", id)
+	}
+	amt, err := api.CheckBudgetChange(budgetAmount(t), in)
+	if err != nil {
+		return core.Task{}, err
+	}
+	if t.Budget == nil {
+		t.Budget = &core.BudgetInfo{Holder: id}
+	}
+	t.Budget.Amount, t.Budget.Reached, t.Stalled = amt, false, nil
+	return *t, nil
+}
+
+// Usage makes the fake an api.Spender; the UI reads no report.
+func (f *fakeClient) Usage(ctx context.Context, in api.UsageInput) (api.UsageReport, error) {
+	return api.UsageReport{}, f.record("Usage")
+}
+
+func budgetAmount(t *core.Task) *core.Amount {
+	if t.Budget == nil {
+		return nil
+	}
+	return &t.Budget.Amount
 }
 
 func (f *fakeClient) StopTask(ctx context.Context, id string, _ api.StopTaskInput) (api.StopResult, error) {

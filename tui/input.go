@@ -93,6 +93,16 @@ func (m *Model) onKey(msg tea.KeyMsg) tea.Cmd {
 			m.openDialog(d)
 			return loadQueueCmd(m.ctx, m.client, d.id, t.ID)
 		}
+	case key.Matches(msg, k.Budget):
+		if t := m.needTask("raise the budget of"); t != nil {
+			target, why := budgetTarget(t)
+			if target == "" {
+				m.setStatus(why, true)
+				return nil
+			}
+			m.setStatus("", false)
+			m.openDialog(newBudgetDialog(m.dialogUI(), m.nextDialogID(), t, target))
+		}
 	case key.Matches(msg, k.Diff):
 		if t := m.needTask("see the diff of"); t != nil {
 			m.setStatus("", false)

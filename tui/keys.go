@@ -18,7 +18,7 @@ type keyMap struct {
 	Stop, Start, Archive, Queue, Diff    key.Binding
 	Merge, Discard, Restart, Push, PR    key.Binding
 	Zoom, Search, SearchNext, SearchPrev key.Binding
-	Shell, Editor                        key.Binding
+	Shell, Editor, Budget                key.Binding
 	Filter, State, Help, Quit, Cancel    key.Binding
 
 	// Dialog keys.
@@ -67,6 +67,7 @@ func newKeyMap() keyMap {
 		Zoom:    b("z", "full-screen log", "z"),
 		Shell:   b("S", "shell there", "S"),
 		Editor:  b("e", "editor there", "e"),
+		Budget:  b("$", "raise its budget", "$"),
 		// In the full-screen log.
 		Search:     b("/", "search", "/"),
 		SearchNext: b("n/N", "next/previous match", "n"),
@@ -133,7 +134,7 @@ func (k keyMap) shortHelp() []barItem {
 func (k keyMap) fullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Collapse, k.Expand, k.Focus, k.NextWaiting, k.Zoom},
-		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Shell, k.Editor},
+		{k.New, k.Answer, k.Message, k.HandOn, k.Done, k.Stop, k.Start, k.Archive, k.Queue, k.Budget, k.Shell, k.Editor},
 		{k.Diff, k.Merge, k.Discard, k.Push, k.PR, k.Filter, k.State, k.Restart, k.Cancel, k.Help, k.Quit},
 	}
 }
