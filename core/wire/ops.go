@@ -224,7 +224,7 @@ var (
 	SetBudget = def(Op[Keyed[api.BudgetInput], core.Task]{Name: "SetBudget", Method: "POST", Path: "/v1/tasks/{id}/budget"})
 	Usage     = def(Op[UsageQuery, api.UsageReport]{Name: "Usage", Method: "GET", Path: "/v1/usage"})
 
-	ListLimits  = def(Op[None, []api.LimitStatus]{Name: "ListLimits", Method: "GET", Path: "/v1/limits"})
+	ListLimits  = def(Op[None, []api.LimitStatus]{Name: "Limits", Method: "GET", Path: "/v1/limits"})
 	SetLimit    = def(Op[api.LimitInput, api.LimitStatus]{Name: "SetLimit", Method: "POST", Path: "/v1/limits"})
 	RemoveLimit = def(Op[api.LimitInput, api.LimitStatus]{Name: "RemoveLimit", Method: "POST", Path: "/v1/limits/remove"})
 
