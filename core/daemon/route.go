@@ -66,26 +66,9 @@ func keyedOptions[B, Out any](fn func(context.Context, string, B) (Out, error)) 
 	}
 }
 
-// statusOf maps an error code to an HTTP status, once.
-func statusOf(code core.Code) int {
-	switch code {
-	case core.CodeValidation:
-		return http.StatusBadRequest
-	case core.CodeNotFound:
-		return http.StatusNotFound
-	case core.CodeForbidden:
-		return http.StatusForbidden
-	case core.CodeConflict:
-		return http.StatusConflict
-	case core.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 func writeErr(w http.ResponseWriter, err error) {
 	ce := core.AsError(err)
-	writeJSON(w, statusOf(ce.Code), wire.ErrorBody{Error: ce})
+	writeJSON(w, wire.HTTPStatus(ce.Code), wire.ErrorBody{Error: ce})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

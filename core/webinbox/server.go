@@ -24,6 +24,7 @@ import (
 	"github.com/kandev/kandev/core"
 	"github.com/kandev/kandev/core/api"
 	"github.com/kandev/kandev/core/textsafe"
+	"github.com/kandev/kandev/core/wire"
 )
 
 //go:embed assets
@@ -171,7 +172,7 @@ func (s *Server) change(action string, fn func(http.ResponseWriter, *http.Reques
 		done, err := fn(w, r, ss)
 		if err != nil {
 			ce := core.AsError(err)
-			s.fail(w, r, statusOf(ce.Code), ce.Message)
+			s.fail(w, r, wire.HTTPStatus(ce.Code), ce.Message)
 			return
 		}
 		if done == "" {
@@ -183,22 +184,6 @@ func (s *Server) change(action string, fn func(http.ResponseWriter, *http.Reques
 		s.o.Logger.Info("web inbox action", "device", ss.Device.ID, "device_name", ss.Device.Name, "action", action, "task", taskID)
 		http.Redirect(w, r, done, http.StatusSeeOther)
 	})
-}
-
-func statusOf(code core.Code) int {
-	switch code {
-	case core.CodeValidation:
-		return http.StatusBadRequest
-	case core.CodeNotFound:
-		return http.StatusNotFound
-	case core.CodeForbidden:
-		return http.StatusForbidden
-	case core.CodeConflict:
-		return http.StatusConflict
-	case core.CodeUnavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
 }
 
 // page is what every template gets.
@@ -309,7 +294,7 @@ func (s *Server) inbox(w http.ResponseWriter, r *http.Request, ss session) {
 	tasks, err := s.o.Client.ListTasks(r.Context(), api.ListTasksInput{})
 	if err != nil {
 		ce := core.AsError(err)
-		s.fail(w, r, statusOf(ce.Code), ce.Message)
+		s.fail(w, r, wire.HTTPStatus(ce.Code), ce.Message)
 		return
 	}
 	v := inboxView{Items: Items(tasks), Done: doneNote(r.URL.Query().Get("done"), r.URL.Query().Get("task"))}
@@ -350,19 +335,19 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request, ss session) {
 	t, err := s.o.Client.GetTask(r.Context(), id)
 	if err != nil {
 		ce := core.AsError(err)
-		s.fail(w, r, statusOf(ce.Code), ce.Message)
+		s.fail(w, r, wire.HTTPStatus(ce.Code), ce.Message)
 		return
 	}
 	all, err := s.o.Client.ListTasks(r.Context(), api.ListTasksInput{})
 	if err != nil {
 		ce := core.AsError(err)
-		s.fail(w, r, statusOf(ce.Code), ce.Message)
+		s.fail(w, r, wire.HTTPStatus(ce.Code), ce.Message)
 		return
 	}
 	conv, err := s.o.Client.Conversation(r.Context(), t.ID, api.ConversationInput{Before: -1, Limit: conversationLimit})
 	if err != nil {
 		ce := core.AsError(err)
-		s.fail(w, r, statusOf(ce.Code), ce.Message)
+		s.fail(w, r, wire.HTTPStatus(ce.Code), ce.Message)
 		return
 	}
 	v := taskView{Item: itemOf(&t, placeOf(&t, byID(all))), Messages: messagesOf(conv.Messages), Older: conv.Older}
@@ -460,7 +445,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ session) {
 	ch, err := s.o.Client.Events(ctx, api.EventsInput{Appends: api.AppendsNone})
 	if err != nil {
 		ce := core.AsError(err)
-		http.Error(w, ce.Message, statusOf(ce.Code))
+		http.Error(w, ce.Message, wire.HTTPStatus(ce.Code))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
