@@ -401,6 +401,12 @@ func testContainerConfinesTheAgent(t *testing.T, name string) {
 	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"HOME=" + home, "KANDEV_PERMISSION=allow"}, e.env...)...))
 	leaveNoContainer(t, e)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
+	// A container's HOME is the task's private home too: a profile that
+	// sets one is refused, not silently overridden (issue 36).
+	if r := d.Run("profile", "add", "homed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--env", "HOME=/elsewhere"); r.Code == 0 ||
+		!strings.Contains(r.Stderr, "a confined agent's HOME is its task's private home") {
+		t.Fatalf("profile add with HOME under %s: exit %d\n%s", e.name, r.Code, r.Stderr)
+	}
 	doctorStartsInside(t, d, e, bin, image)
 	forwardReachesTheHost(t, d, e, bin, image)
 	ctx := context.Background()
@@ -549,6 +555,12 @@ func testContainerKeepsTheRules(t *testing.T, name string) {
 	d := daemontest.Start(t, daemontest.WithBinary(bin), daemontest.WithEnv(append([]string{"KANDEV_PERMISSION=allow"}, e.env...)...))
 	leaveNoContainer(t, e)
 	d.MustRun("profile", "add", "boxed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--no-network")
+	// A container's HOME is the task's private home too: a profile that
+	// sets one is refused, not silently overridden (issue 36).
+	if r := d.Run("profile", "add", "homed", "--command", bin, "--arg", "mock-agent", "--sandbox", e.name, "--image", image, "--env", "HOME=/elsewhere"); r.Code == 0 ||
+		!strings.Contains(r.Stderr, "a confined agent's HOME is its task's private home") {
+		t.Fatalf("profile add with HOME under %s: exit %d\n%s", e.name, r.Code, r.Stderr)
+	}
 	doctorStartsInside(t, d, e, bin, image)
 	forwardReachesTheHost(t, d, e, bin, image)
 	ctx := context.Background()

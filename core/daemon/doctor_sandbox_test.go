@@ -98,16 +98,18 @@ func TestConfinedAgentRefusesAProfileHome(t *testing.T) {
 	d.MustRun("profile", "add", "homed", "--command", d.Bin, "--arg", "mock-agent", "--env", "HOME=/elsewhere")
 	task := create(t, d, api.CreateTaskInput{Title: "homed", Profile: "homed", CWD: t.TempDir(), Sandbox: core.SandboxBwrap, Start: true,
 		Prompt: "mock: say never"})
-	daemontest.Eventually(t, wait, "the refused start noted", func() bool {
-		return countNotes(t, d, task.ID, "sets HOME=/elsewhere, but a confined agent's HOME") == 1
+	// The note comes first, then the task goes to a person with the
+	// prompt still queued: wait for both.
+	var got core.Task
+	daemontest.Eventually(t, wait, "the refused start noted and the prompt waiting with a person", func() bool {
+		got = get(t, d, task.ID)
+		return countNotes(t, d, task.ID, "sets HOME=/elsewhere, but a confined agent's HOME") == 1 &&
+			got.Queued == 1 && got.Assignee != nil && got.Assignee.IsPerson()
 	})
 	for _, m := range conversation(t, d, task.ID) {
 		if m.Kind == core.MsgAgent {
 			t.Fatalf("the agent ran: %+v", m)
 		}
-	}
-	if got := get(t, d, task.ID); got.Queued != 1 || !got.Assignee.IsPerson() {
-		t.Fatalf("the prompt must wait with a person: queued %d, assignee %s", got.Queued, got.Assignee)
 	}
 }
 
