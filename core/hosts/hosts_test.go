@@ -230,3 +230,33 @@ func TestSweepSessionsOnHost(t *testing.T) {
 		t.Fatalf("SweepSessions s-keep: %d %v, left %v", n, err, agent.SessionProcs("s-keep"))
 	}
 }
+
+// Uploads of one file at once (sessions starting together on a fresh host
+// each copy kandev there) all succeed, leave the whole file and no
+// temporary one behind (issue 39's soak: a shared "$f.part" had each copy
+// delete or rename the others').
+func TestConcurrentUploadsOfOneFile(t *testing.T) {
+	h, p, target := loopback(t)
+	ctx := context.Background()
+	if err := p.Connect(ctx, target); err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("kandev binary\n", 1<<16) // ~900 KB: copies overlap
+	path := filepath.Join(h.RemoteDir, "bin", "kandev")
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() { errs <- p.UploadExpr(ctx, target, strings.NewReader(body), path) }()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Errorf("an upload failed: %v", err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || string(b) != body {
+		t.Fatalf("the file after the uploads: %d bytes, err %v", len(b), err)
+	}
+	if left, _ := filepath.Glob(path + ".part*"); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}

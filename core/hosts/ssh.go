@@ -220,12 +220,15 @@ func (p *Pool) Script(ctx context.Context, t Target, script string) (string, err
 
 // UploadExpr writes r to the file the shell expression path names on the
 // host (mode 0755), through a temporary file renamed into place so a
-// half-copied binary is never run.
+// half-copied binary is never run. The temporary file is the upload's own
+// (the remote shell's pid in its name): sessions starting at once on a
+// fresh host each copy kandev there, and a shared one had each copy
+// delete or rename the others' (found by the soak, issue 39).
 func (p *Pool) UploadExpr(ctx context.Context, t Target, r io.Reader, path string) error {
 	if err := p.Connect(ctx, t); err != nil {
 		return err
 	}
-	cmd := p.Command(ctx, t, fmt.Sprintf(`f=%s; mkdir -p "$(dirname "$f")" && cat > "$f.part" && chmod 0755 "$f.part" && mv -f "$f.part" "$f"`, path))
+	cmd := p.Command(ctx, t, fmt.Sprintf(`f=%s; part="$f.part.$$"; mkdir -p "$(dirname "$f")" && cat > "$part" && chmod 0755 "$part" && mv -f "$part" "$f" || { rm -f "$part"; exit 1; }`, path))
 	cmd.Stdin = r
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
