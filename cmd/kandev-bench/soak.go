@@ -92,6 +92,7 @@ const (
 	kindInterrupt soakKind = "interrupt" // a long turn, interrupted by a message
 	kindStop      soakKind = "stop"      // a long turn, stopped by the driver
 	kindTree      soakKind = "tree"      // delegates a child that asks the parent
+	kindKill      soakKind = "kill"      // mid-turn at a kill -9: must be delivered again once
 )
 
 var soakKinds = []soakKind{kindPlain, kindPlain, kindFollowup, kindInterrupt, kindStop, kindTree}
@@ -289,7 +290,7 @@ func runSoak(cfg soakConfig) (*soakReport, error) {
 	}
 	for i, ss := range s.sessions {
 		if killAt[i] {
-			if err := s.kill9(); err != nil {
+			if err := s.killMidTurn(ctx, cwd, deadline); err != nil {
 				return rep, err
 			}
 		}
@@ -298,7 +299,7 @@ func runSoak(cfg soakConfig) (*soakReport, error) {
 		}
 	}
 	for len(killAt) > s.kills { // -kills more than sessions
-		if err := s.kill9(); err != nil {
+		if err := s.killMidTurn(ctx, cwd, deadline); err != nil {
 			return rep, err
 		}
 	}
@@ -313,6 +314,7 @@ func runSoak(cfg soakConfig) (*soakReport, error) {
 	}
 	s.oracle(ctx, rep)
 	rep.figure("sessions started per second", fmt.Sprintf("%.1f", s.startRate))
+	rep.kills = s.kills
 	rep.figure("kill -9s (daemon restarted)", fmt.Sprint(s.kills))
 	for i, d := range s.recovery {
 		rep.figure(fmt.Sprintf("restart %d: spawn to ready", i+1), msStr(d)+" ms")
@@ -360,6 +362,36 @@ func (s *soakRun) kill9() error {
 	s.kills++
 	s.recovery = append(s.recovery, smp.took)
 	return nil
+}
+
+// killMidTurn makes sure a turn is running when the daemon is killed: a
+// session of its own whose turn waits at a gate. After the restart the
+// gate opens and a message resumes the session (nothing restarts by
+// itself, ADR 0006): the cut turn must be delivered again, once, and end
+// once, before the message's turn.
+func (s *soakRun) killMidTurn(ctx context.Context, cwd string, deadline time.Time) error {
+	k := len(s.sessions)
+	gate := filepath.Join(s.h.dir, fmt.Sprintf("gate-%d", k))
+	tok, poke := fmt.Sprintf("s%d-t0", k), fmt.Sprintf("s%d-t1", k)
+	ss := &soakSession{idx: k, kind: kindKill, interrupted: map[string]bool{}, turns: []string{tok, poke}}
+	t, err := s.c.CreateTask(ctx, api.CreateTaskInput{Title: fmt.Sprintf("soak %d kill", k), CWD: cwd, Start: true,
+		Prompt: "mock: say begin " + tok + "\nmock: waitfile " + gate + "\nmock: say end " + tok})
+	if err != nil {
+		return err
+	}
+	ss.taskID = t.ID
+	s.sessions = append(s.sessions, ss)
+	if err := s.waitSaid(ctx, t.ID, "begin "+tok, deadline); err != nil {
+		return err
+	}
+	if err := s.kill9(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		return err
+	}
+	_, err = s.c.MessageTask(ctx, t.ID, api.MessageInput{Text: "mock: say begin " + poke + "\nmock: say end " + poke})
+	return err
 }
 
 // act does the driver's part of a session: it waits for the first turn

@@ -32,6 +32,7 @@ type soakReport struct {
 	seed            uint64
 	hostNote        string
 	hosts, sessions int
+	kills           int
 	checks          []soakCheck
 	figures         [][2]string
 }
@@ -171,6 +172,8 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 			n := said(rec.msgs, "end "+tok)
 			again := redeliveredTok[rec.t.ID+"/"+tok]
 			switch {
+			case ss.kind == kindKill && tok == ss.turns[0] && (!again || n != 1):
+				lost.add("%s turn %s, cut by kill -9: delivered again %v, ended %d times (want once)", rec.t.ID, tok, again, n)
 			case n == 0 && !ss.interrupted[tok]:
 				lost.add("%s turn %s (%s) never ended", rec.t.ID, tok, ss.kind)
 			case n > 2 || n == 2 && !again:
