@@ -22,6 +22,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,7 +50,8 @@ type soakConfig struct {
 	sessions int
 	hosts    int
 	kills    int
-	wait     time.Duration // how long the workload may take to settle
+	wait     time.Duration // how long a round may take to settle
+	duration time.Duration // rounds until this has passed
 	bin      string        // kandev binary; built when empty
 	warm     bool          // one session per SSH host before the workload
 }
@@ -61,14 +63,25 @@ func soakMain(args []string) error {
 	fs.IntVar(&cfg.sessions, "sessions", 100, "root sessions of the workload")
 	fs.IntVar(&cfg.hosts, "hosts", 10, "hosts: this machine plus hosts-1 loopback SSH hosts")
 	fs.IntVar(&cfg.kills, "kills", 1, "kill -9s of the daemon mid-run (each followed by a restart)")
-	fs.DurationVar(&cfg.wait, "wait", 5*time.Minute, "how long the workload may take to settle after the last kill")
+	fs.DurationVar(&cfg.wait, "wait", 5*time.Minute, "how long a round of the workload may take to settle (a bound on a hang)")
+	fs.DurationVar(&cfg.duration, "duration", 0, "run rounds of -sessions sessions (each with -kills kill -9s; the last round's stopped) until this has passed; 0: one round")
 	fs.BoolVar(&cfg.warm, "warm", true, "start one session on each SSH host before the workload (false: sessions race in the host's first copy of kandev)")
 	fs.StringVar(&cfg.bin, "bin", "", "kandev binary (default: build ./cmd/kandev)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if cfg.sessions < 1 || cfg.hosts < 1 {
-		return fmt.Errorf("-sessions and -hosts must be at least 1")
+	if cfg.sessions < 1 || cfg.hosts < 1 || cfg.kills < 0 {
+		return fmt.Errorf("-sessions and -hosts must be at least 1, -kills at least 0")
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if cfg.bin != "" {
+		abs, err := filepath.Abs(cfg.bin)
+		if err != nil {
+			return err
+		}
+		cfg.bin = abs
 	}
 	rep, err := runSoak(cfg)
 	if rep != nil {
@@ -169,6 +182,7 @@ type soakRun struct {
 	startRate float64
 	recovery  []time.Duration
 	kills     int
+	next      int // the next session's index
 }
 
 func runSoak(cfg soakConfig) (*soakReport, error) {
@@ -249,69 +263,105 @@ func runSoak(cfg soakConfig) (*soakReport, error) {
 	stopRSS := s.watchRSS()
 	defer stopRSS()
 
-	// The workload, from the seed.
+	// The workload, from the seed: rounds of -sessions sessions, each
+	// with its kill -9s, until -duration has passed (one round at least).
 	r := rand.New(rand.NewPCG(cfg.seed, cfg.seed^0x9e3779b97f4a7c15))
 	cwd := filepath.Join(work, "cwd")
 	_ = os.MkdirAll(cwd, 0o755)
-	prompts := make([]string, cfg.sessions)
-	for i := range cfg.sessions {
-		ss := &soakSession{idx: i, kind: soakKinds[r.IntN(len(soakKinds))], host: s.hosts[i%len(s.hosts)],
-			interrupted: map[string]bool{}, calltime: r.IntN(4) == 0}
-		tok := fmt.Sprintf("s%d-t0", i)
-		ss.turns = []string{tok}
-		switch ss.kind {
-		case kindTree:
-			prompts[i] = treePrompt(tok)
-		case kindInterrupt, kindStop:
-			prompts[i] = soakPrompt(r, tok, true, ss.calltime)
-		default:
-			prompts[i] = soakPrompt(r, tok, false, ss.calltime)
-		}
-		s.sessions = append(s.sessions, ss)
-	}
-	t0 := time.Now()
-	for i, ss := range s.sessions {
-		t, err := s.c.CreateTask(ctx, api.CreateTaskInput{Title: fmt.Sprintf("soak %d %s", i, ss.kind), Prompt: prompts[i],
-			Start: true, CWD: cwd, Host: ss.host})
-		if err != nil {
-			return nil, fmt.Errorf("create session %d: %w", i, err)
-		}
-		ss.taskID = t.ID
-	}
-	s.startRate = float64(cfg.sessions) / time.Since(t0).Seconds()
-
-	// The driver's own acts, each once its turn has begun; the kill -9s
-	// fall among them.
 	rep := &soakReport{seed: cfg.seed, hostNote: s.hostNote, hosts: len(s.hosts), sessions: cfg.sessions}
-	deadline := time.Now().Add(cfg.wait)
-	killAt := map[int]bool{}
-	for k := range cfg.kills {
-		killAt[(k+1)*len(s.sessions)/(cfg.kills+1)] = true
-	}
-	for i, ss := range s.sessions {
-		if killAt[i] {
-			if err := s.killMidTurn(ctx, cwd, deadline); err != nil {
-				return rep, err
+	t0 := time.Now()
+	var created int
+	var creating time.Duration
+	settled := true
+	rounds := 0
+	for rounds == 0 || time.Since(t0) < cfg.duration {
+		if rounds > 0 {
+			// The last round's sessions are stopped: churn, and a bound
+			// on the live sessions at once.
+			for _, ss := range s.sessions {
+				_, _ = s.c.StopTask(ctx, ss.taskID, api.StopTaskInput{})
 			}
 		}
-		if err := s.act(ctx, ss, r, deadline); err != nil {
-			rep.add(fmt.Sprintf("driver: session %d's act", ss.idx), false, err.Error()+"\n"+s.dump(ctx, ss.taskID))
+		rounds++
+		var round []*soakSession
+		prompts := make([]string, cfg.sessions)
+		for j := range cfg.sessions {
+			i := s.next
+			s.next++
+			ss := &soakSession{idx: i, kind: soakKinds[r.IntN(len(soakKinds))], host: s.hosts[j%len(s.hosts)],
+				interrupted: map[string]bool{}, calltime: r.IntN(4) == 0}
+			tok := fmt.Sprintf("s%d-t0", i)
+			ss.turns = []string{tok}
+			switch ss.kind {
+			case kindTree:
+				prompts[j] = treePrompt(tok)
+			case kindInterrupt, kindStop:
+				prompts[j] = soakPrompt(r, tok, true, ss.calltime)
+			default:
+				prompts[j] = soakPrompt(r, tok, false, ss.calltime)
+			}
+			round = append(round, ss)
+		}
+		c0 := time.Now()
+		for j, ss := range round {
+			t, err := s.c.CreateTask(ctx, api.CreateTaskInput{Title: fmt.Sprintf("soak %d %s", ss.idx, ss.kind), Prompt: prompts[j],
+				Start: true, CWD: cwd, Host: ss.host})
+			if err != nil {
+				return rep, fmt.Errorf("create session %d: %w", ss.idx, err)
+			}
+			ss.taskID = t.ID
+		}
+		creating += time.Since(c0)
+		created += len(round)
+		s.sessions = append(s.sessions, round...)
+
+		// The driver's own acts, each once its turn has begun; the kill
+		// -9s fall among them, each while a turn runs.
+		deadline := time.Now().Add(cfg.wait)
+		killAt := map[int]bool{}
+		for k := range cfg.kills {
+			killAt[(k+1)*len(round)/(cfg.kills+1)] = true
+		}
+		kills := 0
+		for i, ss := range round {
+			if killAt[i] {
+				victim, err := s.killMidTurn(ctx, cwd, deadline)
+				if err != nil {
+					return rep, err
+				}
+				round = append(round, victim)
+				kills++
+			}
+			if err := s.act(ctx, ss, r, deadline); err != nil {
+				rep.add(fmt.Sprintf("driver: session %d's act", ss.idx), false, err.Error()+"\n"+s.dump(ctx, ss.taskID))
+			}
+		}
+		for ; kills < cfg.kills; kills++ { // more kills than sessions
+			victim, err := s.killMidTurn(ctx, cwd, deadline)
+			if err != nil {
+				return rep, err
+			}
+			round = append(round, victim)
+		}
+		if err := s.settle(ctx, round, deadline); err != nil {
+			if settled {
+				rep.add("workload settled", false, fmt.Sprintf("round %d: %v", rounds, err))
+				for _, ss := range round {
+					ts, _ := s.c.ListTasks(ctx, api.ListTasksInput{Root: ss.taskID})
+					for _, t := range ts {
+						fmt.Println(s.dump(ctx, t.ID))
+					}
+				}
+			}
+			settled = false
+			break
 		}
 	}
-	for len(killAt) > s.kills { // -kills more than sessions
-		if err := s.killMidTurn(ctx, cwd, deadline); err != nil {
-			return rep, err
-		}
+	if settled {
+		rep.add("workload settled", true, fmt.Sprintf("%d rounds in %.1fs", rounds, time.Since(t0).Seconds()))
 	}
-	// Settle, then the oracle.
-	if err := s.settle(ctx, deadline); err != nil {
-		rep.add("workload settled", false, err.Error())
-		for _, ss := range s.sessions {
-			fmt.Println(s.dump(ctx, ss.taskID))
-		}
-	} else {
-		rep.add("workload settled", true, fmt.Sprintf("in %.1fs", time.Since(t0).Seconds()))
-	}
+	s.startRate = float64(created) / creating.Seconds()
+	rep.figure("sessions (root, driver-made) / rounds", fmt.Sprintf("%d / %d", len(s.sessions), rounds))
 	s.oracle(ctx, rep)
 	rep.figure("sessions started per second", fmt.Sprintf("%.1f", s.startRate))
 	rep.kills = s.kills
@@ -369,29 +419,30 @@ func (s *soakRun) kill9() error {
 // gate opens and a message resumes the session (nothing restarts by
 // itself, ADR 0006): the cut turn must be delivered again, once, and end
 // once, before the message's turn.
-func (s *soakRun) killMidTurn(ctx context.Context, cwd string, deadline time.Time) error {
-	k := len(s.sessions)
+func (s *soakRun) killMidTurn(ctx context.Context, cwd string, deadline time.Time) (*soakSession, error) {
+	k := s.next
+	s.next++
 	gate := filepath.Join(s.h.dir, fmt.Sprintf("gate-%d", k))
 	tok, poke := fmt.Sprintf("s%d-t0", k), fmt.Sprintf("s%d-t1", k)
 	ss := &soakSession{idx: k, kind: kindKill, interrupted: map[string]bool{}, turns: []string{tok, poke}}
 	t, err := s.c.CreateTask(ctx, api.CreateTaskInput{Title: fmt.Sprintf("soak %d kill", k), CWD: cwd, Start: true,
 		Prompt: "mock: say begin " + tok + "\nmock: waitfile " + gate + "\nmock: say end " + tok})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ss.taskID = t.ID
 	s.sessions = append(s.sessions, ss)
 	if err := s.waitSaid(ctx, t.ID, "begin "+tok, deadline); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.kill9(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
-		return err
+		return nil, err
 	}
 	_, err = s.c.MessageTask(ctx, t.ID, api.MessageInput{Text: "mock: say begin " + poke + "\nmock: say end " + poke})
-	return err
+	return ss, err
 }
 
 // act does the driver's part of a session: it waits for the first turn
@@ -449,6 +500,72 @@ func (s *soakRun) waitSaid(ctx context.Context, id, want string, deadline time.T
 	return fmt.Errorf("task %s never said %q", id, want)
 }
 
+// waitFor polls cond until it holds or the deadline passes.
+func (s *soakRun) waitFor(ctx context.Context, id string, deadline time.Time, what string, cond func() bool) error {
+	for time.Now().Before(deadline) {
+		if cond() {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("task %s never %s", id, what)
+}
+
+// saidOrHeld: the task's agent said want, or the turn is visibly held: a
+// queued item holds begin (its prompt), or its prompt is the open turn of
+// a running session.
+func (s *soakRun) saidOrHeld(ctx context.Context, id, want, begin string) bool {
+	st := s.turnState(ctx, id, want, begin)
+	return st != turnMissing
+}
+
+type turnStatus int
+
+const (
+	turnMissing turnStatus = iota
+	turnSaid
+	turnQueued
+	turnRunning
+)
+
+func (s *soakRun) turnState(ctx context.Context, id, want, begin string) turnStatus {
+	msgs, err := s.conversation(ctx, id)
+	if err != nil {
+		return turnMissing
+	}
+	for _, m := range msgs {
+		if m.Kind == core.MsgAgent && strings.Contains(m.Text, want) {
+			return turnSaid
+		}
+	}
+	if begin == "" {
+		return turnMissing
+	}
+	if q, err := s.c.TaskQueue(ctx, id); err == nil {
+		for _, it := range q.Items {
+			if strings.Contains(it.Text, "mock: say "+begin+"\n") {
+				return turnQueued
+			}
+		}
+	}
+	t, err := s.c.GetTask(ctx, id)
+	if err != nil || t.Session == nil || t.Session.State != core.SessionRunning {
+		return turnMissing
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Kind == core.MsgTurnEnd {
+			return turnMissing
+		}
+		if msgs[i].Kind == core.MsgPrompt {
+			if strings.Contains(msgs[i].Text, "mock: say "+begin+"\n") {
+				return turnRunning
+			}
+			return turnMissing
+		}
+	}
+	return turnMissing
+}
+
 // conversation reads a task's whole conversation, page by page.
 func (s *soakRun) conversation(ctx context.Context, id string) ([]core.Message, error) {
 	var all []core.Message
@@ -468,13 +585,15 @@ func (s *soakRun) conversation(ctx context.Context, id string) ([]core.Message, 
 
 // settle waits until every turn the driver started that it did not cut
 // has said its end, and every child has been answered or asks visibly.
-func (s *soakRun) settle(ctx context.Context, deadline time.Time) error {
-	for _, ss := range s.sessions {
+func (s *soakRun) settle(ctx context.Context, round []*soakSession, deadline time.Time) error {
+	for _, ss := range round {
 		for _, tok := range ss.turns {
 			if ss.interrupted[tok] {
 				continue
 			}
-			if err := s.waitSaid(ctx, ss.taskID, "end "+tok, deadline); err != nil {
+			if err := s.waitFor(ctx, ss.taskID, deadline, "said end "+tok, func() bool {
+				return s.saidOrHeld(ctx, ss.taskID, "end "+tok, "begin "+tok)
+			}); err != nil {
 				return err
 			}
 		}
@@ -490,7 +609,13 @@ func (s *soakRun) settle(ctx context.Context, deadline time.Time) error {
 			if err != nil || len(kids) < 2 {
 				return fmt.Errorf("session %d: no child was delegated (%v)", ss.idx, err)
 			}
-			if err := s.waitSaid(ctx, kids[1].ID, "answer "+ss.turns[0], deadline); err != nil {
+			child := kids[1].ID
+			if err := s.waitFor(ctx, child, deadline, "said answer "+ss.turns[0]+" or asks visibly", func() bool {
+				if t, err := s.c.GetTask(ctx, child); err == nil && t.PendingQuestion != nil {
+					return true
+				}
+				return s.saidOrHeld(ctx, child, "answer "+ss.turns[0], "")
+			}); err != nil {
 				return err
 			}
 		}
@@ -512,8 +637,17 @@ func (s *soakRun) dump(ctx context.Context, id string) string {
 	if t.Session != nil {
 		fmt.Fprintf(&b, " session %s %s", t.Session.ID, t.Session.State)
 	}
+	if q, err := s.c.TaskQueue(ctx, id); err == nil {
+		for _, it := range q.Items {
+			txt := it.Text
+			if len(txt) > 100 {
+				txt = txt[:100] + "…"
+			}
+			fmt.Fprintf(&b, "\n    queued %d %s interrupt=%v %q", it.Position, it.Kind, it.Interrupt, txt)
+		}
+	}
 	msgs, _ := s.conversation(ctx, id)
-	for _, m := range msgs[max(0, len(msgs)-12):] {
+	for _, m := range msgs[max(0, len(msgs)-dumpN):] {
 		txt := m.Text
 		if len(txt) > 160 {
 			txt = txt[:160] + "…"
@@ -522,3 +656,12 @@ func (s *soakRun) dump(ctx context.Context, id string) string {
 	}
 	return b.String()
 }
+
+// dumpN is how many of a failed task's last entries are shown
+// (KANDEV_SOAK_DUMP, default 12).
+var dumpN = func() int {
+	if n, err := strconv.Atoi(os.Getenv("KANDEV_SOAK_DUMP")); err == nil && n > 0 {
+		return n
+	}
+	return 12
+}()

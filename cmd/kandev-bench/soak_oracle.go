@@ -34,6 +34,8 @@ type soakReport struct {
 	hosts, sessions int
 	kills           int
 	checks          []soakCheck
+	held            []string // turns and questions visibly held at the end
+	dumps           []string // the tasks of failed checks, as kandev records them
 	figures         [][2]string
 }
 
@@ -71,6 +73,12 @@ func (r *soakReport) print(w io.Writer) {
 	fmt.Fprintf(w, "|%s|%s\n", strings.Repeat("-", 54), strings.Repeat("-", 20))
 	for _, f := range r.figures {
 		fmt.Fprintf(w, "| %-52s | %s\n", f[0], f[1])
+	}
+	for _, d := range r.dumps {
+		fmt.Fprintln(w, d)
+	}
+	for _, h := range r.held {
+		fmt.Fprintf(w, "held: %s\n", h)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.violations())
 }
@@ -161,7 +169,7 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 	// lost) once, or twice only when kandev delivered it again; a turn
 	// the driver cut needs no end.
 	var lost, twice failures
-	turns := 0
+	turns, held := 0, 0
 	for _, rec := range recs {
 		ss := rec.root
 		if rec.t.ID != ss.taskID {
@@ -175,13 +183,21 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 			case ss.kind == kindKill && tok == ss.turns[0] && (!again || n != 1):
 				lost.add("%s turn %s, cut by kill -9: delivered again %v, ended %d times (want once)", rec.t.ID, tok, again, n)
 			case n == 0 && !ss.interrupted[tok]:
-				lost.add("%s turn %s (%s) never ended", rec.t.ID, tok, ss.kind)
+				switch st := s.turnState(ctx, rec.t.ID, "end "+tok, "begin "+tok); st {
+				case turnQueued, turnRunning:
+					held++
+					rep.held = append(rep.held, fmt.Sprintf("%s turn %s (%s): %s", rec.t.ID, tok, ss.kind, map[turnStatus]string{turnQueued: "queued", turnRunning: "running"}[st]))
+				default:
+					lost.add("%s turn %s (%s) never ended and is not queued or running", rec.t.ID, tok, ss.kind)
+					rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID))
+				}
 			case n > 2 || n == 2 && !again:
 				twice.add("%s turn %s (%s) ended %d times (delivered again: %v)", rec.t.ID, tok, ss.kind, n, again)
 			}
 		}
 	}
 	rep.add("every turn the driver started ended (none lost)", lost.n == 0, fmt.Sprintf("%d turns %s", turns, lost.String()))
+	rep.figure("driver turns held at the end (queued or running, not ended)", fmt.Sprint(held))
 	rep.add("no turn ran twice but by a redelivery", twice.n == 0, twice.String())
 
 	// 2. Each recorded prompt has exactly one outcome: a turn_end, or the
@@ -208,6 +224,7 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 		}
 		if open && ends == 0 && rec.t.Session != nil && rec.t.Session.State != core.SessionRunning && rec.t.Waiting == "" {
 			outcome.add("%s: its last turn has no outcome and is not running or held (session %s)", rec.t.ID, rec.t.Session.State)
+			rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID))
 		}
 	}
 	rep.add("each recorded prompt has exactly one outcome", outcome.n == 0, fmt.Sprintf("%d prompts %s", prompts, outcome.String()))
@@ -231,8 +248,11 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 			}
 		}
 		tok := rec.root.turns[0]
-		if n := said(rec.msgs, "answer "+tok); n != 1 && rec.t.PendingQuestion == nil {
-			qs.add("%s: the parent's answer was delivered %d times", rec.t.ID, n)
+		if n := said(rec.msgs, "answer "+tok); n > 1 || n == 0 && rec.t.PendingQuestion == nil {
+			qs.add("%s: the parent's answer was delivered %d times and no question is pending", rec.t.ID, n)
+			rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID), s.dump(ctx, rec.t.ParentID))
+		} else if n == 0 {
+			rep.held = append(rep.held, fmt.Sprintf("%s: question pending (%s)", rec.t.ID, rec.t.PendingQuestion.ID))
 		}
 	}
 	rep.add("every question answered once or visibly pending", qs.n == 0, fmt.Sprintf("%d questions %s", questions, qs.String()))
