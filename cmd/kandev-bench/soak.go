@@ -538,30 +538,36 @@ func (s *soakRun) turnState(ctx context.Context, id, want, begin string) turnSta
 			return turnSaid
 		}
 	}
-	if begin == "" {
+	// The open turn: the last prompt with no turn_end after it, if the
+	// session runs. A turn that chatters until cut (`mock: chatter`) holds
+	// what is queued behind it; with no session running, nothing delivers
+	// the queue by itself after a daemon exit (ADR 0006).
+	t, err := s.c.GetTask(ctx, id)
+	if err != nil {
 		return turnMissing
 	}
-	if q, err := s.c.TaskQueue(ctx, id); err == nil {
+	running := t.Session != nil && t.Session.State == core.SessionRunning
+	open := ""
+	for i := len(msgs) - 1; i >= 0 && running; i-- {
+		if msgs[i].Kind == core.MsgTurnEnd {
+			break
+		}
+		if msgs[i].Kind == core.MsgPrompt {
+			open = msgs[i].Text
+			break
+		}
+	}
+	chatters := strings.Contains(open, "mock: chatter")
+	if q, err := s.c.TaskQueue(ctx, id); err == nil && (!running || chatters) {
 		for _, it := range q.Items {
-			if strings.Contains(it.Text, "mock: say "+begin+"\n") {
+			if begin == "" && strings.Contains(it.Text, "mock: say "+want) ||
+				begin != "" && strings.Contains(it.Text, "mock: say "+begin+"\n") {
 				return turnQueued
 			}
 		}
 	}
-	t, err := s.c.GetTask(ctx, id)
-	if err != nil || t.Session == nil || t.Session.State != core.SessionRunning {
-		return turnMissing
-	}
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Kind == core.MsgTurnEnd {
-			return turnMissing
-		}
-		if msgs[i].Kind == core.MsgPrompt {
-			if strings.Contains(msgs[i].Text, "mock: say "+begin+"\n") {
-				return turnRunning
-			}
-			return turnMissing
-		}
+	if begin != "" && chatters && strings.Contains(open, "mock: say "+begin+"\n") {
+		return turnRunning
 	}
 	return turnMissing
 }

@@ -197,7 +197,7 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 		}
 	}
 	rep.add("every turn the driver started ended (none lost)", lost.n == 0, fmt.Sprintf("%d turns %s", turns, lost.String()))
-	rep.figure("driver turns held at the end (queued or running, not ended)", fmt.Sprint(held))
+	rep.figure("driver turns held at the end (queued behind a stuck or chattering turn, or chattering)", fmt.Sprint(held))
 	rep.add("no turn ran twice but by a redelivery", twice.n == 0, twice.String())
 
 	// 2. Each recorded prompt has exactly one outcome: a turn_end, or the
@@ -229,6 +229,28 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 	}
 	rep.add("each recorded prompt has exactly one outcome", outcome.n == 0, fmt.Sprintf("%d prompts %s", prompts, outcome.String()))
 
+	// An interrupt cancels the running turn and is delivered instead
+	// (api.DeliveryInterrupt): it never waits in a queue behind a turn
+	// that runs.
+	var intr failures
+	for _, rec := range recs {
+		t, err := s.c.GetTask(ctx, rec.t.ID)
+		if err != nil || t.Session == nil || t.Session.State != core.SessionRunning {
+			continue
+		}
+		q, err := s.c.TaskQueue(ctx, rec.t.ID)
+		if err != nil {
+			continue
+		}
+		for _, it := range q.Items {
+			if it.Kind == "message" && it.Interrupt {
+				intr.add("%s: an interrupt message (queued %s) waits behind the running turn", rec.t.ID, it.QueuedAt.Format(time.TimeOnly))
+				rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID))
+			}
+		}
+	}
+	rep.add("an interrupt cuts the running turn, never queues behind it", intr.n == 0, intr.String())
+
 	// 3. Every question is answered once or visibly pending.
 	var qs failures
 	questions := 0
@@ -248,9 +270,20 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 			}
 		}
 		tok := rec.root.turns[0]
-		if n := said(rec.msgs, "answer "+tok); n > 1 || n == 0 && rec.t.PendingQuestion == nil {
-			qs.add("%s: the parent's answer was delivered %d times and no question is pending", rec.t.ID, n)
+		queued := s.turnState(ctx, rec.t.ID, "answer "+tok, "") == turnQueued
+		// The answer's turn, cut by a kill -9, is delivered again (ADR
+		// 0006): then it may be said twice.
+		again := 0
+		for _, m := range rec.msgs {
+			if m.Kind == core.MsgPrompt && metaString(m, "delivery") == "redeliver" && strings.Contains(m.Text, "mock: say answer "+tok) {
+				again++
+			}
+		}
+		if n := said(rec.msgs, "answer "+tok); n > 1+again || n == 0 && rec.t.PendingQuestion == nil && !queued {
+			qs.add("%s: the parent's answer was said %d times (delivered again %d) or never and no question is pending", rec.t.ID, n, again)
 			rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID), s.dump(ctx, rec.t.ParentID))
+		} else if n == 0 && queued {
+			rep.held = append(rep.held, fmt.Sprintf("%s: the parent's answer is queued on the child, no turn running", rec.t.ID))
 		} else if n == 0 {
 			rep.held = append(rep.held, fmt.Sprintf("%s: question pending (%s)", rec.t.ID, rec.t.PendingQuestion.ID))
 		}
