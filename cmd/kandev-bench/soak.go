@@ -514,9 +514,18 @@ func (s *soakRun) waitFor(ctx context.Context, id string, deadline time.Time, wh
 // saidOrHeld: the task's agent said want, or the turn is visibly held: a
 // queued item holds begin (its prompt), or its prompt is the open turn of
 // a running session.
+//
+// A delivery between two states (a queued item while its new session is
+// made) can look held for a moment: held must still hold a second later.
 func (s *soakRun) saidOrHeld(ctx context.Context, id, want, begin string) bool {
-	st := s.turnState(ctx, id, want, begin)
-	return st != turnMissing
+	switch s.turnState(ctx, id, want, begin) {
+	case turnSaid:
+		return true
+	case turnMissing:
+		return false
+	}
+	time.Sleep(time.Second)
+	return s.turnState(ctx, id, want, begin) != turnMissing
 }
 
 type turnStatus int
@@ -544,6 +553,10 @@ func (s *soakRun) turnState(ctx context.Context, id, want, begin string) turnSta
 	// the queue by itself after a daemon exit (ADR 0006).
 	t, err := s.c.GetTask(ctx, id)
 	if err != nil {
+		return turnMissing
+	}
+	// A starting session delivers its queue soon: nothing is held yet.
+	if t.Session != nil && t.Session.State == core.SessionStarting {
 		return turnMissing
 	}
 	running := t.Session != nil && t.Session.State == core.SessionRunning

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -183,10 +184,20 @@ func (s *soakRun) oracle(ctx context.Context, rep *soakReport) {
 			case ss.kind == kindKill && tok == ss.turns[0] && (!again || n != 1):
 				lost.add("%s turn %s, cut by kill -9: delivered again %v, ended %d times (want once)", rec.t.ID, tok, again, n)
 			case n == 0 && !ss.interrupted[tok]:
-				switch st := s.turnState(ctx, rec.t.ID, "end "+tok, "begin "+tok); st {
+				// A turn still on its way gets until the end of a minute.
+				st := s.turnState(ctx, rec.t.ID, "end "+tok, "begin "+tok)
+				for wait := time.Now().Add(time.Minute); st == turnMissing && time.Now().Before(wait); {
+					time.Sleep(50 * time.Millisecond)
+					st = s.turnState(ctx, rec.t.ID, "end "+tok, "begin "+tok)
+				}
+				switch st {
+				case turnSaid:
 				case turnQueued, turnRunning:
 					held++
 					rep.held = append(rep.held, fmt.Sprintf("%s turn %s (%s): %s", rec.t.ID, tok, ss.kind, map[turnStatus]string{turnQueued: "queued", turnRunning: "running"}[st]))
+					if dumpHeld {
+						rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID))
+					}
 				default:
 					lost.add("%s turn %s (%s) never ended and is not queued or running", rec.t.ID, tok, ss.kind)
 					rep.dumps = append(rep.dumps, s.dump(ctx, rec.t.ID))
@@ -358,6 +369,9 @@ func metaNumber(m core.Message, key string) string {
 	_ = json.Unmarshal(m.Meta, &meta)
 	return fmt.Sprint(meta[key])
 }
+
+// dumpHeld: KANDEV_SOAK_DUMP also shows the tasks of held turns.
+var dumpHeld = os.Getenv("KANDEV_SOAK_DUMP") != ""
 
 func boolInt(b bool) int {
 	if b {
