@@ -11,7 +11,7 @@ LDFLAGS := -X github.com/kandev/kandev/cmd.Version=$(VERSION)
 # keep go's default: -race needs cgo.
 CGO     ?= 0
 
-.PHONY: all build test lint bench bench-go bench-proc demo install clean inspector darwin
+.PHONY: all build test lint bench bench-go bench-proc soak demo install clean inspector darwin
 
 all: build
 
@@ -74,6 +74,17 @@ bench-go:
 
 bench-proc: build
 	CGO_ENABLED=$(CGO) $(GO) run ./cmd/kandev-bench -bin $(or $(BENCH_BINS),kandev=$(BIN))
+
+## soak (issue 39): SOAK_SESSIONS mock sessions over SOAK_HOSTS hosts (this
+## machine and loopback sshds: root and /usr/sbin/sshd), SOAK_KILLS kill -9s
+## of the daemon a round, rounds until SOAK_DURATION has passed; the oracle's
+## table, exit non-zero on a violation. SOAK_SEED replays a run.
+SOAK_SESSIONS ?= 100
+SOAK_HOSTS ?= 10
+SOAK_KILLS ?= 1
+SOAK_DURATION ?= 0
+soak: build
+	$(GO) run ./cmd/kandev-bench soak -bin $(BIN) -sessions $(SOAK_SESSIONS) -hosts $(SOAK_HOSTS) -kills $(SOAK_KILLS) -duration $(SOAK_DURATION) $(if $(SOAK_SEED),-seed $(SOAK_SEED))
 
 demo: build
 	$(BIN) demo
