@@ -122,7 +122,6 @@ type soakSession struct {
 	interrupted map[string]bool
 	stopped     bool
 	calltime    bool
-	mu          sync.Mutex
 }
 
 // prompt builds turn tok's prompt: it says the token at its start and end,
