@@ -122,6 +122,11 @@ func (m *mcpConn) listTools(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return toolNames(ctx, c)
+}
+
+// toolNames is a server's tools/list answer: its tool names, sorted.
+func toolNames(ctx context.Context, c *client.Client) ([]string, error) {
 	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("tools/list: %w", err)

@@ -3,7 +3,6 @@ package mockagent
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -97,16 +96,7 @@ func listToolsOf(ctx context.Context, m *mcpConn, server string) ([]string, erro
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("tools/list: %w", err)
-	}
-	names := make([]string, 0, len(res.Tools))
-	for _, tl := range res.Tools {
-		names = append(names, tl.Name)
-	}
-	sort.Strings(names)
-	return names, nil
+	return toolNames(ctx, c)
 }
 
 // servercall runs `mock: servercall SERVER TOOL {json}`: a tools/call to
